@@ -1,0 +1,20 @@
+"""vfm: fair and efficient allocations in Volatile Fisher Markets."""
+
+from vfm import check, errors
+from vfm.equilibrium import Equilibrium, Status
+from vfm.market import VolatileFisherMarket
+from vfm.per_period import solve_per_period
+from vfm.solve import solve
+from vfm.solvers.registry import available_solvers
+
+__all__ = [
+    "Equilibrium",
+    "Status",
+    "VolatileFisherMarket",
+    "available_solvers",
+    "check",
+    "errors",
+    "solve",
+    "solve_per_period",
+]
+__version__ = "0.1.0"

@@ -1,0 +1,79 @@
+"""Input checks used at the library's boundary (scikit-learn style: check once, say what to fix)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from vfm.errors import ValidationError
+
+FloatArray = NDArray[np.float64]
+
+
+def as_real_array(
+    value: ArrayLike,
+    name: str,
+    shape: Sequence[int | None],
+    *,
+    allow_inf: bool = False,
+) -> FloatArray:
+    """Return `value` as a read-only float64 copy after checking its shape and entries.
+
+    Parameters
+    ----------
+    value : array_like
+        What the caller passed.
+    name : str
+        The argument's name, used in error messages.
+    shape : sequence of int or None
+        Expected shape; ``None`` accepts any length along that axis.
+    allow_inf : bool
+        Whether ``+inf`` is a meaningful value (e.g. "no cap").
+
+    Raises
+    ------
+    ValidationError
+        If the value is not a real numeric array of the expected shape, or holds NaN or
+        an infinity that is not allowed.
+    """
+    try:
+        raw = np.asarray(value)
+    except Exception as exc:  # ragged lists and other objects numpy cannot take
+        raise ValidationError(f"{name} must be a numeric array; numpy could not read it ({exc})") from exc
+    if raw.dtype == object or not (
+        np.issubdtype(raw.dtype, np.integer)
+        or np.issubdtype(raw.dtype, np.floating)
+        or np.issubdtype(raw.dtype, np.bool_)
+    ):
+        raise ValidationError(f"{name} must hold real numbers, got dtype {raw.dtype}")
+    if raw.ndim != len(shape) or any(
+        want is not None and got != want for got, want in zip(raw.shape, shape, strict=False)
+    ):
+        expected = "(" + ", ".join("any" if s is None else str(s) for s in shape) + ")"
+        raise ValidationError(f"{name} must have shape {expected}, got {raw.shape}")
+    array = np.array(raw, dtype=np.float64, copy=True)
+    if np.isnan(array).any():
+        where = tuple(int(i) for i in np.argwhere(np.isnan(array))[0])
+        raise ValidationError(f"{name} contains NaN (first at index {where})")
+    bad_inf = np.isneginf(array) if allow_inf else np.isinf(array)
+    if bad_inf.any():
+        where = tuple(int(i) for i in np.argwhere(bad_inf)[0])
+        raise ValidationError(f"{name} contains an infinite value {array[where]} at index {where}")
+    array.setflags(write=False)
+    return array
+
+
+def require_nonnegative(array: FloatArray, name: str) -> None:
+    """Raise if any entry of `array` is negative, naming the first offender."""
+    if (array < 0).any():
+        where = tuple(int(i) for i in np.argwhere(array < 0)[0])
+        raise ValidationError(f"{name} must be >= 0, got {array[where]} at index {where}")
+
+
+def require_positive(array: FloatArray, name: str) -> None:
+    """Raise if any entry of `array` is not strictly positive, naming the first offender."""
+    if (array <= 0).any():
+        where = tuple(int(i) for i in np.argwhere(array <= 0)[0])
+        raise ValidationError(f"{name} must be > 0, got {array[where]} at index {where}")

@@ -1,0 +1,375 @@
+r"""Numerical certificates of equilibrium and checks of fairness and efficiency properties.
+
+Every function takes a solved `Equilibrium` and returns a `Residual`: the worst violation
+(dimensionless, 0 when the condition holds exactly), where it occurs, and the tolerance it is
+judged against. Nothing here returns a bare boolean.
+
+Tolerances
+----------
+A solver asked for relative accuracy :math:`\epsilon` (`Equilibrium.accuracy`) returns a
+primal-dual point whose *objective* is within about :math:`\epsilon` of the optimum. Near
+its maximum NSWOT is quadratic, so the *point itself* (allocation and prices) is only accurate
+to about :math:`\sqrt{\epsilon}`. The checks therefore have two tiers:
+
+* objective-level residuals (duality gap, market clearing, unsold value, buyers' regret):
+  ``tolerance = OBJECTIVE_FACTOR * accuracy``;
+* point-level residuals (budget exhaustion, bang-per-buck, envy, proportionality, Pareto
+  improvement): ``tolerance = SOLUTION_FACTOR * sqrt(accuracy)``.
+
+The factors absorb the solver's scaling of the program (see ``docs/verifying.md`` for how
+they were measured). Pass ``tol=`` to judge against your own number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.optimize
+import scipy.sparse as sp
+
+from vfm.equilibrium import Equilibrium
+from vfm.errors import CertificateError, ValidationError
+from vfm.program import ScaledProgram
+
+#: Multiplies the solver's accuracy for objective-level residuals.
+OBJECTIVE_FACTOR = 100.0
+#: Multiplies the square root of the solver's accuracy for point-level residuals.
+SOLUTION_FACTOR = 10.0
+
+
+def objective_tolerance(result: Equilibrium) -> float:
+    """Default tolerance of objective-level residuals for `result`."""
+    return OBJECTIVE_FACTOR * result.accuracy
+
+
+def solution_tolerance(result: Equilibrium) -> float:
+    """Default tolerance of point-level residuals for `result`."""
+    return SOLUTION_FACTOR * float(np.sqrt(result.accuracy))
+
+
+@dataclass(frozen=True)
+class Residual:
+    """The worst violation of one condition.
+
+    Attributes
+    ----------
+    name : str
+    value : float
+        Worst violation, dimensionless (see each check for its scale); 0 means exact.
+    where : tuple of int
+        Index of the worst violation: ``(i,)`` a buyer, ``(j, t)`` a good-period,
+        ``(i, j, t)`` an entry, ``(i, k)`` a pair of buyers.
+    tolerance : float
+    """
+
+    name: str
+    value: float
+    where: tuple[int, ...]
+    tolerance: float
+
+    @property
+    def holds(self) -> bool:
+        """``value <= tolerance`` (NaN never holds)."""
+        return bool(self.value <= self.tolerance)
+
+    def __str__(self) -> str:
+        verdict = "ok" if self.holds else "VIOLATED"
+        return f"{self.name:<24} {self.value:10.3e}  (tol {self.tolerance:.1e}) at {self.where}  {verdict}"
+
+
+@dataclass(frozen=True)
+class Certificate:
+    """Several residuals that together certify a solution."""
+
+    residuals: tuple[Residual, ...]
+
+    def __iter__(self) -> Iterator[Residual]:
+        return iter(self.residuals)
+
+    def __getitem__(self, name: str) -> Residual:
+        for residual in self.residuals:
+            if residual.name == name:
+                return residual
+        raise KeyError(name)
+
+    @property
+    def holds(self) -> bool:
+        return all(r.holds for r in self.residuals)
+
+    def assert_holds(self) -> Certificate:
+        """Return `self`, or raise `vfm.errors.CertificateError` listing what is violated."""
+        broken = [str(r) for r in self.residuals if not r.holds]
+        if broken:
+            raise CertificateError("certificate violated:\n" + "\n".join(broken))
+        return self
+
+    def __str__(self) -> str:
+        return "\n".join(str(r) for r in self.residuals)
+
+
+def _worst(values: np.ndarray, name: str, tolerance: float) -> Residual:
+    """Residual of the largest entry of `values` (NaN counts as worst)."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.size == 0:
+        return Residual(name, 0.0, (), tolerance)
+    flat = np.where(np.isnan(values), np.inf, values).reshape(-1)
+    index = int(np.argmax(flat))
+    where = tuple(int(i) for i in np.unravel_index(index, values.shape))
+    return Residual(name, float(max(values.reshape(-1)[index], 0.0)), where, tolerance)
+
+
+def _flat(result: Equilibrium) -> tuple[np.ndarray, np.ndarray]:
+    n = result.market.n_buyers
+    return result.allocation.reshape(n, -1), result.prices.reshape(-1)
+
+
+# --- equilibrium conditions -------------------------------------------------------------------
+
+
+def market_clearing(result: Equilibrium, tol: float | None = None) -> Residual:
+    r"""Primal feasibility of supply and sign: :math:`\sum_i x_{ijt} \le s_{jt}`, :math:`x \ge 0`.
+
+    Value: the largest over-allocation or negative entry, relative to the good's supply.
+    `where` is ``(j, t)``.
+    """
+    market = result.market
+    supply = np.where(market.supply > 0, market.supply, 1.0)
+    over = (result.allocation.sum(axis=0) - market.supply) / supply
+    negative = np.max(-result.allocation, axis=0) / supply
+    return _worst(np.maximum(over, negative), "market_clearing", objective_tolerance(result) if tol is None else tol)
+
+
+def price_complementarity(result: Equilibrium, tol: float | None = None) -> Residual:
+    r"""Prices are nonnegative and positive only on sold-out goods.
+
+    Value: :math:`\max_{jt} |p_{jt}| \cdot |s_{jt} - \sum_i x_{ijt}|` over negative prices and
+    unsold supply, as a fraction of all budgets :math:`\sum_i B_i`. `where` is ``(j, t)``.
+    """
+    market = result.market
+    slack = market.supply - result.allocation.sum(axis=0)
+    unsold = np.maximum(result.prices, 0.0) * np.maximum(slack, 0.0)
+    negative = np.maximum(-result.prices, 0.0) * np.maximum(market.supply, 1e-300)
+    value = np.maximum(unsold, negative) / market.budgets.sum()
+    return _worst(value, "price_complementarity", objective_tolerance(result) if tol is None else tol)
+
+
+def budget_exhaustion(result: Equilibrium, tol: float | None = None) -> Residual:
+    r"""Each buyer spends its budget: :math:`|p \cdot x_i - B_i| / B_i`. `where` is ``(i,)``."""
+    x, p = _flat(result)
+    value = np.abs(x @ p - result.market.budgets) / result.market.budgets
+    return _worst(value, "budget_exhaustion", solution_tolerance(result) if tol is None else tol)
+
+
+def bang_per_buck(result: Equilibrium, tol: float | None = None) -> Residual:
+    r"""Buyers spend only on goods of maximum utility per price.
+
+    With :math:`\beta_i = \max_{jt} u_{ijt} / p_{jt}`, the value is the share of budget spent
+    at worse than the best rate, weighted by how much worse:
+    :math:`\max_i \sum_{jt} x_{ijt} (p_{jt} - u_{ijt} / \beta_i) / B_i`. It is infinite if a
+    valued good is free. `where` is ``(i, j, t)``, the worst entry of the worst buyer.
+    """
+    market = result.market
+    n = market.n_buyers
+    x, p = _flat(result)
+    u = np.where(market.reachable.reshape(n, -1), market.utilities.reshape(n, -1), 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = np.where(u > 0, u / p[None, :], 0.0)
+        best = rate.max(axis=1)
+        waste = np.where(u > 0, x * (p[None, :] - u / best[:, None]), 0.0)
+    waste = np.where(np.isinf(best)[:, None], np.inf, waste)
+    per_buyer = waste.sum(axis=1) / market.budgets
+    worst = _worst(per_buyer, "bang_per_buck", solution_tolerance(result) if tol is None else tol)
+    if not worst.where:
+        return worst
+    i = worst.where[0]
+    entry = np.unravel_index(int(np.argmax(waste[i])), market.shape[1:])
+    return Residual(worst.name, worst.value, (i, int(entry[0]), int(entry[1])), worst.tolerance)
+
+
+def duality_gap(result: Equilibrium, tol: float | None = None) -> Residual:
+    r"""The duality gap :math:`|g(p) - \text{NSWOT}(x)| / \sum_i B_i` (see `vfm.duality`).
+
+    `where` is ``(i,)``, the buyer with the largest regret at the prices.
+    """
+    regret = result.gap.regret
+    where = (int(np.argmax(np.where(np.isnan(regret), np.inf, regret))),)
+    value = abs(result.relative_gap)
+    return Residual("duality_gap", value if np.isfinite(value) else np.inf, where,
+                    objective_tolerance(result) if tol is None else tol)
+
+
+def buyer_optimality(result: Equilibrium, tol: float | None = None) -> Residual:
+    r"""Each bundle is optimal for its buyer at the prices (KKT stationarity and cap slackness).
+
+    Value: :math:`\max_i \text{regret}_i / \sum_k B_k`, where the regret
+    :math:`\varphi_i^*(p) - (B_i \log U_i(x_i) - p \cdot x_i)` is what buyer `i` gains by
+    re-optimizing alone within its caps. `where` is ``(i,)``.
+    """
+    regret = np.abs(result.gap.regret) / result.market.budgets.sum()
+    return _worst(regret, "buyer_optimality", objective_tolerance(result) if tol is None else tol)
+
+
+def feasibility(result: Equilibrium, tol: float | None = None) -> Residual:
+    r"""Primal feasibility of the whole program: supply, :math:`0 \le x \le d`, :math:`U \le \bar U`.
+
+    Value: the worst of `market_clearing`, cap excess relative to the cap and utility-cap
+    excess relative to the utility cap. `where` is ``(j, t)``, ``(i, j, t)`` or ``(i,)``.
+    """
+    market = result.market
+    tolerance = objective_tolerance(result) if tol is None else tol
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cap_excess = np.where(np.isfinite(market.caps),
+                              (result.allocation - market.caps) / np.maximum(market.caps, 1.0), 0.0)
+        utility_excess = np.where(np.isfinite(market.utility_cap),
+                                  (result.utilities - market.utility_cap) / market.utility_cap, 0.0)
+    parts = [
+        market_clearing(result, tolerance),
+        _worst(cap_excess, "caps", tolerance),
+        _worst(utility_excess, "utility_cap", tolerance),
+    ]
+    worst = max(parts, key=lambda r: r.value)
+    return Residual("feasibility", worst.value, worst.where, tolerance)
+
+
+def equilibrium_conditions(result: Equilibrium) -> Certificate:
+    """The equilibrium conditions of a plain market (SPEC section 2, (a) to (d)).
+
+    Raises
+    ------
+    vfm.errors.ValidationError
+        If the market has caps, base utility or utility caps: use `kkt` for those.
+    """
+    if not result.market.is_plain:
+        raise ValidationError(
+            "equilibrium_conditions apply to plain markets only (no caps, base_utility or utility_cap); "
+            "use vfm.check.kkt for this market"
+        )
+    return Certificate((
+        market_clearing(result),
+        price_complementarity(result),
+        budget_exhaustion(result),
+        bang_per_buck(result),
+        duality_gap(result),
+    ))
+
+
+def kkt(result: Equilibrium) -> Certificate:
+    """The KKT system of the NSWOT program, for any market (see ``docs/model.md``)."""
+    return Certificate((
+        feasibility(result),
+        price_complementarity(result),
+        buyer_optimality(result),
+        duality_gap(result),
+    ))
+
+
+def certify(result: Equilibrium) -> Certificate:
+    """`equilibrium_conditions` for a plain market, else `kkt`.
+
+    Examples
+    --------
+    >>> import vfm
+    >>> result = vfm.solve(vfm.VolatileFisherMarket.static([[2.0, 1.0], [1.0, 2.0]]))
+    >>> vfm.check.certify(result).holds
+    True
+    """
+    return equilibrium_conditions(result) if result.market.is_plain else kkt(result)
+
+
+# --- properties -------------------------------------------------------------------------------
+
+
+def envy_freeness(result: Equilibrium, tol: float | None = None) -> Residual:
+    r"""(Budget-weighted) envy-freeness on cumulative utility.
+
+    With :math:`V_{ik} = c_i + u_i \cdot x_k` (buyer `i`'s utility for buyer `k`'s bundle), the
+    value is the largest relative envy :math:`\max_{i,k} (V_{ik}/B_k) / (V_{ii}/B_i) - 1`;
+    `where` is ``(i, k)``: `i` envies `k`. Guaranteed only for plain markets.
+    """
+    market = result.market
+    n = market.n_buyers
+    x, _ = _flat(result)
+    values = market.base_utility[:, None] + market.utilities.reshape(n, -1) @ x.T
+    weighted = values / market.budgets[None, :]
+    own = np.diag(weighted)[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        envy = weighted / own - 1.0
+    return _worst(envy, "envy_freeness", solution_tolerance(result) if tol is None else tol)
+
+
+def proportionality(result: Equilibrium, tol: float | None = None) -> Residual:
+    r"""Each buyer is at least as well off as with its budget share of every good.
+
+    The reference bundle of buyer `i` is :math:`\min(d_i, s B_i / \sum_k B_k)` (the equal split
+    for equal budgets, cut to the buyer's caps). Value:
+    :math:`\max_i U_i(\text{share}_i) / U_i(x_i) - 1`; `where` is ``(i,)``. Guaranteed only for
+    plain markets.
+    """
+    market = result.market
+    share = market.supply[None] * (market.budgets / market.budgets.sum())[:, None, None]
+    reference = market.utility_of(np.minimum(share, market.caps))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        shortfall = reference / result.utilities - 1.0
+    return _worst(shortfall, "proportionality", solution_tolerance(result) if tol is None else tol)
+
+
+def pareto_optimality(result: Equilibrium, tol: float | None = None) -> Residual:
+    r"""Search for a Pareto improvement with a linear program.
+
+    Solves (HiGHS, through `scipy.optimize.linprog`)
+
+    .. math::
+
+        \max_{x', g} \sum_i \frac{B_i}{\sum_k B_k} g_i \quad\text{s.t.}\quad
+        U_i(x') = U_i(x)(1 + g_i),\; g_i \ge -\eta,\; x' \text{ feasible},
+
+    with :math:`\eta = \text{tol}/10`: every buyer may lose at most :math:`\eta` (relative) so
+    that the solver's rounding cannot make the LP infeasible. At a Pareto-optimal allocation the
+    optimum is at most :math:`\eta`; an allocation that some feasible :math:`x'` improves for
+    everyone by a budget-weighted average of :math:`G` scores at least :math:`G`. Value: that
+    optimum; `where` is ``(i,)``, the buyer who gains most.
+
+    Holds for every market `vfm.solve` accepts (caps, base utility and utility caps included),
+    relative to the market's own feasible set.
+    """
+    tolerance = solution_tolerance(result) if tol is None else tol
+    slack = tolerance / 10.0
+    market = result.market
+    program = ScaledProgram.from_market(market)
+    n, nnz = market.n_buyers, program.n_entries
+    current = result.utilities / program.scale  # scaled utilities of the allocation under test
+    # Variables: z (nnz, scaled allocation) then g (n, relative gains).
+    objective = np.concatenate([np.zeros(nnz), -market.budgets / market.budgets.sum()])
+    equality = sp.hstack([program.utility_matrix(), -sp.diags(current)], format="csr")
+    rows = [sp.hstack([program.supply_matrix(), sp.csr_matrix((program.traded.size, n))])]
+    upper = [np.ones(program.traded.size)]
+    saturable = np.flatnonzero(np.isfinite(program.utility_cap))
+    if saturable.size:
+        rows.append(sp.hstack([program.utility_matrix()[saturable], sp.csr_matrix((saturable.size, n))]))
+        upper.append(program.utility_cap[saturable] - program.base[saturable])
+    bounds = np.concatenate([
+        np.column_stack([np.zeros(nnz), np.minimum(program.upper, 1.0)]),
+        np.column_stack([np.full(n, -slack), np.full(n, np.inf)]),
+    ])
+    lp = scipy.optimize.linprog(
+        objective,
+        A_ub=sp.vstack(rows, format="csr"),
+        b_ub=np.concatenate(upper),
+        A_eq=equality,
+        b_eq=current - program.base,
+        bounds=bounds,
+        method="highs",
+    )
+    if lp.status != 0:
+        # Infeasible means the allocation under test is itself outside the feasible set by more
+        # than the slack: no valid comparison exists, which is a violation, not a pass.
+        return Residual("pareto_optimality", np.inf, (), tolerance)
+    gains = lp.x[nnz:]
+    return Residual("pareto_optimality", float(max(-lp.fun, 0.0)), (int(np.argmax(gains)),), tolerance)
+
+
+def properties(result: Equilibrium) -> Certificate:
+    """Envy-freeness, proportionality and Pareto optimality of `result`."""
+    return Certificate((envy_freeness(result), proportionality(result), pareto_optimality(result)))

@@ -1,0 +1,240 @@
+"""The Volatile Fisher Market: buyers, goods and periods (SPEC section 2)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from vfm._validation import FloatArray, as_real_array, require_nonnegative, require_positive
+from vfm.errors import InfeasibleMarketError, ValidationError
+
+
+@dataclass(frozen=True, eq=False, init=False)
+class VolatileFisherMarket:
+    r"""An immutable Volatile Fisher Market.
+
+    Buyers :math:`i = 1..n` spend budgets on goods :math:`j = 1..m` offered in periods
+    :math:`t = 1..T`. Buyer :math:`i`'s cumulative utility of an allocation
+    :math:`x \in \mathbb{R}^{n \times m \times T}_{\ge 0}` is
+
+    .. math:: U_i(x) = c_i + \sum_{j,t} u_{ijt}\, x_{ijt},
+
+    and the market's equilibrium maximizes Nash social welfare over time (NSWOT)
+
+    .. math::
+
+        \max_x \sum_i B_i \log U_i(x) \quad\text{s.t.}\quad
+        \sum_i x_{ijt} \le s_{jt},\; 0 \le x \le d,\; U_i(x) \le \bar U_i .
+
+    Parameters
+    ----------
+    utilities : array_like, shape (n, m, T)
+        :math:`u_{ijt} \ge 0`, the utility of one unit of good `j` in period `t` to buyer `i`.
+    budgets : array_like, shape (n,), optional
+        :math:`B_i > 0`. Default: equal budgets of 1.
+    supply : array_like, shape (m, T), optional
+        :math:`s_{jt} \ge 0`. Default: one unit of every good in every period.
+    base_utility : array_like, shape (n,), optional
+        :math:`c_i \ge 0`, utility accrued before the window. Default 0.
+    caps : array_like, shape (n, m, T), optional
+        :math:`d_{ijt} \ge 0` (``inf`` allowed), per-buyer caps on the allocation. Default: none.
+    utility_cap : array_like, shape (n,), optional
+        :math:`\bar U_i > 0` (``inf`` allowed), cap on cumulative utility. Default: none.
+
+    Raises
+    ------
+    vfm.errors.ValidationError
+        On a wrong shape or dtype, NaN, a forbidden infinity, a negative entry, or a budget
+        that is not positive. The message names the argument and the offending index.
+    vfm.errors.InfeasibleMarketError
+        If a buyer can reach no positive utility, or a utility cap is below the base utility.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from vfm import VolatileFisherMarket
+    >>> market = VolatileFisherMarket(np.ones((2, 1, 3)), supply=np.full((1, 3), 4.0))
+    >>> market.shape
+    (2, 1, 3)
+    >>> market.is_plain
+    True
+    """
+
+    utilities: FloatArray
+    budgets: FloatArray
+    supply: FloatArray
+    base_utility: FloatArray
+    caps: FloatArray
+    utility_cap: FloatArray
+    _cache: dict[str, object] = field(repr=False, compare=False)
+
+    def __init__(
+        self,
+        utilities: ArrayLike,
+        budgets: ArrayLike | None = None,
+        supply: ArrayLike | None = None,
+        *,
+        base_utility: ArrayLike | None = None,
+        caps: ArrayLike | None = None,
+        utility_cap: ArrayLike | None = None,
+    ) -> None:
+        u = as_real_array(utilities, "utilities", (None, None, None))
+        n, m, periods = u.shape
+        if n == 0 or m == 0 or periods == 0:
+            raise ValidationError(f"utilities must have at least one buyer, good and period, got shape {u.shape}")
+        require_nonnegative(u, "utilities")
+
+        b = np.ones(n) if budgets is None else as_real_array(budgets, "budgets", (n,))
+        require_positive(b, "budgets")
+        s = np.ones((m, periods)) if supply is None else as_real_array(supply, "supply", (m, periods))
+        require_nonnegative(s, "supply")
+        c = np.zeros(n) if base_utility is None else as_real_array(base_utility, "base_utility", (n,))
+        require_nonnegative(c, "base_utility")
+        d = (
+            np.full(u.shape, np.inf)
+            if caps is None
+            else as_real_array(caps, "caps", u.shape, allow_inf=True)
+        )
+        require_nonnegative(d, "caps")
+        cap = (
+            np.full(n, np.inf)
+            if utility_cap is None
+            else as_real_array(utility_cap, "utility_cap", (n,), allow_inf=True)
+        )
+        require_positive(cap, "utility_cap")
+
+        for name, value in (
+            ("utilities", u), ("budgets", b), ("supply", s),
+            ("base_utility", c), ("caps", d), ("utility_cap", cap),
+        ):
+            value.setflags(write=False)
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "_cache", {})
+        self._check_feasible()
+
+    def _check_feasible(self) -> None:
+        """Reject markets whose NSWOT is -inf for every allocation or which have no feasible point."""
+        below = self.utility_cap < self.base_utility
+        if below.any():
+            i = int(np.argmax(below))
+            raise InfeasibleMarketError(
+                f"utility_cap[{i}] = {self.utility_cap[i]:g} is below base_utility[{i}] = "
+                f"{self.base_utility[i]:g}: buyer {i} already exceeds its cap, so no allocation is feasible"
+            )
+        stuck = (self.base_utility == 0) & ~self.reachable.any(axis=(1, 2))
+        if stuck.any():
+            i = int(np.argmax(stuck))
+            raise InfeasibleMarketError(
+                f"buyer {i} can reach no positive utility: utilities[{i}] is zero wherever supply "
+                f"and caps[{i}] allow a purchase, and base_utility[{i}] is 0, so log U_{i} = -inf. "
+                f"Give buyer {i} a positive utility for some available good, or remove it"
+            )
+
+    @classmethod
+    def static(
+        cls,
+        utilities: ArrayLike,
+        budgets: ArrayLike | None = None,
+        supply: ArrayLike | None = None,
+        **extensions: ArrayLike | None,
+    ) -> VolatileFisherMarket:
+        """Build a one-period (classical) Fisher market.
+
+        Parameters
+        ----------
+        utilities : array_like, shape (n, m)
+        budgets : array_like, shape (n,), optional
+        supply : array_like, shape (m,), optional
+        **extensions
+            ``base_utility`` (n,), ``caps`` (n, m), ``utility_cap`` (n,).
+
+        Examples
+        --------
+        >>> from vfm import VolatileFisherMarket
+        >>> VolatileFisherMarket.static([[1.0, 2.0], [3.0, 1.0]]).shape
+        (2, 2, 1)
+        """
+        u = as_real_array(utilities, "utilities", (None, None))
+        s = None if supply is None else as_real_array(supply, "supply", (u.shape[1],))[:, None]
+        caps = extensions.get("caps")
+        if caps is not None:
+            extensions["caps"] = as_real_array(caps, "caps", u.shape, allow_inf=True)[:, :, None]
+        return cls(u[:, :, None], budgets, s, **extensions)
+
+    def __repr__(self) -> str:
+        extensions = [
+            name
+            for name, present in (
+                ("caps", self.has_caps),
+                ("base_utility", self.has_base_utility),
+                ("utility_cap", self.has_utility_cap),
+            )
+            if present
+        ]
+        n, m, periods = self.shape
+        extra = f", extensions={extensions}" if extensions else ""
+        return f"VolatileFisherMarket(n_buyers={n}, n_goods={m}, n_periods={periods}{extra})"
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """``(n_buyers, n_goods, n_periods)``."""
+        n, m, periods = self.utilities.shape
+        return n, m, periods
+
+    @property
+    def n_buyers(self) -> int:
+        return self.shape[0]
+
+    @property
+    def n_goods(self) -> int:
+        return self.shape[1]
+
+    @property
+    def n_periods(self) -> int:
+        return self.shape[2]
+
+    @property
+    def has_caps(self) -> bool:
+        """Whether any allocation cap is finite."""
+        return bool(np.isfinite(self.caps).any())
+
+    @property
+    def has_base_utility(self) -> bool:
+        return bool((self.base_utility > 0).any())
+
+    @property
+    def has_utility_cap(self) -> bool:
+        return bool(np.isfinite(self.utility_cap).any())
+
+    @property
+    def is_plain(self) -> bool:
+        """Whether the market has no caps, no base utility and no utility caps (SPEC's plain market)."""
+        return not (self.has_caps or self.has_base_utility or self.has_utility_cap)
+
+    @property
+    def reachable(self) -> np.ndarray:
+        """Boolean (n, m, T): entries where buyer `i` can buy something it values."""
+        cached = self._cache.get("reachable")
+        if cached is None:
+            cached = (self.utilities > 0) & (self.caps > 0) & (self.supply > 0)[None]
+            cached.setflags(write=False)
+            self._cache["reachable"] = cached
+        return cached  # type: ignore[return-value]
+
+    def utility_of(self, allocation: ArrayLike) -> FloatArray:
+        """Cumulative utilities :math:`U_i(x) = c_i + \\sum_{j,t} u_{ijt} x_{ijt}`, shape (n,).
+
+        Parameters
+        ----------
+        allocation : array_like, shape (n, m, T)
+        """
+        x = np.asarray(allocation, dtype=np.float64)
+        n = self.n_buyers
+        return self.base_utility + np.einsum("ik,ik->i", self.utilities.reshape(n, -1), x.reshape(n, -1))
+
+    def nswot(self, allocation: ArrayLike) -> float:
+        """Nash social welfare over time, :math:`\\sum_i B_i \\log U_i(x)`."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return float(self.budgets @ np.log(self.utility_of(allocation)))

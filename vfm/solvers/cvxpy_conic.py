@@ -1,0 +1,113 @@
+"""NSWOT through CVXPY with any installed conic solver that has the exponential cone.
+
+The model is built from one vector variable over the active entries and two sparse matrices
+(utilities, supply), so CVXPY canonicalizes it in a handful of sparse operations whatever the
+market's size: no Python loop over buyers, goods or periods. CVXPY writes each
+:math:`\\log \\hat U_i \\ge \\tau_i` as the exponential cone :math:`(\\tau_i, 1, \\hat U_i) \\in K_{exp}`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import cvxpy as cp
+import numpy as np
+
+from vfm.equilibrium import Status
+from vfm.program import ScaledProgram
+from vfm.solvers.base import Capabilities, ScaledSolution
+
+_STATUS = {
+    cp.OPTIMAL: (Status.OPTIMAL, "converged to the requested accuracy"),
+    cp.OPTIMAL_INACCURATE: (Status.INACCURATE, "stopped close to optimal but short of the requested accuracy"),
+    cp.USER_LIMIT: (Status.ITERATION_LIMIT, "stopped at its iteration or time limit before converging"),
+    cp.INFEASIBLE: (
+        Status.INFEASIBLE, "reported the program infeasible (numerical trouble: vfm checks feasibility first)"
+    ),
+    cp.INFEASIBLE_INACCURATE: (Status.INFEASIBLE, "reported the program infeasible, inaccurately"),
+    cp.UNBOUNDED: (Status.UNBOUNDED, "reported the program unbounded (numerical trouble: NSWOT is bounded)"),
+    cp.UNBOUNDED_INACCURATE: (Status.UNBOUNDED, "reported the program unbounded, inaccurately"),
+}
+
+
+@dataclass(frozen=True)
+class CvxpyConicBackend:
+    """A CVXPY conic solver as a `vfm` backend.
+
+    Attributes
+    ----------
+    name : str
+        The `vfm` name (lower case), e.g. ``"clarabel"``.
+    cvxpy_name : str
+        CVXPY's name for the solver, e.g. ``"CLARABEL"``.
+    accuracy_options : dict of str to float
+        The solver options that set its relative gap / feasibility tolerances, with the
+        defaults CVXPY uses; the largest in force is reported as `Equilibrium.accuracy`.
+    """
+
+    name: str
+    cvxpy_name: str
+    accuracy_options: dict[str, float] = field(default_factory=dict)
+    capabilities: Capabilities = field(default_factory=Capabilities)
+
+    def is_installed(self) -> bool:
+        return self.cvxpy_name in cp.installed_solvers()
+
+    def accuracy(self, options: dict[str, Any]) -> float:
+        """The relative accuracy the solver is asked for under `options`."""
+        values = [float(options.get(key, default)) for key, default in self.accuracy_options.items()]
+        return max(values) if values else 1e-8
+
+    def build(self, program: ScaledProgram) -> tuple[cp.Problem, cp.Variable, cp.Constraint]:
+        """The CVXPY problem, its variable and its supply constraint (whose duals are the prices)."""
+        z = cp.Variable(program.n_entries, nonneg=True)
+        utility = program.base + program.utility_matrix() @ z
+        supply = program.supply_matrix() @ z <= 1.0
+        constraints: list[cp.Constraint] = [supply]
+        capped = np.flatnonzero(program.upper < 1.0)
+        if capped.size:
+            constraints.append(z[capped] <= program.upper[capped])
+        saturable = np.flatnonzero(np.isfinite(program.utility_cap))
+        if saturable.size:
+            constraints.append(utility[saturable] <= program.utility_cap[saturable])
+        problem = cp.Problem(cp.Maximize(program.weights @ cp.log(utility)), constraints)
+        return problem, z, supply
+
+    def solve(self, program: ScaledProgram, **options: Any) -> ScaledSolution:
+        problem, z, supply = self.build(program)
+        started = time.perf_counter()
+        try:
+            problem.solve(solver=self.cvxpy_name, **options)
+        except cp.error.SolverError as exc:
+            return ScaledSolution(
+                None, None, Status.ERROR, f"{self.cvxpy_name} failed: {exc}", -1,
+                time.perf_counter() - started, self.accuracy(options),
+            )
+        stats = problem.solver_stats
+        status, meaning = _STATUS.get(problem.status, (Status.ERROR, "ended without a solution"))
+        message = f"{self.cvxpy_name} {meaning} (CVXPY status '{problem.status}')"
+        info = stats.extra_stats.get("info") if isinstance(stats.extra_stats, dict) else None
+        if isinstance(info, dict) and ("infostring" in info or "status" in info):
+            message += f"; solver says: {info.get('infostring', info.get('status'))}"
+        has_point = z.value is not None and supply.dual_value is not None
+        return ScaledSolution(
+            z=np.asarray(z.value, dtype=np.float64) if has_point else None,
+            scaled_prices=np.asarray(supply.dual_value, dtype=np.float64).reshape(-1) if has_point else None,
+            status=status if has_point or status is not Status.OPTIMAL else Status.ERROR,
+            message=message,
+            iterations=int(stats.num_iters) if stats.num_iters is not None else -1,
+            solve_time=float(stats.solve_time) if stats.solve_time is not None else time.perf_counter() - started,
+            accuracy=self.accuracy(options),
+        )
+
+
+#: The CVXPY solvers `vfm` knows to have the exponential cone, in order of preference, with the
+#: options that set their accuracy and CVXPY's defaults for them.
+CVXPY_BACKENDS = (
+    CvxpyConicBackend("clarabel", "CLARABEL", {"tol_gap_rel": 1e-8, "tol_feas": 1e-8}),
+    CvxpyConicBackend("mosek", "MOSEK", {}),
+    CvxpyConicBackend("ecos", "ECOS", {"reltol": 1e-8, "feastol": 1e-8}),
+    CvxpyConicBackend("scs", "SCS", {"eps_rel": 1e-5, "eps_abs": 1e-5}),
+)
