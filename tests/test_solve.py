@@ -1,0 +1,202 @@
+"""`vfm.solve`: hand-computed equilibria, failures reported as statuses, generated markets certified."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+import vfm
+from vfm import Status, VolatileFisherMarket, check
+from vfm.errors import SolverError, UnknownSolverError, ValidationError
+from vfm.testing.strategies import markets
+
+SOLVERS = vfm.available_solvers()
+# Tight Clarabel tolerances for closed-form comparisons: allocations and prices are accurate to
+# about the square root of the gap tolerance (see vfm.check), so 1e-12 gives ~1e-6.
+TIGHT = {"tol_gap_abs": 1e-12, "tol_gap_rel": 1e-12, "tol_feas": 1e-12}
+
+
+def solve_tight(market):
+    return vfm.solve(market, "clarabel", **TIGHT)
+
+
+# --- hand-computed markets (closed form, to 1e-6) ---------------------------------------------
+
+
+def test_each_buyer_takes_the_good_it_prefers():
+    result = solve_tight(VolatileFisherMarket.static([[2.0, 1.0], [1.0, 2.0]]))
+    np.testing.assert_allclose(result.allocation[:, :, 0], np.eye(2), atol=1e-6)
+    np.testing.assert_allclose(result.prices[:, 0], [1.0, 1.0], rtol=1e-6)
+    np.testing.assert_allclose(result.utilities, [2.0, 2.0], rtol=1e-6)
+    assert result.objective == pytest.approx(2 * np.log(2.0), rel=1e-9)
+
+
+def test_identical_buyers_share_in_proportion_to_budgets():
+    # Total money 4 buys 2 units, so p = (2, 2); buyer i gets B_i / 2 units of utility.
+    result = solve_tight(VolatileFisherMarket.static([[1.0, 1.0], [1.0, 1.0]], budgets=[1.0, 3.0]))
+    np.testing.assert_allclose(result.prices[:, 0], [2.0, 2.0], rtol=1e-6)
+    np.testing.assert_allclose(result.utilities, [0.5, 1.5], rtol=1e-6)
+
+
+def test_unequal_budgets_and_supply():
+    # Buyer 0 only values good 0 (supply 2), buyer 1 values both equally; budgets (1, 2).
+    # Buyer 1 spends on good 1 (supply 1) and part of good 0: prices equalize bang per buck for
+    # buyer 1 (p0 = p1) and total money 3 buys 3 units, so p = (1, 1); x00 = 1, x10 = 1, x11 = 1.
+    result = solve_tight(VolatileFisherMarket.static([[1.0, 0.0], [1.0, 1.0]], [1.0, 2.0], [2.0, 1.0]))
+    np.testing.assert_allclose(result.prices[:, 0], [1.0, 1.0], rtol=1e-6)
+    np.testing.assert_allclose(result.allocation[:, :, 0], [[1.0, 0.0], [1.0, 1.0]], atol=1e-6)
+
+
+def test_allocation_cap_binds():
+    # One unit, buyer 0 capped at 0.2: buyer 1 gets 0.8 and sets the price 1 / 0.8.
+    result = solve_tight(VolatileFisherMarket.static([[1.0], [1.0]], caps=[[0.2], [np.inf]]))
+    np.testing.assert_allclose(result.allocation[:, 0, 0], [0.2, 0.8], atol=1e-6)
+    np.testing.assert_allclose(result.prices[0, 0], 1.25, rtol=1e-6)
+
+
+def test_base_utility_shifts_the_split():
+    # max log(0.5 + x) + log(1 - x): x = 0.25, both utilities 0.75, price 1 / 0.75.
+    result = solve_tight(VolatileFisherMarket.static([[1.0], [1.0]], base_utility=[0.5, 0.0]))
+    np.testing.assert_allclose(result.allocation[:, 0, 0], [0.25, 0.75], atol=1e-6)
+    np.testing.assert_allclose(result.utilities, [0.75, 0.75], rtol=1e-6)
+    np.testing.assert_allclose(result.prices[0, 0], 4.0 / 3.0, rtol=1e-6)
+
+
+def test_utility_cap_binds():
+    result = solve_tight(VolatileFisherMarket.static([[1.0], [1.0]], utility_cap=[0.3, np.inf]))
+    np.testing.assert_allclose(result.allocation[:, 0, 0], [0.3, 0.7], atol=1e-6)
+    np.testing.assert_allclose(result.prices[0, 0], 1.0 / 0.7, rtol=1e-6)
+
+
+def test_joint_solution_moves_late_value_to_late_periods():
+    market = VolatileFisherMarket(np.array([[[1.0, 1.0]], [[1.0, 10.0]]]))
+    result = solve_tight(market)
+    np.testing.assert_allclose(result.allocation[:, 0, :], [[1.0, 0.0], [0.0, 1.0]], atol=1e-5)
+    np.testing.assert_allclose(result.utilities, [1.0, 10.0], rtol=1e-5)
+
+
+# --- degenerate markets -----------------------------------------------------------------------
+
+
+def test_good_nobody_values_is_free_and_unallocated():
+    result = vfm.solve(VolatileFisherMarket.static([[1.0, 0.0], [2.0, 0.0]]))
+    assert result.success
+    np.testing.assert_array_equal(result.allocation[:, 1, 0], 0.0)
+    assert result.prices[1, 0] == 0.0
+    assert check.certify(result).holds
+
+
+def test_good_with_no_supply_is_unallocated():
+    result = vfm.solve(VolatileFisherMarket.static([[1.0, 5.0], [2.0, 5.0]], supply=[1.0, 0.0]))
+    assert result.success
+    np.testing.assert_array_equal(result.allocation[:, 1, 0], 0.0)
+    assert result.prices[1, 0] == 0.0
+    assert check.certify(result).holds
+
+
+def test_nothing_tradable_returns_the_empty_allocation():
+    market = VolatileFisherMarket.static([[0.0], [0.0]], base_utility=[1.0, 2.0])
+    result = vfm.solve(market)
+    assert result.status is Status.OPTIMAL
+    np.testing.assert_array_equal(result.allocation, 0.0)
+    assert result.objective == pytest.approx(np.log(2.0))
+
+
+# --- failures are statuses, not exceptions ------------------------------------------------------
+
+
+def test_iteration_limit_is_reported_and_raised_on_request():
+    market = VolatileFisherMarket(np.random.default_rng(0).uniform(0.1, 1.0, (20, 2, 5)))
+    result = vfm.solve(market, "clarabel", max_iter=2)
+    assert result.status is Status.ITERATION_LIMIT
+    assert not result.success
+    assert "iteration or time limit" in result.message
+    with pytest.raises(SolverError, match="iteration_limit") as info:
+        result.raise_for_status()
+    assert info.value.result is result
+    assert info.value.status == "iteration_limit"
+
+
+def test_successful_result_passes_raise_for_status():
+    result = vfm.solve(VolatileFisherMarket.static([[1.0]]))
+    assert result.raise_for_status() is result
+    assert result.iterations > 0 and result.wall_time >= result.solve_time > 0
+    assert "optimal" in repr(result)
+
+
+def test_unknown_solver_and_bad_market_are_rejected():
+    market = VolatileFisherMarket.static([[1.0]])
+    with pytest.raises(UnknownSolverError, match="solver='gurobi-magic' is not a vfm backend"):
+        vfm.solve(market, "gurobi-magic")
+    with pytest.raises(UnknownSolverError, match="must be a backend name"):
+        vfm.solve(market, 3)  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="market must be a vfm.VolatileFisherMarket, got ndarray"):
+        vfm.solve(np.ones((1, 1, 1)))  # type: ignore[arg-type]
+
+
+def test_solver_names_are_case_insensitive():
+    assert vfm.solve(VolatileFisherMarket.static([[1.0]]), "CLARABEL").solver == "clarabel"
+
+
+# --- invariances --------------------------------------------------------------------------------
+
+
+@given(markets(n_buyers=(2, 5), caps=True, base_utility=True, utility_cap=True))
+def test_solution_is_invariant_to_units(market):
+    """Rescaling a buyer's utility (and base, cap) by f_i and all budgets by 7 changes nothing real."""
+    factor = np.geomspace(1e-3, 1e3, market.n_buyers)
+    base = vfm.solve(market)
+    scaled = vfm.solve(VolatileFisherMarket(
+        market.utilities * factor[:, None, None], market.budgets * 7.0, market.supply,
+        base_utility=market.base_utility * factor, caps=market.caps, utility_cap=market.utility_cap * factor,
+    ))
+    assert base.success and scaled.success
+    # Utilities are unique at the optimum (strict concavity in U) even where allocations are not.
+    tolerance = check.solution_tolerance(base)
+    np.testing.assert_allclose(scaled.utilities / factor, base.utilities, rtol=tolerance)
+    assert scaled.objective - 7.0 * base.objective == pytest.approx(
+        7.0 * float(market.budgets @ np.log(factor)), abs=tolerance * 7.0 * market.budgets.sum())
+
+
+# --- every solver, generated markets --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+@given(market=markets(caps=True, base_utility=True, utility_cap=True))
+def test_certificate_holds_for_every_solver(solver, market):
+    result = vfm.solve(market, solver)
+    if solver == "clarabel":
+        assert result.success, result.message
+    if result.success:
+        check.certify(result).assert_holds()
+        check.pareto_optimality(result)  # computed on every market: PO holds with all extensions
+        assert check.pareto_optimality(result).holds
+
+
+@given(markets(caps=True, base_utility=True, utility_cap=True))
+@settings(max_examples=15)
+def test_solvers_agree_on_the_optimum(market):
+    results = [vfm.solve(market, s) for s in SOLVERS]
+    reference = results[0]
+    assert reference.success
+    for other in results[1:]:
+        if other.success:
+            tolerance = check.objective_tolerance(other) * market.budgets.sum()
+            assert abs(other.objective - reference.objective) <= tolerance + abs(reference.duality_gap)
+
+
+def test_large_generated_market_is_certified():
+    """200 buyers x 10 goods x 20 periods, utilities over six decades, with caps and base utility."""
+    rng = np.random.default_rng(2026)
+    shape = (200, 10, 20)
+    utilities = 10.0 ** rng.uniform(-3, 3, shape) * (rng.random(shape) < 0.7)
+    utilities[:, 0, 0] += 1.0
+    market = VolatileFisherMarket(
+        utilities, rng.uniform(0.5, 2.0, 200), rng.uniform(1.0, 3.0, (10, 20)),
+        caps=np.where(rng.random(shape) < 0.2, rng.uniform(0.1, 1.0, shape), np.inf),
+        base_utility=rng.uniform(0.0, 1.0, 200) * (rng.random(200) < 0.5),
+    )
+    result = vfm.solve(market)
+    assert result.status in (Status.OPTIMAL, Status.INACCURATE), result.message
+    check.kkt(result).assert_holds()
