@@ -1,0 +1,48 @@
+"""The hypothesis strategies generate what they promise."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given
+
+from vfm.testing.strategies import markets
+
+
+@given(markets(n_buyers=3, n_goods=2, n_periods=4, budgets="equal"))
+def test_fixed_sizes_and_equal_budgets(market):
+    assert market.shape == (3, 2, 4)
+    assert (market.budgets == market.budgets[0]).all()
+    assert market.is_plain  # no extensions unless asked for
+
+
+@given(markets(budgets="unequal", zeros=False, ties=False, n_buyers=(2, 4)))
+def test_no_zeros_means_every_entry_positive(market):
+    assert (market.utilities > 0).all() and (market.supply > 0).all()
+    assert np.all((market.utilities >= 10.0**-3) & (market.utilities <= 10.0**3))
+
+
+@given(markets(caps=True, base_utility=True, utility_cap=True))
+def test_extensions_keep_the_market_feasible(market):
+    # Construction validated it; the anchor guarantees every buyer some reachable utility.
+    assert (market.reachable.any(axis=(1, 2)) | (market.base_utility > 0)).all()
+    assert (market.utility_cap >= market.base_utility).all()
+
+
+def test_strategies_reach_every_feature():
+    """Over a few hundred draws every feature shows up: zeros, ties, extensions, six decades."""
+    seen = {"zero": False, "identical": False, "caps": False, "base": False, "cap": False}
+    spans = []
+
+    @given(markets(n_buyers=(2, 6), caps=True, base_utility=True, utility_cap=True))
+    def collect(market):
+        positive = market.utilities[market.utilities > 0]
+        spans.append(np.log10(positive.max() / positive.min()))
+        seen["zero"] |= bool((market.utilities == 0).any())
+        seen["identical"] |= bool((market.utilities[0] == market.utilities[1]).all())
+        seen["caps"] |= market.has_caps
+        seen["base"] |= market.has_base_utility
+        seen["cap"] |= market.has_utility_cap
+
+    collect()
+    assert all(seen.values()), seen
+    assert max(spans) > 5.0
