@@ -137,7 +137,7 @@ def test_per_period_solution_is_pareto_dominated_over_time():
 
 def test_equilibrium_conditions_refuse_extended_markets():
     result = vfm.solve(VolatileFisherMarket.static([[1.0], [1.0]], base_utility=[0.5, 0.0]))
-    with pytest.raises(ValidationError, match="use vfm.check.kkt"):
+    with pytest.raises(ValidationError, match=r"use vfm\.check\.kkt"):
         check.equilibrium_conditions(result)
     assert check.certify(result)["buyer_optimality"].holds
 

@@ -110,7 +110,7 @@ def test_buyer_valuing_only_unsupplied_goods_is_rejected():
 def test_buyer_capped_at_zero_wherever_it_has_value_is_rejected():
     caps = np.full((2, 1, 3), np.inf)
     caps[0] = 0.0
-    with pytest.raises(InfeasibleMarketError, match="buyer 0 .* caps\\[0\\]"):
+    with pytest.raises(InfeasibleMarketError, match=r"buyer 0 .* caps\[0\]"):
         market(caps=caps)
 
 

@@ -131,7 +131,7 @@ def test_unknown_solver_and_bad_market_are_rejected():
         vfm.solve(market, "gurobi-magic")
     with pytest.raises(UnknownSolverError, match="must be a backend name"):
         vfm.solve(market, 3)  # type: ignore[arg-type]
-    with pytest.raises(ValidationError, match="market must be a vfm.VolatileFisherMarket, got ndarray"):
+    with pytest.raises(ValidationError, match=r"market must be a vfm\.VolatileFisherMarket, got ndarray"):
         vfm.solve(np.ones((1, 1, 1)))  # type: ignore[arg-type]
 
 

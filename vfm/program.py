@@ -58,7 +58,7 @@ class ScaledProgram:
         Scaled cap :math:`\\hat d_e = d_e / s_k` (``inf`` where uncapped).
     base : ndarray, shape (n,)
     utility_cap : ndarray, shape (n,)
-        Scaled, ``inf`` where uncapped.
+        Scaled, ``inf`` where uncapped or where the cap cannot bind.
     weights : ndarray, shape (n,)
         :math:`\\hat B`, summing to one.
     scale : ndarray, shape (n,)
@@ -87,6 +87,10 @@ class ScaledProgram:
         s = market.supply.reshape(-1)
         buyer, column = np.nonzero(market.reachable.reshape(n, -1))
         equal_split = np.minimum(s[None, :] / n, d)
+        # A utility cap the buyer cannot reach even with everything it may buy can never bind;
+        # leaving it out removes a degenerate constraint (interior-point solvers stall on those).
+        most = market.base_utility + np.where(u > 0, u * np.minimum(s[None, :], d), 0.0).sum(axis=1)
+        utility_cap = np.where(most > market.utility_cap, market.utility_cap, np.inf)
         scale = np.minimum(
             market.utility_cap,
             market.base_utility + np.einsum("ik,ik->i", u, np.where(u > 0, equal_split, 0.0)),
@@ -101,7 +105,7 @@ class ScaledProgram:
             utility=u[buyer, column] * supply / scale[buyer],
             upper=d[buyer, column] / supply,
             base=market.base_utility / scale,
-            utility_cap=market.utility_cap / scale,
+            utility_cap=utility_cap / scale,
             weights=market.budgets / market.budgets.sum(),
             scale=scale,
             traded=traded,

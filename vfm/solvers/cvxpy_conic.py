@@ -9,6 +9,7 @@ market's size: no Python loop over buyers, goods or periods. CVXPY writes each
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,7 +80,10 @@ class CvxpyConicBackend:
         problem, z, supply = self.build(program)
         started = time.perf_counter()
         try:
-            problem.solve(solver=self.cvxpy_name, **options)
+            with warnings.catch_warnings():
+                # CVXPY warns on inaccurate solves; vfm reports them in Equilibrium.status instead.
+                warnings.filterwarnings("ignore", message="Solution may be inaccurate")
+                problem.solve(solver=self.cvxpy_name, **options)
         except cp.error.SolverError as exc:
             return ScaledSolution(
                 None, None, Status.ERROR, f"{self.cvxpy_name} failed: {exc}", -1,
