@@ -73,10 +73,18 @@ def test_base_utility_can_break_envy_freeness_and_proportionality():
     assert check.pareto_optimality(result).holds
 
 
-def test_utility_cap_can_break_proportionality():
+@given(markets(budgets="equal", utility_cap=True))
+def test_utility_caps_alone_keep_envy_freeness_and_proportionality(market):
+    """Measured on utility cut at the cap (a buyer at its cap has all it can use)."""
+    result = vfm.solve(market)
+    check.properties(result).assert_holds()
+
+
+def test_buyer_at_its_utility_cap_envies_nobody():
+    # Buyer 0 can use at most 0.3: it gets exactly that, and buyer 1's 0.7 is worth no more to it.
     result = vfm.solve(VolatileFisherMarket.static([[1.0], [1.0]], utility_cap=[0.3, np.inf]))
-    assert not check.proportionality(result).holds
-    assert check.pareto_optimality(result).holds
+    np.testing.assert_allclose(result.allocation[:, 0, 0], [0.3, 0.7], atol=1e-6)
+    assert check.envy_freeness(result).holds and check.proportionality(result).holds
 
 
 # --- the checks can fail ---------------------------------------------------------------------------

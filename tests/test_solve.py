@@ -165,13 +165,17 @@ def test_solution_is_invariant_to_units(market):
 @pytest.mark.parametrize("solver", SOLVERS)
 @given(market=markets(caps=True, base_utility=True, utility_cap=True))
 def test_certificate_holds_for_every_solver(solver, market):
+    """Clarabel always certifies; the others must whenever they report success.
+
+    For plain markets `certify` checks the equilibrium conditions (budgets, bang-per-buck),
+    which `vfm.solve` does not use to set the status; Pareto optimality is an independent LP.
+    """
     result = vfm.solve(market, solver)
     if solver == "clarabel":
         assert result.success, result.message
     if result.success:
         check.certify(result).assert_holds()
-        check.pareto_optimality(result)  # computed on every market: PO holds with all extensions
-        assert check.pareto_optimality(result).holds
+        assert check.pareto_optimality(result).holds  # PO holds with every extension
 
 
 @given(markets(caps=True, base_utility=True, utility_cap=True))
@@ -198,5 +202,6 @@ def test_large_generated_market_is_certified():
         base_utility=rng.uniform(0.0, 1.0, 200) * (rng.random(200) < 0.5),
     )
     result = vfm.solve(market)
-    assert result.status in (Status.OPTIMAL, Status.INACCURATE), result.message
+    assert result.success, result.message
     check.kkt(result).assert_holds()
+    assert check.pareto_optimality(result).holds

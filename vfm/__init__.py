@@ -3,8 +3,8 @@
 from vfm import check, errors
 from vfm.equilibrium import Equilibrium, Status
 from vfm.market import VolatileFisherMarket
+from vfm.nswot import solve
 from vfm.per_period import solve_per_period
-from vfm.solve import solve
 from vfm.solvers.registry import available_solvers
 
 __all__ = [

@@ -117,7 +117,7 @@ def _worst(values: np.ndarray, name: str, tolerance: float) -> Residual:
     flat = np.where(np.isnan(values), np.inf, values).reshape(-1)
     index = int(np.argmax(flat))
     where = tuple(int(i) for i in np.unravel_index(index, values.shape))
-    return Residual(name, float(max(values.reshape(-1)[index], 0.0)), where, tolerance)
+    return Residual(name, float(max(0.0, values.reshape(-1)[index])), where, tolerance)
 
 
 def _flat(result: Equilibrium) -> tuple[np.ndarray, np.ndarray]:
@@ -284,14 +284,17 @@ def certify(result: Equilibrium) -> Certificate:
 def envy_freeness(result: Equilibrium, tol: float | None = None) -> Residual:
     r"""(Budget-weighted) envy-freeness on cumulative utility.
 
-    With :math:`V_{ik} = c_i + u_i \cdot x_k` (buyer `i`'s utility for buyer `k`'s bundle), the
-    value is the largest relative envy :math:`\max_{i,k} (V_{ik}/B_k) / (V_{ii}/B_i) - 1`;
-    `where` is ``(i, k)``: `i` envies `k`. Guaranteed only for plain markets.
+    With :math:`V_{ik} = \min(\bar U_i, c_i + u_i \cdot x_k)` (buyer `i`'s utility for buyer
+    `k`'s bundle, cut at its utility cap: a job cannot pass 100 % progress), the value is the
+    largest relative envy :math:`\max_{i,k} (V_{ik}/B_k) / (V_{ii}/B_i) - 1`; `where` is
+    ``(i, k)``: `i` envies `k`. Guaranteed for plain markets and for markets whose only
+    extension is utility caps.
     """
     market = result.market
     n = market.n_buyers
     x, _ = _flat(result)
-    values = market.base_utility[:, None] + market.utilities.reshape(n, -1) @ x.T
+    values = np.minimum(market.base_utility[:, None] + market.utilities.reshape(n, -1) @ x.T,
+                        market.utility_cap[:, None])
     weighted = values / market.budgets[None, :]
     own = np.diag(weighted)[:, None]
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -303,13 +306,13 @@ def proportionality(result: Equilibrium, tol: float | None = None) -> Residual:
     r"""Each buyer is at least as well off as with its budget share of every good.
 
     The reference bundle of buyer `i` is :math:`\min(d_i, s B_i / \sum_k B_k)` (the equal split
-    for equal budgets, cut to the buyer's caps). Value:
-    :math:`\max_i U_i(\text{share}_i) / U_i(x_i) - 1`; `where` is ``(i,)``. Guaranteed only for
-    plain markets.
+    for equal budgets, cut to the buyer's caps), and its utility is cut at :math:`\bar U_i`.
+    Value: :math:`\max_i \min(\bar U_i, U_i(\text{share}_i)) / U_i(x_i) - 1`; `where` is
+    ``(i,)``. Guaranteed for plain markets and for markets whose only extension is utility caps.
     """
     market = result.market
     share = market.supply[None] * (market.budgets / market.budgets.sum())[:, None, None]
-    reference = market.utility_of(np.minimum(share, market.caps))
+    reference = np.minimum(market.utility_of(np.minimum(share, market.caps)), market.utility_cap)
     with np.errstate(divide="ignore", invalid="ignore"):
         shortfall = reference / result.utilities - 1.0
     return _worst(shortfall, "proportionality", solution_tolerance(result) if tol is None else tol)

@@ -1,6 +1,6 @@
 """Every exception that `vfm` raises on purpose, in one place.
 
-The hierarchy lets a caller catch as broadly or as narrowly as it needs::
+The hierarchy lets a caller catch as broadly or as narrowly as it needs:
 
     VFMError
     ├── ValidationError (also a ValueError)      bad input, caught at the boundary

@@ -9,7 +9,7 @@ import numpy as np
 
 from vfm.equilibrium import Equilibrium, Status
 from vfm.market import VolatileFisherMarket
-from vfm.solve import require_market, solve
+from vfm.nswot import require_market, solve
 
 
 def solve_per_period(market: VolatileFisherMarket, solver: str | None = None, **options: Any) -> Equilibrium:
@@ -38,8 +38,9 @@ def solve_per_period(market: VolatileFisherMarket, solver: str | None = None, **
     Equilibrium
         For the whole `market`: the stacked allocation, each period's own prices (each period
         spends the full budgets again, so they are not comparable with `vfm.solve`'s prices),
-        the worst status of the periods, summed iterations and solve times. Its `duality_gap`
-        is measured against the joint program, so it shows what per-period solving gives up.
+        the status of the first period that did not succeed (else optimal), summed iterations
+        and solve times. Its `duality_gap` is measured against the joint program at the
+        per-period prices: an upper bound on what per-period solving gives up.
 
     Examples
     --------

@@ -1,6 +1,6 @@
 """Hypothesis strategies that generate valid Volatile Fisher Markets.
 
-Theorists can write their own property tests against `vfm` with them::
+Theorists can write their own property tests against `vfm` with them:
 
     from hypothesis import given
     import vfm
