@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -90,6 +92,21 @@ class Equilibrium:
                 result=self,
             )
         return self
+
+    def relabel(self, **report: Any) -> Equilibrium:
+        """A copy with other `status`, `message` or timings, keeping what was already derived.
+
+        The point (market, allocation, prices) cannot change here, so cached utilities,
+        objective and duality gap stay valid and are not recomputed.
+        """
+        point = {"market", "allocation", "prices"} & report.keys()
+        if point:
+            raise ValueError(f"relabel cannot change {sorted(point)}; build a new Equilibrium")
+        new = dataclasses.replace(self, **report)
+        for name in ("utilities", "objective", "gap"):
+            if name in self.__dict__:
+                new.__dict__[name] = self.__dict__[name]
+        return new
 
     @cached_property
     def utilities(self) -> FloatArray:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from typing import Any
 
@@ -122,7 +121,7 @@ def solve(market: VolatileFisherMarket, solver: str | None = None, **options: An
         message=message,
         **timing,  # type: ignore[arg-type]
     ))
-    return dataclasses.replace(result, wall_time=time.perf_counter() - started)
+    return result.relabel(wall_time=time.perf_counter() - started)
 
 
 def certified(result: Equilibrium) -> Equilibrium:
@@ -144,7 +143,7 @@ def certified(result: Equilibrium) -> Equilibrium:
             return result
         note = (f"; vfm's certificate verifies the requested accuracy anyway "
                 f"(relative duality gap {result.relative_gap:.1e})")
-        return dataclasses.replace(result, status=Status.OPTIMAL, message=result.message + note)
+        return result.relabel(status=Status.OPTIMAL, message=result.message + note)
     worst = max(certificate, key=lambda residual: residual.value / residual.tolerance)
     note = f"; vfm's certificate does not hold: {worst}"
-    return dataclasses.replace(result, status=Status.INACCURATE, message=result.message + note)
+    return result.relabel(status=Status.INACCURATE, message=result.message + note)
