@@ -150,7 +150,7 @@ def price_complementarity(result: Equilibrium, tol: float | None = None) -> Resi
     market = result.market
     slack = market.supply - result.allocation.sum(axis=0)
     unsold = np.maximum(result.prices, 0.0) * np.maximum(slack, 0.0)
-    negative = np.maximum(-result.prices, 0.0) * np.maximum(market.supply, 1e-300)
+    negative = np.maximum(-result.prices, 0.0) * market.supply
     value = np.maximum(unsold, negative) / market.budgets.sum()
     return _worst(value, "price_complementarity", objective_tolerance(result) if tol is None else tol)
 

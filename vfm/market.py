@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -68,7 +69,6 @@ class VolatileFisherMarket:
     base_utility: FloatArray
     caps: FloatArray
     utility_cap: FloatArray
-    _cache: dict[str, object] = field(repr=False, compare=False)
 
     def __init__(
         self,
@@ -111,7 +111,6 @@ class VolatileFisherMarket:
         ):
             value.setflags(write=False)
             object.__setattr__(self, name, value)
-        object.__setattr__(self, "_cache", {})
         self._check_feasible()
 
     def _check_feasible(self) -> None:
@@ -213,15 +212,12 @@ class VolatileFisherMarket:
         """Whether the market has no caps, no base utility and no utility caps (SPEC's plain market)."""
         return not (self.has_caps or self.has_base_utility or self.has_utility_cap)
 
-    @property
+    @cached_property
     def reachable(self) -> np.ndarray:
         """Boolean (n, m, T): entries where buyer `i` can buy something it values."""
-        cached = self._cache.get("reachable")
-        if cached is None:
-            cached = (self.utilities > 0) & (self.caps > 0) & (self.supply > 0)[None]
-            cached.setflags(write=False)
-            self._cache["reachable"] = cached
-        return cached  # type: ignore[return-value]
+        mask = (self.utilities > 0) & (self.caps > 0) & (self.supply > 0)[None]
+        mask.setflags(write=False)
+        return mask
 
     def utility_of(self, allocation: ArrayLike) -> FloatArray:
         """Cumulative utilities :math:`U_i(x) = c_i + \\sum_{j,t} u_{ijt} x_{ijt}`, shape (n,).
