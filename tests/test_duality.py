@@ -34,6 +34,9 @@ def brute_force_best_response(market: VolatileFisherMarket, prices: np.ndarray, 
     return float(problem.value)
 
 
+# The reference solve asks for 1e-11 and sometimes ends just short of it ("inaccurate"), still
+# far inside the 1e-6 comparison.
+@pytest.mark.filterwarnings("ignore:Solution may be inaccurate")
 @given(
     markets(n_buyers=(1, 3), n_goods=(1, 2), n_periods=(1, 3), caps=True, base_utility=True, utility_cap=True,
             decades=2.0),

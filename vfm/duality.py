@@ -67,7 +67,7 @@ def best_response_values(market: VolatileFisherMarket, prices: ArrayLike) -> Flo
     utility = market.utilities.reshape(n, -1)
     cap = market.caps.reshape(n, -1)
 
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         # Price per unit of utility; non-buyable entries sort last and never form a segment.
         unit_cost = np.where(buyable, price[None, :] / np.where(buyable, utility, 1.0), np.inf)
         order = np.argsort(unit_cost, axis=1, kind="stable")
