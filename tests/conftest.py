@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, settings
 settings.register_profile(
     "ci",
     derandomize=True,
-    max_examples=30,
+    max_examples=50,
     deadline=None,
     print_blob=True,
     suppress_health_check=[HealthCheck.too_slow],

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from vfm.check import objective_tolerance
 from vfm.equilibrium import Equilibrium, Status
 from vfm.market import VolatileFisherMarket
 from vfm.nswot import require_market, solve
@@ -20,7 +21,8 @@ def solve_per_period(market: VolatileFisherMarket, solver: str | None = None, **
     utility (a static market knows no history). A utility cap is a cap on cumulative utility,
     so it carries over as the headroom left, :math:`\bar U_i - c_i - \sum_{t' < t} u_{it'} x_{it'}`
     (a job does not buy progress past 100 %). A buyer that can buy nothing it values in period
-    `t`, or has no headroom left, sits the period out and gets nothing.
+    `t`, or has no headroom left (none beyond the solver's feasibility tolerance,
+    `vfm.check.objective_tolerance`, relative to its cap), sits the period out and gets nothing.
 
     Solving over time with `vfm.solve` is never worse in NSWOT, and the per-period solution is
     generally not Pareto optimal over the window: a buyer whose value arrives late is served
@@ -61,9 +63,14 @@ def solve_per_period(market: VolatileFisherMarket, solver: str | None = None, **
     prices = np.zeros((m, periods))
     accrued = market.base_utility.copy()
     results: list[Equilibrium] = []
+    # Headroom left by rounding in an earlier period (a buyer that reached its cap to within the
+    # solver's feasibility tolerance) is not real headroom; as a cap it would be a tiny number
+    # the next solve cannot handle.
+    at_cap_tolerance = 0.0
     for t in range(periods):  # periods are sequential by definition: period t needs t-1's outcome
         headroom = market.utility_cap - accrued
-        active = market.reachable[:, :, t].any(axis=1) & (headroom > 0)
+        at_cap = headroom <= at_cap_tolerance * np.where(np.isfinite(market.utility_cap), market.utility_cap, 0.0)
+        active = market.reachable[:, :, t].any(axis=1) & ~at_cap
         if not active.any():
             continue
         period_market = VolatileFisherMarket(
@@ -75,6 +82,7 @@ def solve_per_period(market: VolatileFisherMarket, solver: str | None = None, **
         )
         result = solve(period_market, solver, **options)
         results.append(result)
+        at_cap_tolerance = max(at_cap_tolerance, objective_tolerance(result))
         if result.status in (Status.ERROR, Status.INFEASIBLE, Status.UNBOUNDED) or np.isnan(result.allocation).any():
             allocation[active, :, t] = np.nan
             prices[:, t] = np.nan
