@@ -152,11 +152,13 @@ def stationary_prices(market: VolatileFisherMarket, allocation: ArrayLike) -> Fl
     r"""Prices recovered from an allocation of a plain market by stationarity.
 
     In a plain market (no caps, base utility or utility caps) the optimality conditions give
-    :math:`p_{jt} = \max_i B_i u_{ijt} / U_i(x)` exactly, for every good someone values. An
-    interior-point solver's allocation is accurate to its tolerance :math:`\epsilon`, while its
-    duals are accurate only to about :math:`\sqrt{\epsilon}` (the dual bound is flat to first
-    order in the prices), so these prices are usually the better dual point; `vfm.solve` keeps
-    whichever of the two certifies the smaller duality gap.
+    :math:`p_{jt} = \max_i B_i u_{ijt} / U_i(x)` exactly, for every good someone values. These
+    prices inherit the allocation's error: where every good has a single holder at the optimum
+    the utilities, and so the prices, come out far more accurate than the solver's duals
+    (which are only about :math:`\sqrt{\epsilon}`-accurate, the dual bound being flat to first
+    order in the prices); where buyers share goods the allocation's split is itself only
+    :math:`\sqrt{\epsilon}`-accurate and the duals can be better. `vfm.solve` computes both and
+    keeps whichever certifies the smaller duality gap.
 
     Parameters
     ----------
