@@ -71,7 +71,7 @@ def test_weak_duality_for_any_feasible_allocation_and_prices(market, data):
     x = np.where(totals > 0, weights / np.where(totals > 0, totals, 1.0), 0.0) * market.supply[None]
     x = np.minimum(x, market.caps)
     bought = market.utility_of(x) - market.base_utility
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         room = np.where(bought > 0, (market.utility_cap - market.base_utility) / bought, 1.0)
     x = x * np.minimum(room, 1.0)[:, None, None]
     gap = duality_gap(market, x, prices)
