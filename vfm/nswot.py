@@ -13,7 +13,8 @@ from vfm.equilibrium import Equilibrium, Status, failed
 from vfm.errors import ValidationError
 from vfm.market import VolatileFisherMarket
 from vfm.program import ScaledProgram
-from vfm.solvers.registry import select
+from vfm.solvers.base import Backend
+from vfm.solvers.registry import candidates, select
 
 
 def require_market(market: object) -> VolatileFisherMarket:
@@ -44,11 +45,14 @@ def solve(market: VolatileFisherMarket, solver: str | None = None, **options: An
     ----------
     market : VolatileFisherMarket
     solver : str, optional
-        A name from `vfm.available_solvers()` (case-insensitive, e.g. ``"clarabel"``, ``"ecos"``,
-        ``"scs"``). Default: the first installed backend that supports the market (Clarabel).
+        A name from `vfm.available_solvers()` (case-insensitive, e.g. ``"schur-ipm"``,
+        ``"clarabel"``, ``"ecos"``, ``"scs"``). Default: the installed backends that support the
+        market, fastest first; the first certified result is returned, and its message lists
+        the backends that were tried before it.
     **options
-        Passed to the backend; for CVXPY solvers, the solver's own options
-        (e.g. ``max_iter=50``, ``tol_gap_rel=1e-10`` for Clarabel).
+        Passed to the backend named by `solver` (options without a solver are rejected, since
+        each backend has its own); for CVXPY solvers, the solver's own options (e.g.
+        ``max_iter=50``, ``tol_gap_rel=1e-10`` for Clarabel).
 
     Returns
     -------
@@ -78,7 +82,13 @@ def solve(market: VolatileFisherMarket, solver: str | None = None, **options: An
     """
     started = time.perf_counter()
     market = require_market(market)
-    backend = select(market, solver)
+    if options and solver is None:
+        raise ValidationError(
+            f"solver options ({', '.join(sorted(options))}) belong to one backend: name it with solver=..."
+        )
+    # A named solver is used alone; by default the backends that support the market are tried
+    # fastest first, and the first certified result wins (a scheduler needs an answer every round).
+    backends = [select(market, solver)] if solver is not None else candidates(market)
     program = ScaledProgram.from_market(market)
     if program.n_entries == 0:
         # Every buyer lives on its base utility alone: nothing can be traded.
@@ -87,12 +97,26 @@ def solve(market: VolatileFisherMarket, solver: str | None = None, **options: An
             allocation=np.zeros(market.shape),
             prices=np.zeros((market.n_goods, market.n_periods)),
             status=Status.OPTIMAL,
-            solver=backend.name,
+            solver=backends[0].name,
             message="nothing is tradable: no buyer values any available good",
             iterations=0,
             solve_time=0.0,
             wall_time=time.perf_counter() - started,
         )
+    attempts: list[str] = []
+    for backend in backends:
+        result = _solve_with(backend, program, options)
+        if result.success or backend is backends[-1]:
+            break
+        attempts.append(f"{backend.name} ended '{result.status}' ({result.message})")
+    if attempts:
+        result = result.relabel(message=result.message + "; tried first: " + "; ".join(attempts))
+    return result.relabel(wall_time=time.perf_counter() - started)
+
+
+def _solve_with(backend: Backend, program: ScaledProgram, options: dict[str, Any]) -> Equilibrium:
+    """One backend's certified result for `program`."""
+    market = program.market
     solution = backend.solve(program, **options)
     timing = {
         "iterations": solution.iterations,
@@ -100,10 +124,7 @@ def solve(market: VolatileFisherMarket, solver: str | None = None, **options: An
         "accuracy": solution.accuracy,
     }
     if solution.z is None or solution.scaled_prices is None:
-        return failed(
-            market, backend.name, solution.status, solution.message,
-            wall_time=time.perf_counter() - started, **timing,
-        )
+        return failed(market, backend.name, solution.status, solution.message, **timing)
     allocation = program.allocation(solution.z)
     prices = program.prices(solution.scaled_prices)
     message = solution.message
@@ -112,7 +133,7 @@ def solve(market: VolatileFisherMarket, solver: str | None = None, **options: An
         if duality_gap(market, allocation, polished).total < duality_gap(market, allocation, prices).total:
             prices = polished
             message += "; prices recovered from the allocation by stationarity (smaller duality gap than the duals)"
-    result = certified(Equilibrium(
+    return certified(Equilibrium(
         market=market,
         allocation=allocation,
         prices=prices,
@@ -121,7 +142,6 @@ def solve(market: VolatileFisherMarket, solver: str | None = None, **options: An
         message=message,
         **timing,  # type: ignore[arg-type]
     ))
-    return result.relabel(wall_time=time.perf_counter() - started)
 
 
 def certified(result: Equilibrium) -> Equilibrium:

@@ -9,13 +9,36 @@ import pytest
 
 import vfm
 from vfm import VolatileFisherMarket
-from vfm.errors import UnknownSolverError, UnsupportedMarketError
+from vfm.errors import UnknownSolverError, UnsupportedMarketError, ValidationError
 from vfm.solvers import Capabilities, CvxpyConicBackend, registry
 
 
-def test_clarabel_is_installed_and_the_default():
-    assert vfm.available_solvers()[0] == "clarabel"
-    assert registry.select(VolatileFisherMarket.static([[1.0]])).name == "clarabel"
+def test_fastest_backend_is_the_default_and_clarabel_is_installed():
+    assert vfm.available_solvers()[0] == "schur-ipm"
+    assert "clarabel" in vfm.available_solvers()
+    assert registry.select(VolatileFisherMarket.static([[1.0]])).name == "schur-ipm"
+
+
+def test_default_solve_falls_back_when_a_backend_does_not_certify(limited_backend):
+    class Stalling:
+        name = "stalling"
+        capabilities = Capabilities()
+
+        def is_installed(self):
+            return True
+
+        def solve(self, program, **options):
+            return registry._REGISTRY["clarabel"].solve(program, max_iter=1)
+
+    registry.register(Stalling(), preferred=True)
+    result = vfm.solve(VolatileFisherMarket.static([[2.0, 1.0], [1.0, 2.0]]))
+    assert result.success and result.solver == "limited"
+    assert "tried first: stalling ended 'iteration_limit'" in result.message
+
+
+def test_options_need_a_named_solver():
+    with pytest.raises(ValidationError, match=r"solver options \(max_iter\) belong to one backend"):
+        vfm.solve(VolatileFisherMarket.static([[1.0]]), max_iter=5)
 
 
 def test_backend_declares_what_it_lacks():
@@ -40,7 +63,7 @@ def test_default_skips_a_backend_that_cannot_handle_the_market(limited_backend):
     plain = VolatileFisherMarket.static([[1.0]])
     capped = VolatileFisherMarket.static([[1.0]], caps=[[0.5]])
     assert registry.select(plain).name == "limited"
-    assert registry.select(capped).name == "clarabel"
+    assert registry.select(capped).name == "schur-ipm"
     with pytest.raises(UnsupportedMarketError, match="solver='limited' does not support caps"):
         vfm.solve(capped, "limited")
 

@@ -6,9 +6,13 @@ from vfm.errors import UnknownSolverError, UnsupportedMarketError
 from vfm.market import VolatileFisherMarket
 from vfm.solvers.base import Backend
 from vfm.solvers.cvxpy_conic import CVXPY_BACKENDS
+from vfm.solvers.schur_ipm import SchurIPMBackend
 
-# In order of preference: the first installed backend that supports a market is the default.
-_REGISTRY: dict[str, Backend] = {backend.name: backend for backend in CVXPY_BACKENDS}
+# In order of preference (fastest first, as measured by benchmarks/solve.py): the first
+# installed backend that supports a market is the default.
+_REGISTRY: dict[str, Backend] = {
+    backend.name: backend for backend in (SchurIPMBackend(), *CVXPY_BACKENDS)
+}
 
 
 def register(backend: Backend, *, preferred: bool = False) -> None:
@@ -29,6 +33,27 @@ def available_solvers() -> tuple[str, ...]:
     return tuple(name for name, backend in _REGISTRY.items() if backend.is_installed())
 
 
+def candidates(market: VolatileFisherMarket) -> list[Backend]:
+    """The installed backends that support `market`, in order of preference.
+
+    Raises
+    ------
+    vfm.errors.UnknownSolverError
+        If no backend is installed.
+    vfm.errors.UnsupportedMarketError
+        If no installed backend supports the market.
+    """
+    installed = [_REGISTRY[name] for name in available_solvers()]
+    if not installed:
+        raise UnknownSolverError("no NSWOT backend is installed; install clarabel (pip install clarabel)")
+    fitting = [backend for backend in installed if not backend.capabilities.unsupported(market)]
+    if not fitting:
+        raise UnsupportedMarketError(
+            f"no installed backend supports this market ({market!r}); installed: {', '.join(available_solvers())}"
+        )
+    return fitting
+
+
 def select(market: VolatileFisherMarket, solver: str | None = None) -> Backend:
     """The backend for `market`: the one named by `solver`, else the first installed that fits.
 
@@ -41,15 +66,7 @@ def select(market: VolatileFisherMarket, solver: str | None = None) -> Backend:
         market uses.
     """
     if solver is None:
-        installed = [_REGISTRY[name] for name in available_solvers()]
-        for backend in installed:
-            if not backend.capabilities.unsupported(market):
-                return backend
-        if not installed:
-            raise UnknownSolverError("no NSWOT backend is installed; install clarabel (pip install clarabel)")
-        raise UnsupportedMarketError(
-            f"no installed backend supports this market ({market!r}); installed: {', '.join(available_solvers())}"
-        )
+        return candidates(market)[0]
     if not isinstance(solver, str):
         raise UnknownSolverError(f"solver must be a backend name (str) or None, got {type(solver).__name__}")
     if solver.lower() not in _REGISTRY:

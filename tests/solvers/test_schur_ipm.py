@@ -1,0 +1,49 @@
+"""The structure-exploiting interior-point backend agrees with Clarabel and certifies."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+
+import vfm
+from benchmarks.workloads import fresh_window, load
+from vfm import Status, check
+from vfm.program import ScaledProgram
+from vfm.solvers.schur_ipm import SchurIPMBackend
+from vfm.testing.strategies import markets
+
+
+@given(markets(caps=True, base_utility=True, utility_cap=True))
+def test_agrees_with_clarabel_and_certifies(market):
+    reference = vfm.solve(market, "clarabel")
+    result = vfm.solve(market, "schur-ipm")
+    assert result.success, result.message
+    check.kkt(result).assert_holds()
+    slack = (abs(reference.duality_gap) + abs(result.duality_gap)) + 1e-9 * market.budgets.sum()
+    assert abs(result.objective - reference.objective) <= slack
+
+
+@given(markets(budgets="equal"))
+def test_plain_markets_meet_the_equilibrium_conditions(market):
+    result = vfm.solve(market, "schur-ipm")
+    assert result.success, result.message
+    check.equilibrium_conditions(result).assert_holds()
+    check.properties(result).assert_holds()
+
+
+def test_job_window_reaches_the_issue_accuracy():
+    window = fresh_window(load("shockwave_120jobs_32gpus"))
+    result = vfm.solve(window.market, "schur-ipm")
+    assert result.success, result.message
+    assert result.relative_gap <= 1e-6
+    reference = vfm.solve(window.market, "clarabel")
+    assert result.objective == pytest.approx(reference.objective, abs=1e-6 * window.market.budgets.sum())
+
+
+def test_iteration_limit_and_bad_options_are_statuses():
+    program = ScaledProgram.from_market(vfm.VolatileFisherMarket(np.random.default_rng(1).uniform(0.1, 1, (30, 2, 4))))
+    stopped = SchurIPMBackend().solve(program, max_iter=2)
+    assert stopped.status is Status.ITERATION_LIMIT and stopped.z is not None
+    wrong = SchurIPMBackend().solve(program, tolerance=1e-3)
+    assert wrong.status is Status.ERROR and "unknown options: tolerance" in wrong.message
