@@ -152,3 +152,38 @@ def window_market(
     )
     w.setflags(write=False)
     return JobWindow(market=market, gpus=w)
+
+
+def shift_rounds(result: Equilibrium, rounds: int = 1) -> tuple[FloatArray, FloatArray]:
+    """A warm start for the next re-plan: `result`'s allocation and prices moved `rounds` earlier.
+
+    The window of the next re-plan starts `rounds` later, so what was planned for round
+    ``t + rounds`` is the guess for round `t`; the last `rounds` rounds repeat the old last round.
+    The job set must be the same (rows are jobs in the same order).
+
+    Parameters
+    ----------
+    result : Equilibrium
+        The previous solve of a window, shapes (n, m, T).
+    rounds : int
+        Between 1 and T - 1.
+
+    Returns
+    -------
+    allocation : ndarray, shape (n, m, T)
+    prices : ndarray, shape (m, T)
+
+    Examples
+    --------
+    >>> import vfm
+    >>> window = window_market([1, 1], [10, 10], [0, 0], [[1, 1, 1], [1, 2, 3]], capacity=1)
+    >>> allocation, prices = shift_rounds(vfm.solve(window.market))
+    >>> allocation.shape, prices.shape
+    ((2, 1, 3), (1, 3))
+    """
+    periods = result.market.n_periods
+    if not isinstance(rounds, int | np.integer) or not 1 <= rounds < periods:
+        raise ValidationError(f"rounds must be a whole number from 1 to {periods - 1}, got {rounds!r}")
+    keep = np.arange(periods) + rounds
+    keep = np.minimum(keep, periods - 1)
+    return result.allocation[:, :, keep], result.prices[:, keep]

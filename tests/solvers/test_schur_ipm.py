@@ -20,8 +20,10 @@ def test_agrees_with_clarabel_and_certifies(market):
     result = vfm.solve(market, "schur-ipm")
     assert result.success, result.message
     check.kkt(result).assert_holds()
-    slack = (abs(reference.duality_gap) + abs(result.duality_gap)) + 1e-9 * market.budgets.sum()
-    assert abs(result.objective - reference.objective) <= slack
+    # The agreement criterion: NSWOT to 1e-6 relative (to the budget total, the scale
+    # of NSWOT's duality gap, or to |NSWOT| when that is larger).
+    scale = max(float(market.budgets.sum()), abs(reference.objective))
+    assert abs(result.objective - reference.objective) <= 1e-6 * scale
 
 
 @given(markets(budgets="equal"))

@@ -99,7 +99,8 @@ class CvxpyConicBackend:
         return ScaledSolution(
             z=np.asarray(z.value, dtype=np.float64) if has_point else None,
             scaled_prices=np.asarray(supply.dual_value, dtype=np.float64).reshape(-1) if has_point else None,
-            status=status if has_point or status is not Status.OPTIMAL else Status.ERROR,
+            # A status that promises a point but comes without one is an error.
+            status=status if has_point or status not in (Status.OPTIMAL, Status.INACCURATE) else Status.ERROR,
             message=message,
             iterations=int(stats.num_iters) if stats.num_iters is not None else -1,
             solve_time=float(stats.solve_time) if stats.solve_time is not None else time.perf_counter() - started,

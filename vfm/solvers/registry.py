@@ -5,13 +5,14 @@ from __future__ import annotations
 from vfm.errors import UnknownSolverError, UnsupportedMarketError
 from vfm.market import VolatileFisherMarket
 from vfm.solvers.base import Backend
+from vfm.solvers.clarabel_direct import ClarabelDirectBackend
 from vfm.solvers.cvxpy_conic import CVXPY_BACKENDS
 from vfm.solvers.schur_ipm import SchurIPMBackend
 
 # In order of preference (fastest first, as measured by benchmarks/solve.py): the first
 # installed backend that supports a market is the default.
 _REGISTRY: dict[str, Backend] = {
-    backend.name: backend for backend in (SchurIPMBackend(), *CVXPY_BACKENDS)
+    backend.name: backend for backend in (SchurIPMBackend(), ClarabelDirectBackend(), *CVXPY_BACKENDS)
 }
 
 

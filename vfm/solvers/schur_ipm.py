@@ -49,6 +49,8 @@ from vfm.solvers.base import Capabilities, ScaledSolution
 
 _STEP_TO_BOUNDARY = 0.99
 _CG_STEPS = 25
+_WARM_MIX = 0.6
+_WARM_MU = 0.1
 _CG_TOLERANCE = 1e-13
 #: A merit this many times the best seen so far means the Newton systems have run out of digits.
 _STALL_FACTOR = 10.0
@@ -249,6 +251,11 @@ class SchurIPMBackend:
         program (default 1e-8); reported as the result's `accuracy`.
     max_iter : int
         Default 100.
+    warm_start : (allocation, prices), optional
+        A previous solution in market units, shapes (n, m, T) and (m, T), e.g. the last
+        re-plan's shifted by one round (`vfm.jobs.shift_rounds`). Projected into the feasible
+        set and mixed 60 % with the cold start (see `_warm_point`; the mix and the starting
+        centrality were tuned on consecutive Shockwave windows, benchmarks/warm_start.py).
     """
 
     name: str = "schur-ipm"
@@ -260,25 +267,59 @@ class SchurIPMBackend:
     def solve(self, program: ScaledProgram, **options: Any) -> ScaledSolution:
         tol = float(options.pop("tol", 1e-8))
         max_iter = int(options.pop("max_iter", 100))
+        warm_start = options.pop("warm_start", None)
         started = time.perf_counter()
         if options:
             return ScaledSolution(None, None, Status.ERROR,
                                   f"schur-ipm got unknown options: {', '.join(sorted(options))}", 0, 0.0, tol)
         try:
-            return _interior_point(program, tol, max_iter, started)
+            return _interior_point(program, tol, max_iter, started, warm_start)
         except np.linalg.LinAlgError as exc:
             return ScaledSolution(None, None, Status.ERROR, f"schur-ipm failed: {exc}", -1,
                                   time.perf_counter() - started, tol)
 
 
-def _interior_point(program: ScaledProgram, tol: float, max_iter: int, started: float) -> ScaledSolution:
+def _warm_point(program: ScaledProgram, system: _Inequalities, warm_start: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The scaled (z, prices) of a previous (allocation, prices), pulled strictly inside.
+
+    A warm start is a hint, so it is projected: entries into their bounds, columns and buyers
+    scaled into supply and utility caps, then mixed with the cold start so that every slack is
+    positive (an interior-point method cannot start on the boundary).
+    """
+    allocation, prices = warm_start
+    market = program.market
+    supply = market.supply.reshape(-1)
+    allocation = np.asarray(allocation, dtype=np.float64).reshape(market.n_buyers, -1)
+    z = np.clip(allocation[program.buyer, program.column] / supply[program.column], 0.0, None)
+    z[system.capped] = np.minimum(z[system.capped], system.cap)
+    z = z / np.maximum(system.per_row(z), 1.0)[system.row]
+    if system.saturable.size:
+        bought = system.per_buyer(system.utility * z)[system.saturable]
+        shrink = np.ones(system.n_buyers)
+        shrink[system.saturable] = np.minimum(1.0, system.headroom / np.maximum(bought, 1e-300))
+        z = z * shrink[system.buyer]
+    z = (1.0 - _WARM_MIX) * z + _WARM_MIX * system.initial_point()
+    scaled = np.asarray(prices, dtype=np.float64).reshape(-1)[program.traded] * supply[program.traded]
+    return z, np.maximum(scaled / market.budgets.sum(), 0.0)
+
+
+def _interior_point(program: ScaledProgram, tol: float, max_iter: int, started: float,
+                    warm_start: Any = None) -> ScaledSolution:
     system = _Inequalities.from_program(program)
     weights, base, a, buyer = program.weights, program.base, system.utility, system.buyer
 
-    z = system.initial_point()
-    s = system.slacks(z)
-    n_constraints = sum(block.size for block in s)
-    y: Blocks = tuple(1.0 / (np.maximum(block, 1e-12) * n_constraints) for block in s)
+    if warm_start is None:
+        z = system.initial_point()
+        s = system.slacks(z)
+        n_constraints = sum(block.size for block in s)
+        y: Blocks = tuple(1.0 / (np.maximum(block, 1e-12) * n_constraints) for block in s)
+    else:
+        z, supply_prices = _warm_point(program, system, warm_start)
+        s = system.slacks(z)
+        n_constraints = sum(block.size for block in s)
+        # Bound duals on a central path of small mu; the supply duals start at the old prices.
+        mu = _WARM_MU / n_constraints
+        y = (np.maximum(supply_prices, mu / s[0]), *(mu / block for block in s[1:]))
 
     best: tuple[float, np.ndarray, np.ndarray, int] | None = None
     status, message = Status.ITERATION_LIMIT, f"schur-ipm stopped at max_iter={max_iter} before converging"
