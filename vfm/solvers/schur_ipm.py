@@ -18,7 +18,8 @@ and `H` has a structure a generic conic solver does not see:
 So :math:`M = \operatorname{diag}(\delta) + \sum_i \rho_i a_i a_i^\top` is inverted buyer by buyer
 (Sherman-Morrison), and the Woodbury identity leaves one dense (K, K) system, the Schur
 complement on the prices, :math:`C = D_S^{-1} + S M^{-1} S^\top`. A step costs
-:math:`O(\text{nnz} + n K^2 + K^3)`: for a 900-job, 20-round window, a 20 x 20 solve.
+:math:`O(n K^2 + K^3)` on a dense (n, K) grid of entries: for a 900-job, 20-round window, a
+20 x 20 Cholesky factorization and a few passes over 900 x 20 arrays.
 
 Numerics. An entry a buyer holds has :math:`\delta_e \to 0`, and plain Sherman-Morrison,
 :math:`1/\delta_e - \gamma_i a_e^2/\delta_e^2`, then subtracts two huge numbers. The diagonal of
@@ -42,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import scipy.linalg
 
 from vfm.equilibrium import Status
 from vfm.program import ScaledProgram
@@ -51,7 +53,7 @@ _STEP_TO_BOUNDARY = 0.99
 _CG_STEPS = 25
 _WARM_MIX = 0.6
 _WARM_MU = 0.1
-_CG_TOLERANCE = 1e-13
+_CG_TOLERANCE = 1e-10
 #: A merit this many times the best seen so far means the Newton systems have run out of digits.
 _STALL_FACTOR = 10.0
 
@@ -60,67 +62,70 @@ Blocks = tuple[np.ndarray, ...]
 
 @dataclass(frozen=True)
 class _Inequalities:
-    """The system G z <= g of the scaled program, block by block.
+    """The system G z <= g of the scaled program on a dense (n, K) grid of entries.
 
-    Blocks: 0 supply rows (K), 1 nonnegativity (nnz), 2 caps below 1 (capped entries),
-    3 utility caps (saturable buyers).
+    Row i, column k is buyer i's entry in traded good-period k; `active` marks the program's
+    entries (the others are fixed at 0). Dense arrays make every per-buyer and per-row sum a
+    contiguous reduction, which is what makes an iteration cheap: markets are dense arrays
+    already, and a job window has an entry for nearly every (job, round).
+
+    Blocks: 0 supply rows (K,), 1 nonnegativity (n, K), 2 caps below 1 (n, K), 3 utility caps
+    (n,). Entries of a block where the constraint does not exist carry slack 1 and dual 0, so
+    they never count.
     """
 
-    buyer: np.ndarray
-    row: np.ndarray
-    utility: np.ndarray
-    capped: np.ndarray
-    cap: np.ndarray
-    saturable: np.ndarray
-    headroom: np.ndarray
-    n_buyers: int
-    n_rows: int
+    utility: np.ndarray  # (n, K), 0 off the active entries
+    active: np.ndarray  # (n, K) bool
+    capped: np.ndarray  # (n, K) bool
+    cap: np.ndarray  # (n, K), 1 where not capped
+    saturable: np.ndarray  # (n,) bool
+    headroom: np.ndarray  # (n,), 1 where not saturable
+    n_constraints: int
 
     @classmethod
     def from_program(cls, program: ScaledProgram) -> _Inequalities:
-        capped = np.flatnonzero(program.upper < 1.0)
-        saturable = np.flatnonzero(np.isfinite(program.utility_cap))
-        return cls(
-            buyer=program.buyer, row=program.supply_row, utility=program.utility,
-            capped=capped, cap=program.upper[capped],
-            saturable=saturable, headroom=program.utility_cap[saturable] - program.base[saturable],
-            n_buyers=program.market.n_buyers, n_rows=program.traded.size,
-        )
+        shape = (program.market.n_buyers, program.traded.size)
+        entries = (program.buyer, program.supply_row)
+        utility = np.zeros(shape)
+        utility[entries] = program.utility
+        active = np.zeros(shape, dtype=bool)
+        active[entries] = True
+        upper = np.ones(shape)
+        upper[entries] = np.minimum(program.upper, 1.0)
+        capped = active & (upper < 1.0)
+        saturable = np.isfinite(program.utility_cap)
+        headroom = np.where(saturable, program.utility_cap - program.base, 1.0)
+        count = shape[1] + int(active.sum()) + int(capped.sum()) + int(saturable.sum())
+        return cls(utility, active, capped, np.where(capped, upper, 1.0), saturable, headroom, count)
 
-    def per_buyer(self, values: np.ndarray) -> np.ndarray:
-        return np.bincount(self.buyer, weights=values, minlength=self.n_buyers)
-
-    def per_row(self, values: np.ndarray) -> np.ndarray:
-        return np.bincount(self.row, weights=values, minlength=self.n_rows)
+    def masked(self, blocks: Blocks) -> Blocks:
+        """`blocks` with the entries of absent constraints set to 0."""
+        return blocks[0], blocks[1] * self.active, blocks[2] * self.capped, blocks[3] * self.saturable
 
     def slacks(self, z: np.ndarray) -> Blocks:
-        bought = self.per_buyer(self.utility * z)
-        return (1.0 - self.per_row(z), z.copy(), self.cap - z[self.capped], self.headroom - bought[self.saturable])
+        bought = (self.utility * z).sum(axis=1)
+        return (
+            1.0 - z.sum(axis=0),
+            np.where(self.active, z, 1.0),
+            np.where(self.capped, self.cap - z, 1.0),
+            np.where(self.saturable, self.headroom - bought, 1.0),
+        )
 
     def apply(self, dz: np.ndarray) -> Blocks:
-        """G dz."""
-        bought = self.per_buyer(self.utility * dz)
-        return self.per_row(dz), -dz, dz[self.capped], bought[self.saturable]
+        """G dz (dz is 0 off the active entries)."""
+        return self.masked((dz.sum(axis=0), -dz, dz, (self.utility * dz).sum(axis=1)))
 
     def apply_transpose(self, v: Blocks) -> np.ndarray:
-        """G^T v."""
-        out = v[0][self.row] - v[1]
-        out[self.capped] += v[2]
-        per_buyer = np.zeros(self.n_buyers)
-        per_buyer[self.saturable] = v[3]
-        return np.asarray(out + self.utility * per_buyer[self.buyer])
+        """G^T v, for v that is 0 on absent constraints."""
+        return np.asarray((v[0][None, :] - v[1] + v[2] + self.utility * v[3][:, None]) * self.active)
 
     def initial_point(self) -> np.ndarray:
         """A strictly feasible allocation: an equal share of each row, inside every cap."""
-        per_row = np.bincount(self.row, minlength=self.n_rows)
-        z = 1.0 / (per_row[self.row] + 1.0)
-        z[self.capped] = np.minimum(z[self.capped], 0.5 * self.cap)
-        if self.saturable.size:
-            bought = self.per_buyer(self.utility * z)[self.saturable]
-            shrink = np.ones(self.n_buyers)
-            shrink[self.saturable] = np.minimum(1.0, 0.5 * self.headroom / np.maximum(bought, 1e-300))
-            z = z * shrink[self.buyer]
-        return z
+        z = self.active / (self.active.sum(axis=0) + 1.0)[None, :]
+        z = np.where(self.capped, np.minimum(z, 0.5 * self.cap), z)
+        bought = (self.utility * z).sum(axis=1)
+        shrink = np.where(self.saturable, np.minimum(1.0, 0.5 * self.headroom / np.maximum(bought, 1e-300)), 1.0)
+        return np.asarray(z * shrink[:, None])
 
 
 @dataclass(frozen=True)
@@ -129,62 +134,58 @@ class _NewtonSystem:
 
     system: _Inequalities
     scaling: Blocks  # D = y / s, per block
-    curvature: np.ndarray  # w_i / U_i^2
-    inv_delta: np.ndarray
-    gamma: np.ndarray  # rho_i / (1 + rho_i beta_i)
-    own: np.ndarray  # diagonal of M^{-1}, evaluated stably
-    top: np.ndarray  # entries that carry their buyer's largest a^2 / delta
-    factor: np.ndarray  # Cholesky factor of the (K, K) Schur complement
+    curvature: np.ndarray  # (n,) w_i / U_i^2
+    q: np.ndarray  # (n, K) a / delta
+    gamma_q: np.ndarray  # (n, K) gamma_i q_e with gamma_i = rho_i / (1 + rho_i beta_i)
+    own: np.ndarray  # (n, K) diagonal of M^{-1}, evaluated stably
+    top: np.ndarray  # (n, K) entries that carry their buyer's largest a^2 / delta
+    factor: tuple[np.ndarray, bool]  # Cholesky factor of the (K, K) Schur complement
 
     @classmethod
     def build(cls, system: _Inequalities, scaling: Blocks, curvature: np.ndarray) -> _NewtonSystem:
-        a, buyer, n = system.utility, system.buyer, system.n_buyers
-        delta = scaling[1].copy()
-        delta[system.capped] += scaling[2]
-        rho = curvature.copy()
-        rho[system.saturable] += scaling[3]
-        inv_delta = 1.0 / delta
+        a, active = system.utility, system.active
+        delta = scaling[1] + scaling[2]
+        rho = curvature + scaling[3]
+        inv_delta = np.where(active, 1.0 / np.where(active, delta, 1.0), 0.0)
         term = a * a * inv_delta
-        beta = system.per_buyer(term)
-        largest = np.zeros(n)
-        np.maximum.at(largest, buyer, term)
-        top = term == largest[buyer]
+        beta = term.sum(axis=1)
+        largest = term.max(axis=1)
+        top = active & (term == largest[:, None])
         # beta without entry e, summed without cancellation: the largest terms are never
         # subtracted from a total that contains them.
-        rest = system.per_buyer(np.where(top, 0.0, term))
-        tied = system.per_buyer(top.astype(float)) - 1.0
-        beta_without = np.where(top, rest[buyer] + tied[buyer] * largest[buyer], beta[buyer] - term)
-        own = inv_delta * (1.0 + rho[buyer] * beta_without) / (1.0 + rho[buyer] * beta[buyer])
+        rest = np.where(top, 0.0, term).sum(axis=1)
+        tied = top.sum(axis=1) - 1.0
+        beta_without = np.where(top, (rest + tied * largest)[:, None], beta[:, None] - term)
+        ratio = (1.0 + rho[:, None] * beta_without) / (1.0 + rho * beta)[:, None]
+        own = inv_delta * ratio
         gamma = rho / (1.0 + rho * beta)
-        coupling = np.zeros((system.n_rows, n))
-        coupling[system.row, buyer] = a * inv_delta
-        schur = -((coupling * gamma[None, :]) @ coupling.T)
-        schur[np.diag_indices(system.n_rows)] = system.per_row(own) + 1.0 / scaling[0]
-        return cls(system, scaling, curvature, inv_delta, gamma, own, top, np.linalg.cholesky(schur))
+        q = a * inv_delta
+        schur = -((q * gamma[:, None]).T @ q)  # -V diag(gamma) V^T
+        schur[np.diag_indices_from(schur)] = own.sum(axis=0) + 1.0 / scaling[0]
+        return cls(system, scaling, curvature, q, gamma[:, None] * q, own, top, scipy.linalg.cho_factor(schur))
 
     def apply_m_inverse(self, vec: np.ndarray) -> np.ndarray:
         """M^{-1} vec, entry e's own term taken from the stable diagonal."""
-        system = self.system
-        q = system.utility * self.inv_delta
-        qv = q * vec
-        total = system.per_buyer(qv)
-        top_total = system.per_buyer(np.where(self.top, qv, 0.0))
-        rest = total - top_total
-        others = np.where(self.top, rest[system.buyer] + top_total[system.buyer] - qv, total[system.buyer] - qv)
-        return np.asarray(self.own * vec - self.gamma[system.buyer] * q * others)
+        qv = self.q * vec
+        on_top = np.where(self.top, qv, 0.0)
+        top_total = on_top.sum(axis=1)[:, None]
+        rest = (qv - on_top).sum(axis=1)[:, None]
+        # Sum over the buyer's other entries: for a top entry, the other top entries (0 when it
+        # is the only one) plus the rest, so its own large term is never added and subtracted.
+        others = np.where(self.top, rest + (top_total - qv), rest + top_total - qv)
+        return np.asarray(self.own * vec - self.gamma_q * others)
 
     def apply_h(self, vec: np.ndarray) -> np.ndarray:
-        """H vec, from its definition (the residual of iterative refinement)."""
+        """H vec, from its definition (the residual of the iterative solve)."""
         system = self.system
-        along = system.per_buyer(system.utility * vec)
+        along = (system.utility * vec).sum(axis=1)
         scaled = tuple(d * g for d, g in zip(self.scaling, system.apply(vec), strict=True))
-        return np.asarray((self.curvature * along)[system.buyer] * system.utility + system.apply_transpose(scaled))
+        return np.asarray((self.curvature * along)[:, None] * system.utility + system.apply_transpose(scaled))
 
     def _woodbury(self, vec: np.ndarray) -> np.ndarray:
         first = self.apply_m_inverse(vec)
-        coupling = self.system.per_row(first)
-        correction = np.linalg.solve(self.factor.T, np.linalg.solve(self.factor, coupling))
-        return first - self.apply_m_inverse(correction[self.system.row])
+        correction = scipy.linalg.cho_solve(self.factor, first.sum(axis=0))
+        return first - self.apply_m_inverse(correction[None, :] * self.system.active)
 
     def solve(self, rhs: np.ndarray) -> np.ndarray:
         """H^{-1} rhs by conjugate gradients preconditioned with the Woodbury inverse.
@@ -201,10 +202,10 @@ class _NewtonSystem:
             return solution
         preconditioned = self._woodbury(residual)
         search = preconditioned
-        inner = float(residual @ preconditioned)
+        inner = float(np.vdot(residual, preconditioned))
         for _ in range(_CG_STEPS):
             image = self.apply_h(search)
-            curvature = float(search @ image)
+            curvature = float(np.vdot(search, image))
             if curvature <= 0 or inner <= 0:
                 break
             step = inner / curvature
@@ -213,7 +214,7 @@ class _NewtonSystem:
             if float(np.abs(residual).max()) <= target:
                 break
             preconditioned = self._woodbury(residual)
-            previous, inner = inner, float(residual @ preconditioned)
+            previous, inner = inner, float(np.vdot(residual, preconditioned))
             search = preconditioned + (inner / previous) * search
         return solution
 
@@ -221,7 +222,7 @@ class _NewtonSystem:
 def _direction(system: _Inequalities, newton: _NewtonSystem, s: Blocks, y: Blocks, dual_residual: np.ndarray,
                target: Blocks) -> tuple[np.ndarray, Blocks, Blocks]:
     """Newton direction (dz, ds, dy) that drives s * y to `target`, block by block."""
-    gap = tuple(t - si * yi for t, si, yi in zip(target, s, y, strict=True))
+    gap = system.masked(tuple(t - si * yi for t, si, yi in zip(target, s, y, strict=True)))
     rhs = -dual_residual - system.apply_transpose(tuple(g / si for g, si in zip(gap, s, strict=True)))
     dz = newton.solve(rhs)
     g_dz = system.apply(dz)
@@ -288,47 +289,47 @@ def _warm_point(program: ScaledProgram, system: _Inequalities, warm_start: Any) 
     """
     allocation, prices = warm_start
     market = program.market
-    supply = market.supply.reshape(-1)
-    allocation = np.asarray(allocation, dtype=np.float64).reshape(market.n_buyers, -1)
-    z = np.clip(allocation[program.buyer, program.column] / supply[program.column], 0.0, None)
-    z[system.capped] = np.minimum(z[system.capped], system.cap)
-    z = z / np.maximum(system.per_row(z), 1.0)[system.row]
-    if system.saturable.size:
-        bought = system.per_buyer(system.utility * z)[system.saturable]
-        shrink = np.ones(system.n_buyers)
-        shrink[system.saturable] = np.minimum(1.0, system.headroom / np.maximum(bought, 1e-300))
-        z = z * shrink[system.buyer]
+    supply = market.supply.reshape(-1)[program.traded]
+    allocation = np.asarray(allocation, dtype=np.float64).reshape(market.n_buyers, -1)[:, program.traded]
+    z = np.clip(allocation / supply[None, :], 0.0, None) * system.active
+    z = np.where(system.capped, np.minimum(z, system.cap), z)
+    z = z / np.maximum(z.sum(axis=0), 1.0)[None, :]
+    bought = (system.utility * z).sum(axis=1)
+    z = z * np.where(system.saturable, np.minimum(1.0, system.headroom / np.maximum(bought, 1e-300)), 1.0)[:, None]
     z = (1.0 - _WARM_MIX) * z + _WARM_MIX * system.initial_point()
-    scaled = np.asarray(prices, dtype=np.float64).reshape(-1)[program.traded] * supply[program.traded]
+    scaled = np.asarray(prices, dtype=np.float64).reshape(-1)[program.traded] * supply
     return z, np.maximum(scaled / market.budgets.sum(), 0.0)
+
+
+def _dot(first: Blocks, second: Blocks) -> float:
+    return sum(float(np.vdot(f, g)) for f, g in zip(first, second, strict=True))
 
 
 def _interior_point(program: ScaledProgram, tol: float, max_iter: int, started: float,
                     warm_start: Any = None) -> ScaledSolution:
     system = _Inequalities.from_program(program)
-    weights, base, a, buyer = program.weights, program.base, system.utility, system.buyer
+    weights, base, a = program.weights, program.base, system.utility
+    n_constraints = system.n_constraints
 
     if warm_start is None:
         z = system.initial_point()
         s = system.slacks(z)
-        n_constraints = sum(block.size for block in s)
-        y: Blocks = tuple(1.0 / (np.maximum(block, 1e-12) * n_constraints) for block in s)
+        y = system.masked(tuple(1.0 / (np.maximum(block, 1e-12) * n_constraints) for block in s))
     else:
         z, supply_prices = _warm_point(program, system, warm_start)
         s = system.slacks(z)
-        n_constraints = sum(block.size for block in s)
         # Bound duals on a central path of small mu; the supply duals start at the old prices.
         mu = _WARM_MU / n_constraints
-        y = (np.maximum(supply_prices, mu / s[0]), *(mu / block for block in s[1:]))
+        y = system.masked((np.maximum(supply_prices, mu / s[0]), *(mu / block for block in s[1:])))
 
     best: tuple[float, np.ndarray, np.ndarray, int] | None = None
     status, message = Status.ITERATION_LIMIT, f"schur-ipm stopped at max_iter={max_iter} before converging"
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         for iteration in range(max_iter + 1):
-            u = base + system.per_buyer(a * z)
-            gradient = -weights[buyer] * a / u[buyer]
+            u = base + (a * z).sum(axis=1)
+            gradient = -(weights / u)[:, None] * a
             dual_residual = gradient + system.apply_transpose(y)
-            complementarity = sum(float(si @ yi) for si, yi in zip(s, y, strict=True))
+            complementarity = _dot(s, y)
             residual_norm = float(np.abs(dual_residual).max() / (1.0 + np.abs(gradient).max()))
             merit = max(complementarity, residual_norm)
             if merit <= tol:
@@ -359,11 +360,9 @@ def _interior_point(program: ScaledProgram, tol: float, max_iter: int, started: 
             zero: Blocks = tuple(np.zeros_like(si) for si in s)
             _, ds_aff, dy_aff = _direction(system, newton, s, y, dual_residual, zero)
             alpha_aff = min(_step_length(s, ds_aff), _step_length(y, dy_aff))
-            mu_aff = sum(
-                float((si + alpha_aff * dsi) @ (yi + alpha_aff * dyi))
-                for si, yi, dsi, dyi in zip(s, y, ds_aff, dy_aff, strict=True)
-            ) / n_constraints
-            sigma = min(1.0, (mu_aff / mu) ** 3)
+            moved_s = tuple(si + alpha_aff * dsi for si, dsi in zip(s, ds_aff, strict=True))
+            moved_y = tuple(yi + alpha_aff * dyi for yi, dyi in zip(y, dy_aff, strict=True))
+            sigma = min(1.0, (_dot(moved_s, moved_y) / n_constraints / mu) ** 3)
             target: Blocks = tuple(sigma * mu - d1 * d2 for d1, d2 in zip(ds_aff, dy_aff, strict=True))
             dz, ds, dy = _direction(system, newton, s, y, dual_residual, target)
             alpha = _STEP_TO_BOUNDARY * min(_step_length(s, ds), _step_length(y, dy))
@@ -377,5 +376,6 @@ def _interior_point(program: ScaledProgram, tol: float, max_iter: int, started: 
 
     assert best is not None  # iteration 0 always records one
     _, z, prices, iteration = best
-    return ScaledSolution(z=z, scaled_prices=prices, status=status, message=message, iterations=iteration,
-                          solve_time=time.perf_counter() - started, accuracy=tol)
+    return ScaledSolution(z=z[program.buyer, program.supply_row], scaled_prices=prices, status=status,
+                          message=message, iterations=iteration, solve_time=time.perf_counter() - started,
+                          accuracy=tol)
