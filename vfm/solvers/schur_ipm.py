@@ -52,6 +52,9 @@ from vfm.solvers.base import Capabilities, ScaledSolution
 _STEP_TO_BOUNDARY = 0.99
 _CG_STEPS = 25
 _WARM_MIX = 0.6
+_START_SHARE = 0.9
+_DUAL_START = "stationary"
+_REFINE_BELOW = 1e-4
 _WARM_MU = 0.1
 _CG_TOLERANCE = 1e-10
 #: A merit this many times the best seen so far means the Newton systems have run out of digits.
@@ -121,7 +124,7 @@ class _Inequalities:
 
     def initial_point(self) -> np.ndarray:
         """A strictly feasible allocation: an equal share of each row, inside every cap."""
-        z = self.active / (self.active.sum(axis=0) + 1.0)[None, :]
+        z = _START_SHARE * self.active / np.maximum(self.active.sum(axis=0), 1.0)[None, :]
         z = np.where(self.capped, np.minimum(z, 0.5 * self.cap), z)
         bought = (self.utility * z).sum(axis=1)
         shrink = np.where(self.saturable, np.minimum(1.0, 0.5 * self.headroom / np.maximum(bought, 1e-300)), 1.0)
@@ -167,12 +170,13 @@ class _NewtonSystem:
     def apply_m_inverse(self, vec: np.ndarray) -> np.ndarray:
         """M^{-1} vec, entry e's own term taken from the stable diagonal."""
         qv = self.q * vec
-        on_top = np.where(self.top, qv, 0.0)
+        on_top = qv * self.top
         top_total = on_top.sum(axis=1)[:, None]
         rest = (qv - on_top).sum(axis=1)[:, None]
-        # Sum over the buyer's other entries: for a top entry, the other top entries (0 when it
-        # is the only one) plus the rest, so its own large term is never added and subtracted.
-        others = np.where(self.top, rest + (top_total - qv), rest + top_total - qv)
+        # The sum over the buyer's other entries, as rest + (top_total - qv): for a top entry
+        # the bracket is exactly 0 (or the other tied top entries), so its own large term is
+        # never added and subtracted; for the others the result is dominated by top_total.
+        others = rest + (top_total - qv)
         return np.asarray(self.own * vec - self.gamma_q * others)
 
     def apply_h(self, vec: np.ndarray) -> np.ndarray:
@@ -187,7 +191,7 @@ class _NewtonSystem:
         correction = scipy.linalg.cho_solve(self.factor, first.sum(axis=0))
         return first - self.apply_m_inverse(correction[None, :] * self.system.active)
 
-    def solve(self, rhs: np.ndarray) -> np.ndarray:
+    def solve(self, rhs: np.ndarray, refine: bool = True) -> np.ndarray:
         """H^{-1} rhs by conjugate gradients preconditioned with the Woodbury inverse.
 
         H itself stays well conditioned near the solution, but M does not (its diagonal spans
@@ -196,6 +200,8 @@ class _NewtonSystem:
         a few CG steps against H applied from its definition recover the lost accuracy.
         """
         solution = self._woodbury(rhs)
+        if not refine:
+            return solution
         residual = rhs - self.apply_h(solution)
         target = _CG_TOLERANCE * float(np.abs(rhs).max())
         if float(np.abs(residual).max()) <= target:
@@ -220,11 +226,11 @@ class _NewtonSystem:
 
 
 def _direction(system: _Inequalities, newton: _NewtonSystem, s: Blocks, y: Blocks, dual_residual: np.ndarray,
-               target: Blocks) -> tuple[np.ndarray, Blocks, Blocks]:
+               target: Blocks, refine: bool = True) -> tuple[np.ndarray, Blocks, Blocks]:
     """Newton direction (dz, ds, dy) that drives s * y to `target`, block by block."""
     gap = system.masked(tuple(t - si * yi for t, si, yi in zip(target, s, y, strict=True)))
     rhs = -dual_residual - system.apply_transpose(tuple(g / si for g, si in zip(gap, s, strict=True)))
-    dz = newton.solve(rhs)
+    dz = newton.solve(rhs, refine)
     g_dz = system.apply(dz)
     ds = tuple(-g for g in g_dz)
     dy = tuple(g / si + di * gd for g, si, di, gd in zip(gap, s, newton.scaling, g_dz, strict=True))
@@ -235,9 +241,11 @@ def _step_length(values: Blocks, changes: Blocks) -> float:
     """Largest step in [0, 1] that keeps every entry of `values + step * changes` nonnegative."""
     step = 1.0
     for value, change in zip(values, changes, strict=True):
-        falling = change < 0
-        if falling.any():
-            step = min(step, float(np.min(-value[falling] / change[falling])))
+        # The max of -change / value over the falling entries is 1 / (the first blocking step).
+        # Entries that do not fall are left out (absent constraints have value 0 in y).
+        blocking = float(np.max(-change / value, initial=0.0, where=change < 0))
+        if blocking > 1.0:
+            step = min(step, 1.0 / blocking)
     return step
 
 
@@ -252,6 +260,8 @@ class SchurIPMBackend:
         program (default 1e-8); reported as the result's `accuracy`.
     max_iter : int
         Default 100.
+    verbose : bool
+        Print one line per iteration (complementarity, relative dual residual).
     warm_start : (allocation, prices), optional
         A previous solution in market units, shapes (n, m, T) and (m, T), e.g. the last
         re-plan's shifted by one round (`vfm.jobs.shift_rounds`). Projected into the feasible
@@ -269,12 +279,13 @@ class SchurIPMBackend:
         tol = float(options.pop("tol", 1e-8))
         max_iter = int(options.pop("max_iter", 100))
         warm_start = options.pop("warm_start", None)
+        verbose = bool(options.pop("verbose", False))
         started = time.perf_counter()
         if options:
             return ScaledSolution(None, None, Status.ERROR,
                                   f"schur-ipm got unknown options: {', '.join(sorted(options))}", 0, 0.0, tol)
         try:
-            return _interior_point(program, tol, max_iter, started, warm_start)
+            return _interior_point(program, tol, max_iter, started, warm_start, verbose)
         except np.linalg.LinAlgError as exc:
             return ScaledSolution(None, None, Status.ERROR, f"schur-ipm failed: {exc}", -1,
                                   time.perf_counter() - started, tol)
@@ -306,7 +317,7 @@ def _dot(first: Blocks, second: Blocks) -> float:
 
 
 def _interior_point(program: ScaledProgram, tol: float, max_iter: int, started: float,
-                    warm_start: Any = None) -> ScaledSolution:
+                    warm_start: Any = None, verbose: bool = False) -> ScaledSolution:
     system = _Inequalities.from_program(program)
     weights, base, a = program.weights, program.base, system.utility
     n_constraints = system.n_constraints
@@ -314,7 +325,19 @@ def _interior_point(program: ScaledProgram, tol: float, max_iter: int, started: 
     if warm_start is None:
         z = system.initial_point()
         s = system.slacks(z)
-        y = system.masked(tuple(1.0 / (np.maximum(block, 1e-12) * n_constraints) for block in s))
+        if _DUAL_START == "stationary":
+            u0 = base + (a * z).sum(axis=1)
+            marginal = (weights / u0)[:, None] * a
+            prices = marginal.max(axis=0)
+            floor = 1.0 / n_constraints
+            y = system.masked((
+                np.maximum(prices, floor / s[0]),
+                np.maximum(prices[None, :] - marginal, floor / s[1]),
+                floor / s[2],
+                floor / s[3],
+            ))
+        else:
+            y = system.masked(tuple(1.0 / (np.maximum(block, 1e-12) * n_constraints) for block in s))
     else:
         z, supply_prices = _warm_point(program, system, warm_start)
         s = system.slacks(z)
@@ -332,6 +355,9 @@ def _interior_point(program: ScaledProgram, tol: float, max_iter: int, started: 
             complementarity = _dot(s, y)
             residual_norm = float(np.abs(dual_residual).max() / (1.0 + np.abs(gradient).max()))
             merit = max(complementarity, residual_norm)
+            if verbose:
+                print(f"schur-ipm {iteration:3d}  complementarity {complementarity:9.2e}  "
+                      f"dual residual {residual_norm:9.2e}")
             if merit <= tol:
                 best = (merit, z, y[0], iteration)
                 status, message = Status.OPTIMAL, (
@@ -358,21 +384,29 @@ def _interior_point(program: ScaledProgram, tol: float, max_iter: int, started: 
 
             # Mehrotra: an affine-scaling predictor sets the centring, then a corrected step.
             zero: Blocks = tuple(np.zeros_like(si) for si in s)
-            _, ds_aff, dy_aff = _direction(system, newton, s, y, dual_residual, zero)
-            alpha_aff = min(_step_length(s, ds_aff), _step_length(y, dy_aff))
-            moved_s = tuple(si + alpha_aff * dsi for si, dsi in zip(s, ds_aff, strict=True))
-            moved_y = tuple(yi + alpha_aff * dyi for yi, dyi in zip(y, dy_aff, strict=True))
+            # Far from the solution the Woodbury inverse is accurate, and the predictor only
+            # sets the centring: neither needs the conjugate-gradient refinement.
+            refine = complementarity < _REFINE_BELOW
+            _, ds_aff, dy_aff = _direction(system, newton, s, y, dual_residual, zero, refine=False)
+            primal_aff, dual_aff = _step_length(s, ds_aff), _step_length(y, dy_aff)
+            moved_s = tuple(si + primal_aff * dsi for si, dsi in zip(s, ds_aff, strict=True))
+            moved_y = tuple(yi + dual_aff * dyi for yi, dyi in zip(y, dy_aff, strict=True))
             sigma = min(1.0, (_dot(moved_s, moved_y) / n_constraints / mu) ** 3)
             target: Blocks = tuple(sigma * mu - d1 * d2 for d1, d2 in zip(ds_aff, dy_aff, strict=True))
-            dz, ds, dy = _direction(system, newton, s, y, dual_residual, target)
-            alpha = _STEP_TO_BOUNDARY * min(_step_length(s, ds), _step_length(y, dy))
-            if not np.isfinite(alpha) or alpha <= 0:
+            dz, ds, dy = _direction(system, newton, s, y, dual_residual, target, refine)
+            # Separate primal and dual step lengths, as in LP interior-point codes: the objective
+            # does not involve y, so a short dual step need not hold the primal back.
+            alpha = _STEP_TO_BOUNDARY * _step_length(s, ds)
+            alpha_dual = _STEP_TO_BOUNDARY * _step_length(y, dy)
+            if verbose:
+                print(f"               sigma {sigma:9.2e}  primal step {alpha:6.3f}  dual step {alpha_dual:6.3f}")
+            if not (np.isfinite(alpha) and np.isfinite(alpha_dual)) or min(alpha, alpha_dual) <= 0:
                 break
             z = z + alpha * dz
             # Slacks move along the step rather than being recomputed as 1 - S z: near a sold-out
             # good that difference cancels to 0 in floating point, and s must stay positive.
             s = tuple(si + alpha * dsi for si, dsi in zip(s, ds, strict=True))
-            y = tuple(yi + alpha * dyi for yi, dyi in zip(y, dy, strict=True))
+            y = tuple(yi + alpha_dual * dyi for yi, dyi in zip(y, dy, strict=True))
 
     assert best is not None  # iteration 0 always records one
     _, z, prices, iteration = best
