@@ -84,6 +84,9 @@ class _Inequalities:
     saturable: np.ndarray  # (n,) bool
     headroom: np.ndarray  # (n,), 1 where not saturable
     n_constraints: int
+    ones_rows: np.ndarray  # (K,) for sums over a buyer's entries
+    ones_buyers: np.ndarray  # (n,) for sums over a good-period's entries
+    dense: bool  # every (buyer, good-period) is an entry: masks by `active` can be skipped
 
     @classmethod
     def from_program(cls, program: ScaledProgram) -> _Inequalities:
@@ -99,16 +102,35 @@ class _Inequalities:
         saturable = np.isfinite(program.utility_cap)
         headroom = np.where(saturable, program.utility_cap - program.base, 1.0)
         count = shape[1] + int(active.sum()) + int(capped.sum()) + int(saturable.sum())
-        return cls(utility, active, capped, np.where(capped, upper, 1.0), saturable, headroom, count)
+        return cls(utility, active, capped, np.where(capped, upper, 1.0), saturable, headroom, count,
+                   np.ones(shape[1]), np.ones(shape[0]), bool(active.all()))
+
+    def per_buyer(self, values: np.ndarray) -> np.ndarray:
+        """Sum over each buyer's entries, (n, K) -> (n,).
+
+        A matrix-vector product: for short rows NumPy's axis reductions cost several times more.
+        """
+        return np.asarray(values @ self.ones_rows)
+
+    def per_row(self, values: np.ndarray) -> np.ndarray:
+        """Sum over each good-period's entries, (n, K) -> (K,)."""
+        return np.asarray(self.ones_buyers @ values)
 
     def masked(self, blocks: Blocks) -> Blocks:
         """`blocks` with the entries of absent constraints set to 0."""
-        return blocks[0], blocks[1] * self.active, blocks[2] * self.capped, blocks[3] * self.saturable
+        return (
+            blocks[0],
+            blocks[1] if self.dense else blocks[1] * self.active,
+            blocks[2] * self.capped,
+            blocks[3] * self.saturable,
+        )
+
+
 
     def slacks(self, z: np.ndarray) -> Blocks:
-        bought = (self.utility * z).sum(axis=1)
+        bought = self.per_buyer(self.utility * z)
         return (
-            1.0 - z.sum(axis=0),
+            1.0 - self.per_row(z),
             np.where(self.active, z, 1.0),
             np.where(self.capped, self.cap - z, 1.0),
             np.where(self.saturable, self.headroom - bought, 1.0),
@@ -116,17 +138,18 @@ class _Inequalities:
 
     def apply(self, dz: np.ndarray) -> Blocks:
         """G dz (dz is 0 off the active entries)."""
-        return self.masked((dz.sum(axis=0), -dz, dz, (self.utility * dz).sum(axis=1)))
+        return self.masked((self.per_row(dz), -dz, dz, self.per_buyer(self.utility * dz)))
 
     def apply_transpose(self, v: Blocks) -> np.ndarray:
         """G^T v, for v that is 0 on absent constraints."""
-        return np.asarray((v[0][None, :] - v[1] + v[2] + self.utility * v[3][:, None]) * self.active)
+        out = v[0][None, :] - v[1] + v[2] + self.utility * v[3][:, None]
+        return out if self.dense else np.asarray(out * self.active)
 
     def initial_point(self) -> np.ndarray:
         """A strictly feasible allocation: an equal share of each row, inside every cap."""
-        z = _START_SHARE * self.active / np.maximum(self.active.sum(axis=0), 1.0)[None, :]
+        z = _START_SHARE * self.active / np.maximum(self.per_row(self.active.astype(float)), 1.0)[None, :]
         z = np.where(self.capped, np.minimum(z, 0.5 * self.cap), z)
-        bought = (self.utility * z).sum(axis=1)
+        bought = self.per_buyer(self.utility * z)
         shrink = np.where(self.saturable, np.minimum(1.0, 0.5 * self.headroom / np.maximum(bought, 1e-300)), 1.0)
         return np.asarray(z * shrink[:, None])
 
@@ -151,28 +174,28 @@ class _NewtonSystem:
         rho = curvature + scaling[3]
         inv_delta = np.where(active, 1.0 / np.where(active, delta, 1.0), 0.0)
         term = a * a * inv_delta
-        beta = term.sum(axis=1)
+        beta = system.per_buyer(term)
         largest = term.max(axis=1)
         top = active & (term == largest[:, None])
         # beta without entry e, summed without cancellation: the largest terms are never
         # subtracted from a total that contains them.
-        rest = np.where(top, 0.0, term).sum(axis=1)
-        tied = top.sum(axis=1) - 1.0
+        rest = system.per_buyer(np.where(top, 0.0, term))
+        tied = system.per_buyer(top.astype(float)) - 1.0
         beta_without = np.where(top, (rest + tied * largest)[:, None], beta[:, None] - term)
         ratio = (1.0 + rho[:, None] * beta_without) / (1.0 + rho * beta)[:, None]
         own = inv_delta * ratio
         gamma = rho / (1.0 + rho * beta)
         q = a * inv_delta
         schur = -((q * gamma[:, None]).T @ q)  # -V diag(gamma) V^T
-        schur[np.diag_indices_from(schur)] = own.sum(axis=0) + 1.0 / scaling[0]
+        schur[np.diag_indices_from(schur)] = system.per_row(own) + 1.0 / scaling[0]
         return cls(system, scaling, curvature, q, gamma[:, None] * q, own, top, scipy.linalg.cho_factor(schur))
 
     def apply_m_inverse(self, vec: np.ndarray) -> np.ndarray:
         """M^{-1} vec, entry e's own term taken from the stable diagonal."""
         qv = self.q * vec
         on_top = qv * self.top
-        top_total = on_top.sum(axis=1)[:, None]
-        rest = (qv - on_top).sum(axis=1)[:, None]
+        top_total = self.system.per_buyer(on_top)[:, None]
+        rest = self.system.per_buyer(qv - on_top)[:, None]
         # The sum over the buyer's other entries, as rest + (top_total - qv): for a top entry
         # the bracket is exactly 0 (or the other tied top entries), so its own large term is
         # never added and subtracted; for the others the result is dominated by top_total.
@@ -182,13 +205,13 @@ class _NewtonSystem:
     def apply_h(self, vec: np.ndarray) -> np.ndarray:
         """H vec, from its definition (the residual of the iterative solve)."""
         system = self.system
-        along = (system.utility * vec).sum(axis=1)
+        along = system.per_buyer(system.utility * vec)
         scaled = tuple(d * g for d, g in zip(self.scaling, system.apply(vec), strict=True))
         return np.asarray((self.curvature * along)[:, None] * system.utility + system.apply_transpose(scaled))
 
     def _woodbury(self, vec: np.ndarray) -> np.ndarray:
         first = self.apply_m_inverse(vec)
-        correction = scipy.linalg.cho_solve(self.factor, first.sum(axis=0))
+        correction = scipy.linalg.cho_solve(self.factor, self.system.per_row(first))
         return first - self.apply_m_inverse(correction[None, :] * self.system.active)
 
     def solve(self, rhs: np.ndarray, refine: bool = True) -> np.ndarray:
@@ -304,8 +327,8 @@ def _warm_point(program: ScaledProgram, system: _Inequalities, warm_start: Any) 
     allocation = np.asarray(allocation, dtype=np.float64).reshape(market.n_buyers, -1)[:, program.traded]
     z = np.clip(allocation / supply[None, :], 0.0, None) * system.active
     z = np.where(system.capped, np.minimum(z, system.cap), z)
-    z = z / np.maximum(z.sum(axis=0), 1.0)[None, :]
-    bought = (system.utility * z).sum(axis=1)
+    z = z / np.maximum(system.per_row(z), 1.0)[None, :]
+    bought = system.per_buyer(system.utility * z)
     z = z * np.where(system.saturable, np.minimum(1.0, system.headroom / np.maximum(bought, 1e-300)), 1.0)[:, None]
     z = (1.0 - _WARM_MIX) * z + _WARM_MIX * system.initial_point()
     scaled = np.asarray(prices, dtype=np.float64).reshape(-1)[program.traded] * supply
@@ -326,7 +349,7 @@ def _interior_point(program: ScaledProgram, tol: float, max_iter: int, started: 
         z = system.initial_point()
         s = system.slacks(z)
         if _DUAL_START == "stationary":
-            u0 = base + (a * z).sum(axis=1)
+            u0 = base + system.per_buyer(a * z)
             marginal = (weights / u0)[:, None] * a
             prices = marginal.max(axis=0)
             floor = 1.0 / n_constraints
@@ -349,7 +372,7 @@ def _interior_point(program: ScaledProgram, tol: float, max_iter: int, started: 
     status, message = Status.ITERATION_LIMIT, f"schur-ipm stopped at max_iter={max_iter} before converging"
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         for iteration in range(max_iter + 1):
-            u = base + (a * z).sum(axis=1)
+            u = base + system.per_buyer(a * z)
             gradient = -(weights / u)[:, None] * a
             dual_residual = gradient + system.apply_transpose(y)
             complementarity = _dot(s, y)
