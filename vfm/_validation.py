@@ -12,6 +12,27 @@ from vfm.errors import ValidationError
 FloatArray = NDArray[np.float64]
 
 
+def real_array(value: ArrayLike, name: str) -> FloatArray:
+    """`value` as a float64 array (no copy when it already is one) after checking its dtype.
+
+    Raises
+    ------
+    ValidationError
+        If numpy cannot read it, or it does not hold real numbers (integers, floats, booleans).
+    """
+    try:
+        raw = np.asarray(value)
+    except Exception as exc:  # ragged lists and other objects numpy cannot take
+        raise ValidationError(f"{name} must be a numeric array; numpy could not read it ({exc})") from exc
+    if raw.dtype == object or not (
+        np.issubdtype(raw.dtype, np.integer)
+        or np.issubdtype(raw.dtype, np.floating)
+        or np.issubdtype(raw.dtype, np.bool_)
+    ):
+        raise ValidationError(f"{name} must hold real numbers, got dtype {raw.dtype}")
+    return np.asarray(raw, dtype=np.float64)
+
+
 def as_real_array(
     value: ArrayLike,
     name: str,
@@ -38,16 +59,7 @@ def as_real_array(
         If the value is not a real numeric array of the expected shape, or holds NaN or
         an infinity that is not allowed.
     """
-    try:
-        raw = np.asarray(value)
-    except Exception as exc:  # ragged lists and other objects numpy cannot take
-        raise ValidationError(f"{name} must be a numeric array; numpy could not read it ({exc})") from exc
-    if raw.dtype == object or not (
-        np.issubdtype(raw.dtype, np.integer)
-        or np.issubdtype(raw.dtype, np.floating)
-        or np.issubdtype(raw.dtype, np.bool_)
-    ):
-        raise ValidationError(f"{name} must hold real numbers, got dtype {raw.dtype}")
+    raw = real_array(value, name)
     if raw.ndim != len(shape) or any(
         want is not None and got != want for got, want in zip(raw.shape, shape, strict=False)
     ):

@@ -108,7 +108,7 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 
-from vfm._validation import FloatArray
+from vfm._validation import FloatArray, real_array
 from vfm.errors import ValidationError
 
 __all__ = [
@@ -190,21 +190,6 @@ def _resolve_backend(backend: object) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-def _real_array(value: ArrayLike, name: str) -> FloatArray:
-    """`value` as a float64 array (no copy when it already is one) after checking its dtype."""
-    try:
-        raw = np.asarray(value)
-    except Exception as exc:  # ragged lists and other objects numpy cannot take
-        raise ValidationError(f"{name} must be a numeric array; numpy could not read it ({exc})") from exc
-    if raw.dtype == object or not (
-        np.issubdtype(raw.dtype, np.integer)
-        or np.issubdtype(raw.dtype, np.floating)
-        or np.issubdtype(raw.dtype, np.bool_)
-    ):
-        raise ValidationError(f"{name} must hold real numbers, got dtype {raw.dtype}")
-    return np.asarray(raw, dtype=np.float64)
-
-
 def _check_entries(array: FloatArray, name: str, *, positive: bool = False) -> None:
     """Reject NaN, infinities and negative (or, with `positive`, non-positive) entries."""
     finite = np.isfinite(array)
@@ -236,14 +221,14 @@ def _validate(
     budgets: ArrayLike | None,
     base_utility: ArrayLike | None,
 ) -> _Inputs:
-    u = _real_array(utilities, "utilities")
+    u = real_array(utilities, "utilities")
     if u.ndim not in (3, 4):
         raise ValidationError(f"utilities must have shape (n, m, T) or (S, n, m, T) with S scenarios, got {u.shape}")
     if 0 in u.shape:
         raise ValidationError(f"utilities must have at least one scenario, buyer, good and period, got shape {u.shape}")
     market_shape: tuple[int, int, int] = (u.shape[-3], u.shape[-2], u.shape[-1])
     n, m, periods = market_shape
-    x = _real_array(allocation, "allocation")
+    x = real_array(allocation, "allocation")
     if x.ndim not in (3, 4) or x.shape[-3:] != market_shape:
         raise ValidationError(
             f"allocation must have shape {market_shape} or (A, {n}, {m}, {periods}) with A allocations, "
@@ -251,10 +236,10 @@ def _validate(
         )
     if x.ndim == 4 and x.shape[0] == 0:
         raise ValidationError(f"allocation must hold at least one allocation, got shape {x.shape}")
-    b = np.ones(n) if budgets is None else _real_array(budgets, "budgets")
+    b = np.ones(n) if budgets is None else real_array(budgets, "budgets")
     if b.shape != (n,):
         raise ValidationError(f"budgets must have shape ({n},), one per buyer of utilities, got {b.shape}")
-    c = np.zeros(n) if base_utility is None else _real_array(base_utility, "base_utility")
+    c = np.zeros(n) if base_utility is None else real_array(base_utility, "base_utility")
     if c.shape != (n,):
         raise ValidationError(f"base_utility must have shape ({n},), one per buyer of utilities, got {c.shape}")
     _check_entries(u, "utilities")
