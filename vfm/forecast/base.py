@@ -1,0 +1,390 @@
+r"""What a forecaster is, and the job state it forecasts from (SPEC section 4).
+
+A job's throughput *regimes* are the batch sizes it may train at; each regime has a known epoch
+duration (from the job's profile). The scheduler sees only finished epochs and the regime each ran
+in (SPEC section 6). `JobStates` holds that knowledge for `n` jobs at once, padded to the largest
+regime set `R`:
+
+=====================  ======  =============================================================
+field                  shape   meaning
+=====================  ======  =============================================================
+``total_epochs``       (n,)    :math:`E_i`, epochs the job trains in all
+``regime_counts``      (n, R)  :math:`c_{ib}`, finished epochs observed in regime `b`
+``regime_durations``   (n, R)  :math:`d_{ib} > 0`, seconds per epoch in regime `b`
+``regime_mask``        (n, R)  whether job `i` has a regime `b` (padding is False)
+``regime_labels``      (n, R)  the regimes' batch sizes (NaN where padded), for reference
+=====================  ======  =============================================================
+
+so the epochs done are :math:`e_i = \sum_b c_{ib}` and the epochs left :math:`E_i - e_i`.
+
+A scheduler plugs in its own forecasting model by implementing `Forecaster`;
+`vfm.forecast.DirichletForecaster` is Shockwave's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from vfm._validation import FloatArray, as_real_array, real_array
+from vfm.errors import ValidationError
+
+BoolArray = NDArray[np.bool_]
+SeedLike = int | np.random.SeedSequence | np.random.Generator | None
+RegimeSet = Mapping[float, float] | Sequence[tuple[float, float]]
+
+
+def _job_name(job: int, ids: tuple[Hashable, ...] | None) -> str:
+    return f"job {job}" if ids is None else f"job {job} (id {ids[job]!r})"
+
+
+@dataclass(frozen=True, eq=False, init=False)
+class JobStates:
+    """What a forecaster knows about `n` jobs: epochs, regimes, and the regimes observed so far.
+
+    Construct it from per-job lists with `JobStates.from_lists`, or directly from padded
+    arrays (below). Either way it is validated once, here; forecasters trust it.
+
+    Parameters
+    ----------
+    total_epochs : array_like, shape (n,)
+        :math:`E_i`, a positive whole number of epochs per job.
+    regime_counts : array_like, shape (n, R)
+        :math:`c_{ib} \\ge 0`, whole numbers: finished epochs observed in each regime. Zero where
+        the job has no such regime; :math:`e_i = \\sum_b c_{ib} \\le E_i` (a finished job,
+        :math:`e_i = E_i`, is allowed and is forecast to need nothing more).
+    regime_durations : array_like, shape (n, R)
+        :math:`d_{ib} > 0` seconds per epoch where ``regime_mask`` is True; ignored (stored as 0)
+        elsewhere.
+    regime_mask : array_like of bool, shape (n, R)
+        Which regimes each job has; at least one per job.
+    regime_labels : array_like, shape (n, R), optional
+        The regimes' names as numbers (batch sizes). Default: ``0 .. R-1``. NaN where padded.
+    job_ids : sequence of hashable, length n, optional
+        Names used in error messages next to the job's index.
+
+    Raises
+    ------
+    vfm.errors.ValidationError
+        Naming the job and the field: a wrong shape, NaN or infinity; total epochs that are not a
+        positive whole number; a negative or fractional count; more epochs done than the total;
+        epochs observed in a regime the job does not have; a job with no regime; a duration that
+        is not positive.
+
+    Examples
+    --------
+    >>> from vfm.forecast import JobStates
+    >>> states = JobStates.from_lists(
+    ...     total_epochs=[10, 4],
+    ...     regimes=[{32: 60.0, 64: 30.0}, {128: 12.5}],
+    ...     observed=[[32, 32, 32, 64], []],
+    ... )
+    >>> states.regime_counts
+    array([[3., 1.],
+           [0., 0.]])
+    >>> states.remaining_epochs
+    array([6., 4.])
+    """
+
+    total_epochs: FloatArray
+    regime_counts: FloatArray
+    regime_durations: FloatArray
+    regime_mask: BoolArray
+    regime_labels: FloatArray
+    job_ids: tuple[Hashable, ...] | None
+
+    def __init__(
+        self,
+        total_epochs: ArrayLike,
+        regime_counts: ArrayLike,
+        regime_durations: ArrayLike,
+        regime_mask: ArrayLike,
+        regime_labels: ArrayLike | None = None,
+        job_ids: Sequence[Hashable] | None = None,
+    ) -> None:
+        total = as_real_array(total_epochs, "total_epochs", (None,))
+        n = total.size
+        if n == 0:
+            raise ValidationError("total_epochs must list at least one job, got an empty array")
+        ids = None if job_ids is None else tuple(job_ids)
+        if ids is not None and len(ids) != n:
+            raise ValidationError(f"job_ids must name the {n} jobs of total_epochs, got {len(ids)} ids")
+        counts = as_real_array(regime_counts, "regime_counts", (n, None))
+        n_regimes = counts.shape[1]
+        if n_regimes == 0:
+            raise ValidationError("regime_counts must have at least one regime column, got shape (n, 0)")
+        raw_mask = np.asarray(regime_mask)
+        if raw_mask.dtype != np.bool_ or raw_mask.shape != (n, n_regimes):
+            raise ValidationError(
+                f"regime_mask must be a boolean array of shape ({n}, {n_regimes}), "
+                f"got dtype {raw_mask.dtype} and shape {raw_mask.shape}"
+            )
+        mask = np.array(raw_mask, dtype=np.bool_, copy=True)
+        # Padded durations are meaningless: check only the regimes that exist, store 0 elsewhere.
+        raw_durations = real_array(regime_durations, "regime_durations")
+        if raw_durations.shape != (n, n_regimes):
+            raise ValidationError(
+                f"regime_durations must have shape ({n}, {n_regimes}), got {raw_durations.shape}"
+            )
+        durations = as_real_array(np.where(mask, raw_durations, 0.0), "regime_durations", (n, n_regimes))
+        if regime_labels is None:
+            labels = np.where(mask, np.arange(n_regimes, dtype=np.float64), np.nan)
+        else:
+            raw_labels = real_array(regime_labels, "regime_labels")
+            if raw_labels.shape != (n, n_regimes):
+                raise ValidationError(f"regime_labels must have shape ({n}, {n_regimes}), got {raw_labels.shape}")
+            labels = np.where(mask, raw_labels, np.nan)
+            if np.isnan(labels[mask]).any() or np.isinf(labels[mask]).any():
+                job, regime = (int(k) for k in np.argwhere(mask & ~np.isfinite(labels))[0])
+                raise ValidationError(
+                    f"regime_labels[{job}, {regime}] ({_job_name(job, ids)}) must be a finite number"
+                )
+
+        done = counts.sum(axis=1)
+        _check_total_epochs(total, ids)
+        _per_job(ids, "regime_mask", mask.sum(axis=1).astype(np.float64), mask.sum(axis=1) == 0,
+                 "has no regime: a job needs at least one regime (batch size with its epoch duration)")
+        _per_job(ids, "regime_counts", counts, counts < 0, "must be >= 0 (epochs observed cannot be negative)")
+        _per_job(ids, "regime_counts", counts, counts != np.round(counts), "must be a whole number of epochs")
+        _per_job(ids, "regime_counts", counts, (counts > 0) & ~mask,
+                 "counts epochs observed in a regime the job does not have (regime_mask is False)")
+        _per_job(ids, "regime_counts", done, done > total,
+                 "sums to more epochs done than the job's total_epochs")
+        _per_job(ids, "regime_durations", durations, mask & (durations <= 0), "must be > 0 seconds")
+
+        for name, value in (
+            ("total_epochs", total), ("regime_counts", counts), ("regime_durations", durations),
+            ("regime_mask", mask), ("regime_labels", labels),
+        ):
+            value.setflags(write=False)
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "job_ids", ids)
+
+    @classmethod
+    def from_lists(
+        cls,
+        total_epochs: Sequence[float],
+        regimes: Sequence[RegimeSet],
+        observed: Sequence[Sequence[float]] | None = None,
+        job_ids: Sequence[Hashable] | None = None,
+    ) -> JobStates:
+        """Build the states of `n` jobs from per-job lists.
+
+        Parameters
+        ----------
+        total_epochs : sequence of int, length n
+            Total epochs :math:`E_i` of each job.
+        regimes : sequence, length n, of mapping or sequence of pairs
+            Each job's regime set: batch size -> seconds per epoch, as ``{32: 60.0, 64: 30.0}`` or
+            ``[(32, 60.0), (64, 30.0)]``. Regimes are padded to the largest set, in the order given.
+        observed : sequence, length n, of sequences of batch sizes, optional
+            The batch size of each finished epoch, in any order (only the counts matter). Default:
+            nothing observed yet.
+        job_ids : sequence of hashable, length n, optional
+            Names used in error messages.
+
+        Returns
+        -------
+        JobStates
+
+        Raises
+        ------
+        vfm.errors.ValidationError
+            Naming the job (index and id) and the field: lists of different lengths, an empty
+            regime set, a batch size listed twice, a duration that is not positive, an observed
+            batch size that is not in the job's regime set, or more epochs observed than the total
+            (plus everything the array constructor checks).
+        """
+        n = len(total_epochs)
+        if n == 0:
+            raise ValidationError("total_epochs must list at least one job, got an empty list")
+        ids = None if job_ids is None else tuple(job_ids)
+        seen: Sequence[Sequence[float]] = [()] * n if observed is None else observed
+        for name, value in (("regimes", regimes), ("observed", seen), ("job_ids", ids)):
+            if value is not None and len(value) != n:
+                raise ValidationError(
+                    f"{name} must have one entry per job ({n} in total_epochs), got {len(value)}"
+                )
+        total = as_real_array(total_epochs, "total_epochs", (n,))
+        _check_total_epochs(total, ids)  # before comparing the observed epochs with it
+
+        # Unpacking Python lists is per job by nature; everything after it is vectorized.
+        pairs = [_regime_pairs(regime_set, job, ids) for job, regime_set in enumerate(regimes)]
+        observed_arrays = [_batch_sizes(epochs, job, ids) for job, epochs in enumerate(seen)]
+        n_regimes = max(len(p) for p in pairs)
+        labels = np.full((n, n_regimes), np.nan)
+        durations = np.zeros((n, n_regimes))
+        mask = np.zeros((n, n_regimes), dtype=np.bool_)
+        for job, job_pairs in enumerate(pairs):
+            labels[job, : len(job_pairs)] = [label for label, _ in job_pairs]
+            durations[job, : len(job_pairs)] = [seconds for _, seconds in job_pairs]
+            mask[job, : len(job_pairs)] = True
+
+        lengths = np.array([a.size for a in observed_arrays], dtype=np.int64)
+        over = lengths > total
+        if over.any():
+            job = int(np.argmax(over))
+            raise ValidationError(
+                f"observed[{job}] ({_job_name(job, ids)}) lists {lengths[job]} epochs, more epochs done than "
+                f"the job's total_epochs ({total[job]:g})"
+            )
+        flat = np.concatenate(observed_arrays)
+        owner = np.repeat(np.arange(n), lengths)
+        match = (labels[owner] == flat[:, None]) & mask[owner]
+        unknown = ~match.any(axis=1)
+        if unknown.any():
+            k = int(np.argmax(unknown))
+            job = int(owner[k])
+            epoch = k - int(lengths[:job].sum())
+            known = ", ".join(f"{b:g}" for b in labels[job, mask[job]])
+            raise ValidationError(
+                f"observed[{job}][{epoch}] ({_job_name(job, ids)}) is batch size {flat[k]:g}, which is not in "
+                f"the job's regime set {{{known}}}"
+            )
+        counts = np.bincount(owner * n_regimes + np.argmax(match, axis=1), minlength=n * n_regimes)
+        return cls(total, counts.reshape(n, n_regimes), durations, mask, regime_labels=labels, job_ids=ids)
+
+    @property
+    def n_jobs(self) -> int:
+        """Number of jobs `n`."""
+        return int(self.total_epochs.size)
+
+    @property
+    def n_regimes(self) -> int:
+        """Width `R` of the padded regime arrays (the largest regime set)."""
+        return int(self.regime_counts.shape[1])
+
+    @property
+    def epochs_done(self) -> FloatArray:
+        """Epochs observed so far, :math:`e_i = \\sum_b c_{ib}`, shape (n,)."""
+        return self.regime_counts.sum(axis=1)
+
+    @property
+    def remaining_epochs(self) -> FloatArray:
+        """Epochs left, :math:`E_i - e_i`, shape (n,)."""
+        return self.total_epochs - self.epochs_done
+
+    @property
+    def regimes_per_job(self) -> FloatArray:
+        """Size of each job's regime set, :math:`|\\mathcal{B}_i|`, shape (n,)."""
+        return self.regime_mask.sum(axis=1).astype(np.float64)
+
+    def job_name(self, job: int) -> str:
+        """How messages name job `job`: its index, and its id when ids were given."""
+        return _job_name(job, self.job_ids)
+
+
+def _per_job(ids: tuple[Hashable, ...] | None, name: str, array: FloatArray, bad: np.ndarray, rule: str) -> None:
+    """Raise for the first True of `bad` (shape (n,) or (n, R)), naming the field, index and job."""
+    if bad.any():
+        where = np.argwhere(bad)[0]
+        job = int(where[0])
+        index = ", ".join(str(int(i)) for i in where)
+        raise ValidationError(f"{name}[{index}] ({_job_name(job, ids)}) {rule}, got {array[tuple(where)]:g}")
+
+
+def _check_total_epochs(total: FloatArray, ids: tuple[Hashable, ...] | None) -> None:
+    _per_job(ids, "total_epochs", total, (total <= 0) | (total != np.round(total)),
+             "must be a positive whole number of epochs")
+
+
+def _regime_pairs(regime_set: RegimeSet, job: int, ids: tuple[Hashable, ...] | None) -> list[tuple[float, float]]:
+    """One job's regime set as (batch size, seconds) pairs, checked for emptiness and duplicates."""
+    try:
+        items = list(regime_set.items()) if isinstance(regime_set, Mapping) else [tuple(p) for p in regime_set]
+        pairs = [(float(label), float(seconds)) for label, seconds in items]
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(
+            f"regimes[{job}] ({_job_name(job, ids)}) must map batch sizes to epoch durations in seconds, "
+            f"as {{32: 60.0}} or [(32, 60.0)] ({exc})"
+        ) from exc
+    if not pairs:
+        raise ValidationError(
+            f"regimes[{job}] ({_job_name(job, ids)}) is empty: a job needs at least one regime "
+            f"(batch size with its epoch duration)"
+        )
+    labels = [label for label, _ in pairs]
+    if len(set(labels)) != len(labels):
+        raise ValidationError(f"regimes[{job}] ({_job_name(job, ids)}) lists a batch size twice: {labels}")
+    for label, seconds in pairs:
+        if not np.isfinite(label):
+            raise ValidationError(f"regimes[{job}] ({_job_name(job, ids)}) has a batch size that is not finite")
+        if not (np.isfinite(seconds) and seconds > 0):
+            raise ValidationError(
+                f"regimes[{job}] ({_job_name(job, ids)}) gives batch size {label:g} an epoch duration of "
+                f"{seconds:g} s; regime_durations must be > 0 seconds"
+            )
+    return pairs
+
+
+def _batch_sizes(epochs: Sequence[float], job: int, ids: tuple[Hashable, ...] | None) -> FloatArray:
+    """One job's observed batch sizes as a flat float array."""
+    try:
+        sizes = np.asarray(epochs, dtype=np.float64).ravel()
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(
+            f"observed[{job}] ({_job_name(job, ids)}) must be a list of batch sizes (numbers) ({exc})"
+        ) from exc
+    return sizes
+
+
+def check_horizon(rounds: int, round_s: float, scenarios: int | None = None) -> None:
+    """Validate the window arguments every forecaster takes (for implementers of `Forecaster`).
+
+    Raises
+    ------
+    vfm.errors.ValidationError
+        If `rounds` or `scenarios` is not a positive whole number, or `round_s` is not a positive
+        finite number of seconds.
+    """
+    for name, value in (("rounds", rounds), ("scenarios", scenarios)):
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+            raise ValidationError(f"{name} must be a positive whole number, got {value!r}")
+    if isinstance(round_s, bool) or not isinstance(round_s, int | float | np.integer | np.floating) or not (
+        np.isfinite(round_s) and round_s > 0
+    ):
+        raise ValidationError(f"round_s must be a positive, finite number of seconds, got {round_s!r}")
+
+
+@runtime_checkable
+class Forecaster(Protocol):
+    """The forecasting model a scheduler plugs into `vfm` (SPEC section 4).
+
+    A forecaster turns `JobStates` into what the planner needs: point forecasts of each job's
+    remaining runtime and of its progress per round (for the deterministic, certainty-equivalent
+    solve) and scenarios of that progress (for the sample-average planner of SPEC section 5).
+    Every array is vectorized over jobs. The window starts now: round `t` (0-based) covers
+    ``[t * round_s, (t + 1) * round_s)`` seconds of the job's own running time, and "epochs in round
+    `t`" assumes the job runs all of rounds ``0 .. t``; a planner scales them by the fraction of a
+    round it actually schedules and caps progress at the job's end (SPEC section 3, ``Ucap = 1``).
+
+    Implementations must return, for a job with no epochs left, a runtime of 0 and 0 epochs in
+    every round, and must never forecast more epochs than a job has left. Call `check_horizon` to
+    validate the window arguments.
+    """
+
+    def remaining_runtime(self, states: JobStates) -> FloatArray:
+        """Forecast seconds of running time each job still needs, shape (n,)."""
+        ...
+
+    def epochs_per_round(self, states: JobStates, rounds: int, round_s: float) -> FloatArray:
+        """Forecast (point) epochs each job completes in each of the next `rounds` rounds, shape (n, rounds).
+
+        Rows sum to at most the job's remaining epochs.
+        """
+        ...
+
+    def sample_epochs_per_round(
+        self, states: JobStates, rounds: int, round_s: float, scenarios: int, seed: SeedLike = None
+    ) -> FloatArray:
+        """Scenarios of the epochs each job completes in each round, shape (scenarios, n, rounds).
+
+        Reproducible from `seed`; each scenario's rows sum to at most the job's remaining epochs.
+        """
+        ...
