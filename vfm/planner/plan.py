@@ -1,0 +1,344 @@
+r"""One re-plan of the receding-horizon planner: forecast, solve the relaxation, round (SPEC section 5).
+
+`plan` turns job states into an integral schedule for the next `rounds` rounds:
+
+1. **Forecast.** With ``scenarios=1``, the forecaster's point forecast of epochs per round (the
+   certainty-equivalent planner); with ``scenarios=S > 1``, `S` posterior predictive scenarios
+   drawn from ``seed``.
+2. **Solve** the expected-NSWOT program of `vfm.planner.program` exactly (its relaxation over
+   :math:`y \in [0, 1]`), with the Shockwave options of SPEC section 3 when asked for.
+3. **Round** it with `vfm.planner.rounding.round_schedule`.
+
+The relaxation's optimum bounds the objective of every integral schedule that fits the capacity,
+so the result reports the rounded schedule's loss against it (`Plan.rounding_gap`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+import vfm
+from vfm._validation import FloatArray, as_real_array
+from vfm.equilibrium import Status
+from vfm.errors import UnknownSolverError, UnsupportedMarketError, ValidationError
+from vfm.forecast import DirichletForecaster, Forecaster, JobStates, SeedLike, check_horizon
+from vfm.jobs import window_market
+from vfm.planner.program import PlanningProgram
+from vfm.planner.rounding import round_schedule
+from vfm.planner.saa_cvxpy import solve_saa_cvxpy
+from vfm.planner.saa_ipm import RelaxedSolution, solve_saa_ipm
+
+PlanSolver = Literal["saa-ipm", "market", "cvxpy"]
+#: What each planning backend solves: any number of scenarios, the efficiency term, FTF constraints.
+SOLVER_CAPABILITIES: Mapping[str, Mapping[str, bool]] = {
+    "saa-ipm": {"scenarios": True, "efficiency": False, "fairness": False},
+    "market": {"scenarios": False, "efficiency": False, "fairness": False},
+    "cvxpy": {"scenarios": True, "efficiency": True, "fairness": True},
+}
+
+#: Fastest first (benchmarks/plan.py): schur-ipm through vfm.solve for S = 1.
+_PREFERENCE = ("market", "saa-ipm", "cvxpy")
+
+Fairness = Literal["none", "constraints", "relaxed"]
+
+
+@dataclass(frozen=True, eq=False)
+class Plan:
+    r"""A re-plan's schedule for the window, its bound, and how it was obtained.
+
+    Attributes
+    ----------
+    schedule : ndarray of bool, shape (n, T)
+        ``schedule[i, t]``: job `i` runs all of round `t` on its whole gang. Finished jobs never run.
+    relaxed : ndarray, shape (n, T)
+        The relaxation's fractional schedule :math:`y`.
+    prices : ndarray, shape (T,)
+        The relaxation's price of a GPU in each round (objective units per GPU).
+    bound : float
+        An upper bound on the objective of any schedule within capacity: the relaxation's
+        objective plus its certified gap (`saa-ipm`, `market`), or the solver's optimum
+        (`cvxpy`, accurate to its 1e-8 relative tolerance but not certified).
+    relaxed_objective, rounded_objective : float
+        The program's objective at `relaxed` and at `schedule`.
+    program : PlanningProgram
+        The program solved (its weights include the FTF relaxation's priorities).
+    fairness : {"none", "constraints", "relaxed"}
+        No FTF targets; FTF constraints held in the relaxation; or they were infeasible and the
+        priority relaxation was solved instead.
+    status : Status
+        The relaxation solve's status; only `Status.OPTIMAL` certifies `bound`.
+    message, solver : str
+    timings : mapping of str to float
+        Seconds spent in ``forecast``, ``solve``, ``rounding`` and in ``total``.
+    job_ids : tuple of hashable, or None
+    """
+
+    schedule: np.ndarray
+    relaxed: FloatArray
+    prices: FloatArray
+    bound: float
+    relaxed_objective: float
+    rounded_objective: float
+    program: PlanningProgram
+    fairness: Fairness
+    status: Status
+    message: str
+    solver: str
+    timings: Mapping[str, float] = field(default_factory=dict)
+    job_ids: tuple[Hashable, ...] | None = None
+
+    @property
+    def rounding_gap(self) -> float:
+        r"""Relative loss of the rounded schedule against the bound, in weighted geometric-mean utility.
+
+        .. math:: 1 - \exp\!\Big(\frac{\text{rounded} - \text{bound}}{\sum_i B_i}\Big),
+
+        the fraction of the budget-weighted geometric mean of the jobs' progress that rounding
+        costs at most (0: no loss; the NSWOT difference itself is in log units).
+        """
+        return float(-np.expm1((self.rounded_objective - self.bound) / self.program.weights.sum()))
+
+    def jobs_in_round(self, round_index: int = 0) -> list[Hashable]:
+        """The jobs that run in round `round_index` (their ids if given, else their indices)."""
+        rows = np.flatnonzero(self.schedule[:, round_index])
+        return [int(i) for i in rows] if self.job_ids is None else [self.job_ids[i] for i in rows]
+
+
+def plan(
+    states: JobStates,
+    gpus: ArrayLike,
+    capacity: ArrayLike,
+    *,
+    forecaster: Forecaster | None = None,
+    rounds: int = 20,
+    round_s: float = 120.0,
+    scenarios: int = 1,
+    seed: SeedLike = None,
+    budgets: ArrayLike | None = None,
+    efficiency: float = 0.0,
+    fair_finish_s: ArrayLike | None = None,
+    rho_max: float = 1.0,
+    priority_exponent: float = 10.0,
+    solver: PlanSolver | None = None,
+    warm_start: FloatArray | None = None,
+    tol: float = 1e-5,
+) -> Plan:
+    r"""Plan the next `rounds` rounds: forecast, solve expected NSWOT exactly, round to whole gangs.
+
+    Parameters
+    ----------
+    states : vfm.forecast.JobStates
+        The `n` jobs' epochs and observed regimes. Finished jobs (no epoch left) are kept in
+        place and never scheduled.
+    gpus : array_like of int, shape (n,)
+        Gang sizes :math:`w_i \ge 1`, each at most the largest round capacity.
+    capacity : float or array_like, shape (rounds,)
+        GPUs :math:`G_t` in each round.
+    forecaster : vfm.forecast.Forecaster, optional
+        Default: `vfm.forecast.DirichletForecaster()` (Shockwave's).
+    rounds : int
+        Window length `T` (default 20).
+    round_s : float
+        Seconds per round (default 120).
+    scenarios : int
+        `S`: 1 plans on the point forecast (certainty equivalent); more plans on the sample
+        average over `S` posterior predictive scenarios drawn from `seed`.
+    seed : int, numpy.random.Generator, optional
+        Makes the scenarios reproducible.
+    budgets : array_like, shape (n,), optional
+        :math:`B_i > 0`. Default: equal.
+    efficiency : float
+        :math:`k \ge 0`, weight of the makespan term :math:`-k \max_i S_i` (SPEC section 3).
+    fair_finish_s : array_like, shape (n,), optional
+        Finish-time-fairness targets :math:`FT^*_i`: seconds from now by which job `i` would
+        finish with an equal share. Adds the constraints
+        :math:`TW + S_i / \min(1, G/N) \le \rho_{\max} FT^*_i`; if they are infeasible, the
+        relaxation weights job `i`'s log utility by :math:`\hat\rho_i^{\lambda}` for the jobs
+        projected past :math:`\rho_{\max}`, :math:`\hat\rho_i = (\hat T_i / \min(1, G/N)) / FT^*_i`.
+        The rounding then serves the largest :math:`\hat\rho_i` first.
+    rho_max : float
+        :math:`\rho_{\max} > 0` (default 1).
+    priority_exponent : float
+        :math:`\lambda \ge 0` (default 10; Shockwave uses 5 to 15).
+    solver : {"saa-ipm", "market", "cvxpy"}, optional
+        ``"saa-ipm"``: vfm's interior point for the program (no efficiency term or FTF
+        constraints); ``"market"``: `vfm.solve` on the window market (S = 1 only, same
+        restriction, `vfm.solve`'s default accuracy); ``"cvxpy"``: the CVXPY exponential-cone model with Clarabel (everything).
+        Default: the first of ``"market"``, ``"saa-ipm"``, ``"cvxpy"`` that supports the program.
+    warm_start : ndarray, shape (n, T), optional
+        A previous relaxed schedule shifted to this window (``"saa-ipm"`` only; ignored otherwise).
+    tol : float
+        Certified relative gap asked of ``"saa-ipm"`` (default 1e-5, a hundred times below the
+        rounding loss; `bound` adds the certified gap, so it stays an upper bound at any
+        accuracy; see docs/planning.md).
+
+    Returns
+    -------
+    Plan
+
+    Raises
+    ------
+    vfm.errors.ValidationError
+        (a `ValueError`) naming the job and field: a gang size that is not a positive whole
+        number or is wider than the cluster, budgets or targets of the wrong shape or sign, bad
+        window arguments; `vfm.errors.UnsupportedMarketError` if `solver` cannot solve the
+        program asked for.
+
+    Examples
+    --------
+    >>> from vfm.forecast import JobStates
+    >>> from vfm.planner import plan
+    >>> states = JobStates.from_lists([10, 10, 10], [{32: 60.0}, {32: 30.0}, {64: 90.0, 128: 45.0}])
+    >>> result = plan(states, gpus=[1, 1, 2], capacity=2, rounds=4)
+    >>> result.schedule.astype(int)
+    array([[1, 1, 0, 0],
+           [1, 1, 0, 0],
+           [0, 0, 1, 1]])
+    >>> bool(result.rounded_objective <= result.bound)
+    True
+    """
+    started = time.perf_counter()
+    check_horizon(rounds, round_s, scenarios)
+    n = states.n_jobs
+    width = as_real_array(gpus, "gpus", (n,))
+    raw_capacity = np.asarray(capacity)
+    supply = as_real_array(np.broadcast_to(raw_capacity, (rounds,)) if raw_capacity.ndim == 0 else raw_capacity,
+                           "capacity", (rounds,))
+    if (supply < 0).any():
+        t = int(np.argmax(supply < 0))
+        raise ValidationError(f"capacity[{t}] must be >= 0 GPUs, got {supply[t]:g}")
+    _check_jobs(states, "gpus", width, (width < 1) | (width != np.round(width)), "must be a positive whole number of GPUs")
+    _check_jobs(states, "gpus", width, width > supply.max(),
+                f"is wider than the cluster ({supply.max():g} GPUs), so the job can never run")
+    weights = np.ones(n) if budgets is None else as_real_array(budgets, "budgets", (n,))
+    _check_jobs(states, "budgets", weights, weights <= 0, "must be > 0")
+    if not (np.isfinite(efficiency) and efficiency >= 0):
+        raise ValidationError(f"efficiency must be a finite number >= 0, got {efficiency!r}")
+    if not (np.isfinite(rho_max) and rho_max > 0):
+        raise ValidationError(f"rho_max must be a finite number > 0, got {rho_max!r}")
+    if not (np.isfinite(priority_exponent) and priority_exponent >= 0):
+        raise ValidationError(f"priority_exponent must be a finite number >= 0, got {priority_exponent!r}")
+    targets = None if fair_finish_s is None else as_real_array(fair_finish_s, "fair_finish_s", (n,))
+    if targets is not None:
+        _check_jobs(states, "fair_finish_s", targets, targets <= 0, "must be > 0 seconds")
+
+    model = DirichletForecaster() if forecaster is None else forecaster
+    remaining_s = np.asarray(model.remaining_runtime(states), dtype=np.float64)
+    point = np.asarray(model.epochs_per_round(states, rounds, round_s), dtype=np.float64)
+    if scenarios == 1:
+        epochs = point[None]
+    else:
+        epochs = np.asarray(model.sample_epochs_per_round(states, rounds, round_s, scenarios, seed), dtype=np.float64)
+        # A job with nothing done that completes no whole epoch in a scenario would have log
+        # utility -inf under every schedule; such a scenario credits it the point forecast.
+        stalled = (states.epochs_done == 0)[None, :] & (epochs.sum(axis=2) == 0)
+        epochs = np.where(stalled[:, :, None], point[None], epochs)
+    forecast_s = time.perf_counter() - started
+
+    finished = states.remaining_epochs <= 0
+    fits = (width[:, None] <= supply[None, :]) & ~finished[:, None]
+    program = PlanningProgram(
+        progress=np.where(fits[None], epochs, 0.0) / states.total_epochs[None, :, None],
+        base=states.epochs_done / states.total_epochs,
+        weights=weights,
+        gpus=width,
+        capacity=supply,
+        round_s=float(round_s),
+        remaining_s=remaining_s,
+        efficiency=float(efficiency),
+    )
+    _check_jobs(states, "epochs", program.base, ~finished & (program.base == 0) & (program.progress.sum(axis=(0, 2)) == 0),
+                "cannot progress: the forecast gives it no epoch in any round it fits and it has done none")
+
+    fairness: Fairness = "none"
+    lateness = None
+    if targets is not None:
+        share = min(1.0, float(supply.mean()) / n)
+        lateness = np.where(finished, 0.0, remaining_s / share / targets)
+        limit = share * (rho_max * targets - rounds * round_s)
+        program = replace(program, leftover_limit_s=np.where(finished, np.inf, limit))
+        fairness = "constraints"
+    solution, name = _solve(program, solver, scenarios, tol, warm_start)
+    if fairness == "constraints" and solution.status == Status.INFEASIBLE:
+        # Shockwave's relaxation: drop the constraints, favour the jobs projected past rho_max.
+        assert lateness is not None
+        priority = np.where(lateness > rho_max, lateness**priority_exponent, 1.0)
+        program = replace(program, leftover_limit_s=None, weights=weights * priority)
+        fairness = "relaxed"
+        solution, name = _solve(program, solver, scenarios, tol, warm_start)
+    solve_s = time.perf_counter() - started - forecast_s
+
+    schedule = round_schedule(solution.schedule, width, supply, np.where(finished, 0.0, remaining_s),
+                              float(round_s), lateness, program.base, program.progress.max(axis=0) > 0) & fits
+    relaxed_objective = program.objective(solution.schedule)
+    gap = solution.gap if np.isfinite(solution.gap) else 0.0
+    total_s = time.perf_counter() - started
+    return Plan(
+        schedule=schedule,
+        relaxed=solution.schedule,
+        prices=solution.prices,
+        bound=relaxed_objective + gap,
+        relaxed_objective=relaxed_objective,
+        rounded_objective=program.objective(schedule),
+        program=program,
+        fairness=fairness,
+        status=solution.status,
+        message=solution.message,
+        solver=name,
+        timings={"forecast": forecast_s, "solve": solve_s, "rounding": total_s - forecast_s - solve_s,
+                 "total": total_s},
+        job_ids=states.job_ids,
+    )
+
+
+def _check_jobs(states: JobStates, name: str, values: FloatArray, bad: np.ndarray, rule: str) -> None:
+    if bad.any():
+        job = int(np.argmax(bad))
+        raise ValidationError(f"{name}[{job}] ({states.job_name(job)}) {rule}, got {values[job]:g}")
+
+
+def _solve(program: PlanningProgram, solver: PlanSolver | None, scenarios: int, tol: float,
+           warm_start: FloatArray | None) -> tuple[RelaxedSolution, str]:
+    needs = {"scenarios": scenarios > 1, "efficiency": program.efficiency > 0,
+             "fairness": program.leftover_limit_s is not None}
+    if solver is None:
+        solver = next(name for name in _PREFERENCE
+                      if all(SOLVER_CAPABILITIES[name][feature] for feature, needed in needs.items() if needed))
+    if solver not in SOLVER_CAPABILITIES:
+        raise UnknownSolverError(f"solver must be one of {sorted(SOLVER_CAPABILITIES)}, got {solver!r}")
+    missing = [feature for feature, needed in needs.items() if needed and not SOLVER_CAPABILITIES[solver][feature]]
+    if missing:
+        raise UnsupportedMarketError(
+            f"planning solver {solver!r} does not support {', '.join(missing)}; use solver='cvxpy' (or leave "
+            f"solver unset to pick one that does)"
+        )
+    if solver == "saa-ipm":
+        return solve_saa_ipm(program, tol=tol, warm_start=warm_start), solver
+    if solver == "cvxpy":
+        return solve_saa_cvxpy(program), solver
+    return _solve_market(program), solver
+
+
+def _solve_market(program: PlanningProgram) -> RelaxedSolution:
+    """S = 1 through `vfm.solve` on the window market of `vfm.jobs` (finished jobs left out)."""
+    started = time.perf_counter()
+    _, n, rounds = program.shape
+    jobs = np.flatnonzero(program.fits.any(axis=1))
+    window = window_market(
+        program.gpus[jobs], np.ones(jobs.size), program.base[jobs], program.progress[0, jobs], program.capacity,
+        budgets=program.weights[jobs],
+    )
+    result = vfm.solve(window.market)
+    schedule = np.zeros((n, rounds))
+    schedule[jobs] = np.clip(window.schedule(result), 0.0, 1.0)
+    return RelaxedSolution(
+        schedule=schedule, prices=result.prices[0], gap=float(result.duality_gap),
+        status=result.status, message=f"vfm.solve/{result.solver}: {result.message}",
+        iterations=result.iterations, solve_time=time.perf_counter() - started,
+    )

@@ -1,0 +1,135 @@
+r"""From the relaxation's fractional schedule to whole rounds with whole gangs (SPEC section 3).
+
+`round_schedule` walks the window's rounds in order (a loop over `T` rounds; every step is
+vectorized over jobs). In round `t`:
+
+1. **Planned rounds first.** Job `i` is owed :math:`q_i = \operatorname{round}(\sum_t y_{it})`
+   whole rounds (at most the rounds it fits and makes forecast progress in; at least one if it has made no progress yet and
+   :math:`\sum_t y_{it} > 0`, or its utility would be 0). Among the jobs still owed a round, those that
+   must run now to receive all of them (owed as many as the rounds left) come first, then the
+   jobs furthest past their fair finish time (largest `lateness`), then the largest planned
+   fraction :math:`y_{it}`. They are packed first-fit: in this order, a job is admitted if its
+   whole gang fits the GPUs still free.
+2. **Work conservation.** GPUs left idle go, first-fit again, to the jobs not yet running whose
+   forecast running time left after the rounds already given is longest.
+
+So every round holds whole gangs within capacity, a job receives its planned number of rounds
+unless capacity runs out, and no GPU idles while a job that fits and has work left waits.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vfm._validation import FloatArray
+
+BoolArray = np.ndarray
+
+
+def round_schedule(
+    relaxed: FloatArray,
+    gpus: FloatArray,
+    capacity: FloatArray,
+    remaining_s: FloatArray,
+    round_s: float,
+    lateness: FloatArray | None = None,
+    base: FloatArray | None = None,
+    useful: np.ndarray | None = None,
+) -> BoolArray:
+    """Round a fractional schedule to whole rounds (module docstring).
+
+    Parameters
+    ----------
+    relaxed : ndarray, shape (n, T)
+        Fractions :math:`y_{it} \\in [0, 1]` of each round each job runs.
+    gpus : ndarray, shape (n,)
+        Gang sizes :math:`w_i`.
+    capacity : ndarray, shape (T,)
+        GPUs :math:`G_t` in each round.
+    remaining_s : ndarray, shape (n,)
+        Forecast running time each job still needs (seconds); a job with none left is never
+        added by the work-conserving fill.
+    round_s : float
+        Seconds per round.
+    lateness : ndarray, shape (n,), optional
+        Priority among owed jobs: how far past its fair finish time each job is projected
+        (larger goes first). Default: no preference.
+    base : ndarray, shape (n,), optional
+        Progress before the window. A job with none (0) that the relaxation plans for any
+        positive time is owed at least one round, so that its rounded utility is not 0.
+    useful : ndarray of bool, shape (n, T), optional
+        Rounds in which running makes forecast progress (default: every round the job fits).
+        Owed rounds are served only there; the forecast of "epochs in round t if the job runs
+        all rounds up to t" is 0 after its forecast end, so a round there would earn nothing.
+
+    Returns
+    -------
+    ndarray of bool, shape (n, T)
+        ``schedule[i, t]``: job `i` runs all of round `t` on its whole gang.
+
+    Examples
+    --------
+    Three 2-GPU jobs on 4 GPUs for two rounds, each planned for 2/3 of every round, so each is
+    owed one round: jobs 0 and 1 run in round 0, job 2 in round 1, and job 0 (its tie with job 1
+    broken by order) takes the GPUs left idle in round 1.
+
+    >>> import numpy as np
+    >>> round_schedule(np.full((3, 2), 2 / 3), np.array([2, 2, 2]), np.array([4, 4]),
+    ...                remaining_s=np.full(3, 1e4), round_s=120.0).astype(int)
+    array([[1, 1],
+           [1, 0],
+           [0, 1]])
+    """
+    n, rounds = relaxed.shape
+    fits = gpus[:, None] <= capacity[None, :]
+    serves = fits if useful is None else fits & useful
+    rounds_that_fit = serves.sum(axis=1)
+    planned = relaxed.sum(axis=1)
+    owed = np.floor(planned + 0.5)
+    if base is not None:
+        # A job with no progress yet and none in the window has utility 0 (log utility -inf):
+        # one round, if it is planned any time at all, keeps the rounded objective finite.
+        owed = np.where((base == 0) & (planned > 0), np.maximum(owed, 1.0), owed)
+    owed = np.minimum(owed, rounds_that_fit)
+    late = np.zeros(n) if lateness is None else lateness
+    schedule = np.zeros((n, rounds), dtype=bool)
+    given = np.zeros(n)
+    for t in range(rounds):
+        fits_later = serves[:, t:].sum(axis=1)
+        candidates = np.flatnonzero((owed > 0) & serves[:, t])
+        must = owed[candidates] >= fits_later[candidates]
+        # np.lexsort sorts by its last key first; negate to put the largest first.
+        order = candidates[np.lexsort((-relaxed[candidates, t], -late[candidates], ~must))]
+        running = _first_fit(order, gpus, float(capacity[t]))
+        free = float(capacity[t]) - float(gpus[running].sum())
+
+        left_s = remaining_s - round_s * given
+        idle = np.ones(n, dtype=bool)
+        idle[running] = False
+        waiting = np.flatnonzero(idle & fits[:, t] & (left_s > 0))
+        filled = _first_fit(waiting[np.argsort(-left_s[waiting], kind="stable")], gpus, free)
+
+        schedule[running, t] = True
+        schedule[filled, t] = True
+        owed[running] -= 1
+        given[running] += 1
+        given[filled] += 1
+    return schedule
+
+
+def _first_fit(order: np.ndarray, gpus: FloatArray, free: float) -> np.ndarray:
+    """The jobs of `order` admitted first-fit into `free` GPUs (in order, each if its gang fits).
+
+    Vectorized in passes: a pass admits the longest prefix that fits and drops every job that no
+    longer fits the GPUs left, which is exactly what first-fit does with them.
+    """
+    admitted = []
+    queue = order[gpus[order] <= free]
+    while queue.size:
+        prefix = np.cumsum(gpus[queue]) <= free
+        count = int(prefix.sum())  # >= 1: the queue holds only jobs that fit
+        admitted.append(queue[:count])
+        free -= float(gpus[queue[:count]].sum())
+        queue = queue[count:]
+        queue = queue[gpus[queue] <= free]
+    return np.concatenate(admitted) if admitted else np.zeros(0, dtype=np.int64)

@@ -1,0 +1,79 @@
+"""The expected-NSWOT program as one CVXPY exponential-cone model (every option of SPEC section 3).
+
+The reference for `saa-ipm`, and the backend for what it does not solve: the efficiency term
+and the finish-time-fairness constraints. Built from one matrix variable `y` of shape (n, T)
+and one sparse (S n, n T) matrix that maps it to every scenario's utilities, so building the
+model costs the same whatever S is; solved by Clarabel unless another CVXPY solver is named.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import cvxpy as cp
+import numpy as np
+import scipy.sparse as sp
+
+from vfm.equilibrium import Status
+from vfm.planner.program import PlanningProgram
+from vfm.planner.saa_ipm import RelaxedSolution
+
+_STATUS = {
+    cp.OPTIMAL: Status.OPTIMAL,
+    cp.OPTIMAL_INACCURATE: Status.INACCURATE,
+    cp.INFEASIBLE: Status.INFEASIBLE,
+    cp.INFEASIBLE_INACCURATE: Status.INFEASIBLE,
+    cp.UNBOUNDED: Status.UNBOUNDED,
+    cp.UNBOUNDED_INACCURATE: Status.UNBOUNDED,
+    cp.USER_LIMIT: Status.ITERATION_LIMIT,
+}
+
+
+def solve_saa_cvxpy(program: PlanningProgram, solver: str = "CLARABEL", **options: Any) -> RelaxedSolution:
+    """Solve any `PlanningProgram` with CVXPY; the gap is the solver's (not certified: NaN)."""
+    started = time.perf_counter()
+    n_scenarios, n, rounds = program.shape
+    y = cp.Variable((n, rounds), nonneg=True)
+    # Row s * n + i, column i + t * n (cp.vec is column-major): a_sit.
+    scenario, job, period = np.nonzero(program.progress * program.fits[None])
+    mapping = sp.csr_array(
+        (program.progress[scenario, job, period], (scenario * n + job, job + period * n)),
+        shape=(n_scenarios * n, n * rounds),
+    )
+    utilities = np.tile(program.base, n_scenarios) + mapping @ cp.vec(y, order="F")
+    objective = cp.sum(cp.multiply(np.tile(program.weights, n_scenarios) / n_scenarios, cp.log(utilities)))
+    capacity = program.gpus @ y <= program.capacity
+    constraints = [capacity, y <= program.fits.astype(np.float64)]
+    leftover = program.remaining_s - program.round_s * cp.sum(y, axis=1)
+    if program.efficiency:
+        longest = cp.Variable(nonneg=True)
+        constraints.append(longest >= leftover)
+        objective = objective - program.efficiency * longest
+    if program.leftover_limit_s is not None:
+        constraints.append(leftover <= program.leftover_limit_s)
+    problem = cp.Problem(cp.Maximize(objective), constraints)
+    try:
+        problem.solve(solver=solver, **options)
+    except cp.SolverError as error:
+        return _failed(program, Status.ERROR, f"cvxpy/{solver} failed: {error}", started)
+    status = _STATUS.get(problem.status, Status.ERROR)
+    if y.value is None or status not in (Status.OPTIMAL, Status.INACCURATE):
+        return _failed(program, status, f"cvxpy/{solver} ended with status {problem.status!r}", started)
+    stats = problem.solver_stats
+    return RelaxedSolution(
+        # Interior-point output sits up to the solver's tolerance outside the box: clip that noise.
+        schedule=np.clip(y.value, 0.0, 1.0) * program.fits,
+        prices=np.asarray(capacity.dual_value, dtype=np.float64),
+        gap=float("nan"),
+        status=status,
+        message=f"cvxpy/{solver}: {problem.status}",
+        iterations=int(stats.num_iters) if stats.num_iters is not None else -1,
+        solve_time=time.perf_counter() - started,
+    )
+
+
+def _failed(program: PlanningProgram, status: Status, message: str, started: float) -> RelaxedSolution:
+    _, n, rounds = program.shape
+    return RelaxedSolution(schedule=np.zeros((n, rounds)), prices=np.full(rounds, np.nan), gap=float("nan"),
+                           status=status, message=message, iterations=-1, solve_time=time.perf_counter() - started)
