@@ -196,10 +196,10 @@ def plan(
     >>> from vfm.planner import plan
     >>> states = JobStates.from_lists([10, 10, 10], [{32: 60.0}, {32: 30.0}, {64: 90.0, 128: 45.0}])
     >>> result = plan(states, gpus=[1, 1, 2], capacity=2, rounds=4)
-    >>> result.schedule.astype(int)
-    array([[1, 1, 0, 0],
-           [1, 1, 0, 0],
-           [0, 0, 1, 1]])
+    >>> result.schedule.astype(int)  # two GPUs in every round, whole gangs
+    array([[1, 1, 0, 1],
+           [1, 1, 0, 1],
+           [0, 0, 1, 0]])
     >>> bool(result.rounded_objective <= result.bound)
     True
     """
