@@ -1,11 +1,13 @@
 """The receding-horizon planner of SPEC section 5, and the policy a cluster scheduler drives.
 
 `plan` re-plans a window once: forecast, solve the expected-NSWOT relaxation exactly, round to
-whole gangs. `PlanningProgram` is the program, `round_schedule` the rounding.
+whole gangs. `PlanningProgram` is the program, `round_schedule` the rounding. `Policy` is the
+object a scheduler drives round by round: it re-plans on arrivals, completions and every K rounds.
 """
 
 from vfm.planner.plan import Plan, plan
+from vfm.planner.policy import Policy
 from vfm.planner.program import PlanningProgram
 from vfm.planner.rounding import round_schedule
 
-__all__ = ["Plan", "PlanningProgram", "plan", "round_schedule"]
+__all__ = ["Plan", "PlanningProgram", "Policy", "plan", "round_schedule"]

@@ -43,7 +43,7 @@ SOLVER_CAPABILITIES: Mapping[str, Mapping[str, bool]] = {
 }
 
 #: Fastest first (benchmarks/plan.py): schur-ipm through vfm.solve for S = 1.
-_PREFERENCE = ("market", "saa-ipm", "cvxpy")
+_PREFERENCE: tuple[PlanSolver, ...] = ("market", "saa-ipm", "cvxpy")
 
 Fairness = Literal["none", "constraints", "relaxed"]
 
@@ -169,7 +169,8 @@ def plan(
     solver : {"saa-ipm", "market", "cvxpy"}, optional
         ``"saa-ipm"``: vfm's interior point for the program (no efficiency term or FTF
         constraints); ``"market"``: `vfm.solve` on the window market (S = 1 only, same
-        restriction, `vfm.solve`'s default accuracy); ``"cvxpy"``: the CVXPY exponential-cone model with Clarabel (everything).
+        restriction, `vfm.solve`'s default accuracy); ``"cvxpy"``: the CVXPY exponential-cone
+        model with Clarabel (everything).
         Default: the first of ``"market"``, ``"saa-ipm"``, ``"cvxpy"`` that supports the program.
     warm_start : ndarray, shape (n, T), optional
         A previous relaxed schedule shifted to this window (``"saa-ipm"`` only; ignored otherwise).
@@ -213,7 +214,8 @@ def plan(
     if (supply < 0).any():
         t = int(np.argmax(supply < 0))
         raise ValidationError(f"capacity[{t}] must be >= 0 GPUs, got {supply[t]:g}")
-    _check_jobs(states, "gpus", width, (width < 1) | (width != np.round(width)), "must be a positive whole number of GPUs")
+    _check_jobs(states, "gpus", width, (width < 1) | (width != np.round(width)),
+                "must be a positive whole number of GPUs")
     _check_jobs(states, "gpus", width, width > supply.max(),
                 f"is wider than the cluster ({supply.max():g} GPUs), so the job can never run")
     weights = np.ones(n) if budgets is None else as_real_array(budgets, "budgets", (n,))
@@ -253,7 +255,8 @@ def plan(
         remaining_s=remaining_s,
         efficiency=float(efficiency),
     )
-    _check_jobs(states, "epochs", program.base, ~finished & (program.base == 0) & (program.progress.sum(axis=(0, 2)) == 0),
+    stuck = ~finished & (program.base == 0) & (program.progress.sum(axis=(0, 2)) == 0)
+    _check_jobs(states, "epochs", program.base, stuck,
                 "cannot progress: the forecast gives it no epoch in any round it fits and it has done none")
 
     fairness: Fairness = "none"
@@ -285,7 +288,7 @@ def plan(
         prices=solution.prices,
         bound=relaxed_objective + gap,
         relaxed_objective=relaxed_objective,
-        rounded_objective=program.objective(schedule),
+        rounded_objective=program.objective(schedule.astype(np.float64)),
         program=program,
         fairness=fairness,
         status=solution.status,
@@ -303,13 +306,16 @@ def _check_jobs(states: JobStates, name: str, values: FloatArray, bad: np.ndarra
         raise ValidationError(f"{name}[{job}] ({states.job_name(job)}) {rule}, got {values[job]:g}")
 
 
-def _solve(program: PlanningProgram, solver: PlanSolver | None, scenarios: int, tol: float,
+def _solve(program: PlanningProgram, requested: PlanSolver | None, scenarios: int, tol: float,
            warm_start: FloatArray | None) -> tuple[RelaxedSolution, str]:
     needs = {"scenarios": scenarios > 1, "efficiency": program.efficiency > 0,
              "fairness": program.leftover_limit_s is not None}
-    if solver is None:
+    solver: str
+    if requested is None:
         solver = next(name for name in _PREFERENCE
                       if all(SOLVER_CAPABILITIES[name][feature] for feature, needed in needs.items() if needed))
+    else:
+        solver = requested
     if solver not in SOLVER_CAPABILITIES:
         raise UnknownSolverError(f"solver must be one of {sorted(SOLVER_CAPABILITIES)}, got {solver!r}")
     missing = [feature for feature, needed in needs.items() if needed and not SOLVER_CAPABILITIES[solver][feature]]

@@ -4,9 +4,10 @@ r"""From the relaxation's fractional schedule to whole rounds with whole gangs (
 vectorized over jobs). In round `t`:
 
 1. **Planned rounds first.** Job `i` is owed :math:`q_i = \operatorname{round}(\sum_t y_{it})`
-   whole rounds (at most the rounds it fits and makes forecast progress in; at least one if it has made no progress yet and
-   :math:`\sum_t y_{it} > 0`, or its utility would be 0). Among the jobs still owed a round, those that
-   must run now to receive all of them (owed as many as the rounds left) come first, then the
+   whole rounds (at most the rounds it fits and makes forecast progress in; at least one if it
+   has made no progress yet and :math:`\sum_t y_{it} > 0`, or its utility would be 0). Among
+   the jobs still owed a round, those that must run now to receive all of them (owed as many as
+   the rounds left) come first, then the
    jobs furthest past their fair finish time (largest `lateness`), then the largest planned
    fraction :math:`y_{it}`. They are packed first-fit: in this order, a job is admitted if its
    whole gang fits the GPUs still free.

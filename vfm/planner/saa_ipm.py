@@ -23,6 +23,7 @@ the dual residual times the box) is below ``tol`` relative to :math:`1 + |F|`.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -81,7 +82,7 @@ def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 8
         cold start, which keeps it strictly inside the box and the capacity.
     """
     started = time.perf_counter()
-    n_scenarios, n, rounds = program.shape
+    n_scenarios, _, rounds = program.shape
     active = program.fits & (program.progress > 0).any(axis=0)
     scale = float(program.weights.sum())
     beta = program.weights / (scale * n_scenarios)
@@ -138,46 +139,7 @@ def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 8
                 break
             mu = complementarity / n_constraints
 
-            # Factor the job blocks: K_i = D_i + A_i^T diag(beta_i / u_i^2) A_i, scaled by D^{-1/2}.
-            diagonal = np.where(active, z_lo / np.where(active, y, 1.0) + z_hi / s_hi, 1.0)
-            root = 1.0 / np.sqrt(diagonal)
-            scaled = a * (np.sqrt(beta[:, None]) / u)[:, :, None] * root[:, None, :]  # (n, S, T)
-            block = np.matmul(scaled.transpose(0, 2, 1), scaled)
-            block[:, np.arange(rounds), np.arange(rounds)] += 1.0
-            inverse = np.linalg.inv(block) * root[:, :, None] * root[:, None, :]  # K_i^{-1}
-            coupled = inverse * g[:, :, None]
-            schur = np.einsum("itu,iu->tu", coupled, g)  # sum_i G_i K_i^{-1} G_i^T
-            schur[np.arange(rounds), np.arange(rounds)] += s_cap / prices
-            factor = np.linalg.cholesky(schur)
-
-            ratio = prices / s_cap
-            curvature = a * (np.sqrt(beta[:, None]) / u)[:, :, None]  # Hessian of F = sum_s c_s c_s^T
-
-            def solve(rhs: FloatArray, inverse: FloatArray = inverse, coupled: FloatArray = coupled,
-                      factor: FloatArray = factor) -> FloatArray:
-                first = np.einsum("itu,iu->it", inverse, rhs)
-                correction = np.linalg.solve(factor.T, np.linalg.solve(factor, (g * first).sum(axis=0)))
-                return first - np.einsum("iut,u->it", coupled, correction)
-
-            def apply(dy: FloatArray, diagonal: FloatArray = diagonal, curvature: FloatArray = curvature,
-                      ratio: FloatArray = ratio) -> FloatArray:
-                hessian = np.einsum("ist,is->it", curvature, np.einsum("ist,it->is", curvature, dy))
-                return diagonal * dy + hessian + g * (ratio * (g * dy).sum(axis=0))[None, :]
-
-            def direction(target_lo: FloatArray, target_hi: FloatArray,
-                          target_cap: FloatArray) -> tuple[FloatArray, ...]:
-                rhs = np.where(active, -dual_residual + target_lo / np.where(active, y, 1.0) - z_lo
-                               - target_hi / s_hi + z_hi - g * (target_cap / s_cap - prices)[None, :], 0.0)
-                dy = solve(rhs)
-                for _ in range(_REFINEMENTS):  # the Woodbury solve loses digits as slacks vanish
-                    dy = dy + solve(np.where(active, rhs - apply(dy), 0.0))
-                dy = np.where(active, dy, 0.0)
-                dz_lo = np.where(active, (target_lo - z_lo * dy) / np.where(active, y, 1.0) - z_lo, 0.0)
-                dz_hi = np.where(active, (target_hi + z_hi * dy) / s_hi - z_hi, 0.0)
-                ds_cap = -(g * dy).sum(axis=0)
-                d_prices = (target_cap - prices * ds_cap) / s_cap - prices
-                return dy, dz_lo, dz_hi, ds_cap, d_prices
-
+            direction = _newton_system(active, a, beta, g, u, y, s_hi, s_cap, z_lo, z_hi, prices, dual_residual)
             zero_lo, zero_hi, zero_cap = np.zeros_like(y), np.zeros_like(y), np.zeros(rounds)
             dy, dz_lo, dz_hi, ds_cap, d_prices = direction(zero_lo, zero_hi, zero_cap)
             primal = _step((y, s_hi, s_cap), (dy, -dy, ds_cap), active)
@@ -215,6 +177,50 @@ def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 8
         iterations=iteration,
         solve_time=time.perf_counter() - started,
     )
+
+
+def _newton_system(active: np.ndarray, a: FloatArray, beta: FloatArray, g: FloatArray, u: FloatArray,
+                   y: FloatArray, s_hi: FloatArray, s_cap: FloatArray, z_lo: FloatArray, z_hi: FloatArray,
+                   prices: FloatArray, dual_residual: FloatArray) -> Callable[..., tuple[FloatArray, ...]]:
+    """Factor one iteration's Newton system; return the map from complementarity targets to a step."""
+    rounds = y.shape[1]
+    # Factor the job blocks: K_i = D_i + A_i^T diag(beta_i / u_i^2) A_i, scaled by D^{-1/2}.
+    diagonal = np.where(active, z_lo / np.where(active, y, 1.0) + z_hi / s_hi, 1.0)
+    root = 1.0 / np.sqrt(diagonal)
+    curvature = a * (np.sqrt(beta[:, None]) / u)[:, :, None]  # Hessian of F = sum_s c_s c_s^T
+    scaled = curvature * root[:, None, :]  # (n, S, T)
+    block = np.matmul(scaled.transpose(0, 2, 1), scaled)
+    block[:, np.arange(rounds), np.arange(rounds)] += 1.0
+    inverse = np.linalg.inv(block) * root[:, :, None] * root[:, None, :]  # K_i^{-1}
+    coupled = inverse * g[:, :, None]
+    schur = np.einsum("itu,iu->tu", coupled, g)  # sum_i G_i K_i^{-1} G_i^T
+    schur[np.arange(rounds), np.arange(rounds)] += s_cap / prices
+    factor = np.linalg.cholesky(schur)
+    ratio = prices / s_cap
+
+    def solve(rhs: FloatArray) -> FloatArray:
+        first = np.einsum("itu,iu->it", inverse, rhs)
+        correction = np.linalg.solve(factor.T, np.linalg.solve(factor, (g * first).sum(axis=0)))
+        return first - np.einsum("iut,u->it", coupled, correction)
+
+    def apply(dy: FloatArray) -> FloatArray:
+        hessian = np.einsum("ist,is->it", curvature, np.einsum("ist,it->is", curvature, dy))
+        return diagonal * dy + hessian + g * (ratio * (g * dy).sum(axis=0))[None, :]
+
+    def direction(target_lo: FloatArray, target_hi: FloatArray, target_cap: FloatArray) -> tuple[FloatArray, ...]:
+        rhs = np.where(active, -dual_residual + target_lo / np.where(active, y, 1.0) - z_lo
+                       - target_hi / s_hi + z_hi - g * (target_cap / s_cap - prices)[None, :], 0.0)
+        dy = solve(rhs)
+        for _ in range(_REFINEMENTS):  # the Woodbury solve loses digits as slacks vanish
+            dy = dy + solve(np.where(active, rhs - apply(dy), 0.0))
+        dy = np.where(active, dy, 0.0)
+        dz_lo = np.where(active, (target_lo - z_lo * dy) / np.where(active, y, 1.0) - z_lo, 0.0)
+        dz_hi = np.where(active, (target_hi + z_hi * dy) / s_hi - z_hi, 0.0)
+        ds_cap = -(g * dy).sum(axis=0)
+        d_prices = (target_cap - prices * ds_cap) / s_cap - prices
+        return dy, dz_lo, dz_hi, ds_cap, d_prices
+
+    return direction
 
 
 def _step(values: tuple[FloatArray, ...], steps: tuple[FloatArray, ...], active: np.ndarray) -> float:

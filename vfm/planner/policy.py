@@ -1,0 +1,259 @@
+"""The scheduler-facing policy: one object a cluster scheduler drives round by round (SPEC section 5).
+
+It holds the jobs and what has been observed of them, and re-plans with `vfm.planner.plan` only
+when it must: when a job arrives, when a job completes or is removed, and every `replan_every`
+rounds (default 8); in between it serves the next round of the standing plan. It depends on no
+simulator: a scheduler calls `add_job`, `report_progress` and `remove_job` as things happen and
+`next_round` once per round.
+
+Examples
+--------
+A toy scheduler loop: two jobs on 2 GPUs; each round, every running job finishes the epochs that
+fit in the round at its current batch size.
+
+>>> from vfm.planner import Policy
+>>> policy = Policy(capacity=2, rounds=6, round_s=120.0)
+>>> policy.add_job("resnet", gpus=1, regimes={64: 60.0, 128: 40.0}, epochs=12)
+>>> policy.add_job("bert", gpus=2, regimes={32: 120.0}, epochs=3)
+>>> batch = {"resnet": 64, "bert": 32}
+>>> for round_index in range(12):
+...     for job in policy.next_round():
+...         epochs = int(120.0 // policy.regimes(job)[batch[job]])
+...         policy.report_progress(job, [batch[job]] * min(epochs, policy.epochs_left(job)))
+>>> policy.jobs, policy.completed
+([], ['resnet', 'bert'])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from vfm.errors import ValidationError
+from vfm.forecast import DirichletForecaster, Forecaster, JobStates
+from vfm.planner.plan import Plan, PlanSolver, plan
+
+#: Momentum of the finish-time-fairness targets (SPEC section 3): FT* <- 0.9 FT* + 0.1 estimate.
+_TARGET_MOMENTUM = 0.9
+
+
+@dataclass
+class _Job:
+    gpus: int
+    regimes: dict[float, float]
+    epochs: int
+    budget: float
+    observed: list[float] = field(default_factory=list)
+    fair_finish_at_s: float | None = None  # absolute time (policy clock)
+
+
+class Policy:
+    """A receding-horizon planner a scheduler drives round by round (module docstring).
+
+    Parameters
+    ----------
+    capacity : int
+        GPUs in the cluster.
+    rounds : int
+        Planning window `T` (default 20).
+    round_s : float
+        Seconds per round (default 120).
+    replan_every : int
+        `K`: re-plan at least every `K` rounds (default 8), besides arrivals and completions.
+    scenarios : int
+        `S` of `vfm.planner.plan` (default 1, the certainty-equivalent planner).
+    forecaster : vfm.forecast.Forecaster, optional
+        Default: `vfm.forecast.DirichletForecaster()`.
+    seed : int
+        Scenarios of the `k`-th re-plan are drawn from ``(seed, k)``: reproducible runs.
+    fairness : bool
+        Keep Shockwave's finish-time-fairness targets (momentum averages of each job's
+        equal-share finish-time estimate) and plan with them (default False).
+    efficiency, rho_max, priority_exponent, solver
+        Passed to `vfm.planner.plan`.
+    """
+
+    def __init__(
+        self,
+        capacity: int,
+        *,
+        rounds: int = 20,
+        round_s: float = 120.0,
+        replan_every: int = 8,
+        scenarios: int = 1,
+        forecaster: Forecaster | None = None,
+        seed: int = 0,
+        fairness: bool = False,
+        efficiency: float = 0.0,
+        rho_max: float = 1.0,
+        priority_exponent: float = 10.0,
+        solver: PlanSolver | None = None,
+    ) -> None:
+        if isinstance(capacity, bool) or not isinstance(capacity, int | np.integer) or capacity < 1:
+            raise ValidationError(f"capacity must be a positive whole number of GPUs, got {capacity!r}")
+        if isinstance(replan_every, bool) or not isinstance(replan_every, int | np.integer) or replan_every < 1:
+            raise ValidationError(f"replan_every must be a positive whole number of rounds, got {replan_every!r}")
+        self.capacity = int(capacity)
+        self.rounds = rounds
+        self.round_s = round_s
+        self.replan_every = min(int(replan_every), rounds)
+        self.scenarios = scenarios
+        self.forecaster = DirichletForecaster() if forecaster is None else forecaster
+        self.seed = seed
+        self.fairness = fairness
+        self.efficiency = efficiency
+        self.rho_max = rho_max
+        self.priority_exponent = priority_exponent
+        self.solver = solver
+        self._jobs: dict[Hashable, _Job] = {}
+        self._completed: list[Hashable] = []
+        self._plan: Plan | None = None
+        self._plan_jobs: tuple[Hashable, ...] = ()
+        self._since_plan = 0
+        self._stale = True
+        self._replans = 0
+        self.round_index = 0
+
+    # --- what the scheduler tells the policy ---------------------------------------------------
+
+    def add_job(self, job_id: Hashable, gpus: int, regimes: Mapping[float, float], epochs: int,
+                budget: float = 1.0) -> None:
+        """A job arrives: its gang size, its regimes (batch size -> seconds per epoch), its total epochs.
+
+        Raises
+        ------
+        vfm.errors.ValidationError
+            Naming the job: an id already present, a gang size that is not a positive whole
+            number or is wider than the cluster, a malformed regime set or epoch count, a
+            budget that is not positive.
+        """
+        if job_id in self._jobs:
+            raise ValidationError(f"job {job_id!r} is already in the policy; remove it first")
+        if isinstance(gpus, bool) or not isinstance(gpus, int | np.integer) or gpus < 1:
+            raise ValidationError(f"gpus of job {job_id!r} must be a positive whole number of GPUs, got {gpus!r}")
+        if gpus > self.capacity:
+            raise ValidationError(f"gpus of job {job_id!r} ({gpus}) is wider than the cluster ({self.capacity} GPUs)")
+        if not (np.isfinite(budget) and budget > 0):
+            raise ValidationError(f"budget of job {job_id!r} must be > 0, got {budget!r}")
+        # The state constructor checks epochs and regimes and names the job in its messages.
+        JobStates.from_lists([epochs], [regimes], [[]], job_ids=[job_id])
+        self._jobs[job_id] = _Job(int(gpus), {float(b): float(d) for b, d in dict(regimes).items()}, int(epochs),
+                                  float(budget))
+        self._stale = True
+
+    def remove_job(self, job_id: Hashable) -> None:
+        """A job leaves (cancelled, or finished by the scheduler's own account)."""
+        self._job(job_id)
+        del self._jobs[job_id]
+        self._stale = True
+
+    def report_progress(self, job_id: Hashable, batch_sizes: Sequence[float]) -> None:
+        """Epochs the job finished since the last report, one batch size (its regime) per epoch.
+
+        A job whose epochs are all done completes: it leaves the policy and is listed in
+        `completed`, and the next round re-plans.
+
+        Raises
+        ------
+        vfm.errors.ValidationError
+            Naming the job: an unknown id, a batch size not in its regimes, more epochs than it has.
+        """
+        job = self._job(job_id)
+        observed = job.observed + [float(b) for b in batch_sizes]
+        JobStates.from_lists([job.epochs], [job.regimes], [observed], job_ids=[job_id])  # validates
+        job.observed = observed
+        if len(observed) == job.epochs:
+            del self._jobs[job_id]
+            self._completed.append(job_id)
+            self._stale = True
+
+    # --- what the policy tells the scheduler ---------------------------------------------------
+
+    def next_round(self) -> list[Hashable]:
+        """The jobs to run in the next round (each on its whole gang), re-planning if due."""
+        if not self._jobs:
+            self.round_index += 1
+            return []
+        if self._stale or self._plan is None or self._since_plan >= self.replan_every:
+            self._replan()
+        assert self._plan is not None
+        running = self._plan.jobs_in_round(self._since_plan)
+        self._since_plan += 1
+        self.round_index += 1
+        return running
+
+    @property
+    def jobs(self) -> list[Hashable]:
+        """The jobs in the policy, in arrival order."""
+        return list(self._jobs)
+
+    @property
+    def completed(self) -> list[Hashable]:
+        """The jobs that completed all their epochs, in completion order."""
+        return list(self._completed)
+
+    @property
+    def last_plan(self) -> Plan | None:
+        """The standing plan (None before the first round)."""
+        return self._plan
+
+    @property
+    def replans(self) -> int:
+        """How many times the policy has re-planned."""
+        return self._replans
+
+    def regimes(self, job_id: Hashable) -> dict[float, float]:
+        """Job `job_id`'s regimes (batch size -> seconds per epoch)."""
+        return dict(self._job(job_id).regimes)
+
+    def epochs_left(self, job_id: Hashable) -> int:
+        """Epochs job `job_id` has not finished yet."""
+        job = self._job(job_id)
+        return job.epochs - len(job.observed)
+
+    # --- internals -------------------------------------------------------------------------------
+
+    def _job(self, job_id: Hashable) -> _Job:
+        try:
+            return self._jobs[job_id]
+        except KeyError:
+            raise ValidationError(f"job {job_id!r} is not in the policy (add it with add_job)") from None
+
+    def _replan(self) -> None:
+        ids = tuple(self._jobs)
+        jobs = [self._jobs[i] for i in ids]
+        states = JobStates.from_lists([j.epochs for j in jobs], [j.regimes for j in jobs],
+                                      [j.observed for j in jobs], job_ids=ids)
+        gpus = np.array([j.gpus for j in jobs])
+        targets = self._fair_finish_s(states, jobs) if self.fairness else None
+        warm = None
+        if self._plan is not None and ids == self._plan_jobs and self._since_plan < self.rounds:
+            # Same jobs: the old relaxation, moved forward by the rounds served since.
+            keep = np.minimum(np.arange(self.rounds) + self._since_plan, self.rounds - 1)
+            warm = self._plan.relaxed[:, keep]
+        self._plan = plan(
+            states, gpus, self.capacity, forecaster=self.forecaster, rounds=self.rounds, round_s=self.round_s,
+            scenarios=self.scenarios, seed=np.random.SeedSequence((self.seed, self._replans)),
+            budgets=[j.budget for j in jobs], fair_finish_s=targets, warm_start=warm,
+            efficiency=self.efficiency, rho_max=self.rho_max, priority_exponent=self.priority_exponent,
+            solver=self.solver,
+        )
+        self._plan_jobs = ids
+        self._since_plan = 0
+        self._stale = False
+        self._replans += 1
+
+    def _fair_finish_s(self, states: JobStates, jobs: list[_Job]) -> np.ndarray:
+        """FT* of each job, seconds from now: momentum averages of equal-share finish estimates."""
+        now = self.round_index * self.round_s
+        share = min(1.0, self.capacity / len(jobs))
+        estimate = now + np.asarray(self.forecaster.remaining_runtime(states)) / share
+        for job, at in zip(jobs, estimate, strict=True):  # per job by nature: a dict of jobs
+            job.fair_finish_at_s = at if job.fair_finish_at_s is None else (
+                _TARGET_MOMENTUM * job.fair_finish_at_s + (1 - _TARGET_MOMENTUM) * at)
+        # A target already passed cannot be met: the smallest positive target makes the
+        # constraints infeasible, so the planner falls back to the priority relaxation.
+        left = np.array([job.fair_finish_at_s for job in jobs]) - now
+        return np.maximum(left, np.finfo(float).tiny)
