@@ -1,0 +1,103 @@
+"""The scheduler-facing policy: re-planning triggers, capacity every round, completion, validation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vfm.errors import ValidationError
+from vfm.planner import Policy
+
+REGIMES = {32: 50.0, 64: 30.0}
+
+
+def _run(policy: Policy, rounds: int, batch: int = 32) -> list[list[object]]:
+    """A toy scheduler: each running job finishes the whole epochs that fit in a round."""
+    served = []
+    for _ in range(rounds):
+        running = policy.next_round()
+        served.append(running)
+        for job in running:
+            epochs = int(policy.round_s // policy.regimes(job)[batch])
+            policy.report_progress(job, [batch] * min(epochs, policy.epochs_left(job)))
+    return served
+
+
+def test_replans_on_arrival_completion_and_every_k_rounds():
+    policy = Policy(capacity=4, rounds=10, replan_every=3)
+    for k in range(3):
+        policy.add_job(f"job{k}", gpus=2, regimes=REGIMES, epochs=200)
+    _run(policy, 1)
+    assert policy.replans == 1
+    _run(policy, 2)
+    assert policy.replans == 1  # rounds 2 and 3 come from the standing plan
+    _run(policy, 1)
+    assert policy.replans == 2  # K = 3 rounds served
+    policy.add_job("late", gpus=1, regimes=REGIMES, epochs=2)
+    _run(policy, 1)
+    assert policy.replans == 3  # arrival
+    if "late" not in policy.completed:  # it needs 2 epochs of 50 s: one round, if it ran
+        _run(policy, 1)
+        assert policy.replans == 3
+    assert "late" in policy.completed and "late" not in policy.jobs
+    replans = policy.replans
+    _run(policy, 1)
+    assert policy.replans == replans + 1  # completion
+
+
+def test_every_round_fits_the_capacity_with_whole_gangs_and_jobs_complete():
+    rng = np.random.default_rng(3)
+    policy = Policy(capacity=8, rounds=6, round_s=120.0, scenarios=4, seed=1)
+    gpus = {}
+    for k in range(7):
+        gpus[k] = int(rng.choice([1, 2, 4]))
+        policy.add_job(k, gpus=gpus[k], regimes=REGIMES, epochs=int(rng.integers(3, 30)))
+    for _ in range(200):
+        running = policy.next_round()
+        assert sum(gpus[j] for j in running) <= 8
+        assert len(set(running)) == len(running)
+        for job in running:
+            epochs = int(120.0 // REGIMES[32])
+            policy.report_progress(job, [32] * min(epochs, policy.epochs_left(job)))
+        if not policy.jobs:
+            break
+    assert sorted(policy.completed) == list(range(7))
+
+
+def test_work_conserving_when_jobs_are_waiting():
+    policy = Policy(capacity=4, rounds=5)
+    for k in range(6):
+        policy.add_job(k, gpus=1, regimes=REGIMES, epochs=100)
+    for running in _run(policy, 5):
+        assert len(running) == 4  # six 1-GPU jobs with work left: no GPU idles
+
+
+def test_fairness_targets_plan_with_constraints_or_relaxation():
+    policy = Policy(capacity=2, rounds=5, fairness=True)
+    for k in range(4):
+        policy.add_job(k, gpus=1, regimes=REGIMES, epochs=40)
+    _run(policy, 2)
+    plan = policy.last_plan
+    assert plan is not None and plan.fairness in ("constraints", "relaxed")
+    assert plan.solver == "cvxpy"
+
+
+def test_remove_job_and_bad_inputs_name_the_job():
+    policy = Policy(capacity=4)
+    policy.add_job("a", gpus=2, regimes=REGIMES, epochs=10)
+    with pytest.raises(ValidationError, match="'a' is already"):
+        policy.add_job("a", gpus=2, regimes=REGIMES, epochs=10)
+    with pytest.raises(ValueError, match=r"gpus of job 'b'.*positive whole number"):
+        policy.add_job("b", gpus=0, regimes=REGIMES, epochs=10)
+    with pytest.raises(ValueError, match=r"gpus of job 'c'.*wider than the cluster"):
+        policy.add_job("c", gpus=5, regimes=REGIMES, epochs=10)
+    with pytest.raises(ValueError, match=r"total_epochs\[0\] \(job 0 \(id 'd'\)\)"):
+        policy.add_job("d", gpus=1, regimes=REGIMES, epochs=-3)
+    with pytest.raises(ValueError, match=r"observed\[0\]\[0\] \(job 0 \(id 'a'\)\).*not in"):
+        policy.report_progress("a", [128])
+    with pytest.raises(ValueError, match=r"id 'a'.*more epochs done than"):
+        policy.report_progress("a", [32] * 11)
+    with pytest.raises(ValueError, match="'zzz' is not in the policy"):
+        policy.report_progress("zzz", [32])
+    policy.remove_job("a")
+    assert policy.jobs == [] and policy.next_round() == []
