@@ -1,0 +1,413 @@
+"""`vfm.planner.plan`: feasible whole-gang schedules, the relaxation against `vfm.solve`, the bound,
+finish-time fairness, the efficiency term, validation and reproducibility."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+import vfm
+from vfm.equilibrium import Status
+from vfm.errors import UnknownSolverError, UnsupportedMarketError, ValidationError
+from vfm.forecast import DirichletForecaster, JobStates
+from vfm.jobs import window_market
+from vfm.planner import plan
+
+from .strategies import FORECASTER, JobSet, fresh_job_without_progress, job_sets
+
+SOLVERS = ("saa-ipm", "cvxpy", "market")
+# Accuracy asked of saa-ipm by `plan` (its `tol` default): a certified gap of TOL * (sum B + |F|).
+TOL = 1e-5
+
+
+def _resolves_to_market(case: JobSet, solver: str | None) -> bool:
+    return case.scenarios == 1 and solver in (None, "market")
+
+
+def _plannable(case: JobSet, solver: str | None) -> None:
+    """Leave out the inputs that hit the library bugs of the xfail tests below."""
+    finished = case.states.remaining_epochs == 0
+    assume(not (_resolves_to_market(case, solver) and finished.any()))  # test_market_solver_keeps_finished_jobs
+    assume(not fresh_job_without_progress(case))  # test_fresh_job_that_fits_only_later_rounds_*
+    if solver == "market":
+        assume(case.scenarios == 1)
+
+
+# --- 1. every round within capacity, whole gangs, only where the gang fits, never finished jobs ---------
+
+
+@given(job_sets(), st.sampled_from([None, *SOLVERS]))
+def test_schedule_is_whole_gangs_within_capacity(case, solver):
+    _plannable(case, solver)
+    result = plan(case.states, case.gpus, case.capacity, solver=solver, **case.kwargs())
+    schedule = result.schedule
+    n = case.states.n_jobs
+    assert result.status == Status.OPTIMAL, result.message
+    # Boolean: a job runs the whole round on all its GPUs or not at all.
+    assert schedule.dtype == np.bool_ and schedule.shape == (n, case.rounds)
+    for t in range(case.rounds):
+        assert case.gpus @ schedule[:, t] <= case.capacity[t], (t, schedule.astype(int))
+    too_wide = case.gpus[:, None] > case.capacity[None, :]
+    assert not schedule[too_wide].any()
+    finished = case.states.remaining_epochs == 0
+    assert not schedule[finished].any()
+    assert not result.relaxed[finished].any()
+    for t in range(case.rounds):
+        assert result.jobs_in_round(t) == [int(i) for i in np.flatnonzero(schedule[:, t])]
+    # The relaxation is a schedule too: in the box, zero where the gang does not fit.
+    assert np.all((result.relaxed >= 0) & (result.relaxed <= 1))
+    assert not result.relaxed[too_wide].any()
+
+
+# --- 2. S = 1 without options: the relaxation is `vfm.solve` on the window market ------------------------
+
+
+def _agreement_tolerance(reference: vfm.Equilibrium) -> float:
+    r"""How far `plan(...).relaxed_objective` may be from `vfm.solve`'s objective (same program).
+
+    Let :math:`F^*` be the optimum and :math:`W = \sum_i B_i`.
+
+    * saa-ipm stops when its certified gap, in the objective scaled to budgets summing to 1, is
+      at most ``TOL * (1 + |F / W|)``; unscaled that is ``TOL * (W + |F|)``. Its iterate is
+      strictly feasible, so :math:`F^* - TOL\,(W + |F|) \le F_{ipm} \le F^*`.
+    * cvxpy (Clarabel, relative tolerance 1e-8) is within about 1e-8 (1 + |F^*|): far inside.
+    * market is this very `vfm.solve` call (schedule clipped to the box, no effect at optimum).
+    * The reference is within its own certified duality gap `g` of :math:`F^*` (below and, as it
+      may be infeasible by its 1e-8 accuracy, a hair above), and `g` is about 1e-8 relative.
+
+    So every backend is within ``TOL * (W + |F|) + |g|`` of the reference; a backend solving a
+    different program (another forecast, budgets, the market's scaling) misses by far more.
+    """
+    return TOL * (reference.market.budgets.sum() + abs(reference.objective)) + abs(reference.duality_gap)
+
+
+def _window_reference(case: JobSet) -> vfm.Equilibrium:
+    states = case.states
+    window = window_market(
+        case.gpus,
+        epochs=states.total_epochs,
+        epochs_done=states.epochs_done,
+        epochs_per_round=DirichletForecaster().epochs_per_round(states, case.rounds, case.round_s),
+        capacity=case.capacity,
+        budgets=case.budgets,
+    )
+    reference = vfm.solve(window.market)
+    assert reference.status == Status.OPTIMAL, reference.message
+    return reference
+
+
+@settings(max_examples=12)
+@given(job_sets(scenarios=(1,), finished=False))
+def test_relaxation_equals_vfm_solve_on_the_window_market(case):
+    assume(not fresh_job_without_progress(case))
+    reference = _window_reference(case)
+    tolerance = _agreement_tolerance(reference)
+    for solver in SOLVERS:
+        result = plan(case.states, case.gpus, case.capacity, solver=solver, **case.kwargs())
+        assert result.solver == solver and result.fairness == "none"
+        assert result.status == Status.OPTIMAL, result.message
+        assert abs(result.relaxed_objective - reference.objective) <= tolerance, (solver, result.relaxed_objective,
+                                                                                   reference.objective)
+
+
+def shockwave_120(rounds: int = 20) -> tuple[JobStates, np.ndarray, float, float]:
+    """The busiest moment of the Shockwave 120-job workload (benchmarks/workloads.py) as job states.
+
+    The observed epochs are the batch sizes of the phase profile's first epochs."""
+    from benchmarks.workloads import busiest_window, load
+
+    workload = load("shockwave_120jobs_32gpus")
+    busy = busiest_window(workload, rounds)
+    jobs = [workload["jobs"][k] for k in busy.jobs]
+    regimes = [{phase["batch_size"]: phase["epoch_s"] for phase in job["phases"]} for job in jobs]
+    observed = [[phase["batch_size"] for phase in job["phases"] for _ in range(phase["epochs"])][: int(done)]
+                for job, done in zip(jobs, busy.epochs_done, strict=True)]
+    states = JobStates.from_lists(busy.epochs.tolist(), regimes, observed, job_ids=[job["id"] for job in jobs])
+    return states, np.array([job["gpus"] for job in jobs]), float(workload["gpus"]), float(workload["round_s"])
+
+
+def test_relaxation_equals_vfm_solve_on_the_shockwave_120_job_window():
+    states, gpus, capacity, round_s = shockwave_120()
+    assert states.n_jobs > 100
+    case = JobSet(states=states, gpus=gpus, capacity=np.full(20, capacity), rounds=20, round_s=round_s,
+                  scenarios=1, seed=0, budgets=np.ones(states.n_jobs))
+    reference = _window_reference(case)
+    tolerance = _agreement_tolerance(reference)
+    for solver in SOLVERS:
+        result = plan(states, gpus, capacity, rounds=20, round_s=round_s, solver=solver)
+        assert result.status == Status.OPTIMAL, result.message
+        assert abs(result.relaxed_objective - reference.objective) <= tolerance, solver
+        assert result.rounded_objective <= result.bound + 1e-7 * (1 + abs(result.bound))
+
+
+# --- 3. the rounded objective never beats the bound -----------------------------------------------------
+
+
+def _bound_tolerance(result) -> float:
+    # saa-ipm and market add a certified gap: the bound holds exactly, up to evaluating the
+    # objective in floating point. cvxpy's optimum is only accurate to its 1e-8 tolerance.
+    return (1e-7 if result.solver == "cvxpy" else 1e-9) * (1 + abs(result.bound))
+
+
+@given(job_sets(), st.sampled_from([None, *SOLVERS]), st.sampled_from([0.0, 0.0, 1e-3]))
+def test_rounded_objective_is_never_above_the_bound(case, solver, efficiency):
+    if efficiency:
+        solver = "cvxpy" if solver is not None else None
+    _plannable(case, solver)
+    result = plan(case.states, case.gpus, case.capacity, solver=solver, efficiency=efficiency, **case.kwargs())
+    assert result.status == Status.OPTIMAL, result.message
+    tolerance = _bound_tolerance(result)
+    assert np.isfinite(result.bound)
+    assert result.relaxed_objective <= result.bound + tolerance
+    assert result.rounded_objective <= result.bound + tolerance
+    assert result.rounding_gap >= -np.expm1(tolerance / result.program.weights.sum())
+    assert result.rounding_gap <= 1.0
+
+
+# --- 5. finish-time fairness and the efficiency term ----------------------------------------------------
+
+
+def _share_and_remaining(case: JobSet) -> tuple[float, np.ndarray]:
+    return min(1.0, float(case.capacity.mean()) / case.states.n_jobs), FORECASTER.remaining_runtime(case.states)
+
+
+@settings(max_examples=25)
+@given(job_sets())
+def test_generous_fair_finish_targets_are_held_as_constraints(case):
+    _plannable(case, "cvxpy")
+    targets = np.full(case.states.n_jobs, 1e9)
+    result = plan(case.states, case.gpus, case.capacity, fair_finish_s=targets, **case.kwargs())
+    assert result.fairness == "constraints"
+    assert result.solver == "cvxpy"
+    assert result.status == Status.OPTIMAL, result.message
+    np.testing.assert_array_equal(result.program.weights, case.budgets)
+    limit = result.program.leftover_limit_s
+    leftover = result.program.remaining_s - case.round_s * result.relaxed.sum(axis=1)
+    assert np.all(leftover <= limit + 1e-6 * (1 + np.abs(limit) + result.program.remaining_s))
+
+
+def test_fair_finish_constraint_binds_and_holds():
+    # Three long jobs on 2 GPUs for 5 rounds. Job 0's target forces it at least 4.5 rounds; without
+    # it the relaxation gives it about 3 (checked), so the constraint is active.
+    states = JobStates.from_lists([40, 30, 20], [{32: 60.0, 64: 30.0}, {8: 50.0}, {16: 100.0}],
+                                  [[32] * 3, [8], [16]])
+    gpus, capacity, rounds, round_s = [1, 2, 1], 2, 5, 120.0
+    free = plan(states, gpus, capacity, rounds=rounds, solver="cvxpy")
+    assert free.relaxed[0].sum() < 4
+    share = min(1.0, capacity / 3)
+    remaining = FORECASTER.remaining_runtime(states)
+    limit = remaining[0] - 4.5 * round_s  # job 0 must run 4.5 rounds
+    target = limit / share + rounds * round_s  # rho_max = 1
+    result = plan(states, gpus, capacity, rounds=rounds, round_s=round_s, fair_finish_s=[target, 1e9, 1e9])
+    assert result.fairness == "constraints" and result.status == Status.OPTIMAL
+    np.testing.assert_allclose(result.program.leftover_limit_s[0], share * (target - rounds * round_s))
+    assert result.relaxed[0].sum() >= 4.5 - 1e-6
+    leftover = result.program.remaining_s - round_s * result.relaxed.sum(axis=1)
+    limit_s = result.program.leftover_limit_s
+    assert np.all(leftover <= limit_s + 1e-6 * (1 + np.abs(limit_s) + result.program.remaining_s))
+    assert result.schedule[0].sum() >= 4  # owed round(4.5...) rounds, served first: the latest job
+
+
+@settings(max_examples=25)
+@given(job_sets(), st.data())
+def test_impossible_fair_finish_targets_are_relaxed_to_priorities(case, data):
+    _plannable(case, None)
+    share, remaining = _share_and_remaining(case)
+    finished = case.states.remaining_epochs == 0
+    # A job that needs more running time than the window holds cannot meet a target of 1 ms:
+    # T_i - W sum_t y_it >= T_i - T W > 0 > share (rho FT - T W).
+    hopeless = ~finished & (remaining > case.rounds * case.round_s)
+    tiny = np.array(data.draw(st.lists(st.booleans(), min_size=case.states.n_jobs, max_size=case.states.n_jobs)))
+    assume((tiny & hopeless).any())
+    targets = np.where(tiny, 1e-3, 1e9)
+    rho_max, exponent = 1.0, 2.0
+    result = plan(case.states, case.gpus, case.capacity, fair_finish_s=targets, rho_max=rho_max,
+                  priority_exponent=exponent, **case.kwargs())
+    assert result.fairness == "relaxed"
+    assert result.program.leftover_limit_s is None
+    assert result.status == Status.OPTIMAL, result.message
+    lateness = np.where(finished, 0.0, remaining / share / targets)
+    late = lateness > rho_max
+    weights = result.program.weights
+    np.testing.assert_array_equal(weights != case.budgets, late)
+    np.testing.assert_allclose(weights[late], case.budgets[late] * lateness[late] ** exponent, rtol=1e-12)
+
+
+@pytest.mark.parametrize("scenarios", [1, 4])
+def test_efficiency_term_is_solved_by_cvxpy(scenarios):
+    states = JobStates.from_lists([10, 12, 8], [{32: 60.0}, {8: 30.0, 16: 20.0}, {64: 90.0}], [[32], [], [64, 64]])
+    result = plan(states, [1, 1, 2], 2, rounds=4, scenarios=scenarios, seed=0, efficiency=0.01)
+    assert result.solver == "cvxpy" and result.status == Status.OPTIMAL
+    assert result.program.efficiency == 0.01
+    plain = plan(states, [1, 1, 2], 2, rounds=4, scenarios=scenarios, seed=0)
+    assert plain.solver == ("market" if scenarios == 1 else "saa-ipm")
+    # The efficiency term only lowers the objective: -k max_i S_i with S_i >= 0.
+    assert result.bound <= plain.bound + 1e-7 * (1 + abs(plain.bound))
+
+
+def test_solvers_that_cannot_solve_the_program_raise():
+    states = JobStates.from_lists([10, 12], [{32: 60.0}, {8: 30.0}])
+    with pytest.raises(UnsupportedMarketError, match="efficiency"):
+        plan(states, [1, 1], 1, rounds=3, efficiency=0.1, solver="saa-ipm")
+    with pytest.raises(UnsupportedMarketError, match="scenarios"):
+        plan(states, [1, 1], 1, rounds=3, scenarios=4, seed=0, solver="market")
+    with pytest.raises(UnsupportedMarketError, match="fairness"):
+        plan(states, [1, 1], 1, rounds=3, fair_finish_s=[1e9, 1e9], solver="saa-ipm")
+    with pytest.raises(UnknownSolverError, match="gurobi"):
+        plan(states, [1, 1], 1, rounds=3, solver="gurobi")
+    assert issubclass(UnsupportedMarketError, ValueError)
+
+
+# --- 6. malformed inputs name the job and the field -----------------------------------------------------
+
+
+def test_validation_error_is_a_value_error():
+    assert issubclass(vfm.errors.ValidationError, ValueError)
+
+
+REGIMES = {32: 60.0, 64: 30.0}
+
+
+@pytest.mark.parametrize(("build", "pattern"), [
+    (lambda: JobStates.from_lists([10, -3], [REGIMES, REGIMES], job_ids=["ok", "neg"]),
+     r"total_epochs\[1\] \(job 1 \(id 'neg'\)\) must be a positive whole number"),
+    (lambda: JobStates.from_lists([10, 2.5], [REGIMES, REGIMES], job_ids=["ok", "half"]),
+     r"total_epochs\[1\] \(job 1 \(id 'half'\)\)"),
+    (lambda: JobStates.from_lists([2, 10], [REGIMES, REGIMES], [[32, 32, 64], []], job_ids=["over", "ok"]),
+     r"observed\[0\] \(job 0 \(id 'over'\)\) lists 3 epochs, more epochs done"),
+    (lambda: JobStates([2], [[2, 1]], [[60.0, 30.0]], np.ones((1, 2), dtype=bool), job_ids=["over"]),
+     r"regime_counts\[0\] \(job 0 \(id 'over'\)\) sums to more epochs"),
+    (lambda: JobStates.from_lists([10, 10], [REGIMES, REGIMES], [[], [32, 128]], job_ids=["ok", "odd"]),
+     r"observed\[1\]\[1\] \(job 1 \(id 'odd'\)\) is batch size 128, which is not in"),
+])
+def test_malformed_job_states_name_the_job_and_field(build, pattern):
+    with pytest.raises(ValueError, match=pattern) as raised:
+        build()
+    assert isinstance(raised.value, ValidationError)
+
+
+STATES = JobStates.from_lists([10, 10, 10], [REGIMES, REGIMES, REGIMES], job_ids=["a", "b", "c"])
+
+
+@pytest.mark.parametrize(("kwargs", "field", "job", "rule"), [
+    ({"gpus": [0, 1, 1]}, "gpus[0]", "a", "positive whole number"),
+    ({"gpus": [1, 1.5, 1]}, "gpus[1]", "b", "positive whole number"),
+    ({"gpus": [1, 8, 1]}, "gpus[1]", "b", "wider"),
+    ({"gpus": [1, 1, 1], "budgets": [1.0, 1.0, -2.0]}, "budgets[2]", "c", "> 0"),
+    ({"gpus": [1, 1, 1], "fair_finish_s": [100.0, 0.0, 100.0]}, "fair_finish_s[1]", "b", "> 0"),
+])
+def test_malformed_plan_arguments_name_the_job_and_field(kwargs, field, job, rule):
+    with pytest.raises(ValueError, match=re.escape(field)) as raised:
+        plan(STATES, capacity=4, rounds=3, **kwargs)
+    message = str(raised.value)
+    assert isinstance(raised.value, ValidationError)
+    assert f"id {job!r}" in message and rule in message, message
+
+
+@pytest.mark.parametrize(("kwargs", "name"), [
+    ({"capacity": [4, -1, 4]}, "capacity[1]"),
+    ({"rounds": 0}, "rounds"),
+    ({"round_s": -5.0}, "round_s"),
+    ({"scenarios": 0}, "scenarios"),
+    ({"rho_max": 0.0}, "rho_max"),
+    ({"efficiency": -1.0}, "efficiency"),
+    ({"budgets": [1.0, 1.0]}, "budgets"),
+])
+def test_malformed_window_arguments_are_named(kwargs, name):
+    arguments = {"capacity": 4, "rounds": 3} | kwargs
+    with pytest.raises(ValidationError, match=re.escape(name)):
+        plan(STATES, [1, 1, 1], **arguments)
+
+
+# --- 7. reproducibility ---------------------------------------------------------------------------------
+
+
+def test_same_seed_same_schedule_with_scenarios():
+    states = JobStates.from_lists(
+        [30, 25, 40, 12, 18],
+        [{32: 60.0, 64: 25.0, 128: 10.0}, {8: 45.0, 16: 90.0}, {32: 30.0, 64: 75.0}, {16: 40.0}, REGIMES],
+        [[32, 64], [], [32] * 5 + [64], [16, 16], [64]],
+    )
+    gpus, capacity = [1, 2, 1, 2, 1], [3, 4, 2, 4]
+    first = plan(states, gpus, capacity, rounds=4, scenarios=4, seed=123)
+    again = plan(states, gpus, capacity, rounds=4, scenarios=4, seed=123)
+    np.testing.assert_array_equal(first.schedule, again.schedule)
+    np.testing.assert_array_equal(first.relaxed, again.relaxed)
+    np.testing.assert_array_equal(first.program.progress, again.program.progress)
+    generator = plan(states, gpus, capacity, rounds=4, scenarios=4, seed=np.random.default_rng(123))
+    np.testing.assert_array_equal(first.program.progress, generator.program.progress)
+    other = plan(states, gpus, capacity, rounds=4, scenarios=4, seed=124)
+    assert not np.array_equal(first.program.progress, other.program.progress)  # the seed matters
+
+
+# --- library bugs (strict xfail: each fails today; see the reasons) --------------------------------------
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "BUG: plan's 'market' backend (the default for S = 1) passes finished jobs to window_market, "
+    "which rejects them: _solve_market selects jobs by program.fits (gang <= capacity only), not by "
+    "remaining epochs, although plan's docstring keeps finished jobs in place"))
+@pytest.mark.parametrize("solver", [None, "market"])
+def test_market_solver_keeps_finished_jobs(solver):
+    states = JobStates.from_lists([2, 3], [{32: 30.0}, {8: 10.0}], [[32, 32], [8]], job_ids=["done", "busy"])
+    result = plan(states, [1, 1], 1, rounds=3, solver=solver)
+    assert not result.schedule[0].any()
+    reference = plan(states, [1, 1], 1, rounds=3, solver="saa-ipm")
+    assert result.relaxed_objective == pytest.approx(reference.relaxed_objective, rel=1e-5, abs=1e-5)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "BUG: a fresh job whose gang fits only a later round than the one in which its point forecast "
+    "finishes it gets progress 0 in every round it fits; plan raises ValidationError ('cannot "
+    "progress') for this valid input (gang <= the largest capacity), though running it in round 1 "
+    "would finish it"))
+def test_fresh_job_that_fits_only_later_rounds_is_planned():
+    states = JobStates.from_lists([1, 5], [{32: 30.0}, {8: 100.0}])
+    result = plan(states, [4, 1], [1, 4], rounds=2)
+    assert result.schedule[0, 1]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "BUG: with S > 1, plan's fallback for a fresh job that completes no epoch in a scenario checks "
+    "all rounds, not the rounds its gang fits; a scenario whose epochs all fall in rounds the gang "
+    "does not fit keeps log utility -inf: the bound is -inf, rounding_gap NaN, the solver fails"))
+@pytest.mark.parametrize("solver", ["saa-ipm", "cvxpy"])
+def test_fresh_job_that_fits_only_later_rounds_with_scenarios(solver):
+    # Job x: one epoch of 30 s or 200 s; 4 GPUs only in round 1. Seed 0 draws both cases.
+    states = JobStates.from_lists([1, 3], [{32: 30.0, 64: 200.0}, {8: 50.0}], job_ids=["x", "y"])
+    epochs = FORECASTER.sample_epochs_per_round(states, 2, 120.0, 4, seed=0)
+    assert (epochs[:, 0, 1] == 0).any() and (epochs[:, 0, 1] > 0).any()
+    result = plan(states, [4, 1], [1, 4], rounds=2, scenarios=4, seed=0, solver=solver)
+    assert result.status == Status.OPTIMAL, result.message
+    assert np.isfinite(result.bound) and 0 <= result.rounding_gap <= 1
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "BUG: with efficiency > 0 and FTF targets that a job misses by rho ~ 10, the priority weights "
+    "lateness**priority_exponent (~1e10) reach solve_saa_cvxpy unscaled and Clarabel fails "
+    "(status error/unbounded); the Plan then has relaxed = 0 and a bound below its own rounded objective"))
+def test_relaxed_fairness_with_efficiency_is_solved():
+    states = JobStates.from_lists([40, 30, 20], [{32: 60.0, 64: 30.0}, {8: 50.0}, {16: 100.0}],
+                                  [[32] * 3, [8], [16]])
+    share = min(1.0, 2 / 3)
+    target = FORECASTER.remaining_runtime(states)[0] / share / 10.0  # lateness 10
+    result = plan(states, [1, 2, 1], 2, rounds=5, fair_finish_s=[target, 1e9, 1e9], efficiency=0.01)
+    assert result.fairness == "relaxed" and result.solver == "cvxpy"
+    assert result.status == Status.OPTIMAL, result.message
+    assert result.rounded_objective <= result.bound + 1e-7 * (1 + abs(result.bound))
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "BUG (round_schedule): two jobs owed every round they have left are ordered by planned fraction, "
+    "so a fresh 4-GPU job owed 2 rounds never fits beside a 1-GPU job owed all 3: it gets no round, "
+    "its utility is 0 and the rounded objective -inf (rounding_gap 1), though giving it one round "
+    "is finite; see test_rounding.py"))
+def test_rounding_keeps_fresh_jobs_planned_time_finite():
+    states = JobStates.from_lists([22, 6], [{32: 124.0}, {32: 102.0}])
+    result = plan(states, [1, 4], 4, rounds=3, solver="saa-ipm")
+    assert result.relaxed[1].sum() > 2  # the relaxation plans it 2.25 rounds
+    assert np.isfinite(result.rounded_objective)
