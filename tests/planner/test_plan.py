@@ -7,7 +7,7 @@ import re
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, given, reject, settings
 from hypothesis import strategies as st
 
 import vfm
@@ -28,6 +28,26 @@ def _resolves_to_market(case: JobSet, solver: str | None) -> bool:
     return case.scenarios == 1 and solver in (None, "market")
 
 
+def _plan(case: JobSet, **kwargs):
+    """`plan` on a random job set; the examples where saa-ipm raises LinAlgError (the xfail test
+    test_saa_ipm_does_not_raise_on_a_degenerate_window below) are left out."""
+    try:
+        return plan(case.states, case.gpus, case.capacity, **case.kwargs(), **kwargs)
+    except np.linalg.LinAlgError:
+        reject()
+
+
+def _certified(result) -> bool:
+    """Whether `result.bound` is certified: an optimal solve, or saa-ipm stopped early, whose gap still
+    bounds the optimum (it stalls short of its tolerance at times: test_saa_ipm.py, the xfail tests).
+
+    Clarabel ends 'optimal_inaccurate' on rare random windows (about 1 in 400 in the deep profile);
+    Plan documents that only `Status.OPTIMAL` certifies the bound, so those examples are left out."""
+    if result.solver == "cvxpy" and result.status == Status.INACCURATE:
+        reject()
+    return result.status == Status.OPTIMAL or (result.solver == "saa-ipm" and result.status == Status.INACCURATE)
+
+
 def _plannable(case: JobSet, solver: str | None) -> None:
     """Leave out the inputs that hit the library bugs of the xfail tests below."""
     finished = case.states.remaining_epochs == 0
@@ -43,10 +63,9 @@ def _plannable(case: JobSet, solver: str | None) -> None:
 @given(job_sets(), st.sampled_from([None, *SOLVERS]))
 def test_schedule_is_whole_gangs_within_capacity(case, solver):
     _plannable(case, solver)
-    result = plan(case.states, case.gpus, case.capacity, solver=solver, **case.kwargs())
+    result = _plan(case, solver=solver)
     schedule = result.schedule
     n = case.states.n_jobs
-    assert result.status == Status.OPTIMAL, result.message
     # Boolean: a job runs the whole round on all its GPUs or not at all.
     assert schedule.dtype == np.bool_ and schedule.shape == (n, case.rounds)
     for t in range(case.rounds):
@@ -55,12 +74,14 @@ def test_schedule_is_whole_gangs_within_capacity(case, solver):
     assert not schedule[too_wide].any()
     finished = case.states.remaining_epochs == 0
     assert not schedule[finished].any()
-    assert not result.relaxed[finished].any()
+    if result.solver != "cvxpy":  # test_cvxpy_relaxation_gives_finished_jobs_no_time
+        assert not result.relaxed[finished].any()
     for t in range(case.rounds):
         assert result.jobs_in_round(t) == [int(i) for i in np.flatnonzero(schedule[:, t])]
     # The relaxation is a schedule too: in the box, zero where the gang does not fit.
     assert np.all((result.relaxed >= 0) & (result.relaxed <= 1))
     assert not result.relaxed[too_wide].any()
+    assert np.all(case.gpus @ result.relaxed <= case.capacity * (1 + 1e-7))
 
 
 # --- 2. S = 1 without options: the relaxation is `vfm.solve` on the window market ------------------------
@@ -107,11 +128,13 @@ def test_relaxation_equals_vfm_solve_on_the_window_market(case):
     reference = _window_reference(case)
     tolerance = _agreement_tolerance(reference)
     for solver in SOLVERS:
-        result = plan(case.states, case.gpus, case.capacity, solver=solver, **case.kwargs())
+        result = _plan(case, solver=solver)
         assert result.solver == solver and result.fairness == "none"
-        assert result.status == Status.OPTIMAL, result.message
-        assert abs(result.relaxed_objective - reference.objective) <= tolerance, (solver, result.relaxed_objective,
-                                                                                   reference.objective)
+        assert _certified(result), result.message
+        # If saa-ipm stopped short of its tolerance (a known bug), its own certified gap still holds.
+        allowed = max(tolerance, result.bound - result.relaxed_objective + abs(reference.duality_gap))
+        assert abs(result.relaxed_objective - reference.objective) <= allowed, (solver, result.relaxed_objective,
+                                                                                 reference.objective)
 
 
 def shockwave_120(rounds: int = 20) -> tuple[JobStates, np.ndarray, float, float]:
@@ -149,8 +172,11 @@ def test_relaxation_equals_vfm_solve_on_the_shockwave_120_job_window():
 
 def _bound_tolerance(result) -> float:
     # saa-ipm and market add a certified gap: the bound holds exactly, up to evaluating the
-    # objective in floating point. cvxpy's optimum is only accurate to its 1e-8 tolerance.
-    return (1e-7 if result.solver == "cvxpy" else 1e-9) * (1 + abs(result.bound))
+    # objective in floating point. cvxpy's optimum is only accurate to its 1e-8 tolerance: allow
+    # 1e-7; with the efficiency term it is off by more (test_cvxpy_bound_with_efficiency_is_accurate).
+    if result.solver != "cvxpy":
+        return 1e-9 * (1 + abs(result.bound))
+    return (1e-6 if result.program.efficiency else 1e-7) * (1 + abs(result.bound))
 
 
 @given(job_sets(), st.sampled_from([None, *SOLVERS]), st.sampled_from([0.0, 0.0, 1e-3]))
@@ -158,8 +184,8 @@ def test_rounded_objective_is_never_above_the_bound(case, solver, efficiency):
     if efficiency:
         solver = "cvxpy" if solver is not None else None
     _plannable(case, solver)
-    result = plan(case.states, case.gpus, case.capacity, solver=solver, efficiency=efficiency, **case.kwargs())
-    assert result.status == Status.OPTIMAL, result.message
+    result = _plan(case, solver=solver, efficiency=efficiency)
+    assert _certified(result), result.message
     tolerance = _bound_tolerance(result)
     assert np.isfinite(result.bound)
     assert result.relaxed_objective <= result.bound + tolerance
@@ -180,10 +206,10 @@ def _share_and_remaining(case: JobSet) -> tuple[float, np.ndarray]:
 def test_generous_fair_finish_targets_are_held_as_constraints(case):
     _plannable(case, "cvxpy")
     targets = np.full(case.states.n_jobs, 1e9)
-    result = plan(case.states, case.gpus, case.capacity, fair_finish_s=targets, **case.kwargs())
+    result = _plan(case, fair_finish_s=targets)
     assert result.fairness == "constraints"
     assert result.solver == "cvxpy"
-    assert result.status == Status.OPTIMAL, result.message
+    assert _certified(result), result.message
     np.testing.assert_array_equal(result.program.weights, case.budgets)
     limit = result.program.leftover_limit_s
     leftover = result.program.remaining_s - case.round_s * result.relaxed.sum(axis=1)
@@ -225,11 +251,10 @@ def test_impossible_fair_finish_targets_are_relaxed_to_priorities(case, data):
     assume((tiny & hopeless).any())
     targets = np.where(tiny, 1e-3, 1e9)
     rho_max, exponent = 1.0, 2.0
-    result = plan(case.states, case.gpus, case.capacity, fair_finish_s=targets, rho_max=rho_max,
-                  priority_exponent=exponent, **case.kwargs())
+    result = _plan(case, fair_finish_s=targets, rho_max=rho_max, priority_exponent=exponent)
     assert result.fairness == "relaxed"
     assert result.program.leftover_limit_s is None
-    assert result.status == Status.OPTIMAL, result.message
+    assert _certified(result), result.message
     lateness = np.where(finished, 0.0, remaining / share / targets)
     late = lateness > rho_max
     weights = result.program.weights
@@ -411,3 +436,54 @@ def test_rounding_keeps_fresh_jobs_planned_time_finite():
     result = plan(states, [1, 4], 4, rounds=3, solver="saa-ipm")
     assert result.relaxed[1].sum() > 2  # the relaxation plans it 2.25 rounds
     assert np.isfinite(result.rounded_objective)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "BUG (minor): solve_saa_cvxpy masks its schedule by program.fits only, so a job that can make no "
+    "progress (a finished job, zero forecast) gets arbitrary relaxed time wherever capacity is slack "
+    "(Clarabel's analytic centre, e.g. 0.43 of the round); saa-ipm and market give it 0. Plan.relaxed "
+    "(the warm start and what the rounding's owed rounds are counted from) then shows finished jobs running"))
+def test_cvxpy_relaxation_gives_finished_jobs_no_time():
+    states = JobStates.from_lists([1, 4], [{8: 1.0}, {8: 30.0}], [[8], []])
+    result = plan(states, [1, 1], 2, rounds=2, round_s=60.0, solver="cvxpy")
+    assert result.status == Status.OPTIMAL
+    np.testing.assert_array_equal(result.relaxed[0], 0.0)
+
+
+@pytest.mark.xfail(strict=True, raises=np.linalg.LinAlgError, reason=(
+    "BUG: saa-ipm raises numpy.linalg.LinAlgError ('Matrix is not positive definite', from the "
+    "Cholesky of the Schur complement in _newton_system) out of plan() instead of returning a status: "
+    "10 one-GPU jobs on 1 GPU for 4 rounds, seven fresh one-epoch jobs, two long jobs whose forecasts "
+    "are flat over the rounds (non-unique optimum, singular Newton system). Found by the deep hypothesis "
+    "profile; being a rounding-error effect it may depend on the BLAS"))
+def test_saa_ipm_does_not_raise_on_a_degenerate_window():
+    one = {8: 1.0}
+    states = JobStates.from_lists(
+        [1, 1, 1, 2, 3, 1, 1, 1, 1, 1],
+        [one, one, one, {8: 1.0, 16: 1.0, 32: 1.0}, {8: 1.0, 16: 239.0, 32: 1.0}, one, {8: 356.0}, one, one, one],
+        [[], [], [], [8, 8], [], [], [], [], [], []],
+    )
+    budgets = [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.5, 1.0, 1.0, 0.5]
+    result = plan(states, [1] * 10, 1, rounds=4, round_s=60.0, budgets=budgets, solver="saa-ipm")
+    assert result.status in (Status.OPTIMAL, Status.INACCURATE)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "BUG: with the efficiency term, solve_saa_cvxpy's optimum (Plan.bound for solver 'cvxpy') is "
+    "1.5e-7 relative below the true optimum, so the rounded schedule beats the 'bound'; Plan "
+    "documents it as accurate to Clarabel's 1e-8. Clarabel judges its gap on the unscaled conic "
+    "model (leftover seconds times k next to log utilities); tighter Clarabel tolerances fix it"))
+def test_cvxpy_bound_with_efficiency_is_accurate():
+    # Found by hypothesis (deep profile) in test_rounded_objective_is_never_above_the_bound.
+    states = JobStates.from_lists(
+        [50, 1, 6, 36, 45],
+        [{128: 75.98754184, 32: 582.02378386, 256: 327.33296951}, {8: 120.0}, {8: 547.94677284},
+         {128: 557.66920289, 8: 425.74053079, 32: 573.63099361}, {128: 1.0}],
+        [[128] * 12 + [32] * 11 + [256] * 11, [8], [8, 8], [128] * 3 + [8] * 2 + [32], [128] * 12],
+    )
+    budgets = [3.94315652, 5.64480096, 5.44396952, 0.5, 6.2871907]
+    result = plan(states, [4, 3, 1, 1, 1], [13, 7, 1, 11, 14], rounds=5, round_s=300.0, budgets=budgets,
+                  efficiency=0.001)
+    assert result.solver == "cvxpy" and result.status == Status.OPTIMAL
+    # The documented 1e-8 accuracy, with a factor 10 of margin.
+    assert result.rounded_objective <= result.bound + 1e-7 * (1 + abs(result.bound))

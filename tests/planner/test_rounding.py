@@ -28,7 +28,7 @@ def fractional_inputs(draw, ample: bool = False):
     else:
         capacity = draw(arrays(np.int64, rounds, elements=st.integers(0, 16)))
     remaining_s = draw(arrays(np.float64, n, elements=st.sampled_from([0.0, 60.0, 120.0, 500.0, 1e5])
-                              | st.floats(0.0, 2000.0, allow_nan=False)))
+                              | st.floats(0.0, 2000.0, allow_nan=False, allow_subnormal=False)))
     lateness = draw(st.none() | arrays(np.float64, n, elements=st.floats(0.0, 10.0, allow_nan=False)))
     base = draw(st.none() | arrays(np.float64, n, elements=st.sampled_from([0.0, 0.3])))
     useful = draw(st.none() | arrays(np.bool_, (n, rounds)))

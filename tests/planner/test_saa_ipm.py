@@ -1,0 +1,187 @@
+"""`vfm.planner.saa_ipm`: feasible iterates, a certified gap that really bounds the optimum, agreement
+with the CVXPY reference (`vfm.planner.saa_cvxpy`), warm starts."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+from vfm.equilibrium import Status
+from vfm.planner import PlanningProgram
+from vfm.planner.saa_cvxpy import solve_saa_cvxpy
+from vfm.planner.saa_ipm import solve_saa_ipm
+
+from .strategies import programs
+
+
+def _feasible(program: PlanningProgram, schedule: np.ndarray) -> np.ndarray:
+    """`schedule` clipped to the box and each overfull round scaled down into its capacity.
+
+    CVXPY's interior-point answer may sit up to its 1e-8 tolerance outside the feasible set, where
+    the objective can exceed the optimum by about as much; the projected point is feasible, so its
+    objective is at most the optimum and the certified bound must hold for it exactly."""
+    y = np.clip(schedule, 0.0, 1.0) * program.fits
+    load = program.gpus @ y
+    return y * np.minimum(1.0, program.capacity / np.maximum(load, 1e-300))[None, :]
+
+
+def _check_ipm_solution(program: PlanningProgram, solution, tol: float) -> float:
+    """What saa-ipm certifies whatever its status: a feasible schedule and a finite gap >= 0; and,
+    when it reports `OPTIMAL`, a gap within `tol`. Returns the schedule's objective."""
+    assert solution.status in (Status.OPTIMAL, Status.INACCURATE), solution.message
+    y = solution.schedule
+    assert np.all((y >= 0) & (y <= 1)) and not y[~program.fits].any()
+    assert program.capacity_excess(y) <= 1e-9 * program.capacity.max()
+    assert np.all(solution.prices >= 0)
+    objective = program.objective(y)
+    assert np.isfinite(objective) and np.isfinite(solution.gap) and solution.gap >= 0
+    if solution.status == Status.OPTIMAL:
+        # tol relative to 1 + |F| in the objective scaled to budgets summing to 1.
+        assert solution.gap <= tol * (program.weights.sum() + abs(objective)) * (1 + 1e-12)
+    return objective
+
+
+def _agreement(program: PlanningProgram) -> None:
+    ipm = solve_saa_ipm(program)
+    ipm_objective = _check_ipm_solution(program, ipm, tol=1e-8)
+    cvx = solve_saa_cvxpy(program)
+    assert cvx.status == Status.OPTIMAL, cvx.message
+    scale = 1 + abs(ipm_objective)
+    # Both solve the same program: the objectives agree within the certified gap plus CVXPY's
+    # own (uncertified) accuracy, 1e-7 relative with margin over Clarabel's 1e-8. The gap is
+    # small when saa-ipm converged (checked above); it still bounds the optimum when saa-ipm
+    # stopped early (Status.INACCURATE), which test_stalls_on_fresh_jobs_sharing_a_round shows.
+    assert abs(program.objective(cvx.schedule) - ipm_objective) <= ipm.gap + 1e-7 * scale
+    # The certified gap really bounds the optimum: no feasible schedule (here CVXPY's, made
+    # exactly feasible) beats the IPM's objective by more than the gap.
+    assert program.objective(_feasible(program, cvx.schedule)) <= ipm_objective + ipm.gap + 1e-9 * scale
+
+
+@settings(max_examples=20)
+@given(programs(scenarios=1))
+def test_agrees_with_cvxpy_one_scenario(program):
+    _agreement(program)
+
+
+@settings(max_examples=20)
+@given(programs(scenarios=3))
+def test_agrees_with_cvxpy_three_scenarios(program):
+    _agreement(program)
+
+
+@settings(max_examples=20)
+@given(programs(scenarios=8))
+def test_agrees_with_cvxpy_eight_scenarios(program):
+    _agreement(program)
+
+
+@settings(max_examples=25)
+@given(programs(scenarios=4))
+def test_loose_gap_still_bounds_the_optimum(program):
+    # At a loose tolerance the iterate is far from optimal, but its gap still bounds the optimum.
+    loose = solve_saa_ipm(program, tol=1e-3)
+    objective = _check_ipm_solution(program, loose, tol=1e-3)
+    tight = solve_saa_ipm(program, tol=1e-10)
+    tight_objective = _check_ipm_solution(program, tight, tol=1e-10)
+    assert tight_objective <= objective + loose.gap + 1e-12 * (1 + abs(objective))
+    assert objective <= tight_objective + tight.gap + 1e-12 * (1 + abs(objective))
+
+
+@settings(max_examples=25)
+@given(programs(scenarios=2))
+def test_warm_start_reaches_the_same_optimum(program):
+    cold = solve_saa_ipm(program, tol=1e-6)
+    cold_objective = _check_ipm_solution(program, cold, tol=1e-6)
+    rng = np.random.default_rng(0)
+    for start in (cold.schedule, np.roll(cold.schedule, -1, axis=1), rng.random(cold.schedule.shape)):
+        warm = solve_saa_ipm(program, tol=1e-6, warm_start=start)
+        warm_objective = _check_ipm_solution(program, warm, tol=1e-6)
+        # Each is within its own gap below the optimum.
+        assert warm_objective <= cold_objective + cold.gap + 1e-12 * (1 + abs(cold_objective))
+        assert cold_objective <= warm_objective + warm.gap + 1e-12 * (1 + abs(cold_objective))
+
+
+@settings(max_examples=25)
+@given(programs(scenarios=3))
+def test_invariant_to_the_scale_of_the_budgets(program):
+    # saa-ipm normalizes the budgets to sum to 1: scaling them by a power of two (exact in floating
+    # point) gives the very same iterates; the gap and prices scale with them.
+    base = solve_saa_ipm(program)
+    factor = 2.0**20
+    scaled = solve_saa_ipm(replace(program, weights=program.weights * factor))
+    assert scaled.status == base.status and scaled.iterations == base.iterations
+    np.testing.assert_array_equal(scaled.schedule, base.schedule)
+    assert scaled.gap == pytest.approx(factor * base.gap, rel=1e-12)
+    np.testing.assert_allclose(scaled.prices, factor * base.prices, rtol=1e-12)
+
+
+def test_one_job_takes_every_round_it_fits():
+    # One job alone: log utility increases in every y_it, so the optimum is y = 1 where it fits.
+    program = PlanningProgram(
+        progress=np.array([[[0.1, 0.2, 0.0, 0.3]]]), base=np.array([0.2]), weights=np.array([2.0]),
+        gpus=np.array([3.0]), capacity=np.array([4.0, 2.0, 4.0, 8.0]), round_s=60.0, remaining_s=np.array([1e3]),
+    )
+    solution = solve_saa_ipm(program)
+    assert solution.status == Status.OPTIMAL
+    np.testing.assert_allclose(solution.schedule[0], [1.0, 0.0, 0.0, 1.0], atol=1e-5)
+    assert program.objective(solution.schedule) == pytest.approx(2.0 * np.log(0.6), abs=solution.gap + 1e-12)
+
+
+def test_identical_jobs_get_equal_progress():
+    # Two identical 1-GPU jobs on 1 GPU. Each job's utility depends on v_i = a . y_i only, so the
+    # concave objective is maximized at v_1 = v_2 = (0.1 + 0.2 + 0.3) / 2 with every round full:
+    # utilities 0.1 + 0.3 and 0.1 + 0.15 in the two scenarios, objective log(0.4) + log(0.25).
+    progress = np.tile(np.array([0.1, 0.2, 0.3]), (2, 2, 1))  # (S=2, n=2, T=3)
+    progress[1] *= 0.5
+    program = PlanningProgram(progress=progress, base=np.array([0.1, 0.1]), weights=np.ones(2), gpus=np.ones(2),
+                              capacity=np.ones(3), round_s=120.0, remaining_s=np.full(2, 1e3))
+    solution = solve_saa_ipm(program, tol=1e-6)  # its default, 1e-8, fails: see the xfail below
+    assert solution.status == Status.OPTIMAL
+    np.testing.assert_allclose(solution.schedule @ [0.1, 0.2, 0.3], [0.3, 0.3], atol=1e-4)
+    assert program.objective(solution.schedule) == pytest.approx(np.log(0.4) + np.log(0.25),
+                                                                 abs=solution.gap + 1e-12)
+    assert program.objective(solution.schedule) <= np.log(0.4) + np.log(0.25)
+
+
+# --- library bugs (strict xfail) ------------------------------------------------------------------------
+
+# Four 1-GPU jobs share one round of one GPU; jobs 1-3 have no progress yet (found by hypothesis).
+STALLING = PlanningProgram(
+    progress=np.array([[[0.08272061], [0.48009469], [0.62522517], [0.54189544]]]),
+    base=np.array([0.77447402, 0.0, 0.0, 0.0]),
+    weights=np.array([0.38036474, 1.33040444, 6.73918171, 6.50717616]),
+    gpus=np.ones(4), capacity=np.ones(1), round_s=120.0, remaining_s=np.full(4, 1000.0),
+)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "BUG: saa-ipm takes full Newton steps (0.99 to the boundary) with no line search on the "
+    "nonlinear log objective; on this 4-job, 1-round program the 3rd step makes the dual residual "
+    "jump from 1.2 to 37, the stall guard (gap > 10x best) stops it, and it returns "
+    "optimal_inaccurate at a certified relative gap of 0.66 (objective -23.1, optimum -21.86), "
+    "whatever tol (1e-3, 1e-5 or 1e-8). plan(..., scenarios > 1) uses saa-ipm by default"))
+@pytest.mark.parametrize("tol", [1e-3, 1e-5, 1e-8])
+def test_stalls_on_fresh_jobs_sharing_a_round(tol):
+    solution = solve_saa_ipm(STALLING, tol=tol)
+    reference = solve_saa_cvxpy(STALLING)
+    # Its certificate is honest (the gap bounds the optimum) but the answer is far from optimal.
+    objective = STALLING.objective(solution.schedule)
+    assert STALLING.objective(reference.schedule) <= objective + solution.gap
+    assert solution.status == Status.OPTIMAL, solution.message
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "BUG: saa-ipm's default tol=1e-8 is not reached on a 2-job, 3-round program whose optimum is "
+    "not unique (identical jobs): at relative gap 2.2e-7 a Newton step makes the dual residual "
+    "jump to 0.33 and the stall guard stops it; on random one-scenario programs (strategies.programs) "
+    "about 1 in 6 ends optimal_inaccurate at relative gaps 1e-8..5e-6"))
+def test_identical_jobs_reach_the_default_tolerance():
+    progress = np.tile(np.array([0.1, 0.2, 0.3]), (2, 2, 1))
+    progress[1] *= 0.5
+    program = PlanningProgram(progress=progress, base=np.array([0.1, 0.1]), weights=np.ones(2), gpus=np.ones(2),
+                              capacity=np.ones(3), round_s=120.0, remaining_s=np.full(2, 1e3))
+    solution = solve_saa_ipm(program)
+    assert solution.status == Status.OPTIMAL, solution.message
