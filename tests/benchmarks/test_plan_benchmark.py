@@ -1,0 +1,46 @@
+"""Smoke test of benchmarks/plan.py: the 120-job workload, one run per S (no timing assertions)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from benchmarks.plan import SIZES, busiest_states, main
+
+REQUIRED = {"jobs", "gpus", "scenarios", "median_s", "max_s", "rounding_gap"}
+
+
+def test_busiest_states_of_the_120_job_workload() -> None:
+    states, gpus, capacity = busiest_states(SIZES[120])
+    assert capacity == 32
+    assert 0 < states.n_jobs <= 120
+    assert gpus.shape == (states.n_jobs,)
+    assert (gpus >= 1).all() and (gpus <= capacity).all()
+    # Every active job has epochs left (at most its total minus one done).
+    assert (states.remaining_epochs >= 1).all()
+
+
+def test_main_on_the_120_job_workload(tmp_path, capsys) -> None:
+    main(["--sizes", "120", "--runs", "1", "--out", str(tmp_path)])
+    rows = json.loads((tmp_path / "plan.json").read_text())
+    assert isinstance(rows, list)
+    assert sorted(row["scenarios"] for row in rows) == [1, 16]
+    for row in rows:
+        assert REQUIRED <= row.keys()
+        assert row["jobs"] > 0 and row["gpus"] == 32
+        assert row["scenarios"] in {1, 16}
+        assert row["runs"] == 1
+        assert 0 < row["min_s"] <= row["median_s"] <= row["max_s"]
+        assert all(math.isfinite(v) and v >= 0 for v in row["components_s"].values())
+        assert 0 <= row["rounding_gap"] <= row["rounding_gap_max"] < 1
+        assert row["statuses"] == ["optimal"]
+        assert row["solver"]
+    assert "median ms" in capsys.readouterr().out
+
+
+def test_main_rejects_unknown_sizes(tmp_path) -> None:
+    with pytest.raises(SystemExit):
+        main(["--sizes", "121", "--out", str(tmp_path)])
+    assert not (tmp_path / "plan.json").exists()
