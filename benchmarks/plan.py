@@ -57,6 +57,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.solve import _jsonable
 from benchmarks.workloads import busiest_moment, epochs_after, job_table, load
 from vfm.forecast import JobStates
 from vfm.planner.plan import plan
@@ -146,19 +147,6 @@ def evaluate_targets(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         targets.append({"what": f"S={row['scenarios']} rounding gap", "value": gap, "limit": TARGET_ROUNDING_GAP,
                         "unit": "", "met": gap is not None and gap <= TARGET_ROUNDING_GAP})
     return targets
-
-
-def _jsonable(value: Any) -> Any:
-    """Floats that are not finite become null (JSON has no inf or nan); private keys are dropped."""
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items() if not str(k).startswith("_")}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, float | np.floating):
-        return float(value) if math.isfinite(value) else None
-    if isinstance(value, np.integer):
-        return int(value)
-    return value
 
 
 def _ms(seconds: float | None) -> str:
