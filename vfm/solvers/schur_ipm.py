@@ -62,6 +62,11 @@ _WARM_MU = 0.1
 _CG_TOLERANCE = 1e-10
 #: A merit this many times the best seen so far means the Newton systems have run out of digits.
 _STALL_FACTOR = 10.0
+#: Added to the diagonal of M in the Woodbury inverse only (H itself is applied exactly). When a
+#: buyer is indifferent between goods (e.g. its utility cap binds), the bound curvatures of its
+#: interior entries fall towards 0 and the exact inverse loses every digit; the regularized one
+#: stays a good preconditioner for the conjugate gradients, which remove its bias.
+_PRECONDITIONER_REGULARIZATION = 1e-8
 
 Blocks = tuple[np.ndarray, ...]
 
@@ -173,7 +178,7 @@ class _NewtonSystem:
     @classmethod
     def build(cls, system: _Inequalities, scaling: Blocks, curvature: np.ndarray) -> _NewtonSystem:
         a, active = system.utility, system.active
-        delta = scaling[1] + scaling[2]
+        delta = scaling[1] + scaling[2] + _PRECONDITIONER_REGULARIZATION
         rho = curvature + scaling[3]
         inv_delta = np.where(active, 1.0 / np.where(active, delta, 1.0), 0.0)
         term = a * a * inv_delta
@@ -221,9 +226,10 @@ class _NewtonSystem:
         """H^{-1} rhs by conjugate gradients preconditioned with the Woodbury inverse.
 
         H itself stays well conditioned near the solution, but M does not (its diagonal spans
-        1/mu to mu), so the Woodbury inverse, exact in exact arithmetic, can lose most of its
-        digits in the last iterations. As a preconditioner it still clusters H's spectrum, and
-        a few CG steps against H applied from its definition recover the lost accuracy.
+        1/mu to mu), so the Woodbury inverse can lose most of its digits in the last iterations;
+        it is built from M plus `_PRECONDITIONER_REGULARIZATION` on the diagonal, which keeps it
+        a good preconditioner, and a few CG steps against H applied from its definition remove
+        both the regularization's bias and the rounding.
         """
         solution = self._woodbury(rhs)
         if not refine:
