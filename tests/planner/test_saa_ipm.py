@@ -53,7 +53,7 @@ def _agreement(program: PlanningProgram) -> None:
     # Both solve the same program: the objectives agree within the certified gap plus CVXPY's
     # own (uncertified) accuracy, 1e-7 relative with margin over Clarabel's 1e-8. The gap is
     # small when saa-ipm converged (checked above); it still bounds the optimum when saa-ipm
-    # stopped early (Status.INACCURATE), which test_stalls_on_fresh_jobs_sharing_a_round shows.
+    # stopped early (Status.INACCURATE).
     assert abs(program.objective(cvx.schedule) - ipm_objective) <= ipm.gap + 1e-7 * scale
     # The certified gap really bounds the optimum: no feasible schedule (here CVXPY's, made
     # exactly feasible) beats the IPM's objective by more than the gap.
@@ -138,7 +138,7 @@ def test_identical_jobs_get_equal_progress():
     progress[1] *= 0.5
     program = PlanningProgram(progress=progress, base=np.array([0.1, 0.1]), weights=np.ones(2), gpus=np.ones(2),
                               capacity=np.ones(3), round_s=120.0, remaining_s=np.full(2, 1e3))
-    solution = solve_saa_ipm(program, tol=1e-6)  # its default, 1e-8, fails: see the xfail below
+    solution = solve_saa_ipm(program, tol=1e-6)
     assert solution.status == Status.OPTIMAL
     np.testing.assert_allclose(solution.schedule @ [0.1, 0.2, 0.3], [0.3, 0.3], atol=1e-4)
     assert program.objective(solution.schedule) == pytest.approx(np.log(0.4) + np.log(0.25),
@@ -146,7 +146,7 @@ def test_identical_jobs_get_equal_progress():
     assert program.objective(solution.schedule) <= np.log(0.4) + np.log(0.25)
 
 
-# --- library bugs (strict xfail) ------------------------------------------------------------------------
+# --- former library bugs (regression tests) ---------------------------------------------------------------
 
 # Four 1-GPU jobs share one round of one GPU; jobs 1-3 have no progress yet (found by hypothesis).
 STALLING = PlanningProgram(
@@ -157,27 +157,22 @@ STALLING = PlanningProgram(
 )
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: saa-ipm takes full Newton steps (0.99 to the boundary) with no line search on the "
-    "nonlinear log objective; on this 4-job, 1-round program the 3rd step makes the dual residual "
-    "jump from 1.2 to 37, the stall guard (gap > 10x best) stops it, and it returns "
-    "optimal_inaccurate at a certified relative gap of 0.66 (objective -23.1, optimum -21.86), "
-    "whatever tol (1e-3, 1e-5 or 1e-8). plan(..., scenarios > 1) uses saa-ipm by default"))
+# Regression test: saa-ipm used to take full Newton steps (0.99 to the boundary) with no line search;
+# here the 3rd step made the dual residual jump from 1.2 to 37 and it stopped at a certified relative
+# gap of 0.66 (objective -23.1, optimum -21.86) whatever tol. The merit line search fixed it.
 @pytest.mark.parametrize("tol", [1e-3, 1e-5, 1e-8])
-def test_stalls_on_fresh_jobs_sharing_a_round(tol):
+def test_converges_on_fresh_jobs_sharing_a_round(tol):
     solution = solve_saa_ipm(STALLING, tol=tol)
     reference = solve_saa_cvxpy(STALLING)
-    # Its certificate is honest (the gap bounds the optimum) but the answer is far from optimal.
+    # Its certificate is honest (the gap bounds the optimum) and within tol.
     objective = STALLING.objective(solution.schedule)
     assert STALLING.objective(reference.schedule) <= objective + solution.gap
     assert solution.status == Status.OPTIMAL, solution.message
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: saa-ipm's default tol=1e-8 is not reached on a 2-job, 3-round program whose optimum is "
-    "not unique (identical jobs): at relative gap 2.2e-7 a Newton step makes the dual residual "
-    "jump to 0.33 and the stall guard stops it; on random one-scenario programs (strategies.programs) "
-    "about 1 in 6 ends optimal_inaccurate at relative gaps 1e-8..5e-6"))
+# Regression test: the default tol=1e-8 used to be missed on this program with a non-unique optimum
+# (the Woodbury inverse of the Newton system lost its digits at relative gap 2.2e-7); the regularized
+# preconditioner with conjugate gradients on the exact system reaches it.
 def test_identical_jobs_reach_the_default_tolerance():
     progress = np.tile(np.array([0.1, 0.2, 0.3]), (2, 2, 1))
     progress[1] *= 0.5
