@@ -8,7 +8,8 @@ linear inequalities :math:`G z \le g`: the supply rows (one per traded good-peri
 
 and `H` has a structure a generic conic solver does not see:
 
-* :math:`\nabla^2 F = \sum_i \frac{w_i}{U_i^2} a_i a_i^\top` and a utility-cap row adds
+* :math:`\nabla^2 F = \sum_i \frac{w_i}{U_i^2} a_i a_i^\top`, taken in its primal-dual form
+  :math:`\sum_i \frac{\nu_i}{U_i} a_i a_i^\top` (below), and a utility-cap row adds
   :math:`d_i a_i a_i^\top`: one rank-one term :math:`\rho_i a_i a_i^\top` per buyer, on that
   buyer's entries only;
 * the bound rows add a diagonal :math:`\delta`;
@@ -28,6 +29,13 @@ Numerics. An entry a buyer holds has :math:`\delta_e \to 0`, and plain Sherman-M
 :math:`\beta_{i,-e} = \sum_{f \ne e} a_f^2 / \delta_f` summed without the entry itself, and the
 Newton system is solved by conjugate gradients on `H` applied from its definition, with the
 Woodbury inverse as the preconditioner.
+
+The log objective is handled like a barrier with weights :math:`w_i`: utility multipliers
+:math:`\nu_i` (equal to :math:`w_i / U_i` at the optimum) are dual variables of the pairs
+:math:`\nu_i U_i = w_i`, linearized by Newton and stepped with the other duals. Their curvature
+:math:`\nu_i / U_i` replaces :math:`w_i / U_i^2`, which is right only while :math:`U_i` barely
+moves: with it, long steps on degenerate markets (buyers with little to buy, binding utility caps)
+left the dual residual behind and the method stalled.
 
 Steps follow Mehrotra's predictor-corrector with one step length for primal and dual, from a
 strictly feasible primal start that the method keeps feasible. It stops when complementarity
@@ -390,6 +398,10 @@ def _interior_point(program: ScaledProgram, tol: float, gap_tol: float, max_iter
         mu = _WARM_MU / n_constraints
         y = system.masked((np.maximum(supply_prices, mu / s[0]), *(mu / block for block in s[1:])))
 
+    # The utility multipliers nu_i (w_i / U_i at the optimum) are stepped as dual variables of
+    # the pairs nu_i U_i = w_i: their Newton curvature nu / U replaces the primal w / U^2, which
+    # is only accurate while U barely moves (the primal-dual scaling of the log objective).
+    nu = weights / (base + system.per_buyer(a * z))
     best: tuple[float, np.ndarray, np.ndarray, int] | None = None
     status, message = Status.ITERATION_LIMIT, f"schur-ipm stopped at max_iter={max_iter} before converging"
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -438,7 +450,7 @@ def _interior_point(program: ScaledProgram, tol: float, gap_tol: float, max_iter
 
             mu = complementarity / n_constraints
             scaling: Blocks = tuple(yi / si for si, yi in zip(s, y, strict=True))
-            newton = _NewtonSystem.build(system, scaling, weights / u**2)
+            newton = _NewtonSystem.build(system, scaling, nu / u)
 
             # Mehrotra: an affine-scaling predictor sets the centring, then a corrected step.
             zero: Blocks = tuple(np.zeros_like(si) for si in s)
@@ -452,10 +464,12 @@ def _interior_point(program: ScaledProgram, tol: float, gap_tol: float, max_iter
             sigma = min(1.0, (_dot(moved_s, moved_y) / n_constraints / mu) ** 3)
             target: Blocks = tuple(sigma * mu - d1 * d2 for d1, d2 in zip(ds_aff, dy_aff, strict=True))
             dz, ds, dy = _direction(system, newton, s, y, dual_residual, target, refine)
-            # Separate primal and dual step lengths, as in LP interior-point codes: the objective
-            # does not involve y, so a short dual step need not hold the primal back.
+            d_nu = (weights - nu * u - nu * system.per_buyer(a * dz)) / u
             alpha = _STEP_TO_BOUNDARY * _step_length(s, ds)
-            alpha_dual = _STEP_TO_BOUNDARY * _step_length(y, dy)
+            alpha_dual = _STEP_TO_BOUNDARY * _step_length((*y, nu), (*dy, d_nu))
+            # One step length: nu_i U_i = w_i couples the utility multipliers to the primal, and
+            # unequal steps leave that pair (and with it the dual residual) behind.
+            alpha = alpha_dual = min(alpha, alpha_dual)
             if verbose:
                 print(f"               sigma {sigma:9.2e}  primal step {alpha:6.3f}  dual step {alpha_dual:6.3f}")
             if not (np.isfinite(alpha) and np.isfinite(alpha_dual)) or min(alpha, alpha_dual) <= 0:
@@ -465,9 +479,10 @@ def _interior_point(program: ScaledProgram, tol: float, gap_tol: float, max_iter
             # good that difference cancels to 0 in floating point, and s must stay positive.
             s = tuple(si + alpha * dsi for si, dsi in zip(s, ds, strict=True))
             y = tuple(yi + alpha_dual * dyi for yi, dyi in zip(y, dy, strict=True))
+            nu = nu + alpha_dual * d_nu
 
     assert best is not None  # iteration 0 always records one
     _, z, prices, iteration = best
     return ScaledSolution(z=z[program.buyer, program.supply_row], scaled_prices=prices, status=status,
                           message=message, iterations=iteration, solve_time=time.perf_counter() - started,
-                          accuracy=tol)
+                          accuracy=max(tol, gap_tol))  # both are tolerances in force
