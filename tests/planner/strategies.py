@@ -70,26 +70,6 @@ def job_sets(draw: st.DrawFn, max_jobs: int = 12, max_rounds: int = 6, scenarios
     )
 
 
-def fresh_job_without_progress(case: JobSet) -> bool:
-    """Whether a job with no epoch done gets no forecast progress in any round its gang fits, in
-    some scenario the planner will use (the point forecast for S = 1; for S > 1 the scenarios,
-    with the planner's fallback to the point forecast for a scenario that completes no epoch).
-
-    Its log utility is then -inf under every schedule: `plan` raises for S = 1 (and for S > 1 if
-    it holds in every scenario) and returns a -inf bound otherwise. Both are reported as library
-    bugs (test_plan.py, the xfail tests); the property tests leave these cases out."""
-    states = case.states
-    point = FORECASTER.epochs_per_round(states, case.rounds, case.round_s)
-    if case.scenarios == 1:
-        epochs = point[None]
-    else:
-        epochs = FORECASTER.sample_epochs_per_round(states, case.rounds, case.round_s, case.scenarios, case.seed)
-        epochs = np.where((epochs.sum(axis=2) == 0)[:, :, None], point[None], epochs)
-    fits = case.gpus[:, None] <= case.capacity[None, :]
-    fresh = (states.epochs_done == 0) & (states.remaining_epochs > 0)
-    return bool((fresh[None] & ((epochs * fits[None]).sum(axis=2) == 0)).any())
-
-
 @st.composite
 def programs(draw: st.DrawFn, scenarios: int, max_jobs: int = 8, max_rounds: int = 6) -> PlanningProgram:
     """A plain `PlanningProgram` (no efficiency term, no FTF) with `scenarios` scenarios.

@@ -17,7 +17,7 @@ from vfm.forecast import DirichletForecaster, JobStates
 from vfm.jobs import window_market
 from vfm.planner import plan
 
-from .strategies import FORECASTER, JobSet, fresh_job_without_progress, job_sets
+from .strategies import FORECASTER, JobSet, job_sets
 
 SOLVERS = ("saa-ipm", "cvxpy", "market")
 # Accuracy asked of saa-ipm by `plan` (its `tol` default): a certified gap of TOL * (sum B + |F|).
@@ -29,17 +29,13 @@ def _resolves_to_market(case: JobSet, solver: str | None) -> bool:
 
 
 def _plan(case: JobSet, **kwargs):
-    """`plan` on a random job set; the examples where saa-ipm raises LinAlgError (the xfail test
-    test_saa_ipm_does_not_raise_on_a_degenerate_window below) are left out."""
-    try:
-        return plan(case.states, case.gpus, case.capacity, **case.kwargs(), **kwargs)
-    except np.linalg.LinAlgError:
-        reject()
+    """`plan` on a random job set."""
+    return plan(case.states, case.gpus, case.capacity, **case.kwargs(), **kwargs)
 
 
 def _certified(result) -> bool:
     """Whether `result.bound` is certified: an optimal solve, or saa-ipm stopped early, whose gap still
-    bounds the optimum (it stalls short of its tolerance at times: test_saa_ipm.py, the xfail tests).
+    bounds the optimum.
 
     Clarabel ends 'optimal_inaccurate' on rare random windows (about 1 in 400 in the deep profile);
     Plan documents that only `Status.OPTIMAL` certifies the bound, so those examples are left out."""
@@ -49,10 +45,7 @@ def _certified(result) -> bool:
 
 
 def _plannable(case: JobSet, solver: str | None) -> None:
-    """Leave out the inputs that hit the library bugs of the xfail tests below."""
-    finished = case.states.remaining_epochs == 0
-    assume(not (_resolves_to_market(case, solver) and finished.any()))  # test_market_solver_keeps_finished_jobs
-    assume(not fresh_job_without_progress(case))  # test_fresh_job_that_fits_only_later_rounds_*
+    """The 'market' backend solves S = 1 only."""
     if solver == "market":
         assume(case.scenarios == 1)
 
@@ -106,13 +99,35 @@ def _agreement_tolerance(reference: vfm.Equilibrium) -> float:
     return TOL * (reference.market.budgets.sum() + abs(reference.objective)) + abs(reference.duality_gap)
 
 
+def _on_fitting_rounds(forecast: np.ndarray, gpus: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+    """What plan documents for a forecast of shape (n, T): a job's k-th round whose capacity fits
+    its gang gets the forecast's round k, the others 0 (written per job, as the rule reads)."""
+    moved = np.zeros_like(forecast)
+    for job in range(forecast.shape[0]):
+        rounds = np.flatnonzero(gpus[job] <= capacity)
+        moved[job, rounds] = forecast[job, :rounds.size]
+    return moved
+
+
+def test_forecast_moves_onto_the_rounds_a_gang_fits():
+    # Job 0 (4 GPUs) fits rounds 1 and 3 only; job 1 (1 GPU) fits every round.
+    states = JobStates.from_lists([10, 10], [{32: 100.0}, {32: 100.0}])
+    capacity = np.array([1.0, 4.0, 2.0, 4.0])
+    forecast = DirichletForecaster().epochs_per_round(states, 4, 120.0)
+    result = plan(states, [4, 1], capacity, rounds=4, solver="cvxpy")
+    expected = _on_fitting_rounds(forecast, np.array([4, 1]), capacity) / 10.0
+    np.testing.assert_allclose(result.program.progress[0], expected)
+    np.testing.assert_allclose(result.program.progress[0, 0], [0.0, forecast[0, 0] / 10, 0.0, forecast[0, 1] / 10])
+
+
 def _window_reference(case: JobSet) -> vfm.Equilibrium:
     states = case.states
+    forecast = DirichletForecaster().epochs_per_round(states, case.rounds, case.round_s)
     window = window_market(
         case.gpus,
         epochs=states.total_epochs,
         epochs_done=states.epochs_done,
-        epochs_per_round=DirichletForecaster().epochs_per_round(states, case.rounds, case.round_s),
+        epochs_per_round=_on_fitting_rounds(forecast, case.gpus, case.capacity),
         capacity=case.capacity,
         budgets=case.budgets,
     )
@@ -124,7 +139,6 @@ def _window_reference(case: JobSet) -> vfm.Equilibrium:
 @settings(max_examples=12)
 @given(job_sets(scenarios=(1,), finished=False))
 def test_relaxation_equals_vfm_solve_on_the_window_market(case):
-    assume(not fresh_job_without_progress(case))
     reference = _window_reference(case)
     tolerance = _agreement_tolerance(reference)
     for solver in SOLVERS:
@@ -369,13 +383,9 @@ def test_same_seed_same_schedule_with_scenarios():
     assert not np.array_equal(first.program.progress, other.program.progress)  # the seed matters
 
 
-# --- library bugs (strict xfail: each fails today; see the reasons) --------------------------------------
+# --- former library bugs (regression tests) ---------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: plan's 'market' backend (the default for S = 1) passes finished jobs to window_market, "
-    "which rejects them: _solve_market selects jobs by program.fits (gang <= capacity only), not by "
-    "remaining epochs, although plan's docstring keeps finished jobs in place"))
 @pytest.mark.parametrize("solver", [None, "market"])
 def test_market_solver_keeps_finished_jobs(solver):
     states = JobStates.from_lists([2, 3], [{32: 30.0}, {8: 10.0}], [[32, 32], [8]], job_ids=["done", "busy"])
@@ -385,21 +395,12 @@ def test_market_solver_keeps_finished_jobs(solver):
     assert result.relaxed_objective == pytest.approx(reference.relaxed_objective, rel=1e-5, abs=1e-5)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: a fresh job whose gang fits only a later round than the one in which its point forecast "
-    "finishes it gets progress 0 in every round it fits; plan raises ValidationError ('cannot "
-    "progress') for this valid input (gang <= the largest capacity), though running it in round 1 "
-    "would finish it"))
 def test_fresh_job_that_fits_only_later_rounds_is_planned():
     states = JobStates.from_lists([1, 5], [{32: 30.0}, {8: 100.0}])
     result = plan(states, [4, 1], [1, 4], rounds=2)
     assert result.schedule[0, 1]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: with S > 1, plan's fallback for a fresh job that completes no epoch in a scenario checks "
-    "all rounds, not the rounds its gang fits; a scenario whose epochs all fall in rounds the gang "
-    "does not fit keeps log utility -inf: the bound is -inf, rounding_gap NaN, the solver fails"))
 @pytest.mark.parametrize("solver", ["saa-ipm", "cvxpy"])
 def test_fresh_job_that_fits_only_later_rounds_with_scenarios(solver):
     # Job x: one epoch of 30 s or 200 s; 4 GPUs only in round 1. Seed 0 draws both cases.
@@ -411,10 +412,6 @@ def test_fresh_job_that_fits_only_later_rounds_with_scenarios(solver):
     assert np.isfinite(result.bound) and 0 <= result.rounding_gap <= 1
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: with efficiency > 0 and FTF targets that a job misses by rho ~ 10, the priority weights "
-    "lateness**priority_exponent (~1e10) reach solve_saa_cvxpy unscaled and Clarabel fails "
-    "(status error/unbounded); the Plan then has relaxed = 0 and a bound below its own rounded objective"))
 def test_relaxed_fairness_with_efficiency_is_solved():
     states = JobStates.from_lists([40, 30, 20], [{32: 60.0, 64: 30.0}, {8: 50.0}, {16: 100.0}],
                                   [[32] * 3, [8], [16]])
@@ -426,11 +423,6 @@ def test_relaxed_fairness_with_efficiency_is_solved():
     assert result.rounded_objective <= result.bound + 1e-7 * (1 + abs(result.bound))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG (round_schedule): two jobs owed every round they have left are ordered by planned fraction, "
-    "so a fresh 4-GPU job owed 2 rounds never fits beside a 1-GPU job owed all 3: it gets no round, "
-    "its utility is 0 and the rounded objective -inf (rounding_gap 1), though giving it one round "
-    "is finite; see test_rounding.py"))
 def test_rounding_keeps_fresh_jobs_planned_time_finite():
     states = JobStates.from_lists([22, 6], [{32: 124.0}, {32: 102.0}])
     result = plan(states, [1, 4], 4, rounds=3, solver="saa-ipm")
@@ -438,11 +430,6 @@ def test_rounding_keeps_fresh_jobs_planned_time_finite():
     assert np.isfinite(result.rounded_objective)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG (minor): solve_saa_cvxpy masks its schedule by program.fits only, so a job that can make no "
-    "progress (a finished job, zero forecast) gets arbitrary relaxed time wherever capacity is slack "
-    "(Clarabel's analytic centre, e.g. 0.43 of the round); saa-ipm and market give it 0. Plan.relaxed "
-    "(the warm start and what the rounding's owed rounds are counted from) then shows finished jobs running"))
 def test_cvxpy_relaxation_gives_finished_jobs_no_time():
     states = JobStates.from_lists([1, 4], [{8: 1.0}, {8: 30.0}], [[8], []])
     result = plan(states, [1, 1], 2, rounds=2, round_s=60.0, solver="cvxpy")
@@ -450,12 +437,6 @@ def test_cvxpy_relaxation_gives_finished_jobs_no_time():
     np.testing.assert_array_equal(result.relaxed[0], 0.0)
 
 
-@pytest.mark.xfail(strict=True, raises=np.linalg.LinAlgError, reason=(
-    "BUG: saa-ipm raises numpy.linalg.LinAlgError ('Matrix is not positive definite', from the "
-    "Cholesky of the Schur complement in _newton_system) out of plan() instead of returning a status: "
-    "10 one-GPU jobs on 1 GPU for 4 rounds, seven fresh one-epoch jobs, two long jobs whose forecasts "
-    "are flat over the rounds (non-unique optimum, singular Newton system). Found by the deep hypothesis "
-    "profile; being a rounding-error effect it may depend on the BLAS"))
 def test_saa_ipm_does_not_raise_on_a_degenerate_window():
     one = {8: 1.0}
     states = JobStates.from_lists(
@@ -468,11 +449,6 @@ def test_saa_ipm_does_not_raise_on_a_degenerate_window():
     assert result.status in (Status.OPTIMAL, Status.INACCURATE)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: with the efficiency term, solve_saa_cvxpy's optimum (Plan.bound for solver 'cvxpy') is "
-    "1.5e-7 relative below the true optimum, so the rounded schedule beats the 'bound'; Plan "
-    "documents it as accurate to Clarabel's 1e-8. Clarabel judges its gap on the unscaled conic "
-    "model (leftover seconds times k next to log utilities); tighter Clarabel tolerances fix it"))
 def test_cvxpy_bound_with_efficiency_is_accurate():
     # Found by hypothesis (deep profile) in test_rounded_objective_is_never_above_the_bound.
     states = JobStates.from_lists(

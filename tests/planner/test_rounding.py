@@ -147,11 +147,6 @@ def test_fresh_job_planned_any_time_is_owed_a_round():
     np.testing.assert_array_equal(schedule.astype(int), [[0, 0], [1, 0]])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: round_schedule orders the jobs that must run now by lateness, then planned fraction, "
-    "never by whether a job has had a round yet; a fresh job (base 0) owed rounds loses every "
-    "round to a job with a larger fraction that is also owed all its rounds, so it gets no round "
-    "at all and its utility is 0, although the docstring owes it one for exactly that reason"))
 @pytest.mark.parametrize(("relaxed", "gpus", "capacity"), [
     # plan's relaxation of two fresh jobs on 4 GPUs for 3 rounds (test_plan.py): a 1-GPU job all of
     # every round, a 4-GPU job 3/4 of every round. Owed 3 and round(2.25) = 2 rounds.

@@ -232,21 +232,22 @@ def plan(
 
     model = DirichletForecaster() if forecaster is None else forecaster
     remaining_s = np.asarray(model.remaining_runtime(states), dtype=np.float64)
-    point = np.asarray(model.epochs_per_round(states, rounds, round_s), dtype=np.float64)
+    finished = states.remaining_epochs <= 0
+    fits = (width[:, None] <= supply[None, :]) & ~finished[:, None]
+    point = _in_fitting_rounds(np.asarray(model.epochs_per_round(states, rounds, round_s), dtype=np.float64), fits)
     if scenarios == 1:
         epochs = point[None]
     else:
-        epochs = np.asarray(model.sample_epochs_per_round(states, rounds, round_s, scenarios, seed), dtype=np.float64)
+        epochs = _in_fitting_rounds(np.asarray(
+            model.sample_epochs_per_round(states, rounds, round_s, scenarios, seed), dtype=np.float64), fits)
         # A job with nothing done that completes no whole epoch in a scenario would have log
         # utility -inf under every schedule; such a scenario credits it the point forecast.
         stalled = (states.epochs_done == 0)[None, :] & (epochs.sum(axis=2) == 0)
         epochs = np.where(stalled[:, :, None], point[None], epochs)
     forecast_s = time.perf_counter() - started
 
-    finished = states.remaining_epochs <= 0
-    fits = (width[:, None] <= supply[None, :]) & ~finished[:, None]
     program = PlanningProgram(
-        progress=np.where(fits[None], epochs, 0.0) / states.total_epochs[None, :, None],
+        progress=epochs / states.total_epochs[None, :, None],
         base=states.epochs_done / states.total_epochs,
         weights=weights,
         gpus=width,
@@ -300,6 +301,20 @@ def plan(
     )
 
 
+def _in_fitting_rounds(epochs: FloatArray, fits: np.ndarray) -> FloatArray:
+    """Move a forecast of shape (..., n, T) onto the rounds each job's gang fits.
+
+    A forecaster's round `k` assumes the job ran in rounds 1 .. k-1 (its regimes advance with
+    its epochs, not with the clock). A job runs only where its gang fits, so its `k`-th fitting
+    round gets the forecast's round `k`, and the other rounds 0; with a constant capacity this is
+    the forecast itself. Without it a short job whose gang fits only late rounds would be
+    forecast as finished before it could start.
+    """
+    order = np.maximum(np.cumsum(fits, axis=1) - 1, 0)
+    moved = np.take_along_axis(epochs, np.broadcast_to(order, epochs.shape), axis=-1)
+    return np.where(fits, moved, 0.0)
+
+
 def _check_jobs(states: JobStates, name: str, values: FloatArray, bad: np.ndarray, rule: str) -> None:
     if bad.any():
         job = int(np.argmax(bad))
@@ -332,10 +347,14 @@ def _solve(program: PlanningProgram, requested: PlanSolver | None, scenarios: in
 
 
 def _solve_market(program: PlanningProgram) -> RelaxedSolution:
-    """S = 1 through `vfm.solve` on the window market of `vfm.jobs` (finished jobs left out)."""
+    """S = 1 through `vfm.solve` on the window market of `vfm.jobs` (jobs that cannot run left out)."""
     started = time.perf_counter()
     _, n, rounds = program.shape
-    jobs = np.flatnonzero(program.fits.any(axis=1))
+    jobs = np.flatnonzero(program.runnable.any(axis=1))
+    if jobs.size == 0:  # every job finished: an empty market, nothing to solve
+        return RelaxedSolution(schedule=np.zeros((n, rounds)), prices=np.zeros(rounds), gap=0.0,
+                               status=Status.OPTIMAL, message="no job can run: nothing to schedule",
+                               iterations=0, solve_time=time.perf_counter() - started)
     window = window_market(
         program.gpus[jobs], np.ones(jobs.size), program.base[jobs], program.progress[0, jobs], program.capacity,
         budgets=program.weights[jobs],

@@ -76,8 +76,17 @@ class PlanningProgram:
 
     @cached_property
     def fits(self) -> np.ndarray:
-        """Whether job `i`'s gang fits round `t`'s capacity, shape (n, T) bool."""
-        return self.gpus[:, None] <= self.capacity[None, :]
+        """Whether job `i` can run in round `t`: its gang fits the round's capacity and it has
+        epochs left (:math:`c_i < 1`), shape (n, T) bool."""
+        return (self.gpus[:, None] <= self.capacity[None, :]) & (self.base < 1.0)[:, None]
+
+    @cached_property
+    def runnable(self) -> np.ndarray:
+        """`fits` and some scenario forecasts progress there, shape (n, T) bool. Without the
+        efficiency term and FTF constraints only these entries matter (elsewhere running earns
+        nothing); with them, running still shortens the forecast time left, so a solver of those
+        must keep every entry of `fits`."""
+        return self.fits & (self.progress > 0).any(axis=0)
 
     @property
     def is_plain(self) -> bool:

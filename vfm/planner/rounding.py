@@ -7,8 +7,9 @@ vectorized over jobs). In round `t`:
    whole rounds (at most the rounds it fits and makes forecast progress in; at least one if it
    has made no progress yet and :math:`\sum_t y_{it} > 0`, or its utility would be 0). Among
    the jobs still owed a round, those that must run now to receive all of them (owed as many as
-   the rounds left) come first, then the
-   jobs furthest past their fair finish time (largest `lateness`), then the largest planned
+   the rounds left) come first, and among them the jobs with no progress that have had no round
+   yet (one round is what keeps their utility above 0); then
+   the jobs furthest past their fair finish time (largest `lateness`), then the largest planned
    fraction :math:`y_{it}`. They are packed first-fit: in this order, a job is admitted if its
    whole gang fits the GPUs still free.
 2. **Work conservation.** GPUs left idle go, first-fit again, to the jobs not yet running whose
@@ -93,14 +94,17 @@ def round_schedule(
         owed = np.where((base == 0) & (planned > 0), np.maximum(owed, 1.0), owed)
     owed = np.minimum(owed, rounds_that_fit)
     late = np.zeros(n) if lateness is None else lateness
+    fresh = np.zeros(n, dtype=bool) if base is None else base == 0
     schedule = np.zeros((n, rounds), dtype=bool)
     given = np.zeros(n)
     for t in range(rounds):
         fits_later = serves[:, t:].sum(axis=1)
         candidates = np.flatnonzero((owed > 0) & serves[:, t])
         must = owed[candidates] >= fits_later[candidates]
+        # A fresh job with no round yet that must run now: without this round its utility is 0.
+        starving = must & fresh[candidates] & (given[candidates] == 0)
         # np.lexsort sorts by its last key first; negate to put the largest first.
-        order = candidates[np.lexsort((-relaxed[candidates, t], -late[candidates], ~must))]
+        order = candidates[np.lexsort((-relaxed[candidates, t], -late[candidates], ~starving, ~must))]
         running = _first_fit(order, gpus, float(capacity[t]))
         free = float(capacity[t]) - float(gpus[running].sum())
 

@@ -42,16 +42,20 @@ def solve_saa_cvxpy(program: PlanningProgram, solver: str = "CLARABEL", **option
         shape=(n_scenarios * n, n * rounds),
     )
     utilities = np.tile(program.base, n_scenarios) + mapping @ cp.vec(y, order="F")
-    objective = cp.sum(cp.multiply(np.tile(program.weights, n_scenarios) / n_scenarios, cp.log(utilities)))
+    # The model is the program's objective divided by the weight total, with running time in
+    # rounds: its terms are then O(1) whatever the budgets, priority weights (up to ~1e10 in the
+    # FTF relaxation) or round length, which Clarabel's absolute tolerances need.
+    scale = float(program.weights.sum())
+    objective = cp.sum(cp.multiply(np.tile(program.weights / scale, n_scenarios) / n_scenarios, cp.log(utilities)))
     capacity = program.gpus @ y <= program.capacity
     constraints = [capacity, y <= program.fits.astype(np.float64)]
-    leftover = program.remaining_s - program.round_s * cp.sum(y, axis=1)
+    leftover_rounds = program.remaining_s / program.round_s - cp.sum(y, axis=1)
     if program.efficiency:
         longest = cp.Variable(nonneg=True)
-        constraints.append(longest >= leftover)
-        objective = objective - program.efficiency * longest
+        constraints.append(longest >= leftover_rounds)
+        objective = objective - (program.efficiency * program.round_s / scale) * longest
     if program.leftover_limit_s is not None:
-        constraints.append(leftover <= program.leftover_limit_s)
+        constraints.append(leftover_rounds <= program.leftover_limit_s / program.round_s)
     problem = cp.Problem(cp.Maximize(objective), constraints)
     try:
         problem.solve(solver=solver, **options)
@@ -64,7 +68,7 @@ def solve_saa_cvxpy(program: PlanningProgram, solver: str = "CLARABEL", **option
     return RelaxedSolution(
         # Interior-point output sits up to the solver's tolerance outside the box: clip that noise.
         schedule=np.clip(y.value, 0.0, 1.0) * program.fits,
-        prices=np.asarray(capacity.dual_value, dtype=np.float64),
+        prices=scale * np.asarray(capacity.dual_value, dtype=np.float64),
         gap=float("nan"),
         status=status,
         message=f"cvxpy/{solver}: {problem.status}",
