@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -89,3 +89,18 @@ def require_positive(array: FloatArray, name: str) -> None:
     if (array <= 0).any():
         where = tuple(int(i) for i in np.argwhere(array <= 0)[0])
         raise ValidationError(f"{name} must be > 0, got {array[where]} at index {where}")
+
+
+def job_name(job: int, ids: Sequence[Hashable] | None = None) -> str:
+    """How messages name job `job`: its index, and its id when ids were given."""
+    return f"job {job}" if ids is None else f"job {job} (id {ids[job]!r})"
+
+
+def require_per_job(name: str, array: FloatArray, bad: np.ndarray, rule: str,
+                    ids: Sequence[Hashable] | None = None) -> None:
+    """Raise for the first True of `bad` (shape (n, ...), axis 0 the jobs), naming the field, the
+    index, the job and the offending value: ``"epochs[3] (job 3 (id 'a')) must be > 0, got -1"``."""
+    if bad.any():
+        where = np.argwhere(bad)[0]
+        index = ", ".join(str(int(i)) for i in where)
+        raise ValidationError(f"{name}[{index}] ({job_name(int(where[0]), ids)}) {rule}, got {array[tuple(where)]:g}")

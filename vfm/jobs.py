@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from vfm._validation import FloatArray, as_real_array
+from vfm._validation import FloatArray, as_real_array, require_per_job
 from vfm.equilibrium import Equilibrium
 from vfm.errors import ValidationError
 from vfm.market import VolatileFisherMarket
@@ -52,14 +52,6 @@ class JobWindow:
     def progress(self, result: Equilibrium) -> FloatArray:
         """Normalized progress at the end of the window, :math:`U_i`, shape (n,)."""
         return result.utilities
-
-
-def _per_job(name: str, array: FloatArray, bad: np.ndarray, rule: str) -> None:
-    if bad.any():
-        where = np.argwhere(bad)[0]
-        job = int(where[0])
-        index = ", ".join(str(int(i)) for i in where)
-        raise ValidationError(f"{name}[{index}] (job {job}) {rule}, got {array[tuple(where)]:g}")
 
 
 def window_market(
@@ -128,18 +120,18 @@ def window_market(
         t = int(np.argmax(g < 0))
         raise ValidationError(f"capacity[{t}] must be >= 0 GPUs, got {g[t]:g}")
 
-    _per_job("gpus", w, (w < 1) | (w != np.round(w)), "must be a positive whole number of GPUs")
-    _per_job("gpus", w, w > g.max(),
+    require_per_job("gpus", w, (w < 1) | (w != np.round(w)), "must be a positive whole number of GPUs")
+    require_per_job("gpus", w, w > g.max(),
              f"exceeds the cluster's largest capacity ({g.max():g} GPUs), so the job can never run")
-    _per_job("epochs", total, total <= 0, "must be > 0")
-    _per_job("epochs_done", done, done < 0, "must be >= 0")
-    _per_job("epochs_done", done, done > total, "exceeds the job's total epochs")
-    _per_job("epochs_done", done, done == total,
+    require_per_job("epochs", total, total <= 0, "must be > 0")
+    require_per_job("epochs_done", done, done < 0, "must be >= 0")
+    require_per_job("epochs_done", done, done > total, "exceeds the job's total epochs")
+    require_per_job("epochs_done", done, done == total,
              "equals the job's total epochs: the job is finished, remove it from the window")
-    _per_job("epochs_per_round", rate, rate < 0, "must be >= 0")
+    require_per_job("epochs_per_round", rate, rate < 0, "must be >= 0")
     fits = w[:, None] <= g[None, :]
     stuck = (done == 0) & ~((rate > 0) & fits).any(axis=1)
-    _per_job("epochs_per_round", rate, stuck[:, None] & np.ones_like(fits),
+    require_per_job("epochs_per_round", rate, stuck[:, None] & np.ones_like(fits),
              "is 0 in every round the job fits and it has done no epochs, so it can make no progress")
 
     market = VolatileFisherMarket(

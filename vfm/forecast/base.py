@@ -30,16 +30,12 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from vfm._validation import FloatArray, as_real_array, real_array
+from vfm._validation import FloatArray, as_real_array, job_name, real_array, require_per_job
 from vfm.errors import ValidationError
 
 BoolArray = NDArray[np.bool_]
 SeedLike = int | np.random.SeedSequence | np.random.Generator | None
 RegimeSet = Mapping[float, float] | Sequence[tuple[float, float]]
-
-
-def _job_name(job: int, ids: tuple[Hashable, ...] | None) -> str:
-    return f"job {job}" if ids is None else f"job {job} (id {ids[job]!r})"
 
 
 @dataclass(frozen=True, eq=False, init=False)
@@ -141,20 +137,23 @@ class JobStates:
             if np.isnan(labels[mask]).any() or np.isinf(labels[mask]).any():
                 job, regime = (int(k) for k in np.argwhere(mask & ~np.isfinite(labels))[0])
                 raise ValidationError(
-                    f"regime_labels[{job}, {regime}] ({_job_name(job, ids)}) must be a finite number"
+                    f"regime_labels[{job}, {regime}] ({job_name(job, ids)}) must be a finite number"
                 )
 
         done = counts.sum(axis=1)
         _check_total_epochs(total, ids)
-        _per_job(ids, "regime_mask", mask.sum(axis=1).astype(np.float64), mask.sum(axis=1) == 0,
-                 "has no regime: a job needs at least one regime (batch size with its epoch duration)")
-        _per_job(ids, "regime_counts", counts, counts < 0, "must be >= 0 (epochs observed cannot be negative)")
-        _per_job(ids, "regime_counts", counts, counts != np.round(counts), "must be a whole number of epochs")
-        _per_job(ids, "regime_counts", counts, (counts > 0) & ~mask,
-                 "counts epochs observed in a regime the job does not have (regime_mask is False)")
-        _per_job(ids, "regime_counts", done, done > total,
-                 "sums to more epochs done than the job's total_epochs")
-        _per_job(ids, "regime_durations", durations, mask & (durations <= 0), "must be > 0 seconds")
+        require_per_job("regime_mask", mask.sum(axis=1).astype(np.float64), mask.sum(axis=1) == 0,
+                        "has no regime: a job needs at least one regime (batch size with its epoch duration)",
+                        ids=ids)
+        require_per_job("regime_counts", counts, counts < 0, "must be >= 0 (epochs observed cannot be negative)",
+                        ids=ids)
+        require_per_job("regime_counts", counts, counts != np.round(counts), "must be a whole number of epochs",
+                        ids=ids)
+        require_per_job("regime_counts", counts, (counts > 0) & ~mask,
+                        "counts epochs observed in a regime the job does not have (regime_mask is False)", ids=ids)
+        require_per_job("regime_counts", done, done > total,
+                        "sums to more epochs done than the job's total_epochs", ids=ids)
+        require_per_job("regime_durations", durations, mask & (durations <= 0), "must be > 0 seconds", ids=ids)
 
         for name, value in (
             ("total_epochs", total), ("regime_counts", counts), ("regime_durations", durations),
@@ -229,7 +228,7 @@ class JobStates:
         if over.any():
             job = int(np.argmax(over))
             raise ValidationError(
-                f"observed[{job}] ({_job_name(job, ids)}) lists {lengths[job]} epochs, more epochs done than "
+                f"observed[{job}] ({job_name(job, ids)}) lists {lengths[job]} epochs, more epochs done than "
                 f"the job's total_epochs ({total[job]:g})"
             )
         flat = np.concatenate(observed_arrays)
@@ -242,7 +241,7 @@ class JobStates:
             epoch = k - int(lengths[:job].sum())
             known = ", ".join(f"{b:g}" for b in labels[job, mask[job]])
             raise ValidationError(
-                f"observed[{job}][{epoch}] ({_job_name(job, ids)}) is batch size {flat[k]:g}, which is not in "
+                f"observed[{job}][{epoch}] ({job_name(job, ids)}) is batch size {flat[k]:g}, which is not in "
                 f"the job's regime set {{{known}}}"
             )
         counts = np.bincount(owner * n_regimes + np.argmax(match, axis=1), minlength=n * n_regimes)
@@ -275,21 +274,12 @@ class JobStates:
 
     def job_name(self, job: int) -> str:
         """How messages name job `job`: its index, and its id when ids were given."""
-        return _job_name(job, self.job_ids)
-
-
-def _per_job(ids: tuple[Hashable, ...] | None, name: str, array: FloatArray, bad: np.ndarray, rule: str) -> None:
-    """Raise for the first True of `bad` (shape (n,) or (n, R)), naming the field, index and job."""
-    if bad.any():
-        where = np.argwhere(bad)[0]
-        job = int(where[0])
-        index = ", ".join(str(int(i)) for i in where)
-        raise ValidationError(f"{name}[{index}] ({_job_name(job, ids)}) {rule}, got {array[tuple(where)]:g}")
+        return job_name(job, self.job_ids)
 
 
 def _check_total_epochs(total: FloatArray, ids: tuple[Hashable, ...] | None) -> None:
-    _per_job(ids, "total_epochs", total, (total <= 0) | (total != np.round(total)),
-             "must be a positive whole number of epochs")
+    require_per_job("total_epochs", total, (total <= 0) | (total != np.round(total)),
+                    "must be a positive whole number of epochs", ids=ids)
 
 
 def _regime_pairs(regime_set: RegimeSet, job: int, ids: tuple[Hashable, ...] | None) -> list[tuple[float, float]]:
@@ -299,23 +289,23 @@ def _regime_pairs(regime_set: RegimeSet, job: int, ids: tuple[Hashable, ...] | N
         pairs = [(float(label), float(seconds)) for label, seconds in items]
     except (TypeError, ValueError) as exc:
         raise ValidationError(
-            f"regimes[{job}] ({_job_name(job, ids)}) must map batch sizes to epoch durations in seconds, "
+            f"regimes[{job}] ({job_name(job, ids)}) must map batch sizes to epoch durations in seconds, "
             f"as {{32: 60.0}} or [(32, 60.0)] ({exc})"
         ) from exc
     if not pairs:
         raise ValidationError(
-            f"regimes[{job}] ({_job_name(job, ids)}) is empty: a job needs at least one regime "
+            f"regimes[{job}] ({job_name(job, ids)}) is empty: a job needs at least one regime "
             f"(batch size with its epoch duration)"
         )
     labels = [label for label, _ in pairs]
     if len(set(labels)) != len(labels):
-        raise ValidationError(f"regimes[{job}] ({_job_name(job, ids)}) lists a batch size twice: {labels}")
+        raise ValidationError(f"regimes[{job}] ({job_name(job, ids)}) lists a batch size twice: {labels}")
     for label, seconds in pairs:
         if not np.isfinite(label):
-            raise ValidationError(f"regimes[{job}] ({_job_name(job, ids)}) has a batch size that is not finite")
+            raise ValidationError(f"regimes[{job}] ({job_name(job, ids)}) has a batch size that is not finite")
         if not (np.isfinite(seconds) and seconds > 0):
             raise ValidationError(
-                f"regimes[{job}] ({_job_name(job, ids)}) gives batch size {label:g} an epoch duration of "
+                f"regimes[{job}] ({job_name(job, ids)}) gives batch size {label:g} an epoch duration of "
                 f"{seconds:g} s; regime_durations must be > 0 seconds"
             )
     return pairs
@@ -327,7 +317,7 @@ def _batch_sizes(epochs: Sequence[float], job: int, ids: tuple[Hashable, ...] | 
         sizes = np.asarray(epochs, dtype=np.float64).ravel()
     except (TypeError, ValueError) as exc:
         raise ValidationError(
-            f"observed[{job}] ({_job_name(job, ids)}) must be a list of batch sizes (numbers) ({exc})"
+            f"observed[{job}] ({job_name(job, ids)}) must be a list of batch sizes (numbers) ({exc})"
         ) from exc
     return sizes
 

@@ -24,7 +24,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 import vfm
-from vfm._validation import FloatArray, as_real_array
+from vfm._validation import FloatArray, as_real_array, require_per_job
 from vfm.equilibrium import Status
 from vfm.errors import UnknownSolverError, UnsupportedMarketError, ValidationError
 from vfm.forecast import DirichletForecaster, Forecaster, JobStates, SeedLike, check_horizon
@@ -214,12 +214,12 @@ def plan(
     if (supply < 0).any():
         t = int(np.argmax(supply < 0))
         raise ValidationError(f"capacity[{t}] must be >= 0 GPUs, got {supply[t]:g}")
-    _check_jobs(states, "gpus", width, (width < 1) | (width != np.round(width)),
-                "must be a positive whole number of GPUs")
-    _check_jobs(states, "gpus", width, width > supply.max(),
-                f"is wider than the cluster ({supply.max():g} GPUs), so the job can never run")
+    require_per_job("gpus", width, (width < 1) | (width != np.round(width)),
+                    "must be a positive whole number of GPUs", ids=states.job_ids)
+    require_per_job("gpus", width, width > supply.max(),
+                f"is wider than the cluster ({supply.max():g} GPUs), so the job can never run", ids=states.job_ids)
     weights = np.ones(n) if budgets is None else as_real_array(budgets, "budgets", (n,))
-    _check_jobs(states, "budgets", weights, weights <= 0, "must be > 0")
+    require_per_job("budgets", weights, weights <= 0, "must be > 0", ids=states.job_ids)
     if not (np.isfinite(efficiency) and efficiency >= 0):
         raise ValidationError(f"efficiency must be a finite number >= 0, got {efficiency!r}")
     if not (np.isfinite(rho_max) and rho_max > 0):
@@ -228,7 +228,7 @@ def plan(
         raise ValidationError(f"priority_exponent must be a finite number >= 0, got {priority_exponent!r}")
     targets = None if fair_finish_s is None else as_real_array(fair_finish_s, "fair_finish_s", (n,))
     if targets is not None:
-        _check_jobs(states, "fair_finish_s", targets, targets <= 0, "must be > 0 seconds")
+        require_per_job("fair_finish_s", targets, targets <= 0, "must be > 0 seconds", ids=states.job_ids)
 
     model = DirichletForecaster() if forecaster is None else forecaster
     remaining_s = np.asarray(model.remaining_runtime(states), dtype=np.float64)
@@ -257,8 +257,9 @@ def plan(
         efficiency=float(efficiency),
     )
     stuck = ~finished & (program.base == 0) & (program.progress.sum(axis=(0, 2)) == 0)
-    _check_jobs(states, "epochs", program.base, stuck,
-                "cannot progress: the forecast gives it no epoch in any round it fits and it has done none")
+    require_per_job("epochs", program.base, stuck,
+                    "cannot progress: the forecast gives it no epoch in any round it fits and it has done none",
+                    ids=states.job_ids)
 
     fairness: Fairness = "none"
     lateness = None
@@ -313,12 +314,6 @@ def _in_fitting_rounds(epochs: FloatArray, fits: np.ndarray) -> FloatArray:
     order = np.maximum(np.cumsum(fits, axis=1) - 1, 0)
     moved = np.take_along_axis(epochs, np.broadcast_to(order, epochs.shape), axis=-1)
     return np.where(fits, moved, 0.0)
-
-
-def _check_jobs(states: JobStates, name: str, values: FloatArray, bad: np.ndarray, rule: str) -> None:
-    if bad.any():
-        job = int(np.argmax(bad))
-        raise ValidationError(f"{name}[{job}] ({states.job_name(job)}) {rule}, got {values[job]:g}")
 
 
 def _solve(program: PlanningProgram, requested: PlanSolver | None, scenarios: int, tol: float,
