@@ -1,0 +1,165 @@
+"""The metrics of SPEC section 6, as pure functions of per-job arrays, and `summarize`.
+
+Every function takes arrays over the n jobs of one run, in any consistent order:
+
+| metric | definition |
+|---|---|
+| JCT | completion time minus arrival time |
+| makespan | max over jobs of arrival + JCT (measured from time 0 of the trace) |
+| FTF rho | ``JCT / (isolated_s * max(1, N_jobs / G))`` |
+| worst FTF | max rho |
+| unfair fraction | share of jobs with rho > 1.05 (reported in percent, ``unfair_pct``) |
+| utilization | busy GPU-seconds / (G * makespan): the mean over GPUs of busy time / makespan |
+| average JCT | mean JCT |
+
+``N_jobs`` is the number of jobs in the *workload* (not those present at some moment), as in the
+Shockwave artifact's published results (``canonical_results_120jobs_32gpus.json``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from vfm.errors import ValidationError
+
+if TYPE_CHECKING:
+    from benchmarks.simulator import Simulation
+
+FloatArray = NDArray[np.float64]
+
+#: A job is treated unfairly when its FTF rho exceeds this (SPEC section 6).
+UNFAIR_RHO = 1.05
+
+__all__ = [
+    "UNFAIR_RHO",
+    "avg_jct_s",
+    "ftf_rho",
+    "headline",
+    "jct_s",
+    "makespan_s",
+    "summarize",
+    "unfair_pct",
+    "utilization",
+    "worst_ftf",
+]
+
+
+def _vector(value: ArrayLike, name: str) -> FloatArray:
+    array = np.asarray(value, dtype=float)
+    if array.ndim != 1 or array.size == 0:
+        raise ValidationError(f"{name} must be a non-empty 1-D array, got shape {array.shape}")
+    if not np.isfinite(array).all():
+        raise ValidationError(f"{name} must be finite (an unfinished job has no JCT)")
+    return array
+
+
+def _same_length(**arrays: FloatArray) -> None:
+    sizes = {name: a.size for name, a in arrays.items()}
+    if len(set(sizes.values())) > 1:
+        raise ValidationError(f"per-job arrays differ in length: {sizes}")
+
+
+def jct_s(arrival_s: ArrayLike, finish_s: ArrayLike) -> FloatArray:
+    """Job completion times ``finish_s - arrival_s``, shape (n,)."""
+    arrival, finish = _vector(arrival_s, "arrival_s"), _vector(finish_s, "finish_s")
+    _same_length(arrival_s=arrival, finish_s=finish)
+    return finish - arrival
+
+
+def makespan_s(arrival_s: ArrayLike, jct: ArrayLike) -> float:
+    """``max(arrival_s + jct)``: when the last job finished, from time 0 of the trace."""
+    arrival, jct_ = _vector(arrival_s, "arrival_s"), _vector(jct, "jct_s")
+    _same_length(arrival_s=arrival, jct_s=jct_)
+    return float((arrival + jct_).max())
+
+
+def avg_jct_s(jct: ArrayLike) -> float:
+    """Mean job completion time."""
+    return float(_vector(jct, "jct_s").mean())
+
+
+def ftf_rho(jct: ArrayLike, isolated_s: ArrayLike, gpus: int, n_jobs: int | None = None) -> FloatArray:
+    """Finish-time fairness ``jct / (isolated_s * max(1, n_jobs / gpus))``, shape (n,).
+
+    Parameters
+    ----------
+    jct, isolated_s : array_like, shape (n,)
+    gpus : int
+        GPUs in the cluster (G).
+    n_jobs : int, optional
+        Jobs in the workload (N); default n, the length of the arrays.
+    """
+    jct_, isolated = _vector(jct, "jct_s"), _vector(isolated_s, "isolated_s")
+    _same_length(jct_s=jct_, isolated_s=isolated)
+    if (isolated <= 0).any():
+        raise ValidationError("isolated_s must be > 0")
+    if gpus < 1:
+        raise ValidationError(f"gpus must be >= 1, got {gpus!r}")
+    n = jct_.size if n_jobs is None else n_jobs
+    return jct_ / (isolated * max(1.0, n / gpus))
+
+
+def worst_ftf(rho: ArrayLike) -> float:
+    """The largest FTF rho."""
+    return float(_vector(rho, "ftf_rho").max())
+
+
+def unfair_pct(rho: ArrayLike, threshold: float = UNFAIR_RHO) -> float:
+    """Percentage (0-100) of jobs with ``rho > threshold``."""
+    return float(100.0 * (_vector(rho, "ftf_rho") > threshold).mean())
+
+
+def utilization(busy_gpu_s: float, gpus: int, makespan: float) -> float:
+    """``busy_gpu_s / (gpus * makespan)``: the mean over GPUs of the busy share of the makespan."""
+    if gpus < 1 or not makespan > 0:
+        raise ValidationError(f"need gpus >= 1 and makespan > 0, got {gpus!r} and {makespan!r}")
+    return float(busy_gpu_s / (gpus * makespan))
+
+
+def headline(arrival_s: ArrayLike, jct: ArrayLike, isolated_s: ArrayLike, gpus: int, *,
+             n_jobs: int | None = None, busy_gpu_s: float | None = None) -> dict[str, float]:
+    """The headline metrics of one run: makespan_s, avg_jct_s, worst_ftf, unfair_pct and, when
+    `busy_gpu_s` is given, utilization. Arrays have shape (n,); `n_jobs` defaults to n."""
+    rho = ftf_rho(jct, isolated_s, gpus, n_jobs)
+    makespan = makespan_s(arrival_s, jct)
+    out = {"makespan_s": makespan, "avg_jct_s": avg_jct_s(jct), "worst_ftf": worst_ftf(rho),
+           "unfair_pct": unfair_pct(rho)}
+    if busy_gpu_s is not None:
+        out["utilization"] = utilization(busy_gpu_s, gpus, makespan)
+    return out
+
+
+def summarize(simulation: Simulation) -> dict[str, Any]:
+    """Everything a benchmark reports about one run, as plain JSON-ready Python values.
+
+    Returns
+    -------
+    dict
+        ``makespan_s, avg_jct_s, worst_ftf, unfair_pct, utilization`` (floats);
+        ``planner_s``: ``{"median", "max"}`` seconds of the ``next_round()`` calls made while
+        jobs were present; ``jobs``: one ``{id, arrival_s, finish_s, jct_s, ftf_rho}`` per job
+        (workload order); ``rounds``: one ``{start_s, jobs}`` per round (ids holding GPUs).
+    """
+    sim = simulation
+    jct = jct_s(sim.arrival_s, sim.finish_s)
+    rho = ftf_rho(jct, sim.isolated_s, sim.gpus, sim.n_jobs)
+    out: dict[str, Any] = headline(sim.arrival_s, jct, sim.isolated_s, sim.gpus, n_jobs=sim.n_jobs,
+                                   busy_gpu_s=sim.busy_gpu_s)
+    timed = sim.planner_s[sim.planner_busy]
+    out["planner_s"] = {"median": float(np.median(timed)) if timed.size else float("nan"),
+                        "max": float(timed.max()) if timed.size else float("nan")}
+    out["jobs"] = [
+        {"id": job_id, "arrival_s": a, "finish_s": f, "jct_s": j, "ftf_rho": r}
+        for job_id, a, f, j, r in zip(sim.job_id.tolist(), sim.arrival_s.tolist(), sim.finish_s.tolist(),
+                                      jct.tolist(), rho.tolist(), strict=True)
+    ]
+    out["rounds"] = [{"start_s": r.start_s, "jobs": [_plain(i) for i in r.jobs]} for r in sim.rounds]
+    return out
+
+
+def _plain(value: Any) -> Any:
+    """A numpy scalar as the Python scalar JSON can take; anything else unchanged."""
+    return value.item() if isinstance(value, np.generic) else value

@@ -1,0 +1,569 @@
+"""The round-based, trace-driven cluster simulator of SPEC section 6.
+
+A workload (`load_workload`) is a cluster of ``gpus`` GPUs and a list of jobs, each with its
+arrival time, gang size and per-epoch profile (batch size and seconds per epoch, expanded from
+the file's ``phases``). `simulate` drives a `benchmarks.policies.base.SchedulingPolicy` round by
+round and records what happened in a `Simulation`; `benchmarks.metrics` turns it into the
+metrics of SPEC section 6. ``docs/simulation.md`` states the semantics and every decision made
+where SPEC is silent.
+
+Semantics in brief (round ``r`` covers ``[r * round_s, (r + 1) * round_s)``):
+
+1. Jobs with ``arrival_s <= r * round_s`` not yet added are added, in arrival order.
+2. ``policy.next_round()`` is called (every round, even with no job present) and timed.
+3. The answer is checked: known, present, unfinished jobs, no duplicates, gangs within capacity.
+4. A scheduled job that did not run in round ``r - 1`` spends its first ``restart_s`` restarting;
+   then it works through its epochs at their durations. Work carries over: a job preempted in
+   the middle of an epoch resumes there. A job finishing inside the round frees its GPUs then.
+5. Every job that finished at least one epoch reports their batch sizes to the policy.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+from numpy.typing import NDArray
+
+from benchmarks.policies.base import SchedulingPolicy
+from benchmarks.workloads import DATA
+from vfm.errors import ValidationError, VFMError
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+__all__ = [
+    "Job",
+    "PolicyError",
+    "Round",
+    "Simulation",
+    "Workload",
+    "default_max_rounds",
+    "load_workload",
+    "simulate",
+]
+
+# A file's own `isolated_s`, when present, must agree with the sum of its epoch durations this
+# closely: the shipped files carry six decimals, so anything looser than rounding is an error.
+_ISOLATED_RTOL = 1e-6
+
+
+class PolicyError(VFMError, RuntimeError):
+    """A policy answered something the simulator cannot run, or starved the jobs."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Workloads
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class Job:
+    """One job of a workload; the per-epoch arrays are read-only.
+
+    Attributes
+    ----------
+    id : int or str
+        The job's id in the workload file (unique within it).
+    arrival_s : float
+        Arrival time (seconds from the start of the trace).
+    gpus : int
+        Gang size: the job runs on exactly this many GPUs or not at all.
+    epochs : int
+        Total epochs.
+    isolated_s : float
+        Seconds the job needs alone on its gang without restarts: ``epoch_s.sum()``.
+    batch_size : ndarray, shape (epochs,)
+        Batch size of each epoch (its regime), expanded from the phases.
+    epoch_s : ndarray, shape (epochs,)
+        Duration of each epoch in seconds, expanded from the phases.
+    """
+
+    id: Hashable
+    arrival_s: float
+    gpus: int
+    epochs: int
+    isolated_s: float
+    batch_size: FloatArray
+    epoch_s: FloatArray
+
+    @property
+    def regimes(self) -> dict[float, float]:
+        """Batch size -> seconds per epoch, the profile a policy is told on arrival."""
+        return dict(zip(self.batch_size.tolist(), self.epoch_s.tolist(), strict=True))
+
+
+@dataclass(frozen=True, eq=False)
+class Workload:
+    """A cluster and its jobs (in file order).
+
+    Attributes
+    ----------
+    name : str
+    gpus : int
+        GPUs in the cluster.
+    round_s : float
+        Round length in seconds.
+    jobs : tuple of Job, length n
+    """
+
+    name: str
+    gpus: int
+    round_s: float
+    jobs: tuple[Job, ...]
+
+    @property
+    def n_jobs(self) -> int:
+        return len(self.jobs)
+
+    @property
+    def arrival_s(self) -> FloatArray:
+        """Arrival times, shape (n,)."""
+        return np.array([job.arrival_s for job in self.jobs], dtype=float)
+
+    @property
+    def isolated_s(self) -> FloatArray:
+        """Isolated times, shape (n,)."""
+        return np.array([job.isolated_s for job in self.jobs], dtype=float)
+
+
+def _is_number(value: Any) -> bool:
+    # JSON gives int or float; bool is an int subclass but never a meaningful quantity here.
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _whole(value: Any) -> bool:
+    return _is_number(value) and math.isfinite(value) and float(value).is_integer()
+
+
+def _describe_job(index: int, job_id: Any) -> str:
+    return f"job {index} (id {job_id!r})"
+
+
+def _read_field(record: Mapping[str, Any], field: str, where: str, *, whole: bool) -> float:
+    """``record[field]`` as a number, or a ValidationError naming `where` and `field`."""
+    if field not in record:
+        raise ValidationError(f"{where}: missing field {field!r}")
+    value = record[field]
+    if whole and not _whole(value):
+        raise ValidationError(f"{where}: {field} must be a whole number, got {value!r}")
+    if not _is_number(value) or not math.isfinite(value):
+        raise ValidationError(f"{where}: {field} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def _first_bad(bad: NDArray[np.bool_]) -> int | None:
+    hits = np.flatnonzero(bad)
+    return int(hits[0]) if hits.size else None
+
+
+def _parse(raw: Any, default_name: str) -> Workload:
+    """Check a decoded workload file and build the `Workload` (see `load_workload`)."""
+    if not isinstance(raw, Mapping):
+        raise ValidationError(f"a workload file must hold a JSON object, got {type(raw).__name__}")
+    name = raw.get("name", default_name)
+    if not isinstance(name, str):
+        raise ValidationError(f"workload name must be a string, got {name!r}")
+    capacity = _read_field(raw, "gpus", "workload", whole=True)
+    if capacity < 1:
+        raise ValidationError(f"workload: gpus must be >= 1, got {capacity:g}")
+    round_s = _read_field(raw, "round_s", "workload", whole=False)
+    if round_s <= 0:
+        raise ValidationError(f"workload: round_s must be > 0, got {round_s:g}")
+    jobs = raw.get("jobs")
+    if not isinstance(jobs, list) or not jobs:
+        raise ValidationError("workload: 'jobs' must be a non-empty list")
+
+    # One pass over the records for what only Python can check (presence and types); the
+    # range checks below run on arrays and name the first offending job.
+    ids: list[Any] = []
+    scalars = np.empty((len(jobs), 3))  # arrival_s, gpus, epochs
+    stated_isolated = np.full(len(jobs), np.nan)
+    phase_rows: list[tuple[float, float, float]] = []  # (epochs, batch_size, epoch_s)
+    phase_job: list[int] = []
+    phase_index: list[int] = []
+    for index, job in enumerate(jobs):
+        if not isinstance(job, Mapping):
+            raise ValidationError(f"job {index}: must be a JSON object, got {type(job).__name__}")
+        if "id" not in job:
+            raise ValidationError(f"job {index}: missing field 'id'")
+        job_id = job["id"]
+        where = _describe_job(index, job_id)
+        if isinstance(job_id, bool) or not isinstance(job_id, int | str):
+            raise ValidationError(f"{where}: id must be an integer or a string")
+        ids.append(job_id)
+        scalars[index, 0] = _read_field(job, "arrival_s", where, whole=False)
+        scalars[index, 1] = _read_field(job, "gpus", where, whole=True)
+        scalars[index, 2] = _read_field(job, "epochs", where, whole=True)
+        if "isolated_s" in job:
+            stated_isolated[index] = _read_field(job, "isolated_s", where, whole=False)
+        phases = job.get("phases")
+        if not isinstance(phases, list) or not phases:
+            raise ValidationError(f"{where}: 'phases' must be a non-empty list"
+                                  + ("" if "phases" in job else " (missing field 'phases')"))
+        for k, phase in enumerate(phases):
+            at = f"{where}, phase {k}"
+            if not isinstance(phase, Mapping):
+                raise ValidationError(f"{at}: must be a JSON object, got {type(phase).__name__}")
+            phase_rows.append((_read_field(phase, "epochs", at, whole=True),
+                               _read_field(phase, "batch_size", at, whole=False),
+                               _read_field(phase, "epoch_s", at, whole=False)))
+            phase_job.append(index)
+            phase_index.append(k)
+
+    arrival_s, gang, epochs = scalars.T
+    seen: dict[Any, int] = {}
+    for index, job_id in enumerate(ids):
+        if job_id in seen:
+            raise ValidationError(f"{_describe_job(index, job_id)}: id repeats job {seen[job_id]}")
+        seen[job_id] = index
+
+    def fail(index: int, message: str) -> None:
+        raise ValidationError(f"{_describe_job(index, ids[index])}: {message}")
+
+    if (i := _first_bad(arrival_s < 0)) is not None:
+        fail(i, f"arrival_s must be >= 0, got {arrival_s[i]:g}")
+    if (i := _first_bad(gang < 1)) is not None:
+        fail(i, f"gpus must be >= 1, got {gang[i]:g}")
+    if (i := _first_bad(gang > capacity)) is not None:
+        fail(i, f"gpus ({gang[i]:g}) exceeds the cluster's {capacity:g} GPUs")
+    if (i := _first_bad(epochs < 1)) is not None:
+        fail(i, f"epochs must be >= 1, got {epochs[i]:g}")
+
+    phase = np.array(phase_rows)  # (P, 3)
+    owner = np.array(phase_job)
+    for column, field in ((1, "batch_size"), (2, "epoch_s")):
+        if (p := _first_bad(phase[:, column] <= 0)) is not None:
+            fail(int(owner[p]), f"phase {phase_index[p]}: {field} must be > 0, got {phase[p, column]:g}")
+    if (p := _first_bad(phase[:, 0] < 0)) is not None:
+        fail(int(owner[p]), f"phase {phase_index[p]}: epochs must be >= 0, got {phase[p, 0]:g}")
+    summed = np.bincount(owner, weights=phase[:, 0], minlength=len(jobs))
+    if (i := _first_bad(summed != epochs)) is not None:
+        fail(i, f"phases' epochs sum to {summed[i]:g}, but epochs is {epochs[i]:g}")
+    # A batch size is a regime with one epoch duration; a policy is told {batch_size: epoch_s}.
+    order = np.lexsort((phase[:, 1], owner))
+    same = (owner[order][1:] == owner[order][:-1]) & (phase[order, 1][1:] == phase[order, 1][:-1])
+    if (p := _first_bad(same & (phase[order, 2][1:] != phase[order, 2][:-1]))) is not None:
+        q = int(order[p + 1])
+        fail(int(owner[q]), f"phase {phase_index[q]}: batch_size {phase[q, 1]:g} has epoch_s {phase[q, 2]:g} "
+                            f"but another phase gives it {phase[int(order[p]), 2]:g}")
+
+    # Expand phases to epochs for all jobs at once, then cut per job.
+    counts = phase[:, 0].astype(np.int64)
+    batch_flat = np.repeat(phase[:, 1], counts)
+    epoch_s_flat = np.repeat(phase[:, 2], counts)
+    cuts = np.cumsum(epochs.astype(np.int64))[:-1]
+    batches = np.split(batch_flat, cuts)
+    durations = np.split(epoch_s_flat, cuts)
+    isolated = np.bincount(owner, weights=phase[:, 0] * phase[:, 2], minlength=len(jobs))
+    off = ~np.isnan(stated_isolated) & ~np.isclose(stated_isolated, isolated, rtol=_ISOLATED_RTOL, atol=0.0)
+    if (i := _first_bad(off)) is not None:
+        fail(i, f"isolated_s ({stated_isolated[i]:g}) differs from the sum of its epoch durations ({isolated[i]:g})")
+
+    built = []
+    for index, job_id in enumerate(ids):
+        batches[index].setflags(write=False)
+        durations[index].setflags(write=False)
+        built.append(Job(id=job_id, arrival_s=float(arrival_s[index]), gpus=int(gang[index]),
+                         epochs=int(epochs[index]), isolated_s=float(isolated[index]),
+                         batch_size=batches[index], epoch_s=durations[index]))
+    return Workload(name=name, gpus=int(capacity), round_s=float(round_s), jobs=tuple(built))
+
+
+def load_workload(path_or_name: str | Path) -> Workload:
+    """Read and check a workload file.
+
+    Parameters
+    ----------
+    path_or_name : str or Path
+        A path to a JSON file, or the name of a shipped workload in ``benchmarks/data/shockwave``
+        (e.g. ``"shockwave_120jobs_32gpus"``, with or without ``.json``).
+
+    Returns
+    -------
+    Workload
+        Jobs in file order; each job's per-epoch arrays expanded from its phases.
+
+    Raises
+    ------
+    ValidationError
+        For a malformed file, naming the job (index and id), the field and what is wrong: a
+        missing field, a non-numeric or non-whole value, negative arrival, gpus < 1 or wider than
+        the cluster, epochs < 1, phases' epochs not summing to ``epochs``, a non-positive
+        epoch_s or batch_size, one batch size with two epoch durations, a stated ``isolated_s``
+        that is not the sum of the epoch durations, a repeated id.
+    FileNotFoundError
+        If there is no such file or shipped workload.
+    """
+    path = Path(path_or_name)
+    if not path.exists() and path.parent == Path("."):
+        path = DATA / (path.name if path.suffix == ".json" else f"{path.name}.json")
+    with open(path) as handle:
+        try:
+            raw = json.load(handle)
+        except json.JSONDecodeError as exc:
+            raise ValidationError(f"{path} is not valid JSON: {exc}") from exc
+    return _parse(raw, default_name=path.stem)
+
+
+# ---------------------------------------------------------------------------------------------
+# Simulation
+# ---------------------------------------------------------------------------------------------
+
+
+class Round(NamedTuple):
+    """One simulated round: its start and the jobs holding GPUs in it (the policy's order)."""
+
+    start_s: float
+    jobs: tuple[Hashable, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class Simulation:
+    """What `simulate` recorded. Arrays are per job in workload order (n jobs) or per round (R).
+
+    Attributes
+    ----------
+    workload : str
+        The workload's name.
+    policy : str
+        The policy's class name.
+    gpus : int
+        GPUs in the cluster.
+    n_jobs : int
+    round_s, restart_s : float
+    job_id : ndarray, shape (n,)
+        int64 when every id is an integer, else object.
+    arrival_s, finish_s, isolated_s : ndarray, shape (n,)
+        ``finish_s`` is the instant the job's last epoch ended.
+    restarts : ndarray of int, shape (n,)
+        Rounds the job started after not running in the previous round (its first included).
+    held_s : ndarray, shape (n,)
+        Seconds the job held its gang: from each of its rounds' start to the round's end or to
+        its finish (restarts included).
+    rounds : tuple of Round, length R
+    planner_s : ndarray, shape (R,)
+        Wall-clock seconds of each ``policy.next_round()`` call.
+    planner_busy : ndarray of bool, shape (R,)
+        Whether jobs were present when that call was made (`summarize` times those only).
+    busy_gpu_s : float
+        GPU-seconds held by jobs: ``sum(gpus * held_s)``.
+    """
+
+    workload: str
+    policy: str
+    gpus: int
+    n_jobs: int
+    round_s: float
+    restart_s: float
+    job_id: NDArray[Any]
+    arrival_s: FloatArray
+    finish_s: FloatArray
+    isolated_s: FloatArray
+    restarts: IntArray
+    held_s: FloatArray
+    rounds: tuple[Round, ...]
+    planner_s: FloatArray
+    planner_busy: NDArray[np.bool_]
+    busy_gpu_s: float
+
+    @property
+    def jct_s(self) -> FloatArray:
+        """Job completion times ``finish_s - arrival_s``, shape (n,)."""
+        return self.finish_s - self.arrival_s
+
+
+def default_max_rounds(workload: Workload, round_s: float, restart_s: float) -> int:
+    """A generous bound on the rounds any policy that keeps a job running needs.
+
+    After the last arrival, a policy that runs only one job at a time and restarts it every
+    round needs ``ceil(isolated_s / (round_s - restart_s))`` rounds per job; the bound is twice
+    the sum of that plus the rounds up to the last arrival, plus one round per job.
+    """
+    work_per_round = round_s - restart_s
+    isolated = workload.isolated_s
+    serial = int(np.ceil(isolated / work_per_round).sum())
+    last_arrival = math.ceil(float(workload.arrival_s.max()) / round_s)
+    return last_arrival + 2 * serial + workload.n_jobs + 1
+
+
+class _Trace:
+    """The workload flattened for the hot path: every job's epochs on one global time line.
+
+    Job j's epochs end at ``ends[offset[j] : offset[j] + epochs[j]]``, a slice of the cumulative
+    sum of all epoch durations in workload order, so job j's work occupies the stretch that
+    starts at ``origin[j]`` (the previous job's last epoch end). The epochs all running jobs have
+    finished are then one `searchsorted` of ``origin + work done``. The work itself is kept per
+    job (seconds done out of ``isolated_s``) so that finish times carry no rounding from the
+    global sum; the global line is only used to count epochs.
+    """
+
+    def __init__(self, workload: Workload) -> None:
+        self.epochs = np.array([job.epochs for job in workload.jobs], dtype=np.int64)
+        self.gpus = np.array([job.gpus for job in workload.jobs], dtype=np.int64)
+        self.isolated_s = workload.isolated_s
+        self.batch_size = np.concatenate([job.batch_size for job in workload.jobs])
+        self.ends = np.cumsum(np.concatenate([job.epoch_s for job in workload.jobs]))
+        self.offset = np.cumsum(self.epochs) - self.epochs
+        self.origin = np.concatenate([[0.0], self.ends[self.offset[1:] - 1]])
+
+
+def _check_answer(answer: Any, policy: SchedulingPolicy, round_index: int, index_of: Mapping[Hashable, int],
+                  present: NDArray[np.bool_], finished: NDArray[np.bool_], gpus: IntArray,
+                  capacity: int) -> IntArray:
+    """The indices of the jobs in a policy's answer, or a PolicyError saying what is wrong."""
+    who = f"{type(policy).__name__}.next_round() in round {round_index}"
+    if isinstance(answer, str | bytes) or not isinstance(answer, Sequence):
+        raise PolicyError(f"{who} must return a list of job ids, got {type(answer).__name__}")
+    picked = np.empty(len(answer), dtype=np.int64)
+    for k, job_id in enumerate(answer):
+        try:
+            picked[k] = index_of[job_id]
+        except (KeyError, TypeError):
+            raise PolicyError(f"{who} returned job {job_id!r}, which is not in the workload") from None
+    if (p := _first_bad(~present[picked])) is not None:
+        state = "has finished" if finished[picked[p]] else "has not arrived yet"
+        raise PolicyError(f"{who} returned job {answer[p]!r}, which {state}")
+    times = np.bincount(picked, minlength=present.size)
+    if (p := _first_bad(times[picked] > 1)) is not None:
+        raise PolicyError(f"{who} returned job {answer[p]!r} {times[picked[p]]} times")
+    used = int(gpus[picked].sum())
+    if used > capacity:
+        raise PolicyError(f"{who} asked for {used} GPUs (jobs {list(answer)!r}); the cluster has {capacity}")
+    return picked
+
+
+def simulate(workload: Workload, policy: SchedulingPolicy, *, round_s: float | None = None,
+             restart_s: float = 20.0, max_rounds: int | None = None,
+             progress: Callable[[int, int, int], None] | None = None) -> Simulation:
+    """Run `policy` on `workload`, round by round, until every job has finished.
+
+    Parameters
+    ----------
+    workload : Workload
+    policy : SchedulingPolicy
+        A fresh policy for this workload's cluster (its state is advanced by the run).
+    round_s : float, optional
+        Round length; default ``workload.round_s``.
+    restart_s : float
+        Seconds a job loses at the start of a round when it did not run in the previous round
+        (its first round included); ``0 <= restart_s < round_s``.
+    max_rounds : int, optional
+        Stop with a PolicyError after this many rounds; default `default_max_rounds`.
+    progress : callable, optional
+        Called after every round as ``progress(round_index, finished_jobs, total_jobs)``.
+
+    Returns
+    -------
+    Simulation
+
+    Raises
+    ------
+    PolicyError
+        If the policy returns an unknown, absent, finished or repeated job or more GPUs than
+        the cluster has (naming the policy class, the round and the job), or if the jobs have
+        not all finished after `max_rounds` rounds.
+    ValidationError
+        For a bad `round_s`, `restart_s` or `max_rounds`.
+    """
+    round_s = workload.round_s if round_s is None else float(round_s)
+    if not (math.isfinite(round_s) and round_s > 0):
+        raise ValidationError(f"round_s must be > 0, got {round_s!r}")
+    if not (math.isfinite(restart_s) and 0 <= restart_s < round_s):
+        raise ValidationError(f"restart_s must be in [0, round_s = {round_s:g}), got {restart_s!r}")
+    if max_rounds is None:
+        max_rounds = default_max_rounds(workload, round_s, restart_s)
+    elif isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
+        raise ValidationError(f"max_rounds must be a positive integer, got {max_rounds!r}")
+
+    trace = _Trace(workload)
+    n = workload.n_jobs
+    ids = [job.id for job in workload.jobs]
+    index_of = {job_id: j for j, job_id in enumerate(ids)}
+    arrival = workload.arrival_s
+    arrival_order = np.argsort(arrival, kind="stable")  # ties keep file order
+    regimes = [job.regimes for job in workload.jobs]
+
+    work_s = np.zeros(n)  # (n,) seconds of isolated work each job has done
+    done_epochs = np.zeros(n, dtype=np.int64)
+    added = np.zeros(n, dtype=bool)
+    finished = np.zeros(n, dtype=bool)
+    ran_last = np.zeros(n, dtype=bool)
+    finish_s = np.full(n, np.nan)
+    restarts = np.zeros(n, dtype=np.int64)
+    held_s = np.zeros(n)
+    rounds: list[Round] = []
+    planner_s: list[float] = []
+    planner_busy: list[bool] = []
+    next_arrival = 0
+    n_finished = 0
+
+    round_index = 0
+    while n_finished < n:
+        if round_index >= max_rounds:
+            raise PolicyError(
+                f"{type(policy).__name__} left {n - n_finished} of {n} jobs unfinished after {max_rounds} rounds "
+                f"(is it starving jobs?); first unfinished: {ids[int(np.flatnonzero(~finished)[0])]!r}")
+        start = round_index * round_s
+        end = start + round_s
+        while next_arrival < n and arrival[arrival_order[next_arrival]] <= start:
+            j = int(arrival_order[next_arrival])
+            job = workload.jobs[j]
+            policy.add_job(job.id, job.gpus, regimes[j], job.epochs)
+            added[j] = True
+            next_arrival += 1
+
+        present = added & ~finished
+        tic = time.perf_counter()
+        answer = policy.next_round()
+        planner_s.append(time.perf_counter() - tic)
+        planner_busy.append(bool(present.any()))
+        run = _check_answer(answer, policy, round_index, index_of, present, finished, trace.gpus, workload.gpus)
+        rounds.append(Round(start, tuple(ids[j] for j in run.tolist())))
+
+        # The round for every scheduled job at once.
+        restarting = ~ran_last[run]
+        restarts[run] += restarting
+        work_from = start + np.where(restarting, restart_s, 0.0)
+        need = trace.isolated_s[run] - work_s[run]
+        completes = need <= end - work_from
+        done_at = np.where(completes, work_from + need, end)
+        work_s[run] = np.where(completes, trace.isolated_s[run], work_s[run] + (end - work_from))
+        held_s[run] += done_at - start
+        finish_s[run[completes]] = done_at[completes]
+        finished[run[completes]] = True
+        n_finished += int(completes.sum())
+        ran_last[:] = False
+        ran_last[run] = True
+
+        # Epochs finished so far: epoch ends on the global line at or before the job's position.
+        # A completed job has all its epochs by definition (no rounding can leave one behind).
+        before = done_epochs[run]
+        after = np.searchsorted(trace.ends, trace.origin[run] + work_s[run], side="right") - trace.offset[run]
+        after = np.where(completes, trace.epochs[run], np.clip(after, before, trace.epochs[run] - 1))
+        done_epochs[run] = after
+        # The policy sees finished epochs only: one call per job that finished any.
+        reports = after > before
+        first = (trace.offset[run] + before)[reports].tolist()
+        last = (trace.offset[run] + after)[reports].tolist()
+        for j, a, b in zip(run[reports].tolist(), first, last, strict=True):
+            policy.report_progress(ids[j], trace.batch_size[a:b].tolist())
+
+        if progress is not None:
+            progress(round_index, n_finished, n)
+        round_index += 1
+
+    job_id = np.array(ids, dtype=np.int64 if all(isinstance(i, int) for i in ids) else object)
+    return Simulation(
+        workload=workload.name, policy=type(policy).__name__, gpus=workload.gpus, n_jobs=n, round_s=round_s,
+        restart_s=float(restart_s), job_id=job_id, arrival_s=arrival, finish_s=finish_s,
+        isolated_s=trace.isolated_s, restarts=restarts, held_s=held_s, rounds=tuple(rounds),
+        planner_s=np.array(planner_s), planner_busy=np.array(planner_busy, dtype=bool),
+        busy_gpu_s=float((trace.gpus * held_s).sum()),
+    )
