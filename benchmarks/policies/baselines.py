@@ -178,6 +178,7 @@ class FinishTimeFairness(GavelRoundPolicy):
     """
 
     name = "finish_time_fairness"
+    rho = float("nan")  # the optimal largest ratio of the last round
 
     def _allocation(self) -> FloatArray:
         t = self.table

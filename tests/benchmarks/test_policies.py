@@ -169,6 +169,46 @@ def test_water_filling_attains_the_max_min_lp(gpus, capacity):
     assert (w * x).min() == pytest.approx(-lp.fun, rel=1e-7)
 
 
+jobs_strategy = st.lists(st.tuples(st.integers(1, 4), st.floats(10.0, 1e3), st.integers(1, 50)), min_size=1,
+                         max_size=10)
+
+
+def _loaded(cls, jobs, capacity):
+    policy = cls(capacity, 120.0, 0)
+    for j, (gang, epoch_s, epochs) in enumerate(jobs):
+        policy.add_job(j, min(gang, capacity), {32.0: epoch_s}, epochs)
+    return policy
+
+
+@settings(max_examples=30, deadline=None)
+@given(jobs_strategy, st.integers(1, 8))
+def test_max_sum_throughput_solves_its_lp(jobs, capacity):
+    policy = _loaded(MaxSumThroughput, jobs, capacity)
+    t = policy.table
+    w = t.col("gpus").astype(float)
+    c = 1.0 / (t.col("epoch_s") * t.col("epochs"))
+    x = policy._allocation()
+    assert (x >= 0).all() and (x <= 1).all() and w @ x <= capacity * (1 + 1e-12)
+    lp = linprog(-c, A_ub=w[None, :], b_ub=[capacity], bounds=[(0, 1)] * w.size)
+    assert c @ x == pytest.approx(-lp.fun, rel=1e-7)
+
+
+@settings(max_examples=30, deadline=None)
+@given(jobs_strategy, st.integers(1, 8))
+def test_min_total_duration_solves_its_lp(jobs, capacity):
+    # In y = 1/T: maximize y s.t. x_i >= R_i y, sum w x <= G, 0 <= x <= 1 (variables x, y).
+    policy = _loaded(MinTotalDuration, jobs, capacity)
+    w = policy.table.col("gpus").astype(float)
+    remaining = policy.remaining_s()
+    x = policy._allocation()
+    assert (x <= 1 + 1e-12).all() and w @ x <= capacity * (1 + 1e-12)
+    n = w.size
+    a_ub = np.vstack([np.hstack([-np.eye(n), remaining[:, None]]), np.append(w, 0.0)])
+    lp = linprog(np.append(np.zeros(n), -1.0), A_ub=a_ub, b_ub=np.append(np.zeros(n), capacity),
+                 bounds=[(0, 1)] * n + [(0, None)])
+    assert (x / remaining).min() == pytest.approx(-lp.fun, rel=1e-7)
+
+
 @settings(max_examples=30, deadline=None)
 @given(st.lists(st.floats(1.0, 1e4), min_size=1, max_size=10), st.integers(1, 4))
 def test_allox_closed_form_is_an_optimal_matching(remaining, slots):
