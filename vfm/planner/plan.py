@@ -37,7 +37,7 @@ from vfm.planner.saa_ipm import RelaxedSolution, solve_saa_ipm
 PlanSolver = Literal["saa-ipm", "market", "cvxpy"]
 #: What each planning backend solves: any number of scenarios, the efficiency term, FTF constraints.
 SOLVER_CAPABILITIES: Mapping[str, Mapping[str, bool]] = {
-    "saa-ipm": {"scenarios": True, "efficiency": False, "fairness": False},
+    "saa-ipm": {"scenarios": True, "efficiency": False, "fairness": True},
     "market": {"scenarios": False, "efficiency": False, "fairness": False},
     "cvxpy": {"scenarios": True, "efficiency": True, "fairness": True},
 }
@@ -167,10 +167,10 @@ def plan(
     priority_exponent : float
         :math:`\lambda \ge 0` (default 10; Shockwave uses 5 to 15).
     solver : {"saa-ipm", "market", "cvxpy"}, optional
-        ``"saa-ipm"``: vfm's interior point for the program (no efficiency term or FTF
-        constraints); ``"market"``: `vfm.solve` on the window market (S = 1 only, same
-        restriction, `vfm.solve`'s default accuracy); ``"cvxpy"``: the CVXPY exponential-cone
-        model with Clarabel (everything).
+        ``"saa-ipm"``: vfm's interior point for the program (FTF constraints, no efficiency
+        term); ``"market"``: `vfm.solve` on the window market (S = 1 only, neither option,
+        `vfm.solve`'s default accuracy); ``"cvxpy"``: the CVXPY exponential-cone model with
+        Clarabel (everything).
         Default: the first of ``"market"``, ``"saa-ipm"``, ``"cvxpy"`` that supports the program.
     warm_start : ndarray, shape (n, T), optional
         A previous relaxed schedule shifted to this window (``"saa-ipm"`` only; ignored otherwise).
@@ -266,7 +266,9 @@ def plan(
     if targets is not None:
         share = min(1.0, float(supply.mean()) / n)
         lateness = np.where(finished, 0.0, remaining_s / share / targets)
-        limit = share * (rho_max * targets - rounds * round_s)
+        # S_i >= 0, so a target inside the window asks the job to finish within it (S_i = 0): the
+        # constraint then says that, not "finish before the window ends" (impossible as written).
+        limit = np.maximum(share * (rho_max * targets - rounds * round_s), 0.0)
         program = replace(program, leftover_limit_s=np.where(finished, np.inf, limit))
         fairness = "constraints"
     solution, name = _solve(program, solver, scenarios, tol, warm_start)

@@ -82,10 +82,9 @@ class PlanningProgram:
 
     @cached_property
     def runnable(self) -> np.ndarray:
-        """`fits` and some scenario forecasts progress there, shape (n, T) bool. Without the
-        efficiency term and FTF constraints only these entries matter (elsewhere running earns
-        nothing); with them, running still shortens the forecast time left, so a solver of those
-        must keep every entry of `fits`."""
+        """`fits` and some scenario forecasts progress there, shape (n, T) bool: the entries the
+        solvers optimize (the others are fixed at 0). Elsewhere running earns nothing, and it does
+        not count as running time in `leftover_s` either."""
         return self.fits & (self.progress > 0).any(axis=0)
 
     @property
@@ -94,8 +93,10 @@ class PlanningProgram:
         return self.efficiency == 0.0 and self.leftover_limit_s is None
 
     def leftover_s(self, schedule: FloatArray) -> FloatArray:
-        r""":math:`S_i = \max(0, \hat T_i - W \sum_t y_{it})` for `schedule` of shape (n, T)."""
-        return np.maximum(self.remaining_s - self.round_s * schedule.sum(axis=1), 0.0)
+        r""":math:`S_i = \max(0, \hat T_i - W \sum_t y_{it})` for `schedule` of shape (n, T),
+        counting only `runnable` entries: a round in which the forecast gives the job no progress
+        does not shorten the time it has left."""
+        return np.maximum(self.remaining_s - self.round_s * (schedule * self.runnable).sum(axis=1), 0.0)
 
     def objective(self, schedule: FloatArray) -> float:
         """The program's objective at `schedule` (fractional or integral), shape (n, T)."""

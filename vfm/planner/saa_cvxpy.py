@@ -36,7 +36,7 @@ def solve_saa_cvxpy(program: PlanningProgram, solver: str = "CLARABEL", **option
     n_scenarios, n, rounds = program.shape
     y = cp.Variable((n, rounds), nonneg=True)
     # Row s * n + i, column i + t * n (cp.vec is column-major): a_sit.
-    scenario, job, period = np.nonzero(program.progress * program.fits[None])
+    scenario, job, period = np.nonzero(program.progress * program.runnable[None])
     mapping = sp.csr_array(
         (program.progress[scenario, job, period], (scenario * n + job, job + period * n)),
         shape=(n_scenarios * n, n * rounds),
@@ -48,7 +48,7 @@ def solve_saa_cvxpy(program: PlanningProgram, solver: str = "CLARABEL", **option
     scale = float(program.weights.sum())
     objective = cp.sum(cp.multiply(np.tile(program.weights / scale, n_scenarios) / n_scenarios, cp.log(utilities)))
     capacity = program.gpus @ y <= program.capacity
-    constraints = [capacity, y <= program.fits.astype(np.float64)]
+    constraints = [capacity, y <= program.runnable.astype(np.float64)]
     leftover_rounds = program.remaining_s / program.round_s - cp.sum(y, axis=1)
     if program.efficiency:
         longest = cp.Variable(nonneg=True)
@@ -67,7 +67,7 @@ def solve_saa_cvxpy(program: PlanningProgram, solver: str = "CLARABEL", **option
     stats = problem.solver_stats
     return RelaxedSolution(
         # Interior-point output sits up to the solver's tolerance outside the box: clip that noise.
-        schedule=np.clip(y.value, 0.0, 1.0) * program.fits,
+        schedule=np.clip(y.value, 0.0, 1.0) * program.runnable,
         prices=scale * np.asarray(capacity.dual_value, dtype=np.float64),
         gap=float("nan"),
         status=status,

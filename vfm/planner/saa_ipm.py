@@ -61,6 +61,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.linalg
+import scipy.optimize
+import scipy.sparse
 
 from vfm._validation import FloatArray
 from vfm.equilibrium import Status
@@ -125,6 +127,8 @@ class _Data:
     base: FloatArray  # (n,)
     beta: FloatArray  # (n,) budgets / (sum of budgets * S)
     g: FloatArray  # (n, T) w_i / G_t on `active`, 0 elsewhere
+    floor: FloatArray  # (n,) m_i: the FTF constraint sum_t y_it >= m_i (0 where there is none)
+    constrained: np.ndarray  # (n,) bool: job i has an FTF constraint that can bind (m_i > 0)
 
 
 class _Workspace:
@@ -135,10 +139,10 @@ class _Workspace:
     900 jobs with fresh arrays, 13 ms with these buffers reused).
     """
 
-    def __init__(self, n: int, scenarios: int, rounds: int) -> None:
-        self.curvature = np.empty((n, scenarios, rounds))
-        self.scaled = np.empty((n, scenarios, rounds))
-        self.scaled_t = np.empty((n, rounds, scenarios))
+    def __init__(self, n: int, columns: int, rounds: int) -> None:
+        self.curvature = np.empty((n, columns, rounds))
+        self.scaled = np.empty((n, columns, rounds))
+        self.scaled_t = np.empty((n, rounds, columns))
         self.block = np.empty((n, rounds, rounds))
         self.lower_inverse = np.zeros((n, rounds, rounds))  # its upper triangle stays 0
         self.weighted = np.empty((n, rounds, rounds))
@@ -154,6 +158,8 @@ class _Point:
     z_lo: FloatArray  # (n, T); 0 off `active`
     z_hi: FloatArray  # (n, T); 0 off `active`
     prices: FloatArray  # (T,)
+    s_f: FloatArray  # (n,) sum_t y_it - m_i on constrained jobs; 1 elsewhere
+    z_f: FloatArray  # (n,) multipliers of the FTF constraints; 0 elsewhere
     u: FloatArray  # (n, S) utilities
     value: float  # F(y)
     dual_residual: FloatArray  # (n, T); 0 off `active`
@@ -187,21 +193,40 @@ def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 8
         solved first (the gap still bounds the optimum); `Status.ITERATION_LIMIT` after `max_iter`.
     """
     started = time.perf_counter()
-    n_scenarios, _, rounds = program.shape
+    if program.efficiency:
+        raise ValueError("solve_saa_ipm does not solve the efficiency term; use solve_saa_cvxpy")
+    n_scenarios, n, rounds = program.shape
     active = program.fits & (program.progress > 0).any(axis=0)
     scale = float(program.weights.sum())
+    if program.leftover_limit_s is None:
+        floor = np.zeros(n)
+    else:
+        # remaining - W sum_t y <= limit  <=>  sum_t y >= (remaining - limit) / W.
+        with np.errstate(invalid="ignore"):
+            floor = np.where(np.isfinite(program.leftover_limit_s),
+                             (program.remaining_s - program.leftover_limit_s) / program.round_s, 0.0)
+    constrained = floor > 0
     data = _Data(
         active=active,
         progress=np.where(active[None], program.progress, 0.0).transpose(1, 0, 2).copy(),
         base=program.base,
         beta=program.weights / (scale * n_scenarios),
         g=np.where(active, program.gpus[:, None] / program.capacity[None, :], 0.0),
+        floor=np.where(constrained, floor, 0.0),
+        constrained=constrained,
     )
-    n_constraints = 2 * int(active.sum()) + rounds
-    work = _Workspace(active.shape[0], n_scenarios, rounds)
+    n_constraints = 2 * int(active.sum()) + rounds + int(constrained.sum())
+    work = _Workspace(n, n_scenarios + int(constrained.any()), rounds)
 
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        point = _start(data, warm_start, n_constraints)
+        interior = _ftf_interior_point(data) if constrained.any() else None
+        if constrained.any() and interior is None:
+            return RelaxedSolution(
+                schedule=np.zeros((n, rounds)), prices=np.full(rounds, np.nan), gap=float("nan"),
+                status=Status.INFEASIBLE,
+                message="saa-ipm: the finish-time-fairness constraints have no strictly feasible schedule",
+                iterations=0, solve_time=time.perf_counter() - started)
+        point = _start(data, warm_start, n_constraints, interior)
         status, message = Status.ITERATION_LIMIT, f"saa-ipm stopped at max_iter={max_iter} before converging"
         best, best_iteration = point, 0
         for iteration in range(max_iter + 1):
@@ -256,8 +281,13 @@ def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 8
     )
 
 
-def _start(data: _Data, warm_start: FloatArray | None, n_constraints: int) -> _Point:
-    """A strictly feasible primal start and a dual-feasible start with every product near 1 / n_constraints."""
+def _start(data: _Data, warm_start: FloatArray | None, n_constraints: int,
+           interior: tuple[FloatArray, float] | None = None) -> _Point:
+    """A strictly feasible primal start and a dual-feasible start with every product near 1 / n_constraints.
+
+    `interior` (with FTF constraints): a schedule meeting every FTF constraint with margin
+    `delta` (`_ftf_interior_point`), mixed into the start just enough to meet them with margin.
+    """
     active, g = data.active, data.g
     # The same share of every round for every job that fits, half the capacity at most.
     load = g.sum(axis=0)
@@ -268,18 +298,62 @@ def _start(data: _Data, warm_start: FloatArray | None, n_constraints: int) -> _P
         previous = np.where(active, np.clip(warm_start, 0.0, 1.0), 0.0)
         previous = previous * np.minimum(1.0, 0.9 / np.maximum((g * previous).sum(axis=0), 1e-300))[None, :]
         y = 0.5 * y + 0.5 * previous
+    if interior is not None:
+        # sum_t y - m >= (1 - theta) delta - theta * shortfall >= delta / 2 for this theta, and the
+        # mix stays strictly inside the box and the capacity because y does.
+        feasible, delta = interior
+        shortfall = float(np.max(np.where(data.constrained, data.floor - y.sum(axis=1), 0.0), initial=0.0))
+        theta = min(0.5, 0.5 * delta / (delta + max(shortfall, 0.0)))
+        y = theta * y + (1.0 - theta) * feasible
     s_hi = np.where(active, 1.0 - y, 1.0)
     s_cap = 1.0 - (g * y).sum(axis=0)
+    s_f = np.where(data.constrained, y.sum(axis=1) - data.floor, 1.0)
     _, gradient, _ = _objective(data, y)
     # Multipliers that make the start dual feasible (the Newton steps then only have to centre
     # and reduce mu, not also repair stationarity, which took a third of the iterations), shifted by
     # mu0 / slack so that every product is at least mu0 = 1 / n_constraints.
     prices = _gap_minimizing_prices(gradient, g, y, s_hi, s_cap)
-    reduced = np.where(active, gradient + g * prices[None, :], 0.0)
     mu0 = 1.0 / n_constraints
+    z_f = np.where(data.constrained, mu0 / s_f, 0.0)
+    reduced = np.where(active, gradient + g * prices[None, :] - z_f[:, None], 0.0)
     z_lo = np.where(active, np.maximum(reduced, 0.0) + mu0 / np.where(active, y, 1.0), 0.0)
     z_hi = np.where(active, np.maximum(-reduced, 0.0) + mu0 / s_hi, 0.0)
-    return _evaluate(data, y, s_hi, s_cap, z_lo, z_hi, prices + mu0 / s_cap)
+    return _evaluate(data, y, s_hi, s_cap, z_lo, z_hi, prices + mu0 / s_cap, s_f, z_f)
+
+
+def _ftf_interior_point(data: _Data) -> tuple[FloatArray, float] | None:
+    r"""A schedule meeting every FTF constraint with the largest common margin, by one LP.
+
+    Maximizes :math:`\delta \le 1` over :math:`0 \le y \le 1` on the constrained jobs' entries with
+    :math:`\sum_t y_{it} \ge m_i + \delta` and the capacity rows (the other jobs at 0). Returns
+    ``(y, delta)``, or None when :math:`\delta^* \le 10^{-9}`: the constraints are infeasible, or
+    feasible only on their boundary, where an interior-point method cannot start (`plan` then
+    relaxes them, as when they are infeasible).
+    """
+    active = data.active & data.constrained[:, None]
+    job, period = np.nonzero(active)
+    n, rounds = active.shape
+    jobs = np.flatnonzero(data.constrained)
+    if not np.isin(jobs, job).all():
+        return None  # a constrained job with nowhere to run
+    variables = job.size + 1  # the entries, then delta
+    row_of_job = np.full(n, -1)
+    row_of_job[jobs] = np.arange(jobs.size)
+    # -sum_t y_it + delta <= -m_i, then sum_i g_it y_it <= 1.
+    rows = np.concatenate([row_of_job[job], np.arange(jobs.size), jobs.size + period])
+    columns = np.concatenate([np.arange(job.size), np.full(jobs.size, job.size), np.arange(job.size)])
+    values = np.concatenate([-np.ones(job.size), np.ones(jobs.size), data.g[job, period]])
+    matrix = scipy.sparse.csr_array((values, (rows, columns)), shape=(jobs.size + rounds, variables))
+    bound = np.concatenate([-data.floor[jobs], np.ones(rounds)])
+    cost = np.zeros(variables)
+    cost[-1] = -1.0
+    limits = [(0.0, 1.0)] * job.size + [(None, 1.0)]
+    result = scipy.optimize.linprog(cost, A_ub=matrix, b_ub=bound, bounds=limits, method="highs")
+    if result.status != 0 or not -result.fun > 1e-9:
+        return None
+    y = np.zeros((n, rounds))
+    y[job, period] = result.x[:-1]
+    return y, float(-result.fun)
 
 
 def _gap_minimizing_prices(gradient: FloatArray, g: FloatArray, y: FloatArray, s_hi: FloatArray,
@@ -314,17 +388,19 @@ def _objective(data: _Data, y: FloatArray) -> tuple[FloatArray, FloatArray, floa
 
 
 def _evaluate(data: _Data, y: FloatArray, s_hi: FloatArray, s_cap: FloatArray, z_lo: FloatArray,
-              z_hi: FloatArray, prices: FloatArray) -> _Point:
+              z_hi: FloatArray, prices: FloatArray, s_f: FloatArray, z_f: FloatArray) -> _Point:
     """Everything the iteration needs at one point; O(n S T)."""
     active, g = data.active, data.g
     u, gradient, value = _objective(data, y)
-    priced = gradient + g * prices[None, :]
+    priced = gradient + g * prices[None, :] - z_f[:, None]
     dual_residual = np.where(active, priced - z_lo + z_hi, 0.0)
-    complementarity = float((y * z_lo).sum() + (s_hi * z_hi).sum() + s_cap @ prices)
+    complementarity = float((y * z_lo).sum() + (s_hi * z_hi).sum() + s_cap @ prices + s_f @ z_f)
     merit = complementarity + float((np.abs(dual_residual) * np.maximum(y, s_hi)).sum())
     reduced = np.where(active, priced, 0.0)
-    gap = float(s_cap @ prices + (np.maximum(reduced, 0.0) * y).sum() + (np.maximum(-reduced, 0.0) * s_hi).sum())
-    return _Point(y, s_hi, s_cap, z_lo, z_hi, prices, u, value, dual_residual, complementarity, merit, gap)
+    gap = float(s_cap @ prices + s_f @ z_f + (np.maximum(reduced, 0.0) * y).sum()
+                + (np.maximum(-reduced, 0.0) * s_hi).sum())
+    return _Point(y, s_hi, s_cap, z_lo, z_hi, prices, s_f, z_f, u, value, dual_residual, complementarity, merit,
+                  gap)
 
 
 @dataclass(frozen=True)
@@ -334,6 +410,8 @@ class _Direction:
     dz_hi: FloatArray
     ds_cap: FloatArray
     d_prices: FloatArray
+    ds_f: FloatArray  # (n,) 0 off the constrained jobs
+    dz_f: FloatArray
     du: FloatArray  # (n, S) change of the utilities
     largest: float  # largest step keeping every slack, multiplier and utility nonnegative
     sigma: float
@@ -355,17 +433,19 @@ def _mehrotra(data: _Data, point: _Point, n_constraints: int, newton: _NewtonSys
     z_lo, z_hi, prices = point.z_lo, point.z_hi, point.prices
     mu = point.complementarity / n_constraints
     zero = np.zeros_like(y)
-    predictor = newton.direction(zero, zero, np.zeros_like(s_cap))
+    predictor = newton.direction(zero, zero, np.zeros_like(s_cap), np.zeros_like(point.s_f))
     alpha = min(predictor.largest, 1.0)
     moved = float(((y + alpha * predictor.dy) * (z_lo + alpha * predictor.dz_lo)).sum()
                   + ((s_hi - alpha * predictor.dy) * (z_hi + alpha * predictor.dz_hi)).sum()
-                  + (s_cap + alpha * predictor.ds_cap) @ (prices + alpha * predictor.d_prices))
+                  + (s_cap + alpha * predictor.ds_cap) @ (prices + alpha * predictor.d_prices)
+                  + (point.s_f + alpha * predictor.ds_f) @ (point.z_f + alpha * predictor.dz_f))
     sigma = min(1.0, (moved / point.complementarity) ** 3)
     active = data.active
     corrector = newton.direction(
         np.where(active, sigma * mu - predictor.dy * predictor.dz_lo, 0.0),
         np.where(active, sigma * mu + predictor.dy * predictor.dz_hi, 0.0),
         sigma * mu - predictor.ds_cap * predictor.d_prices,
+        np.where(data.constrained, sigma * mu - predictor.ds_f * predictor.dz_f, 0.0),
         sigma,
     )
     if not (np.isfinite(corrector.largest) and np.isfinite(corrector.dy).all()):
@@ -385,6 +465,7 @@ def _line_search(data: _Data, point: _Point, direction: _Direction, n_constraint
             data, y, np.where(active, point.s_hi - alpha * direction.dy, 1.0), point.s_cap + alpha * direction.ds_cap,
             point.z_lo + alpha * direction.dz_lo, point.z_hi + alpha * direction.dz_hi,
             point.prices + alpha * direction.d_prices,
+            point.s_f + alpha * direction.ds_f, point.z_f + alpha * direction.dz_f,
         )
         if trial.merit <= (1.0 - _SUFFICIENT_DECREASE * alpha) * point.merit:
             return trial
@@ -411,7 +492,12 @@ class _NewtonSystem:
         active, g = data.active, data.g
         safe_y = np.where(active, point.y, 1.0)
         diagonal = np.where(active, point.z_lo / safe_y + point.z_hi / point.s_hi, 1.0)
-        curvature = np.multiply(data.progress, (np.sqrt(data.beta[:, None]) / point.u)[:, :, None], out=work.curvature)
+        scenarios = data.progress.shape[1]
+        curvature = work.curvature
+        np.multiply(data.progress, (np.sqrt(data.beta[:, None]) / point.u)[:, :, None], out=curvature[:, :scenarios])
+        if curvature.shape[1] > scenarios:
+            # The FTF pair of job i adds (z_f / s_f) 1 1^T on its entries: one more rank-one column.
+            curvature[:, scenarios] = np.where(active, np.sqrt(point.z_f / point.s_f)[:, None], 0.0)
         root = 1.0 / np.sqrt(diagonal + regularization)
         scaled = np.multiply(curvature, root[:, None, :], out=work.scaled)  # V_i^T, (n, S, T)
         # A contiguous transpose first: matmul is ~3x slower on the transposed view.
@@ -480,24 +566,28 @@ class _NewtonSystem:
         return solution
 
     def direction(self, target_lo: FloatArray, target_hi: FloatArray, target_cap: FloatArray,
-                  sigma: float = 0.0) -> _Direction:
+                  target_f: FloatArray, sigma: float = 0.0) -> _Direction:
         """The Newton step towards complementarity products `target_*` (the same residuals otherwise)."""
         data, point = self.data, self.point
         active, g = data.active, data.g
         y, s_hi, s_cap = point.y, point.s_hi, point.s_cap
         z_lo, z_hi, prices = point.z_lo, point.z_hi, point.prices
         safe_y = np.where(active, y, 1.0)
+        constrained, s_f, z_f = data.constrained, point.s_f, point.z_f
         rhs = np.where(active, -point.dual_residual + target_lo / safe_y - z_lo
-                       - target_hi / s_hi + z_hi - g * (target_cap / s_cap - prices)[None, :], 0.0)
+                       - target_hi / s_hi + z_hi - g * (target_cap / s_cap - prices)[None, :]
+                       + np.where(constrained, target_f / s_f - z_f, 0.0)[:, None], 0.0)
         dy = np.where(active, self.solve(rhs), 0.0)
         dz_lo = np.where(active, (target_lo - z_lo * dy) / safe_y - z_lo, 0.0)
         dz_hi = np.where(active, (target_hi + z_hi * dy) / s_hi - z_hi, 0.0)
         ds_cap = -(g * dy).sum(axis=0)
         d_prices = (target_cap - prices * ds_cap) / s_cap - prices
+        ds_f = np.where(constrained, dy.sum(axis=1), 0.0)
+        dz_f = np.where(constrained, (target_f - z_f * ds_f) / s_f - z_f, 0.0)
         du = (data.progress @ dy[:, :, None])[:, :, 0]
-        largest = _largest_step((y, s_hi, s_cap, z_lo, z_hi, prices, point.u),
-                                (dy, -dy, ds_cap, dz_lo, dz_hi, d_prices, du))
-        return _Direction(dy, dz_lo, dz_hi, ds_cap, d_prices, du, largest, sigma)
+        largest = _largest_step((y, s_hi, s_cap, z_lo, z_hi, prices, point.u, s_f, z_f),
+                                (dy, -dy, ds_cap, dz_lo, dz_hi, d_prices, du, ds_f, dz_f))
+        return _Direction(dy, dz_lo, dz_hi, ds_cap, d_prices, ds_f, dz_f, du, largest, sigma)
 
 
 def _lower_triangular_inverse(lower: FloatArray, out: FloatArray) -> FloatArray:
