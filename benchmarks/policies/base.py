@@ -1,0 +1,31 @@
+"""The scheduler-facing interface every policy of the reproduction implements.
+
+It is the interface of `vfm.planner.Policy`: a scheduler (here the simulator of
+`benchmarks.simulator`) tells the policy what happens and asks it, once per round, which jobs
+run. A policy sees what a real scheduler sees: each job's gang size, its regimes (batch size ->
+seconds per epoch on its gang, from profiling), its total epochs, and, as they finish, the batch
+sizes of its epochs. It never sees a job's future batch sizes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Protocol, runtime_checkable
+
+
+@runtime_checkable
+class SchedulingPolicy(Protocol):
+    """What the simulator drives (`vfm.planner.Policy` satisfies it as is)."""
+
+    def add_job(self, job_id: Hashable, gpus: int, regimes: Mapping[float, float], epochs: int) -> None:
+        """A job arrives (at the start of the round in which the scheduler first sees it)."""
+
+    def remove_job(self, job_id: Hashable) -> None:
+        """A job leaves without finishing (cancelled)."""
+
+    def report_progress(self, job_id: Hashable, batch_sizes: Sequence[float]) -> None:
+        """Epochs the job finished in the last round, one batch size per epoch; a job whose
+        epochs are all done has completed and leaves the policy."""
+
+    def next_round(self) -> list[Hashable]:
+        """The jobs to run in the next round, whole gangs within the cluster's capacity."""
