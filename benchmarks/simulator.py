@@ -47,6 +47,7 @@ __all__ = [
     "default_max_rounds",
     "load_workload",
     "simulate",
+    "workload_from_dict",
 ]
 
 # A file's own `isolated_s`, when present, must agree with the sum of its epoch durations this
@@ -163,8 +164,12 @@ def _first_bad(bad: NDArray[np.bool_]) -> int | None:
     return int(hits[0]) if hits.size else None
 
 
-def _parse(raw: Any, default_name: str) -> Workload:
-    """Check a decoded workload file and build the `Workload` (see `load_workload`)."""
+def workload_from_dict(raw: Any, default_name: str = "workload") -> Workload:
+    """Check a decoded workload file (the JSON object) and build the `Workload`.
+
+    `default_name` names the workload when `raw` has no ``name``. Raises what `load_workload`
+    raises for a malformed file.
+    """
     if not isinstance(raw, Mapping):
         raise ValidationError(f"a workload file must hold a JSON object, got {type(raw).__name__}")
     name = raw.get("name", default_name)
@@ -309,7 +314,7 @@ def load_workload(path_or_name: str | Path) -> Workload:
             raw = json.load(handle)
         except json.JSONDecodeError as exc:
             raise ValidationError(f"{path} is not valid JSON: {exc}") from exc
-    return _parse(raw, default_name=path.stem)
+    return workload_from_dict(raw, default_name=path.stem)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -109,7 +109,8 @@ class _Fifo:
     """First come, first served, first fit."""
 
     def __init__(self, capacity: int) -> None:
-        self.capacity, self.jobs = capacity, {}
+        self.capacity = capacity
+        self.jobs: dict[int, list[int]] = {}
 
     def add_job(self, job_id, gpus, regimes, epochs) -> None:
         self.jobs[job_id] = [gpus, epochs]

@@ -1,0 +1,492 @@
+"""benchmarks.simulator: workload files, the round semantics and their invariants, bad policies."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import random
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from benchmarks.policies.base import SchedulingPolicy
+from benchmarks.simulator import (
+    PolicyError,
+    Simulation,
+    Workload,
+    load_workload,
+    simulate,
+    workload_from_dict,
+)
+from vfm.errors import ValidationError
+
+# ---------------------------------------------------------------------------------------------
+# Test policies
+# ---------------------------------------------------------------------------------------------
+
+
+class Fifo:
+    """First come, first served, first fit: every round, in arrival order, each job that fits."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.jobs: dict[Hashable, list[int]] = {}  # id -> [gpus, epochs left]
+
+    def add_job(self, job_id: Hashable, gpus: int, regimes: Mapping[float, float], epochs: int) -> None:
+        self.jobs[job_id] = [gpus, epochs]
+
+    def remove_job(self, job_id: Hashable) -> None:
+        del self.jobs[job_id]
+
+    def report_progress(self, job_id: Hashable, batch_sizes: Sequence[float]) -> None:
+        self.jobs[job_id][1] -= len(batch_sizes)
+        assert self.jobs[job_id][1] >= 0
+        if self.jobs[job_id][1] == 0:
+            del self.jobs[job_id]
+
+    def next_round(self) -> list[Hashable]:
+        free, run = self.capacity, []
+        for job_id, (gpus, _) in self.jobs.items():
+            if gpus <= free:
+                run.append(job_id)
+                free -= gpus
+        return run
+
+
+class RandomSubset(Fifo):
+    """A random feasible subset: jobs in random order, each that fits taken with probability 0.7."""
+
+    def __init__(self, capacity: int, seed: int) -> None:
+        super().__init__(capacity)
+        self.rng = random.Random(seed)
+
+    def next_round(self) -> list[Hashable]:
+        order = list(self.jobs)
+        self.rng.shuffle(order)
+        free, run = self.capacity, []
+        for job_id in order:
+            if self.jobs[job_id][0] <= free and self.rng.random() < 0.7:
+                run.append(job_id)
+                free -= self.jobs[job_id][0]
+        return run
+
+
+class EvenRounds(Fifo):
+    """FIFO on even rounds (counted by its own calls, one per round), nothing on odd rounds."""
+
+    def __init__(self, capacity: int) -> None:
+        super().__init__(capacity)
+        self.calls = 0
+
+    def next_round(self) -> list[Hashable]:
+        self.calls += 1
+        return super().next_round() if self.calls % 2 == 1 else []
+
+
+class Recorder:
+    """Wraps a policy and records what the simulator told it and when (round = next_round calls)."""
+
+    def __init__(self, inner: SchedulingPolicy) -> None:
+        self.inner = inner
+        self.round = 0
+        self.added: dict[Hashable, int] = {}
+        self.reports: list[tuple[int, Hashable, list[float]]] = []  # (round reported after, id, sizes)
+
+    def add_job(self, job_id: Hashable, gpus: int, regimes: Mapping[float, float], epochs: int) -> None:
+        self.added[job_id] = self.round
+        self.inner.add_job(job_id, gpus, regimes, epochs)
+
+    def remove_job(self, job_id: Hashable) -> None:
+        self.inner.remove_job(job_id)
+
+    def report_progress(self, job_id: Hashable, batch_sizes: Sequence[float]) -> None:
+        self.reports.append((self.round - 1, job_id, list(batch_sizes)))
+        self.inner.report_progress(job_id, batch_sizes)
+
+    def next_round(self) -> list[Hashable]:
+        self.round += 1
+        return self.inner.next_round()
+
+
+# ---------------------------------------------------------------------------------------------
+# Workloads
+# ---------------------------------------------------------------------------------------------
+
+
+@st.composite
+def workloads(draw: st.DrawFn) -> dict[str, Any]:
+    """A small workload file: 1-6 jobs on 1-4 GPUs, 1-3 phases of 1-4 epochs, random arrivals."""
+    gpus = draw(st.integers(1, 4))
+    round_s = draw(st.sampled_from([60.0, 120.0]))
+    jobs = []
+    for job_id in range(draw(st.integers(1, 6))):
+        # Each batch size has one epoch duration (a regime); phases pick among them.
+        regimes = draw(st.dictionaries(st.sampled_from([8, 16, 32, 64]),
+                                       st.floats(1.0, 150.0, allow_nan=False), min_size=1, max_size=3))
+        phases = [{"epochs": draw(st.integers(1, 4)), "batch_size": b, "epoch_s": regimes[b]}
+                  for b in draw(st.lists(st.sampled_from(sorted(regimes)), min_size=1, max_size=3))]
+        jobs.append({
+            "id": job_id,
+            "arrival_s": draw(st.one_of(st.floats(0.0, 600.0), st.sampled_from([0.0, round_s, 2 * round_s]))),
+            "gpus": draw(st.integers(1, gpus)),
+            "epochs": sum(p["epochs"] for p in phases),
+            "phases": phases,
+        })
+    return {"name": "hypothesis", "gpus": gpus, "round_s": round_s, "jobs": jobs}
+
+
+def first_round(arrival_s: float, round_s: float) -> int:
+    """The first round whose start is at or after `arrival_s` (exact even where a / R underflows)."""
+    r = math.ceil(arrival_s / round_s)
+    return r + 1 if r * round_s < arrival_s else r
+
+
+def rounds_per_job(sim: Simulation, workload: Workload) -> list[list[int]]:
+    """The indices of the rounds each job held GPUs in, from `sim.rounds` alone."""
+    index = {job.id: j for j, job in enumerate(workload.jobs)}
+    held: list[list[int]] = [[] for _ in workload.jobs]
+    for r, round_ in enumerate(sim.rounds):
+        for job_id in round_.jobs:
+            held[index[job_id]].append(r)
+    return held
+
+
+def check_invariants(workload: Workload, sim: Simulation, recorder: Recorder, restart_s: float) -> None:
+    """Everything that must hold for any policy, recomputed from the recorded rounds."""
+    round_s = workload.round_s
+    gpus = {job.id: job.gpus for job in workload.jobs}
+    assert sim.n_jobs == workload.n_jobs and sim.gpus == workload.gpus
+    assert np.isfinite(sim.finish_s).all()
+    # Rounds are consecutive and next_round was called once per round.
+    assert [r.start_s for r in sim.rounds] == [k * round_s for k in range(len(sim.rounds))]
+    assert recorder.round == len(sim.rounds) == sim.planner_s.size == sim.planner_busy.size
+    # The run ends in the round of the last finish.
+    assert (len(sim.rounds) - 1) * round_s < sim.finish_s.max() <= len(sim.rounds) * round_s
+    busy = 0.0
+    for round_ in sim.rounds:
+        assert sum(gpus[i] for i in round_.jobs) <= workload.gpus  # capacity
+        assert len(set(round_.jobs)) == len(round_.jobs)
+    for j, (job, held) in enumerate(zip(workload.jobs, rounds_per_job(sim, workload), strict=True)):
+        # Added at the start of the first round at or after its arrival.
+        assert recorder.added[job.id] == first_round(job.arrival_s, round_s)
+        starts = np.array(held) * round_s
+        assert held, "every job ran"
+        assert (starts >= job.arrival_s).all()  # never before its arrival
+        assert (starts < sim.finish_s[j]).all()  # never after its finish
+        assert sim.finish_s[j] <= starts[-1] + round_s  # it finished in its last round
+        assert sim.finish_s[j] >= job.arrival_s + job.isolated_s + restart_s
+        # Restarts: its first round and every round after a gap.
+        restarts = 1 + int(np.count_nonzero(np.diff(held) > 1))
+        assert sim.restarts[j] == restarts
+        # Work conservation: time held minus restarts is exactly the isolated time.
+        held_s = len(held) * round_s - (starts[-1] + round_s - sim.finish_s[j])
+        assert sim.held_s[j] == pytest.approx(held_s, rel=1e-9, abs=1e-9)
+        assert held_s - restarts * restart_s == pytest.approx(job.isolated_s, rel=1e-6)
+        busy += job.gpus * held_s
+    assert sim.busy_gpu_s == pytest.approx(busy, rel=1e-9)
+    assert sim.busy_gpu_s <= workload.gpus * len(sim.rounds) * round_s * (1 + 1e-12)
+
+    # The policy saw every epoch's batch size exactly once, in order, and only once finished.
+    seen: dict[Hashable, list[float]] = {job.id: [] for job in workload.jobs}
+    held_rounds = dict(zip((job.id for job in workload.jobs), rounds_per_job(sim, workload), strict=True))
+    for round_index, job_id, sizes in recorder.reports:
+        assert sizes, "no empty reports"
+        assert round_index in held_rounds[job_id]  # reported after a round it ran
+        seen[job_id].extend(sizes)
+        job = workload.jobs[[j.id for j in workload.jobs].index(job_id)]
+        # Work done by the end of that round, and the epochs it completes.
+        rounds_run = [r for r in held_rounds[job_id] if r <= round_index]
+        gaps = 1 + int(np.count_nonzero(np.diff(rounds_run) > 1))
+        work = len(rounds_run) * round_s - gaps * restart_s
+        ends = np.cumsum(job.epoch_s)
+        low, high = np.searchsorted(ends, [work - 1e-6, work + 1e-6], side="right")
+        assert low <= len(seen[job_id]) <= max(high, 0) or len(seen[job_id]) == job.epochs
+    for job in workload.jobs:
+        assert seen[job.id] == job.batch_size.tolist()
+
+
+# ---------------------------------------------------------------------------------------------
+# Invariants with hypothesis
+# ---------------------------------------------------------------------------------------------
+
+
+@settings(max_examples=60)
+@given(raw=workloads(), restart_s=st.sampled_from([0.0, 20.0, 45.0]))
+def test_fifo_invariants(raw: dict[str, Any], restart_s: float) -> None:
+    workload = workload_from_dict(raw)
+    recorder = Recorder(Fifo(workload.gpus))
+    sim = simulate(workload, recorder, restart_s=restart_s)
+    check_invariants(workload, sim, recorder, restart_s)
+    if all(job.gpus == 1 for job in workload.jobs):
+        # Single-GPU FIFO never preempts: the jobs ahead of a running one only leave. (With
+        # wider gangs a backfilled job is preempted when an earlier, wider one fits again.)
+        assert (sim.restarts == 1).all()
+
+
+@settings(max_examples=60)
+@given(raw=workloads(), restart_s=st.sampled_from([0.0, 20.0, 45.0]), seed=st.integers(0, 2**16))
+def test_random_policy_invariants(raw: dict[str, Any], restart_s: float, seed: int) -> None:
+    workload = workload_from_dict(raw)
+    recorder = Recorder(RandomSubset(workload.gpus, seed))
+    sim = simulate(workload, recorder, restart_s=restart_s, max_rounds=100_000)
+    check_invariants(workload, sim, recorder, restart_s)
+
+
+@settings(max_examples=40)
+@given(raw=workloads(), restart_s=st.sampled_from([0.0, 20.0]))
+def test_a_job_alone_finishes_one_restart_after_its_round(raw: dict[str, Any], restart_s: float) -> None:
+    # Every job on a GPU of its own (gang 1, as many GPUs as jobs): each is alone on its share
+    # and runs every round from the first round start at or after its arrival, so
+    # finish = ceil(arrival / round_s) * round_s + restart_s + isolated_s.
+    for job in raw["jobs"]:
+        job["gpus"] = 1
+    raw["gpus"] = len(raw["jobs"])
+    workload = workload_from_dict(raw)
+    sim = simulate(workload, Fifo(workload.gpus), restart_s=restart_s)
+    first = np.array([first_round(a, workload.round_s) for a in workload.arrival_s]) * workload.round_s
+    np.testing.assert_allclose(sim.finish_s, first + restart_s + workload.isolated_s, rtol=1e-12)
+
+
+@settings(max_examples=40)
+@given(raw=workloads(), restart_s=st.sampled_from([0.0, 20.0, 45.0]))
+def test_a_job_run_every_other_round_restarts_each_time(raw: dict[str, Any], restart_s: float) -> None:
+    # One job, run on even rounds only: each run restarts, so it needs k = ceil(isolated_s / w)
+    # runs of w = round_s - restart_s seconds of work and finishes in the k-th, at
+    # (r0 + 2 (k - 1)) * round_s + restart_s + (isolated_s - (k - 1) w), r0 = its first even round.
+    raw["jobs"] = raw["jobs"][:1]
+    workload = workload_from_dict(raw)
+    job, round_s = workload.jobs[0], workload.round_s
+    sim = simulate(workload, EvenRounds(workload.gpus), restart_s=restart_s)
+    work = round_s - restart_s
+    k = math.ceil(job.isolated_s / work)
+    arrival_round = first_round(job.arrival_s, round_s)
+    r0 = arrival_round + arrival_round % 2
+    expected = (r0 + 2 * (k - 1)) * round_s + restart_s + job.isolated_s - (k - 1) * work
+    assert sim.finish_s[0] == pytest.approx(expected, rel=1e-12)
+    assert sim.restarts[0] == k
+
+
+def test_the_120_job_workload_with_fifo() -> None:
+    workload = load_workload("shockwave_120jobs_32gpus")
+    recorder = Recorder(Fifo(workload.gpus))
+    calls: list[tuple[int, int, int]] = []
+    sim = simulate(workload, recorder, progress=lambda *args: calls.append(args))
+    check_invariants(workload, sim, recorder, 20.0)
+    assert [c[0] for c in calls] == list(range(len(sim.rounds)))
+    assert all(c[2] == 120 for c in calls)
+    assert [c[1] for c in calls] == sorted(c[1] for c in calls) and calls[-1][1] == 120
+    assert sim.planner_busy.all()  # job 0 arrives at t = 0 and jobs keep arriving until the end
+
+
+def test_next_round_is_called_in_empty_rounds() -> None:
+    raw = {"gpus": 1, "round_s": 100, "jobs": [
+        {"id": "late", "arrival_s": 350, "gpus": 1, "epochs": 1,
+         "phases": [{"epochs": 1, "batch_size": 32, "epoch_s": 10.0}]}]}
+    recorder = Recorder(Fifo(1))
+    sim = simulate(workload_from_dict(raw), recorder)
+    assert recorder.added == {"late": 4}
+    assert recorder.round == 5 == len(sim.rounds)
+    assert sim.planner_busy.tolist() == [False] * 4 + [True]
+    assert [r.jobs for r in sim.rounds] == [()] * 4 + [("late",)]
+    assert sim.finish_s.tolist() == [400 + 20 + 10]
+    assert sim.job_id.dtype == object and sim.job_id.tolist() == ["late"]
+
+
+def test_round_s_and_restart_s_arguments() -> None:
+    workload = workload_from_dict({"gpus": 1, "round_s": 120, "jobs": [
+        {"id": 0, "arrival_s": 0, "gpus": 1, "epochs": 2, "phases": [{"epochs": 2, "batch_size": 8, "epoch_s": 50}]}]})
+    sim = simulate(workload, Fifo(1), round_s=30.0, restart_s=5.0)
+    assert sim.finish_s[0] == pytest.approx(105.0)  # 5 s restart, then 100 s of epochs
+    assert len(sim.rounds) == 4 and sim.round_s == 30.0
+    with pytest.raises(ValidationError, match="restart_s"):
+        simulate(workload, Fifo(1), restart_s=120.0)
+    with pytest.raises(ValidationError, match="round_s"):
+        simulate(workload, Fifo(1), round_s=0.0)
+    with pytest.raises(ValidationError, match="max_rounds"):
+        simulate(workload, Fifo(1), max_rounds=0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Workload files
+# ---------------------------------------------------------------------------------------------
+
+VALID: dict[str, Any] = {
+    "name": "tiny", "gpus": 4, "round_s": 120,
+    "jobs": [
+        {"id": 3, "arrival_s": 0.0, "gpus": 1, "epochs": 3, "isolated_s": 130.0,
+         "phases": [{"epochs": 2, "batch_size": 16, "epoch_s": 40.0},
+                    {"epochs": 1, "batch_size": 32, "epoch_s": 50.0}]},
+        {"id": 7, "arrival_s": 30.0, "gpus": 2, "epochs": 2,
+         "phases": [{"epochs": 2, "batch_size": 64, "epoch_s": 25.0}]},
+    ],
+}
+
+
+def test_load_by_path_and_by_name(tmp_path) -> None:
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(VALID))
+    workload = load_workload(path)
+    assert (workload.name, workload.gpus, workload.round_s, workload.n_jobs) == ("tiny", 4, 120.0, 2)
+    first = workload.jobs[0]
+    assert first.batch_size.tolist() == [16, 16, 32] and first.epoch_s.tolist() == [40, 40, 50]
+    assert first.isolated_s == 130.0 and first.regimes == {16: 40.0, 32: 50.0}
+    assert not first.epoch_s.flags.writeable
+    with pytest.raises(AttributeError):
+        first.epochs = 4  # type: ignore[misc]
+    shipped = load_workload("shockwave_900jobs_256gpus")
+    assert shipped.n_jobs == 900 and shipped.gpus == 256
+    assert load_workload("shockwave_120jobs_32gpus.json").n_jobs == 120
+    raw = json.loads(path.read_text())
+    raw.pop("name")
+    assert workload_from_dict(raw, default_name="unnamed").name == "unnamed"
+
+
+def _edit(path: list[Any], value: Any = None, *, delete: bool = False) -> dict[str, Any]:
+    raw = copy.deepcopy(VALID)
+    target = raw
+    for key in path[:-1]:
+        target = target[key]
+    if delete:
+        del target[path[-1]]
+    else:
+        target[path[-1]] = value
+    return raw
+
+
+JOB = r"job 1 \(id 7\)"
+MALFORMED: list[tuple[list[Any], Any, bool, str]] = [
+    (["jobs", 1, "arrival_s"], None, True, rf"{JOB}: missing field 'arrival_s'"),
+    (["jobs", 1, "epochs"], None, True, rf"{JOB}: missing field 'epochs'"),
+    (["jobs", 1, "phases"], None, True, rf"{JOB}: 'phases' must be a non-empty list \(missing"),
+    (["jobs", 1, "phases"], [], False, rf"{JOB}: 'phases' must be a non-empty list"),
+    (["jobs", 1, "phases", 0, "epoch_s"], None, True, rf"{JOB}, phase 0: missing field 'epoch_s'"),
+    (["jobs", 1, "epochs"], 0, False, rf"{JOB}: epochs must be >= 1, got 0"),
+    (["jobs", 1, "epochs"], -2, False, rf"{JOB}: epochs must be >= 1, got -2"),
+    (["jobs", 1, "epochs"], 3, False, rf"{JOB}: phases' epochs sum to 2, but epochs is 3"),
+    (["jobs", 1, "epochs"], 2.5, False, rf"{JOB}: epochs must be a whole number, got 2.5"),
+    (["jobs", 1, "epochs"], "two", False, rf"{JOB}: epochs must be a whole number, got 'two'"),
+    (["jobs", 1, "epochs"], True, False, rf"{JOB}: epochs must be a whole number, got True"),
+    (["jobs", 1, "gpus"], 0, False, rf"{JOB}: gpus must be >= 1, got 0"),
+    (["jobs", 1, "gpus"], 5, False, rf"{JOB}: gpus \(5\) exceeds the cluster's 4 GPUs"),
+    (["jobs", 1, "arrival_s"], -1.0, False, rf"{JOB}: arrival_s must be >= 0, got -1"),
+    (["jobs", 1, "arrival_s"], None, False, rf"{JOB}: arrival_s must be a finite number, got None"),
+    (["jobs", 1, "arrival_s"], "soon", False, rf"{JOB}: arrival_s must be a finite number, got 'soon'"),
+    (["jobs", 1, "phases", 0, "epoch_s"], 0.0, False, rf"{JOB}: phase 0: epoch_s must be > 0, got 0"),
+    (["jobs", 1, "phases", 0, "epoch_s"], -3.0, False, rf"{JOB}: phase 0: epoch_s must be > 0, got -3"),
+    (["jobs", 1, "phases", 0, "batch_size"], 0, False, rf"{JOB}: phase 0: batch_size must be > 0"),
+    (["jobs", 1, "phases", 0, "epochs"], -1, False, rf"{JOB}: phase 0: epochs must be >= 0, got -1"),
+    (["jobs", 1, "phases", 0], "oops", False, rf"{JOB}, phase 0: must be a JSON object"),
+    (["jobs", 1, "isolated_s"], 51.0, False, rf"{JOB}: isolated_s \(51\) differs from the sum"),
+    (["jobs", 1, "id"], 3, False, r"job 1 \(id 3\): id repeats job 0"),
+    (["jobs", 1, "id"], None, True, r"job 1: missing field 'id'"),
+    (["jobs", 1, "id"], 1.5, False, r"job 1 \(id 1.5\): id must be an integer or a string"),
+    (["jobs", 1], 42, False, r"job 1: must be a JSON object"),
+    (["jobs"], [], False, r"'jobs' must be a non-empty list"),
+    (["gpus"], None, True, r"workload: missing field 'gpus'"),
+    (["gpus"], 0, False, r"workload: gpus must be >= 1"),
+    (["round_s"], -120, False, r"workload: round_s must be > 0"),
+]
+
+
+@pytest.mark.parametrize(("path", "value", "delete", "message"), MALFORMED)
+def test_malformed_files_name_the_job_and_field(tmp_path, path, value, delete, message) -> None:
+    file = tmp_path / "bad.json"
+    file.write_text(json.dumps(_edit(path, value, delete=delete)))
+    with pytest.raises(ValidationError, match=message):
+        load_workload(file)
+
+
+def test_one_batch_size_with_two_durations_is_malformed() -> None:
+    raw = _edit(["jobs", 1, "phases"], [{"epochs": 1, "batch_size": 64, "epoch_s": 25.0},
+                                        {"epochs": 1, "batch_size": 64, "epoch_s": 30.0}])
+    with pytest.raises(ValidationError, match=rf"{JOB}: phase 1: batch_size 64 has epoch_s 30"):
+        workload_from_dict(raw)
+
+
+def test_not_json(tmp_path) -> None:
+    file = tmp_path / "bad.json"
+    file.write_text("{not json")
+    with pytest.raises(ValidationError, match="not valid JSON"):
+        load_workload(file)
+    with pytest.raises(FileNotFoundError):
+        load_workload("no_such_workload")
+
+
+# ---------------------------------------------------------------------------------------------
+# Invalid policy answers
+# ---------------------------------------------------------------------------------------------
+
+
+class Scripted(Fifo):
+    """FIFO, except in round `at` (0-based) where it answers `answer`."""
+
+    def __init__(self, capacity: int, at: int, answer: Any) -> None:
+        super().__init__(capacity)
+        self.at, self.answer, self.calls = at, answer, 0
+
+    def next_round(self) -> Any:
+        self.calls += 1
+        return self.answer if self.calls - 1 == self.at else super().next_round()
+
+
+TWO_JOBS: dict[str, Any] = {"gpus": 2, "round_s": 100, "jobs": [
+    {"id": "a", "arrival_s": 0, "gpus": 1, "epochs": 1, "phases": [{"epochs": 1, "batch_size": 8, "epoch_s": 50}]},
+    {"id": "b", "arrival_s": 150, "gpus": 2, "epochs": 1, "phases": [{"epochs": 1, "batch_size": 8, "epoch_s": 500}]},
+]}
+
+
+@pytest.mark.parametrize(
+    ("at", "answer", "message"),
+    [
+        (0, ["zzz"], r"Scripted.next_round\(\) in round 0 returned job 'zzz', which is not in the workload"),
+        (0, ["b"], r"in round 0 returned job 'b', which has not arrived yet"),
+        (2, ["a"], r"in round 2 returned job 'a', which has finished"),
+        (0, ["a", "a"], r"in round 0 returned job 'a' 2 times"),
+        (2, ["b", "b"], r"in round 2 returned job 'b' 2 times"),
+        (0, [["a"]], r"in round 0 returned job \['a'\], which is not in the workload"),
+        (0, None, r"in round 0 must return a list of job ids, got NoneType"),
+        (0, "a", r"in round 0 must return a list of job ids, got str"),
+    ],
+)
+def test_invalid_answers_raise(at: int, answer: Any, message: str) -> None:
+    with pytest.raises(PolicyError, match=message):
+        simulate(workload_from_dict(TWO_JOBS), Scripted(2, at, answer))
+
+
+def test_over_capacity_raises() -> None:
+    raw = copy.deepcopy(TWO_JOBS)
+    raw["jobs"][1]["arrival_s"] = 0
+    with pytest.raises(PolicyError, match=r"Scripted.next_round\(\) in round 0 asked for 3 GPUs .*'a', 'b'.* has 2"):
+        simulate(workload_from_dict(raw), Scripted(2, 0, ["a", "b"]))
+
+
+def test_a_starving_policy_hits_max_rounds() -> None:
+    class Idle(Fifo):
+        def next_round(self) -> list[Hashable]:
+            return []
+
+    with pytest.raises(PolicyError, match=r"Idle left 2 of 2 jobs unfinished after 7 rounds .*starving.*'a'"):
+        simulate(workload_from_dict(TWO_JOBS), Idle(2), max_rounds=7)
+    with pytest.raises(PolicyError, match=r"Idle left 2 of 2 jobs unfinished after \d+ rounds"):
+        simulate(workload_from_dict(TWO_JOBS), Idle(2))  # the default bound
+
+
+def test_vfm_planner_policy_drives_the_simulator() -> None:
+    from vfm.planner import Policy
+
+    raw = copy.deepcopy(VALID)
+    raw["jobs"].append({"id": 9, "arrival_s": 200.0, "gpus": 4, "epochs": 4,
+                        "phases": [{"epochs": 2, "batch_size": 16, "epoch_s": 70.0},
+                                   {"epochs": 2, "batch_size": 64, "epoch_s": 35.0}]})
+    workload = workload_from_dict(raw)
+    policy = Policy(workload.gpus, round_s=workload.round_s)
+    assert isinstance(policy, SchedulingPolicy)
+    recorder = Recorder(policy)
+    sim = simulate(workload, recorder)
+    check_invariants(workload, sim, recorder, 20.0)
+    assert sorted(policy.completed, key=str) == [3, 7, 9]
