@@ -554,7 +554,9 @@ def simulate(workload: Workload, policy: SchedulingPolicy, *, round_s: float | N
         after = np.where(completes, trace.epochs[run], np.clip(after, before, trace.epochs[run] - 1))
         done_epochs[run] = after
         # The policy sees finished epochs only: one call per job that finished any.
-        reports = after > before
+        # In workload order, whatever the order of the policy's answer.
+        reports = np.flatnonzero(after > before)
+        reports = reports[np.argsort(run[reports])]
         first = (trace.offset[run] + before)[reports].tolist()
         last = (trace.offset[run] + after)[reports].tolist()
         for j, a, b in zip(run[reports].tolist(), first, last, strict=True):

@@ -208,6 +208,10 @@ def check_invariants(workload: Workload, sim: Simulation, recorder: Recorder, re
         assert low <= len(seen[job_id]) <= max(high, 0) or len(seen[job_id]) == job.epochs
     for job in workload.jobs:
         assert seen[job.id] == job.batch_size.tolist()
+    # Within a round, reports come in workload order (whatever the order of the answer).
+    position = {job.id: j for j, job in enumerate(workload.jobs)}
+    keys = [(round_index, position[job_id]) for round_index, job_id, _ in recorder.reports]
+    assert keys == sorted(keys) and len(set(keys)) == len(keys)
 
 
 # ---------------------------------------------------------------------------------------------
