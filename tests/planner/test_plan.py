@@ -295,8 +295,13 @@ def test_impossible_fair_finish_targets_are_relaxed_to_priorities(case, data):
     lateness = np.where(finished, 0.0, remaining / share / targets)
     late = lateness > rho_max
     weights = result.program.weights
-    np.testing.assert_array_equal(weights != case.budgets, late)
-    np.testing.assert_allclose(weights[late], case.budgets[late] * lateness[late] ** exponent, rtol=1e-12)
+    priority = weights / case.budgets
+    np.testing.assert_array_equal(priority > 1, late)
+    # lateness ** exponent, divided by one common factor when the weights would span over 1e12
+    # (each at least 1): the ratios among the late jobs are kept unless one hits that floor.
+    exact = lateness[late] ** exponent
+    factor = max(1.0, exact.max() / 1e12)
+    np.testing.assert_allclose(priority[late], np.maximum(exact / factor, 1.0), rtol=1e-9)
 
 
 @pytest.mark.parametrize("scenarios", [1, 4])

@@ -275,7 +275,7 @@ def plan(
     if fairness == "constraints" and solution.status == Status.INFEASIBLE:
         # Shockwave's relaxation: drop the constraints, favour the jobs projected past rho_max.
         assert lateness is not None
-        priority = np.where(lateness > rho_max, lateness**priority_exponent, 1.0)
+        priority = _priority_weights(lateness, rho_max, priority_exponent)
         program = replace(program, leftover_limit_s=None, weights=weights * priority)
         fairness = "relaxed"
         solution, name = _solve(program, solver, scenarios, tol, warm_start)
@@ -302,6 +302,25 @@ def plan(
                  "total": total_s},
         job_ids=states.job_ids,
     )
+
+
+#: The largest ratio of priority weights in the FTF relaxation (see `_priority_weights`).
+_PRIORITY_RANGE = 1e12
+
+
+def _priority_weights(lateness: FloatArray, rho_max: float, exponent: float) -> FloatArray:
+    r""":math:`\hat\rho_i^{\lambda}` for the jobs projected past :math:`\rho_{\max}`, 1 for the others.
+
+    Computed in logarithms: :math:`\hat\rho^{\lambda}` overflows for late jobs (:math:`30^{12}`
+    is already 5e17). When the weights would span more than `_PRIORITY_RANGE`, the late jobs'
+    weights are divided by a common factor (at least 1 each): the ratios among the late jobs
+    are kept, and a weight ratio beyond that range would be below any solver's accuracy anyway.
+    """
+    late = lateness > rho_max
+    finite = np.minimum(np.where(late, lateness, 1.0), np.finfo(np.float64).max)
+    log_priority = np.where(late, exponent * np.log(finite), 0.0)
+    excess = max(0.0, float(log_priority.max(initial=0.0)) - np.log(_PRIORITY_RANGE))
+    return np.exp(np.where(late, np.maximum(log_priority - excess, 0.0), 0.0))
 
 
 def _in_fitting_rounds(epochs: FloatArray, fits: np.ndarray) -> FloatArray:

@@ -253,7 +253,8 @@ class Policy:
         for job, at in zip(jobs, estimate, strict=True):  # per job by nature: a dict of jobs
             job.fair_finish_at_s = at if job.fair_finish_at_s is None else (
                 _TARGET_MOMENTUM * job.fair_finish_at_s + (1 - _TARGET_MOMENTUM) * at)
-        # A target already passed cannot be met: the smallest positive target makes the
-        # constraints infeasible, so the planner falls back to the priority relaxation.
+        # A target already passed cannot be met: it counts as due in one second, which makes the
+        # constraints infeasible (the planner falls back to the priority relaxation) and keeps the
+        # projected ratios finite and ordered by the time the jobs have left.
         left = np.array([job.fair_finish_at_s for job in jobs]) - now
-        return np.maximum(left, np.finfo(float).tiny)
+        return np.maximum(left, 1.0)

@@ -49,8 +49,9 @@ def round_schedule(
     capacity : ndarray, shape (T,)
         GPUs :math:`G_t` in each round.
     remaining_s : ndarray, shape (n,)
-        Forecast running time each job still needs (seconds); a job with none left is never
-        added by the work-conserving fill.
+        Forecast running time each job still needs (seconds); 0 marks a finished job, which the
+        work-conserving fill never adds (it orders the others by the time left after the rounds
+        already given, longest first, and adds them even when that is used up).
     round_s : float
         Seconds per round.
     lateness : ndarray, shape (n,), optional
@@ -111,7 +112,9 @@ def round_schedule(
         left_s = remaining_s - round_s * given
         idle = np.ones(n, dtype=bool)
         idle[running] = False
-        waiting = np.flatnonzero(idle & fits[:, t] & (left_s > 0))
+        # Every unfinished job may fill idle GPUs, even one whose forecast time is used up: the
+        # forecast can be short, and an idle GPU earns nothing (longest forecast time left first).
+        waiting = np.flatnonzero(idle & fits[:, t] & (remaining_s > 0))
         filled = _first_fit(waiting[np.argsort(-left_s[waiting], kind="stable")], gpus, free)
 
         schedule[running, t] = True
