@@ -1,0 +1,257 @@
+"""Reproduction of Shockwave's results: every policy through the simulator on one workload.
+
+Run from the repository root::
+
+    python -m benchmarks.reproduce --workload benchmarks/data/shockwave/shockwave_120jobs_32gpus.json \\
+        --policies vfm,max_min_fairness,finish_time_fairness --json results.json [--plots DIR]
+
+Policies (``--policies``, comma-separated; default all): ``vfm`` (this library's planner,
+configured as Shockwave: `benchmarks.policies.market.vfm_policy`), ``static_market`` (the
+per-round Fisher market), and the baselines of `benchmarks.policies` (``max_min_fairness``,
+``finish_time_fairness``, ``gandiva_fair``, ``allox``, ``max_sum_throughput``,
+``min_total_duration``).
+
+Parallelism
+    Each policy is one task, run through a `concurrent.futures.Executor`: a local process pool
+    by default (``--executor process``, ``--workers``), or ``thread`` / ``serial``, or ``dask``:
+    a `distributed.LocalCluster` with one single-threaded worker process per ``--workers``, whose
+    ``Client.get_executor()`` is a `concurrent.futures.Executor`. To sweep on a real cluster, call
+    `run` with ``executor=Client("scheduler-address").get_executor()``: nothing else changes (the
+    workers need this repository importable and the workload file readable).
+
+Outputs
+    A progress bar (policies done, on stderr; ``--quiet`` turns it off), a table like the
+    paper's (absolute values, ratios to the ``vfm`` policy, and the Shockwave artifact's
+    published numbers when the workload has a ``canonical_results_<workload>.json`` beside it),
+    and with ``--json`` a JSON file::
+
+        {"workload": name, "gpus": G, "policies": {name: {"makespan_s", "avg_jct_s", "worst_ftf",
+         "unfair_pct", "utilization", "planner_s": {"median", "max"}, "jobs": [...], "rounds": [...]}}}
+
+    With ``--plots DIR``: ``metrics.png`` (the metrics per policy), ``ftf_cdf.png`` (the CDF of
+    FTF rho) and ``occupancy.png`` (GPUs held over time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as futures
+import json
+import sys
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from benchmarks.metrics import summarize
+from benchmarks.policies import BASELINES
+from benchmarks.policies.base import SchedulingPolicy
+from benchmarks.policies.market import static_market_policy, vfm_policy
+from benchmarks.simulator import Workload, load_workload, simulate
+
+#: name -> factory(capacity, round_s, seed) of a `SchedulingPolicy`.
+POLICIES: dict[str, Callable[[int, float, int], SchedulingPolicy]] = {
+    "vfm": vfm_policy,
+    "static_market": static_market_policy,
+    **BASELINES,
+}
+#: Our policy names -> the keys of the artifact's canonical results.
+PUBLISHED_NAMES = {"vfm": "shockwave", "max_sum_throughput": "max_sum_throughput_perf"}
+METRICS = ("makespan_s", "avg_jct_s", "worst_ftf", "unfair_pct", "utilization")
+
+
+def load(workload_path: str | Path, jobs: int | None = None) -> Workload:
+    """The workload file, or its first `jobs` jobs (a slice keeps the cluster and the round)."""
+    workload = load_workload(workload_path)
+    if jobs is None:
+        return workload
+    if jobs < 1:
+        raise ValueError(f"jobs must be >= 1, got {jobs}")
+    return replace(workload, name=f"{workload.name}[:{jobs}]", jobs=workload.jobs[:jobs])
+
+
+def run_policy(workload_path: str, name: str, seed: int = 0, jobs: int | None = None) -> dict[str, Any]:
+    """Simulate policy `name` on the workload (its first `jobs` jobs if given); the summary dict.
+
+    A module-level function of plain arguments, so that any executor can ship it to a worker.
+    """
+    workload = load(workload_path, jobs)
+    policy = POLICIES[name](workload.gpus, workload.round_s, seed)
+    return summarize(simulate(workload, policy))
+
+
+def _executor(kind: str, workers: int, stack: ExitStack) -> futures.Executor:
+    if kind == "serial":
+        return stack.enter_context(_SerialExecutor())
+    if kind == "thread":
+        return stack.enter_context(futures.ThreadPoolExecutor(workers))
+    if kind == "process":
+        return stack.enter_context(futures.ProcessPoolExecutor(workers))
+    if kind == "dask":
+        from distributed import Client, LocalCluster
+
+        cluster = stack.enter_context(LocalCluster(n_workers=workers, threads_per_worker=1, processes=True))
+        client = stack.enter_context(Client(cluster))
+        return client.get_executor()
+    raise ValueError(f"executor must be one of serial, thread, process, dask; got {kind!r}")
+
+
+class _SerialExecutor(futures.Executor):
+    """Runs each task when it is submitted (for debugging and profiling)."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> futures.Future[Any]:
+        future: futures.Future[Any] = futures.Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as error:  # handed to the caller through the future, as a pool does
+            future.set_exception(error)
+        return future
+
+
+def run(workload_path: str | Path, policies: Sequence[str] = tuple(POLICIES), *,
+        executor: futures.Executor | None = None, seed: int = 0, jobs: int | None = None,
+        progress: bool = False) -> dict[str, Any]:
+    """Run `policies` on the workload through `executor` (default: serial); the JSON document."""
+    unknown = [name for name in policies if name not in POLICIES]
+    if unknown:
+        raise ValueError(f"unknown policies {unknown}; choose from {', '.join(POLICIES)}")
+    workload = load(workload_path, jobs)
+    with ExitStack() as stack:
+        pool = executor if executor is not None else stack.enter_context(_SerialExecutor())
+        pending = {pool.submit(run_policy, str(workload_path), name, seed, jobs): name for name in policies}
+        bar = None
+        if progress:
+            from tqdm import tqdm
+
+            bar = stack.enter_context(tqdm(total=len(pending), desc=f"{workload.name}", unit="policy",
+                                           file=sys.stderr))
+        results: dict[str, dict[str, Any]] = {}
+        for future in futures.as_completed(pending):
+            results[pending[future]] = future.result()
+            if bar is not None:
+                bar.set_postfix_str(pending[future])
+                bar.update()
+    return {"workload": workload.name, "gpus": workload.gpus,
+            "policies": {name: results[name] for name in policies}}
+
+
+def published_results(workload_path: str | Path) -> dict[str, dict[str, Any]]:
+    """The artifact's published metrics for this workload, by our policy names ({} if none)."""
+    path = Path(workload_path)
+    canonical = path.with_name(f"canonical_results_{path.stem.removeprefix('shockwave_')}.json")
+    if not canonical.exists():
+        return {}
+    published = json.loads(canonical.read_text())["policies"]
+    names = {PUBLISHED_NAMES.get(name, name): name for name in POLICIES}
+    return {names[key]: value for key, value in published.items() if key in names}
+
+
+def print_table(result: dict[str, Any], published: dict[str, dict[str, Any]] | None = None) -> None:
+    """The paper's table: metrics per policy, ratios to ``vfm``, and the published numbers."""
+    policies = result["policies"]
+    reference = policies.get("vfm")
+    print(f"{result['workload']}: {result['gpus']} GPUs")
+    header = (f"{'policy':22s} {'makespan s':>11s} {'avg JCT s':>10s} {'worst FTF':>9s} {'unfair %':>8s} "
+              f"{'util':>6s} {'plan med/max ms':>16s}")
+    if reference is not None:
+        header += f" {'makespan/vfm':>12s} {'FTF/vfm':>8s}"
+    if published:
+        header += f" | {'published makespan':>18s} {'worst FTF':>9s} {'unfair %':>8s}"
+    print(header)
+    for name, row in policies.items():
+        planner = row["planner_s"]
+        line = (f"{name:22s} {row['makespan_s']:11.1f} {row['avg_jct_s']:10.1f} {row['worst_ftf']:9.3f} "
+                f"{row['unfair_pct']:8.2f} {row['utilization']:6.3f} "
+                f"{1e3 * planner['median']:7.1f}/{1e3 * planner['max']:<8.1f}")
+        if reference is not None:
+            line += (f" {row['makespan_s'] / reference['makespan_s']:12.3f}"
+                     f" {row['worst_ftf'] / reference['worst_ftf']:8.3f}")
+        if published and name in published:
+            paper = published[name]
+            line += f" | {paper['makespan_s']:18.1f} {paper['worst_ftf']:9.3f} {paper['unfair_pct']:8.2f}"
+        print(line)
+
+
+def plot(result: dict[str, Any], directory: Path, workload: Workload) -> list[Path]:
+    """metrics.png, ftf_cdf.png and occupancy.png in `directory`; the paths written."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    directory.mkdir(parents=True, exist_ok=True)
+    policies = result["policies"]
+    names = list(policies)
+    written = []
+
+    figure, axes = plt.subplots(1, len(METRICS), figsize=(4 * len(METRICS), 3.5))
+    for axis, metric in zip(axes, METRICS, strict=True):
+        axis.bar(names, [policies[name][metric] for name in names], color="tab:blue")
+        axis.set_title(metric)
+        axis.tick_params(axis="x", rotation=75, labelsize=7)
+    figure.suptitle(f"{result['workload']} ({result['gpus']} GPUs)")
+    figure.tight_layout()
+    written.append(directory / "metrics.png")
+    figure.savefig(written[-1], dpi=120)
+    plt.close(figure)
+
+    figure, axis = plt.subplots(figsize=(6, 4))
+    for name in names:
+        rho = np.sort([job["ftf_rho"] for job in policies[name]["jobs"]])
+        axis.step(rho, np.arange(1, rho.size + 1) / rho.size, where="post", label=name)
+    axis.axvline(1.0, color="grey", linewidth=0.8)
+    axis.set_xlabel("FTF rho")
+    axis.set_ylabel("fraction of jobs")
+    axis.legend(fontsize=7)
+    figure.tight_layout()
+    written.append(directory / "ftf_cdf.png")
+    figure.savefig(written[-1], dpi=120)
+    plt.close(figure)
+
+    figure, axis = plt.subplots(figsize=(7, 4))
+    gpus = {job.id: job.gpus for job in workload.jobs}
+    for name in names:
+        rounds = policies[name]["rounds"]
+        held = [sum(gpus[job] for job in entry["jobs"]) for entry in rounds]
+        axis.step([entry["start_s"] / 3600 for entry in rounds], held, where="post", label=name, linewidth=0.8)
+    axis.set_xlabel("time (h)")
+    axis.set_ylabel("GPUs held")
+    axis.legend(fontsize=7)
+    figure.tight_layout()
+    written.append(directory / "occupancy.png")
+    figure.savefig(written[-1], dpi=120)
+    plt.close(figure)
+    return written
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workload", required=True, help="a workload JSON file (benchmarks/data/shockwave/*.json)")
+    parser.add_argument("--policies", default=",".join(POLICIES), help="comma-separated policy names")
+    parser.add_argument("--json", type=Path, help="write the results here")
+    parser.add_argument("--plots", type=Path, help="write PNG plots into this directory")
+    parser.add_argument("--executor", default="process", choices=("process", "thread", "serial", "dask"))
+    parser.add_argument("--workers", type=int, default=2, help="parallel policies (default 2: this machine's cores)")
+    parser.add_argument("--jobs", type=int, help="simulate only the workload's first JOBS jobs (a slice)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    args = parser.parse_args(argv)
+    names = [name.strip() for name in args.policies.split(",") if name.strip()]
+    with ExitStack() as stack:
+        executor = _executor(args.executor, args.workers, stack)
+        result = run(args.workload, names, executor=executor, seed=args.seed, jobs=args.jobs,
+                     progress=not args.quiet)
+    print_table(result, published_results(args.workload) if args.jobs is None else None)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=1))
+        print(f"wrote {args.json}")
+    if args.plots:
+        for path in plot(result, args.plots, load(args.workload, args.jobs)):
+            print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
