@@ -1,0 +1,82 @@
+"""The reproduction command on a 20-job slice of the 120-job workload (SPEC section 6)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from benchmarks import reproduce
+from benchmarks.workloads import DATA
+
+WORKLOAD = DATA / "shockwave_120jobs_32gpus.json"
+KEYS = {"makespan_s", "avg_jct_s", "worst_ftf", "unfair_pct", "utilization", "planner_s", "jobs", "rounds"}
+
+
+@pytest.fixture(scope="module")
+def result():
+    """Every policy on the first 20 jobs, in two worker processes (the command's default executor)."""
+    with reproduce.futures.ProcessPoolExecutor(2) as executor:
+        return reproduce.run(WORKLOAD, tuple(reproduce.POLICIES), executor=executor, jobs=20)
+
+
+def test_every_policy_reports_the_documented_fields(result):
+    assert result["workload"] == "shockwave_120jobs_32gpus[:20]" and result["gpus"] == 32
+    assert list(result["policies"]) == list(reproduce.POLICIES)
+    for name, row in result["policies"].items():
+        assert set(row) >= KEYS, name
+        assert set(row["planner_s"]) == {"median", "max"}
+        assert len(row["jobs"]) == 20
+        for job in row["jobs"]:
+            assert set(job) >= {"id", "arrival_s", "finish_s", "jct_s", "ftf_rho"}
+            assert job["finish_s"] > job["arrival_s"]
+        assert row["makespan_s"] == pytest.approx(max(job["finish_s"] for job in row["jobs"]))
+        assert row["rounds"] and all(set(entry) >= {"start_s", "jobs"} for entry in row["rounds"])
+
+
+def test_twenty_jobs_on_32_gpus_all_run_from_arrival(result):
+    # Fewer jobs than GPUs: every policy should run every job every round from the round after
+    # its arrival, so all of them give each job the same completion time (the isolated-run
+    # formula of the simulator: first round start + one restart + isolated time).
+    finishes = {name: np.array([job["finish_s"] for job in row["jobs"]]) for name, row in result["policies"].items()}
+    reference = finishes["max_min_fairness"]
+    for name, finish in finishes.items():
+        np.testing.assert_allclose(finish, reference, rtol=1e-12, err_msg=name)
+
+
+def test_command_writes_json_and_plots(tmp_path, capsys):
+    out = tmp_path / "out.json"
+    reproduce.main(["--workload", str(WORKLOAD), "--jobs", "12", "--policies", "vfm,max_min_fairness",
+                    "--executor", "thread", "--json", str(out), "--plots", str(tmp_path / "plots"), "--quiet"])
+    printed = capsys.readouterr().out
+    assert "vfm" in printed and "makespan/vfm" in printed
+    document = json.loads(out.read_text())
+    assert set(document) == {"workload", "gpus", "policies"}
+    assert set(document["policies"]) == {"vfm", "max_min_fairness"}
+    for name in ("metrics.png", "ftf_cdf.png", "occupancy.png"):
+        assert (tmp_path / "plots" / name).stat().st_size > 0
+
+
+def test_published_numbers_are_matched_to_our_names():
+    published = reproduce.published_results(WORKLOAD)
+    assert published["vfm"]["makespan_s"] == pytest.approx(24197.4)
+    assert published["max_sum_throughput"]["paper_name"].startswith("MST")
+    assert "static_market" not in published
+
+
+def test_unknown_policy_is_named():
+    with pytest.raises(ValueError, match="gavel"):
+        reproduce.run(WORKLOAD, ["gavel"], jobs=3)
+
+
+def test_dask_local_cluster_executor_gives_the_same_results():
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None)
+    with cluster, distributed.Client(cluster) as client:
+        remote = reproduce.run(WORKLOAD, ["max_min_fairness", "allox"], executor=client.get_executor(), jobs=8)
+    local = reproduce.run(WORKLOAD, ["max_min_fairness", "allox"], jobs=8)
+    for document in (remote, local):  # wall-clock timings differ between runs
+        for row in document["policies"].values():
+            del row["planner_s"]
+    assert remote == local
