@@ -71,13 +71,18 @@ def load(workload_path: str | Path, jobs: int | None = None) -> Workload:
     return replace(workload, name=f"{workload.name}[:{jobs}]", jobs=workload.jobs[:jobs])
 
 
-def run_policy(workload_path: str, name: str, seed: int = 0, jobs: int | None = None) -> dict[str, Any]:
+def run_policy(workload_path: str, name: str, seed: int = 0, jobs: int | None = None,
+               vfm_options: dict[str, Any] | None = None) -> dict[str, Any]:
     """Simulate policy `name` on the workload (its first `jobs` jobs if given); the summary dict.
 
-    A module-level function of plain arguments, so that any executor can ship it to a worker.
+    `vfm_options` go to `vfm_policy` (``scenarios``, ``efficiency``). A module-level function of
+    plain arguments, so that any executor can ship it to a worker.
     """
     workload = load(workload_path, jobs)
-    policy = POLICIES[name](workload.gpus, workload.round_s, seed)
+    if name == "vfm":
+        policy: SchedulingPolicy = vfm_policy(workload.gpus, workload.round_s, seed, **(vfm_options or {}))
+    else:
+        policy = POLICIES[name](workload.gpus, workload.round_s, seed)
     return summarize(simulate(workload, policy))
 
 
@@ -111,7 +116,7 @@ class _SerialExecutor(futures.Executor):
 
 def run(workload_path: str | Path, policies: Sequence[str] = tuple(POLICIES), *,
         executor: futures.Executor | None = None, seed: int = 0, jobs: int | None = None,
-        progress: bool = False) -> dict[str, Any]:
+        progress: bool = False, vfm_options: dict[str, Any] | None = None) -> dict[str, Any]:
     """Run `policies` on the workload through `executor` (default: serial); the JSON document."""
     unknown = [name for name in policies if name not in POLICIES]
     if unknown:
@@ -119,7 +124,8 @@ def run(workload_path: str | Path, policies: Sequence[str] = tuple(POLICIES), *,
     workload = load(workload_path, jobs)
     with ExitStack() as stack:
         pool = executor if executor is not None else stack.enter_context(_SerialExecutor())
-        pending = {pool.submit(run_policy, str(workload_path), name, seed, jobs): name for name in policies}
+        pending = {pool.submit(run_policy, str(workload_path), name, seed, jobs, vfm_options): name
+                   for name in policies}
         bar = None
         if progress:
             from tqdm import tqdm
@@ -237,12 +243,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--jobs", type=int, help="simulate only the workload's first JOBS jobs (a slice)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--vfm-scenarios", type=int, default=1, help="S of the vfm policy's planner (default 1)")
+    parser.add_argument("--vfm-efficiency", type=float, default=0.0,
+                        help="k of the vfm policy's efficiency term, per second of leftover (default 0)")
     args = parser.parse_args(argv)
     names = [name.strip() for name in args.policies.split(",") if name.strip()]
     with ExitStack() as stack:
         executor = _executor(args.executor, args.workers, stack)
         result = run(args.workload, names, executor=executor, seed=args.seed, jobs=args.jobs,
-                     progress=not args.quiet)
+                     progress=not args.quiet,
+                     vfm_options={"scenarios": args.vfm_scenarios, "efficiency": args.vfm_efficiency})
     print_table(result, published_results(args.workload) if args.jobs is None else None)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
