@@ -198,23 +198,14 @@ def plot(result: dict[str, Any], directory: Path, workload: Workload) -> list[Pa
         axis.set_title(metric)
         axis.tick_params(axis="x", rotation=75, labelsize=7)
     figure.suptitle(f"{result['workload']} ({result['gpus']} GPUs)")
-    figure.tight_layout()
-    written.append(directory / "metrics.png")
-    figure.savefig(written[-1], dpi=120)
-    plt.close(figure)
+    written.append(_save(figure, directory / "metrics.png"))
 
     figure, axis = plt.subplots(figsize=(6, 4))
     for name in names:
         rho = np.sort([job["ftf_rho"] for job in policies[name]["jobs"]])
         axis.step(rho, np.arange(1, rho.size + 1) / rho.size, where="post", label=name)
     axis.axvline(1.0, color="grey", linewidth=0.8)
-    axis.set_xlabel("FTF rho")
-    axis.set_ylabel("fraction of jobs")
-    axis.legend(fontsize=7)
-    figure.tight_layout()
-    written.append(directory / "ftf_cdf.png")
-    figure.savefig(written[-1], dpi=120)
-    plt.close(figure)
+    written.append(_save(figure, directory / "ftf_cdf.png", "FTF rho", "fraction of jobs"))
 
     figure, axis = plt.subplots(figsize=(7, 4))
     gpus = {job.id: job.gpus for job in workload.jobs}
@@ -222,14 +213,23 @@ def plot(result: dict[str, Any], directory: Path, workload: Workload) -> list[Pa
         rounds = policies[name]["rounds"]
         held = [sum(gpus[job] for job in entry["jobs"]) for entry in rounds]
         axis.step([entry["start_s"] / 3600 for entry in rounds], held, where="post", label=name, linewidth=0.8)
-    axis.set_xlabel("time (h)")
-    axis.set_ylabel("GPUs held")
-    axis.legend(fontsize=7)
-    figure.tight_layout()
-    written.append(directory / "occupancy.png")
-    figure.savefig(written[-1], dpi=120)
-    plt.close(figure)
+    written.append(_save(figure, directory / "occupancy.png", "time (h)", "GPUs held"))
     return written
+
+
+def _save(figure: Any, path: Path, xlabel: str | None = None, ylabel: str | None = None) -> Path:
+    """Label a one-axis figure (legend included), write it to `path` and close it."""
+    import matplotlib.pyplot as plt
+
+    if xlabel is not None:
+        axis = figure.axes[0]
+        axis.set_xlabel(xlabel)
+        axis.set_ylabel(ylabel)
+        axis.legend(fontsize=7)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
 
 
 def main(argv: Sequence[str] | None = None) -> None:

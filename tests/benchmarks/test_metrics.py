@@ -23,6 +23,8 @@ from benchmarks.simulator import load_workload, simulate
 from benchmarks.workloads import DATA
 from vfm.errors import ValidationError
 
+from .test_simulator import Fifo
+
 CANONICAL = json.loads((DATA / "canonical_results_120jobs_32gpus.json").read_text())
 WORKLOAD = load_workload("shockwave_120jobs_32gpus")
 ARRIVAL = WORKLOAD.arrival_s
@@ -105,35 +107,8 @@ def test_bad_inputs_raise(call, message) -> None:
         call()
 
 
-class _Fifo:
-    """First come, first served, first fit."""
-
-    def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
-        self.jobs: dict[int, list[int]] = {}
-
-    def add_job(self, job_id, gpus, regimes, epochs) -> None:
-        self.jobs[job_id] = [gpus, epochs]
-
-    def remove_job(self, job_id) -> None:
-        del self.jobs[job_id]
-
-    def report_progress(self, job_id, batch_sizes) -> None:
-        self.jobs[job_id][1] -= len(batch_sizes)
-        if self.jobs[job_id][1] == 0:
-            del self.jobs[job_id]
-
-    def next_round(self):
-        free, run = self.capacity, []
-        for job_id, (gpus, _) in self.jobs.items():
-            if gpus <= free:
-                run.append(job_id)
-                free -= gpus
-        return run
-
-
 def test_summarize_a_simulation() -> None:
-    simulation = simulate(WORKLOAD, _Fifo(WORKLOAD.gpus))
+    simulation = simulate(WORKLOAD, Fifo(WORKLOAD.gpus))
     summary = summarize(simulation)
     json.dumps(summary)  # plain Python values only
     assert summary["makespan_s"] == pytest.approx(simulation.finish_s.max())

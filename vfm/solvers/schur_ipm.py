@@ -53,6 +53,7 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 
+from vfm._linalg import preconditioned_cg
 from vfm.duality import duality_gap
 from vfm.equilibrium import Status
 from vfm.program import ScaledProgram
@@ -239,29 +240,9 @@ class _NewtonSystem:
         a good preconditioner, and a few CG steps against H applied from its definition remove
         both the regularization's bias and the rounding.
         """
-        solution = self._woodbury(rhs)
         if not refine:
-            return solution
-        residual = rhs - self.apply_h(solution)
-        target = _CG_TOLERANCE * float(np.abs(rhs).max())
-        if float(np.abs(residual).max()) <= target:
-            return solution
-        preconditioned = self._woodbury(residual)
-        search = preconditioned
-        inner = float(np.vdot(residual, preconditioned))
-        for _ in range(_CG_STEPS):
-            image = self.apply_h(search)
-            curvature = float(np.vdot(search, image))
-            if curvature <= 0 or inner <= 0:
-                break
-            step = inner / curvature
-            solution = solution + step * search
-            residual = residual - step * image
-            if float(np.abs(residual).max()) <= target:
-                break
-            preconditioned = self._woodbury(residual)
-            previous, inner = inner, float(np.vdot(residual, preconditioned))
-            search = preconditioned + (inner / previous) * search
+            return self._woodbury(rhs)
+        solution, _ = preconditioned_cg(self.apply_h, self._woodbury, rhs, _CG_TOLERANCE, _CG_STEPS)
         return solution
 
 

@@ -1,0 +1,62 @@
+"""Linear algebra shared by vfm's interior-point solvers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from vfm._validation import FloatArray
+
+
+def preconditioned_cg(apply: Callable[[FloatArray], FloatArray], precondition: Callable[[FloatArray], FloatArray],
+                      rhs: FloatArray, tolerance: float, steps: int) -> tuple[FloatArray, float]:
+    """Solve ``H x = rhs`` (H symmetric positive definite) by preconditioned conjugate gradients.
+
+    Starts from ``precondition(rhs)``, the solvers' (approximate) direct inverse, so that an
+    accurate preconditioner costs no CG step at all; stops when the max-norm of the recursive
+    residual is at most ``tolerance * max|rhs|``, after `steps` steps, or when a curvature
+    is not positive (rounding has made the search direction useless).
+
+    Parameters
+    ----------
+    apply : callable
+        ``v -> H v``, from H's definition (exact).
+    precondition : callable
+        ``r -> P^-1 r`` with P close to H.
+    rhs : ndarray
+        Any shape; `apply` and `precondition` map arrays of that shape.
+    tolerance : float
+        Relative max-norm tolerance.
+    steps : int
+        Most CG steps.
+
+    Returns
+    -------
+    solution : ndarray
+    error : float
+        ``max|rhs - H solution|``, exact: the recursive residual drifts from the true one, so
+        after any CG step the true one is computed (one more `apply`).
+    """
+    solution = precondition(rhs)
+    residual = rhs - apply(solution)
+    target = tolerance * float(np.abs(rhs).max())
+    if not float(np.abs(residual).max()) > target:
+        return solution, float(np.abs(residual).max())
+    preconditioned = precondition(residual)
+    search = preconditioned
+    inner = float(np.vdot(residual, preconditioned))
+    for _ in range(steps):
+        image = apply(search)
+        curvature = float(np.vdot(search, image))
+        if not (curvature > 0 and inner > 0):
+            break
+        step = inner / curvature
+        solution = solution + step * search
+        residual = residual - step * image
+        if not float(np.abs(residual).max()) > target:
+            break
+        preconditioned = precondition(residual)
+        previous, inner = inner, float(np.vdot(residual, preconditioned))
+        search = preconditioned + (inner / previous) * search
+    return solution, float(np.abs(rhs - apply(solution)).max())
