@@ -28,15 +28,19 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 
 from vfm.errors import ValidationError
 from vfm.forecast import DirichletForecaster, Forecaster, JobStates
 from vfm.planner.plan import Plan, PlanSolver, plan
+from vfm.planner.rounding import first_fit
 
 #: Momentum of the finish-time-fairness targets (SPEC section 3): FT* <- 0.9 FT* + 0.1 estimate.
 _TARGET_MOMENTUM = 0.9
+#: With `execution="credit"`: the most rounds a job can owe for rounds it ran beyond its plan.
+_CREDIT_FLOOR = -2.0
 
 
 @dataclass
@@ -73,6 +77,13 @@ class Policy:
         equal-share finish-time estimate) and plan with them (default False).
     efficiency, rho_max, priority_exponent, solver
         Passed to `vfm.planner.plan`.
+    execution : {"credit", "window"}
+        How a round is served from the standing plan. ``"window"``: the plan's own rounded
+        schedule for that round. ``"credit"`` (default): the relaxation's fractions for that
+        round plus each job's credit (fractions planned minus rounds received, carried across
+        re-plans), jobs with the most first, whole gangs first-fit, then idle GPUs to the other
+        jobs with the longest forecast time left; the rounding error of one round is made up in
+        the next instead of being lost at every re-plan (as Gavel does with its allocations).
     """
 
     def __init__(
@@ -90,6 +101,7 @@ class Policy:
         rho_max: float = 1.0,
         priority_exponent: float = 10.0,
         solver: PlanSolver | None = None,
+        execution: Literal["credit", "window"] = "credit",
     ) -> None:
         if isinstance(capacity, bool) or not isinstance(capacity, int | np.integer) or capacity < 1:
             raise ValidationError(f"capacity must be a positive whole number of GPUs, got {capacity!r}")
@@ -114,6 +126,11 @@ class Policy:
         self._since_plan = 0
         self._stale = True
         self._replans = 0
+        if execution not in ("credit", "window"):
+            raise ValidationError(f"execution must be 'credit' or 'window', got {execution!r}")
+        self.execution = execution
+        self._credit: dict[Hashable, float] = {}  # between re-plans: in `_plan_credit`
+        self._plan_credit = np.zeros(0)
         self.round_index = 0
 
     # --- what the scheduler tells the policy ---------------------------------------------------
@@ -179,7 +196,10 @@ class Policy:
         if self._stale or self._plan is None or self._since_plan >= self.replan_every:
             self._replan()
         assert self._plan is not None
-        running = self._plan.jobs_in_round(self._since_plan)
+        if self.execution == "window":
+            running = self._plan.jobs_in_round(self._since_plan)
+        else:
+            running = self._serve_with_credit()
         self._since_plan += 1
         self.round_index += 1
         return running
@@ -240,10 +260,33 @@ class Policy:
             efficiency=self.efficiency, rho_max=self.rho_max, priority_exponent=self.priority_exponent,
             solver=self.solver,
         )
+        if self._plan_jobs:  # carry the credit of the jobs still present into the new plan's order
+            self._credit = dict(zip(self._plan_jobs, self._plan_credit.tolist(), strict=True))
+        self._plan_credit = np.array([self._credit.get(job, 0.0) for job in ids])
         self._plan_jobs = ids
         self._since_plan = 0
         self._stale = False
         self._replans += 1
+
+    def _serve_with_credit(self) -> list[Hashable]:
+        """One round of the standing plan by carried credit (`execution="credit"`)."""
+        plan_ = self._plan
+        assert plan_ is not None and plan_.job_ids is not None
+        program = plan_.program
+        want = self._plan_credit + plan_.relaxed[:, self._since_plan]
+        remaining = np.where(program.base < 1.0, program.remaining_s, 0.0)
+        # Most credit first; ties (e.g. fresh plans) to the longest forecast time left.
+        order = np.lexsort((-remaining, -want))
+        order = order[(want[order] > 0) & (remaining[order] > 0)]
+        chosen = first_fit(order, program.gpus, float(self.capacity))
+        ran = np.zeros(want.size, dtype=bool)
+        ran[chosen] = True
+        waiting = np.flatnonzero(~ran & (program.base < 1.0))
+        free = float(self.capacity) - float(program.gpus[chosen].sum())
+        ran[first_fit(waiting[np.argsort(-remaining[waiting], kind="stable")], program.gpus, free)] = True
+        # A job that ran beyond its plan (idle GPUs) owes at most `_CREDIT_FLOOR` rounds for it.
+        self._plan_credit = np.maximum(want - ran, _CREDIT_FLOOR)
+        return [plan_.job_ids[i] for i in np.flatnonzero(ran)]
 
     def _fair_finish_s(self, states: JobStates, jobs: list[_Job]) -> np.ndarray:
         """FT* of each job, seconds from now: momentum averages of equal-share finish estimates."""

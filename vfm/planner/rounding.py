@@ -106,7 +106,7 @@ def round_schedule(
         starving = must & fresh[candidates] & (given[candidates] == 0)
         # np.lexsort sorts by its last key first; negate to put the largest first.
         order = candidates[np.lexsort((-relaxed[candidates, t], -late[candidates], ~starving, ~must))]
-        running = _first_fit(order, gpus, float(capacity[t]))
+        running = first_fit(order, gpus, float(capacity[t]))
         free = float(capacity[t]) - float(gpus[running].sum())
 
         left_s = remaining_s - round_s * given
@@ -115,7 +115,7 @@ def round_schedule(
         # Every unfinished job may fill idle GPUs, even one whose forecast time is used up: the
         # forecast can be short, and an idle GPU earns nothing (longest forecast time left first).
         waiting = np.flatnonzero(idle & fits[:, t] & (remaining_s > 0))
-        filled = _first_fit(waiting[np.argsort(-left_s[waiting], kind="stable")], gpus, free)
+        filled = first_fit(waiting[np.argsort(-left_s[waiting], kind="stable")], gpus, free)
 
         schedule[running, t] = True
         schedule[filled, t] = True
@@ -125,7 +125,7 @@ def round_schedule(
     return schedule
 
 
-def _first_fit(order: np.ndarray, gpus: FloatArray, free: float) -> np.ndarray:
+def first_fit(order: np.ndarray, gpus: FloatArray, free: float) -> np.ndarray:
     """The jobs of `order` admitted first-fit into `free` GPUs (in order, each if its gang fits).
 
     Vectorized in passes: a pass admits the longest prefix that fits and drops every job that no
