@@ -102,3 +102,33 @@ def test_remove_job_and_bad_inputs_name_the_job():
         policy.report_progress("zzz", [32])
     policy.remove_job("a")
     assert policy.jobs == [] and policy.next_round() == []
+
+
+@pytest.mark.parametrize("execution", ["credit", "window"])
+def test_identical_jobs_share_a_gpu_evenly(execution):
+    # Three identical long jobs on one GPU: every plan gives each a third of every round, so over
+    # six rounds each runs twice (credit: a third a round, made up when not served; window: the
+    # plan's rounded schedule).
+    policy = Policy(capacity=1, rounds=6, replan_every=6, execution=execution)
+    for k in range(3):
+        policy.add_job(k, gpus=1, regimes={32: 1000.0}, epochs=50)
+    served = _run(policy, 6)
+    assert policy.replans == 1
+    counts = np.bincount([job for running in served for job in running], minlength=3)
+    np.testing.assert_array_equal(counts, [2, 2, 2])
+
+
+def test_credit_carries_across_replans():
+    # Two 1-GPU jobs on one GPU, re-planned every round: the plan gives each half of every round,
+    # and the credit alternates them; without it, each fresh plan would serve the same job.
+    policy = Policy(capacity=1, rounds=4, replan_every=1)
+    policy.add_job("a", gpus=1, regimes={32: 1000.0}, epochs=50)
+    policy.add_job("b", gpus=1, regimes={32: 1000.0}, epochs=50)
+    served = _run(policy, 6)
+    assert policy.replans == 6
+    assert sorted(job for running in served for job in running) == ["a"] * 3 + ["b"] * 3
+
+
+def test_unknown_execution_is_named():
+    with pytest.raises(ValidationError, match="execution"):
+        Policy(capacity=1, execution="greedy")  # type: ignore[arg-type]
