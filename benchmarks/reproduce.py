@@ -246,13 +246,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--vfm-scenarios", type=int, default=1, help="S of the vfm policy's planner (default 1)")
     parser.add_argument("--vfm-efficiency", type=float, default=0.0,
                         help="k of the vfm policy's efficiency term, per second of leftover (default 0)")
+    parser.add_argument("--vfm-execution", default="credit", choices=("credit", "window"),
+                        help="how the vfm policy serves rounds from a plan (default credit)")
     args = parser.parse_args(argv)
     names = [name.strip() for name in args.policies.split(",") if name.strip()]
     with ExitStack() as stack:
         executor = _executor(args.executor, args.workers, stack)
         result = run(args.workload, names, executor=executor, seed=args.seed, jobs=args.jobs,
                      progress=not args.quiet,
-                     vfm_options={"scenarios": args.vfm_scenarios, "efficiency": args.vfm_efficiency})
+                     vfm_options={"scenarios": args.vfm_scenarios, "efficiency": args.vfm_efficiency,
+                                  "execution": args.vfm_execution})
     print_table(result, published_results(args.workload) if args.jobs is None else None)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -9,6 +9,8 @@ implements `benchmarks.policies.base.SchedulingPolicy` as it is.
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 
 import vfm
@@ -16,13 +18,13 @@ from benchmarks.policies.common import FloatArray, GavelRoundPolicy
 from vfm.jobs import window_market
 from vfm.planner import Policy
 
-#: Shockwave's priority exponent lambda by cluster size (its configurations: 12 at 32 GPUs, 5 at
-#: 256); the sizes in between take the nearer one.
-_PRIORITY_EXPONENT = {32: 12.0, 256: 5.0}
+#: Shockwave's priority exponent lambda by cluster size, from the artifact's configurations
+#: (scheduler/configurations: 12 at 32 GPUs, 15 at 128, 5 at 256); other sizes take the nearest.
+_PRIORITY_EXPONENT = {32: 12.0, 128: 15.0, 256: 5.0}
 
 
 def vfm_policy(capacity: int, round_s: float, seed: int = 0, *, scenarios: int = 1,
-               efficiency: float = 0.0) -> Policy:
+               efficiency: float = 0.0, execution: Literal["credit", "window"] = "credit") -> Policy:
     """`vfm.planner.Policy` configured as Shockwave (module docstring).
 
     Parameters
@@ -37,10 +39,13 @@ def vfm_policy(capacity: int, round_s: float, seed: int = 0, *, scenarios: int =
         `S` of the planner (1: certainty equivalent).
     efficiency : float
         `k` of the efficiency term, per second of the longest forecast leftover (0: none).
+    execution : {"credit", "window"}
+        How rounds are served from a plan (`vfm.planner.Policy`).
     """
     exponent = _PRIORITY_EXPONENT[min(_PRIORITY_EXPONENT, key=lambda gpus: abs(gpus - capacity))]
     return Policy(capacity, rounds=20, round_s=round_s, replan_every=8, scenarios=scenarios, seed=seed,
-                  fairness=True, rho_max=1.0, priority_exponent=exponent, efficiency=efficiency)
+                  fairness=True, rho_max=1.0, priority_exponent=exponent, efficiency=efficiency,
+                  execution=execution)
 
 
 class StaticMarket(GavelRoundPolicy):
