@@ -1,15 +1,20 @@
 r"""A primal-dual interior-point method for the expected-NSWOT program, reduced to the round block.
 
 Minimizes :math:`F(y) = -\sum_i \beta_i \sum_s \log U_{si}(y)` (:math:`\beta_i = B_i / S`,
-scaled to sum to 1) over the box :math:`0 \le y \le 1` on the entries where a job fits and the
-capacity rows :math:`\sum_i g_{it} y_{it} \le 1` (:math:`g_{it} = w_i / G_t`). Its Newton
-system is
+scaled to sum to 1) over the box :math:`0 \le y \le 1` on the entries where a job fits and makes
+forecast progress, the capacity rows :math:`\sum_i g_{it} y_{it} \le 1` (:math:`g_{it} = w_i / G_t`)
+and, with finish-time-fairness targets, one row per job :math:`\sum_t y_{it} \ge m_i`
+(:math:`m_i = (\hat T_i - b_i) / W`, kept where :math:`m_i > 0`). Its Newton system is
 
 .. math:: H\,\Delta y = \big(K + \hat G^\top \operatorname{diag}(\lambda / s_c)\, \hat G\big)\,\Delta y = r,
           \qquad K = \nabla^2 F + \operatorname{diag}\!\Big(\frac{z^{lo}}{y} + \frac{z^{hi}}{1 - y}\Big),
 
 and :math:`\nabla^2 F = \sum_s \frac{\beta_i}{U_{si}^2} a_{si} a_{si}^\top` is block diagonal,
-one (T, T) block per job of rank at most `S`.
+one (T, T) block per job of rank at most `S`; a job's FTF row adds
+:math:`\frac{z^f_i}{s^f_i} \mathbf 1 \mathbf 1^\top` to its block, one more rank-one term (an
+extra column of the factor below). The FTF rows need a strictly feasible start: one LP (HiGHS)
+finds the schedule meeting them with the largest margin; without a positive margin the solve
+reports `Status.INFEASIBLE` (and `plan` relaxes the constraints).
 
 Linear algebra
     Every job's block is factored at once: with :math:`D` the bound curvatures plus a tiny
@@ -46,12 +51,15 @@ Iterations
     gradient, plus a centring shift (this saves ~5 of ~30 iterations at 900 jobs).
 
 Stopping
-    On the certified gap :math:`\lambda^\top s_c + \sum q^+ y + q^- (1 - y)`,
-    :math:`q = \nabla F + \hat G^\top \lambda` below ``tol`` relative to :math:`1 + |F|`: by
+    On the certified gap :math:`\lambda^\top s_c + {z^f}^\top s^f + \sum q^+ y + q^- (1 - y)`,
+    :math:`q = \nabla F + \hat G^\top \lambda - z^f \mathbf 1^\top` (the FTF terms vanish without
+    FTF rows) below ``tol`` relative to :math:`1 + |F|`: by
     convexity :math:`F(y^*) \ge F(y) + \nabla F(y)^\top (y^* - y)`, and the right-hand side is at
-    least :math:`F(y)` minus that gap for every feasible :math:`y^*`. It is the best certificate the
-    prices :math:`\lambda` give (the bound multipliers chosen optimally) and never above the
-    complementarity plus the dual residual times the box.
+    least :math:`F(y)` minus that gap for every feasible :math:`y^*` (add
+    :math:`\lambda^\top (\hat G y^* - 1) \le 0` and :math:`{z^f}^\top (m - \mathbf 1^\top y^*) \le 0`,
+    then minimize over the box). It is the best certificate the multipliers give (the bound
+    multipliers chosen optimally) and never above the complementarity plus the dual residual
+    times the box.
 """
 
 from __future__ import annotations
@@ -171,7 +179,7 @@ class _Point:
 
 def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 80,
                   warm_start: FloatArray | None = None, verbose: bool = False) -> RelaxedSolution:
-    """Solve a plain `PlanningProgram` (no efficiency term, no FTF constraints) to a certified gap.
+    """Solve a `PlanningProgram` without the efficiency term (FTF constraints allowed) to a certified gap.
 
     Parameters
     ----------
