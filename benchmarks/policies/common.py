@@ -21,6 +21,7 @@ before any epoch is observed, the mean epoch time over the job's regimes.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Hashable, Mapping, Sequence
 
 import numpy as np
@@ -150,7 +151,7 @@ class JobTable:
         self.n = last
 
 
-class RoundPolicy:
+class RoundPolicy(ABC):
     """The `SchedulingPolicy` interface over a `JobTable`; subclasses implement `_order`.
 
     Parameters
@@ -282,17 +283,19 @@ class RoundPolicy:
 
     def _on_add(self, row: int) -> None:
         """Initialise per-policy counters of a new row (default: nothing)."""
+        return None
 
     def _select(self) -> IntArray:
         """Rows to run: by default, first-fit over `_order` (which walks every present row)."""
         return first_fit(self._order(), self.table.col("gpus"), self.capacity)
 
     def _order(self) -> IntArray:
-        """Every present row, highest priority first."""
-        raise NotImplementedError
+        """Every present row, highest priority first (used by the default `_select`)."""
+        raise NotImplementedError(f"{type(self).__name__} must override _order or _select")
 
     def _after_round(self, chosen: IntArray) -> None:
         """Update per-policy counters once the round is decided (default: nothing)."""
+        return None
 
     # --- shared estimates ----------------------------------------------------------------------
 
@@ -337,8 +340,9 @@ class GavelRoundPolicy(RoundPolicy):
     def _on_add(self, row: int) -> None:
         self.table.col("job_time")[row] = self.round_s / 2.0
 
+    @abstractmethod
     def _allocation(self) -> FloatArray:
-        raise NotImplementedError
+        """The fraction of time each present job should run this round, shape (n,)."""
 
     def _reset(self) -> None:
         t = self.table
