@@ -151,7 +151,7 @@ class JobTable:
         self.n = last
 
 
-class RoundPolicy(ABC):
+class RoundPolicy:
     """The `SchedulingPolicy` interface over a `JobTable`; subclasses implement `_order`.
 
     Parameters
@@ -283,7 +283,6 @@ class RoundPolicy(ABC):
 
     def _on_add(self, row: int) -> None:
         """Initialise per-policy counters of a new row (default: nothing)."""
-        return None
 
     def _select(self) -> IntArray:
         """Rows to run: by default, first-fit over `_order` (which walks every present row)."""
@@ -295,7 +294,6 @@ class RoundPolicy(ABC):
 
     def _after_round(self, chosen: IntArray) -> None:
         """Update per-policy counters once the round is decided (default: nothing)."""
-        return None
 
     # --- shared estimates ----------------------------------------------------------------------
 
@@ -314,7 +312,7 @@ class RoundPolicy(ABC):
         return np.minimum(1.0, self.capacity / (gpus.size * gpus))
 
 
-class GavelRoundPolicy(RoundPolicy):
+class GavelRoundPolicy(RoundPolicy, ABC):
     """Gavel's round-based mechanism over a per-round fractional allocation (`_allocation`).
 
     `_allocation` returns ``x[i]``, the fraction of time job i should run (``sum_i w_i x_i <= G``,
