@@ -23,7 +23,14 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from benchmarks.policies.common import FloatArray, GavelRoundPolicy, IntArray, RoundPolicy, first_fit
+from benchmarks.policies.common import (
+    FloatArray,
+    GavelRoundPolicy,
+    IntArray,
+    PriorityRoundPolicy,
+    RoundPolicy,
+    first_fit,
+)
 
 __all__ = [
     "AlloX",
@@ -232,7 +239,7 @@ class MinTotalDuration(GavelRoundPolicy):
         return remaining / horizon
 
 
-class GandivaFair(RoundPolicy):
+class GandivaFair(PriorityRoundPolicy):
     """Gandiva-Fair's gang-aware stride scheduling with one ticket per job.
 
     Each job has a pass value. Every round, jobs are taken in increasing pass order and first-fit

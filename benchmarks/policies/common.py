@@ -151,8 +151,8 @@ class JobTable:
         self.n = last
 
 
-class RoundPolicy:
-    """The `SchedulingPolicy` interface over a `JobTable`; subclasses implement `_order`.
+class RoundPolicy(ABC):
+    """The `SchedulingPolicy` interface over a `JobTable`; subclasses implement `_select`.
 
     Parameters
     ----------
@@ -281,18 +281,14 @@ class RoundPolicy:
 
     # --- hooks ---------------------------------------------------------------------------------
 
-    def _on_add(self, row: int) -> None:
+    def _on_add(self, row: int) -> None:  # noqa: B027 - an optional hook
         """Initialise per-policy counters of a new row (default: nothing)."""
 
+    @abstractmethod
     def _select(self) -> IntArray:
-        """Rows to run: by default, first-fit over `_order` (which walks every present row)."""
-        return first_fit(self._order(), self.table.col("gpus"), self.capacity)
+        """Rows to run this round: whole gangs within capacity."""
 
-    def _order(self) -> IntArray:
-        """Every present row, highest priority first (used by the default `_select`)."""
-        raise NotImplementedError(f"{type(self).__name__} must override _order or _select")
-
-    def _after_round(self, chosen: IntArray) -> None:
+    def _after_round(self, chosen: IntArray) -> None:  # noqa: B027 - an optional hook
         """Update per-policy counters once the round is decided (default: nothing)."""
 
     # --- shared estimates ----------------------------------------------------------------------
@@ -312,7 +308,19 @@ class RoundPolicy:
         return np.minimum(1.0, self.capacity / (gpus.size * gpus))
 
 
-class GavelRoundPolicy(RoundPolicy, ABC):
+class PriorityRoundPolicy(RoundPolicy):
+    """A `RoundPolicy` that ranks every present job and takes whole gangs first-fit in that order
+    (which walks every row, so idle GPUs go to waiting jobs that fit); subclasses implement `_order`."""
+
+    def _select(self) -> IntArray:
+        return first_fit(self._order(), self.table.col("gpus"), self.capacity)
+
+    @abstractmethod
+    def _order(self) -> IntArray:
+        """Every present row, highest priority first."""
+
+
+class GavelRoundPolicy(PriorityRoundPolicy):
     """Gavel's round-based mechanism over a per-round fractional allocation (`_allocation`).
 
     `_allocation` returns ``x[i]``, the fraction of time job i should run (``sum_i w_i x_i <= G``,
