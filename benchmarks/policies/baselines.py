@@ -29,8 +29,8 @@ from benchmarks.policies.common import (
     IntArray,
     PriorityRoundPolicy,
     RoundPolicy,
-    first_fit,
 )
+from vfm.planner.rounding import first_fit
 
 __all__ = [
     "AlloX",

@@ -6,8 +6,8 @@ for the next round. Everything else lives here, once:
 - `JobTable`: one row per present job in numpy arrays (gang, epochs, progress, throughput
   estimate, arrival, per-policy counters), so that a round is computed over arrays, not by a
   Python loop over jobs. Rows are removed by moving the last row into the hole.
-- `first_fit`: walk the jobs in priority order and take each whole gang that still fits. Walking
-  *all* present jobs makes every policy work-conserving: after the jobs the policy prefers, idle
+- `vfm.planner.rounding.first_fit`: walk the jobs in priority order and take each whole gang that
+  still fits. Walking *all* present jobs makes every policy work-conserving: after the jobs the policy prefers, idle
   GPUs go to any waiting job whose gang still fits.
 - `RoundPolicy`: the `SchedulingPolicy` interface on top of a `JobTable`, with the policy clock
   (rounds x `round_s`, since `next_round` is called exactly once per round).
@@ -28,56 +28,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from vfm.errors import ValidationError
+from vfm.planner.rounding import first_fit
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 BoolArray = NDArray[np.bool_]
-
-
-def first_fit(order: IntArray, gpus: IntArray, capacity: int) -> IntArray:
-    """Rows taken by a first-fit pass of whole gangs in the given order.
-
-    Parameters
-    ----------
-    order : ndarray of int
-        Rows in priority order (highest first).
-    gpus : ndarray of int
-        Gang size of every row (indexed by row, not by position in `order`).
-    capacity : int
-        GPUs to fill.
-
-    Returns
-    -------
-    ndarray of int
-        The rows taken, in priority order; their gangs sum to at most `capacity`. A row is
-        skipped when its gang no longer fits and later, smaller gangs may still take the GPUs
-        left (Gavel's scheduler does the same: ``continue``, not ``break``).
-
-    Notes
-    -----
-    Equivalent to the sequential loop, computed in vectorized passes: take the longest prefix
-    whose cumulative gangs fit, skip the first gang that does not, and drop every remaining
-    gang wider than the GPUs left (it can never fit again). Each pass strictly lowers the
-    widest gang still in play, so there are at most as many passes as distinct gang sizes.
-
-    Examples
-    --------
-    >>> first_fit(np.array([0, 1, 2, 3]), np.array([2, 4, 1, 1]), 4)
-    array([0, 2, 3])
-    """
-    order = np.asarray(order, dtype=np.int64)
-    taken: list[IntArray] = []
-    left = int(capacity)
-    cand = order[gpus[order] <= left]
-    while cand.size and left > 0:
-        width = gpus[cand]
-        fits = np.cumsum(width) <= left
-        k = int(np.argmin(fits)) if not fits.all() else cand.size
-        taken.append(cand[:k])
-        left -= int(width[:k].sum())
-        rest = cand[k + 1:]
-        cand = rest[gpus[rest] <= left]
-    return np.concatenate(taken) if taken else np.zeros(0, dtype=np.int64)
 
 
 class JobTable:

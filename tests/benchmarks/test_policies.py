@@ -22,7 +22,6 @@ from benchmarks.policies.baselines import (
     ftf_allocation,
     water_filling,
 )
-from benchmarks.policies.common import first_fit
 from vfm.errors import ValidationError
 
 NAMES = ["max_min_fairness", "finish_time_fairness", "gandiva_fair", "allox", "max_sum_throughput",
@@ -233,20 +232,6 @@ def test_ftf_allocation_equalizes_the_ratios():
     ratios = (elapsed + remaining / x) / fair
     np.testing.assert_allclose(ratios[x < 1], rho, rtol=1e-9)
     assert ratios.max() == pytest.approx(rho, rel=1e-9)
-
-
-def test_first_fit_matches_the_sequential_loop():
-    rng = np.random.default_rng(0)
-    for _ in range(200):
-        gpus = rng.integers(1, 9, rng.integers(0, 30))
-        order = rng.permutation(gpus.size)
-        capacity = int(rng.integers(1, 33))
-        left, expect = capacity, []
-        for i in order:
-            if gpus[i] <= left:
-                expect.append(i)
-                left -= gpus[i]
-        assert first_fit(order, gpus, capacity).tolist() == expect
 
 
 # --- every baseline: feasible and deterministic on random event sequences -----------------------
