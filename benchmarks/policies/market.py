@@ -24,7 +24,8 @@ _PRIORITY_EXPONENT = {32: 12.0, 128: 15.0, 256: 5.0}
 
 
 def vfm_policy(capacity: int, round_s: float, seed: int = 0, *, scenarios: int = 1,
-               efficiency: float = 0.0, execution: Literal["credit", "window"] = "credit") -> Policy:
+               efficiency: float = 0.0, reserve: float = 0.0,
+               execution: Literal["credit", "window"] = "credit") -> Policy:
     """`vfm.planner.Policy` configured as Shockwave (module docstring).
 
     Parameters
@@ -39,13 +40,16 @@ def vfm_policy(capacity: int, round_s: float, seed: int = 0, *, scenarios: int =
         `S` of the planner (1: certainty equivalent).
     efficiency : float
         `k` of the efficiency term, per second of the longest forecast leftover (0: none).
+    reserve : float
+        Fraction of each window's GPU-rounds the finish-time-fairness constraints leave to the
+        efficiency term (`vfm.planner.plan`).
     execution : {"credit", "window"}
         How rounds are served from a plan (`vfm.planner.Policy`).
     """
     exponent = _PRIORITY_EXPONENT[min(_PRIORITY_EXPONENT, key=lambda gpus: abs(gpus - capacity))]
     return Policy(capacity, rounds=20, round_s=round_s, replan_every=8, scenarios=scenarios, seed=seed,
                   fairness=True, rho_max=1.0, priority_exponent=exponent, efficiency=efficiency,
-                  execution=execution)
+                  reserve=reserve, execution=execution)
 
 
 class StaticMarket(GavelRoundPolicy):

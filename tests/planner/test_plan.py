@@ -277,7 +277,7 @@ def test_fair_finish_constraint_binds_and_holds():
 
 @settings(max_examples=25)
 @given(job_sets(), st.data())
-def test_impossible_fair_finish_targets_are_relaxed_to_priorities(case, data):
+def test_impossible_fair_finish_targets_become_priorities(case, data):
     _plannable(case, None)
     share, remaining = _share_and_remaining(case)
     finished = case.states.remaining_epochs == 0
@@ -289,19 +289,63 @@ def test_impossible_fair_finish_targets_are_relaxed_to_priorities(case, data):
     targets = np.where(tiny, 1e-3, 1e9)
     rho_max, exponent = 1.0, 2.0
     result = _plan(case, fair_finish_s=targets, rho_max=rho_max, priority_exponent=exponent)
-    assert result.fairness == "relaxed"
-    assert result.program.leftover_limit_s is None
+    # Only the jobs that cannot meet their own targets lose their constraints; the generous
+    # targets of the others need no GPU-round, so the bound stays rho_max.
+    assert result.fairness == "constraints" and result.ftf_bound == rho_max
     assert _certified(result), result.message
+    # A tiny target asks a job to finish within the window; it cannot if its forecast time left
+    # exceeds the rounds it can progress in.
+    program = result.program
+    cannot = tiny & ~finished & (remaining > case.round_s * program.runnable.sum(axis=1) * (1 + 1e-9))
+    np.testing.assert_array_equal(~np.isfinite(program.leftover_limit_s[~finished]), cannot[~finished])
     lateness = np.where(finished, 0.0, remaining / share / targets)
-    late = lateness > rho_max
-    weights = result.program.weights
-    priority = weights / case.budgets
+    late = cannot & (lateness > rho_max)
+    priority = program.weights / case.budgets
     np.testing.assert_array_equal(priority > 1, late)
     # lateness ** exponent, divided by one common factor when the weights would span over 1e12
     # (each at least 1): the ratios among the late jobs are kept unless one hits that floor.
     exact = lateness[late] ** exponent
     factor = max(1.0, exact.max() / 1e12)
     np.testing.assert_allclose(priority[late], np.maximum(exact / factor, 1.0), rtol=1e-9)
+
+
+def _gpu_rounds_needed(result, rounds_s: float) -> float:
+    limit = result.program.leftover_limit_s
+    need = np.maximum(result.program.remaining_s - limit, 0.0) / rounds_s
+    return float(result.program.gpus @ np.where(np.isfinite(limit), need, 0.0))
+
+
+@pytest.mark.parametrize("reserve", [0.0, 0.25])
+def test_oversubscribed_equal_shares_hold_the_tightest_bound(reserve):
+    # Two 2-GPU gangs on 2 GPUs: the equal share (1 each) asks 4 GPUs per round. At rho_max both
+    # must run every round; the plan holds both at the smallest common bound that fits instead.
+    states = JobStates.from_lists([50, 50], [{32: 60.0}, {32: 40.0}])
+    rounds, round_s = 6, 120.0
+    remaining = FORECASTER.remaining_runtime(states)
+    targets = remaining  # equal-share finish (share 1): each job alone from now
+    result = plan(states, [2, 2], 2, rounds=rounds, round_s=round_s, fair_finish_s=targets, reserve=reserve)
+    assert result.fairness == "constraints" and result.status == Status.OPTIMAL, result.message
+    assert result.ftf_bound > 1.0
+    # The bisection's bound: the GPU-rounds needed fill the window less the reserve (to 1e-6).
+    np.testing.assert_allclose(_gpu_rounds_needed(result, round_s), (1 - reserve) * 2 * rounds, rtol=1e-5)
+    np.testing.assert_allclose(result.program.leftover_limit_s,
+                               np.maximum(result.ftf_bound * targets - rounds * round_s, 0.0))
+    leftover = result.program.remaining_s - round_s * result.relaxed.sum(axis=1)
+    limit = result.program.leftover_limit_s
+    assert np.all(leftover <= limit + 1e-6 * (1 + limit + result.program.remaining_s))
+
+
+def test_constraints_only_the_boundary_meets_fall_back_to_priorities():
+    # A job with exactly the window's running time left and a target inside the window must run
+    # every round: feasible, but only on the boundary of the box, and saa-ipm needs an interior
+    # point. The GPU-round count cannot tell; the solver reports infeasible and the plan falls
+    # back to Shockwave's relaxation.
+    rounds, round_s = 4, 120.0
+    states = JobStates.from_lists([rounds, 8], [{32: round_s}, {32: 60.0}])
+    result = plan(states, [1, 1], 1, rounds=rounds, round_s=round_s, fair_finish_s=[10.0, 1e9], solver="saa-ipm")
+    assert result.fairness == "relaxed" and np.isnan(result.ftf_bound)
+    assert result.program.leftover_limit_s is None and result.program.weights[0] > 1
+    assert result.status == Status.OPTIMAL, result.message
 
 
 @pytest.mark.parametrize("scenarios", [1, 4])
@@ -440,13 +484,14 @@ def test_fresh_job_that_fits_only_later_rounds_with_scenarios(solver):
     assert np.isfinite(result.bound) and 0 <= result.rounding_gap <= 1
 
 
-def test_relaxed_fairness_with_efficiency_is_solved():
+def test_prioritized_job_with_efficiency_is_solved():
     states = JobStates.from_lists([40, 30, 20], [{32: 60.0, 64: 30.0}, {8: 50.0}, {16: 100.0}],
                                   [[32] * 3, [8], [16]])
     share = min(1.0, 2 / 3)
     target = FORECASTER.remaining_runtime(states)[0] / share / 10.0  # lateness 10
     result = plan(states, [1, 2, 1], 2, rounds=5, fair_finish_s=[target, 1e9, 1e9], efficiency=0.01)
-    assert result.fairness == "relaxed" and result.solver == "cvxpy"
+    assert result.fairness == "constraints" and result.solver == "cvxpy"
+    assert not np.isfinite(result.program.leftover_limit_s[0]) and result.program.weights[0] > 1
     assert result.status == Status.OPTIMAL, result.message
     assert result.rounded_objective <= result.bound + 1e-7 * (1 + abs(result.bound))
 

@@ -69,8 +69,12 @@ class Plan:
     program : PlanningProgram
         The program solved (its weights include the FTF relaxation's priorities).
     fairness : {"none", "constraints", "relaxed"}
-        No FTF targets; FTF constraints held in the relaxation; or they were infeasible and the
-        priority relaxation was solved instead.
+        No FTF targets; FTF constraints held in the relaxation (at `ftf_bound`, for every job
+        that can meet its target); or they were infeasible and the priority relaxation was
+        solved instead.
+    ftf_bound : float
+        With ``fairness="constraints"``, the bound :math:`\theta \ge \rho_{\max}` on the
+        projected finish-time ratios the constraints held (`plan`'s ``reserve``); NaN otherwise.
     status : Status
         The relaxation solve's status; only `Status.OPTIMAL` certifies `bound`.
     message, solver : str
@@ -87,6 +91,7 @@ class Plan:
     rounded_objective: float
     program: PlanningProgram
     fairness: Fairness
+    ftf_bound: float
     status: Status
     message: str
     solver: str
@@ -125,6 +130,7 @@ def plan(
     fair_finish_s: ArrayLike | None = None,
     rho_max: float = 1.0,
     priority_exponent: float = 10.0,
+    reserve: float = 0.0,
     solver: PlanSolver | None = None,
     warm_start: FloatArray | None = None,
     tol: float = 1e-5,
@@ -158,14 +164,23 @@ def plan(
     fair_finish_s : array_like, shape (n,), optional
         Finish-time-fairness targets :math:`FT^*_i`: seconds from now by which job `i` would
         finish with an equal share. Adds the constraints
-        :math:`TW + S_i / \min(1, G/N) \le \rho_{\max} FT^*_i`; if they are infeasible, the
-        relaxation weights job `i`'s log utility by :math:`\hat\rho_i^{\lambda}` for the jobs
-        projected past :math:`\rho_{\max}`, :math:`\hat\rho_i = (\hat T_i / \min(1, G/N)) / FT^*_i`.
-        The rounding then serves the largest :math:`\hat\rho_i` first.
+        :math:`TW + S_i / \min(1, G/N) \le \theta\, FT^*_i` with :math:`\theta = \rho_{\max}`
+        when they fit (see `reserve`). A job that cannot meet its own even running in every
+        round gets no constraint; its log utility is weighted by :math:`\hat\rho_i^{\lambda}`,
+        :math:`\hat\rho_i = (\hat T_i / \min(1, G/N)) / FT^*_i`. If the constraints are still
+        infeasible, all are dropped and every job projected past :math:`\rho_{\max}` is weighted
+        so (Shockwave's relaxation). The rounding serves the largest :math:`\hat\rho_i` first.
     rho_max : float
         :math:`\rho_{\max} > 0` (default 1).
     priority_exponent : float
         :math:`\lambda \ge 0` (default 10; Shockwave uses 5 to 15).
+    reserve : float
+        Fraction of the window's GPU-rounds :math:`\sum_t G_t` the FTF constraints may not claim
+        (default 0). :math:`\theta` is the smallest bound :math:`\ge \rho_{\max}` at which the
+        GPU-rounds the constrained jobs need, :math:`\sum_i w_i \max(0, \hat T_i - b_i(\theta)) / W`,
+        fit in :math:`(1 - \text{reserve}) \sum_t G_t`: when equal shares over-subscribe the
+        cluster (gangs wider than one GPU), every job keeps the same, looser, guarantee instead
+        of none, and the reserve is left to the objective (the efficiency term).
     solver : {"saa-ipm", "market", "cvxpy"}, optional
         ``"saa-ipm"``: vfm's interior point for the program (FTF constraints, no efficiency
         term); ``"market"``: `vfm.solve` on the window market (S = 1 only, neither option,
@@ -226,6 +241,8 @@ def plan(
         raise ValidationError(f"rho_max must be a finite number > 0, got {rho_max!r}")
     if not (np.isfinite(priority_exponent) and priority_exponent >= 0):
         raise ValidationError(f"priority_exponent must be a finite number >= 0, got {priority_exponent!r}")
+    if not (np.isfinite(reserve) and 0 <= reserve < 1):
+        raise ValidationError(f"reserve must be a fraction in [0, 1), got {reserve!r}")
     targets = None if fair_finish_s is None else as_real_array(fair_finish_s, "fair_finish_s", (n,))
     if targets is not None:
         require_per_job("fair_finish_s", targets, targets <= 0, "must be > 0 seconds", ids=states.job_ids)
@@ -263,13 +280,19 @@ def plan(
 
     fairness: Fairness = "none"
     lateness = None
+    ftf_bound = float("nan")
     if targets is not None:
         share = min(1.0, float(supply.mean()) / n)
         lateness = np.where(finished, 0.0, remaining_s / share / targets)
-        # S_i >= 0, so a target inside the window asks the job to finish within it (S_i = 0): the
-        # constraint then says that, not "finish before the window ends" (impossible as written).
-        limit = np.maximum(share * (rho_max * targets - rounds * round_s), 0.0)
-        program = replace(program, leftover_limit_s=np.where(finished, np.inf, limit))
+        limits = _FairFinishLimits(program, targets, share, rounds * round_s)
+        hopeless = limits.hopeless(rho_max)
+        ftf_bound = limits.tightest_bound(rho_max, hopeless, (1.0 - reserve) * supply)
+        # A job that cannot meet its target even running every round it can progress in gets the
+        # relaxation's priority weight instead of a constraint; the others keep theirs.
+        program = replace(
+            program, leftover_limit_s=np.where(hopeless, np.inf, limits.leftover_limit_s(ftf_bound)),
+            weights=weights * np.where(hopeless, _priority_weights(lateness, rho_max, priority_exponent), 1.0),
+        )
         fairness = "constraints"
     solution, name = _solve(program, solver, scenarios, tol, warm_start)
     if fairness == "constraints" and solution.status == Status.INFEASIBLE:
@@ -278,6 +301,7 @@ def plan(
         priority = _priority_weights(lateness, rho_max, priority_exponent)
         program = replace(program, leftover_limit_s=None, weights=weights * priority)
         fairness = "relaxed"
+        ftf_bound = float("nan")
         solution, name = _solve(program, solver, scenarios, tol, warm_start)
     solve_s = time.perf_counter() - started - forecast_s
 
@@ -295,6 +319,7 @@ def plan(
         rounded_objective=program.objective(schedule.astype(np.float64)),
         program=program,
         fairness=fairness,
+        ftf_bound=ftf_bound,
         status=solution.status,
         message=solution.message,
         solver=name,
@@ -302,6 +327,68 @@ def plan(
                  "total": total_s},
         job_ids=states.job_ids,
     )
+
+
+@dataclass(frozen=True)
+class _FairFinishLimits:
+    r"""The FTF constraints' leftover limits as functions of the bound :math:`\theta`.
+
+    :math:`b_i(\theta) = \max(0, s (\theta FT^*_i - T W))` with the equal share :math:`s`.
+    :math:`S_i \ge 0`, so a target inside the window asks the job to finish within it
+    (:math:`S_i = 0`), not before the window ends (impossible as written).
+    """
+
+    program: PlanningProgram
+    targets_s: FloatArray
+    share: float
+    window_s: float
+
+    def leftover_limit_s(self, bound: float) -> FloatArray:
+        r""":math:`b_i(\theta)`, shape (n,); infinite for finished jobs."""
+        limit = np.maximum(self.share * (bound * self.targets_s - self.window_s), 0.0)
+        return np.where(self.program.base < 1.0, limit, np.inf)
+
+    def rounds_needed(self, bound: float) -> FloatArray:
+        r"""Rounds of the window job `i` must run to meet :math:`b_i(\theta)`, shape (n,)."""
+        program = self.program
+        return np.maximum(program.remaining_s - self.leftover_limit_s(bound), 0.0) / program.round_s
+
+    def hopeless(self, bound: float) -> np.ndarray:
+        r"""Jobs that miss :math:`b_i(\theta)` even running every round they can progress in."""
+        return self.rounds_needed(bound) > self.program.runnable.sum(axis=1) + 1e-9
+
+    def tightest_bound(self, rho_max: float, excluded: np.ndarray, gpu_rounds: FloatArray) -> float:
+        r"""The smallest :math:`\theta \ge \rho_{\max}` at which the jobs not `excluded` fit
+        `gpu_rounds` (shape (T,), GPU-rounds per round available to the constraints).
+
+        A job can only run in its `runnable` rounds, the last of which is its deadline, so this
+        is the condition of earliest-deadline-first: for every round `t`, the GPU-rounds needed
+        by the jobs whose last runnable round is at most `t` fit those of rounds 0..t. It is
+        necessary, not sufficient (the solver has the last word); the need falls as
+        :math:`\theta` grows, so the bound is found by bisection, to a relative 1e-6.
+        """
+        program = self.program
+        _, _, rounds = program.shape
+        runnable = program.runnable & ~excluded[:, None]
+        last = np.where(runnable.any(axis=1), rounds - 1 - np.argmax(runnable[:, ::-1], axis=1), -1)
+        jobs = last >= 0
+        available = np.cumsum(gpu_rounds)
+
+        def excess(bound: float) -> float:
+            need = np.bincount(last[jobs], weights=(program.gpus * self.rounds_needed(bound))[jobs],
+                               minlength=rounds)
+            return float((np.cumsum(need) - available).max())
+
+        if excess(rho_max) <= 0:
+            return rho_max
+        # At theta_i every limit covers job i's whole remaining time: nothing is needed.
+        with np.errstate(divide="ignore"):
+            enough = (program.remaining_s / self.share + self.window_s) / self.targets_s
+        low, high = rho_max, max(rho_max, float(np.where(jobs, enough, 0.0).max()))
+        while high - low > 1e-6 * high:
+            middle = 0.5 * (low + high)
+            low, high = (middle, high) if excess(middle) > 0 else (low, middle)
+        return high
 
 
 #: The largest ratio of priority weights in the FTF relaxation (see `_priority_weights`).

@@ -75,7 +75,7 @@ class Policy:
     fairness : bool
         Keep Shockwave's finish-time-fairness targets (momentum averages of each job's
         equal-share finish-time estimate) and plan with them (default False).
-    efficiency, rho_max, priority_exponent, solver
+    efficiency, rho_max, priority_exponent, reserve, solver
         Passed to `vfm.planner.plan`.
     execution : {"credit", "window"}
         How a round is served from the standing plan. ``"window"``: the plan's own rounded
@@ -100,6 +100,7 @@ class Policy:
         efficiency: float = 0.0,
         rho_max: float = 1.0,
         priority_exponent: float = 10.0,
+        reserve: float = 0.0,
         solver: PlanSolver | None = None,
         execution: Literal["credit", "window"] = "credit",
     ) -> None:
@@ -118,6 +119,7 @@ class Policy:
         self.efficiency = efficiency
         self.rho_max = rho_max
         self.priority_exponent = priority_exponent
+        self.reserve = reserve
         self.solver = solver
         self._jobs: dict[Hashable, _Job] = {}
         self._completed: list[Hashable] = []
@@ -258,7 +260,7 @@ class Policy:
             scenarios=self.scenarios, seed=np.random.SeedSequence((self.seed, self._replans)),
             budgets=[j.budget for j in jobs], fair_finish_s=targets, warm_start=warm,
             efficiency=self.efficiency, rho_max=self.rho_max, priority_exponent=self.priority_exponent,
-            solver=self.solver,
+            reserve=self.reserve, solver=self.solver,
         )
         if self._plan_jobs:  # carry the credit of the jobs still present into the new plan's order
             self._credit = dict(zip(self._plan_jobs, self._plan_credit.tolist(), strict=True))
