@@ -47,7 +47,7 @@ from typing import Any
 from benchmarks.metrics import summarize
 from benchmarks.policies import BASELINES
 from benchmarks.policies.base import SchedulingPolicy
-from benchmarks.policies.market import static_market_policy, vfm_policy
+from benchmarks.policies.market import VFM_EFFICIENCY, VFM_RESERVE, static_market_policy, vfm_policy
 from benchmarks.simulator import Workload, load_workload, simulate
 
 #: name -> factory(capacity, round_s, seed) of a `SchedulingPolicy`.
@@ -75,7 +75,7 @@ def run_policy(workload_path: str, name: str, seed: int = 0, jobs: int | None = 
                vfm_options: dict[str, Any] | None = None) -> dict[str, Any]:
     """Simulate policy `name` on the workload (its first `jobs` jobs if given); the summary dict.
 
-    `vfm_options` go to `vfm_policy` (``scenarios``, ``efficiency``). A module-level function of
+    `vfm_options` go to `vfm_policy` (``scenarios``, ``efficiency``, ``reserve``, ``execution``). A module-level function of
     plain arguments, so that any executor can ship it to a worker.
     """
     workload = load(workload_path, jobs)
@@ -244,8 +244,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument("--vfm-scenarios", type=int, default=1, help="S of the vfm policy's planner (default 1)")
-    parser.add_argument("--vfm-efficiency", type=float, default=0.0,
-                        help="k of the vfm policy's efficiency term, per second of leftover (default 0)")
+    parser.add_argument("--vfm-efficiency", type=float, default=VFM_EFFICIENCY,
+                        help=f"k of the vfm policy's efficiency term, per second of leftover (default {VFM_EFFICIENCY})")
+    parser.add_argument("--vfm-reserve", type=float, default=VFM_RESERVE,
+                        help=f"share of GPU-rounds the vfm policy's FTF constraints leave free (default {VFM_RESERVE})")
     parser.add_argument("--vfm-execution", default="credit", choices=("credit", "window"),
                         help="how the vfm policy serves rounds from a plan (default credit)")
     args = parser.parse_args(argv)
@@ -255,7 +257,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         result = run(args.workload, names, executor=executor, seed=args.seed, jobs=args.jobs,
                      progress=not args.quiet,
                      vfm_options={"scenarios": args.vfm_scenarios, "efficiency": args.vfm_efficiency,
-                                  "execution": args.vfm_execution})
+                                  "reserve": args.vfm_reserve, "execution": args.vfm_execution})
     print_table(result, published_results(args.workload) if args.jobs is None else None)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
