@@ -22,8 +22,8 @@ from vfm.planner import Policy
 
 #: The reproduction's efficiency term k (per second of the longest leftover) and FTF reserve:
 #: chosen on the Shockwave workloads themselves (docs/results.md lists the values tried).
-VFM_EFFICIENCY = 0.1
-VFM_RESERVE = 0.2
+VFM_EFFICIENCY = 0.05
+VFM_RESERVE = 0.3
 
 #: Shockwave's priority exponent lambda by cluster size, from the artifact's configurations
 #: (scheduler/configurations: 12 at 32 GPUs, 15 at 128, 5 at 256); other sizes take the nearest.
