@@ -429,6 +429,8 @@ def test_malformed_plan_arguments_name_the_job_and_field(kwargs, field, job, rul
     ({"scenarios": 0}, "scenarios"),
     ({"rho_max": 0.0}, "rho_max"),
     ({"efficiency": -1.0}, "efficiency"),
+    ({"reserve": 1.0}, "reserve"),
+    ({"reserve": -0.1}, "reserve"),
     ({"budgets": [1.0, 1.0]}, "budgets"),
 ])
 def test_malformed_window_arguments_are_named(kwargs, name):

@@ -175,12 +175,13 @@ def plan(
     priority_exponent : float
         :math:`\lambda \ge 0` (default 10; Shockwave uses 5 to 15).
     reserve : float
-        Fraction of the window's GPU-rounds :math:`\sum_t G_t` the FTF constraints may not claim
-        (default 0). :math:`\theta` is the smallest bound :math:`\ge \rho_{\max}` at which the
-        GPU-rounds the constrained jobs need, :math:`\sum_i w_i \max(0, \hat T_i - b_i(\theta)) / W`,
-        fit in :math:`(1 - \text{reserve}) \sum_t G_t`: when equal shares over-subscribe the
-        cluster (gangs wider than one GPU), every job keeps the same, looser, guarantee instead
-        of none, and the reserve is left to the objective (the efficiency term).
+        Fraction of the window's GPU-rounds the FTF constraints may not claim (default 0).
+        :math:`\theta` is the smallest bound :math:`\ge \rho_{\max}` at which the GPU-rounds
+        the constrained jobs need, :math:`w_i \max(0, \hat T_i - b_i(\theta)) / W` each, fit in
+        :math:`1 - \text{reserve}` of the cluster's, round by round as earliest-deadline-first
+        would serve them (docs/planning.md): when equal shares over-subscribe the cluster (gangs
+        wider than one GPU), every job keeps the same, looser, guarantee instead of none, and
+        the reserve is left to the objective (the efficiency term).
     solver : {"saa-ipm", "market", "cvxpy"}, optional
         ``"saa-ipm"``: vfm's interior point for the program (FTF constraints, no efficiency
         term); ``"market"``: `vfm.solve` on the window market (S = 1 only, neither option,
