@@ -75,8 +75,8 @@ def run_policy(workload_path: str, name: str, seed: int = 0, jobs: int | None = 
                vfm_options: dict[str, Any] | None = None) -> dict[str, Any]:
     """Simulate policy `name` on the workload (its first `jobs` jobs if given); the summary dict.
 
-    `vfm_options` go to `vfm_policy` (``scenarios``, ``efficiency``, ``reserve``, ``execution``). A module-level function of
-    plain arguments, so that any executor can ship it to a worker.
+    `vfm_options` go to `vfm_policy` (``scenarios``, ``efficiency``, ``reserve``, ``execution``).
+    A module-level function of plain arguments, so that any executor can ship it to a worker.
     """
     workload = load(workload_path, jobs)
     if name == "vfm":
@@ -245,9 +245,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument("--vfm-scenarios", type=int, default=1, help="S of the vfm policy's planner (default 1)")
     parser.add_argument("--vfm-efficiency", type=float, default=VFM_EFFICIENCY,
-                        help=f"k of the vfm policy's efficiency term, per second of leftover (default {VFM_EFFICIENCY})")
+                        help=f"k of the vfm policy's efficiency term, per second of leftover "
+                             f"(default {VFM_EFFICIENCY})")
     parser.add_argument("--vfm-reserve", type=float, default=VFM_RESERVE,
-                        help=f"share of GPU-rounds the vfm policy's FTF constraints leave free (default {VFM_RESERVE})")
+                        help=f"share of GPU-rounds the vfm policy's FTF constraints leave free "
+                             f"(default {VFM_RESERVE})")
     parser.add_argument("--vfm-execution", default="credit", choices=("credit", "window"),
                         help="how the vfm policy serves rounds from a plan (default credit)")
     args = parser.parse_args(argv)
