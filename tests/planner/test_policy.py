@@ -132,3 +132,15 @@ def test_credit_carries_across_replans():
 def test_unknown_execution_is_named():
     with pytest.raises(ValidationError, match="execution"):
         Policy(capacity=1, execution="greedy")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("kwargs", "name"), [
+    ({"efficiency": -1.0}, "efficiency"),
+    ({"rho_max": 0.0}, "rho_max"),
+    ({"priority_exponent": float("nan")}, "priority_exponent"),
+    ({"reserve": 1.0}, "reserve"),
+])
+def test_bad_planning_options_fail_on_construction(kwargs, name):
+    # Checked where the policy is built, not at its first re-plan rounds later.
+    with pytest.raises(ValidationError, match=name):
+        Policy(capacity=4, **kwargs)

@@ -236,14 +236,7 @@ def plan(
                 f"is wider than the cluster ({supply.max():g} GPUs), so the job can never run", ids=states.job_ids)
     weights = np.ones(n) if budgets is None else as_real_array(budgets, "budgets", (n,))
     require_per_job("budgets", weights, weights <= 0, "must be > 0", ids=states.job_ids)
-    if not (np.isfinite(efficiency) and efficiency >= 0):
-        raise ValidationError(f"efficiency must be a finite number >= 0, got {efficiency!r}")
-    if not (np.isfinite(rho_max) and rho_max > 0):
-        raise ValidationError(f"rho_max must be a finite number > 0, got {rho_max!r}")
-    if not (np.isfinite(priority_exponent) and priority_exponent >= 0):
-        raise ValidationError(f"priority_exponent must be a finite number >= 0, got {priority_exponent!r}")
-    if not (np.isfinite(reserve) and 0 <= reserve < 1):
-        raise ValidationError(f"reserve must be a fraction in [0, 1), got {reserve!r}")
+    check_planning_options(efficiency, rho_max, priority_exponent, reserve)
     targets = None if fair_finish_s is None else as_real_array(fair_finish_s, "fair_finish_s", (n,))
     if targets is not None:
         require_per_job("fair_finish_s", targets, targets <= 0, "must be > 0 seconds", ids=states.job_ids)
@@ -328,6 +321,22 @@ def plan(
                  "total": total_s},
         job_ids=states.job_ids,
     )
+
+
+def check_planning_options(efficiency: float, rho_max: float, priority_exponent: float, reserve: float) -> None:
+    """Raise `ValidationError` naming the first of `plan`'s scalar options out of its range.
+
+    `vfm.planner.Policy` calls it on construction, so a bad option fails there, not at the
+    first re-plan.
+    """
+    if not (np.isfinite(efficiency) and efficiency >= 0):
+        raise ValidationError(f"efficiency must be a finite number >= 0, got {efficiency!r}")
+    if not (np.isfinite(rho_max) and rho_max > 0):
+        raise ValidationError(f"rho_max must be a finite number > 0, got {rho_max!r}")
+    if not (np.isfinite(priority_exponent) and priority_exponent >= 0):
+        raise ValidationError(f"priority_exponent must be a finite number >= 0, got {priority_exponent!r}")
+    if not (np.isfinite(reserve) and 0 <= reserve < 1):
+        raise ValidationError(f"reserve must be a fraction in [0, 1), got {reserve!r}")
 
 
 #: Share of the GPU-rounds available to the FTF constraints that a relaxed bound leaves free.

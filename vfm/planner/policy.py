@@ -34,7 +34,7 @@ import numpy as np
 
 from vfm.errors import ValidationError
 from vfm.forecast import DirichletForecaster, Forecaster, JobStates
-from vfm.planner.plan import Plan, PlanSolver, plan
+from vfm.planner.plan import Plan, PlanSolver, check_planning_options, plan
 from vfm.planner.rounding import first_fit
 
 #: Momentum of the finish-time-fairness targets (SPEC section 3): FT* <- 0.9 FT* + 0.1 estimate.
@@ -108,6 +108,7 @@ class Policy:
             raise ValidationError(f"capacity must be a positive whole number of GPUs, got {capacity!r}")
         if isinstance(replan_every, bool) or not isinstance(replan_every, int | np.integer) or replan_every < 1:
             raise ValidationError(f"replan_every must be a positive whole number of rounds, got {replan_every!r}")
+        check_planning_options(efficiency, rho_max, priority_exponent, reserve)
         self.capacity = int(capacity)
         self.rounds = rounds
         self.round_s = round_s
