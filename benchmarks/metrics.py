@@ -18,6 +18,7 @@ Shockwave artifact's published results (``canonical_results_120jobs_32gpus.json`
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -140,8 +141,9 @@ def summarize(simulation: Simulation) -> dict[str, Any]:
     dict
         ``makespan_s, avg_jct_s, worst_ftf, unfair_pct, utilization`` (floats);
         ``planner_s``: ``{"median", "max"}`` seconds of the ``next_round()`` calls made while
-        jobs were present; ``jobs``: one ``{id, arrival_s, finish_s, jct_s, ftf_rho}`` per job
-        (workload order); ``rounds``: one ``{start_s, jobs}`` per round (ids holding GPUs).
+        jobs were present; ``replans``: `replan_summary` of the policy's re-plans; ``jobs``:
+        one ``{id, arrival_s, finish_s, jct_s, ftf_rho}`` per job (workload order); ``rounds``:
+        one ``{start_s, jobs}`` per round (ids holding GPUs).
     """
     sim = simulation
     jct = jct_s(sim.arrival_s, sim.finish_s)
@@ -151,6 +153,7 @@ def summarize(simulation: Simulation) -> dict[str, Any]:
     timed = sim.planner_s[sim.planner_busy]
     out["planner_s"] = {"median": float(np.median(timed)) if timed.size else float("nan"),
                         "max": float(timed.max()) if timed.size else float("nan")}
+    out["replans"] = replan_summary(sim.replans)
     out["jobs"] = [
         {"id": job_id, "arrival_s": a, "finish_s": f, "jct_s": j, "ftf_rho": r}
         for job_id, a, f, j, r in zip(sim.job_id.tolist(), sim.arrival_s.tolist(), sim.finish_s.tolist(),
@@ -158,6 +161,26 @@ def summarize(simulation: Simulation) -> dict[str, Any]:
     ]
     out["rounds"] = [{"start_s": r.start_s, "jobs": [_plain(i) for i in r.jobs]} for r in sim.rounds]
     return out
+
+
+#: The components of a re-plan's time (`vfm.planner.Plan.timings`).
+REPLAN_COMPONENTS = ("forecast", "build", "solve", "rounding", "total")
+
+
+def replan_summary(replans: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """``{"count", "solvers": {name: count}, "statuses": {status: count}, "median_s": {component: s},
+    "max_s": {component: s}}`` over a simulation's re-plans (`Simulation.replans`); count 0 and
+    empty maps for a policy that does not plan."""
+    summary: dict[str, Any] = {"count": len(replans), "solvers": {}, "statuses": {}, "median_s": {}, "max_s": {}}
+    for key, field in (("solvers", "solver"), ("statuses", "status")):
+        for replan in replans:
+            summary[key][replan[field]] = summary[key].get(replan[field], 0) + 1
+    for component in REPLAN_COMPONENTS:
+        values = np.array([replan.get(component, np.nan) for replan in replans], dtype=np.float64)
+        if values.size and np.isfinite(values).any():
+            summary["median_s"][component] = float(np.nanmedian(values))
+            summary["max_s"][component] = float(np.nanmax(values))
+    return summary
 
 
 def _plain(value: Any) -> Any:

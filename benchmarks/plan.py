@@ -70,7 +70,7 @@ SIZES: dict[int, str] = {
     900: "shockwave_900jobs_256gpus",
 }
 SCENARIOS: tuple[int, ...] = (16, 1)
-COMPONENTS: tuple[str, ...] = ("forecast", "solve", "rounding", "total")
+COMPONENTS: tuple[str, ...] = ("forecast", "build", "solve", "rounding", "total")
 
 TARGET_SIZE = 900
 #: S -> median seconds of a full re-plan at TARGET_SIZE.

@@ -47,7 +47,7 @@ from typing import Any
 from benchmarks.metrics import summarize
 from benchmarks.policies import BASELINES
 from benchmarks.policies.base import SchedulingPolicy
-from benchmarks.policies.market import VFM_EFFICIENCY, VFM_RESERVE, static_market_policy, vfm_policy
+from benchmarks.policies.market import VFM_EFFICIENCY, VFM_RESERVE, VFM_SOLVER, static_market_policy, vfm_policy
 from benchmarks.simulator import Workload, load_workload, simulate
 
 #: name -> factory(capacity, round_s, seed) of a `SchedulingPolicy`.
@@ -75,7 +75,8 @@ def run_policy(workload_path: str, name: str, seed: int = 0, jobs: int | None = 
                vfm_options: dict[str, Any] | None = None) -> dict[str, Any]:
     """Simulate policy `name` on the workload (its first `jobs` jobs if given); the summary dict.
 
-    `vfm_options` go to `vfm_policy` (``scenarios``, ``efficiency``, ``reserve``, ``execution``).
+    `vfm_options` go to `vfm_policy` (``scenarios``, ``efficiency``, ``reserve``, ``execution``,
+    ``solver``).
     A module-level function of plain arguments, so that any executor can ship it to a worker.
     """
     workload = load(workload_path, jobs)
@@ -177,6 +178,13 @@ def print_table(result: dict[str, Any], published: dict[str, dict[str, Any]] | N
             paper = published[name]
             line += f" | {paper['makespan_s']:18.1f} {paper['worst_ftf']:9.3f} {paper['unfair_pct']:8.2f}"
         print(line)
+    for name, row in policies.items():
+        replans = row.get("replans", {})
+        if replans.get("count"):
+            median, largest = replans["median_s"], replans["max_s"]
+            parts = ", ".join(f"{key} {1e3 * median[key]:.1f}/{1e3 * largest[key]:.1f}" for key in median)
+            backends = ", ".join(f"{solver} x{count}" for solver, count in replans["solvers"].items())
+            print(f"{name} re-plans: {replans['count']} ({backends}); median/max ms: {parts}")
 
 
 def plot(result: dict[str, Any], directory: Path, workload: Workload) -> list[Path]:
@@ -252,6 +260,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                              f"(default {VFM_RESERVE})")
     parser.add_argument("--vfm-execution", default="credit", choices=("credit", "window"),
                         help="how the vfm policy serves rounds from a plan (default credit)")
+    parser.add_argument("--vfm-solver", default=VFM_SOLVER, choices=("saa-ipm", "cvxpy"),
+                        help=f"the vfm policy's planning backend (default {VFM_SOLVER})")
     args = parser.parse_args(argv)
     names = [name.strip() for name in args.policies.split(",") if name.strip()]
     with ExitStack() as stack:
@@ -259,7 +269,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         result = run(args.workload, names, executor=executor, seed=args.seed, jobs=args.jobs,
                      progress=not args.quiet,
                      vfm_options={"scenarios": args.vfm_scenarios, "efficiency": args.vfm_efficiency,
-                                  "reserve": args.vfm_reserve, "execution": args.vfm_execution})
+                                  "reserve": args.vfm_reserve, "execution": args.vfm_execution,
+                                  "solver": args.vfm_solver})
     print_table(result, published_results(args.workload) if args.jobs is None else None)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

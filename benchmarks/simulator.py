@@ -359,6 +359,10 @@ class Simulation:
         Whether jobs were present when that call was made (`summarize` times those only).
     busy_gpu_s : float
         GPU-seconds held by jobs: ``sum(gpus * held_s)``.
+    replans : tuple of dict
+        For a policy with a ``last_plan`` (`vfm.planner.Policy`), one entry per re-plan: the
+        backend (``solver``), the ``status`` and the seconds of each component of
+        ``Plan.timings``. Empty for other policies.
     """
 
     workload: str
@@ -377,6 +381,7 @@ class Simulation:
     planner_s: FloatArray
     planner_busy: NDArray[np.bool_]
     busy_gpu_s: float
+    replans: tuple[dict[str, Any], ...] = ()
 
     @property
     def jct_s(self) -> FloatArray:
@@ -506,6 +511,7 @@ def simulate(workload: Workload, policy: SchedulingPolicy, *, round_s: float | N
     rounds: list[Round] = []
     planner_s: list[float] = []
     planner_busy: list[bool] = []
+    replans: list[dict[str, Any]] = []
     next_arrival = 0
     n_finished = 0
 
@@ -525,9 +531,13 @@ def simulate(workload: Workload, policy: SchedulingPolicy, *, round_s: float | N
             next_arrival += 1
 
         present = added & ~finished
+        standing = getattr(policy, "last_plan", None)
         tic = time.perf_counter()
         answer = policy.next_round()
         planner_s.append(time.perf_counter() - tic)
+        fresh = getattr(policy, "last_plan", None)
+        if fresh is not None and fresh is not standing:
+            replans.append({"solver": fresh.solver, "status": str(fresh.status), **fresh.timings})
         planner_busy.append(bool(present.any()))
         run = _check_answer(answer, policy, round_index, index_of, present, finished, trace.gpus, workload.gpus)
         rounds.append(Round(start, tuple(ids[j] for j in run.tolist())))
@@ -572,5 +582,5 @@ def simulate(workload: Workload, policy: SchedulingPolicy, *, round_s: float | N
         restart_s=float(restart_s), job_id=job_id, arrival_s=arrival, finish_s=finish_s,
         isolated_s=trace.isolated_s, restarts=restarts, held_s=held_s, rounds=tuple(rounds),
         planner_s=np.array(planner_s), planner_busy=np.array(planner_busy, dtype=bool),
-        busy_gpu_s=float((trace.gpus * held_s).sum()),
+        busy_gpu_s=float((trace.gpus * held_s).sum()), replans=tuple(replans),
     )

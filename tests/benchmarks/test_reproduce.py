@@ -11,7 +11,7 @@ from benchmarks import reproduce
 from benchmarks.workloads import DATA
 
 WORKLOAD = DATA / "shockwave_120jobs_32gpus.json"
-KEYS = {"makespan_s", "avg_jct_s", "worst_ftf", "unfair_pct", "utilization", "planner_s", "jobs", "rounds"}
+KEYS = {"makespan_s", "avg_jct_s", "worst_ftf", "unfair_pct", "utilization", "planner_s", "replans", "jobs", "rounds"}
 
 
 @pytest.fixture(scope="module")
@@ -33,6 +33,17 @@ def test_every_policy_reports_the_documented_fields(result):
             assert job["finish_s"] > job["arrival_s"]
         assert row["makespan_s"] == pytest.approx(max(job["finish_s"] for job in row["jobs"]))
         assert row["rounds"] and all(set(entry) >= {"start_s", "jobs"} for entry in row["rounds"])
+
+
+def test_the_vfm_policy_reports_its_replans_by_component(result):
+    replans = result["policies"]["vfm"]["replans"]
+    assert replans["count"] > 0
+    assert sum(replans["solvers"].values()) == replans["count"] and set(replans["solvers"]) <= {"saa-ipm", "cvxpy"}
+    assert set(replans["median_s"]) == {"forecast", "build", "solve", "rounding", "total"}
+    for component, median in replans["median_s"].items():
+        assert 0 <= median <= replans["max_s"][component] <= replans["max_s"]["total"], component
+    # A baseline does not plan.
+    assert result["policies"]["max_min_fairness"]["replans"]["count"] == 0
 
 
 def test_twenty_jobs_on_32_gpus_all_run_from_arrival(result):

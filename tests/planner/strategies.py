@@ -71,8 +71,10 @@ def job_sets(draw: st.DrawFn, max_jobs: int = 12, max_rounds: int = 6, scenarios
 
 
 @st.composite
-def programs(draw: st.DrawFn, scenarios: int, max_jobs: int = 8, max_rounds: int = 6) -> PlanningProgram:
-    """A plain `PlanningProgram` (no efficiency term, no FTF) with `scenarios` scenarios.
+def programs(draw: st.DrawFn, scenarios: int, max_jobs: int = 8, max_rounds: int = 6,
+             efficiency: bool = False) -> PlanningProgram:
+    """A `PlanningProgram` without FTF constraints with `scenarios` scenarios: plain, or with an
+    efficiency term :math:`k` from 1e-4 to 1 per second if `efficiency`.
 
     Every job's utility stays in (0, 1] on the whole box: a job with no progress yet (base 0)
     progresses in every scenario in some round it fits, and base plus all its progress is at
@@ -100,4 +102,5 @@ def programs(draw: st.DrawFn, scenarios: int, max_jobs: int = 8, max_rounds: int
         capacity=capacity,
         round_s=120.0,
         remaining_s=rng.uniform(0.0, 3000.0, n),
+        efficiency=float(10.0 ** rng.uniform(-4.0, 0.0)) if efficiency else 0.0,
     )

@@ -78,6 +78,18 @@ def test_agrees_with_cvxpy_eight_scenarios(program):
     _agreement(program)
 
 
+@settings(max_examples=20)
+@given(programs(scenarios=1, efficiency=True))
+def test_agrees_with_cvxpy_with_the_efficiency_term(program):
+    _agreement(program)
+
+
+@settings(max_examples=10)
+@given(programs(scenarios=4, efficiency=True))
+def test_agrees_with_cvxpy_with_the_efficiency_term_four_scenarios(program):
+    _agreement(program)
+
+
 @settings(max_examples=25)
 @given(programs(scenarios=4))
 def test_loose_gap_still_bounds_the_optimum(program):

@@ -138,6 +138,10 @@ class _Data:
     g: FloatArray  # (n, T) w_i / G_t on `active`, 0 elsewhere
     floor: FloatArray  # (n,) m_i: the FTF constraint sum_t y_it >= m_i (0 where there is none)
     constrained: np.ndarray  # (n,) bool: job i has an FTF constraint that can bind (m_i > 0)
+    kappa: float  # weight of the longest leftover zeta in the scaled objective (0: no efficiency term)
+    leftover: FloatArray  # (n,) r_i = T_i / W: the efficiency row sum_t y_it + zeta >= r_i; 0 off `efficient`
+    efficient: np.ndarray  # (n,) bool: job i has an efficiency row (kappa > 0 and r_i > 0)
+    zeta_max: float  # an upper bound on the optimal zeta (the largest r_i), for the certified gap
 
 
 class _Workspace:
@@ -169,9 +173,14 @@ class _Point:
     prices: FloatArray  # (T,)
     s_f: FloatArray  # (n,) sum_t y_it - m_i on constrained jobs; 1 elsewhere
     z_f: FloatArray  # (n,) multipliers of the FTF constraints; 0 elsewhere
+    zeta: float  # the longest leftover (rounds); 1 without the efficiency term
+    s_e: FloatArray  # (n,) sum_t y_it + zeta - r_i on `efficient` jobs; 1 elsewhere
+    z_e: FloatArray  # (n,) multipliers of the efficiency rows; 0 elsewhere
+    z_zeta: float  # multiplier of zeta >= 0; 0 without the efficiency term
     u: FloatArray  # (n, S) utilities
-    value: float  # F(y)
+    value: float  # F(y) + kappa zeta
     dual_residual: FloatArray  # (n, T); 0 off `active`
+    zeta_residual: float  # kappa - sum z_e - z_zeta; 0 without the efficiency term
     complementarity: float
     merit: float  # complementarity + |dual residual| . max(y, 1 - y)
     gap: float  # the certified gap (module docstring)
@@ -202,8 +211,6 @@ def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 8
         solved first (the gap still bounds the optimum); `Status.ITERATION_LIMIT` after `max_iter`.
     """
     started = time.perf_counter()
-    if program.efficiency:
-        raise ValueError("solve_saa_ipm does not solve the efficiency term; use solve_saa_cvxpy")
     n_scenarios, n, rounds = program.shape
     active = program.fits & (program.progress > 0).any(axis=0)
     scale = float(program.weights.sum())
@@ -215,6 +222,8 @@ def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 8
             floor = np.where(np.isfinite(program.leftover_limit_s),
                              (program.remaining_s - program.leftover_limit_s) / program.round_s, 0.0)
     constrained = floor > 0
+    leftover = np.where(program.base < 1.0, program.remaining_s / program.round_s, 0.0)
+    efficient = (leftover > 0) & (program.efficiency > 0)
     data = _Data(
         active=active,
         progress=np.where(active[None], program.progress, 0.0).transpose(1, 0, 2).copy(),
@@ -223,9 +232,15 @@ def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 8
         g=np.where(active, program.gpus[:, None] / program.capacity[None, :], 0.0),
         floor=np.where(constrained, floor, 0.0),
         constrained=constrained,
+        # Running time in rounds: the term k max_i S_i is (k W / sum B) zeta in the scaled objective.
+        kappa=float(program.efficiency * program.round_s / scale) if efficient.any() else 0.0,
+        leftover=np.where(efficient, leftover, 0.0),
+        efficient=efficient,
+        zeta_max=float(leftover.max(initial=0.0)) + 1.0,
     )
-    n_constraints = 2 * int(active.sum()) + rounds + int(constrained.sum())
-    work = _Workspace(n, n_scenarios + int(constrained.any()), rounds)
+    n_constraints = 2 * int(active.sum()) + rounds + int(constrained.sum()) + int(efficient.sum()) \
+        + int(efficient.any())
+    work = _Workspace(n, n_scenarios + int(constrained.any() or efficient.any()), rounds)
 
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         interior = _ftf_interior_point(data) if constrained.any() else None
@@ -324,10 +339,19 @@ def _start(data: _Data, warm_start: FloatArray | None, n_constraints: int,
     prices = _gap_minimizing_prices(gradient, g, y, s_hi, s_cap)
     mu0 = 1.0 / n_constraints
     z_f = np.where(data.constrained, mu0 / s_f, 0.0)
-    reduced = np.where(active, gradient + g * prices[None, :] - z_f[:, None], 0.0)
+    zeta, s_e, z_e, z_zeta = 1.0, np.ones_like(s_f), np.zeros_like(s_f), 0.0
+    if data.kappa:
+        # The longest leftover plus a margin of a round: every efficiency row strictly satisfied.
+        running = y.sum(axis=1)
+        zeta = max(0.0, float(np.max(np.where(data.efficient, data.leftover - running, 0.0)))) + 1.0
+        s_e = np.where(data.efficient, running + zeta - data.leftover, 1.0)
+        z_e = np.where(data.efficient, mu0 / s_e, 0.0)
+        z_zeta = max(data.kappa - float(z_e.sum()), 0.0) + mu0 / zeta
+    reduced = np.where(active, gradient + g * prices[None, :] - (z_f + z_e)[:, None], 0.0)
     z_lo = np.where(active, np.maximum(reduced, 0.0) + mu0 / np.where(active, y, 1.0), 0.0)
     z_hi = np.where(active, np.maximum(-reduced, 0.0) + mu0 / s_hi, 0.0)
-    return _evaluate(data, y, s_hi, s_cap, z_lo, z_hi, prices + mu0 / s_cap, s_f, z_f)
+    return _evaluate(data, y, s_hi, s_cap, z_lo, z_hi, prices + mu0 / s_cap, s_f, z_f,
+                     _Longest(zeta, s_e, z_e, z_zeta))
 
 
 def _ftf_interior_point(data: _Data) -> tuple[FloatArray, float] | None:
@@ -396,20 +420,38 @@ def _objective(data: _Data, y: FloatArray) -> tuple[FloatArray, FloatArray, floa
     return u, gradient, value
 
 
+@dataclass(frozen=True)
+class _Longest:
+    """The efficiency term's variable and rows at one point (or a step of them)."""
+
+    zeta: float  # the longest leftover, rounds
+    s_e: FloatArray  # (n,) slacks of the efficiency rows
+    z_e: FloatArray  # (n,) their multipliers
+    z_zeta: float  # multiplier of zeta >= 0
+
+
 def _evaluate(data: _Data, y: FloatArray, s_hi: FloatArray, s_cap: FloatArray, z_lo: FloatArray,
-              z_hi: FloatArray, prices: FloatArray, s_f: FloatArray, z_f: FloatArray) -> _Point:
+              z_hi: FloatArray, prices: FloatArray, s_f: FloatArray, z_f: FloatArray, longest: _Longest) -> _Point:
     """Everything the iteration needs at one point; O(n S T)."""
     active, g = data.active, data.g
+    zeta, s_e, z_e, z_zeta = longest.zeta, longest.s_e, longest.z_e, longest.z_zeta
     u, gradient, value = _objective(data, y)
-    priced = gradient + g * prices[None, :] - z_f[:, None]
+    priced = gradient + g * prices[None, :] - (z_f + z_e)[:, None]
     dual_residual = np.where(active, priced - z_lo + z_hi, 0.0)
-    complementarity = float((y * z_lo).sum() + (s_hi * z_hi).sum() + s_cap @ prices + s_f @ z_f)
-    merit = complementarity + float((np.abs(dual_residual) * np.maximum(y, s_hi)).sum())
+    reduced_zeta = data.kappa - float(z_e.sum())  # the gradient of the Lagrangian in zeta, before z_zeta
+    zeta_residual = reduced_zeta - z_zeta if data.kappa else 0.0
+    complementarity = float((y * z_lo).sum() + (s_hi * z_hi).sum() + s_cap @ prices + s_f @ z_f + s_e @ z_e
+                            + zeta * z_zeta)
+    merit = complementarity + float((np.abs(dual_residual) * np.maximum(y, s_hi)).sum()) \
+        + abs(zeta_residual) * max(zeta, data.zeta_max)
     reduced = np.where(active, priced, 0.0)
-    gap = float(s_cap @ prices + s_f @ z_f + (np.maximum(reduced, 0.0) * y).sum()
+    gap = float(s_cap @ prices + s_f @ z_f + s_e @ z_e + (np.maximum(reduced, 0.0) * y).sum()
                 + (np.maximum(-reduced, 0.0) * s_hi).sum())
-    return _Point(y, s_hi, s_cap, z_lo, z_hi, prices, s_f, z_f, u, value, dual_residual, complementarity, merit,
-                  gap)
+    if data.kappa:
+        # zeta* lies in [0, zeta_max]: the Lagrangian's linear term in zeta is at least this much below.
+        gap += max(reduced_zeta * zeta, -reduced_zeta * (data.zeta_max - zeta))
+    return _Point(y, s_hi, s_cap, z_lo, z_hi, prices, s_f, z_f, zeta, s_e, z_e, z_zeta, u,
+                  value + data.kappa * zeta, dual_residual, zeta_residual, complementarity, merit, gap)
 
 
 @dataclass(frozen=True)
@@ -421,6 +463,7 @@ class _Direction:
     d_prices: FloatArray
     ds_f: FloatArray  # (n,) 0 off the constrained jobs
     dz_f: FloatArray
+    longest: _Longest  # the step of zeta, s_e, z_e, z_zeta (0 without the efficiency term)
     du: FloatArray  # (n, S) change of the utilities
     largest: float  # largest step keeping every slack, multiplier and utility nonnegative
     sigma: float
@@ -442,12 +485,16 @@ def _mehrotra(data: _Data, point: _Point, n_constraints: int, newton: _NewtonSys
     z_lo, z_hi, prices = point.z_lo, point.z_hi, point.prices
     mu = point.complementarity / n_constraints
     zero = np.zeros_like(y)
-    predictor = newton.direction(zero, zero, np.zeros_like(s_cap), np.zeros_like(point.s_f))
+    predictor = newton.direction(zero, zero, np.zeros_like(s_cap), np.zeros_like(point.s_f),
+                                 np.zeros_like(point.s_f), 0.0)
     alpha = min(predictor.largest, 1.0)
+    step = predictor.longest
     moved = float(((y + alpha * predictor.dy) * (z_lo + alpha * predictor.dz_lo)).sum()
                   + ((s_hi - alpha * predictor.dy) * (z_hi + alpha * predictor.dz_hi)).sum()
                   + (s_cap + alpha * predictor.ds_cap) @ (prices + alpha * predictor.d_prices)
-                  + (point.s_f + alpha * predictor.ds_f) @ (point.z_f + alpha * predictor.dz_f))
+                  + (point.s_f + alpha * predictor.ds_f) @ (point.z_f + alpha * predictor.dz_f)
+                  + (point.s_e + alpha * step.s_e) @ (point.z_e + alpha * step.z_e)
+                  + (point.zeta + alpha * step.zeta) * (point.z_zeta + alpha * step.z_zeta))
     sigma = min(1.0, (moved / point.complementarity) ** 3)
     active = data.active
     corrector = newton.direction(
@@ -455,6 +502,8 @@ def _mehrotra(data: _Data, point: _Point, n_constraints: int, newton: _NewtonSys
         np.where(active, sigma * mu + predictor.dy * predictor.dz_hi, 0.0),
         sigma * mu - predictor.ds_cap * predictor.d_prices,
         np.where(data.constrained, sigma * mu - predictor.ds_f * predictor.dz_f, 0.0),
+        np.where(data.efficient, sigma * mu - step.s_e * step.z_e, 0.0),
+        sigma * mu - step.zeta * step.z_zeta if data.kappa else 0.0,
         sigma,
     )
     if not (np.isfinite(corrector.largest) and np.isfinite(corrector.dy).all()):
@@ -475,6 +524,8 @@ def _line_search(data: _Data, point: _Point, direction: _Direction, n_constraint
             point.z_lo + alpha * direction.dz_lo, point.z_hi + alpha * direction.dz_hi,
             point.prices + alpha * direction.d_prices,
             point.s_f + alpha * direction.ds_f, point.z_f + alpha * direction.dz_f,
+            _Longest(point.zeta + alpha * direction.longest.zeta, point.s_e + alpha * direction.longest.s_e,
+                     point.z_e + alpha * direction.longest.z_e, point.z_zeta + alpha * direction.longest.z_zeta),
         )
         if trial.merit <= (1.0 - _SUFFICIENT_DECREASE * alpha) * point.merit:
             return trial
@@ -484,7 +535,15 @@ def _line_search(data: _Data, point: _Point, direction: _Direction, n_constraint
 
 @dataclass(frozen=True)
 class _NewtonSystem:
-    """One iteration's factored Newton system (module docstring, Linear algebra)."""
+    r"""One iteration's factored Newton system (module docstring, Linear algebra).
+
+    With the efficiency term the unknowns are :math:`(\Delta y, \Delta\zeta)` and the system has an
+    arrow shape: :math:`H_y` (the system without :math:`\zeta`, whose per-job rank-one terms include
+    :math:`\rho^e_i = z^e_i / s^e_i`), a column :math:`c_{it} = \rho^e_i` on the active entries and
+    the corner :math:`d = \sum_i \rho^e_i + z_\zeta / \zeta`. The preconditioner eliminates
+    :math:`\Delta\zeta` through the scalar :math:`d - c^\top P_y^{-1} c`; the conjugate gradients
+    run on the whole system applied exactly.
+    """
 
     data: _Data
     point: _Point
@@ -495,6 +554,10 @@ class _NewtonSystem:
     lower_inverse: FloatArray  # (n, T, T) L_i^-1: K_i^-1 ~= D^-1/2 L_i^-T L_i^-1 D^-1/2 (regularized)
     schur: tuple[FloatArray, bool]  # Cholesky factor of the (T, T) capacity system
     stalled: list[float]  # relative residuals of the solves that missed `_CG_TOLERANCE`
+    coupling: FloatArray  # (n, T) the column c (0 without the efficiency term)
+    corner: float  # d
+    coupling_solved: FloatArray  # (n, T) P_y^-1 c
+    corner_schur: float  # d - c^T P_y^-1 c, floored at z_zeta / zeta (the exact value is above it)
 
     @classmethod
     def factor(cls, data: _Data, point: _Point, work: _Workspace, regularization: float) -> _NewtonSystem:
@@ -504,9 +567,11 @@ class _NewtonSystem:
         scenarios = data.progress.shape[1]
         curvature = work.curvature
         np.multiply(data.progress, (np.sqrt(data.beta[:, None]) / point.u)[:, :, None], out=curvature[:, :scenarios])
+        row_curvature = point.z_e / point.s_e
         if curvature.shape[1] > scenarios:
-            # The FTF pair of job i adds (z_f / s_f) 1 1^T on its entries: one more rank-one column.
-            curvature[:, scenarios] = np.where(active, np.sqrt(point.z_f / point.s_f)[:, None], 0.0)
+            # The FTF and efficiency rows of job i add (z_f / s_f + z_e / s_e) 1 1^T on its entries:
+            # one more rank-one column.
+            curvature[:, scenarios] = np.where(active, np.sqrt(point.z_f / point.s_f + row_curvature)[:, None], 0.0)
         root = 1.0 / np.sqrt(diagonal + regularization)
         scaled = np.multiply(curvature, root[:, None, :], out=work.scaled)  # V_i^T, (n, S, T)
         # A contiguous transpose first: matmul is ~3x slower on the transposed view.
@@ -522,30 +587,59 @@ class _NewtonSystem:
         schur = stacked.T @ stacked  # sum_i G_i K_i^-1 G_i^T, one product without copies
         ratio = point.prices / point.s_cap
         schur[np.arange(rounds), np.arange(rounds)] += 1.0 / ratio
-        return cls(data, point, curvature, diagonal, ratio, root, lower_inverse,
-                   scipy.linalg.cho_factor(schur, lower=True, check_finite=True), [])
+        system = cls(data, point, curvature, diagonal, ratio, root, lower_inverse,
+                     scipy.linalg.cho_factor(schur, lower=True, check_finite=True), [],
+                     np.zeros_like(point.y), 0.0, np.zeros_like(point.y), 0.0)
+        if not data.kappa:
+            return system
+        coupling = np.where(active, row_curvature[:, None], 0.0)
+        corner = float(row_curvature.sum()) + point.z_zeta / point.zeta
+        solved = system._precondition_y(coupling)
+        return replace(system, coupling=coupling, corner=corner, coupling_solved=solved,
+                       corner_schur=max(corner - float(np.vdot(coupling, solved)), point.z_zeta / point.zeta))
 
     def _inverse_blocks(self, vector: FloatArray) -> FloatArray:
         """K^-1 vector (regularized), job by job."""
         inner = self.lower_inverse @ (self.root * vector)[:, :, None]  # (n, T, 1)
         return self.root * (inner.transpose(0, 2, 1) @ self.lower_inverse)[:, 0, :]
 
-    def precondition(self, rhs: FloatArray) -> FloatArray:
-        """The regularized Woodbury inverse of H applied to `rhs`."""
+    def _precondition_y(self, rhs: FloatArray) -> FloatArray:
+        """The regularized Woodbury inverse of H_y applied to `rhs`, shape (n, T)."""
         g = self.data.g
         first = self._inverse_blocks(rhs)
         correction = scipy.linalg.cho_solve(self.schur, (g * first).sum(axis=0), check_finite=False)
         return first - self._inverse_blocks(g * correction[None, :])
 
-    def apply(self, vector: FloatArray) -> FloatArray:
-        """H vector from its definition."""
+    def _apply_y(self, vector: FloatArray) -> FloatArray:
+        """H_y vector from its definition, shape (n, T)."""
         g, curvature = self.data.g, self.curvature
         along = curvature @ vector[:, :, None]  # (n, S, 1)
         hessian = (along.transpose(0, 2, 1) @ curvature)[:, 0, :]
         return self.diagonal * vector + hessian + g * (self.ratio * (g * vector).sum(axis=0))[None, :]
 
+    def precondition(self, rhs: FloatArray) -> FloatArray:
+        """The preconditioner applied to `rhs`: shape (n, T), or (n T + 1,) with the efficiency term."""
+        if not self.data.kappa:
+            return self._precondition_y(rhs)
+        rhs_y, rhs_zeta = self._split(rhs)
+        first = self._precondition_y(rhs_y)
+        d_zeta = (rhs_zeta - float(np.vdot(self.coupling, first))) / self.corner_schur
+        return np.append(first - d_zeta * self.coupling_solved, d_zeta)
+
+    def apply(self, vector: FloatArray) -> FloatArray:
+        """The Newton matrix times `vector` from its definition (shapes as in `precondition`)."""
+        if not self.data.kappa:
+            return self._apply_y(vector)
+        dy, d_zeta = self._split(vector)
+        return np.append(self._apply_y(dy) + d_zeta * self.coupling,
+                         float(np.vdot(self.coupling, dy)) + self.corner * d_zeta)
+
+    def _split(self, vector: FloatArray) -> tuple[FloatArray, float]:
+        return vector[:-1].reshape(self.point.y.shape), float(vector[-1])
+
     def solve(self, rhs: FloatArray) -> FloatArray:
-        """H^-1 rhs by conjugate gradients preconditioned with the regularized Woodbury inverse."""
+        """The Newton system's solution by conjugate gradients preconditioned with the regularized
+        Woodbury inverse."""
         solution, error = preconditioned_cg(self.apply, self.precondition, rhs, _CG_TOLERANCE, _CG_STEPS)
         scale = float(np.abs(rhs).max())
         if not error <= 10 * _CG_TOLERANCE * scale:  # some slack over CG's own (recursive) test
@@ -553,7 +647,7 @@ class _NewtonSystem:
         return solution
 
     def direction(self, target_lo: FloatArray, target_hi: FloatArray, target_cap: FloatArray,
-                  target_f: FloatArray, sigma: float = 0.0) -> _Direction:
+                  target_f: FloatArray, target_e: FloatArray, target_zeta: float, sigma: float = 0.0) -> _Direction:
         """The Newton step towards complementarity products `target_*` (the same residuals otherwise)."""
         data, point = self.data, self.point
         active, g = data.active, data.g
@@ -561,20 +655,34 @@ class _NewtonSystem:
         z_lo, z_hi, prices = point.z_lo, point.z_hi, point.prices
         safe_y = np.where(active, y, 1.0)
         constrained, s_f, z_f = data.constrained, point.s_f, point.z_f
+        efficient, s_e, z_e = data.efficient, point.s_e, point.z_e
+        rows = np.where(constrained, target_f / s_f - z_f, 0.0) + np.where(efficient, target_e / s_e - z_e, 0.0)
         rhs = np.where(active, -point.dual_residual + target_lo / safe_y - z_lo
-                       - target_hi / s_hi + z_hi - g * (target_cap / s_cap - prices)[None, :]
-                       + np.where(constrained, target_f / s_f - z_f, 0.0)[:, None], 0.0)
-        dy = np.where(active, self.solve(rhs), 0.0)
+                       - target_hi / s_hi + z_hi - g * (target_cap / s_cap - prices)[None, :] + rows[:, None], 0.0)
+        d_zeta = 0.0
+        if data.kappa:
+            rhs_zeta = -point.zeta_residual + float(np.where(efficient, target_e / s_e - z_e, 0.0).sum()) \
+                + target_zeta / point.zeta - point.z_zeta
+            dy, d_zeta = self._split(self.solve(np.append(rhs, rhs_zeta)))
+            dy = np.where(active, dy, 0.0)
+        else:
+            dy = np.where(active, self.solve(rhs), 0.0)
         dz_lo = np.where(active, (target_lo - z_lo * dy) / safe_y - z_lo, 0.0)
         dz_hi = np.where(active, (target_hi + z_hi * dy) / s_hi - z_hi, 0.0)
         ds_cap = -(g * dy).sum(axis=0)
         d_prices = (target_cap - prices * ds_cap) / s_cap - prices
-        ds_f = np.where(constrained, dy.sum(axis=1), 0.0)
+        running = dy.sum(axis=1)
+        ds_f = np.where(constrained, running, 0.0)
         dz_f = np.where(constrained, (target_f - z_f * ds_f) / s_f - z_f, 0.0)
+        ds_e = np.where(efficient, running + d_zeta, 0.0)
+        dz_e = np.where(efficient, (target_e - z_e * ds_e) / s_e - z_e, 0.0)
+        dz_zeta = (target_zeta - point.z_zeta * d_zeta) / point.zeta - point.z_zeta if data.kappa else 0.0
         du = (data.progress @ dy[:, :, None])[:, :, 0]
-        largest = _largest_step((y, s_hi, s_cap, z_lo, z_hi, prices, point.u, s_f, z_f),
-                                (dy, -dy, ds_cap, dz_lo, dz_hi, d_prices, du, ds_f, dz_f))
-        return _Direction(dy, dz_lo, dz_hi, ds_cap, d_prices, ds_f, dz_f, du, largest, sigma)
+        zeta_pair = (np.array([point.zeta, point.z_zeta]), np.array([d_zeta, dz_zeta]))
+        largest = _largest_step((y, s_hi, s_cap, z_lo, z_hi, prices, point.u, s_f, z_f, s_e, z_e, zeta_pair[0]),
+                                (dy, -dy, ds_cap, dz_lo, dz_hi, d_prices, du, ds_f, dz_f, ds_e, dz_e, zeta_pair[1]))
+        return _Direction(dy, dz_lo, dz_hi, ds_cap, d_prices, ds_f, dz_f, _Longest(d_zeta, ds_e, dz_e, dz_zeta), du,
+                          largest, sigma)
 
 
 def _lower_triangular_inverse(lower: FloatArray, out: FloatArray) -> FloatArray:
