@@ -18,16 +18,7 @@ import scipy.sparse as sp
 from vfm.equilibrium import Status
 from vfm.planner.program import PlanningProgram
 from vfm.planner.saa_ipm import RelaxedSolution
-
-_STATUS = {
-    cp.OPTIMAL: Status.OPTIMAL,
-    cp.OPTIMAL_INACCURATE: Status.INACCURATE,
-    cp.INFEASIBLE: Status.INFEASIBLE,
-    cp.INFEASIBLE_INACCURATE: Status.INFEASIBLE,
-    cp.UNBOUNDED: Status.UNBOUNDED,
-    cp.UNBOUNDED_INACCURATE: Status.UNBOUNDED,
-    cp.USER_LIMIT: Status.ITERATION_LIMIT,
-}
+from vfm.solvers.cvxpy_conic import cvxpy_status
 
 
 def solve_saa_cvxpy(program: PlanningProgram, solver: str = "CLARABEL", **options: Any) -> RelaxedSolution:
@@ -61,9 +52,9 @@ def solve_saa_cvxpy(program: PlanningProgram, solver: str = "CLARABEL", **option
         problem.solve(solver=solver, **options)
     except cp.SolverError as error:
         return _failed(program, Status.ERROR, f"cvxpy/{solver} failed: {error}", started)
-    status = _STATUS.get(problem.status, Status.ERROR)
+    status, meaning = cvxpy_status(problem.status)
     if y.value is None or status not in (Status.OPTIMAL, Status.INACCURATE):
-        return _failed(program, status, f"cvxpy/{solver} ended with status {problem.status!r}", started)
+        return _failed(program, status, f"cvxpy/{solver} {meaning} (CVXPY status {problem.status!r})", started)
     stats = problem.solver_stats
     return RelaxedSolution(
         # Interior-point output sits up to the solver's tolerance outside the box: clip that noise.

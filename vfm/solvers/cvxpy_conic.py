@@ -24,13 +24,17 @@ _STATUS = {
     cp.OPTIMAL: (Status.OPTIMAL, "converged to the requested accuracy"),
     cp.OPTIMAL_INACCURATE: (Status.INACCURATE, "stopped close to optimal but short of the requested accuracy"),
     cp.USER_LIMIT: (Status.ITERATION_LIMIT, "stopped at its iteration or time limit before converging"),
-    cp.INFEASIBLE: (
-        Status.INFEASIBLE, "reported the program infeasible (numerical trouble: vfm checks feasibility first)"
-    ),
+    cp.INFEASIBLE: (Status.INFEASIBLE, "reported the program infeasible"),
     cp.INFEASIBLE_INACCURATE: (Status.INFEASIBLE, "reported the program infeasible, inaccurately"),
     cp.UNBOUNDED: (Status.UNBOUNDED, "reported the program unbounded (numerical trouble: NSWOT is bounded)"),
     cp.UNBOUNDED_INACCURATE: (Status.UNBOUNDED, "reported the program unbounded, inaccurately"),
 }
+
+
+def cvxpy_status(status: str) -> tuple[Status, str]:
+    """vfm's status for a CVXPY problem status, and what it means (the one map, for markets and
+    planning programs alike)."""
+    return _STATUS.get(status, (Status.ERROR, "ended without a solution"))
 
 
 @dataclass(frozen=True)
@@ -90,7 +94,7 @@ class CvxpyConicBackend:
                 time.perf_counter() - started, self.accuracy(options),
             )
         stats = problem.solver_stats
-        status, meaning = _STATUS.get(problem.status, (Status.ERROR, "ended without a solution"))
+        status, meaning = cvxpy_status(problem.status)
         message = f"{self.cvxpy_name} {meaning} (CVXPY status '{problem.status}')"
         info = stats.extra_stats.get("info") if isinstance(stats.extra_stats, dict) else None
         if isinstance(info, dict) and ("infostring" in info or "status" in info):
