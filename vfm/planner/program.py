@@ -87,11 +87,6 @@ class PlanningProgram:
         not count as running time in `leftover_s` either."""
         return self.fits & (self.progress > 0).any(axis=0)
 
-    @property
-    def is_plain(self) -> bool:
-        """True without the efficiency term and FTF constraints (what `saa-ipm` solves)."""
-        return self.efficiency == 0.0 and self.leftover_limit_s is None
-
     def leftover_s(self, schedule: FloatArray) -> FloatArray:
         r""":math:`S_i = \max(0, \hat T_i - W \sum_t y_{it})` for `schedule` of shape (n, T),
         counting only `runnable` entries: a round in which the forecast gives the job no progress

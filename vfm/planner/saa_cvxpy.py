@@ -1,7 +1,7 @@
 """The expected-NSWOT program as one CVXPY exponential-cone model (every option of SPEC section 3).
 
-The reference for `saa-ipm`, and the backend for what it does not solve: the efficiency term
-and the finish-time-fairness constraints. Built from one matrix variable `y` of shape (n, T)
+The independent reference for `saa-ipm`, which solves the same program (scenarios, the
+efficiency term, the finish-time-fairness constraints). Built from one matrix variable `y` of shape (n, T)
 and one sparse (S n, n T) matrix that maps it to every scenario's utilities, so building the
 model costs the same whatever S is; solved by Clarabel unless another CVXPY solver is named.
 """

@@ -4,7 +4,9 @@ Minimizes :math:`F(y) = -\sum_i \beta_i \sum_s \log U_{si}(y)` (:math:`\beta_i =
 scaled to sum to 1) over the box :math:`0 \le y \le 1` on the entries where a job fits and makes
 forecast progress, the capacity rows :math:`\sum_i g_{it} y_{it} \le 1` (:math:`g_{it} = w_i / G_t`)
 and, with finish-time-fairness targets, one row per job :math:`\sum_t y_{it} \ge m_i`
-(:math:`m_i = (\hat T_i - b_i) / W`, kept where :math:`m_i > 0`). Its Newton system is
+(:math:`m_i = (\hat T_i - b_i) / W`, kept where :math:`m_i > 0`); with the efficiency term, plus
+:math:`\kappa \zeta` over one more variable :math:`\zeta \ge 0` and one row per job with time left,
+:math:`\sum_t y_{it} + \zeta \ge \hat T_i / W` (`_NewtonSystem` for its border). Its Newton system is
 
 .. math:: H\,\Delta y = \big(K + \hat G^\top \operatorname{diag}(\lambda / s_c)\, \hat G\big)\,\Delta y = r,
           \qquad K = \nabla^2 F + \operatorname{diag}\!\Big(\frac{z^{lo}}{y} + \frac{z^{hi}}{1 - y}\Big),
@@ -162,6 +164,24 @@ class _Workspace:
 
 
 @dataclass(frozen=True)
+class _Longest:
+    """The efficiency term's variable and rows at one point (or a step of them)."""
+
+    zeta: float  # the longest leftover, rounds
+    s_e: FloatArray  # (n,) slacks of the efficiency rows
+    z_e: FloatArray  # (n,) their multipliers
+    z_zeta: float  # multiplier of zeta >= 0
+
+    def moved(self, step: _Longest, alpha: float) -> _Longest:
+        """This point moved by `alpha` times `step`."""
+        return _Longest(self.zeta + alpha * step.zeta, self.s_e + alpha * step.s_e, self.z_e + alpha * step.z_e,
+                        self.z_zeta + alpha * step.z_zeta)
+
+    def complementarity(self) -> float:
+        return float(self.s_e @ self.z_e) + self.zeta * self.z_zeta
+
+
+@dataclass(frozen=True)
 class _Point:
     """An iterate and what the stopping test, the line search and the Newton system need of it."""
 
@@ -173,10 +193,7 @@ class _Point:
     prices: FloatArray  # (T,)
     s_f: FloatArray  # (n,) sum_t y_it - m_i on constrained jobs; 1 elsewhere
     z_f: FloatArray  # (n,) multipliers of the FTF constraints; 0 elsewhere
-    zeta: float  # the longest leftover (rounds); 1 without the efficiency term
-    s_e: FloatArray  # (n,) sum_t y_it + zeta - r_i on `efficient` jobs; 1 elsewhere
-    z_e: FloatArray  # (n,) multipliers of the efficiency rows; 0 elsewhere
-    z_zeta: float  # multiplier of zeta >= 0; 0 without the efficiency term
+    longest: _Longest  # zeta, the efficiency rows' slacks and multipliers (zeta 1, slacks 1, multipliers 0 without)
     u: FloatArray  # (n, S) utilities
     value: float  # F(y) + kappa zeta
     dual_residual: FloatArray  # (n, T); 0 off `active`
@@ -188,7 +205,7 @@ class _Point:
 
 def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 80,
                   warm_start: FloatArray | None = None, verbose: bool = False) -> RelaxedSolution:
-    """Solve a `PlanningProgram` without the efficiency term (FTF constraints allowed) to a certified gap.
+    """Solve a `PlanningProgram` (scenarios, FTF constraints, efficiency term) to a certified gap.
 
     Parameters
     ----------
@@ -420,37 +437,27 @@ def _objective(data: _Data, y: FloatArray) -> tuple[FloatArray, FloatArray, floa
     return u, gradient, value
 
 
-@dataclass(frozen=True)
-class _Longest:
-    """The efficiency term's variable and rows at one point (or a step of them)."""
-
-    zeta: float  # the longest leftover, rounds
-    s_e: FloatArray  # (n,) slacks of the efficiency rows
-    z_e: FloatArray  # (n,) their multipliers
-    z_zeta: float  # multiplier of zeta >= 0
-
-
 def _evaluate(data: _Data, y: FloatArray, s_hi: FloatArray, s_cap: FloatArray, z_lo: FloatArray,
               z_hi: FloatArray, prices: FloatArray, s_f: FloatArray, z_f: FloatArray, longest: _Longest) -> _Point:
     """Everything the iteration needs at one point; O(n S T)."""
     active, g = data.active, data.g
-    zeta, s_e, z_e, z_zeta = longest.zeta, longest.s_e, longest.z_e, longest.z_zeta
+    zeta, z_e = longest.zeta, longest.z_e
     u, gradient, value = _objective(data, y)
     priced = gradient + g * prices[None, :] - (z_f + z_e)[:, None]
     dual_residual = np.where(active, priced - z_lo + z_hi, 0.0)
     reduced_zeta = data.kappa - float(z_e.sum())  # the gradient of the Lagrangian in zeta, before z_zeta
-    zeta_residual = reduced_zeta - z_zeta if data.kappa else 0.0
-    complementarity = float((y * z_lo).sum() + (s_hi * z_hi).sum() + s_cap @ prices + s_f @ z_f + s_e @ z_e
-                            + zeta * z_zeta)
+    zeta_residual = reduced_zeta - longest.z_zeta if data.kappa else 0.0
+    complementarity = float((y * z_lo).sum() + (s_hi * z_hi).sum() + s_cap @ prices + s_f @ z_f) \
+        + longest.complementarity()
     merit = complementarity + float((np.abs(dual_residual) * np.maximum(y, s_hi)).sum()) \
         + abs(zeta_residual) * max(zeta, data.zeta_max)
     reduced = np.where(active, priced, 0.0)
-    gap = float(s_cap @ prices + s_f @ z_f + s_e @ z_e + (np.maximum(reduced, 0.0) * y).sum()
+    gap = float(s_cap @ prices + s_f @ z_f + longest.s_e @ z_e + (np.maximum(reduced, 0.0) * y).sum()
                 + (np.maximum(-reduced, 0.0) * s_hi).sum())
     if data.kappa:
         # zeta* lies in [0, zeta_max]: the Lagrangian's linear term in zeta is at least this much below.
         gap += max(reduced_zeta * zeta, -reduced_zeta * (data.zeta_max - zeta))
-    return _Point(y, s_hi, s_cap, z_lo, z_hi, prices, s_f, z_f, zeta, s_e, z_e, z_zeta, u,
+    return _Point(y, s_hi, s_cap, z_lo, z_hi, prices, s_f, z_f, longest, u,
                   value + data.kappa * zeta, dual_residual, zeta_residual, complementarity, merit, gap)
 
 
@@ -492,9 +499,8 @@ def _mehrotra(data: _Data, point: _Point, n_constraints: int, newton: _NewtonSys
     moved = float(((y + alpha * predictor.dy) * (z_lo + alpha * predictor.dz_lo)).sum()
                   + ((s_hi - alpha * predictor.dy) * (z_hi + alpha * predictor.dz_hi)).sum()
                   + (s_cap + alpha * predictor.ds_cap) @ (prices + alpha * predictor.d_prices)
-                  + (point.s_f + alpha * predictor.ds_f) @ (point.z_f + alpha * predictor.dz_f)
-                  + (point.s_e + alpha * step.s_e) @ (point.z_e + alpha * step.z_e)
-                  + (point.zeta + alpha * step.zeta) * (point.z_zeta + alpha * step.z_zeta))
+                  + (point.s_f + alpha * predictor.ds_f) @ (point.z_f + alpha * predictor.dz_f)) \
+        + point.longest.moved(step, alpha).complementarity()
     sigma = min(1.0, (moved / point.complementarity) ** 3)
     active = data.active
     corrector = newton.direction(
@@ -524,8 +530,7 @@ def _line_search(data: _Data, point: _Point, direction: _Direction, n_constraint
             point.z_lo + alpha * direction.dz_lo, point.z_hi + alpha * direction.dz_hi,
             point.prices + alpha * direction.d_prices,
             point.s_f + alpha * direction.ds_f, point.z_f + alpha * direction.dz_f,
-            _Longest(point.zeta + alpha * direction.longest.zeta, point.s_e + alpha * direction.longest.s_e,
-                     point.z_e + alpha * direction.longest.z_e, point.z_zeta + alpha * direction.longest.z_zeta),
+            point.longest.moved(direction.longest, alpha),
         )
         if trial.merit <= (1.0 - _SUFFICIENT_DECREASE * alpha) * point.merit:
             return trial
@@ -567,7 +572,8 @@ class _NewtonSystem:
         scenarios = data.progress.shape[1]
         curvature = work.curvature
         np.multiply(data.progress, (np.sqrt(data.beta[:, None]) / point.u)[:, :, None], out=curvature[:, :scenarios])
-        row_curvature = point.z_e / point.s_e
+        longest = point.longest
+        row_curvature = longest.z_e / longest.s_e
         if curvature.shape[1] > scenarios:
             # The FTF and efficiency rows of job i add (z_f / s_f + z_e / s_e) 1 1^T on its entries:
             # one more rank-one column.
@@ -593,10 +599,10 @@ class _NewtonSystem:
         if not data.kappa:
             return system
         coupling = np.where(active, row_curvature[:, None], 0.0)
-        corner = float(row_curvature.sum()) + point.z_zeta / point.zeta
+        corner = float(row_curvature.sum()) + longest.z_zeta / longest.zeta
         solved = system._precondition_y(coupling)
         return replace(system, coupling=coupling, corner=corner, coupling_solved=solved,
-                       corner_schur=max(corner - float(np.vdot(coupling, solved)), point.z_zeta / point.zeta))
+                       corner_schur=max(corner - float(np.vdot(coupling, solved)), longest.z_zeta / longest.zeta))
 
     def _inverse_blocks(self, vector: FloatArray) -> FloatArray:
         """K^-1 vector (regularized), job by job."""
@@ -655,14 +661,15 @@ class _NewtonSystem:
         z_lo, z_hi, prices = point.z_lo, point.z_hi, point.prices
         safe_y = np.where(active, y, 1.0)
         constrained, s_f, z_f = data.constrained, point.s_f, point.z_f
-        efficient, s_e, z_e = data.efficient, point.s_e, point.z_e
-        rows = np.where(constrained, target_f / s_f - z_f, 0.0) + np.where(efficient, target_e / s_e - z_e, 0.0)
+        longest = point.longest
+        efficient, s_e, z_e = data.efficient, longest.s_e, longest.z_e
+        efficiency_rows = np.where(efficient, target_e / s_e - z_e, 0.0)
+        rows = np.where(constrained, target_f / s_f - z_f, 0.0) + efficiency_rows
         rhs = np.where(active, -point.dual_residual + target_lo / safe_y - z_lo
                        - target_hi / s_hi + z_hi - g * (target_cap / s_cap - prices)[None, :] + rows[:, None], 0.0)
         d_zeta = 0.0
         if data.kappa:
-            rhs_zeta = -point.zeta_residual + float(np.where(efficient, target_e / s_e - z_e, 0.0).sum()) \
-                + target_zeta / point.zeta - point.z_zeta
+            rhs_zeta = -point.zeta_residual + float(efficiency_rows.sum()) + target_zeta / longest.zeta - longest.z_zeta
             dy, d_zeta = self._split(self.solve(np.append(rhs, rhs_zeta)))
             dy = np.where(active, dy, 0.0)
         else:
@@ -676,11 +683,11 @@ class _NewtonSystem:
         dz_f = np.where(constrained, (target_f - z_f * ds_f) / s_f - z_f, 0.0)
         ds_e = np.where(efficient, running + d_zeta, 0.0)
         dz_e = np.where(efficient, (target_e - z_e * ds_e) / s_e - z_e, 0.0)
-        dz_zeta = (target_zeta - point.z_zeta * d_zeta) / point.zeta - point.z_zeta if data.kappa else 0.0
+        dz_zeta = (target_zeta - longest.z_zeta * d_zeta) / longest.zeta - longest.z_zeta if data.kappa else 0.0
         du = (data.progress @ dy[:, :, None])[:, :, 0]
-        zeta_pair = (np.array([point.zeta, point.z_zeta]), np.array([d_zeta, dz_zeta]))
-        largest = _largest_step((y, s_hi, s_cap, z_lo, z_hi, prices, point.u, s_f, z_f, s_e, z_e, zeta_pair[0]),
-                                (dy, -dy, ds_cap, dz_lo, dz_hi, d_prices, du, ds_f, dz_f, ds_e, dz_e, zeta_pair[1]))
+        largest = _largest_step(
+            (y, s_hi, s_cap, z_lo, z_hi, prices, point.u, s_f, z_f, s_e, z_e, np.array([longest.zeta, longest.z_zeta])),
+            (dy, -dy, ds_cap, dz_lo, dz_hi, d_prices, du, ds_f, dz_f, ds_e, dz_e, np.array([d_zeta, dz_zeta])))
         return _Direction(dy, dz_lo, dz_hi, ds_cap, d_prices, ds_f, dz_f, _Longest(d_zeta, ds_e, dz_e, dz_zeta), du,
                           largest, sigma)
 
