@@ -24,12 +24,10 @@ from vfm.planner import Policy
 #: chosen on the Shockwave workloads themselves (docs/results.md lists the values tried).
 VFM_EFFICIENCY = 0.05
 VFM_RESERVE = 0.3
-#: The planning backend of the reproduction: the CVXPY reference, on which the targets of
-#: docs/results.md were met. The schedule depends on which of the window's optimal schedules the
-#: backend returns, and on saa-ipm's path (ten times faster) the 120-job worst FTF is 1.40, not
-#: 2x better than Themis's (docs/results.md); until the planner chooses among optimal schedules by
-#: a stated rule, the reproduction keeps the path its targets were measured on.
-VFM_SOLVER: Literal["saa-ipm", "cvxpy"] = "cvxpy"
+#: The planning backend of the reproduction: vfm's interior point (the planner's default). The
+#: planner chooses among optimal schedules by a stated rule, so `cvxpy` gives the same schedules
+#: up to rare rounding ties (docs/planning.md, "Choosing among optimal schedules").
+VFM_SOLVER: Literal["saa-ipm", "cvxpy"] = "saa-ipm"
 
 #: Shockwave's priority exponent lambda by cluster size, from the artifact's configurations
 #: (scheduler/configurations: 12 at 32 GPUs, 15 at 128, 5 at 256); other sizes take the nearest.
@@ -39,7 +37,7 @@ _PRIORITY_EXPONENT = {32: 12.0, 128: 15.0, 256: 5.0}
 def vfm_policy(capacity: int, round_s: float, seed: int = 0, *, scenarios: int = 1,
                efficiency: float = VFM_EFFICIENCY, reserve: float = VFM_RESERVE,
                execution: Literal["credit", "window"] = "credit",
-               solver: Literal["saa-ipm", "cvxpy"] = VFM_SOLVER) -> Policy:
+               solver: Literal["saa-ipm", "cvxpy"] = VFM_SOLVER, tol: float = 1e-9) -> Policy:
     """`vfm.planner.Policy` configured as Shockwave (module docstring).
 
     Parameters
@@ -62,11 +60,13 @@ def vfm_policy(capacity: int, round_s: float, seed: int = 0, *, scenarios: int =
         How rounds are served from a plan (`vfm.planner.Policy`).
     solver : {"saa-ipm", "cvxpy"}
         The planning backend (`vfm.planner.plan`). Default `VFM_SOLVER`.
+    tol : float
+        Relative gap asked of the backend (`vfm.planner.plan`).
     """
     exponent = _PRIORITY_EXPONENT[min(_PRIORITY_EXPONENT, key=lambda gpus: abs(gpus - capacity))]
     return Policy(capacity, rounds=20, round_s=round_s, replan_every=8, scenarios=scenarios, seed=seed,
                   fairness=True, rho_max=1.0, priority_exponent=exponent, efficiency=efficiency,
-                  reserve=reserve, execution=execution, solver=solver)
+                  reserve=reserve, execution=execution, solver=solver, tol=tol)
 
 
 class StaticMarket(GavelRoundPolicy):

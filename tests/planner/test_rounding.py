@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from vfm.planner import round_schedule
-from vfm.planner.rounding import first_fit
+from vfm.planner.rounding import first_fit, quantize
 
 ROUND_S = 120.0
 
@@ -42,9 +42,10 @@ def _round(inputs):
 
 
 def _owed(relaxed, gpus, capacity, base, useful):
-    """The rounds each job is owed (the module docstring): round(sum_t y), at least 1 for a job with
-    no progress planned any time, at most the rounds it fits and makes progress in."""
-    planned = relaxed.sum(axis=1)
+    """The rounds each job is owed (the module docstring): round(sum_t y) with y read to RESOLUTION,
+    at least 1 for a job with no progress planned any time, at most the rounds it fits and makes
+    progress in."""
+    planned = quantize(relaxed).sum(axis=1)
     owed = np.floor(planned + 0.5)
     if base is not None:
         owed = np.where((base == 0) & (planned > 0), np.maximum(owed, 1), owed)

@@ -23,27 +23,24 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
-import vfm
 from vfm._validation import FloatArray, as_real_array, require_per_job
 from vfm.equilibrium import Status
 from vfm.errors import UnknownSolverError, UnsupportedMarketError, ValidationError
 from vfm.forecast import DirichletForecaster, Forecaster, JobStates, SeedLike, check_horizon
-from vfm.jobs import window_market
 from vfm.planner.program import PlanningProgram
 from vfm.planner.rounding import round_schedule
 from vfm.planner.saa_cvxpy import solve_saa_cvxpy
 from vfm.planner.saa_ipm import RelaxedSolution, solve_saa_ipm
 
-PlanSolver = Literal["saa-ipm", "market", "cvxpy"]
+PlanSolver = Literal["saa-ipm", "cvxpy"]
 #: What each planning backend solves: any number of scenarios, the efficiency term, FTF constraints.
 SOLVER_CAPABILITIES: Mapping[str, Mapping[str, bool]] = {
-    "saa-ipm": {"scenarios": True, "efficiency": True, "fairness": True},
-    "market": {"scenarios": False, "efficiency": False, "fairness": False},
-    "cvxpy": {"scenarios": True, "efficiency": True, "fairness": True},
+    "saa-ipm": {"scenarios": True, "efficiency": True, "fairness": True, "spread": True},
+    "cvxpy": {"scenarios": True, "efficiency": True, "fairness": True, "spread": True},
 }
 
-#: Fastest first (benchmarks/plan.py): schur-ipm through vfm.solve for S = 1.
-_PREFERENCE: tuple[PlanSolver, ...] = ("market", "saa-ipm", "cvxpy")
+#: Fastest first (benchmarks/plan.py).
+_PREFERENCE: tuple[PlanSolver, ...] = ("saa-ipm", "cvxpy")
 
 Fairness = Literal["none", "constraints", "relaxed"]
 
@@ -62,8 +59,10 @@ class Plan:
         The relaxation's price of a GPU in each round (objective units per GPU).
     bound : float
         An upper bound on the objective of any schedule within capacity: the relaxation's
-        objective plus its certified gap (`saa-ipm`, `market`), or the solver's optimum
-        (`cvxpy`, accurate to its 1e-8 relative tolerance but not certified).
+        objective plus its certified gap (`saa-ipm`, certified for the objective without the
+        tie-breaking term), or the solver's optimum of the objective minus that term plus the
+        term's largest value `PlanningProgram.spread_span` (`cvxpy`, accurate to its tolerance
+        but not certified).
     relaxed_objective, rounded_objective : float
         The program's objective at `relaxed` and at `schedule`.
     program : PlanningProgram
@@ -134,7 +133,8 @@ def plan(
     reserve: float = 0.0,
     solver: PlanSolver | None = None,
     warm_start: FloatArray | None = None,
-    tol: float = 1e-5,
+    tol: float = 1e-9,
+    spread: float = 0.1,
 ) -> Plan:
     r"""Plan the next `rounds` rounds: forecast, solve expected NSWOT exactly, round to whole gangs.
 
@@ -183,18 +183,21 @@ def plan(
         would serve them (docs/planning.md): when equal shares over-subscribe the cluster (gangs
         wider than one GPU), every job keeps the same, looser, guarantee instead of none, and
         the reserve is left to the objective (the efficiency term).
-    solver : {"saa-ipm", "market", "cvxpy"}, optional
-        ``"saa-ipm"``: vfm's interior point for the program (everything: scenarios, FTF
-        constraints, the efficiency term as an epigraph); ``"market"``: `vfm.solve` on the window
-        market (S = 1 only, neither option, `vfm.solve`'s default accuracy); ``"cvxpy"``: the
-        CVXPY exponential-cone model with Clarabel (everything; the independent reference).
-        Default: the first of ``"market"``, ``"saa-ipm"``, ``"cvxpy"`` that supports the program.
+    solver : {"saa-ipm", "cvxpy"}, optional
+        ``"saa-ipm"`` (default): vfm's interior point for the program (scenarios, FTF
+        constraints, the efficiency term as an epigraph); ``"cvxpy"``: the CVXPY
+        exponential-cone model with Clarabel (the independent reference). If it does not reach
+        `tol`, the other is tried and the first optimal answer used (`Plan.message` says so).
     warm_start : ndarray, shape (n, T), optional
         A previous relaxed schedule shifted to this window (``"saa-ipm"`` only; ignored otherwise).
     tol : float
-        Certified relative gap asked of ``"saa-ipm"`` (default 1e-5, a hundred times below the
-        rounding loss; `bound` adds the certified gap, so it stays an upper bound at any
-        accuracy; see docs/planning.md).
+        Relative gap asked of the backend (default 1e-9: both backends then return the same
+        schedule to well within the rounding's resolution; `bound` adds the certified gap of
+        ``"saa-ipm"``, so it stays an upper bound at any accuracy; see docs/planning.md).
+    spread : float
+        :math:`\delta \ge 0`, weight of the tie-breaking term that makes the optimal schedule
+        unique (default 0.1; `vfm.planner.program`, docs/planning.md "Choosing among optimal
+        schedules"); 0 solves the program as it is, whose optimal schedules may be many.
 
     Returns
     -------
@@ -237,7 +240,7 @@ def plan(
                 f"is wider than the cluster ({supply.max():g} GPUs), so the job can never run", ids=states.job_ids)
     weights = np.ones(n) if budgets is None else as_real_array(budgets, "budgets", (n,))
     require_per_job("budgets", weights, weights <= 0, "must be > 0", ids=states.job_ids)
-    check_planning_options(efficiency, rho_max, priority_exponent, reserve)
+    check_planning_options(efficiency, rho_max, priority_exponent, reserve, tol=tol, spread=spread)
     targets = None if fair_finish_s is None else as_real_array(fair_finish_s, "fair_finish_s", (n,))
     if targets is not None:
         require_per_job("fair_finish_s", targets, targets <= 0, "must be > 0 seconds", ids=states.job_ids)
@@ -267,6 +270,7 @@ def plan(
         round_s=float(round_s),
         remaining_s=remaining_s,
         efficiency=float(efficiency),
+        spread=float(spread),
     )
     stuck = ~finished & (program.base == 0) & (program.progress.sum(axis=(0, 2)) == 0)
     require_per_job("epochs", program.base, stuck,
@@ -282,6 +286,7 @@ def plan(
         limits = _FairFinishLimits(program, targets, share, rounds * round_s)
         hopeless = limits.hopeless(rho_max)
         ftf_bound = limits.tightest_bound(rho_max, hopeless, (1.0 - reserve) * supply)
+        hopeless |= limits.without_room(ftf_bound)
         # A job that cannot meet its target even running every round it can progress in gets the
         # relaxation's priority weight instead of a constraint; the others keep theirs.
         program = replace(
@@ -290,21 +295,29 @@ def plan(
         )
         fairness = "constraints"
     build_s = time.perf_counter() - started - forecast_s
-    solution, name = _solve(program, solver, scenarios, tol, warm_start)
-    if fairness == "constraints" and solution.status == Status.INFEASIBLE:
-        # Shockwave's relaxation: drop the constraints, favour the jobs projected past rho_max.
-        assert lateness is not None
-        priority = _priority_weights(lateness, rho_max, priority_exponent)
-        program = replace(program, leftover_limit_s=None, weights=weights * priority)
-        fairness = "relaxed"
-        ftf_bound = float("nan")
+    solution = None
+    if fairness == "constraints":
+        interior = program.fairness_interior
+        # Infeasible, or feasible only in a sliver (a job needing every round it can run) that
+        # backends resolve differently: relaxed before any backend sees it, the same for all.
+        if interior is not None and interior[1] >= _MIN_FAIRNESS_MARGIN:
+            solution, name = _solve(program, solver, scenarios, tol, warm_start)
+        if solution is None or solution.status == Status.INFEASIBLE:
+            # Shockwave's relaxation: drop the constraints, favour the jobs projected past rho_max.
+            assert lateness is not None
+            priority = _priority_weights(lateness, rho_max, priority_exponent)
+            program = replace(program, leftover_limit_s=None, weights=weights * priority)
+            fairness, ftf_bound, solution = "relaxed", float("nan"), None
+    if solution is None:
         solution, name = _solve(program, solver, scenarios, tol, warm_start)
     solve_s = time.perf_counter() - started - forecast_s - build_s
 
     schedule = round_schedule(solution.schedule, width, supply, np.where(finished, 0.0, remaining_s),
                               float(round_s), lateness, program.base, program.progress.max(axis=0) > 0) & fits
     relaxed_objective = program.objective(solution.schedule)
-    gap = solution.gap if np.isfinite(solution.gap) else 0.0
+    # saa-ipm certifies its gap for the objective without the tie-breaking term; cvxpy's optimum
+    # (not certified) is that of the objective minus the term, which is at most `spread_span`.
+    gap = program.spread_span - program.spread_penalty(solution.schedule) if np.isnan(solution.gap) else solution.gap
     total_s = time.perf_counter() - started
     return Plan(
         schedule=schedule,
@@ -325,7 +338,8 @@ def plan(
     )
 
 
-def check_planning_options(efficiency: float, rho_max: float, priority_exponent: float, reserve: float) -> None:
+def check_planning_options(efficiency: float, rho_max: float, priority_exponent: float, reserve: float, *,
+                           tol: float = 1e-9, spread: float = 0.1) -> None:
     """Raise `ValidationError` naming the first of `plan`'s scalar options out of its range.
 
     `vfm.planner.Policy` calls it on construction, so a bad option fails there, not at the
@@ -339,7 +353,15 @@ def check_planning_options(efficiency: float, rho_max: float, priority_exponent:
         raise ValidationError(f"priority_exponent must be a finite number >= 0, got {priority_exponent!r}")
     if not (np.isfinite(reserve) and 0 <= reserve < 1):
         raise ValidationError(f"reserve must be a fraction in [0, 1), got {reserve!r}")
+    if not (np.isfinite(tol) and tol > 0):
+        raise ValidationError(f"tol must be a finite number > 0, got {tol!r}")
+    if not (np.isfinite(spread) and spread >= 0):
+        raise ValidationError(f"spread must be a finite number >= 0, got {spread!r}")
 
+
+#: The FTF constraints' largest common margin (rounds, `PlanningProgram.fairness_interior`) below
+#: which `plan` relaxes them for every backend.
+_MIN_FAIRNESS_MARGIN = 1e-3
 
 #: Share of the GPU-rounds available to the FTF constraints that a relaxed bound leaves free.
 _RELAXED_BOUND_MARGIN = 0.01
@@ -372,6 +394,13 @@ class _FairFinishLimits:
     def hopeless(self, bound: float) -> np.ndarray:
         r"""Jobs that miss :math:`b_i(\theta)` even running every round they can progress in."""
         return self.rounds_needed(bound) > self.program.runnable.sum(axis=1) + 1e-9
+
+    def without_room(self, bound: float) -> np.ndarray:
+        r"""Jobs that meet :math:`b_i(\theta)` only by running all but `_MIN_FAIRNESS_MARGIN` of every
+        round they can progress in: their constraint leaves no interior, which backends resolve
+        differently (and saa-ipm not at all)."""
+        needed = self.rounds_needed(bound)
+        return (needed > 0) & (needed > self.program.runnable.sum(axis=1) - _MIN_FAIRNESS_MARGIN)
 
     def tightest_bound(self, rho_max: float, excluded: np.ndarray, gpu_rounds: FloatArray) -> float:
         r"""The smallest :math:`\theta \ge \rho_{\max}` at which the jobs not `excluded` fit
@@ -412,7 +441,7 @@ class _FairFinishLimits:
 
 
 #: The largest ratio of priority weights in the FTF relaxation (see `_priority_weights`).
-_PRIORITY_RANGE = 1e12
+_PRIORITY_RANGE = 1e4
 
 
 def _priority_weights(lateness: FloatArray, rho_max: float, exponent: float) -> FloatArray:
@@ -446,47 +475,43 @@ def _in_fitting_rounds(epochs: FloatArray, fits: np.ndarray) -> FloatArray:
 
 def _solve(program: PlanningProgram, requested: PlanSolver | None, scenarios: int, tol: float,
            warm_start: FloatArray | None) -> tuple[RelaxedSolution, str]:
+    """Solve with the requested backend (default: the first of `_PREFERENCE` that supports the
+    program), then, until one is optimal, with the others that support it.
+
+    A scheduler needs a dependable answer every round: the first optimal solution is used, else the
+    first whose gap still bounds the optimum (INACCURATE), else the last; the message keeps what the
+    others reported.
+    """
     needs = {"scenarios": scenarios > 1, "efficiency": program.efficiency > 0,
-             "fairness": program.leftover_limit_s is not None}
-    solver: str
-    if requested is None:
-        solver = next(name for name in _PREFERENCE
-                      if all(SOLVER_CAPABILITIES[name][feature] for feature, needed in needs.items() if needed))
-    else:
-        solver = requested
-    if solver not in SOLVER_CAPABILITIES:
-        raise UnknownSolverError(f"solver must be one of {sorted(SOLVER_CAPABILITIES)}, got {solver!r}")
-    missing = [feature for feature, needed in needs.items() if needed and not SOLVER_CAPABILITIES[solver][feature]]
-    if missing:
-        raise UnsupportedMarketError(
-            f"planning solver {solver!r} does not support {', '.join(missing)}; use solver='cvxpy' (or leave "
-            f"solver unset to pick one that does)"
-        )
-    if solver == "saa-ipm":
-        return solve_saa_ipm(program, tol=tol, warm_start=warm_start), solver
-    if solver == "cvxpy":
-        return solve_saa_cvxpy(program), solver
-    return _solve_market(program), solver
+             "fairness": program.leftover_limit_s is not None, "spread": program.spread > 0}
 
+    def supports(name: str) -> bool:
+        return all(SOLVER_CAPABILITIES[name][feature] for feature, needed in needs.items() if needed)
 
-def _solve_market(program: PlanningProgram) -> RelaxedSolution:
-    """S = 1 through `vfm.solve` on the window market of `vfm.jobs` (jobs that cannot run left out)."""
-    started = time.perf_counter()
-    _, n, rounds = program.shape
-    jobs = np.flatnonzero(program.runnable.any(axis=1))
-    if jobs.size == 0:  # every job finished: an empty market, nothing to solve
-        return RelaxedSolution(schedule=np.zeros((n, rounds)), prices=np.zeros(rounds), gap=0.0,
-                               status=Status.OPTIMAL, message="no job can run: nothing to schedule",
-                               iterations=0, solve_time=time.perf_counter() - started)
-    window = window_market(
-        program.gpus[jobs], np.ones(jobs.size), program.base[jobs], program.progress[0, jobs], program.capacity,
-        budgets=program.weights[jobs],
-    )
-    result = vfm.solve(window.market)
-    schedule = np.zeros((n, rounds))
-    schedule[jobs] = np.clip(window.schedule(result), 0.0, 1.0)
-    return RelaxedSolution(
-        schedule=schedule, prices=result.prices[0], gap=float(result.duality_gap),
-        status=result.status, message=f"vfm.solve/{result.solver}: {result.message}",
-        iterations=result.iterations, solve_time=time.perf_counter() - started,
-    )
+    if requested is not None and requested not in SOLVER_CAPABILITIES:
+        raise UnknownSolverError(f"solver must be one of {sorted(SOLVER_CAPABILITIES)}, got {requested!r}")
+    if requested is not None and not supports(requested):
+        missing = [feature for feature, needed in needs.items()
+                   if needed and not SOLVER_CAPABILITIES[requested][feature]]
+        raise UnsupportedMarketError(f"planning solver {requested!r} does not support {', '.join(missing)}; leave "
+                                     f"solver unset to pick one that does")
+    candidates = [name for name in _PREFERENCE if supports(name)]
+    if requested is not None:
+        candidates = [requested, *(name for name in candidates if name != requested)]
+    attempts: list[tuple[RelaxedSolution, str]] = []
+    for name in candidates:
+        if name == "saa-ipm":
+            solution = solve_saa_ipm(program, tol=tol, warm_start=warm_start)
+        else:
+            # Clarabel's gap and feasibility tolerances at `tol`: both backends then resolve the same ties.
+            solution = solve_saa_cvxpy(program, tol_gap_abs=tol, tol_gap_rel=tol, tol_feas=tol)
+        attempts.append((solution, name))
+        if solution.status in (Status.OPTIMAL, Status.INFEASIBLE):
+            break
+    usable = [attempt for attempt in attempts if attempt[0].status in (Status.OPTIMAL, Status.INFEASIBLE)] or \
+        [attempt for attempt in attempts if attempt[0].status == Status.INACCURATE] or attempts[-1:]
+    solution, chosen = usable[0]
+    others = [f"{name}: {attempt.message}" for attempt, name in attempts if attempt is not solution]
+    if others:
+        solution = replace(solution, message=f"{solution.message} (after {'; '.join(others)})")
+    return solution, chosen

@@ -35,7 +35,7 @@ import numpy as np
 from vfm.errors import ValidationError
 from vfm.forecast import DirichletForecaster, Forecaster, JobStates
 from vfm.planner.plan import Plan, PlanSolver, check_planning_options, plan
-from vfm.planner.rounding import first_fit
+from vfm.planner.rounding import RESOLUTION, first_fit, quantize
 
 #: Momentum of the finish-time-fairness targets (SPEC section 3): FT* <- 0.9 FT* + 0.1 estimate.
 _TARGET_MOMENTUM = 0.9
@@ -75,8 +75,8 @@ class Policy:
     fairness : bool
         Keep Shockwave's finish-time-fairness targets (momentum averages of each job's
         equal-share finish-time estimate) and plan with them (default False).
-    efficiency, rho_max, priority_exponent, reserve, solver
-        Passed to `vfm.planner.plan`.
+    efficiency, rho_max, priority_exponent, reserve, solver, tol
+        Passed to `vfm.planner.plan` (`tol` default 1e-9).
     execution : {"credit", "window"}
         How a round is served from the standing plan. ``"window"``: the plan's own rounded
         schedule for that round. ``"credit"`` (default): the relaxation's fractions for that
@@ -102,13 +102,14 @@ class Policy:
         priority_exponent: float = 10.0,
         reserve: float = 0.0,
         solver: PlanSolver | None = None,
+        tol: float = 1e-9,
         execution: Literal["credit", "window"] = "credit",
     ) -> None:
         if isinstance(capacity, bool) or not isinstance(capacity, int | np.integer) or capacity < 1:
             raise ValidationError(f"capacity must be a positive whole number of GPUs, got {capacity!r}")
         if isinstance(replan_every, bool) or not isinstance(replan_every, int | np.integer) or replan_every < 1:
             raise ValidationError(f"replan_every must be a positive whole number of rounds, got {replan_every!r}")
-        check_planning_options(efficiency, rho_max, priority_exponent, reserve)
+        check_planning_options(efficiency, rho_max, priority_exponent, reserve, tol=tol)
         self.capacity = int(capacity)
         self.rounds = rounds
         self.round_s = round_s
@@ -122,6 +123,7 @@ class Policy:
         self.priority_exponent = priority_exponent
         self.reserve = reserve
         self.solver = solver
+        self.tol = tol
         self._jobs: dict[Hashable, _Job] = {}
         self._completed: list[Hashable] = []
         self._plan: Plan | None = None
@@ -261,7 +263,7 @@ class Policy:
             scenarios=self.scenarios, seed=np.random.SeedSequence((self.seed, self._replans)),
             budgets=[j.budget for j in jobs], fair_finish_s=targets, warm_start=warm,
             efficiency=self.efficiency, rho_max=self.rho_max, priority_exponent=self.priority_exponent,
-            reserve=self.reserve, solver=self.solver,
+            reserve=self.reserve, solver=self.solver, tol=self.tol,
         )
         if self._plan_jobs:  # carry the credit of the jobs still present into the new plan's order
             self._credit = dict(zip(self._plan_jobs, self._plan_credit.tolist(), strict=True))
@@ -276,10 +278,15 @@ class Policy:
         plan_ = self._plan
         assert plan_ is not None and plan_.job_ids is not None
         program = plan_.program
-        want = self._plan_credit + plan_.relaxed[:, self._since_plan]
+        want = quantize(self._plan_credit + plan_.relaxed[:, self._since_plan])
         remaining = np.where(program.base < 1.0, program.remaining_s, 0.0)
-        # Most credit first; ties (e.g. fresh plans) to the longest forecast time left.
-        order = np.lexsort((-remaining, -want))
+        # Most credit first, counted in rounds the job can use: a job that needs a tenth of a round
+        # to finish and is owed that tenth is owed all it can use, as much as a job owed a whole
+        # round (without this, a job one epoch from the end is owed a hundredth of a round per
+        # round and waits for dozens). Read to vfm.planner.rounding.RESOLUTION; ties to the longest
+        # forecast time left, then to arrival order.
+        usable = np.clip(remaining / self.round_s, RESOLUTION, 1.0)
+        order = np.lexsort((-remaining, -quantize(want / usable)))  # stable
         order = order[(want[order] > 0) & (remaining[order] > 0)]
         chosen = first_fit(order, program.gpus, float(self.capacity))
         ran = np.zeros(want.size, dtype=bool)

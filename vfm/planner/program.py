@@ -19,6 +19,19 @@ window (:math:`W` seconds per round). A job whose gang does not fit a round's ca
 :math:`y_{it} = 0` there. The utility cap :math:`U \le 1` of SPEC section 3 is implied: a
 forecaster never forecasts more epochs than a job has left, so
 :math:`U_{si}(y) \le 1` on the whole box.
+
+Choosing among optimal schedules
+    The program has many optimal schedules: a job whose progress per round is the same in several
+    rounds is indifferent between them, so only its total is determined. The solvers therefore
+    maximize the objective minus the strictly convex tie-breaking term
+
+    .. math:: \frac{\delta}{2} \sum_i m_i \sum_t y_{it}^2, \qquad m_i = B_i \max_{s,t} a_{sit},
+
+    whose maximizer is unique: among the schedules that are (nearly) optimal it is the one that
+    spreads each job's rounds most evenly over the window. :math:`m_i` scales the term to the
+    job's own log utility, so its marginal :math:`\delta m_i y_{it}` is at most the fraction
+    :math:`\delta` of the job's marginal value of its best round. `objective` does not include
+    the term; adding `spread_span` to the regularized optimum bounds this program's optimum.
 """
 
 from __future__ import annotations
@@ -27,6 +40,8 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
+import scipy.optimize
+import scipy.sparse
 
 from vfm import utility
 from vfm._validation import FloatArray
@@ -56,6 +71,9 @@ class PlanningProgram:
         :math:`k \ge 0` (0: no efficiency term).
     leftover_limit_s : ndarray, shape (n,), or None
         :math:`b_i`, the FTF bound on :math:`S_i` (None: no FTF constraints).
+    spread : float
+        :math:`\delta \ge 0`, weight of the tie-breaking term `spread_penalty` the solvers
+        subtract from the objective (0: none; module docstring).
     """
 
     progress: FloatArray
@@ -67,6 +85,7 @@ class PlanningProgram:
     remaining_s: FloatArray
     efficiency: float = 0.0
     leftover_limit_s: FloatArray | None = None
+    spread: float = 0.0
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -103,6 +122,73 @@ class PlanningProgram:
         if self.efficiency:
             value -= self.efficiency * float(self.leftover_s(x).max())
         return value
+
+    @cached_property
+    def fairness_floor(self) -> FloatArray:
+        r""":math:`m_i = (\hat T_i - b_i) / W`, the rounds job `i` must run for its FTF constraint
+        :math:`S_i \le b_i` (which reads :math:`\sum_t y_{it} \ge m_i`), shape (n,); 0 for the jobs
+        whose constraint cannot bind (none, an infinite limit, or :math:`m_i \le 0`)."""
+        if self.leftover_limit_s is None:
+            return np.zeros(self.shape[1])
+        with np.errstate(invalid="ignore"):
+            floor = np.where(np.isfinite(self.leftover_limit_s),
+                             (self.remaining_s - self.leftover_limit_s) / self.round_s, 0.0)
+        return np.maximum(floor, 0.0)
+
+    @cached_property
+    def fairness_interior(self) -> tuple[FloatArray, float] | None:
+        r"""A schedule meeting every FTF constraint with the largest common margin, by one LP (HiGHS).
+
+        Maximizes :math:`\delta \le 1` over :math:`0 \le y \le 1` on the `runnable` entries of the
+        jobs with a binding constraint (`fairness_floor` > 0), the others at 0, subject to
+        :math:`\sum_t y_{it} \ge m_i + \delta` and the capacity. Returns ``(y, delta)`` with `y` of
+        shape (n, T); :math:`\delta \le 0` means the constraints have no strictly feasible schedule.
+        None when a constrained job has no runnable round (otherwise the LP, with :math:`\delta`
+        free below, always has a solution). Without binding FTF rows: ``(zeros, 1.0)``.
+        """
+        floor = self.fairness_floor
+        _, n, rounds = self.shape
+        jobs = np.flatnonzero(floor > 0)
+        if jobs.size == 0:
+            return np.zeros((n, rounds)), 1.0
+        job, period = np.nonzero(self.runnable & (floor > 0)[:, None])
+        if not np.isin(jobs, job).all():
+            return None  # a constrained job with nowhere to run
+        row_of_job = np.full(n, -1)
+        row_of_job[jobs] = np.arange(jobs.size)
+        # Variables: the entries, then delta. Rows: -sum_t y_it + delta <= -m_i, then sum_i w_i y_it <= G_t.
+        rows = np.concatenate([row_of_job[job], np.arange(jobs.size), jobs.size + period])
+        columns = np.concatenate([np.arange(job.size), np.full(jobs.size, job.size), np.arange(job.size)])
+        values = np.concatenate([-np.ones(job.size), np.ones(jobs.size), self.gpus[job] / self.capacity[period]])
+        matrix = scipy.sparse.csr_array((values, (rows, columns)), shape=(jobs.size + rounds, job.size + 1))
+        cost = np.zeros(job.size + 1)
+        cost[-1] = -1.0
+        result = scipy.optimize.linprog(cost, A_ub=matrix, b_ub=np.concatenate([-floor[jobs], np.ones(rounds)]),
+                                        bounds=[(0.0, 1.0)] * job.size + [(None, 1.0)], method="highs")
+        if result.status != 0:
+            return None
+        y = np.zeros((n, rounds))
+        y[job, period] = result.x[:-1]
+        return y, float(-result.fun)
+
+    @cached_property
+    def spread_weights(self) -> FloatArray:
+        r""":math:`m_i = B_i \max_{s, t} a_{sit}` over `runnable` entries, shape (n,): job `i`'s
+        log utility has marginal value at least :math:`B_i a_{sit}` per round (:math:`U \le 1`), so the
+        tie-breaking term's marginal :math:`\delta m_i y_{it}` is at most :math:`\delta` of it in the
+        job's best round."""
+        return self.weights * np.where(self.runnable[None], self.progress, 0.0).max(axis=(0, 2))
+
+    def spread_penalty(self, schedule: FloatArray) -> float:
+        r""":math:`\frac{\delta}{2} \sum_i m_i \sum_t y_{it}^2` at `schedule`, shape (n, T)."""
+        x = np.asarray(schedule, dtype=np.float64) * self.runnable
+        return 0.5 * self.spread * float(self.spread_weights @ (x * x).sum(axis=1))
+
+    @property
+    def spread_span(self) -> float:
+        r"""The largest `spread_penalty` over the box, :math:`\frac{\delta}{2} \sum_i m_i |\{t: \text{runnable}\}|`:
+        the solvers' optimum plus it bounds this program's optimum."""
+        return 0.5 * self.spread * float(self.spread_weights @ self.runnable.sum(axis=1))
 
     def capacity_excess(self, schedule: FloatArray) -> float:
         """Largest GPUs over capacity in any round (<= 0 when the schedule fits)."""

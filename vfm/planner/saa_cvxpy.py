@@ -38,6 +38,9 @@ def solve_saa_cvxpy(program: PlanningProgram, solver: str = "CLARABEL", **option
     # FTF relaxation) or round length, which Clarabel's absolute tolerances need.
     scale = float(program.weights.sum())
     objective = cp.sum(cp.multiply(np.tile(program.weights / scale, n_scenarios) / n_scenarios, cp.log(utilities)))
+    if program.spread:
+        coefficient = 0.5 * program.spread * program.spread_weights / scale
+        objective = objective - cp.sum(cp.multiply(coefficient[:, None] * program.runnable, cp.square(y)))
     capacity = program.gpus @ y <= program.capacity
     constraints = [capacity, y <= program.runnable.astype(np.float64)]
     leftover_rounds = program.remaining_s / program.round_s - cp.sum(y, axis=1)

@@ -14,9 +14,9 @@ and, with finish-time-fairness targets, one row per job :math:`\sum_t y_{it} \ge
 and :math:`\nabla^2 F = \sum_s \frac{\beta_i}{U_{si}^2} a_{si} a_{si}^\top` is block diagonal,
 one (T, T) block per job of rank at most `S`; a job's FTF row adds
 :math:`\frac{z^f_i}{s^f_i} \mathbf 1 \mathbf 1^\top` to its block, one more rank-one term (an
-extra column of the factor below). The FTF rows need a strictly feasible start: one LP (HiGHS)
-finds the schedule meeting them with the largest margin; without a positive margin the solve
-reports `Status.INFEASIBLE` (and `plan` relaxes the constraints).
+extra column of the factor below). The FTF rows need a strictly feasible start: the schedule
+meeting them with the largest margin (`PlanningProgram.fairness_interior`, one LP); without a
+positive margin the solve reports `Status.INFEASIBLE`.
 
 Linear algebra
     Every job's block is factored at once: with :math:`D` the bound curvatures plus a tiny
@@ -80,6 +80,10 @@ from vfm.equilibrium import Status
 from vfm.planner.program import PlanningProgram
 
 _STEP_TO_BOUNDARY = 0.99
+#: The FTF rows' largest common margin (rounds) below which there is no interior to start from.
+_MIN_FAIRNESS_MARGIN = 1e-9
+#: An FTF row violated by more than this (relative to 1 + m_i rounds) leaves the point uncertified.
+_FTF_TOLERANCE = 1e-9
 _START_SHARE = 0.5
 #: A gap this many times the best so far means the Newton systems have run out of digits.
 _STALL_FACTOR = 10.0
@@ -115,7 +119,8 @@ class RelaxedSolution:
         GPU; a job pays :math:`w_i p_t` for a whole round.
     gap : float
         Certified absolute optimality gap: no feasible schedule has an objective above the
-        objective at `schedule` plus `gap` (NaN when unknown).
+        objective at `schedule` plus `gap`, for the program's objective without the
+        tie-breaking term (NaN when unknown, inf when `schedule` violates an FTF row).
     status, message, iterations, solve_time
         How the solve ended.
     """
@@ -144,6 +149,7 @@ class _Data:
     leftover: FloatArray  # (n,) r_i = T_i / W: the efficiency row sum_t y_it + zeta >= r_i; 0 off `efficient`
     efficient: np.ndarray  # (n,) bool: job i has an efficiency row (kappa > 0 and r_i > 0)
     zeta_max: float  # an upper bound on the optimal zeta (the largest r_i), for the certified gap
+    spread: FloatArray  # (n,) delta m_i / sum B: F has the tie-breaking term sum_i spread_i |y_i|^2 / 2
 
 
 class _Workspace:
@@ -191,7 +197,8 @@ class _Point:
     z_lo: FloatArray  # (n, T); 0 off `active`
     z_hi: FloatArray  # (n, T); 0 off `active`
     prices: FloatArray  # (T,)
-    s_f: FloatArray  # (n,) sum_t y_it - m_i on constrained jobs; 1 elsewhere
+    s_f: FloatArray  # (n,) slacks of the FTF rows on constrained jobs; 1 elsewhere
+    ftf_residual: FloatArray  # (n,) sum_t y_it - m_i - s_f (the rows may start violated); 0 elsewhere
     z_f: FloatArray  # (n,) multipliers of the FTF constraints; 0 elsewhere
     longest: _Longest  # zeta, the efficiency rows' slacks and multipliers (zeta 1, slacks 1, multipliers 0 without)
     u: FloatArray  # (n, S) utilities
@@ -231,13 +238,7 @@ def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 8
     n_scenarios, n, rounds = program.shape
     active = program.fits & (program.progress > 0).any(axis=0)
     scale = float(program.weights.sum())
-    if program.leftover_limit_s is None:
-        floor = np.zeros(n)
-    else:
-        # remaining - W sum_t y <= limit  <=>  sum_t y >= (remaining - limit) / W.
-        with np.errstate(invalid="ignore"):
-            floor = np.where(np.isfinite(program.leftover_limit_s),
-                             (program.remaining_s - program.leftover_limit_s) / program.round_s, 0.0)
+    floor = program.fairness_floor
     constrained = floor > 0
     leftover = np.where(program.base < 1.0, program.remaining_s / program.round_s, 0.0)
     efficient = (leftover > 0) & (program.efficiency > 0)
@@ -247,27 +248,28 @@ def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 8
         base=program.base,
         beta=program.weights / (scale * n_scenarios),
         g=np.where(active, program.gpus[:, None] / program.capacity[None, :], 0.0),
-        floor=np.where(constrained, floor, 0.0),
+        floor=floor,
         constrained=constrained,
         # Running time in rounds: the term k max_i S_i is (k W / sum B) zeta in the scaled objective.
         kappa=float(program.efficiency * program.round_s / scale) if efficient.any() else 0.0,
         leftover=np.where(efficient, leftover, 0.0),
         efficient=efficient,
         zeta_max=float(leftover.max(initial=0.0)) + 1.0,
+        spread=program.spread * program.spread_weights / scale,
     )
     n_constraints = 2 * int(active.sum()) + rounds + int(constrained.sum()) + int(efficient.sum()) \
         + int(efficient.any())
     work = _Workspace(n, n_scenarios + int(constrained.any() or efficient.any()), rounds)
 
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        interior = _ftf_interior_point(data) if constrained.any() else None
-        if constrained.any() and interior is None:
+        interior = program.fairness_interior if constrained.any() else None
+        if constrained.any() and (interior is None or interior[1] <= _MIN_FAIRNESS_MARGIN):
             return RelaxedSolution(
                 schedule=np.zeros((n, rounds)), prices=np.full(rounds, np.nan), gap=float("nan"),
                 status=Status.INFEASIBLE,
                 message="saa-ipm: the finish-time-fairness constraints have no strictly feasible schedule",
                 iterations=0, solve_time=time.perf_counter() - started)
-        point = _start(data, warm_start, n_constraints, interior)
+        point = _start(data, warm_start, n_constraints)
         status, message = Status.ITERATION_LIMIT, f"saa-ipm stopped at max_iter={max_iter} before converging"
         best, best_iteration = point, 0
         for iteration in range(max_iter + 1):
@@ -293,7 +295,7 @@ def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 8
             if iteration == max_iter:
                 break
             try:
-                direction = _direction(data, point, n_constraints, work)
+                trial = _step(data, point, n_constraints, work)
             except np.linalg.LinAlgError as error:
                 # Should not happen with the regularized preconditioner; never raise on a bad window.
                 status, message = Status.INACCURATE, (
@@ -301,7 +303,6 @@ def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 8
                     f"stopped at certified relative gap {best.gap / (1.0 + abs(best.value)):.1e} (asked for {tol:.0e})"
                 )
                 break
-            trial = _line_search(data, point, direction, n_constraints) if direction is not None else None
             if trial is None:
                 status, message = Status.INACCURATE, (
                     f"saa-ipm found no step that decreases its merit at iteration {iteration}; stopped at "
@@ -309,12 +310,15 @@ def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 8
                 )
                 break
             point = trial
+        # The certificate is for the program's own objective (without the tie-breaking term): the
+        # same multipliers, the gradient without the term (valid for any multipliers, by convexity).
+        certified = best if not program.spread else _certificate(data, best)
 
     return RelaxedSolution(
         schedule=np.where(active, best.y, 0.0),
         # Back to the unscaled objective and to GPUs: p_t = scale * lambda_t / G_t.
         prices=scale * best.prices / program.capacity,
-        gap=scale * best.gap,
+        gap=scale * certified.gap,
         status=status,
         message=message,
         iterations=best_iteration,
@@ -322,13 +326,21 @@ def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 8
     )
 
 
-def _start(data: _Data, warm_start: FloatArray | None, n_constraints: int,
-           interior: tuple[FloatArray, float] | None = None) -> _Point:
-    """A strictly feasible primal start and a dual-feasible start with every product near 1 / n_constraints.
+def _certificate(data: _Data, point: _Point) -> _Point:
+    """`point` evaluated for the program without the tie-breaking term, its round prices re-chosen
+    to minimize the certified gap there (the FTF and efficiency multipliers kept)."""
+    plain = replace(data, spread=np.zeros_like(data.spread))
+    _, gradient, _ = _objective(plain, point.y)
+    longest = point.longest
+    prices = _gap_minimizing_prices(gradient - (point.z_f + longest.z_e)[:, None], data.g, point.y, point.s_hi,
+                                    point.s_cap)
+    return _evaluate(plain, point.y, point.s_hi, point.s_cap, point.z_lo, point.z_hi, prices, point.s_f, point.z_f,
+                     longest)
 
-    `interior` (with FTF constraints): a schedule meeting every FTF constraint with margin
-    `delta` (`_ftf_interior_point`), mixed into the start just enough to meet them with margin.
-    """
+
+def _start(data: _Data, warm_start: FloatArray | None, n_constraints: int) -> _Point:
+    """A primal start strictly inside the box, the capacity and the efficiency rows (the FTF rows may
+    start violated) and a dual-feasible start with every product near 1 / n_constraints."""
     active, g = data.active, data.g
     # The same share of every round for every job that fits, half the capacity at most.
     load = g.sum(axis=0)
@@ -339,16 +351,11 @@ def _start(data: _Data, warm_start: FloatArray | None, n_constraints: int,
         previous = np.where(active, np.clip(warm_start, 0.0, 1.0), 0.0)
         previous = previous * np.minimum(1.0, 0.9 / np.maximum((g * previous).sum(axis=0), 1e-300))[None, :]
         y = 0.5 * y + 0.5 * previous
-    if interior is not None:
-        # sum_t y - m >= (1 - theta) delta - theta * shortfall >= delta / 2 for this theta, and the
-        # mix stays strictly inside the box and the capacity because y does.
-        feasible, delta = interior
-        shortfall = float(np.max(np.where(data.constrained, data.floor - y.sum(axis=1), 0.0), initial=0.0))
-        theta = min(0.5, 0.5 * delta / (delta + max(shortfall, 0.0)))
-        y = theta * y + (1.0 - theta) * feasible
     s_hi = np.where(active, 1.0 - y, 1.0)
     s_cap = 1.0 - (g * y).sum(axis=0)
-    s_f = np.where(data.constrained, y.sum(axis=1) - data.floor, 1.0)
+    # The FTF rows may start infeasible: their slacks start at least 1 and the Newton steps close
+    # the residual sum_t y - m - s_f (a full step closes it).
+    s_f = np.where(data.constrained, np.maximum(y.sum(axis=1) - data.floor, 1.0), 1.0)
     _, gradient, _ = _objective(data, y)
     # Multipliers that make the start dual feasible (the Newton steps then only have to centre
     # and reduce mu, not also repair stationarity, which took a third of the iterations), shifted by
@@ -369,41 +376,6 @@ def _start(data: _Data, warm_start: FloatArray | None, n_constraints: int,
     z_hi = np.where(active, np.maximum(-reduced, 0.0) + mu0 / s_hi, 0.0)
     return _evaluate(data, y, s_hi, s_cap, z_lo, z_hi, prices + mu0 / s_cap, s_f, z_f,
                      _Longest(zeta, s_e, z_e, z_zeta))
-
-
-def _ftf_interior_point(data: _Data) -> tuple[FloatArray, float] | None:
-    r"""A schedule meeting every FTF constraint with the largest common margin, by one LP.
-
-    Maximizes :math:`\delta \le 1` over :math:`0 \le y \le 1` on the constrained jobs' entries with
-    :math:`\sum_t y_{it} \ge m_i + \delta` and the capacity rows (the other jobs at 0). Returns
-    ``(y, delta)``, or None when :math:`\delta^* \le 10^{-9}`: the constraints are infeasible, or
-    feasible only on their boundary, where an interior-point method cannot start (`plan` then
-    relaxes them, as when they are infeasible).
-    """
-    active = data.active & data.constrained[:, None]
-    job, period = np.nonzero(active)
-    n, rounds = active.shape
-    jobs = np.flatnonzero(data.constrained)
-    if not np.isin(jobs, job).all():
-        return None  # a constrained job with nowhere to run
-    variables = job.size + 1  # the entries, then delta
-    row_of_job = np.full(n, -1)
-    row_of_job[jobs] = np.arange(jobs.size)
-    # -sum_t y_it + delta <= -m_i, then sum_i g_it y_it <= 1.
-    rows = np.concatenate([row_of_job[job], np.arange(jobs.size), jobs.size + period])
-    columns = np.concatenate([np.arange(job.size), np.full(jobs.size, job.size), np.arange(job.size)])
-    values = np.concatenate([-np.ones(job.size), np.ones(jobs.size), data.g[job, period]])
-    matrix = scipy.sparse.csr_array((values, (rows, columns)), shape=(jobs.size + rounds, variables))
-    bound = np.concatenate([-data.floor[jobs], np.ones(rounds)])
-    cost = np.zeros(variables)
-    cost[-1] = -1.0
-    limits = [(0.0, 1.0)] * job.size + [(None, 1.0)]
-    result = scipy.optimize.linprog(cost, A_ub=matrix, b_ub=bound, bounds=limits, method="highs")
-    if result.status != 0 or not -result.fun > 1e-9:
-        return None
-    y = np.zeros((n, rounds))
-    y[job, period] = result.x[:-1]
-    return y, float(-result.fun)
 
 
 def _gap_minimizing_prices(gradient: FloatArray, g: FloatArray, y: FloatArray, s_hi: FloatArray,
@@ -432,8 +404,8 @@ def _objective(data: _Data, y: FloatArray) -> tuple[FloatArray, FloatArray, floa
     """Utilities (n, S), gradient of F (n, T) and F at `y`."""
     u = data.base[:, None] + (data.progress @ y[:, :, None])[:, :, 0]
     weight = data.beta[:, None] / u
-    gradient = -(weight[:, None, :] @ data.progress)[:, 0, :]
-    value = float(-(data.beta[:, None] * np.log(u)).sum())
+    gradient = -(weight[:, None, :] @ data.progress)[:, 0, :] + data.spread[:, None] * y
+    value = float(-(data.beta[:, None] * np.log(u)).sum() + 0.5 * data.spread @ (y * y).sum(axis=1))
     return u, gradient, value
 
 
@@ -449,15 +421,18 @@ def _evaluate(data: _Data, y: FloatArray, s_hi: FloatArray, s_cap: FloatArray, z
     zeta_residual = reduced_zeta - longest.z_zeta if data.kappa else 0.0
     complementarity = float((y * z_lo).sum() + (s_hi * z_hi).sum() + s_cap @ prices + s_f @ z_f) \
         + longest.complementarity()
+    ftf_residual = np.where(data.constrained, y.sum(axis=1) - data.floor - s_f, 0.0)
     merit = complementarity + float((np.abs(dual_residual) * np.maximum(y, s_hi)).sum()) \
-        + abs(zeta_residual) * max(zeta, data.zeta_max)
+        + abs(zeta_residual) * max(zeta, data.zeta_max) + float(np.abs(ftf_residual).sum())
     reduced = np.where(active, priced, 0.0)
-    gap = float(s_cap @ prices + s_f @ z_f + longest.s_e @ z_e + (np.maximum(reduced, 0.0) * y).sum()
+    gap = float(s_cap @ prices + (s_f + ftf_residual) @ z_f + longest.s_e @ z_e + (np.maximum(reduced, 0.0) * y).sum()
                 + (np.maximum(-reduced, 0.0) * s_hi).sum())
+    if not (ftf_residual >= -_FTF_TOLERANCE * (1.0 + data.floor)).all():
+        gap = np.inf  # y violates an FTF row: a lower bound on the optimum, but no certificate for y
     if data.kappa:
         # zeta* lies in [0, zeta_max]: the Lagrangian's linear term in zeta is at least this much below.
         gap += max(reduced_zeta * zeta, -reduced_zeta * (data.zeta_max - zeta))
-    return _Point(y, s_hi, s_cap, z_lo, z_hi, prices, s_f, z_f, longest, u,
+    return _Point(y, s_hi, s_cap, z_lo, z_hi, prices, s_f, ftf_residual, z_f, longest, u,
                   value + data.kappa * zeta, dual_residual, zeta_residual, complementarity, merit, gap)
 
 
@@ -477,17 +452,37 @@ class _Direction:
     inaccurate: bool = False  # a solve missed `_CG_TOLERANCE`
 
 
-def _direction(data: _Data, point: _Point, n_constraints: int, work: _Workspace) -> _Direction | None:
-    """Mehrotra's predictor-corrector direction at `point` (None when it is not finite)."""
+def _step(data: _Data, point: _Point, n_constraints: int, work: _Workspace) -> _Point | None:
+    """The next iterate: a line search along Mehrotra's direction, else along the first-order one
+    (None when neither decreases the merit).
+
+    The second-order terms can point uphill far from the central path (a large affine step, e.g.
+    from violated FTF rows); the first-order corrector descends for a small enough step.
+    """
+    for second_order in (True, False):
+        direction = _direction(data, point, n_constraints, work, second_order)
+        trial = _line_search(data, point, direction, n_constraints) if direction is not None else None
+        if trial is not None:
+            return trial
+    return None
+
+
+def _direction(data: _Data, point: _Point, n_constraints: int, work: _Workspace,
+               second_order: bool = True) -> _Direction | None:
+    """Mehrotra's predictor-corrector direction at `point` (None when it is not finite); without
+    `second_order`, the corrector aims at sigma mu alone."""
     for regularization in _REGULARIZATIONS:
-        direction = _mehrotra(data, point, n_constraints, _NewtonSystem.factor(data, point, work, regularization))
+        newton = _NewtonSystem.factor(data, point, work, regularization)
+        direction = _mehrotra(data, point, n_constraints, newton, 1.0 if second_order else 0.0)
         if direction is not None and not direction.inaccurate:
             break
     return direction
 
 
-def _mehrotra(data: _Data, point: _Point, n_constraints: int, newton: _NewtonSystem) -> _Direction | None:
-    """Predictor and corrector with one factorization."""
+def _mehrotra(data: _Data, point: _Point, n_constraints: int, newton: _NewtonSystem,
+              second_order: float) -> _Direction | None:
+    """Predictor and corrector with one factorization; `second_order` (1 or 0) weighs the
+    corrector's second-order terms."""
     y, s_hi, s_cap = point.y, point.s_hi, point.s_cap
     z_lo, z_hi, prices = point.z_lo, point.z_hi, point.prices
     mu = point.complementarity / n_constraints
@@ -503,13 +498,14 @@ def _mehrotra(data: _Data, point: _Point, n_constraints: int, newton: _NewtonSys
         + point.longest.moved(step, alpha).complementarity()
     sigma = min(1.0, (moved / point.complementarity) ** 3)
     active = data.active
+    w = second_order
     corrector = newton.direction(
-        np.where(active, sigma * mu - predictor.dy * predictor.dz_lo, 0.0),
-        np.where(active, sigma * mu + predictor.dy * predictor.dz_hi, 0.0),
-        sigma * mu - predictor.ds_cap * predictor.d_prices,
-        np.where(data.constrained, sigma * mu - predictor.ds_f * predictor.dz_f, 0.0),
-        np.where(data.efficient, sigma * mu - step.s_e * step.z_e, 0.0),
-        sigma * mu - step.zeta * step.z_zeta if data.kappa else 0.0,
+        np.where(active, sigma * mu - w * predictor.dy * predictor.dz_lo, 0.0),
+        np.where(active, sigma * mu + w * predictor.dy * predictor.dz_hi, 0.0),
+        sigma * mu - w * predictor.ds_cap * predictor.d_prices,
+        np.where(data.constrained, sigma * mu - w * predictor.ds_f * predictor.dz_f, 0.0),
+        np.where(data.efficient, sigma * mu - w * step.s_e * step.z_e, 0.0),
+        sigma * mu - w * step.zeta * step.z_zeta if data.kappa else 0.0,
         sigma,
     )
     if not (np.isfinite(corrector.largest) and np.isfinite(corrector.dy).all()):
@@ -553,7 +549,7 @@ class _NewtonSystem:
     data: _Data
     point: _Point
     curvature: FloatArray  # (n, S, T): the Hessian of F is sum_s c_s c_s^T per job
-    diagonal: FloatArray  # (n, T) z_lo / y + z_hi / (1 - y); 1 off `active`
+    diagonal: FloatArray  # (n, T) z_lo / y + z_hi / (1 - y) + the tie-breaking term's curvature; 1 off `active`
     ratio: FloatArray  # (T,) lambda / s_cap
     root: FloatArray  # (n, T) (diagonal + regularization)^-1/2
     lower_inverse: FloatArray  # (n, T, T) L_i^-1: K_i^-1 ~= D^-1/2 L_i^-T L_i^-1 D^-1/2 (regularized)
@@ -568,7 +564,7 @@ class _NewtonSystem:
     def factor(cls, data: _Data, point: _Point, work: _Workspace, regularization: float) -> _NewtonSystem:
         active, g = data.active, data.g
         safe_y = np.where(active, point.y, 1.0)
-        diagonal = np.where(active, point.z_lo / safe_y + point.z_hi / point.s_hi, 1.0)
+        diagonal = np.where(active, point.z_lo / safe_y + point.z_hi / point.s_hi + data.spread[:, None], 1.0)
         scenarios = data.progress.shape[1]
         curvature = work.curvature
         np.multiply(data.progress, (np.sqrt(data.beta[:, None]) / point.u)[:, :, None], out=curvature[:, :scenarios])
@@ -664,7 +660,9 @@ class _NewtonSystem:
         longest = point.longest
         efficient, s_e, z_e = data.efficient, longest.s_e, longest.z_e
         efficiency_rows = np.where(efficient, target_e / s_e - z_e, 0.0)
-        rows = np.where(constrained, target_f / s_f - z_f, 0.0) + efficiency_rows
+        # The FTF rows' slack step closes their residual r: ds_f = sum_t dy + r.
+        residual = point.ftf_residual
+        rows = np.where(constrained, (target_f - z_f * residual) / s_f - z_f, 0.0) + efficiency_rows
         rhs = np.where(active, -point.dual_residual + target_lo / safe_y - z_lo
                        - target_hi / s_hi + z_hi - g * (target_cap / s_cap - prices)[None, :] + rows[:, None], 0.0)
         d_zeta = 0.0
@@ -679,7 +677,7 @@ class _NewtonSystem:
         ds_cap = -(g * dy).sum(axis=0)
         d_prices = (target_cap - prices * ds_cap) / s_cap - prices
         running = dy.sum(axis=1)
-        ds_f = np.where(constrained, running, 0.0)
+        ds_f = np.where(constrained, running + residual, 0.0)
         dz_f = np.where(constrained, (target_f - z_f * ds_f) / s_f - z_f, 0.0)
         ds_e = np.where(efficient, running + d_zeta, 0.0)
         dz_e = np.where(efficient, (target_e - z_e * ds_e) / s_e - z_e, 0.0)
