@@ -143,3 +143,17 @@ def test_bad_planning_options_fail_on_construction(kwargs, name):
     # Checked where the policy is built, not at its first re-plan rounds later.
     with pytest.raises(ValidationError, match=name):
         Policy(capacity=4, **kwargs)
+
+
+def test_a_job_one_epoch_from_its_end_is_not_starved():
+    # Three 1-GPU jobs with hours of work and one with a single 1 s epoch left, on 1 GPU. Its
+    # finish-time-fairness target makes the plan give the nearly finished job about 1/120 of a
+    # round; counted in the rounds it can use, that is all it needs, so it runs in the first
+    # rounds instead of after its credit builds up (1/120 a round).
+    policy = Policy(capacity=1, rounds=20, fairness=True)
+    for k in range(3):
+        policy.add_job(f"long{k}", gpus=1, regimes={32: 60.0}, epochs=500)
+    policy.add_job("almost", gpus=1, regimes={32: 1.0}, epochs=1000)
+    policy.report_progress("almost", [32] * 999)
+    served = _run(policy, 2)
+    assert "almost" in policy.completed and ["almost"] in served

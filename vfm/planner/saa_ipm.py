@@ -14,9 +14,10 @@ and, with finish-time-fairness targets, one row per job :math:`\sum_t y_{it} \ge
 and :math:`\nabla^2 F = \sum_s \frac{\beta_i}{U_{si}^2} a_{si} a_{si}^\top` is block diagonal,
 one (T, T) block per job of rank at most `S`; a job's FTF row adds
 :math:`\frac{z^f_i}{s^f_i} \mathbf 1 \mathbf 1^\top` to its block, one more rank-one term (an
-extra column of the factor below). The FTF rows need a strictly feasible start: the schedule
-meeting them with the largest margin (`PlanningProgram.fairness_interior`, one LP); without a
-positive margin the solve reports `Status.INFEASIBLE`.
+extra column of the factor below). The FTF rows may start violated: their slacks are variables
+of their own and each Newton step closes the rows' residual by the step length. The rows must
+have an interior, though: when the schedule meeting them with the largest margin
+(`PlanningProgram.fairness_interior`, one LP) has none, the solve reports `Status.INFEASIBLE`.
 
 Linear algebra
     Every job's block is factored at once: with :math:`D` the bound curvatures plus a tiny
@@ -80,8 +81,8 @@ from vfm.equilibrium import Status
 from vfm.planner.program import PlanningProgram
 
 _STEP_TO_BOUNDARY = 0.99
-#: The FTF rows' largest common margin (rounds) below which there is no interior to start from.
-_MIN_FAIRNESS_MARGIN = 1e-9
+#: The FTF rows' largest common margin (rounds) at or below which they count as having no interior.
+_NO_INTERIOR_MARGIN = 1e-9
 #: An FTF row violated by more than this (relative to 1 + m_i rounds) leaves the point uncertified.
 _FTF_TOLERANCE = 1e-9
 _START_SHARE = 0.5
@@ -232,7 +233,8 @@ def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 8
     RelaxedSolution
         The iterate with the smallest certified gap. `Status.OPTIMAL` when that gap is within
         ``tol``; `Status.INACCURATE` when the iterations stalled or the Newton system could not be
-        solved first (the gap still bounds the optimum); `Status.ITERATION_LIMIT` after `max_iter`.
+        solved first (the gap still bounds the optimum), `Status.ERROR` if then no iterate had met
+        the FTF rows; `Status.ITERATION_LIMIT` after `max_iter` (gap inf if no iterate met them).
     """
     started = time.perf_counter()
     n_scenarios, n, rounds = program.shape
@@ -263,7 +265,7 @@ def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 8
 
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         interior = program.fairness_interior if constrained.any() else None
-        if constrained.any() and (interior is None or interior[1] <= _MIN_FAIRNESS_MARGIN):
+        if constrained.any() and (interior is None or interior[1] <= _NO_INTERIOR_MARGIN):
             return RelaxedSolution(
                 schedule=np.zeros((n, rounds)), prices=np.full(rounds, np.nan), gap=float("nan"),
                 status=Status.INFEASIBLE,
@@ -313,6 +315,9 @@ def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 8
         # The certificate is for the program's own objective (without the tie-breaking term): the
         # same multipliers, the gradient without the term (valid for any multipliers, by convexity).
         certified = best if not program.spread else _certificate(data, best)
+        if status == Status.INACCURATE and not np.isfinite(best.gap):
+            # No iterate met the FTF rows: nothing certifies the schedule, which is no optimum.
+            status, message = Status.ERROR, message.replace("stopped at", "stopped with the FTF rows still violated,")
 
     return RelaxedSolution(
         schedule=np.where(active, best.y, 0.0),
