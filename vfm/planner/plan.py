@@ -78,7 +78,8 @@ class Plan:
         The relaxation solve's status; only `Status.OPTIMAL` certifies `bound`.
     message, solver : str
     timings : mapping of str to float
-        Seconds spent in ``forecast``, ``build`` (the program, the FTF bound search), ``solve``
+        Seconds spent in ``forecast``, ``build`` (the program, the FTF bound search and the LP
+        that checks the FTF rows have room), ``solve``
         (with the relaxation's fallback solve, if any), ``rounding`` and in ``total``.
     job_ids : tuple of hashable, or None
     """
@@ -294,12 +295,12 @@ def plan(
             weights=weights * np.where(hopeless, _priority_weights(lateness, rho_max, priority_exponent), 1.0),
         )
         fairness = "constraints"
+    # Rows infeasible, or feasible only in a sliver that backends resolve differently, are relaxed
+    # before any backend sees them, the same for all (one LP: part of building the program).
+    interior = program.fairness_interior if fairness == "constraints" else None
     build_s = time.perf_counter() - started - forecast_s
     solution = None
     if fairness == "constraints":
-        interior = program.fairness_interior
-        # Infeasible, or feasible only in a sliver (a job needing every round it can run) that
-        # backends resolve differently: relaxed before any backend sees it, the same for all.
         if interior is not None and interior[1] >= _MIN_FAIRNESS_MARGIN:
             solution, name = _solve(program, solver, scenarios, tol, warm_start)
         if solution is None or solution.status == Status.INFEASIBLE:
