@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
 
-from benchmarks.plan import SIZES, busiest_states, main
+from benchmarks.plan import SIZES, busiest_states, main, tiled_window
 
 REQUIRED = {"jobs", "gpus", "scenarios", "median_s", "max_s", "rounding_gap"}
 
@@ -44,3 +45,13 @@ def test_main_rejects_unknown_sizes(tmp_path) -> None:
     with pytest.raises(SystemExit):
         main(["--sizes", "121", "--out", str(tmp_path)])
     assert not (tmp_path / "plan.json").exists()
+
+
+def test_tiled_window_repeats_the_busiest_window() -> None:
+    states, gpus, capacity = tiled_window(jobs=2000, gpus=512)
+    original, widths, _ = busiest_states(SIZES[900])
+    assert states.n_jobs == 2000 and capacity == 512 and gpus.shape == (2000,)
+    index = np.arange(2000) % original.n_jobs
+    np.testing.assert_array_equal(states.total_epochs, original.total_epochs[index])
+    np.testing.assert_array_equal(states.epochs_done, original.epochs_done[index])
+    np.testing.assert_array_equal(gpus, widths[index])
