@@ -33,7 +33,8 @@ from vfm.planner.saa_cvxpy import solve_saa_cvxpy
 from vfm.planner.saa_ipm import RelaxedSolution, solve_saa_ipm
 
 PlanSolver = Literal["saa-ipm", "cvxpy"]
-#: What each planning backend solves: any number of scenarios, the efficiency term, FTF constraints.
+#: What each planning backend solves: any number of scenarios, the efficiency term, FTF constraints,
+#: the tie-breaking term (`PlanningProgram.spread`).
 SOLVER_CAPABILITIES: Mapping[str, Mapping[str, bool]] = {
     "saa-ipm": {"scenarios": True, "efficiency": True, "fairness": True, "spread": True},
     "cvxpy": {"scenarios": True, "efficiency": True, "fairness": True, "spread": True},
@@ -298,10 +299,11 @@ def plan(
     # Rows infeasible, or feasible only in a sliver that backends resolve differently, are relaxed
     # before any backend sees them, the same for all (one LP: part of building the program).
     interior = program.fairness_interior if fairness == "constraints" else None
+    has_room = interior is not None and interior[1] >= _MIN_FAIRNESS_MARGIN
     build_s = time.perf_counter() - started - forecast_s
     solution = None
     if fairness == "constraints":
-        if interior is not None and interior[1] >= _MIN_FAIRNESS_MARGIN:
+        if has_room:
             solution, name = _solve(program, solver, scenarios, tol, warm_start)
         if solution is None or solution.status == Status.INFEASIBLE:
             # Shockwave's relaxation: drop the constraints, favour the jobs projected past rho_max.
@@ -509,9 +511,9 @@ def _solve(program: PlanningProgram, requested: PlanSolver | None, scenarios: in
         attempts.append((solution, name))
         if solution.status in (Status.OPTIMAL, Status.INFEASIBLE):
             break
-    usable = [attempt for attempt in attempts if attempt[0].status in (Status.OPTIMAL, Status.INFEASIBLE)] or \
-        [attempt for attempt in attempts if attempt[0].status == Status.INACCURATE] or attempts[-1:]
-    solution, chosen = usable[0]
+    # min keeps the first of equals: optimal (or infeasible) first, then inaccurate, then the rest.
+    rank = {Status.OPTIMAL: 0, Status.INFEASIBLE: 0, Status.INACCURATE: 1}
+    solution, chosen = min(attempts, key=lambda attempt: rank.get(attempt[0].status, 2))
     others = [f"{name}: {attempt.message}" for attempt, name in attempts if attempt is not solution]
     if others:
         solution = replace(solution, message=f"{solution.message} (after {'; '.join(others)})")

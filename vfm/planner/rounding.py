@@ -34,9 +34,9 @@ from vfm._validation import FloatArray
 
 BoolArray = np.ndarray
 
-#: The fractions of a round the planner tells apart: well above the error of a relaxation solved
-#: to a relative gap of 1e-7 (about 1e-3 of a round at worst, measured on the Shockwave windows)
-#: and well below a round.
+#: The fractions of a round the planner tells apart: above the backends' disagreement at the
+#: default tolerance 1e-9 (3e-4 of a round at the median, 3e-3 at most, over the 120-job
+#: reproduction's re-plans; docs/planning.md) and well below a round.
 RESOLUTION = 1e-2
 
 
