@@ -79,8 +79,8 @@ class Plan:
         The relaxation solve's status; only `Status.OPTIMAL` certifies `bound`.
     message, solver : str
     timings : mapping of str to float
-        Seconds spent in ``forecast``, ``build`` (the program, the FTF bound search and the LP
-        that checks the FTF rows have room), ``solve``
+        Seconds spent in ``forecast``, ``build`` (the program, the FTF bound search and the
+        maximum flow that checks the FTF rows have room), ``solve``
         (with the relaxation's fallback solve, if any), ``rounding`` and in ``total``.
     job_ids : tuple of hashable, or None
     """
@@ -297,9 +297,8 @@ def plan(
         )
         fairness = "constraints"
     # Rows infeasible, or feasible only in a sliver that backends resolve differently, are relaxed
-    # before any backend sees them, the same for all (one LP: part of building the program).
-    interior = program.fairness_interior if fairness == "constraints" else None
-    has_room = interior is not None and interior[1] >= _MIN_FAIRNESS_MARGIN
+    # before any backend sees them, the same for all (one maximum flow: part of building the program).
+    has_room = fairness == "constraints" and program.fairness_room(_MIN_FAIRNESS_MARGIN)
     build_s = time.perf_counter() - started - forecast_s
     solution = None
     if fairness == "constraints":
@@ -362,8 +361,8 @@ def check_planning_options(efficiency: float, rho_max: float, priority_exponent:
         raise ValidationError(f"spread must be a finite number >= 0, got {spread!r}")
 
 
-#: The FTF constraints' largest common margin (rounds, `PlanningProgram.fairness_interior`) below
-#: which `plan` relaxes them for every backend.
+#: `plan` relaxes the FTF constraints for every backend when no schedule meets them all with this
+#: margin (rounds, `PlanningProgram.fairness_room`).
 _MIN_FAIRNESS_MARGIN = 1e-3
 
 #: Share of the GPU-rounds available to the FTF constraints that a relaxed bound leaves free.

@@ -40,8 +40,8 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-import scipy.optimize
 import scipy.sparse
+import scipy.sparse.csgraph
 
 from vfm import utility
 from vfm._validation import FloatArray
@@ -135,41 +135,44 @@ class PlanningProgram:
                              (self.remaining_s - self.leftover_limit_s) / self.round_s, 0.0)
         return np.maximum(floor, 0.0)
 
-    @cached_property
-    def fairness_interior(self) -> tuple[FloatArray, float] | None:
-        r"""A schedule meeting every FTF constraint with the largest common margin, by one LP (HiGHS).
+    def fairness_room(self, margin: float) -> bool:
+        r"""Whether some schedule meets every FTF constraint with `margin` >= 0 rounds to spare.
 
-        Maximizes :math:`\delta \le 1` over :math:`0 \le y \le 1` on the `runnable` entries of the
-        jobs with a binding constraint (`fairness_floor` > 0), the others at 0, subject to
-        :math:`\sum_t y_{it} \ge m_i + \delta` and the capacity. Returns ``(y, delta)`` with `y` of
-        shape (n, T); :math:`\delta \le 0` means the constraints have no strictly feasible schedule.
-        None when a constrained job has no runnable round (otherwise the LP, with :math:`\delta`
-        free below, always has a solution). Without binding FTF rows: ``(zeros, 1.0)``.
+        That is, :math:`\sum_t y_{it} \ge m_i + \text{margin}` for every job with a binding
+        constraint (`fairness_floor` > 0), with :math:`0 \le y \le 1` on its `runnable` entries
+        and the capacity. Measured in GPU-rounds (:math:`x_{it} = w_i y_{it}`) this is a
+        transportation problem, decided by one maximum flow (`scipy.sparse.csgraph.maximum_flow`,
+        a few ms at 900 jobs where the equivalent LP took ~80 ms): source to job `i` with capacity
+        :math:`w_i (m_i + \text{margin})`, job to each runnable round with :math:`w_i`, round to
+        sink with :math:`G_t`; there is room exactly when the flow saturates the source arcs.
+
+        The flow is integral, so capacities are counted in units of :math:`1 / u` GPU-rounds,
+        :math:`u` the largest scale at which the total capacity fits an int32: demands rounded
+        up, arc capacities down. True is therefore exact; False means no schedule has room
+        `margin` plus at most :math:`T / u` GPU-rounds per job (about 1e-4 at 256 GPUs). True
+        without binding constraints; False when a constrained job has no runnable round.
         """
         floor = self.fairness_floor
-        _, n, rounds = self.shape
         jobs = np.flatnonzero(floor > 0)
         if jobs.size == 0:
-            return np.zeros((n, rounds)), 1.0
+            return True
         job, period = np.nonzero(self.runnable & (floor > 0)[:, None])
         if not np.isin(jobs, job).all():
-            return None  # a constrained job with nowhere to run
-        row_of_job = np.full(n, -1)
-        row_of_job[jobs] = np.arange(jobs.size)
-        # Variables: the entries, then delta. Rows: -sum_t y_it + delta <= -m_i, then sum_i w_i y_it <= G_t.
-        rows = np.concatenate([row_of_job[job], np.arange(jobs.size), jobs.size + period])
-        columns = np.concatenate([np.arange(job.size), np.full(jobs.size, job.size), np.arange(job.size)])
-        values = np.concatenate([-np.ones(job.size), np.ones(jobs.size), self.gpus[job] / self.capacity[period]])
-        matrix = scipy.sparse.csr_array((values, (rows, columns)), shape=(jobs.size + rounds, job.size + 1))
-        cost = np.zeros(job.size + 1)
-        cost[-1] = -1.0
-        result = scipy.optimize.linprog(cost, A_ub=matrix, b_ub=np.concatenate([-floor[jobs], np.ones(rounds)]),
-                                        bounds=[(0.0, 1.0)] * job.size + [(None, 1.0)], method="highs")
-        if result.status != 0:
-            return None
-        y = np.zeros((n, rounds))
-        y[job, period] = result.x[:-1]
-        return y, float(-result.fun)
+            return False
+        n_jobs, rounds = jobs.size, self.shape[2]
+        node_of_job = np.zeros(self.shape[1], dtype=np.int64)
+        node_of_job[jobs] = 1 + np.arange(n_jobs)
+        sink = n_jobs + rounds + 1
+        unit = np.floor((np.iinfo(np.int32).max - 1) / (float(self.capacity.sum()) + 1.0))
+        # Clipped: a demand above the total capacity cannot be met either way.
+        demand = np.minimum(np.ceil(self.gpus[jobs] * (floor[jobs] + margin) * unit), np.iinfo(np.int32).max)
+        arcs = scipy.sparse.csr_array(
+            (np.concatenate([demand, np.floor(self.gpus[job] * unit), np.floor(self.capacity * unit)]).astype(np.int32),
+             (np.concatenate([np.zeros(n_jobs, dtype=np.int64), node_of_job[job], n_jobs + 1 + np.arange(rounds)]),
+              np.concatenate([node_of_job[jobs], n_jobs + 1 + period, np.full(rounds, sink)]))),
+            shape=(sink + 1, sink + 1))
+        flow = scipy.sparse.csgraph.maximum_flow(arcs, 0, sink, method="dinic")
+        return bool(flow.flow_value >= demand.sum())
 
     @cached_property
     def spread_weights(self) -> FloatArray:

@@ -16,8 +16,8 @@ one (T, T) block per job of rank at most `S`; a job's FTF row adds
 :math:`\frac{z^f_i}{s^f_i} \mathbf 1 \mathbf 1^\top` to its block, one more rank-one term (an
 extra column of the factor below). The FTF rows may start violated: their slacks are variables
 of their own and each Newton step closes the rows' residual by the step length. The rows must
-have an interior, though: when the schedule meeting them with the largest margin
-(`PlanningProgram.fairness_interior`, one LP) has none, the solve reports `Status.INFEASIBLE`.
+have an interior, though: when no schedule meets them with a margin of `_NO_INTERIOR_MARGIN`
+rounds (`PlanningProgram.fairness_room`, one maximum flow), the solve reports `Status.INFEASIBLE`.
 
 Linear algebra
     Every job's block is factored at once: with :math:`D` the bound curvatures plus a tiny
@@ -81,8 +81,8 @@ from vfm.equilibrium import Status
 from vfm.planner.program import PlanningProgram
 
 _STEP_TO_BOUNDARY = 0.99
-#: The FTF rows' largest common margin (rounds) at or below which they count as having no interior.
-_NO_INTERIOR_MARGIN = 1e-9
+#: The FTF rows count as having no interior when no schedule meets them all with this margin (rounds).
+_NO_INTERIOR_MARGIN = 1e-6
 #: An FTF row violated by more than this (relative to 1 + m_i rounds) leaves the point uncertified.
 _FTF_TOLERANCE = 1e-9
 _START_SHARE = 0.5
@@ -264,12 +264,12 @@ def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 8
     work = _Workspace(n, n_scenarios + int(constrained.any() or efficient.any()), rounds)
 
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        interior = program.fairness_interior if constrained.any() else None
-        if constrained.any() and (interior is None or interior[1] <= _NO_INTERIOR_MARGIN):
+        if not program.fairness_room(_NO_INTERIOR_MARGIN):
             return RelaxedSolution(
                 schedule=np.zeros((n, rounds)), prices=np.full(rounds, np.nan), gap=float("nan"),
                 status=Status.INFEASIBLE,
-                message="saa-ipm: the finish-time-fairness constraints have no strictly feasible schedule",
+                message=f"saa-ipm: no schedule meets the finish-time-fairness constraints with a margin of "
+                        f"{_NO_INTERIOR_MARGIN:g} rounds, which the interior point needs",
                 iterations=0, solve_time=time.perf_counter() - started)
         point = _start(data, warm_start, n_constraints)
         status, message = Status.ITERATION_LIMIT, f"saa-ipm stopped at max_iter={max_iter} before converging"
