@@ -131,7 +131,7 @@ def test_relaxation_equals_vfm_solve_on_the_window_market(case):
     tolerance = _agreement_tolerance(reference)
     for solver in SOLVERS:
         result = _plan(case, solver=solver, spread=0.0)  # the program itself, no tie-breaking term
-        assert result.solver == solver and result.fairness == "none"
+        assert result.solver == solver and result.fairness == "none", result.message
         assert _certified(result), result.message
         # If saa-ipm stopped short of its tolerance (a known bug), its own certified gap still holds.
         allowed = max(tolerance, result.bound - result.relaxed_objective + abs(reference.duality_gap))

@@ -22,20 +22,29 @@ rounds (`PlanningProgram.fairness_room`, one maximum flow), the solve reports `S
 Linear algebra
     Every job's block is factored at once: with :math:`D` the bound curvatures plus a tiny
     regularization (`_REGULARIZATIONS`), :math:`D^{-1/2} K_i D^{-1/2} = I + V_i V_i^\top` (eigenvalues
-    at least 1) gets a batched Cholesky factor :math:`L_i` and, by one forward substitution over
-    the `T` rows, :math:`L_i^{-1}`; then :math:`K_i^{-1} = W_i W_i^\top` with
-    :math:`W_i = D^{-1/2} L_i^{-\top}`, the Woodbury identity leaves one (T, T) system in the
-    capacity prices, whose matrix :math:`\operatorname{diag}(s_c/\lambda) + \sum_i (g_i W_i)(g_i W_i)^\top`
-    is one matrix product. That regularized inverse only preconditions conjugate gradients on
-    :math:`H` applied exactly from its definition: on degenerate windows (jobs indifferent between
-    rounds) the bound curvatures of interior entries fall towards 0, the exact :math:`K_i^{-1}`
-    gets entries of order :math:`1/\mu` and its Woodbury inverse loses every digit (or positive
-    definiteness); the regularized one stays a good preconditioner and CG removes its bias (when
-    it cannot, the system is factored again with a larger regularization). An iteration costs one
-    factorization, :math:`O(n T^2 (S + T))`, and a few :math:`O(n T (S + T))` solves, products and
-    trial points: about 11 ms at 874 jobs, 16 scenarios and 20 rounds (5-6 ms of it the
-    factorization; the batched Cholesky and triangular inverse replaced a batched LU inverse
-    that alone cost ~8 ms), and the (n, S, T) and (n, T, T) arrays are allocated once per solve.
+    at least 1, :math:`V_i` of shape (T, S') with S' the scenarios plus one column for the FTF
+    and efficiency rows) gets a factor :math:`F_i` with
+    :math:`F_i^\top F_i = (I + V_i V_i^\top)^{-1}` (`_BlockFactor`): for S' up to
+    `_LOW_RANK_COLUMNS`, the symmetric square root :math:`I - P_i \operatorname{diag}(h_i) P_i^\top`
+    from an (S', S') eigendecomposition of :math:`V_i^\top V_i`, :math:`O(n T S'^2)`; above it, the
+    inverse of the (T, T) Cholesky factor, :math:`O(n T^3)`. Then
+    :math:`K_i^{-1} = D^{-1/2} F_i^\top F_i D^{-1/2}`, and the Woodbury identity leaves one (T, T)
+    system in the capacity prices, whose matrix
+    :math:`\operatorname{diag}(s_c/\lambda) + \sum_i (F_i X_i)^\top (F_i X_i)`,
+    :math:`X_i = \operatorname{diag}(g_i D_i^{-1/2})`, is one Gram matrix. A factor, not the
+    difference :math:`I - V (I + V^\top V)^{-1} V^\top`: that loses :math:`\sigma^2 \epsilon` in the
+    directions where the inverse is small, and the capacity system, whose prices' curvature
+    :math:`\lambda / s_c` reaches 1e12, needs those digits (the difference stalled
+    `test_converges_on_fresh_jobs_sharing_a_round` at 1.4e-8). That regularized inverse only
+    preconditions conjugate gradients on :math:`H` applied exactly from its definition: on
+    degenerate windows (jobs indifferent between rounds) the bound curvatures of interior
+    entries fall towards 0, the exact :math:`K_i^{-1}` gets entries of order :math:`1/\mu` and
+    its Woodbury inverse loses every digit (or positive definiteness); the regularized one stays
+    a good preconditioner and CG removes its bias (when it cannot, or the capacity system is not
+    numerically positive definite, the system is factored again with a larger regularization).
+    At 874 jobs, 20 rounds and S = 1 an iteration costs about 9 ms (it was 15 ms with dense
+    factors, two thirds of it the (T, T) Cholesky factorizations and triangular inverses); at
+    S = 16 about 20 ms; the (n, S', T) and (n, T, T) arrays are allocated once per solve.
 
 Iterations
     Mehrotra predictor-corrector steps with one step length for the primal and the dual (the
@@ -407,7 +416,7 @@ def _gap_minimizing_prices(gradient: FloatArray, g: FloatArray, y: FloatArray, s
 
 def _objective(data: _Data, y: FloatArray) -> tuple[FloatArray, FloatArray, float]:
     """Utilities (n, S), gradient of F (n, T) and F at `y`."""
-    u = data.base[:, None] + (data.progress @ y[:, :, None])[:, :, 0]
+    u = data.base[:, None] + np.einsum("nst,nt->ns", data.progress, y)
     weight = data.beta[:, None] / u
     gradient = -(weight[:, None, :] @ data.progress)[:, 0, :] + data.spread[:, None] * y
     value = float(-(data.beta[:, None] * np.log(u)).sum() + 0.5 * data.spread @ (y * y).sum(axis=1))
@@ -476,8 +485,15 @@ def _direction(data: _Data, point: _Point, n_constraints: int, work: _Workspace,
                second_order: bool = True) -> _Direction | None:
     """Mehrotra's predictor-corrector direction at `point` (None when it is not finite); without
     `second_order`, the corrector aims at sigma mu alone."""
+    direction = None
     for regularization in _REGULARIZATIONS:
-        newton = _NewtonSystem.factor(data, point, work, regularization)
+        try:
+            newton = _NewtonSystem.factor(data, point, work, regularization)
+        except np.linalg.LinAlgError:
+            # The capacity system lost positive definiteness to rounding: regularize more.
+            if regularization == _REGULARIZATIONS[-1]:
+                raise
+            continue
         direction = _mehrotra(data, point, n_constraints, newton, 1.0 if second_order else 0.0)
         if direction is not None and not direction.inaccurate:
             break
@@ -557,7 +573,7 @@ class _NewtonSystem:
     diagonal: FloatArray  # (n, T) z_lo / y + z_hi / (1 - y) + the tie-breaking term's curvature; 1 off `active`
     ratio: FloatArray  # (T,) lambda / s_cap
     root: FloatArray  # (n, T) (diagonal + regularization)^-1/2
-    lower_inverse: FloatArray  # (n, T, T) L_i^-1: K_i^-1 ~= D^-1/2 L_i^-T L_i^-1 D^-1/2 (regularized)
+    blocks: _BlockFactor  # K_i^-1 ~= D^-1/2 F_i^T F_i D^-1/2 (regularized)
     schur: tuple[FloatArray, bool]  # Cholesky factor of the (T, T) capacity system
     stalled: list[float]  # relative residuals of the solves that missed `_CG_TOLERANCE`
     coupling: FloatArray  # (n, T) the column c (0 without the efficiency term)
@@ -580,21 +596,16 @@ class _NewtonSystem:
             # one more rank-one column.
             curvature[:, scenarios] = np.where(active, np.sqrt(point.z_f / point.s_f + row_curvature)[:, None], 0.0)
         root = 1.0 / np.sqrt(diagonal + regularization)
-        scaled = np.multiply(curvature, root[:, None, :], out=work.scaled)  # V_i^T, (n, S, T)
-        # A contiguous transpose first: matmul is ~3x slower on the transposed view.
-        work.scaled_t[...] = scaled.transpose(0, 2, 1)
-        block = np.matmul(work.scaled_t, scaled, out=work.block)
-        rounds = block.shape[1]
-        block[:, np.arange(rounds), np.arange(rounds)] += 1.0
-        # A batched Cholesky and a triangular inverse cost a third of the batched LU inverse
-        # (np.linalg.inv), and give the Schur complement as one Gram matrix.
-        lower_inverse = _lower_triangular_inverse(np.linalg.cholesky(block), out=work.lower_inverse)
-        weighted = np.multiply(lower_inverse, (g * root)[:, None, :], out=work.weighted)  # L_i^-1 D^-1/2 G_i
-        stacked = weighted.reshape(-1, rounds)
-        schur = stacked.T @ stacked  # sum_i G_i K_i^-1 G_i^T, one product without copies
+        scaled = np.multiply(curvature, root[:, None, :], out=work.scaled)  # V_i^T, (n, S', T)
+        blocks = _BlockFactor.of(scaled, work)
+        # sum_i G_i K_i^-1 G_i^T = sum_i (F_i X_i)^T (F_i X_i), X_i = diag(g_i D_i^-1/2): one Gram
+        # matrix of the stacked (n T, T) products, positive semidefinite to rounding.
+        weighted = blocks.times_diagonal(g * root, out=work.weighted).reshape(-1, root.shape[1])
+        schur = weighted.T @ weighted
+        rounds = schur.shape[0]
         ratio = point.prices / point.s_cap
         schur[np.arange(rounds), np.arange(rounds)] += 1.0 / ratio
-        system = cls(data, point, curvature, diagonal, ratio, root, lower_inverse,
+        system = cls(data, point, curvature, diagonal, ratio, root, blocks,
                      scipy.linalg.cho_factor(schur, lower=True, check_finite=True), [],
                      np.zeros_like(point.y), 0.0, np.zeros_like(point.y), 0.0)
         if not data.kappa:
@@ -607,8 +618,7 @@ class _NewtonSystem:
 
     def _inverse_blocks(self, vector: FloatArray) -> FloatArray:
         """K^-1 vector (regularized), job by job."""
-        inner = self.lower_inverse @ (self.root * vector)[:, :, None]  # (n, T, 1)
-        return self.root * (inner.transpose(0, 2, 1) @ self.lower_inverse)[:, 0, :]
+        return self.root * self.blocks.solve(self.root * vector)
 
     def _precondition_y(self, rhs: FloatArray) -> FloatArray:
         """The regularized Woodbury inverse of H_y applied to `rhs`, shape (n, T)."""
@@ -620,8 +630,8 @@ class _NewtonSystem:
     def _apply_y(self, vector: FloatArray) -> FloatArray:
         """H_y vector from its definition, shape (n, T)."""
         g, curvature = self.data.g, self.curvature
-        along = curvature @ vector[:, :, None]  # (n, S, 1)
-        hessian = (along.transpose(0, 2, 1) @ curvature)[:, 0, :]
+        # einsum: NumPy's stacked matmul is ~1.5x slower on these (S', T) blocks.
+        hessian = np.einsum("ns,nst->nt", np.einsum("nst,nt->ns", curvature, vector), curvature)
         return self.diagonal * vector + hessian + g * (self.ratio * (g * vector).sum(axis=0))[None, :]
 
     def precondition(self, rhs: FloatArray) -> FloatArray:
@@ -687,12 +697,77 @@ class _NewtonSystem:
         ds_e = np.where(efficient, running + d_zeta, 0.0)
         dz_e = np.where(efficient, (target_e - z_e * ds_e) / s_e - z_e, 0.0)
         dz_zeta = (target_zeta - longest.z_zeta * d_zeta) / longest.zeta - longest.z_zeta if data.kappa else 0.0
-        du = (data.progress @ dy[:, :, None])[:, :, 0]
+        du = np.einsum("nst,nt->ns", data.progress, dy)
         largest = _largest_step(
             (y, s_hi, s_cap, z_lo, z_hi, prices, point.u, s_f, z_f, s_e, z_e, np.array([longest.zeta, longest.z_zeta])),
             (dy, -dy, ds_cap, dz_lo, dz_hi, d_prices, du, ds_f, dz_f, ds_e, dz_e, np.array([d_zeta, dz_zeta])))
         return _Direction(dy, dz_lo, dz_hi, ds_cap, d_prices, ds_f, dz_f, _Longest(d_zeta, ds_e, dz_e, dz_zeta), du,
                           largest, sigma)
+
+
+#: Up to this many columns per job (scenarios plus the FTF/efficiency column) the blocks are
+#: factored in low-rank form (`_BlockFactor.low_rank`), above it as dense (T, T) Cholesky factors.
+#: The low-rank form's (S', S') eigendecompositions cost ~0.5 ms at 900 jobs and S' = 2, but 26 ms
+#: at S' = 17, where the dense form costs 7 ms.
+_LOW_RANK_COLUMNS = 4
+
+
+@dataclass(frozen=True)
+class _BlockFactor:
+    r"""A factor :math:`F_i` with :math:`F_i^\top F_i = (I + V_i V_i^\top)^{-1}` for every job at once.
+
+    Dense: :math:`F_i = L_i^{-1}`, :math:`L_i` the Cholesky factor of the (T, T) block,
+    :math:`O(n T^3)`. Low-rank: the symmetric square root
+    :math:`F_i = I - P_i \operatorname{diag}(h_i) P_i^\top` with :math:`V_i^\top V_i = U \Sigma^2 U^\top`,
+    :math:`P_i = V_i U`, :math:`h = 1 / (\sqrt{1 + \sigma^2} (1 + \sqrt{1 + \sigma^2}))`:
+    :math:`O(n T S'^2)` plus (S', S') eigendecompositions. Either is accurate to rounding in the
+    directions where :math:`(I + V V^\top)^{-1}` is small: a difference such as
+    :math:`I - V (I + V^\top V)^{-1} V^\top` is not (it loses :math:`\sigma^2 \epsilon`, and
+    with it the capacity system once the prices' curvature :math:`\lambda / s_c` reaches 1e12).
+    """
+
+    lower_inverse: FloatArray | None  # (n, T, T) L_i^-1 (dense form)
+    columns: FloatArray | None  # (n, S', T) P_i^T (low-rank form)
+    shrink: FloatArray | None  # (n, S') h_i (low-rank form)
+
+    @classmethod
+    def of(cls, scaled: FloatArray, work: _Workspace) -> _BlockFactor:
+        r"""The factor of the blocks :math:`I + V_i V_i^\top`, `scaled` holding :math:`V_i^\top`, shape (n, S', T)."""
+        if scaled.shape[1] <= _LOW_RANK_COLUMNS:
+            squared, rotation = np.linalg.eigh(scaled @ scaled.transpose(0, 2, 1))
+            root = np.sqrt(1.0 + np.maximum(squared, 0.0))
+            return cls(None, rotation.transpose(0, 2, 1) @ scaled, 1.0 / (root * (1.0 + root)))
+        # A contiguous transpose first: matmul is ~3x slower on the transposed view.
+        work.scaled_t[...] = scaled.transpose(0, 2, 1)
+        block = np.matmul(work.scaled_t, scaled, out=work.block)
+        rounds = block.shape[1]
+        block[:, np.arange(rounds), np.arange(rounds)] += 1.0
+        # A batched Cholesky and a triangular inverse cost a third of the batched LU inverse.
+        return cls(_lower_triangular_inverse(np.linalg.cholesky(block), out=work.lower_inverse), None, None)
+
+    def _root_times(self, vector: FloatArray) -> FloatArray:
+        """:math:`F_i` times `vector` (low-rank form, where :math:`F_i` is symmetric), shape (n, T)."""
+        assert self.columns is not None and self.shrink is not None
+        along = self.shrink * np.einsum("nst,nt->ns", self.columns, vector)
+        return vector - np.einsum("ns,nst->nt", along, self.columns)
+
+    def solve(self, vector: FloatArray) -> FloatArray:
+        r""":math:`(I + V_i V_i^\top)^{-1}` times `vector`, job by job, shape (n, T)."""
+        if self.lower_inverse is None:
+            return self._root_times(self._root_times(vector))
+        inner = self.lower_inverse @ vector[:, :, None]  # (n, T, 1)
+        return (inner.transpose(0, 2, 1) @ self.lower_inverse)[:, 0, :]
+
+    def times_diagonal(self, x: FloatArray, out: FloatArray) -> FloatArray:
+        r""":math:`F_i \operatorname{diag}(x_i)` for every job, shape (n, T, T), written to `out`."""
+        if self.lower_inverse is None:
+            assert self.columns is not None and self.shrink is not None
+            weighted = self.columns * x[:, None, :]  # P^T X, (n, S', T)
+            np.matmul(self.columns.transpose(0, 2, 1), -self.shrink[:, :, None] * weighted, out=out)
+            rounds = x.shape[1]
+            out[:, np.arange(rounds), np.arange(rounds)] += x
+            return out
+        return np.multiply(self.lower_inverse, x[:, None, :], out=out)
 
 
 def _lower_triangular_inverse(lower: FloatArray, out: FloatArray) -> FloatArray:
