@@ -5,9 +5,10 @@ whole gangs. `PlanningProgram` is the program, `round_schedule` the rounding. `P
 object a scheduler drives round by round: it re-plans on arrivals, completions and every K rounds.
 """
 
+from vfm.planner.options import PlanOptions
 from vfm.planner.plan import Plan, plan
 from vfm.planner.policy import Policy
 from vfm.planner.program import PlanningProgram
 from vfm.planner.rounding import round_schedule
 
-__all__ = ["Plan", "PlanningProgram", "Policy", "plan", "round_schedule"]
+__all__ = ["Plan", "PlanOptions", "PlanningProgram", "Policy", "plan", "round_schedule"]

@@ -18,30 +18,20 @@ from __future__ import annotations
 import time
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from vfm._validation import FloatArray, as_real_array, require_per_job
 from vfm.equilibrium import Status
-from vfm.errors import UnknownSolverError, UnsupportedMarketError, ValidationError
-from vfm.forecast import DirichletForecaster, Forecaster, JobStates, SeedLike, check_horizon
+from vfm.errors import ValidationError
+from vfm.forecast import DirichletForecaster, Forecaster, JobStates, SeedLike
+from vfm.planner.options import PLAN_SOLVERS, PlanOptions
 from vfm.planner.program import PlanningProgram
 from vfm.planner.rounding import round_schedule
 from vfm.planner.saa_cvxpy import solve_saa_cvxpy
 from vfm.planner.saa_ipm import RelaxedSolution, solve_saa_ipm
-
-PlanSolver = Literal["saa-ipm", "cvxpy"]
-#: What each planning backend solves: any number of scenarios, the efficiency term, FTF constraints,
-#: the tie-breaking term (`PlanningProgram.spread`).
-SOLVER_CAPABILITIES: Mapping[str, Mapping[str, bool]] = {
-    "saa-ipm": {"scenarios": True, "efficiency": True, "fairness": True, "spread": True},
-    "cvxpy": {"scenarios": True, "efficiency": True, "fairness": True, "spread": True},
-}
-
-#: Fastest first (benchmarks/plan.py).
-_PREFERENCE: tuple[PlanSolver, ...] = ("saa-ipm", "cvxpy")
 
 Fairness = Literal["none", "constraints", "relaxed"]
 
@@ -121,22 +111,14 @@ def plan(
     states: JobStates,
     gpus: ArrayLike,
     capacity: ArrayLike,
+    options: PlanOptions | None = None,
     *,
     forecaster: Forecaster | None = None,
-    rounds: int = 20,
-    round_s: float = 120.0,
-    scenarios: int = 1,
     seed: SeedLike = None,
     budgets: ArrayLike | None = None,
-    efficiency: float = 0.0,
     fair_finish_s: ArrayLike | None = None,
-    rho_max: float = 1.0,
-    priority_exponent: float = 10.0,
-    reserve: float = 0.0,
-    solver: PlanSolver | None = None,
     warm_start: FloatArray | None = None,
-    tol: float = 1e-9,
-    spread: float = 0.1,
+    **overrides: Any,
 ) -> Plan:
     r"""Plan the next `rounds` rounds: forecast, solve expected NSWOT exactly, round to whole gangs.
 
@@ -149,57 +131,36 @@ def plan(
         Gang sizes :math:`w_i \ge 1`, each at most the largest round capacity.
     capacity : float or array_like, shape (rounds,)
         GPUs :math:`G_t` in each round.
+    options : PlanOptions, optional
+        The window, the Shockwave options, the backend and its accuracy (`PlanOptions`;
+        default: its defaults).
     forecaster : vfm.forecast.Forecaster, optional
         Default: `vfm.forecast.DirichletForecaster()` (Shockwave's).
-    rounds : int
-        Window length `T` (default 20).
-    round_s : float
-        Seconds per round (default 120).
-    scenarios : int
-        `S`: 1 plans on the point forecast (certainty equivalent); more plans on the sample
-        average over `S` posterior predictive scenarios drawn from `seed`.
     seed : int, numpy.random.Generator, optional
-        Makes the scenarios reproducible.
+        Makes the scenarios reproducible (with ``options.scenarios > 1``).
     budgets : array_like, shape (n,), optional
         :math:`B_i > 0`. Default: equal.
-    efficiency : float
-        :math:`k \ge 0`, weight of the makespan term :math:`-k \max_i S_i` (SPEC section 3).
     fair_finish_s : array_like, shape (n,), optional
         Finish-time-fairness targets :math:`FT^*_i`: seconds from now by which job `i` would
         finish with an equal share. Adds the constraints
         :math:`TW + S_i / \min(1, G/N) \le \theta\, FT^*_i` with :math:`\theta = \rho_{\max}`
-        when they fit (see `reserve`). A job that cannot meet its own even running in every
-        round gets no constraint; its log utility is weighted by :math:`\hat\rho_i^{\lambda}`,
-        :math:`\hat\rho_i = (\hat T_i / \min(1, G/N)) / FT^*_i`. If the constraints are still
-        infeasible, all are dropped and every job projected past :math:`\rho_{\max}` is weighted
-        so (Shockwave's relaxation). The rounding serves the largest :math:`\hat\rho_i` first.
-    rho_max : float
-        :math:`\rho_{\max} > 0` (default 1).
-    priority_exponent : float
-        :math:`\lambda \ge 0` (default 10; Shockwave uses 5 to 15).
-    reserve : float
-        Fraction of the window's GPU-rounds the FTF constraints may not claim (default 0).
-        :math:`\theta` is the smallest bound :math:`\ge \rho_{\max}` at which the GPU-rounds
-        the constrained jobs need, :math:`w_i \max(0, \hat T_i - b_i(\theta)) / W` each, fit in
+        when they fit (see the reserve below). A job that cannot meet its own even running in
+        every round gets no constraint; its log utility is weighted by
+        :math:`\hat\rho_i^{\lambda}`, :math:`\hat\rho_i = (\hat T_i / \min(1, G/N)) / FT^*_i`.
+        If the constraints are still infeasible, all are dropped and every job projected past
+        :math:`\rho_{\max}` is weighted so (Shockwave's relaxation). The rounding serves the
+        largest :math:`\hat\rho_i` first. :math:`\theta` is the smallest bound
+        :math:`\ge \rho_{\max}` at which the GPU-rounds the constrained jobs need,
+        :math:`w_i \max(0, \hat T_i - b_i(\theta)) / W` each, fit in
         :math:`1 - \text{reserve}` of the cluster's, round by round as earliest-deadline-first
         would serve them (docs/planning.md): when equal shares over-subscribe the cluster (gangs
         wider than one GPU), every job keeps the same, looser, guarantee instead of none, and
         the reserve is left to the objective (the efficiency term).
-    solver : {"saa-ipm", "cvxpy"}, optional
-        ``"saa-ipm"`` (default): vfm's interior point for the program (scenarios, FTF
-        constraints, the efficiency term as an epigraph); ``"cvxpy"``: the CVXPY
-        exponential-cone model with Clarabel (the independent reference). If it does not reach
-        `tol`, the other is tried and the first optimal answer used (`Plan.message` says so).
     warm_start : ndarray, shape (n, T), optional
         A previous relaxed schedule shifted to this window (``"saa-ipm"`` only; ignored otherwise).
-    tol : float
-        Relative gap asked of the backend (default 1e-9: both backends then return the same
-        schedule to well within the rounding's resolution; `bound` adds the certified gap of
-        ``"saa-ipm"``, so it stays an upper bound at any accuracy; see docs/planning.md).
-    spread : float
-        :math:`\delta \ge 0`, weight of the tie-breaking term that makes the optimal schedule
-        unique (default 0.1; `vfm.planner.program`, docs/planning.md "Choosing among optimal
-        schedules"); 0 solves the program as it is, whose optimal schedules may be many.
+    **overrides
+        Options that replace those of `options` (``plan(..., rounds=10)`` is
+        ``plan(..., PlanOptions(rounds=10))``).
 
     Returns
     -------
@@ -209,9 +170,8 @@ def plan(
     ------
     vfm.errors.ValidationError
         (a `ValueError`) naming the job and field: a gang size that is not a positive whole
-        number or is wider than the cluster, budgets or targets of the wrong shape or sign, bad
-        window arguments; `vfm.errors.UnsupportedMarketError` if `solver` cannot solve the
-        program asked for.
+        number or is wider than the cluster, budgets or targets of the wrong shape or sign; or
+        naming the option (`PlanOptions`).
 
     Examples
     --------
@@ -227,7 +187,8 @@ def plan(
     True
     """
     started = time.perf_counter()
-    check_horizon(rounds, round_s, scenarios)
+    opts = (PlanOptions() if options is None else options).updated(**overrides)
+    rounds, round_s, scenarios = opts.rounds, opts.round_s, opts.scenarios
     n = states.n_jobs
     width = as_real_array(gpus, "gpus", (n,))
     raw_capacity = np.asarray(capacity)
@@ -242,7 +203,6 @@ def plan(
                 f"is wider than the cluster ({supply.max():g} GPUs), so the job can never run", ids=states.job_ids)
     weights = np.ones(n) if budgets is None else as_real_array(budgets, "budgets", (n,))
     require_per_job("budgets", weights, weights <= 0, "must be > 0", ids=states.job_ids)
-    check_planning_options(efficiency, rho_max, priority_exponent, reserve, tol=tol, spread=spread)
     targets = None if fair_finish_s is None else as_real_array(fair_finish_s, "fair_finish_s", (n,))
     if targets is not None:
         require_per_job("fair_finish_s", targets, targets <= 0, "must be > 0 seconds", ids=states.job_ids)
@@ -271,8 +231,8 @@ def plan(
         capacity=supply,
         round_s=float(round_s),
         remaining_s=remaining_s,
-        efficiency=float(efficiency),
-        spread=float(spread),
+        efficiency=float(opts.efficiency),
+        spread=float(opts.spread),
     )
     stuck = ~finished & (program.base == 0) & (program.progress.sum(axis=(0, 2)) == 0)
     require_per_job("epochs", program.base, stuck,
@@ -286,14 +246,15 @@ def plan(
         share = min(1.0, float(supply.mean()) / n)
         lateness = np.where(finished, 0.0, remaining_s / share / targets)
         limits = _FairFinishLimits(program, targets, share, rounds * round_s)
-        hopeless = limits.hopeless(rho_max)
-        ftf_bound = limits.tightest_bound(rho_max, hopeless, (1.0 - reserve) * supply)
+        hopeless = limits.hopeless(opts.rho_max)
+        ftf_bound = limits.tightest_bound(opts.rho_max, hopeless, (1.0 - opts.reserve) * supply)
         hopeless |= limits.without_room(ftf_bound)
         # A job that cannot meet its target even running every round it can progress in gets the
         # relaxation's priority weight instead of a constraint; the others keep theirs.
         program = replace(
             program, leftover_limit_s=np.where(hopeless, np.inf, limits.leftover_limit_s(ftf_bound)),
-            weights=weights * np.where(hopeless, _priority_weights(lateness, rho_max, priority_exponent), 1.0),
+            weights=weights * np.where(hopeless, _priority_weights(lateness, opts.rho_max, opts.priority_exponent),
+                                       1.0),
         )
         fairness = "constraints"
     # Rows infeasible, or feasible only in a sliver that backends resolve differently, are relaxed
@@ -303,15 +264,15 @@ def plan(
     solution = None
     if fairness == "constraints":
         if has_room:
-            solution, name = _solve(program, solver, scenarios, tol, warm_start)
+            solution, name = _solve(program, opts, warm_start)
         if solution is None or solution.status == Status.INFEASIBLE:
             # Shockwave's relaxation: drop the constraints, favour the jobs projected past rho_max.
             assert lateness is not None
-            priority = _priority_weights(lateness, rho_max, priority_exponent)
+            priority = _priority_weights(lateness, opts.rho_max, opts.priority_exponent)
             program = replace(program, leftover_limit_s=None, weights=weights * priority)
             fairness, ftf_bound, solution = "relaxed", float("nan"), None
     if solution is None:
-        solution, name = _solve(program, solver, scenarios, tol, warm_start)
+        solution, name = _solve(program, opts, warm_start)
     solve_s = time.perf_counter() - started - forecast_s - build_s
 
     schedule = round_schedule(solution.schedule, width, supply, np.where(finished, 0.0, remaining_s),
@@ -338,27 +299,6 @@ def plan(
                  "rounding": total_s - forecast_s - build_s - solve_s, "total": total_s},
         job_ids=states.job_ids,
     )
-
-
-def check_planning_options(efficiency: float, rho_max: float, priority_exponent: float, reserve: float, *,
-                           tol: float = 1e-9, spread: float = 0.1) -> None:
-    """Raise `ValidationError` naming the first of `plan`'s scalar options out of its range.
-
-    `vfm.planner.Policy` calls it on construction, so a bad option fails there, not at the
-    first re-plan.
-    """
-    if not (np.isfinite(efficiency) and efficiency >= 0):
-        raise ValidationError(f"efficiency must be a finite number >= 0, got {efficiency!r}")
-    if not (np.isfinite(rho_max) and rho_max > 0):
-        raise ValidationError(f"rho_max must be a finite number > 0, got {rho_max!r}")
-    if not (np.isfinite(priority_exponent) and priority_exponent >= 0):
-        raise ValidationError(f"priority_exponent must be a finite number >= 0, got {priority_exponent!r}")
-    if not (np.isfinite(reserve) and 0 <= reserve < 1):
-        raise ValidationError(f"reserve must be a fraction in [0, 1), got {reserve!r}")
-    if not (np.isfinite(tol) and tol > 0):
-        raise ValidationError(f"tol must be a finite number > 0, got {tol!r}")
-    if not (np.isfinite(spread) and spread >= 0):
-        raise ValidationError(f"spread must be a finite number >= 0, got {spread!r}")
 
 
 #: `plan` relaxes the FTF constraints for every backend when no schedule meets them all with this
@@ -475,32 +415,21 @@ def _in_fitting_rounds(epochs: FloatArray, fits: np.ndarray) -> FloatArray:
     return np.where(fits, moved, 0.0)
 
 
-def _solve(program: PlanningProgram, requested: PlanSolver | None, scenarios: int, tol: float,
+def _solve(program: PlanningProgram, options: PlanOptions,
            warm_start: FloatArray | None) -> tuple[RelaxedSolution, str]:
-    """Solve with the requested backend (default: the first of `_PREFERENCE` that supports the
-    program), then, until one is optimal, with the others that support it.
+    """Solve with `options.solver` (default: the first of `PLAN_SOLVERS`), then, until one is
+    optimal, with the others (every planning backend solves every program).
 
     A scheduler needs a dependable answer every round: the first optimal solution is used, else the
     first whose gap still bounds the optimum (INACCURATE), else the last; the message keeps what the
     others reported.
     """
-    needs = {"scenarios": scenarios > 1, "efficiency": program.efficiency > 0,
-             "fairness": program.leftover_limit_s is not None, "spread": program.spread > 0}
-
-    def supports(name: str) -> bool:
-        return all(SOLVER_CAPABILITIES[name][feature] for feature, needed in needs.items() if needed)
-
-    if requested is not None and requested not in SOLVER_CAPABILITIES:
-        raise UnknownSolverError(f"solver must be one of {sorted(SOLVER_CAPABILITIES)}, got {requested!r}")
-    if requested is not None and not supports(requested):
-        missing = [feature for feature, needed in needs.items()
-                   if needed and not SOLVER_CAPABILITIES[requested][feature]]
-        raise UnsupportedMarketError(f"planning solver {requested!r} does not support {', '.join(missing)}; leave "
-                                     f"solver unset to pick one that does")
-    candidates = [name for name in _PREFERENCE if supports(name)]
+    requested = options.solver
+    candidates = [name for name in PLAN_SOLVERS if name != requested]
     if requested is not None:
-        candidates = [requested, *(name for name in candidates if name != requested)]
+        candidates.insert(0, requested)
     attempts: list[tuple[RelaxedSolution, str]] = []
+    tol = options.tol
     for name in candidates:
         if name == "saa-ipm":
             solution = solve_saa_ipm(program, tol=tol, warm_start=warm_start)

@@ -28,13 +28,14 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
 from vfm.errors import ValidationError
 from vfm.forecast import DirichletForecaster, Forecaster, JobStates
-from vfm.planner.plan import Plan, PlanSolver, check_planning_options, plan
+from vfm.planner.options import PlanOptions
+from vfm.planner.plan import Plan, plan
 from vfm.planner.rounding import RESOLUTION, first_fit, quantize
 
 #: Momentum of the finish-time-fairness targets (SPEC section 3): FT* <- 0.9 FT* + 0.1 estimate.
@@ -60,14 +61,12 @@ class Policy:
     ----------
     capacity : int
         GPUs in the cluster.
-    rounds : int
-        Planning window `T` (default 20).
-    round_s : float
-        Seconds per round (default 120).
+    options : vfm.planner.PlanOptions, optional
+        How each re-plan plans (window, Shockwave options, backend; default: `PlanOptions`'s
+        defaults). Keyword overrides of its fields are accepted too
+        (``Policy(8, rounds=10)`` is ``Policy(8, PlanOptions(rounds=10))``).
     replan_every : int
         `K`: re-plan at least every `K` rounds (default 8), besides arrivals and completions.
-    scenarios : int
-        `S` of `vfm.planner.plan` (default 1, the certainty-equivalent planner).
     forecaster : vfm.forecast.Forecaster, optional
         Default: `vfm.forecast.DirichletForecaster()`.
     seed : int
@@ -75,8 +74,6 @@ class Policy:
     fairness : bool
         Keep Shockwave's finish-time-fairness targets (momentum averages of each job's
         equal-share finish-time estimate) and plan with them (default False).
-    efficiency, rho_max, priority_exponent, reserve, solver, tol
-        Passed to `vfm.planner.plan` (`tol` default 1e-9).
     execution : {"credit", "window"}
         How a round is served from the standing plan. ``"window"``: the plan's own rounded
         schedule for that round. ``"credit"`` (default): the relaxation's fractions for that
@@ -89,41 +86,27 @@ class Policy:
     def __init__(
         self,
         capacity: int,
+        options: PlanOptions | None = None,
         *,
-        rounds: int = 20,
-        round_s: float = 120.0,
         replan_every: int = 8,
-        scenarios: int = 1,
         forecaster: Forecaster | None = None,
         seed: int = 0,
         fairness: bool = False,
-        efficiency: float = 0.0,
-        rho_max: float = 1.0,
-        priority_exponent: float = 10.0,
-        reserve: float = 0.0,
-        solver: PlanSolver | None = None,
-        tol: float = 1e-9,
         execution: Literal["credit", "window"] = "credit",
+        **overrides: Any,
     ) -> None:
         if isinstance(capacity, bool) or not isinstance(capacity, int | np.integer) or capacity < 1:
             raise ValidationError(f"capacity must be a positive whole number of GPUs, got {capacity!r}")
         if isinstance(replan_every, bool) or not isinstance(replan_every, int | np.integer) or replan_every < 1:
             raise ValidationError(f"replan_every must be a positive whole number of rounds, got {replan_every!r}")
-        check_planning_options(efficiency, rho_max, priority_exponent, reserve, tol=tol)
+        self.options = (PlanOptions() if options is None else options).updated(**overrides)
         self.capacity = int(capacity)
-        self.rounds = rounds
-        self.round_s = round_s
-        self.replan_every = min(int(replan_every), rounds)
-        self.scenarios = scenarios
+        self.rounds = self.options.rounds
+        self.round_s = self.options.round_s
+        self.replan_every = min(int(replan_every), self.rounds)
         self.forecaster = DirichletForecaster() if forecaster is None else forecaster
         self.seed = seed
         self.fairness = fairness
-        self.efficiency = efficiency
-        self.rho_max = rho_max
-        self.priority_exponent = priority_exponent
-        self.reserve = reserve
-        self.solver = solver
-        self.tol = tol
         self._jobs: dict[Hashable, _Job] = {}
         self._completed: list[Hashable] = []
         self._plan: Plan | None = None
@@ -259,11 +242,9 @@ class Policy:
             keep = np.minimum(np.arange(self.rounds) + self._since_plan, self.rounds - 1)
             warm = self._plan.relaxed[:, keep]
         self._plan = plan(
-            states, gpus, self.capacity, forecaster=self.forecaster, rounds=self.rounds, round_s=self.round_s,
-            scenarios=self.scenarios, seed=np.random.SeedSequence((self.seed, self._replans)),
-            budgets=[j.budget for j in jobs], fair_finish_s=targets, warm_start=warm,
-            efficiency=self.efficiency, rho_max=self.rho_max, priority_exponent=self.priority_exponent,
-            reserve=self.reserve, solver=self.solver, tol=self.tol,
+            states, gpus, self.capacity, self.options, forecaster=self.forecaster,
+            seed=np.random.SeedSequence((self.seed, self._replans)), budgets=[j.budget for j in jobs],
+            fair_finish_s=targets, warm_start=warm,
         )
         if self._plan_jobs:  # carry the credit of the jobs still present into the new plan's order
             self._credit = dict(zip(self._plan_jobs, self._plan_credit.tolist(), strict=True))

@@ -1,0 +1,40 @@
+"""`PlanOptions`: validated once, when built, naming the option."""
+
+import re
+
+import pytest
+
+from vfm.errors import UnknownSolverError, ValidationError
+from vfm.planner import PlanOptions, Policy
+
+
+@pytest.mark.parametrize(("option", "value"), [
+    ("rounds", 0), ("rounds", 2.5), ("round_s", 0.0), ("round_s", float("inf")), ("scenarios", 0),
+    ("efficiency", -1e-3), ("efficiency", float("nan")), ("rho_max", 0.0), ("priority_exponent", -1.0),
+    ("reserve", 1.0), ("reserve", -0.1), ("tol", 0.0), ("spread", -0.1), ("spread", "0.1"), ("tol", True),
+])
+def test_a_bad_option_fails_when_the_options_are_built(option, value):
+    with pytest.raises(ValidationError, match=rf"^{option} must be"):
+        PlanOptions(**{option: value})
+    # The same check, not a second one, guards the overrides of plan and Policy.
+    with pytest.raises(ValidationError, match=rf"^{option} must be"):
+        PlanOptions().updated(**{option: value})
+    with pytest.raises(ValidationError, match=rf"^{option} must be"):
+        Policy(4, **{option: value})
+
+
+def test_an_unknown_backend_or_option_is_named():
+    with pytest.raises(UnknownSolverError, match="'gurobi'"):
+        PlanOptions(solver="gurobi")  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match=re.escape("horizon is not a planning option")):
+        Policy(4, horizon=10)
+
+
+def test_options_are_frozen_and_overrides_make_a_copy():
+    options = PlanOptions(rounds=10)
+    with pytest.raises(AttributeError):
+        options.rounds = 5  # type: ignore[misc]
+    changed = options.updated(efficiency=0.05)
+    assert (changed.rounds, changed.efficiency, options.efficiency) == (10, 0.05, 0.0)
+    assert options.updated() is options
+    assert Policy(4, options, replan_every=2).options is options

@@ -1,0 +1,119 @@
+r"""The options of a re-plan, validated once when they are built.
+
+`PlanOptions` holds what stays the same from one re-plan to the next: the window, the Shockwave
+options (efficiency term, FTF bound, priority exponent, reserve), the backend and its accuracy.
+`vfm.planner.plan` and `vfm.planner.Policy` take one (or keyword overrides of the defaults); a bad
+option raises `vfm.errors.ValidationError` naming it when the object is built, not at the first
+re-plan. What changes every re-plan (the jobs, their budgets and targets, a warm start, the seed)
+stays an argument of `plan`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Any, Literal
+
+import numpy as np
+
+from vfm.errors import UnknownSolverError, ValidationError
+from vfm.forecast import check_horizon
+
+PlanSolver = Literal["saa-ipm", "cvxpy"]
+#: The planning backends, fastest first (benchmarks/plan.py): `plan` tries them in this order.
+PLAN_SOLVERS: tuple[PlanSolver, ...] = ("saa-ipm", "cvxpy")
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    r"""How `vfm.planner.plan` plans a window (frozen; validated on construction).
+
+    Parameters
+    ----------
+    rounds : int
+        Window length `T` (default 20).
+    round_s : float
+        Seconds per round (default 120).
+    scenarios : int
+        `S`: 1 plans on the point forecast (certainty equivalent); more plans on the sample
+        average over `S` posterior predictive scenarios.
+    efficiency : float
+        :math:`k \ge 0`, weight of the makespan term :math:`-k \max_i S_i` (default 0: none).
+    rho_max : float
+        :math:`\rho_{\max} > 0`, the finish-time-fairness bound the constraints aim at (default 1).
+    priority_exponent : float
+        :math:`\lambda \ge 0` of the priority weights :math:`\hat\rho_i^{\lambda}` (default 10;
+        Shockwave uses 5 to 15).
+    reserve : float
+        Fraction in [0, 1) of the window's GPU-rounds the FTF constraints may not claim
+        (default 0).
+    solver : {"saa-ipm", "cvxpy"} or None
+        The backend tried first (default None: ``"saa-ipm"``); the other is tried if it does not
+        reach `tol`.
+    tol : float
+        Relative gap asked of the backend (default 1e-9: both backends then return the same
+        schedule to well within the rounding's resolution; `Plan.bound` adds the certified gap
+        of ``"saa-ipm"``, so it stays an upper bound at any accuracy; docs/planning.md).
+    spread : float
+        :math:`\delta \ge 0`, weight of the tie-breaking term that makes the optimal schedule
+        unique (default 0.1; 0 solves the program as it is).
+
+    Raises
+    ------
+    vfm.errors.ValidationError
+        Naming the first option out of its range; `vfm.errors.UnknownSolverError` (also a
+        `ValueError`) for a backend that does not exist.
+
+    Examples
+    --------
+    >>> from vfm.planner import PlanOptions
+    >>> options = PlanOptions(rounds=10, efficiency=0.05)
+    >>> options.rounds, options.scenarios
+    (10, 1)
+    >>> PlanOptions(reserve=1.5)
+    Traceback (most recent call last):
+    ...
+    vfm.errors.ValidationError: reserve must be a fraction in [0, 1), got 1.5
+    """
+
+    rounds: int = 20
+    round_s: float = 120.0
+    scenarios: int = 1
+    efficiency: float = 0.0
+    rho_max: float = 1.0
+    priority_exponent: float = 10.0
+    reserve: float = 0.0
+    solver: PlanSolver | None = None
+    tol: float = 1e-9
+    spread: float = 0.1
+
+    def __post_init__(self) -> None:
+        check_horizon(self.rounds, self.round_s, self.scenarios)
+        _require("efficiency", self.efficiency, lambda v: v >= 0, "a finite number >= 0")
+        _require("rho_max", self.rho_max, lambda v: v > 0, "a finite number > 0")
+        _require("priority_exponent", self.priority_exponent, lambda v: v >= 0, "a finite number >= 0")
+        _require("reserve", self.reserve, lambda v: 0 <= v < 1, "a fraction in [0, 1)")
+        _require("tol", self.tol, lambda v: v > 0, "a finite number > 0")
+        _require("spread", self.spread, lambda v: v >= 0, "a finite number >= 0")
+        if self.solver is not None and self.solver not in PLAN_SOLVERS:
+            raise UnknownSolverError(f"solver must be one of {list(PLAN_SOLVERS)} or None, got {self.solver!r}")
+
+    def updated(self, **overrides: Any) -> PlanOptions:
+        """A copy with `overrides` (validated like the constructor's arguments).
+
+        Raises
+        ------
+        vfm.errors.ValidationError
+            For a name that is not an option, or a value out of its range.
+        """
+        unknown = sorted(set(overrides) - {f.name for f in fields(self)})
+        if unknown:
+            raise ValidationError(f"{', '.join(unknown)} is not a planning option; the options are "
+                                  f"{', '.join(f.name for f in fields(self))}")
+        return replace(self, **overrides) if overrides else self
+
+
+def _require(name: str, value: Any, in_range: Any, what: str) -> None:
+    """Raise `ValidationError` unless `value` is a finite real number with `in_range(value)`."""
+    real = not isinstance(value, bool) and isinstance(value, int | float | np.integer | np.floating)
+    if not (real and np.isfinite(value) and in_range(value)):
+        raise ValidationError(f"{name} must be {what}, got {value!r}")
