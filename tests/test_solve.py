@@ -127,7 +127,7 @@ def test_successful_result_passes_raise_for_status():
 
 def test_unknown_solver_and_bad_market_are_rejected():
     market = VolatileFisherMarket.static([[1.0]])
-    with pytest.raises(UnknownSolverError, match="solver='gurobi-magic' is not a vfm backend"):
+    with pytest.raises(UnknownSolverError, match="solver='gurobi-magic' is not a vfm market backend"):
         vfm.solve(market, "gurobi-magic")
     with pytest.raises(UnknownSolverError, match="must be a backend name"):
         vfm.solve(market, 3)  # type: ignore[arg-type]

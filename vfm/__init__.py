@@ -1,6 +1,6 @@
 """vfm: fair and efficient allocations in Volatile Fisher Markets."""
 
-from vfm import check, errors
+from vfm import check, errors, planner
 from vfm.equilibrium import Equilibrium, Status
 from vfm.market import VolatileFisherMarket
 from vfm.nswot import solve
@@ -14,6 +14,7 @@ __all__ = [
     "available_solvers",
     "check",
     "errors",
+    "planner",
     "solve",
     "solve_per_period",
 ]

@@ -13,7 +13,7 @@ from vfm.equilibrium import Equilibrium, Status, failed
 from vfm.errors import ValidationError
 from vfm.market import VolatileFisherMarket
 from vfm.program import ScaledProgram
-from vfm.solvers.base import Backend
+from vfm.solvers.base import Backend, ScaledSolution
 from vfm.solvers.registry import candidates, select
 
 
@@ -117,7 +117,7 @@ def solve(market: VolatileFisherMarket, solver: str | None = None, **options: An
 def _solve_with(backend: Backend, program: ScaledProgram, options: dict[str, Any]) -> Equilibrium:
     """One backend's certified result for `program`."""
     market = program.market
-    solution = backend.solve(program, **options)
+    solution: ScaledSolution = backend.solve(program, **options)
     timing = {
         "iterations": solution.iterations,
         "solve_time": solution.solve_time,

@@ -79,3 +79,45 @@ def test_known_but_missing_solver_is_reported():
     finally:
         registry._REGISTRY.clear()
         registry._REGISTRY.update(saved)
+
+
+# --- planning programs: the same registry, another problem type -----------------------------------
+
+
+def _window(efficiency: float = 0.0):
+    from vfm.planner import PlanningProgram
+
+    return PlanningProgram(progress=np.full((1, 2, 3), 0.1), base=np.zeros(2), weights=np.ones(2),
+                           gpus=np.ones(2), capacity=np.ones(3), round_s=60.0, remaining_s=np.full(2, 600.0),
+                           efficiency=efficiency)
+
+
+def test_planning_backends_live_in_the_same_registry():
+    assert registry.available_solvers("planning") == ("saa-ipm", "cvxpy")
+    assert registry.select(_window()).name == "saa-ipm"
+    assert registry.select(_window(), "cvxpy").capabilities.problem == "planning"
+    # A backend of one problem type refuses the other, naming it.
+    with pytest.raises(UnknownSolverError, match="'schur-ipm' is not a vfm planning backend"):
+        registry.select(_window(), "schur-ipm")
+    assert Capabilities().unsupported(_window()) == ["planning problems (it solves market problems)"]
+    with pytest.raises(UnknownSolverError, match="'saa-ipm' is not a vfm market backend"):
+        vfm.solve(VolatileFisherMarket.static([[1.0]]), "saa-ipm")
+
+
+def test_plan_skips_a_planning_backend_that_lacks_a_feature():
+    from vfm.forecast import JobStates
+    from vfm.planner import plan
+
+    saved = dict(registry._REGISTRY)
+    cvxpy_backend = registry._REGISTRY["cvxpy"]
+    limited = dataclasses.replace(cvxpy_backend, name="no-efficiency",
+                                  capabilities=Capabilities(problem="planning", efficiency=False))
+    try:
+        registry.register(limited, preferred=True)
+        states = JobStates.from_lists([10, 10], [{32: 60.0}, {32: 30.0}])
+        assert plan(states, [1, 1], 1, rounds=3).solver == "no-efficiency"
+        assert plan(states, [1, 1], 1, rounds=3, efficiency=0.01).solver == "saa-ipm"
+        assert Capabilities(problem="planning", efficiency=False).unsupported(_window(0.01)) == ["efficiency"]
+    finally:
+        registry._REGISTRY.clear()
+        registry._REGISTRY.update(saved)

@@ -5,6 +5,7 @@ whole gangs. `PlanningProgram` is the program, `round_schedule` the rounding. `P
 object a scheduler drives round by round: it re-plans on arrivals, completions and every K rounds.
 """
 
+from vfm.planner import backends as backends  # registers the planning backends
 from vfm.planner.options import PlanOptions
 from vfm.planner.plan import Plan, plan
 from vfm.planner.policy import Policy

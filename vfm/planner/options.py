@@ -17,10 +17,10 @@ import numpy as np
 
 from vfm.errors import UnknownSolverError, ValidationError
 from vfm.forecast import check_horizon
+from vfm.solvers.registry import available_solvers
 
+#: The planning backends `vfm.planner.backends` registers (`vfm.solvers.available_solvers("planning")`).
 PlanSolver = Literal["saa-ipm", "cvxpy"]
-#: The planning backends, fastest first (benchmarks/plan.py): `plan` tries them in this order.
-PLAN_SOLVERS: tuple[PlanSolver, ...] = ("saa-ipm", "cvxpy")
 
 
 @dataclass(frozen=True)
@@ -47,8 +47,8 @@ class PlanOptions:
         Fraction in [0, 1) of the window's GPU-rounds the FTF constraints may not claim
         (default 0).
     solver : {"saa-ipm", "cvxpy"} or None
-        The backend tried first (default None: ``"saa-ipm"``); the other is tried if it does not
-        reach `tol`.
+        The planning backend of the solver registry tried first (default None: the registry's
+        first, ``"saa-ipm"``); the others are tried if it does not reach `tol`.
     tol : float
         Relative gap asked of the backend (default 1e-9: both backends then return the same
         schedule to well within the rounding's resolution; `Plan.bound` adds the certified gap
@@ -94,8 +94,9 @@ class PlanOptions:
         _require("reserve", self.reserve, lambda v: 0 <= v < 1, "a fraction in [0, 1)")
         _require("tol", self.tol, lambda v: v > 0, "a finite number > 0")
         _require("spread", self.spread, lambda v: v >= 0, "a finite number >= 0")
-        if self.solver is not None and self.solver not in PLAN_SOLVERS:
-            raise UnknownSolverError(f"solver must be one of {list(PLAN_SOLVERS)} or None, got {self.solver!r}")
+        if self.solver is not None and self.solver not in available_solvers("planning"):
+            raise UnknownSolverError(f"solver must be one of the installed planning backends "
+                                     f"{list(available_solvers('planning'))} or None, got {self.solver!r}")
 
     def updated(self, **overrides: Any) -> PlanOptions:
         """A copy with `overrides` (validated like the constructor's arguments).

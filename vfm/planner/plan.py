@@ -27,11 +27,11 @@ from vfm._validation import FloatArray, as_real_array, require_per_job
 from vfm.equilibrium import Status
 from vfm.errors import ValidationError
 from vfm.forecast import DirichletForecaster, Forecaster, JobStates, SeedLike
-from vfm.planner.options import PLAN_SOLVERS, PlanOptions
+from vfm.planner.options import PlanOptions
 from vfm.planner.program import PlanningProgram
 from vfm.planner.rounding import round_schedule
-from vfm.planner.saa_cvxpy import solve_saa_cvxpy
-from vfm.planner.saa_ipm import RelaxedSolution, solve_saa_ipm
+from vfm.planner.saa_ipm import RelaxedSolution
+from vfm.solvers.registry import candidates, select
 
 Fairness = Literal["none", "constraints", "relaxed"]
 
@@ -417,26 +417,22 @@ def _in_fitting_rounds(epochs: FloatArray, fits: np.ndarray) -> FloatArray:
 
 def _solve(program: PlanningProgram, options: PlanOptions,
            warm_start: FloatArray | None) -> tuple[RelaxedSolution, str]:
-    """Solve with `options.solver` (default: the first of `PLAN_SOLVERS`), then, until one is
-    optimal, with the others (every planning backend solves every program).
+    """Solve with the backend `options.solver` names (default: the registry's first for planning
+    programs), then, until one is optimal, with the others that support the program.
 
     A scheduler needs a dependable answer every round: the first optimal solution is used, else the
     first whose gap still bounds the optimum (INACCURATE), else the last; the message keeps what the
     others reported.
     """
-    requested = options.solver
-    candidates = [name for name in PLAN_SOLVERS if name != requested]
-    if requested is not None:
-        candidates.insert(0, requested)
+    backends = candidates(program)
+    if options.solver is not None:
+        first = select(program, options.solver)
+        backends = [first, *(backend for backend in backends if backend.name != first.name)]
     attempts: list[tuple[RelaxedSolution, str]] = []
-    tol = options.tol
-    for name in candidates:
-        if name == "saa-ipm":
-            solution = solve_saa_ipm(program, tol=tol, warm_start=warm_start)
-        else:
-            # Clarabel's gap and feasibility tolerances at `tol`: both backends then resolve the same ties.
-            solution = solve_saa_cvxpy(program, tol_gap_abs=tol, tol_gap_rel=tol, tol_feas=tol)
-        attempts.append((solution, name))
+    for backend in backends:
+        solution = backend.solve(program, tol=options.tol,
+                                 warm_start=warm_start if backend.capabilities.warm_start else None)
+        attempts.append((solution, backend.name))
         if solution.status in (Status.OPTIMAL, Status.INFEASIBLE):
             break
     # min keeps the first of equals: optimal (or infeasible) first, then inaccurate, then the rest.

@@ -1,34 +1,61 @@
-"""What a backend is: a declaration of what it supports, and a solve of the scaled program."""
+"""What a backend is: a declaration of what it supports, and a solve of one problem type."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 
 from vfm.equilibrium import Status
 from vfm.market import VolatileFisherMarket
-from vfm.program import ScaledProgram
+
+if TYPE_CHECKING:  # the planner imports this module: no import at run time
+    from vfm.planner.program import PlanningProgram
 
 
 @dataclass(frozen=True)
 class Capabilities:
-    """Market features a backend can handle. `vfm.solve` never hands a backend more."""
+    """What a backend solves: one problem type and the features of it that it handles.
 
+    `problem` is ``"market"`` (a `VolatileFisherMarket`, through its scaled program; `vfm.solve`)
+    or ``"planning"`` (a `vfm.planner.PlanningProgram`; `vfm.planner.plan`). The registry never
+    hands a backend a problem of the other type or with a feature it lacks.
+    """
+
+    problem: Literal["market", "planning"] = "market"
+    # Market features.
     caps: bool = True
     base_utility: bool = True
     utility_cap: bool = True
     several_goods_per_period: bool = True
+    # Planning-program features (`warm_start` is a solve option: a backend without it ignores it).
+    scenarios: bool = True
+    efficiency: bool = True
+    fairness: bool = True
+    spread: bool = True
+    warm_start: bool = False
 
-    def unsupported(self, market: VolatileFisherMarket) -> list[str]:
-        """The features `market` uses that these capabilities lack."""
-        needs = {
-            "caps": market.has_caps,
-            "base_utility": market.has_base_utility,
-            "utility_cap": market.has_utility_cap,
-            "several_goods_per_period": market.n_goods > 1,
-        }
+    def unsupported(self, problem: VolatileFisherMarket | PlanningProgram) -> list[str]:
+        """The features `problem` uses that these capabilities lack (its type first, if it is not `problem`)."""
+        if isinstance(problem, VolatileFisherMarket):
+            kind = "market"
+            needs = {
+                "caps": problem.has_caps,
+                "base_utility": problem.has_base_utility,
+                "utility_cap": problem.has_utility_cap,
+                "several_goods_per_period": problem.n_goods > 1,
+            }
+        else:
+            kind = "planning"
+            needs = {
+                "scenarios": problem.shape[0] > 1,
+                "efficiency": problem.efficiency > 0,
+                "fairness": problem.leftover_limit_s is not None,
+                "spread": problem.spread > 0,
+            }
+        if kind != self.problem:
+            return [f"{kind} problems (it solves {self.problem} problems)"]
         return [name for name, needed in needs.items() if needed and not getattr(self, name)]
 
 
@@ -49,7 +76,9 @@ class ScaledSolution:
 
 
 class Backend(Protocol):
-    """A solver of the scaled NSWOT program (`vfm.program.ScaledProgram`)."""
+    """A solver of one problem type (`Capabilities.problem`): the scaled NSWOT program of a market
+    (`vfm.program.ScaledProgram`, returning a `ScaledSolution`) or a planning program
+    (`vfm.planner.PlanningProgram`, returning a `vfm.planner.saa_ipm.RelaxedSolution`)."""
 
     @property
     def name(self) -> str:
@@ -65,6 +94,6 @@ class Backend(Protocol):
         """Whether the backend can run on this machine."""
         ...
 
-    def solve(self, program: ScaledProgram, **options: Any) -> ScaledSolution:
+    def solve(self, program: Any, **options: Any) -> Any:
         """Solve `program`; never raise on solver failure, report it in the status."""
         ...

@@ -1,6 +1,12 @@
-"""Which backends exist, which are installed here, and which one a solve uses."""
+"""Which backends exist, which are installed here, and which one a solve uses.
+
+One registry for both problem types (`Capabilities.problem`): markets (`vfm.solve`) and planning
+programs (`vfm.planner.plan`, whose backends `vfm.planner.backends` registers on import).
+"""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
 
 from vfm.errors import UnknownSolverError, UnsupportedMarketError
 from vfm.market import VolatileFisherMarket
@@ -8,6 +14,9 @@ from vfm.solvers.base import Backend
 from vfm.solvers.clarabel_direct import ClarabelDirectBackend
 from vfm.solvers.cvxpy_conic import CVXPY_BACKENDS
 from vfm.solvers.schur_ipm import SchurIPMBackend
+
+if TYPE_CHECKING:  # the planner imports this module: no import at run time
+    from vfm.planner.program import PlanningProgram
 
 # In order of preference (fastest first, as measured by benchmarks/solve.py): the first
 # installed backend that supports a market is the default.
@@ -23,19 +32,26 @@ def register(backend: Backend, *, preferred: bool = False) -> None:
     _REGISTRY = {backend.name: backend, **rest} if preferred else {**rest, backend.name: backend}
 
 
-def available_solvers() -> tuple[str, ...]:
-    """Names of the backends installed on this machine, default first.
+def available_solvers(problem: Literal["market", "planning"] = "market") -> tuple[str, ...]:
+    """Names of the backends for `problem` installed on this machine, default first.
 
     Examples
     --------
     >>> "clarabel" in available_solvers()
     True
+    >>> available_solvers("planning")
+    ('saa-ipm', 'cvxpy')
     """
-    return tuple(name for name, backend in _REGISTRY.items() if backend.is_installed())
+    return tuple(name for name, backend in _REGISTRY.items()
+                 if backend.capabilities.problem == problem and backend.is_installed())
 
 
-def candidates(market: VolatileFisherMarket) -> list[Backend]:
-    """The installed backends that support `market`, in order of preference.
+def _kind(problem: VolatileFisherMarket | PlanningProgram) -> Literal["market", "planning"]:
+    return "market" if isinstance(problem, VolatileFisherMarket) else "planning"
+
+
+def candidates(market: VolatileFisherMarket | PlanningProgram) -> list[Backend]:
+    """The installed backends that support `market` (or planning program), in order of preference.
 
     Raises
     ------
@@ -44,19 +60,22 @@ def candidates(market: VolatileFisherMarket) -> list[Backend]:
     vfm.errors.UnsupportedMarketError
         If no installed backend supports the market.
     """
-    installed = [_REGISTRY[name] for name in available_solvers()]
+    kind = _kind(market)
+    installed = [_REGISTRY[name] for name in available_solvers(kind)]
     if not installed:
-        raise UnknownSolverError("no NSWOT backend is installed; install clarabel (pip install clarabel)")
+        raise UnknownSolverError(f"no {kind} backend is installed; install clarabel (pip install clarabel)")
     fitting = [backend for backend in installed if not backend.capabilities.unsupported(market)]
     if not fitting:
         raise UnsupportedMarketError(
-            f"no installed backend supports this market ({market!r}); installed: {', '.join(available_solvers())}"
+            f"no installed backend supports this {kind} problem ({market!r}); installed: "
+            f"{', '.join(available_solvers(kind))}"
         )
     return fitting
 
 
-def select(market: VolatileFisherMarket, solver: str | None = None) -> Backend:
-    """The backend for `market`: the one named by `solver`, else the first installed that fits.
+def select(market: VolatileFisherMarket | PlanningProgram, solver: str | None = None) -> Backend:
+    """The backend for `market` (or planning program): the one named by `solver`, else the first
+    installed that fits.
 
     Raises
     ------
@@ -70,17 +89,20 @@ def select(market: VolatileFisherMarket, solver: str | None = None) -> Backend:
         return candidates(market)[0]
     if not isinstance(solver, str):
         raise UnknownSolverError(f"solver must be a backend name (str) or None, got {type(solver).__name__}")
-    if solver.lower() not in _REGISTRY:
+    kind = _kind(market)
+    known = [name for name, backend in _REGISTRY.items() if backend.capabilities.problem == kind]
+    if solver.lower() not in known:
         raise UnknownSolverError(
-            f"solver={solver!r} is not a vfm backend; known: {', '.join(_REGISTRY)} "
-            f"(installed here: {', '.join(available_solvers()) or 'none'})"
+            f"solver={solver!r} is not a vfm {kind} backend; known: {', '.join(known)} "
+            f"(installed here: {', '.join(available_solvers(kind)) or 'none'})"
         )
     backend = _REGISTRY[solver.lower()]
     if not backend.is_installed():
         raise UnknownSolverError(
-            f"solver={solver!r} is known but not installed here; installed: {', '.join(available_solvers()) or 'none'}"
+            f"solver={solver!r} is known but not installed here; installed: "
+            f"{', '.join(available_solvers(kind)) or 'none'}"
         )
     missing = backend.capabilities.unsupported(market)
     if missing:
-        raise UnsupportedMarketError(f"solver={solver!r} does not support {', '.join(missing)}, which this market uses")
+        raise UnsupportedMarketError(f"solver={solver!r} does not support {', '.join(missing)}, which this {kind} uses")
     return backend

@@ -1,0 +1,56 @@
+"""The planning backends, registered in the one solver registry (`vfm.solvers.registry`).
+
+Each declares, like the market backends, what it supports (`vfm.solvers.Capabilities` with
+``problem="planning"``); `vfm.planner.plan` picks among them through `vfm.solvers.registry`.
+Both solve every planning program; only ``saa-ipm`` uses a warm start.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass, field
+from typing import Any
+
+from vfm._validation import FloatArray
+from vfm.planner.program import PlanningProgram
+from vfm.planner.saa_cvxpy import solve_saa_cvxpy
+from vfm.planner.saa_ipm import RelaxedSolution, solve_saa_ipm
+from vfm.solvers.base import Capabilities
+from vfm.solvers.registry import register
+
+
+@dataclass(frozen=True)
+class SaaIpmBackend:
+    """vfm's structure-exploiting interior point for the planning program (`vfm.planner.saa_ipm`)."""
+
+    name: str = "saa-ipm"
+    capabilities: Capabilities = field(default_factory=lambda: Capabilities(problem="planning", warm_start=True))
+
+    def is_installed(self) -> bool:
+        return True
+
+    def solve(self, program: PlanningProgram, *, tol: float = 1e-9, warm_start: FloatArray | None = None,
+              **options: Any) -> RelaxedSolution:
+        return solve_saa_ipm(program, tol=tol, warm_start=warm_start)
+
+
+@dataclass(frozen=True)
+class SaaCvxpyBackend:
+    """The planning program as one CVXPY model solved by Clarabel (`vfm.planner.saa_cvxpy`): the
+    independent reference. Its gap is not certified (NaN)."""
+
+    name: str = "cvxpy"
+    capabilities: Capabilities = field(default_factory=lambda: Capabilities(problem="planning"))
+
+    def is_installed(self) -> bool:
+        return all(importlib.util.find_spec(module) is not None for module in ("cvxpy", "clarabel"))
+
+    def solve(self, program: PlanningProgram, *, tol: float = 1e-9, warm_start: FloatArray | None = None,
+              **options: Any) -> RelaxedSolution:
+        # Clarabel's gap and feasibility tolerances at `tol`: both backends then resolve the same ties.
+        return solve_saa_cvxpy(program, tol_gap_abs=tol, tol_gap_rel=tol, tol_feas=tol)
+
+
+# Fastest first (benchmarks/plan.py): the default order of `vfm.planner.plan`.
+register(SaaIpmBackend())
+register(SaaCvxpyBackend())
