@@ -84,19 +84,25 @@ import scipy.linalg
 import scipy.optimize
 import scipy.sparse
 
+from vfm._interior_point import (
+    CG_STEPS,
+    CG_TOLERANCE,
+    STEP_TO_BOUNDARY,
+    Method,
+    centring,
+    iterate,
+    largest_step,
+)
 from vfm._linalg import preconditioned_cg
 from vfm._validation import FloatArray
 from vfm.equilibrium import Status
 from vfm.planner.program import PlanningProgram
 
-_STEP_TO_BOUNDARY = 0.99
 #: The FTF rows count as having no interior when no schedule meets them all with this margin (rounds).
 _NO_INTERIOR_MARGIN = 1e-6
 #: An FTF row violated by more than this (relative to 1 + m_i rounds) leaves the point uncertified.
 _FTF_TOLERANCE = 1e-9
 _START_SHARE = 0.5
-#: A gap this many times the best so far means the Newton systems have run out of digits.
-_STALL_FACTOR = 10.0
 #: Added to the bound curvatures in the preconditioner only (H is applied exactly), smallest first.
 #: The objective is scaled to budgets summing to 1, so the curvatures are O(1) at the start and
 #: those of entries at a bound grow like 1/mu. 1e-10 is below every curvature that matters for the
@@ -107,9 +113,6 @@ _STALL_FACTOR = 10.0
 #: experiment: 1e-8 throughout costs 30 % more per iteration at 900 jobs (more CG steps), and
 #: 1e-10 alone leaves `test_identical_jobs_reach_the_default_tolerance` short of 1e-8.
 _REGULARIZATIONS = (1e-10, 1e-8, 1e-6)
-_CG_STEPS = 25
-#: Relative residual (max-norm) at which the conjugate gradients stop.
-_CG_TOLERANCE = 1e-10
 #: Line search: halve the step until the merit decreases by this fraction of the step, at most
 #: `_BACKTRACKS` times.
 _SUFFICIENT_DECREASE = 1e-4
@@ -281,52 +284,32 @@ def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 8
                         f"{_NO_INTERIOR_MARGIN:g} rounds, which the interior point needs",
                 iterations=0, solve_time=time.perf_counter() - started)
         point = _start(data, warm_start, n_constraints)
-        status, message = Status.ITERATION_LIMIT, f"saa-ipm stopped at max_iter={max_iter} before converging"
-        best, best_iteration = point, 0
-        for iteration in range(max_iter + 1):
-            relative = 1.0 + abs(point.value)
-            if verbose:
-                print(f"saa-ipm {iteration:3d} F={point.value:.12g} complementarity={point.complementarity:.3e} "
-                      f"residual={float(np.abs(point.dual_residual).max()):.3e} merit={point.merit:.3e} "
-                      f"gap={point.gap:.3e}")
-            if not point.gap <= _STALL_FACTOR * best.gap:
-                # The Newton systems have run out of digits; later steps only do harm.
-                status, message = Status.INACCURATE, (
-                    f"saa-ipm stalled after {best_iteration} iterations at certified relative gap "
-                    f"{best.gap / relative:.1e} (asked for {tol:.0e})"
-                )
-                break
-            if point.gap < best.gap:
-                best, best_iteration = point, iteration
-            if point.gap <= tol * relative:
-                status, message = Status.OPTIMAL, (
-                    f"saa-ipm converged in {iteration} iterations (certified relative gap {point.gap / relative:.1e})"
-                )
-                break
-            if iteration == max_iter:
-                break
-            try:
-                trial = _step(data, point, n_constraints, work)
-            except np.linalg.LinAlgError as error:
-                # Should not happen with the regularized preconditioner; never raise on a bad window.
-                status, message = Status.INACCURATE, (
-                    f"saa-ipm could not factor its Newton system at iteration {iteration} ({error}); "
-                    f"stopped at certified relative gap {best.gap / (1.0 + abs(best.value)):.1e} (asked for {tol:.0e})"
-                )
-                break
-            if trial is None:
-                status, message = Status.INACCURATE, (
-                    f"saa-ipm found no step that decreases its merit at iteration {iteration}; stopped at "
-                    f"certified relative gap {best.gap / (1.0 + abs(best.value)):.1e} (asked for {tol:.0e})"
-                )
-                break
-            point = trial
+
+        def relative(point: _Point) -> float:
+            return point.gap / (1.0 + abs(point.value))
+
+        def trace(point: _Point, iteration: int) -> None:
+            print(f"saa-ipm {iteration:3d} F={point.value:.12g} complementarity={point.complementarity:.3e} "
+                  f"residual={float(np.abs(point.dual_residual).max()):.3e} merit={point.merit:.3e} "
+                  f"gap={point.gap:.3e}")
+
+        outcome = iterate(point, Method(
+            name="saa-ipm",
+            step=lambda point: _step(data, point, n_constraints, work),
+            measure=lambda point: point.gap,
+            converged=lambda point, _: (f"certified relative gap {relative(point):.1e}"
+                                        if relative(point) <= tol else None),
+            describe=lambda point: f"certified relative gap {relative(point):.1e}",
+            asked=f"{tol:.0e}",
+            trace=trace if verbose else None,
+        ), max_iter)
+        best, status, message = outcome.point, outcome.status, outcome.message
         # The certificate is for the program's own objective (without the tie-breaking term): the
         # same multipliers, the gradient without the term (valid for any multipliers, by convexity).
         certified = best if not program.spread else _certificate(data, best)
         if status == Status.INACCURATE and not np.isfinite(best.gap):
             # No iterate met the FTF rows: nothing certifies the schedule, which is no optimum.
-            status, message = Status.ERROR, message.replace("stopped at", "stopped with the FTF rows still violated,")
+            status, message = Status.ERROR, f"{message}; the FTF rows were still violated"
 
     return RelaxedSolution(
         schedule=np.where(active, best.y, 0.0),
@@ -335,7 +318,7 @@ def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 8
         gap=scale * certified.gap,
         status=status,
         message=message,
-        iterations=best_iteration,
+        iterations=outcome.iteration,
         solve_time=time.perf_counter() - started,
     )
 
@@ -463,7 +446,7 @@ class _Direction:
     du: FloatArray  # (n, S) change of the utilities
     largest: float  # largest step keeping every slack, multiplier and utility nonnegative
     sigma: float
-    inaccurate: bool = False  # a solve missed `_CG_TOLERANCE`
+    inaccurate: bool = False  # a solve missed `CG_TOLERANCE`
 
 
 def _step(data: _Data, point: _Point, n_constraints: int, work: _Workspace) -> _Point | None:
@@ -517,7 +500,7 @@ def _mehrotra(data: _Data, point: _Point, n_constraints: int, newton: _NewtonSys
                   + (s_cap + alpha * predictor.ds_cap) @ (prices + alpha * predictor.d_prices)
                   + (point.s_f + alpha * predictor.ds_f) @ (point.z_f + alpha * predictor.dz_f)) \
         + point.longest.moved(step, alpha).complementarity()
-    sigma = min(1.0, (moved / point.complementarity) ** 3)
+    sigma = centring(moved, point.complementarity)
     active = data.active
     w = second_order
     corrector = newton.direction(
@@ -536,7 +519,7 @@ def _mehrotra(data: _Data, point: _Point, n_constraints: int, newton: _NewtonSys
 
 def _line_search(data: _Data, point: _Point, direction: _Direction, n_constraints: int) -> _Point | None:
     """The first of the steps 0.99 * largest, halved, ... whose merit decreases enough (None: none)."""
-    alpha = min(1.0, _STEP_TO_BOUNDARY * direction.largest)
+    alpha = min(1.0, STEP_TO_BOUNDARY * direction.largest)
     active = data.active
     for _ in range(_BACKTRACKS):
         if alpha <= 0:
@@ -575,7 +558,7 @@ class _NewtonSystem:
     root: FloatArray  # (n, T) (diagonal + regularization)^-1/2
     blocks: _BlockFactor  # K_i^-1 ~= D^-1/2 F_i^T F_i D^-1/2 (regularized)
     schur: tuple[FloatArray, bool]  # Cholesky factor of the (T, T) capacity system
-    stalled: list[float]  # relative residuals of the solves that missed `_CG_TOLERANCE`
+    stalled: list[float]  # relative residuals of the solves that missed `CG_TOLERANCE`
     coupling: FloatArray  # (n, T) the column c (0 without the efficiency term)
     corner: float  # d
     coupling_solved: FloatArray  # (n, T) P_y^-1 c
@@ -657,9 +640,9 @@ class _NewtonSystem:
     def solve(self, rhs: FloatArray) -> FloatArray:
         """The Newton system's solution by conjugate gradients preconditioned with the regularized
         Woodbury inverse."""
-        solution, error = preconditioned_cg(self.apply, self.precondition, rhs, _CG_TOLERANCE, _CG_STEPS)
+        solution, error = preconditioned_cg(self.apply, self.precondition, rhs, CG_TOLERANCE, CG_STEPS)
         scale = float(np.abs(rhs).max())
-        if not error <= 10 * _CG_TOLERANCE * scale:  # some slack over CG's own (recursive) test
+        if not error <= 10 * CG_TOLERANCE * scale:  # some slack over CG's own (recursive) test
             self.stalled.append(error / scale)
         return solution
 
@@ -698,7 +681,7 @@ class _NewtonSystem:
         dz_e = np.where(efficient, (target_e - z_e * ds_e) / s_e - z_e, 0.0)
         dz_zeta = (target_zeta - longest.z_zeta * d_zeta) / longest.zeta - longest.z_zeta if data.kappa else 0.0
         du = np.einsum("nst,nt->ns", data.progress, dy)
-        largest = _largest_step(
+        largest = largest_step(
             (y, s_hi, s_cap, z_lo, z_hi, prices, point.u, s_f, z_f, s_e, z_e, np.array([longest.zeta, longest.z_zeta])),
             (dy, -dy, ds_cap, dz_lo, dz_hi, d_prices, du, ds_f, dz_f, ds_e, dz_e, np.array([d_zeta, dz_zeta])))
         return _Direction(dy, dz_lo, dz_hi, ds_cap, d_prices, ds_f, dz_f, _Longest(d_zeta, ds_e, dz_e, dz_zeta), du,
@@ -786,13 +769,3 @@ def _lower_triangular_inverse(lower: FloatArray, out: FloatArray) -> FloatArray:
             inverse[:, row, :row] = -(lower[:, row:row + 1, :row] @ inverse[:, :row, :row])[:, 0, :] \
                 * reciprocal[:, row, None]
     return inverse
-
-
-def _largest_step(values: tuple[FloatArray, ...], steps: tuple[FloatArray, ...]) -> float:
-    """Largest step in [0, inf) keeping every value nonnegative (entries that do not move are ignored)."""
-    largest = np.inf
-    for value, step in zip(values, steps, strict=True):
-        shrinking = step < 0
-        if shrinking.any():
-            largest = min(largest, float((-value[shrinking] / step[shrinking]).min()))
-    return float(largest)

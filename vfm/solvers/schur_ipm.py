@@ -53,14 +53,13 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 
+from vfm._interior_point import CG_STEPS, CG_TOLERANCE, STEP_TO_BOUNDARY, Method, centring, iterate, largest_step
 from vfm._linalg import preconditioned_cg
 from vfm.duality import duality_gap
 from vfm.equilibrium import Status
 from vfm.program import ScaledProgram
 from vfm.solvers.base import Capabilities, ScaledSolution
 
-_STEP_TO_BOUNDARY = 0.99
-_CG_STEPS = 25
 _WARM_MIX = 0.6
 _START_SHARE = 0.9
 _DUAL_START = "stationary"
@@ -68,9 +67,6 @@ _REFINE_BELOW = 1e-4
 #: Below this complementarity, the exact duality gap is evaluated as a stopping test.
 _GAP_CHECK_BELOW = 1e-5
 _WARM_MU = 0.1
-_CG_TOLERANCE = 1e-10
-#: A merit this many times the best seen so far means the Newton systems have run out of digits.
-_STALL_FACTOR = 10.0
 #: Added to the diagonal of M in the Woodbury inverse only (H itself is applied exactly). When a
 #: buyer is indifferent between goods (e.g. its utility cap binds), the bound curvatures of its
 #: interior entries fall towards 0 and the exact inverse loses every digit; the regularized one
@@ -242,7 +238,7 @@ class _NewtonSystem:
         """
         if not refine:
             return self._woodbury(rhs)
-        solution, _ = preconditioned_cg(self.apply_h, self._woodbury, rhs, _CG_TOLERANCE, _CG_STEPS)
+        solution, _ = preconditioned_cg(self.apply_h, self._woodbury, rhs, CG_TOLERANCE, CG_STEPS)
         return solution
 
 
@@ -256,18 +252,6 @@ def _direction(system: _Inequalities, newton: _NewtonSystem, s: Blocks, y: Block
     ds = tuple(-g for g in g_dz)
     dy = tuple(g / si + di * gd for g, si, di, gd in zip(gap, s, newton.scaling, g_dz, strict=True))
     return dz, ds, dy
-
-
-def _step_length(values: Blocks, changes: Blocks) -> float:
-    """Largest step in [0, 1] that keeps every entry of `values + step * changes` nonnegative."""
-    step = 1.0
-    for value, change in zip(values, changes, strict=True):
-        # The max of -change / value over the falling entries is 1 / (the first blocking step).
-        # Entries that do not fall are left out (absent constraints have value 0 in y).
-        blocking = float(np.max(-change / value, initial=0.0, where=change < 0))
-        if blocking > 1.0:
-            step = min(step, 1.0 / blocking)
-    return step
 
 
 @dataclass
@@ -383,87 +367,93 @@ def _interior_point(program: ScaledProgram, tol: float, gap_tol: float, max_iter
     # the pairs nu_i U_i = w_i: their Newton curvature nu / U replaces the primal w / U^2, which
     # is only accurate while U barely moves (the primal-dual scaling of the log objective).
     nu = weights / (base + system.per_buyer(a * z))
-    best: tuple[float, np.ndarray, np.ndarray, int] | None = None
-    status, message = Status.ITERATION_LIMIT, f"schur-ipm stopped at max_iter={max_iter} before converging"
+
+    def converged(point: _Point, iteration: int) -> str | None:
+        if point.merit <= tol:
+            return (f"complementarity {point.complementarity:.1e}, relative dual residual "
+                    f"{point.residual_norm:.1e}")
+        if point.complementarity <= _GAP_CHECK_BELOW:
+            # The dual residual measures y against every bound multiplier at once and lags
+            # behind; the exact duality gap of (z, supply prices) with the best responses of
+            # vfm.duality is what the result is judged on, and it is often met earlier.
+            gap = _relative_gap(program, point.z, point.y[0])
+            if abs(gap) <= gap_tol:
+                return f"exact relative duality gap {gap:.1e}"
+        return None
+
+    def trace(point: _Point, iteration: int) -> None:
+        print(f"schur-ipm {iteration:3d}  complementarity {point.complementarity:9.2e}  "
+              f"dual residual {point.residual_norm:9.2e}")
+
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        for iteration in range(max_iter + 1):
-            u = base + system.per_buyer(a * z)
-            gradient = -(weights / u)[:, None] * a
-            dual_residual = gradient + system.apply_transpose(y)
-            complementarity = _dot(s, y)
-            residual_norm = float(np.abs(dual_residual).max() / (1.0 + np.abs(gradient).max()))
-            merit = max(complementarity, residual_norm)
-            if verbose:
-                print(f"schur-ipm {iteration:3d}  complementarity {complementarity:9.2e}  "
-                      f"dual residual {residual_norm:9.2e}")
-            if merit <= tol:
-                best = (merit, z, y[0], iteration)
-                status, message = Status.OPTIMAL, (
-                    f"schur-ipm converged in {iteration} iterations (complementarity {complementarity:.1e}, "
-                    f"relative dual residual {residual_norm:.1e})"
-                )
-                break
-            if complementarity <= _GAP_CHECK_BELOW:
-                # The dual residual measures y against every bound multiplier at once and lags
-                # behind; the exact duality gap of (z, supply prices) with the best responses of
-                # vfm.duality is what the result is judged on, and it is often met earlier.
-                gap = _relative_gap(program, z, y[0])
-                if verbose:
-                    print(f"               exact relative duality gap {gap:9.2e}")
-                if abs(gap) <= gap_tol:
-                    best = (merit, z, y[0], iteration)
-                    status, message = Status.OPTIMAL, (
-                        f"schur-ipm converged in {iteration} iterations (exact relative duality gap {gap:.1e})"
-                    )
-                    break
-            if best is not None and not merit <= _STALL_FACTOR * best[0]:
-                # Near the solution the Newton systems lose the digits they need (iterates sit at
-                # distance ~mu from their bounds); past that point steps only do harm.
-                status, message = Status.INACCURATE, (
-                    f"schur-ipm stalled after {best[3]} iterations at complementarity / dual residual "
-                    f"{best[0]:.1e} (asked for {tol:.0e})"
-                )
-                break
-            if best is None or merit < best[0]:
-                best = (merit, z, y[0], iteration)
-            if iteration == max_iter:
-                break
-
-            mu = complementarity / n_constraints
-            scaling: Blocks = tuple(yi / si for si, yi in zip(s, y, strict=True))
-            newton = _NewtonSystem.build(system, scaling, nu / u)
-
-            # Mehrotra: an affine-scaling predictor sets the centring, then a corrected step.
-            zero: Blocks = tuple(np.zeros_like(si) for si in s)
-            # Far from the solution the Woodbury inverse is accurate, and the predictor only
-            # sets the centring: neither needs the conjugate-gradient refinement.
-            refine = complementarity < _REFINE_BELOW
-            _, ds_aff, dy_aff = _direction(system, newton, s, y, dual_residual, zero, refine=False)
-            primal_aff, dual_aff = _step_length(s, ds_aff), _step_length(y, dy_aff)
-            moved_s = tuple(si + primal_aff * dsi for si, dsi in zip(s, ds_aff, strict=True))
-            moved_y = tuple(yi + dual_aff * dyi for yi, dyi in zip(y, dy_aff, strict=True))
-            sigma = min(1.0, (_dot(moved_s, moved_y) / n_constraints / mu) ** 3)
-            target: Blocks = tuple(sigma * mu - d1 * d2 for d1, d2 in zip(ds_aff, dy_aff, strict=True))
-            dz, ds, dy = _direction(system, newton, s, y, dual_residual, target, refine)
-            d_nu = (weights - nu * u - nu * system.per_buyer(a * dz)) / u
-            alpha = _STEP_TO_BOUNDARY * _step_length(s, ds)
-            alpha_dual = _STEP_TO_BOUNDARY * _step_length((*y, nu), (*dy, d_nu))
-            # One step length: nu_i U_i = w_i couples the utility multipliers to the primal, and
-            # unequal steps leave that pair (and with it the dual residual) behind.
-            alpha = alpha_dual = min(alpha, alpha_dual)
-            if verbose:
-                print(f"               sigma {sigma:9.2e}  primal step {alpha:6.3f}  dual step {alpha_dual:6.3f}")
-            if not (np.isfinite(alpha) and np.isfinite(alpha_dual)) or min(alpha, alpha_dual) <= 0:
-                break
-            z = z + alpha * dz
-            # Slacks move along the step rather than being recomputed as 1 - S z: near a sold-out
-            # good that difference cancels to 0 in floating point, and s must stay positive.
-            s = tuple(si + alpha * dsi for si, dsi in zip(s, ds, strict=True))
-            y = tuple(yi + alpha_dual * dyi for yi, dyi in zip(y, dy, strict=True))
-            nu = nu + alpha_dual * d_nu
-
-    assert best is not None  # iteration 0 always records one
-    _, z, prices, iteration = best
-    return ScaledSolution(z=z[program.buyer, program.supply_row], scaled_prices=prices, status=status,
-                          message=message, iterations=iteration, solve_time=time.perf_counter() - started,
+        outcome = iterate(_Point.at(system, program, z, s, y, nu), Method(
+            name="schur-ipm",
+            step=lambda point: _step(system, program, point),
+            measure=lambda point: point.merit,
+            converged=converged,
+            describe=lambda point: f"complementarity / dual residual {point.merit:.1e}",
+            asked=f"{tol:.0e}",
+            trace=trace if verbose else None,
+        ), max_iter)
+    best = outcome.point
+    return ScaledSolution(z=best.z[program.buyer, program.supply_row], scaled_prices=best.y[0], status=outcome.status,
+                          message=outcome.message, iterations=outcome.iteration,
+                          solve_time=time.perf_counter() - started,
                           accuracy=max(tol, gap_tol))  # both are tolerances in force
+
+
+@dataclass(frozen=True)
+class _Point:
+    """An iterate (allocation, slacks, multipliers, utility multipliers) and its residuals."""
+
+    z: np.ndarray
+    s: Blocks
+    y: Blocks
+    nu: np.ndarray
+    u: np.ndarray
+    dual_residual: np.ndarray
+    complementarity: float
+    residual_norm: float
+    merit: float  # max(complementarity, relative dual residual)
+
+    @classmethod
+    def at(cls, system: _Inequalities, program: ScaledProgram, z: np.ndarray, s: Blocks, y: Blocks,
+           nu: np.ndarray) -> _Point:
+        u = program.base + system.per_buyer(system.utility * z)
+        gradient = -(program.weights / u)[:, None] * system.utility
+        dual_residual = gradient + system.apply_transpose(y)
+        complementarity = _dot(s, y)
+        residual_norm = float(np.abs(dual_residual).max() / (1.0 + np.abs(gradient).max()))
+        return cls(z, s, y, nu, u, dual_residual, complementarity, residual_norm, max(complementarity, residual_norm))
+
+
+def _step(system: _Inequalities, program: ScaledProgram, point: _Point) -> _Point | None:
+    """Mehrotra's predictor-corrector step from `point` (None when no positive step exists)."""
+    s, y, nu, u = point.s, point.y, point.nu, point.u
+    mu = point.complementarity / system.n_constraints
+    scaling: Blocks = tuple(yi / si for si, yi in zip(s, y, strict=True))
+    newton = _NewtonSystem.build(system, scaling, nu / u)
+    # Mehrotra: an affine-scaling predictor sets the centring, then a corrected step.
+    zero: Blocks = tuple(np.zeros_like(si) for si in s)
+    # Far from the solution the Woodbury inverse is accurate, and the predictor only
+    # sets the centring: neither needs the conjugate-gradient refinement.
+    refine = point.complementarity < _REFINE_BELOW
+    _, ds_aff, dy_aff = _direction(system, newton, s, y, point.dual_residual, zero, refine=False)
+    primal_aff, dual_aff = min(1.0, largest_step(s, ds_aff)), min(1.0, largest_step(y, dy_aff))
+    moved_s = tuple(si + primal_aff * dsi for si, dsi in zip(s, ds_aff, strict=True))
+    moved_y = tuple(yi + dual_aff * dyi for yi, dyi in zip(y, dy_aff, strict=True))
+    sigma = centring(_dot(moved_s, moved_y), point.complementarity)
+    target: Blocks = tuple(sigma * mu - d1 * d2 for d1, d2 in zip(ds_aff, dy_aff, strict=True))
+    dz, ds, dy = _direction(system, newton, s, y, point.dual_residual, target, refine)
+    a = system.utility
+    d_nu = (program.weights - nu * u - nu * system.per_buyer(a * dz)) / u
+    # One step length: nu_i U_i = w_i couples the utility multipliers to the primal, and
+    # unequal steps leave that pair (and with it the dual residual) behind.
+    alpha = STEP_TO_BOUNDARY * min(1.0, largest_step(s, ds), largest_step((*y, nu), (*dy, d_nu)))
+    if not np.isfinite(alpha) or alpha <= 0:
+        return None
+    # Slacks move along the step rather than being recomputed as 1 - S z: near a sold-out
+    # good that difference cancels to 0 in floating point, and s must stay positive.
+    moved_s = tuple(si + alpha * dsi for si, dsi in zip(s, ds, strict=True))
+    return _Point.at(system, program, point.z + alpha * dz, moved_s,
+                     tuple(yi + alpha * dyi for yi, dyi in zip(y, dy, strict=True)), nu + alpha * d_nu)

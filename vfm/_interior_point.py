@@ -1,0 +1,137 @@
+"""The interior-point driver shared by vfm's two structure-exploiting solvers.
+
+`vfm.solvers.schur_ipm` (markets) and `vfm.planner.saa_ipm` (planning programs) differ in their
+variables and Newton systems; what an iteration does with them is the same and lives here once:
+the loop (`iterate`: stopping test, best iterate, stall detection, iteration limit, messages),
+the step to the boundary (`largest_step`, `STEP_TO_BOUNDARY`) and Mehrotra's centring
+(`centring`). Each solver supplies its start, its step and how it measures and describes a point.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+import numpy as np
+
+from vfm._validation import FloatArray
+from vfm.equilibrium import Status
+
+#: A step stops this fraction of the way to the nearest boundary.
+STEP_TO_BOUNDARY = 0.99
+#: A measure this many times the best so far means the Newton systems have run out of digits:
+#: later steps only do harm, and the best iterate is returned.
+STALL_FACTOR = 10.0
+#: Conjugate-gradient refinement of the Newton systems: at most this many steps, to this relative
+#: max-norm residual.
+CG_STEPS = 25
+CG_TOLERANCE = 1e-10
+
+Point = TypeVar("Point")
+
+
+@dataclass(frozen=True)
+class Outcome(Generic[Point]):
+    """How the iterations ended: the point to report (the best seen unless converged), at which
+    iteration, the status and a message that names the solver."""
+
+    point: Point
+    iteration: int
+    status: Status
+    message: str
+
+
+@dataclass(frozen=True)
+class Method(Generic[Point]):
+    """What a solver supplies to `iterate`.
+
+    Attributes
+    ----------
+    name : str
+        Starts every message (``"saa-ipm"``).
+    step : callable
+        ``point -> next point``, or None when no step is usable (none keeps the iterate
+        interior, or none decreases the solver's merit); may raise
+        `numpy.linalg.LinAlgError` when its Newton system cannot be factored.
+    measure : callable
+        ``point -> float``, smaller is better (a certified gap, or complementarity and residual);
+        the best iterate and stalls are judged on it.
+    converged : callable
+        ``(point, iteration) -> str or None``: what certifies convergence (for the message), or
+        None while not converged.
+    describe : callable
+        ``point -> str``, how far a point is from converged (``"certified relative gap 1e-7"``).
+    asked : str
+        The tolerance asked for, as the messages state it.
+    trace : callable, optional
+        Called with ``(point, iteration)`` before each test (``verbose=True``).
+    """
+
+    name: str
+    step: Callable[[Point], Point | None]
+    measure: Callable[[Point], float]
+    converged: Callable[[Point, int], str | None]
+    describe: Callable[[Point], str]
+    asked: str
+    trace: Callable[[Point, int], None] | None = None
+
+
+def iterate(start: Point, method: Method[Point], max_iter: int) -> Outcome[Point]:
+    """Run `method` from `start` until it converges, stalls, finds no step or reaches `max_iter`.
+
+    Returns the converged point (`Status.OPTIMAL`), else the best point by `method.measure`:
+    `Status.INACCURATE` when the measure rose `STALL_FACTOR` above the best, no step was found
+    or the Newton system could not be factored; `Status.ITERATION_LIMIT` after `max_iter` steps.
+    """
+    point, best, best_iteration = start, start, 0
+    for iteration in range(max_iter + 1):
+        if method.trace is not None:
+            method.trace(point, iteration)
+        certificate = method.converged(point, iteration)
+        if certificate is not None:
+            return Outcome(point, iteration, Status.OPTIMAL,
+                           f"{method.name} converged in {iteration} iterations ({certificate})")
+        value = method.measure(point)
+        if not value <= STALL_FACTOR * method.measure(best):
+            return Outcome(best, best_iteration, Status.INACCURATE,
+                           f"{method.name} stalled after {best_iteration} iterations at "
+                           f"{method.describe(best)} (asked for {method.asked})")
+        if value < method.measure(best):
+            best, best_iteration = point, iteration
+        if iteration == max_iter:
+            break
+        try:
+            trial = method.step(point)
+        except np.linalg.LinAlgError as error:
+            # Should not happen with the regularized preconditioners; never raise on a bad input.
+            return Outcome(best, best_iteration, Status.INACCURATE,
+                           f"{method.name} could not factor its Newton system at iteration {iteration} ({error}); "
+                           f"stopped at {method.describe(best)} (asked for {method.asked})")
+        if trial is None:
+            return Outcome(best, best_iteration, Status.INACCURATE,
+                           f"{method.name} found no usable step at iteration {iteration}; "
+                           f"stopped at {method.describe(best)} (asked for {method.asked})")
+        point = trial
+    return Outcome(best, best_iteration, Status.ITERATION_LIMIT,
+                   f"{method.name} stopped at max_iter={max_iter} before converging; at {method.describe(best)} "
+                   f"(asked for {method.asked})")
+
+
+def largest_step(values: Sequence[FloatArray], changes: Sequence[FloatArray]) -> float:
+    """Largest step in [0, inf) keeping every ``value + step * change`` nonnegative (inf if none falls).
+
+    Entries that do not fall are left out, so constraints a solver keeps at value 0 and change 0
+    (absent ones) never block.
+    """
+    blocking = 0.0
+    for value, change in zip(values, changes, strict=True):
+        # max of -change / value over the falling entries: 1 / (the step at which the first hits 0).
+        blocking = max(blocking, float(np.max(-change / value, initial=0.0, where=change < 0)))
+    return 1.0 / blocking if blocking > 0 else float("inf")
+
+
+def centring(moved_complementarity: float, complementarity: float) -> float:
+    r"""Mehrotra's centring parameter :math:`\sigma = \min(1, (\mu_{\text{aff}} / \mu)^3)` from the
+    complementarity after the affine (predictor) step and before it."""
+    return min(1.0, (moved_complementarity / complementarity) ** 3)
