@@ -13,7 +13,7 @@ from vfm.equilibrium import Equilibrium, Status, failed
 from vfm.errors import ValidationError
 from vfm.market import VolatileFisherMarket
 from vfm.program import ScaledProgram
-from vfm.solvers.base import Backend, ScaledSolution
+from vfm.solvers.base import Backend
 from vfm.solvers.registry import candidates, select
 
 
@@ -117,16 +117,16 @@ def solve(market: VolatileFisherMarket, solver: str | None = None, **options: An
 def _solve_with(backend: Backend, program: ScaledProgram, options: dict[str, Any]) -> Equilibrium:
     """One backend's certified result for `program`."""
     market = program.market
-    solution: ScaledSolution = backend.solve(program, **options)
+    solution = backend.solve(program, **options)
     timing = {
         "iterations": solution.iterations,
         "solve_time": solution.solve_time,
         "accuracy": solution.accuracy,
     }
-    if solution.z is None or solution.scaled_prices is None:
+    if solution.x is None or solution.prices is None:
         return failed(market, backend.name, solution.status, solution.message, **timing)
-    allocation = program.allocation(solution.z)
-    prices = program.prices(solution.scaled_prices)
+    allocation = program.allocation(solution.x)
+    prices = program.prices(solution.prices)
     message = solution.message
     if market.is_plain:
         polished = stationary_prices(market, allocation)

@@ -32,7 +32,7 @@ def _check_ipm_solution(program: PlanningProgram, solution, tol: float) -> float
     """What saa-ipm certifies whatever its status: a feasible schedule and a finite gap >= 0; and,
     when it reports `OPTIMAL`, a gap within `tol`. Returns the schedule's objective."""
     assert solution.status in (Status.OPTIMAL, Status.INACCURATE), solution.message
-    y = solution.schedule
+    y = solution.x
     assert np.all((y >= 0) & (y <= 1)) and not y[~program.fits].any()
     assert program.capacity_excess(y) <= 1e-9 * program.capacity.max()
     assert np.all(solution.prices >= 0)
@@ -54,10 +54,10 @@ def _agreement(program: PlanningProgram) -> None:
     # own (uncertified) accuracy, 1e-7 relative with margin over Clarabel's 1e-8. The gap is
     # small when saa-ipm converged (checked above); it still bounds the optimum when saa-ipm
     # stopped early (Status.INACCURATE).
-    assert abs(program.objective(cvx.schedule) - ipm_objective) <= ipm.gap + 1e-7 * scale
+    assert abs(program.objective(cvx.x) - ipm_objective) <= ipm.gap + 1e-7 * scale
     # The certified gap really bounds the optimum: no feasible schedule (here CVXPY's, made
     # exactly feasible) beats the IPM's objective by more than the gap.
-    assert program.objective(_feasible(program, cvx.schedule)) <= ipm_objective + ipm.gap + 1e-9 * scale
+    assert program.objective(_feasible(program, cvx.x)) <= ipm_objective + ipm.gap + 1e-9 * scale
 
 
 @settings(max_examples=20)
@@ -108,7 +108,7 @@ def test_warm_start_reaches_the_same_optimum(program):
     cold = solve_saa_ipm(program, tol=1e-6)
     cold_objective = _check_ipm_solution(program, cold, tol=1e-6)
     rng = np.random.default_rng(0)
-    for start in (cold.schedule, np.roll(cold.schedule, -1, axis=1), rng.random(cold.schedule.shape)):
+    for start in (cold.x, np.roll(cold.x, -1, axis=1), rng.random(cold.x.shape)):
         warm = solve_saa_ipm(program, tol=1e-6, warm_start=start)
         warm_objective = _check_ipm_solution(program, warm, tol=1e-6)
         # Each is within its own gap below the optimum.
@@ -125,7 +125,7 @@ def test_invariant_to_the_scale_of_the_budgets(program):
     factor = 2.0**20
     scaled = solve_saa_ipm(replace(program, weights=program.weights * factor))
     assert scaled.status == base.status and scaled.iterations == base.iterations
-    np.testing.assert_array_equal(scaled.schedule, base.schedule)
+    np.testing.assert_array_equal(scaled.x, base.x)
     assert scaled.gap == pytest.approx(factor * base.gap, rel=1e-12)
     np.testing.assert_allclose(scaled.prices, factor * base.prices, rtol=1e-12)
 
@@ -138,8 +138,8 @@ def test_one_job_takes_every_round_it_fits():
     )
     solution = solve_saa_ipm(program)
     assert solution.status == Status.OPTIMAL
-    np.testing.assert_allclose(solution.schedule[0], [1.0, 0.0, 0.0, 1.0], atol=1e-5)
-    assert program.objective(solution.schedule) == pytest.approx(2.0 * np.log(0.6), abs=solution.gap + 1e-12)
+    np.testing.assert_allclose(solution.x[0], [1.0, 0.0, 0.0, 1.0], atol=1e-5)
+    assert program.objective(solution.x) == pytest.approx(2.0 * np.log(0.6), abs=solution.gap + 1e-12)
 
 
 def test_identical_jobs_get_equal_progress():
@@ -152,10 +152,10 @@ def test_identical_jobs_get_equal_progress():
                               capacity=np.ones(3), round_s=120.0, remaining_s=np.full(2, 1e3))
     solution = solve_saa_ipm(program, tol=1e-6)
     assert solution.status == Status.OPTIMAL
-    np.testing.assert_allclose(solution.schedule @ [0.1, 0.2, 0.3], [0.3, 0.3], atol=1e-4)
-    assert program.objective(solution.schedule) == pytest.approx(np.log(0.4) + np.log(0.25),
+    np.testing.assert_allclose(solution.x @ [0.1, 0.2, 0.3], [0.3, 0.3], atol=1e-4)
+    assert program.objective(solution.x) == pytest.approx(np.log(0.4) + np.log(0.25),
                                                                  abs=solution.gap + 1e-12)
-    assert program.objective(solution.schedule) <= np.log(0.4) + np.log(0.25)
+    assert program.objective(solution.x) <= np.log(0.4) + np.log(0.25)
 
 
 # --- former library bugs (regression tests) ---------------------------------------------------------------
@@ -177,8 +177,8 @@ def test_converges_on_fresh_jobs_sharing_a_round(tol):
     solution = solve_saa_ipm(STALLING, tol=tol)
     reference = solve_saa_cvxpy(STALLING)
     # Its certificate is honest (the gap bounds the optimum) and within tol.
-    objective = STALLING.objective(solution.schedule)
-    assert STALLING.objective(reference.schedule) <= objective + solution.gap
+    objective = STALLING.objective(solution.x)
+    assert STALLING.objective(reference.x) <= objective + solution.gap
     assert solution.status == Status.OPTIMAL, solution.message
 
 

@@ -113,12 +113,12 @@ def test_resolve_with_new_numbers_reuses_the_solver_and_matches_a_fresh_solve():
     assert backend.cache_stats == CacheStats(builds=1, updates=1)
     fresh = ClarabelDirectBackend().solve(program, **TIGHT)
     assert reused.status is fresh.status is Status.OPTIMAL, (reused.message, fresh.message)
-    assert reused.z is not None and fresh.z is not None
-    assert reused.scaled_prices is not None and fresh.scaled_prices is not None
-    np.testing.assert_allclose(program.allocation(reused.z), program.allocation(fresh.z), atol=1e-5)
-    np.testing.assert_allclose(program.prices(reused.scaled_prices), program.prices(fresh.scaled_prices), rtol=1e-5)
-    assert market.nswot(program.allocation(reused.z)) == pytest.approx(
-        market.nswot(program.allocation(fresh.z)), abs=1e-9 * market.budgets.sum())
+    assert reused.x is not None and fresh.x is not None
+    assert reused.prices is not None and fresh.prices is not None
+    np.testing.assert_allclose(program.allocation(reused.x), program.allocation(fresh.x), atol=1e-5)
+    np.testing.assert_allclose(program.prices(reused.prices), program.prices(fresh.prices), rtol=1e-5)
+    assert market.nswot(program.allocation(reused.x)) == pytest.approx(
+        market.nswot(program.allocation(fresh.x)), abs=1e-9 * market.budgets.sum())
 
 
 def test_resolve_through_vfm_solve_is_certified(direct):
@@ -212,5 +212,5 @@ def test_settings_clarabel_rejects_are_an_error_status():
     program = ScaledProgram.from_market(VolatileFisherMarket.static([[1.0]]))
     solution = ClarabelDirectBackend().solve(program, direct_solve_method="nonsense")
     assert solution.status is Status.ERROR
-    assert solution.z is None and solution.scaled_prices is None
+    assert solution.x is None and solution.prices is None
     assert "direct_solve_method" in solution.message

@@ -46,6 +46,6 @@ def test_job_window_reaches_the_issue_accuracy():
 def test_iteration_limit_and_bad_options_are_statuses():
     program = ScaledProgram.from_market(vfm.VolatileFisherMarket(np.random.default_rng(1).uniform(0.1, 1, (30, 2, 4))))
     stopped = SchurIPMBackend().solve(program, max_iter=2)
-    assert stopped.status is Status.ITERATION_LIMIT and stopped.z is not None
+    assert stopped.status is Status.ITERATION_LIMIT and stopped.x is not None
     wrong = SchurIPMBackend().solve(program, tolerance=1e-3)
     assert wrong.status is Status.ERROR and "unknown options: tolerance" in wrong.message

@@ -14,8 +14,8 @@ from typing import Any
 from vfm._validation import FloatArray
 from vfm.planner.program import PlanningProgram
 from vfm.planner.saa_cvxpy import solve_saa_cvxpy
-from vfm.planner.saa_ipm import RelaxedSolution, solve_saa_ipm
-from vfm.solvers.base import Capabilities
+from vfm.planner.saa_ipm import solve_saa_ipm
+from vfm.solvers.base import Capabilities, Solution
 from vfm.solvers.registry import register
 
 
@@ -30,7 +30,7 @@ class SaaIpmBackend:
         return True
 
     def solve(self, program: PlanningProgram, *, tol: float = 1e-9, warm_start: FloatArray | None = None,
-              **options: Any) -> RelaxedSolution:
+              **options: Any) -> Solution:
         return solve_saa_ipm(program, tol=tol, warm_start=warm_start)
 
 
@@ -46,7 +46,7 @@ class SaaCvxpyBackend:
         return all(importlib.util.find_spec(module) is not None for module in ("cvxpy", "clarabel"))
 
     def solve(self, program: PlanningProgram, *, tol: float = 1e-9, warm_start: FloatArray | None = None,
-              **options: Any) -> RelaxedSolution:
+              **options: Any) -> Solution:
         # Clarabel's gap and feasibility tolerances at `tol`: both backends then resolve the same ties.
         return solve_saa_cvxpy(program, tol_gap_abs=tol, tol_gap_rel=tol, tol_feas=tol)
 

@@ -30,7 +30,7 @@ from vfm.forecast import DirichletForecaster, Forecaster, JobStates, SeedLike
 from vfm.planner.options import PlanOptions
 from vfm.planner.program import PlanningProgram
 from vfm.planner.rounding import round_schedule
-from vfm.planner.saa_ipm import RelaxedSolution
+from vfm.solvers.base import Solution
 from vfm.solvers.registry import candidates, select
 
 Fairness = Literal["none", "constraints", "relaxed"]
@@ -275,17 +275,20 @@ def plan(
         solution, name = _solve(program, opts, warm_start)
     solve_s = time.perf_counter() - started - forecast_s - build_s
 
-    schedule = round_schedule(solution.schedule, width, supply, np.where(finished, 0.0, remaining_s),
+    # A backend that produced no point (an error on both): nothing runs, and the status says why.
+    relaxed = solution.x if solution.x is not None else np.zeros((n, rounds))
+    prices = solution.prices if solution.prices is not None else np.full(rounds, np.nan)
+    schedule = round_schedule(relaxed, width, supply, np.where(finished, 0.0, remaining_s),
                               float(round_s), lateness, program.base, program.progress.max(axis=0) > 0) & fits
-    relaxed_objective = program.objective(solution.schedule)
+    relaxed_objective = program.objective(relaxed)
     # saa-ipm certifies its gap for the objective without the tie-breaking term; cvxpy's optimum
     # (not certified) is that of the objective minus the term, which is at most `spread_span`.
-    gap = program.spread_span - program.spread_penalty(solution.schedule) if np.isnan(solution.gap) else solution.gap
+    gap = program.spread_span - program.spread_penalty(relaxed) if np.isnan(solution.gap) else solution.gap
     total_s = time.perf_counter() - started
     return Plan(
         schedule=schedule,
-        relaxed=solution.schedule,
-        prices=solution.prices,
+        relaxed=relaxed,
+        prices=prices,
         bound=relaxed_objective + gap,
         relaxed_objective=relaxed_objective,
         rounded_objective=program.objective(schedule.astype(np.float64)),
@@ -416,7 +419,7 @@ def _in_fitting_rounds(epochs: FloatArray, fits: np.ndarray) -> FloatArray:
 
 
 def _solve(program: PlanningProgram, options: PlanOptions,
-           warm_start: FloatArray | None) -> tuple[RelaxedSolution, str]:
+           warm_start: FloatArray | None) -> tuple[Solution, str]:
     """Solve with the backend `options.solver` names (default: the registry's first for planning
     programs), then, until one is optimal, with the others that support the program.
 
@@ -428,7 +431,7 @@ def _solve(program: PlanningProgram, options: PlanOptions,
     if options.solver is not None:
         first = select(program, options.solver)
         backends = [first, *(backend for backend in backends if backend.name != first.name)]
-    attempts: list[tuple[RelaxedSolution, str]] = []
+    attempts: list[tuple[Solution, str]] = []
     for backend in backends:
         solution = backend.solve(program, tol=options.tol,
                                  warm_start=warm_start if backend.capabilities.warm_start else None)

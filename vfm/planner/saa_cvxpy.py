@@ -17,11 +17,11 @@ import scipy.sparse as sp
 
 from vfm.equilibrium import Status
 from vfm.planner.program import PlanningProgram
-from vfm.planner.saa_ipm import RelaxedSolution
+from vfm.solvers.base import Solution
 from vfm.solvers.cvxpy_conic import cvxpy_status
 
 
-def solve_saa_cvxpy(program: PlanningProgram, solver: str = "CLARABEL", **options: Any) -> RelaxedSolution:
+def solve_saa_cvxpy(program: PlanningProgram, solver: str = "CLARABEL", **options: Any) -> Solution:
     """Solve any `PlanningProgram` with CVXPY; the gap is the solver's (not certified: NaN)."""
     started = time.perf_counter()
     n_scenarios, n, rounds = program.shape
@@ -54,24 +54,28 @@ def solve_saa_cvxpy(program: PlanningProgram, solver: str = "CLARABEL", **option
     try:
         problem.solve(solver=solver, **options)
     except cp.SolverError as error:
-        return _failed(program, Status.ERROR, f"cvxpy/{solver} failed: {error}", started)
+        return _failed(Status.ERROR, f"cvxpy/{solver} failed: {error}", started, options)
     status, meaning = cvxpy_status(problem.status)
     if y.value is None or status not in (Status.OPTIMAL, Status.INACCURATE):
-        return _failed(program, status, f"cvxpy/{solver} {meaning} (CVXPY status {problem.status!r})", started)
+        return _failed(status, f"cvxpy/{solver} {meaning} (CVXPY status {problem.status!r})", started, options)
     stats = problem.solver_stats
-    return RelaxedSolution(
+    return Solution(
         # Interior-point output sits up to the solver's tolerance outside the box: clip that noise.
-        schedule=np.clip(y.value, 0.0, 1.0) * program.runnable,
+        x=np.clip(y.value, 0.0, 1.0) * program.runnable,
         prices=scale * np.asarray(capacity.dual_value, dtype=np.float64),
-        gap=float("nan"),
         status=status,
         message=f"cvxpy/{solver}: {problem.status}",
         iterations=int(stats.num_iters) if stats.num_iters is not None else -1,
         solve_time=time.perf_counter() - started,
+        accuracy=_accuracy(options),
     )
 
 
-def _failed(program: PlanningProgram, status: Status, message: str, started: float) -> RelaxedSolution:
-    _, n, rounds = program.shape
-    return RelaxedSolution(schedule=np.zeros((n, rounds)), prices=np.full(rounds, np.nan), gap=float("nan"),
-                           status=status, message=message, iterations=-1, solve_time=time.perf_counter() - started)
+def _failed(status: Status, message: str, started: float, options: dict[str, Any]) -> Solution:
+    return Solution(x=None, prices=None, status=status, message=message, iterations=-1,
+                    solve_time=time.perf_counter() - started, accuracy=_accuracy(options))
+
+
+def _accuracy(options: dict[str, Any]) -> float:
+    """The relative gap tolerance in force (Clarabel's default 1e-8 unless set)."""
+    return float(options.get("tol_gap_rel", 1e-8))

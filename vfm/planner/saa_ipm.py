@@ -97,6 +97,7 @@ from vfm._linalg import preconditioned_cg
 from vfm._validation import FloatArray
 from vfm.equilibrium import Status
 from vfm.planner.program import PlanningProgram
+from vfm.solvers.base import Solution
 
 #: The FTF rows count as having no interior when no schedule meets them all with this margin (rounds).
 _NO_INTERIOR_MARGIN = 1e-6
@@ -117,34 +118,6 @@ _REGULARIZATIONS = (1e-10, 1e-8, 1e-6)
 #: `_BACKTRACKS` times.
 _SUFFICIENT_DECREASE = 1e-4
 _BACKTRACKS = 30
-
-
-@dataclass(frozen=True)
-class RelaxedSolution:
-    """The relaxation's solution in job terms.
-
-    Attributes
-    ----------
-    schedule : ndarray, shape (n, T)
-        Fractions :math:`y_{it}`.
-    prices : ndarray, shape (T,)
-        Price of a GPU in each round, in units of the objective (budget-weighted log utility) per
-        GPU; a job pays :math:`w_i p_t` for a whole round.
-    gap : float
-        Certified absolute optimality gap: no feasible schedule has an objective above the
-        objective at `schedule` plus `gap`, for the program's objective without the
-        tie-breaking term (NaN when unknown, inf when `schedule` violates an FTF row).
-    status, message, iterations, solve_time
-        How the solve ended.
-    """
-
-    schedule: FloatArray
-    prices: FloatArray
-    gap: float
-    status: Status
-    message: str
-    iterations: int
-    solve_time: float
 
 
 @dataclass(frozen=True)
@@ -224,7 +197,7 @@ class _Point:
 
 
 def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 80,
-                  warm_start: FloatArray | None = None, verbose: bool = False) -> RelaxedSolution:
+                  warm_start: FloatArray | None = None, verbose: bool = False) -> Solution:
     """Solve a `PlanningProgram` (scenarios, FTF constraints, efficiency term) to a certified gap.
 
     Parameters
@@ -242,8 +215,11 @@ def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 8
 
     Returns
     -------
-    RelaxedSolution
-        The iterate with the smallest certified gap. `Status.OPTIMAL` when that gap is within
+    vfm.solvers.Solution
+        `x` is the iterate with the smallest certified gap, shape (n, T), and `gap` its certified
+        absolute gap (module docstring); `prices` the price of a GPU in each round, in objective
+        units per GPU (a job pays :math:`w_i p_t` for a whole round); `x` and `prices` are None
+        when the FTF rows have no interior. `Status.OPTIMAL` when that gap is within
         ``tol``; `Status.INACCURATE` when the iterations stalled or the Newton system could not be
         solved first (the gap still bounds the optimum), `Status.ERROR` if then no iterate had met
         the FTF rows; `Status.ITERATION_LIMIT` after `max_iter` (gap inf if no iterate met them).
@@ -277,12 +253,11 @@ def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 8
 
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         if not program.fairness_room(_NO_INTERIOR_MARGIN):
-            return RelaxedSolution(
-                schedule=np.zeros((n, rounds)), prices=np.full(rounds, np.nan), gap=float("nan"),
-                status=Status.INFEASIBLE,
+            return Solution(
+                x=None, prices=None, status=Status.INFEASIBLE,
                 message=f"saa-ipm: no schedule meets the finish-time-fairness constraints with a margin of "
                         f"{_NO_INTERIOR_MARGIN:g} rounds, which the interior point needs",
-                iterations=0, solve_time=time.perf_counter() - started)
+                iterations=0, solve_time=time.perf_counter() - started, accuracy=tol)
         point = _start(data, warm_start, n_constraints)
 
         def relative(point: _Point) -> float:
@@ -311,15 +286,16 @@ def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 8
             # No iterate met the FTF rows: nothing certifies the schedule, which is no optimum.
             status, message = Status.ERROR, f"{message}; the FTF rows were still violated"
 
-    return RelaxedSolution(
-        schedule=np.where(active, best.y, 0.0),
+    return Solution(
+        x=np.where(active, best.y, 0.0),
         # Back to the unscaled objective and to GPUs: p_t = scale * lambda_t / G_t.
         prices=scale * best.prices / program.capacity,
-        gap=scale * certified.gap,
         status=status,
         message=message,
         iterations=outcome.iteration,
         solve_time=time.perf_counter() - started,
+        accuracy=tol,
+        gap=scale * certified.gap,
     )
 
 

@@ -1,6 +1,6 @@
 """NSWOT backends and the registry that picks among them (cvxpy's solver layer, in small)."""
 
-from vfm.solvers.base import Backend, Capabilities, ScaledSolution
+from vfm.solvers.base import Backend, Capabilities, Solution
 from vfm.solvers.clarabel_direct import ClarabelDirectBackend
 from vfm.solvers.cvxpy_conic import CvxpyConicBackend
 from vfm.solvers.registry import available_solvers, candidates, register, select
@@ -11,8 +11,8 @@ __all__ = [
     "Capabilities",
     "ClarabelDirectBackend",
     "CvxpyConicBackend",
-    "ScaledSolution",
     "SchurIPMBackend",
+    "Solution",
     "available_solvers",
     "candidates",
     "register",

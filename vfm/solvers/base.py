@@ -60,25 +60,42 @@ class Capabilities:
 
 
 @dataclass(frozen=True)
-class ScaledSolution:
-    """What a backend returns: the scaled program's primal and dual point and how it ended.
+class Solution:
+    """What every backend returns, for either problem type: its point, its prices and how it ended.
 
-    `z` and `scaled_prices` are None when the solver produced no point.
+    Attributes
+    ----------
+    x : ndarray or None
+        The primal point: for a market, the scaled program's allocation over its entries, shape
+        (nnz,) (`vfm.program.ScaledProgram`); for a planning program, the fractional schedule
+        :math:`y`, shape (n, T). None when the solver produced no point.
+    prices : ndarray or None
+        The capacity duals: a market's scaled supply prices, shape (K,); a planning program's
+        price of a GPU in each round, shape (T,), in objective units per GPU. None with `x`.
+    status, message, iterations, solve_time
+        How the solve ended.
+    accuracy : float
+        The tolerance in force.
+    gap : float
+        A certified absolute optimality gap of `x` (planning programs: the objective without the
+        tie-breaking term; inf when `x` violates an FTF row), NaN when the backend certifies none
+        (a market's certificate is `vfm.solve`'s, from `vfm.duality`).
     """
 
-    z: np.ndarray | None
-    scaled_prices: np.ndarray | None
+    x: np.ndarray | None
+    prices: np.ndarray | None
     status: Status
     message: str
     iterations: int
     solve_time: float
     accuracy: float
+    gap: float = float("nan")
 
 
 class Backend(Protocol):
     """A solver of one problem type (`Capabilities.problem`): the scaled NSWOT program of a market
-    (`vfm.program.ScaledProgram`, returning a `ScaledSolution`) or a planning program
-    (`vfm.planner.PlanningProgram`, returning a `vfm.planner.saa_ipm.RelaxedSolution`)."""
+    (`vfm.program.ScaledProgram`) or a planning program (`vfm.planner.PlanningProgram`); either
+    returns a `Solution`."""
 
     @property
     def name(self) -> str:
@@ -94,6 +111,6 @@ class Backend(Protocol):
         """Whether the backend can run on this machine."""
         ...
 
-    def solve(self, program: Any, **options: Any) -> Any:
+    def solve(self, program: Any, **options: Any) -> Solution:
         """Solve `program`; never raise on solver failure, report it in the status."""
         ...

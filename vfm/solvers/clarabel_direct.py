@@ -57,7 +57,7 @@ import scipy.sparse as sp
 from vfm.equilibrium import Status
 from vfm.errors import ValidationError
 from vfm.program import ScaledProgram
-from vfm.solvers.base import Capabilities, ScaledSolution
+from vfm.solvers.base import Capabilities, Solution
 
 try:
     import clarabel
@@ -301,7 +301,7 @@ class ClarabelDirectBackend:
     >>> solution = backend.solve(program)
     >>> solution.status
     <Status.OPTIMAL: 'optimal'>
-    >>> program.prices(solution.scaled_prices).round(3)  # duals: accurate to ~sqrt(tolerance)
+    >>> program.prices(solution.prices).round(3)  # duals: accurate to ~sqrt(tolerance)
     array([[1.],
            [1.]])
     >>> _ = backend.solve(program)  # same layout: the cached solver is updated and re-solved
@@ -358,7 +358,7 @@ class ClarabelDirectBackend:
                 ) from exc
         return settings
 
-    def solve(self, program: ScaledProgram, **options: Any) -> ScaledSolution:
+    def solve(self, program: ScaledProgram, **options: Any) -> Solution:
         """Solve `program`; a solver failure is reported in the status, never raised.
 
         Parameters
@@ -369,8 +369,8 @@ class ClarabelDirectBackend:
 
         Returns
         -------
-        ScaledSolution
-            `z` of shape (nnz,) and `scaled_prices` of shape (K,), or None where Clarabel
+        Solution
+            `x` of shape (nnz,) and `prices` of shape (K,), or None where Clarabel
             produced no usable point.
 
         Raises
@@ -396,7 +396,7 @@ class ClarabelDirectBackend:
                     raise
                 # The solver may be half-updated: never reuse it.
                 self._cached = None
-                return ScaledSolution(
+                return Solution(
                     None, None, Status.ERROR, f"Clarabel failed: {type(exc).__name__}: {exc}", -1,
                     time.perf_counter() - started, accuracy,
                 )
@@ -408,9 +408,9 @@ class ClarabelDirectBackend:
         has_point = name in _HAS_POINT and bool(np.isfinite(z).all() and np.isfinite(prices).all())
         if name in _HAS_POINT and not has_point:
             message += "; its point is not finite"
-        return ScaledSolution(
-            z=z if has_point else None,
-            scaled_prices=prices if has_point else None,
+        return Solution(
+            x=z if has_point else None,
+            prices=prices if has_point else None,
             status=status if has_point or status not in (Status.OPTIMAL, Status.INACCURATE) else Status.ERROR,
             message=message,
             iterations=int(solution.iterations),

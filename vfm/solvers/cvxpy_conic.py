@@ -18,7 +18,7 @@ import numpy as np
 
 from vfm.equilibrium import Status
 from vfm.program import ScaledProgram
-from vfm.solvers.base import Capabilities, ScaledSolution
+from vfm.solvers.base import Capabilities, Solution
 
 _STATUS = {
     cp.OPTIMAL: (Status.OPTIMAL, "converged to the requested accuracy"),
@@ -80,7 +80,7 @@ class CvxpyConicBackend:
         problem = cp.Problem(cp.Maximize(program.weights @ cp.log(utility)), constraints)
         return problem, z, supply
 
-    def solve(self, program: ScaledProgram, **options: Any) -> ScaledSolution:
+    def solve(self, program: ScaledProgram, **options: Any) -> Solution:
         problem, z, supply = self.build(program)
         started = time.perf_counter()
         try:
@@ -89,7 +89,7 @@ class CvxpyConicBackend:
                 warnings.filterwarnings("ignore", message="Solution may be inaccurate")
                 problem.solve(solver=self.cvxpy_name, **options)
         except cp.error.SolverError as exc:
-            return ScaledSolution(
+            return Solution(
                 None, None, Status.ERROR, f"{self.cvxpy_name} failed: {exc}", -1,
                 time.perf_counter() - started, self.accuracy(options),
             )
@@ -100,9 +100,9 @@ class CvxpyConicBackend:
         if isinstance(info, dict) and ("infostring" in info or "status" in info):
             message += f"; solver says: {info.get('infostring', info.get('status'))}"
         has_point = z.value is not None and supply.dual_value is not None
-        return ScaledSolution(
-            z=np.asarray(z.value, dtype=np.float64) if has_point else None,
-            scaled_prices=np.asarray(supply.dual_value, dtype=np.float64).reshape(-1) if has_point else None,
+        return Solution(
+            x=np.asarray(z.value, dtype=np.float64) if has_point else None,
+            prices=np.asarray(supply.dual_value, dtype=np.float64).reshape(-1) if has_point else None,
             # A status that promises a point but comes without one is an error.
             status=status if has_point or status not in (Status.OPTIMAL, Status.INACCURATE) else Status.ERROR,
             message=message,

@@ -58,7 +58,7 @@ from vfm._linalg import preconditioned_cg
 from vfm.duality import duality_gap
 from vfm.equilibrium import Status
 from vfm.program import ScaledProgram
-from vfm.solvers.base import Capabilities, ScaledSolution
+from vfm.solvers.base import Capabilities, Solution
 
 _WARM_MIX = 0.6
 _START_SHARE = 0.9
@@ -284,7 +284,7 @@ class SchurIPMBackend:
     def is_installed(self) -> bool:
         return True
 
-    def solve(self, program: ScaledProgram, **options: Any) -> ScaledSolution:
+    def solve(self, program: ScaledProgram, **options: Any) -> Solution:
         tol = float(options.pop("tol", 1e-8))
         gap_tol = float(options.pop("gap_tol", 10.0 * tol))
         max_iter = int(options.pop("max_iter", 100))
@@ -292,12 +292,12 @@ class SchurIPMBackend:
         verbose = bool(options.pop("verbose", False))
         started = time.perf_counter()
         if options:
-            return ScaledSolution(None, None, Status.ERROR,
+            return Solution(None, None, Status.ERROR,
                                   f"schur-ipm got unknown options: {', '.join(sorted(options))}", 0, 0.0, tol)
         try:
             return _interior_point(program, tol, gap_tol, max_iter, started, warm_start, verbose)
         except np.linalg.LinAlgError as exc:
-            return ScaledSolution(None, None, Status.ERROR, f"schur-ipm failed: {exc}", -1,
+            return Solution(None, None, Status.ERROR, f"schur-ipm failed: {exc}", -1,
                                   time.perf_counter() - started, tol)
 
 
@@ -335,7 +335,7 @@ def _dot(first: Blocks, second: Blocks) -> float:
 
 
 def _interior_point(program: ScaledProgram, tol: float, gap_tol: float, max_iter: int, started: float,
-                    warm_start: Any = None, verbose: bool = False) -> ScaledSolution:
+                    warm_start: Any = None, verbose: bool = False) -> Solution:
     system = _Inequalities.from_program(program)
     weights, base, a = program.weights, program.base, system.utility
     n_constraints = system.n_constraints
@@ -396,7 +396,7 @@ def _interior_point(program: ScaledProgram, tol: float, gap_tol: float, max_iter
             trace=trace if verbose else None,
         ), max_iter)
     best = outcome.point
-    return ScaledSolution(z=best.z[program.buyer, program.supply_row], scaled_prices=best.y[0], status=outcome.status,
+    return Solution(x=best.z[program.buyer, program.supply_row], prices=best.y[0], status=outcome.status,
                           message=outcome.message, iterations=outcome.iteration,
                           solve_time=time.perf_counter() - started,
                           accuracy=max(tol, gap_tol))  # both are tolerances in force
