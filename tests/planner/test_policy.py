@@ -18,7 +18,7 @@ def _run(policy: Policy, rounds: int, batch: int = 32) -> list[list[object]]:
         running = policy.next_round()
         served.append(running)
         for job in running:
-            epochs = int(policy.round_s // policy.regimes(job)[batch])
+            epochs = int(policy.options.round_s // policy.regimes(job)[batch])
             policy.report_progress(job, [batch] * min(epochs, policy.epochs_left(job)))
     return served
 

@@ -121,3 +121,10 @@ def test_plan_skips_a_planning_backend_that_lacks_a_feature():
     finally:
         registry._REGISTRY.clear()
         registry._REGISTRY.update(saved)
+
+
+def test_a_planning_backend_reports_options_it_does_not_take():
+    for name in registry.available_solvers("planning"):
+        solution = registry.select(_window(), name).solve(_window(), tol=1e-8, max_iter=5)
+        assert solution.status is vfm.Status.ERROR and solution.x is None
+        assert solution.message == f"{name} got unknown options: max_iter"

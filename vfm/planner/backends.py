@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vfm._validation import FloatArray
+from vfm.equilibrium import Status
 from vfm.planner.program import PlanningProgram
 from vfm.planner.saa_cvxpy import solve_saa_cvxpy
 from vfm.planner.saa_ipm import solve_saa_ipm
@@ -31,7 +32,7 @@ class SaaIpmBackend:
 
     def solve(self, program: PlanningProgram, *, tol: float = 1e-9, warm_start: FloatArray | None = None,
               **options: Any) -> Solution:
-        return solve_saa_ipm(program, tol=tol, warm_start=warm_start)
+        return _unknown(self.name, options) or solve_saa_ipm(program, tol=tol, warm_start=warm_start)
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,16 @@ class SaaCvxpyBackend:
     def solve(self, program: PlanningProgram, *, tol: float = 1e-9, warm_start: FloatArray | None = None,
               **options: Any) -> Solution:
         # Clarabel's gap and feasibility tolerances at `tol`: both backends then resolve the same ties.
-        return solve_saa_cvxpy(program, tol_gap_abs=tol, tol_gap_rel=tol, tol_feas=tol)
+        return _unknown(self.name, options) or solve_saa_cvxpy(program, tol_gap_abs=tol, tol_gap_rel=tol,
+                                                                tol_feas=tol)
+
+
+def _unknown(name: str, options: dict[str, Any]) -> Solution | None:
+    """An error `Solution` naming options the backend does not take (None when there are none)."""
+    if not options:
+        return None
+    return Solution(None, None, Status.ERROR, f"{name} got unknown options: {', '.join(sorted(options))}", 0, 0.0,
+                    float("nan"))
 
 
 # Fastest first (benchmarks/plan.py): the default order of `vfm.planner.plan`.

@@ -11,16 +11,13 @@ stays an argument of `plan`.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from vfm.errors import UnknownSolverError, ValidationError
 from vfm.forecast import check_horizon
 from vfm.solvers.registry import available_solvers
-
-#: The planning backends `vfm.planner.backends` registers (`vfm.solvers.available_solvers("planning")`).
-PlanSolver = Literal["saa-ipm", "cvxpy"]
 
 
 @dataclass(frozen=True)
@@ -46,9 +43,10 @@ class PlanOptions:
     reserve : float
         Fraction in [0, 1) of the window's GPU-rounds the FTF constraints may not claim
         (default 0).
-    solver : {"saa-ipm", "cvxpy"} or None
-        The planning backend of the solver registry tried first (default None: the registry's
-        first, ``"saa-ipm"``); the others are tried if it does not reach `tol`.
+    solver : str or None
+        The planning backend of the solver registry tried first, one of
+        ``vfm.solvers.available_solvers("planning")`` (default None: the registry's first,
+        ``"saa-ipm"``); the others are tried if it does not reach `tol`.
     tol : float
         Relative gap asked of the backend (default 1e-9: both backends then return the same
         schedule to well within the rounding's resolution; `Plan.bound` adds the certified gap
@@ -82,7 +80,7 @@ class PlanOptions:
     rho_max: float = 1.0
     priority_exponent: float = 10.0
     reserve: float = 0.0
-    solver: PlanSolver | None = None
+    solver: str | None = None
     tol: float = 1e-9
     spread: float = 0.1
 

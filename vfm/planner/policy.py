@@ -101,9 +101,7 @@ class Policy:
             raise ValidationError(f"replan_every must be a positive whole number of rounds, got {replan_every!r}")
         self.options = (PlanOptions() if options is None else options).updated(**overrides)
         self.capacity = int(capacity)
-        self.rounds = self.options.rounds
-        self.round_s = self.options.round_s
-        self.replan_every = min(int(replan_every), self.rounds)
+        self.replan_every = min(int(replan_every), self.options.rounds)
         self.forecaster = DirichletForecaster() if forecaster is None else forecaster
         self.seed = seed
         self.fairness = fairness
@@ -237,9 +235,10 @@ class Policy:
         gpus = np.array([j.gpus for j in jobs])
         targets = self._fair_finish_s(states, jobs) if self.fairness else None
         warm = None
-        if self._plan is not None and ids == self._plan_jobs and self._since_plan < self.rounds:
+        if self._plan is not None and ids == self._plan_jobs and self._since_plan < self.options.rounds:
             # Same jobs: the old relaxation, moved forward by the rounds served since.
-            keep = np.minimum(np.arange(self.rounds) + self._since_plan, self.rounds - 1)
+            rounds = self.options.rounds
+            keep = np.minimum(np.arange(rounds) + self._since_plan, rounds - 1)
             warm = self._plan.relaxed[:, keep]
         self._plan = plan(
             states, gpus, self.capacity, self.options, forecaster=self.forecaster,
@@ -266,7 +265,7 @@ class Policy:
         # round (without this, a job one epoch from the end is owed a hundredth of a round per
         # round and waits for dozens). Read to vfm.planner.rounding.RESOLUTION; ties to the longest
         # forecast time left, then to arrival order.
-        usable = np.clip(remaining / self.round_s, RESOLUTION, 1.0)
+        usable = np.clip(remaining / self.options.round_s, RESOLUTION, 1.0)
         order = np.lexsort((-remaining, -quantize(want / usable)))  # stable
         order = order[(want[order] > 0) & (remaining[order] > 0)]
         chosen = first_fit(order, program.gpus, float(self.capacity))
@@ -281,7 +280,7 @@ class Policy:
 
     def _fair_finish_s(self, states: JobStates, jobs: list[_Job]) -> np.ndarray:
         """FT* of each job, seconds from now: momentum averages of equal-share finish estimates."""
-        now = self.round_index * self.round_s
+        now = self.round_index * self.options.round_s
         share = min(1.0, self.capacity / len(jobs))
         estimate = now + np.asarray(self.forecaster.remaining_runtime(states)) / share
         for job, at in zip(jobs, estimate, strict=True):  # per job by nature: a dict of jobs

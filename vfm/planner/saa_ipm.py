@@ -139,7 +139,8 @@ class _Data:
 
 
 class _Workspace:
-    """The (n, S, T) and (n, T, T) arrays of the Newton system, allocated once per solve.
+    """The (n, S', T) and (n, T, T) arrays of the Newton system, allocated once per solve (the
+    dense block factor's only when `_BlockFactor` uses that form).
 
     Fresh arrays of a few MB each iteration cost more than the arithmetic on them: the allocator
     returns them to the system and page-faults them back in (measured: 22 ms per iteration at
@@ -149,10 +150,11 @@ class _Workspace:
     def __init__(self, n: int, columns: int, rounds: int) -> None:
         self.curvature = np.empty((n, columns, rounds))
         self.scaled = np.empty((n, columns, rounds))
-        self.scaled_t = np.empty((n, rounds, columns))
-        self.block = np.empty((n, rounds, rounds))
-        self.lower_inverse = np.zeros((n, rounds, rounds))  # its upper triangle stays 0
         self.weighted = np.empty((n, rounds, rounds))
+        if columns > _LOW_RANK_COLUMNS:
+            self.scaled_t = np.empty((n, rounds, columns))
+            self.block = np.empty((n, rounds, rounds))
+            self.lower_inverse = np.zeros((n, rounds, rounds))  # its upper triangle stays 0
 
 
 @dataclass(frozen=True)
