@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+import numba
 import numpy as np
 
 from vfm._validation import FloatArray
@@ -126,9 +127,21 @@ def largest_step(values: Sequence[FloatArray], changes: Sequence[FloatArray]) ->
     """
     blocking = 0.0
     for value, change in zip(values, changes, strict=True):
-        # max of -change / value over the falling entries: 1 / (the step at which the first hits 0).
-        blocking = max(blocking, float(np.max(-change / value, initial=0.0, where=change < 0)))
+        blocking = max(blocking, _blocking_rate(np.ravel(value), np.ravel(change)))
     return 1.0 / blocking if blocking > 0 else float("inf")
+
+
+@numba.njit(cache=True, nogil=True)
+def _blocking_rate(value: FloatArray, change: FloatArray) -> float:  # pragma: no cover - compiled
+    """max of -change / value over the falling entries: 1 / (the step at which the first hits 0).
+
+    Compiled: one pass instead of NumPy's four (a division, a comparison, a masked maximum), on
+    the (n, T) arrays of every iteration."""
+    rate = 0.0
+    for k in range(value.shape[0]):
+        if change[k] < 0:
+            rate = max(rate, -change[k] / value[k])
+    return rate
 
 
 def centring(moved_complementarity: float, complementarity: float) -> float:

@@ -96,6 +96,7 @@ from vfm._interior_point import (
 from vfm._linalg import preconditioned_cg
 from vfm._validation import FloatArray
 from vfm.equilibrium import Status
+from vfm.planner import _blocks
 from vfm.planner.program import PlanningProgram
 from vfm.solvers.base import Solution
 
@@ -151,10 +152,11 @@ class _Workspace:
         self.curvature = np.empty((n, columns, rounds))
         self.scaled = np.empty((n, columns, rounds))
         self.weighted = np.empty((n, rounds, rounds))
-        if columns > _LOW_RANK_COLUMNS:
-            self.scaled_t = np.empty((n, rounds, columns))
-            self.block = np.empty((n, rounds, rounds))
-            self.lower_inverse = np.zeros((n, rounds, rounds))  # its upper triangle stays 0
+        if columns <= _LOW_RANK_COLUMNS:
+            self.columns = np.empty((n, columns, rounds))
+            self.shrink = np.empty((n, columns))
+        else:
+            self.lower_inverse = np.empty((n, rounds, rounds))
 
 
 @dataclass(frozen=True)
@@ -547,17 +549,14 @@ class _NewtonSystem:
         active, g = data.active, data.g
         safe_y = np.where(active, point.y, 1.0)
         diagonal = np.where(active, point.z_lo / safe_y + point.z_hi / point.s_hi + data.spread[:, None], 1.0)
-        scenarios = data.progress.shape[1]
-        curvature = work.curvature
-        np.multiply(data.progress, (np.sqrt(data.beta[:, None]) / point.u)[:, :, None], out=curvature[:, :scenarios])
         longest = point.longest
         row_curvature = longest.z_e / longest.s_e
-        if curvature.shape[1] > scenarios:
-            # The FTF and efficiency rows of job i add (z_f / s_f + z_e / s_e) 1 1^T on its entries:
-            # one more rank-one column.
-            curvature[:, scenarios] = np.where(active, np.sqrt(point.z_f / point.s_f + row_curvature)[:, None], 0.0)
-        root = 1.0 / np.sqrt(diagonal + regularization)
-        scaled = np.multiply(curvature, root[:, None, :], out=work.scaled)  # V_i^T, (n, S', T)
+        # The FTF and efficiency rows of job i add (z_f / s_f + z_e / s_e) 1 1^T on its entries:
+        # one more rank-one column (when the workspace has one).
+        row = np.sqrt(point.z_f / point.s_f + row_curvature)
+        curvature, root, scaled = work.curvature, np.empty_like(diagonal), work.scaled
+        _blocks.scaled_columns(data.progress, data.beta, point.u, row, active, diagonal, regularization, curvature,
+                               root, scaled)
         blocks = _BlockFactor.of(scaled, work)
         # sum_i G_i K_i^-1 G_i^T = sum_i (F_i X_i)^T (F_i X_i), X_i = diag(g_i D_i^-1/2): one Gram
         # matrix of the stacked (n T, T) products, positive semidefinite to rounding.
@@ -577,23 +576,20 @@ class _NewtonSystem:
         return replace(system, coupling=coupling, corner=corner, coupling_solved=solved,
                        corner_schur=max(corner - float(np.vdot(coupling, solved)), longest.z_zeta / longest.zeta))
 
-    def _inverse_blocks(self, vector: FloatArray) -> FloatArray:
-        """K^-1 vector (regularized), job by job."""
-        return self.root * self.blocks.solve(self.root * vector)
-
     def _precondition_y(self, rhs: FloatArray) -> FloatArray:
         """The regularized Woodbury inverse of H_y applied to `rhs`, shape (n, T)."""
-        g = self.data.g
-        first = self._inverse_blocks(rhs)
-        correction = scipy.linalg.cho_solve(self.schur, (g * first).sum(axis=0), check_finite=False)
-        return first - self._inverse_blocks(g * correction[None, :])
+        first, loads = self.blocks.inverse(self.root, rhs, self.data.g)
+        correction = scipy.linalg.cho_solve(self.schur, loads, check_finite=False)
+        self.blocks.subtract_inverse(self.root, self.data.g, correction, first)
+        return first
 
     def _apply_y(self, vector: FloatArray) -> FloatArray:
         """H_y vector from its definition, shape (n, T)."""
-        g, curvature = self.data.g, self.curvature
-        # einsum: NumPy's stacked matmul is ~1.5x slower on these (S', T) blocks.
-        hessian = np.einsum("ns,nst->nt", np.einsum("nst,nt->ns", curvature, vector), curvature)
-        return self.diagonal * vector + hessian + g * (self.ratio * (g * vector).sum(axis=0))[None, :]
+        g = self.data.g
+        out = np.empty_like(vector)
+        _blocks.hessian_times(self.curvature, self.diagonal, vector, out)
+        out += g * (self.ratio * (g * vector).sum(axis=0))[None, :]
+        return out
 
     def precondition(self, rhs: FloatArray) -> FloatArray:
         """The preconditioner applied to `rhs`: shape (n, T), or (n T + 1,) with the efficiency term."""
@@ -693,57 +689,39 @@ class _BlockFactor:
 
     @classmethod
     def of(cls, scaled: FloatArray, work: _Workspace) -> _BlockFactor:
-        r"""The factor of the blocks :math:`I + V_i V_i^\top`, `scaled` holding :math:`V_i^\top`, shape (n, S', T)."""
+        r"""The factor of the blocks :math:`I + V_i V_i^\top`, `scaled` holding :math:`V_i^\top`, shape (n, S', T).
+
+        Raises `numpy.linalg.LinAlgError` when a block is not numerically positive definite."""
         if scaled.shape[1] <= _LOW_RANK_COLUMNS:
-            squared, rotation = np.linalg.eigh(scaled @ scaled.transpose(0, 2, 1))
-            root = np.sqrt(1.0 + np.maximum(squared, 0.0))
-            return cls(None, rotation.transpose(0, 2, 1) @ scaled, 1.0 / (root * (1.0 + root)))
-        # A contiguous transpose first: matmul is ~3x slower on the transposed view.
-        work.scaled_t[...] = scaled.transpose(0, 2, 1)
-        block = np.matmul(work.scaled_t, scaled, out=work.block)
-        rounds = block.shape[1]
-        block[:, np.arange(rounds), np.arange(rounds)] += 1.0
-        # A batched Cholesky and a triangular inverse cost a third of the batched LU inverse.
-        return cls(_lower_triangular_inverse(np.linalg.cholesky(block), out=work.lower_inverse), None, None)
+            _blocks.low_rank_factor(scaled, work.columns, work.shrink)
+            return cls(None, work.columns, work.shrink)
+        if not _blocks.dense_factor(scaled, work.lower_inverse):
+            raise np.linalg.LinAlgError("a job's Newton block is not numerically positive definite")
+        return cls(work.lower_inverse, None, None)
 
-    def _root_times(self, vector: FloatArray) -> FloatArray:
-        """:math:`F_i` times `vector` (low-rank form, where :math:`F_i` is symmetric), shape (n, T)."""
-        assert self.columns is not None and self.shrink is not None
-        along = self.shrink * np.einsum("nst,nt->ns", self.columns, vector)
-        return vector - np.einsum("ns,nst->nt", along, self.columns)
+    def inverse(self, root: FloatArray, vector: FloatArray, g: FloatArray) -> tuple[FloatArray, FloatArray]:
+        r""":math:`K_i^{-1} v_i = D_i^{-1/2} F_i^\top F_i D_i^{-1/2} v_i` for every job, shape (n, T), and
+        its capacity load :math:`\sum_i g_i \circ K_i^{-1} v_i`, shape (T,); `root` is :math:`D^{-1/2}`."""
+        out, loads = np.empty_like(vector), np.empty(vector.shape[1])
+        if self.lower_inverse is not None:
+            _blocks.dense_inverse_blocks(root, self.lower_inverse, vector, g, out, loads)
+        else:
+            assert self.columns is not None and self.shrink is not None
+            _blocks.inverse_blocks(root, self.columns, self.shrink, vector, g, out, loads)
+        return out, loads
 
-    def solve(self, vector: FloatArray) -> FloatArray:
-        r""":math:`(I + V_i V_i^\top)^{-1}` times `vector`, job by job, shape (n, T)."""
-        if self.lower_inverse is None:
-            return self._root_times(self._root_times(vector))
-        inner = self.lower_inverse @ vector[:, :, None]  # (n, T, 1)
-        return (inner.transpose(0, 2, 1) @ self.lower_inverse)[:, 0, :]
+    def subtract_inverse(self, root: FloatArray, g: FloatArray, correction: FloatArray, out: FloatArray) -> None:
+        r"""`out` -= :math:`K_i^{-1} (g_i \circ c)` for every job (`correction` :math:`c`, shape (T,))."""
+        if self.lower_inverse is not None:
+            _blocks.dense_subtract_inverse_blocks(root, self.lower_inverse, g, correction, out)
+        else:
+            assert self.columns is not None and self.shrink is not None
+            _blocks.subtract_inverse_blocks(root, self.columns, self.shrink, g, correction, out)
 
     def times_diagonal(self, x: FloatArray, out: FloatArray) -> FloatArray:
         r""":math:`F_i \operatorname{diag}(x_i)` for every job, shape (n, T, T), written to `out`."""
         if self.lower_inverse is None:
             assert self.columns is not None and self.shrink is not None
-            weighted = self.columns * x[:, None, :]  # P^T X, (n, S', T)
-            np.matmul(self.columns.transpose(0, 2, 1), -self.shrink[:, :, None] * weighted, out=out)
-            rounds = x.shape[1]
-            out[:, np.arange(rounds), np.arange(rounds)] += x
+            _blocks.times_diagonal(self.columns, self.shrink, x, out)
             return out
         return np.multiply(self.lower_inverse, x[:, None, :], out=out)
-
-
-def _lower_triangular_inverse(lower: FloatArray, out: FloatArray) -> FloatArray:
-    """Inverses of a stack of lower-triangular matrices, shape (n, T, T), by forward substitution.
-
-    NumPy has no batched triangular solve; the loop runs over the `T` rows (rounds), each step one
-    batched product over all `n` matrices. Writes the lower triangle of `out` (whose upper triangle
-    must be 0) and returns it.
-    """
-    inverse = out
-    size = lower.shape[1]
-    reciprocal = 1.0 / lower[:, np.arange(size), np.arange(size)]
-    for row in range(size):
-        inverse[:, row, row] = reciprocal[:, row]
-        if row:
-            inverse[:, row, :row] = -(lower[:, row:row + 1, :row] @ inverse[:, :row, :row])[:, 0, :] \
-                * reciprocal[:, row, None]
-    return inverse
