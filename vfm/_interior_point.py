@@ -132,7 +132,7 @@ def largest_step(values: Sequence[FloatArray], changes: Sequence[FloatArray]) ->
 
 
 @numba.njit(cache=True, nogil=True)
-def _blocking_rate(value: FloatArray, change: FloatArray) -> float:  # pragma: no cover - compiled
+def _blocking_rate(value: FloatArray, change: FloatArray) -> float:
     """max of -change / value over the falling entries: 1 / (the step at which the first hits 0).
 
     Compiled: one pass instead of NumPy's four (a division, a comparison, a masked maximum), on

@@ -35,8 +35,9 @@ def preconditioned_cg(apply: Callable[[FloatArray], FloatArray], precondition: C
     -------
     solution : ndarray
     error : float
-        ``max|rhs - H solution|``, exact: the recursive residual drifts from the true one, so
-        after any CG step the true one is computed (one more `apply`).
+        ``max|rhs - H solution|``. The recursive residual drifts from the true one with every
+        step, so after two or more steps the true one is computed (one more `apply`); after one
+        it is the true residual of the start updated once, exact to rounding.
     """
     solution = precondition(rhs)
     residual = rhs - apply(solution)
@@ -46,7 +47,7 @@ def preconditioned_cg(apply: Callable[[FloatArray], FloatArray], precondition: C
     preconditioned = precondition(residual)
     search = preconditioned
     inner = float(np.vdot(residual, preconditioned))
-    for _ in range(steps):
+    for taken in range(1, steps + 1):
         image = apply(search)
         curvature = float(np.vdot(search, image))
         if not (curvature > 0 and inner > 0):
@@ -55,6 +56,8 @@ def preconditioned_cg(apply: Callable[[FloatArray], FloatArray], precondition: C
         solution = solution + step * search
         residual = residual - step * image
         if not float(np.abs(residual).max()) > target:
+            if taken == 1:
+                return solution, float(np.abs(residual).max())
             break
         preconditioned = precondition(residual)
         previous, inner = inner, float(np.vdot(residual, preconditioned))

@@ -96,7 +96,7 @@ from vfm._interior_point import (
 from vfm._linalg import preconditioned_cg
 from vfm._validation import FloatArray
 from vfm.equilibrium import Status
-from vfm.planner import _blocks
+from vfm.planner import _kernels
 from vfm.planner.program import PlanningProgram
 from vfm.solvers.base import Solution
 
@@ -137,6 +137,7 @@ class _Data:
     efficient: np.ndarray  # (n,) bool: job i has an efficiency row (kappa > 0 and r_i > 0)
     zeta_max: float  # an upper bound on the optimal zeta (the largest r_i), for the certified gap
     spread: FloatArray  # (n,) delta m_i / sum B: F has the tie-breaking term sum_i spread_i |y_i|^2 / 2
+    zeros: FloatArray  # (n, T) zeros (never written): the predictor's absent second-order terms
 
 
 class _Workspace:
@@ -250,6 +251,7 @@ def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 8
         efficient=efficient,
         zeta_max=float(leftover.max(initial=0.0)) + 1.0,
         spread=program.spread * program.spread_weights / scale,
+        zeros=np.zeros((n, rounds)),
     )
     n_constraints = 2 * int(active.sum()) + rounds + int(constrained.sum()) + int(efficient.sum()) \
         + int(efficient.any())
@@ -378,32 +380,32 @@ def _gap_minimizing_prices(gradient: FloatArray, g: FloatArray, y: FloatArray, s
 
 
 def _objective(data: _Data, y: FloatArray) -> tuple[FloatArray, FloatArray, float]:
-    """Utilities (n, S), gradient of F (n, T) and F at `y`."""
-    u = data.base[:, None] + np.einsum("nst,nt->ns", data.progress, y)
-    weight = data.beta[:, None] / u
-    gradient = -(weight[:, None, :] @ data.progress)[:, 0, :] + data.spread[:, None] * y
-    value = float(-(data.beta[:, None] * np.log(u)).sum() + 0.5 * data.spread @ (y * y).sum(axis=1))
+    """Utilities (n, S), gradient of F (n, T; 0 off `active`) and F at `y`."""
+    n, scenarios, rounds = data.progress.shape
+    u, gradient = np.empty((n, scenarios)), np.empty((n, rounds))
+    # With no prices, row multipliers or bound multipliers, the dual residual is the gradient.
+    value, *_ = _kernels.evaluate_entries(data.progress, data.base, data.beta, data.spread, data.active, data.g, y, y,
+                                         data.zeros, data.zeros, data.zeros[0], data.zeros[:, 0], u, gradient,
+                                         np.empty(n))
     return u, gradient, value
 
 
 def _evaluate(data: _Data, y: FloatArray, s_hi: FloatArray, s_cap: FloatArray, z_lo: FloatArray,
               z_hi: FloatArray, prices: FloatArray, s_f: FloatArray, z_f: FloatArray, longest: _Longest) -> _Point:
-    """Everything the iteration needs at one point; O(n S T)."""
-    active, g = data.active, data.g
+    """Everything the iteration needs at one point; O(n S T), one pass over the entries."""
+    n, scenarios, rounds = data.progress.shape
     zeta, z_e = longest.zeta, longest.z_e
-    u, gradient, value = _objective(data, y)
-    priced = gradient + g * prices[None, :] - (z_f + z_e)[:, None]
-    dual_residual = np.where(active, priced - z_lo + z_hi, 0.0)
+    u, dual_residual, running = np.empty((n, scenarios)), np.empty((n, rounds)), np.empty(n)
+    value, bounds_complementarity, bounds_residual, bounds_gap = _kernels.evaluate_entries(
+        data.progress, data.base, data.beta, data.spread, data.active, data.g, y, s_hi, z_lo, z_hi, prices, z_f + z_e,
+        u, dual_residual, running)
     reduced_zeta = data.kappa - float(z_e.sum())  # the gradient of the Lagrangian in zeta, before z_zeta
     zeta_residual = reduced_zeta - longest.z_zeta if data.kappa else 0.0
-    complementarity = float((y * z_lo).sum() + (s_hi * z_hi).sum() + s_cap @ prices + s_f @ z_f) \
-        + longest.complementarity()
-    ftf_residual = np.where(data.constrained, y.sum(axis=1) - data.floor - s_f, 0.0)
-    merit = complementarity + float((np.abs(dual_residual) * np.maximum(y, s_hi)).sum()) \
-        + abs(zeta_residual) * max(zeta, data.zeta_max) + float(np.abs(ftf_residual).sum())
-    reduced = np.where(active, priced, 0.0)
-    gap = float(s_cap @ prices + (s_f + ftf_residual) @ z_f + longest.s_e @ z_e + (np.maximum(reduced, 0.0) * y).sum()
-                + (np.maximum(-reduced, 0.0) * s_hi).sum())
+    complementarity = bounds_complementarity + float(s_cap @ prices + s_f @ z_f) + longest.complementarity()
+    ftf_residual = np.where(data.constrained, running - data.floor - s_f, 0.0)
+    merit = complementarity + bounds_residual + abs(zeta_residual) * max(zeta, data.zeta_max) \
+        + float(np.abs(ftf_residual).sum())
+    gap = float(s_cap @ prices + (s_f + ftf_residual) @ z_f + longest.s_e @ z_e) + bounds_gap
     if not (ftf_residual >= -_FTF_TOLERANCE * (1.0 + data.floor)).all():
         gap = np.inf  # y violates an FTF row: a lower bound on the optimum, but no certificate for y
     if data.kappa:
@@ -426,7 +428,7 @@ class _Direction:
     du: FloatArray  # (n, S) change of the utilities
     largest: float  # largest step keeping every slack, multiplier and utility nonnegative
     sigma: float
-    inaccurate: bool = False  # a solve missed `CG_TOLERANCE`
+    error: float = 0.0  # the largest relative residual of its solves that missed `CG_TOLERANCE` (0: none did)
 
 
 def _step(data: _Data, point: _Point, n_constraints: int, work: _Workspace) -> _Point | None:
@@ -448,19 +450,23 @@ def _direction(data: _Data, point: _Point, n_constraints: int, work: _Workspace,
                second_order: bool = True) -> _Direction | None:
     """Mehrotra's predictor-corrector direction at `point` (None when it is not finite); without
     `second_order`, the corrector aims at sigma mu alone."""
-    direction = None
+    best = None
     for regularization in _REGULARIZATIONS:
         try:
             newton = _NewtonSystem.factor(data, point, work, regularization)
         except np.linalg.LinAlgError:
             # The capacity system lost positive definiteness to rounding: regularize more.
-            if regularization == _REGULARIZATIONS[-1]:
+            if regularization == _REGULARIZATIONS[-1] and best is None:
                 raise
             continue
         direction = _mehrotra(data, point, n_constraints, newton, 1.0 if second_order else 0.0)
-        if direction is not None and not direction.inaccurate:
+        if direction is not None and (best is None or direction.error < best.error):
+            best = direction
+        if best is not None and not best.error:
             break
-    return direction
+    # None of the regularizations met the tolerance (the end of some degenerate solves, where the
+    # Newton system has no digits left): the most accurate direction, not the last.
+    return best
 
 
 def _mehrotra(data: _Data, point: _Point, n_constraints: int, newton: _NewtonSystem,
@@ -470,8 +476,7 @@ def _mehrotra(data: _Data, point: _Point, n_constraints: int, newton: _NewtonSys
     y, s_hi, s_cap = point.y, point.s_hi, point.s_cap
     z_lo, z_hi, prices = point.z_lo, point.z_hi, point.prices
     mu = point.complementarity / n_constraints
-    zero = np.zeros_like(y)
-    predictor = newton.direction(zero, zero, np.zeros_like(s_cap), np.zeros_like(point.s_f),
+    predictor = newton.direction(0.0, 0.0, None, np.zeros_like(s_cap), np.zeros_like(point.s_f),
                                  np.zeros_like(point.s_f), 0.0)
     alpha = min(predictor.largest, 1.0)
     step = predictor.longest
@@ -481,11 +486,9 @@ def _mehrotra(data: _Data, point: _Point, n_constraints: int, newton: _NewtonSys
                   + (point.s_f + alpha * predictor.ds_f) @ (point.z_f + alpha * predictor.dz_f)) \
         + point.longest.moved(step, alpha).complementarity()
     sigma = centring(moved, point.complementarity)
-    active = data.active
     w = second_order
     corrector = newton.direction(
-        np.where(active, sigma * mu - w * predictor.dy * predictor.dz_lo, 0.0),
-        np.where(active, sigma * mu + w * predictor.dy * predictor.dz_hi, 0.0),
+        sigma * mu, w, predictor,
         sigma * mu - w * predictor.ds_cap * predictor.d_prices,
         np.where(data.constrained, sigma * mu - w * predictor.ds_f * predictor.dz_f, 0.0),
         np.where(data.efficient, sigma * mu - w * step.s_e * step.z_e, 0.0),
@@ -494,7 +497,7 @@ def _mehrotra(data: _Data, point: _Point, n_constraints: int, newton: _NewtonSys
     )
     if not (np.isfinite(corrector.largest) and np.isfinite(corrector.dy).all()):
         return None
-    return replace(corrector, inaccurate=bool(newton.stalled))
+    return replace(corrector, error=max(newton.stalled, default=0.0))
 
 
 def _line_search(data: _Data, point: _Point, direction: _Direction, n_constraints: int) -> _Point | None:
@@ -555,7 +558,7 @@ class _NewtonSystem:
         # one more rank-one column (when the workspace has one).
         row = np.sqrt(point.z_f / point.s_f + row_curvature)
         curvature, root, scaled = work.curvature, np.empty_like(diagonal), work.scaled
-        _blocks.scaled_columns(data.progress, data.beta, point.u, row, active, diagonal, regularization, curvature,
+        _kernels.scaled_columns(data.progress, data.beta, point.u, row, active, diagonal, regularization, curvature,
                                root, scaled)
         blocks = _BlockFactor.of(scaled, work)
         # sum_i G_i K_i^-1 G_i^T = sum_i (F_i X_i)^T (F_i X_i), X_i = diag(g_i D_i^-1/2): one Gram
@@ -573,8 +576,14 @@ class _NewtonSystem:
         coupling = np.where(active, row_curvature[:, None], 0.0)
         corner = float(row_curvature.sum()) + longest.z_zeta / longest.zeta
         solved = system._precondition_y(coupling)
+        corner_schur = corner - float(np.vdot(coupling, solved))
+        if not corner_schur > _CANCELLATION * corner:
+            # d - c^T P^-1 c has cancelled (the rows' curvatures reach 1e7 at the end of a solve and
+            # the difference is 1e-3): job by job without the capacity coupling instead, a sum of
+            # positive terms (`_stable_corner_schur`); the conjugate gradients correct the rest.
+            corner_schur = _stable_corner_schur(data, point, work, root)
         return replace(system, coupling=coupling, corner=corner, coupling_solved=solved,
-                       corner_schur=max(corner - float(np.vdot(coupling, solved)), longest.z_zeta / longest.zeta))
+                       corner_schur=max(corner_schur, longest.z_zeta / longest.zeta))
 
     def _precondition_y(self, rhs: FloatArray) -> FloatArray:
         """The regularized Woodbury inverse of H_y applied to `rhs`, shape (n, T)."""
@@ -583,12 +592,11 @@ class _NewtonSystem:
         self.blocks.subtract_inverse(self.root, self.data.g, correction, first)
         return first
 
-    def _apply_y(self, vector: FloatArray) -> FloatArray:
-        """H_y vector from its definition, shape (n, T)."""
+    def _apply_y(self, vector: FloatArray, out: FloatArray) -> FloatArray:
+        """H_y vector from its definition, shape (n, T), written to `out`."""
         g = self.data.g
-        out = np.empty_like(vector)
-        _blocks.hessian_times(self.curvature, self.diagonal, vector, out)
-        out += g * (self.ratio * (g * vector).sum(axis=0))[None, :]
+        prices_term = self.ratio * np.einsum("nt,nt->t", g, vector)
+        _kernels.hessian_times(self.curvature, self.diagonal, g, prices_term, vector, out)
         return out
 
     def precondition(self, rhs: FloatArray) -> FloatArray:
@@ -598,15 +606,21 @@ class _NewtonSystem:
         rhs_y, rhs_zeta = self._split(rhs)
         first = self._precondition_y(rhs_y)
         d_zeta = (rhs_zeta - float(np.vdot(self.coupling, first))) / self.corner_schur
-        return np.append(first - d_zeta * self.coupling_solved, d_zeta)
+        out = np.empty_like(rhs)
+        np.subtract(first, d_zeta * self.coupling_solved, out=self._split(out)[0])
+        out[-1] = d_zeta
+        return out
 
     def apply(self, vector: FloatArray) -> FloatArray:
         """The Newton matrix times `vector` from its definition (shapes as in `precondition`)."""
         if not self.data.kappa:
-            return self._apply_y(vector)
+            return self._apply_y(vector, np.empty_like(vector))
         dy, d_zeta = self._split(vector)
-        return np.append(self._apply_y(dy) + d_zeta * self.coupling,
-                         float(np.vdot(self.coupling, dy)) + self.corner * d_zeta)
+        out = np.empty_like(vector)
+        out_y = self._apply_y(dy, self._split(out)[0])
+        out_y += d_zeta * self.coupling
+        out[-1] = float(np.vdot(self.coupling, dy)) + self.corner * d_zeta
+        return out
 
     def _split(self, vector: FloatArray) -> tuple[FloatArray, float]:
         return vector[:-1].reshape(self.point.y.shape), float(vector[-1])
@@ -620,14 +634,17 @@ class _NewtonSystem:
             self.stalled.append(error / scale)
         return solution
 
-    def direction(self, target_lo: FloatArray, target_hi: FloatArray, target_cap: FloatArray,
+    def direction(self, sigma_mu: float, second_order: float, predictor: _Direction | None, target_cap: FloatArray,
                   target_f: FloatArray, target_e: FloatArray, target_zeta: float, sigma: float = 0.0) -> _Direction:
-        """The Newton step towards complementarity products `target_*` (the same residuals otherwise)."""
+        r"""The Newton step towards complementarity products `target_*` (the same residuals otherwise).
+
+        The bounds' targets are :math:`\sigma\mu - w\,\Delta y \Delta z^{lo}` and
+        :math:`\sigma\mu + w\,\Delta y \Delta z^{hi}` with `second_order` :math:`w` and the
+        `predictor`'s steps (none: the affine step, `sigma_mu` and `second_order` 0)."""
         data, point = self.data, self.point
         active, g = data.active, data.g
         y, s_hi, s_cap = point.y, point.s_hi, point.s_cap
         z_lo, z_hi, prices = point.z_lo, point.z_hi, point.prices
-        safe_y = np.where(active, y, 1.0)
         constrained, s_f, z_f = data.constrained, point.s_f, point.z_f
         longest = point.longest
         efficient, s_e, z_e = data.efficient, longest.s_e, longest.z_e
@@ -635,31 +652,57 @@ class _NewtonSystem:
         # The FTF rows' slack step closes their residual r: ds_f = sum_t dy + r.
         residual = point.ftf_residual
         rows = np.where(constrained, (target_f - z_f * residual) / s_f - z_f, 0.0) + efficiency_rows
-        rhs = np.where(active, -point.dual_residual + target_lo / safe_y - z_lo
-                       - target_hi / s_hi + z_hi - g * (target_cap / s_cap - prices)[None, :] + rows[:, None], 0.0)
+        aff = (predictor.dy, predictor.dz_lo, predictor.dz_hi) if predictor is not None else (data.zeros,) * 3
+        rhs = np.empty_like(y)
+        _kernels.newton_rhs(active, point.dual_residual, y, s_hi, z_lo, z_hi, g, target_cap / s_cap - prices, rows,
+                           sigma_mu, second_order, *aff, rhs)
         d_zeta = 0.0
         if data.kappa:
             rhs_zeta = -point.zeta_residual + float(efficiency_rows.sum()) + target_zeta / longest.zeta - longest.z_zeta
             dy, d_zeta = self._split(self.solve(np.append(rhs, rhs_zeta)))
-            dy = np.where(active, dy, 0.0)
+            dy = dy.copy()  # a view of the solution with d_zeta: the kernel below writes it
         else:
-            dy = np.where(active, self.solve(rhs), 0.0)
-        dz_lo = np.where(active, (target_lo - z_lo * dy) / safe_y - z_lo, 0.0)
-        dz_hi = np.where(active, (target_hi + z_hi * dy) / s_hi - z_hi, 0.0)
-        ds_cap = -(g * dy).sum(axis=0)
+            dy = self.solve(rhs)
+        dz_lo, dz_hi, loads, running = np.empty_like(y), np.empty_like(y), np.empty_like(s_cap), np.empty_like(s_f)
+        rate = _kernels.newton_back(active, y, s_hi, z_lo, z_hi, g, sigma_mu, second_order, *aff, dy, dz_lo, dz_hi,
+                                   loads, running)
+        ds_cap = -loads
         d_prices = (target_cap - prices * ds_cap) / s_cap - prices
-        running = dy.sum(axis=1)
         ds_f = np.where(constrained, running + residual, 0.0)
         dz_f = np.where(constrained, (target_f - z_f * ds_f) / s_f - z_f, 0.0)
         ds_e = np.where(efficient, running + d_zeta, 0.0)
         dz_e = np.where(efficient, (target_e - z_e * ds_e) / s_e - z_e, 0.0)
         dz_zeta = (target_zeta - longest.z_zeta * d_zeta) / longest.zeta - longest.z_zeta if data.kappa else 0.0
         du = np.einsum("nst,nt->ns", data.progress, dy)
-        largest = largest_step(
-            (y, s_hi, s_cap, z_lo, z_hi, prices, point.u, s_f, z_f, s_e, z_e, np.array([longest.zeta, longest.z_zeta])),
-            (dy, -dy, ds_cap, dz_lo, dz_hi, d_prices, du, ds_f, dz_f, ds_e, dz_e, np.array([d_zeta, dz_zeta])))
+        # The entries' rate from the kernel, the rest (O(n + T)) here.
+        largest = min(1.0 / rate if rate > 0 else np.inf, largest_step(
+            (s_cap, prices, point.u, s_f, z_f, s_e, z_e, np.array([longest.zeta, longest.z_zeta])),
+            (ds_cap, d_prices, du, ds_f, dz_f, ds_e, dz_e, np.array([d_zeta, dz_zeta]))))
         return _Direction(dy, dz_lo, dz_hi, ds_cap, d_prices, ds_f, dz_f, _Longest(d_zeta, ds_e, dz_e, dz_zeta), du,
                           largest, sigma)
+
+
+#: Below this fraction of the corner d, the computed d - c^T P^-1 c has lost its digits to cancellation.
+_CANCELLATION = 1e-8
+
+
+def _stable_corner_schur(data: _Data, point: _Point, work: _Workspace, root: FloatArray) -> float:
+    r"""The efficiency border's Schur complement without the capacity coupling, term by term.
+
+    Job i's block is :math:`K_{0,i} + \rho_i \mathbf 1 \mathbf 1^\top` (:math:`\rho = \rho^f + \rho^e`,
+    the FTF and efficiency rows' curvatures) and its border column :math:`\rho^e_i \mathbf 1`, so its
+    part of :math:`d - c^\top K^{-1} c` is
+    :math:`\rho^e_i - (\rho^e_i)^2 a_i / (1 + \rho_i a_i) = \rho^e_i (1 + \rho^f_i a_i) / (1 + \rho_i a_i)`,
+    :math:`a_i = \mathbf 1^\top K_{0,i}^{-1} \mathbf 1` (`_kernels.row_free_loads`): positive, with
+    no difference of large numbers. The capacity rows only lower :math:`c^\top P^{-1} c`, so this
+    is at most the exact value."""
+    longest = point.longest
+    rho_f = np.where(data.constrained, point.z_f / point.s_f, 0.0)
+    rho_e = np.where(data.efficient, longest.z_e / longest.s_e, 0.0)
+    loads = np.empty(rho_f.shape)
+    _kernels.row_free_loads(work.scaled, data.progress.shape[1], root, data.active, loads)
+    return float((rho_e * (1.0 + rho_f * loads) / (1.0 + (rho_f + rho_e) * loads)).sum()) \
+        + longest.z_zeta / longest.zeta
 
 
 #: Up to this many columns per job (scenarios plus the FTF/efficiency column) the blocks are
@@ -693,9 +736,9 @@ class _BlockFactor:
 
         Raises `numpy.linalg.LinAlgError` when a block is not numerically positive definite."""
         if scaled.shape[1] <= _LOW_RANK_COLUMNS:
-            _blocks.low_rank_factor(scaled, work.columns, work.shrink)
+            _kernels.low_rank_factor(scaled, work.columns, work.shrink)
             return cls(None, work.columns, work.shrink)
-        if not _blocks.dense_factor(scaled, work.lower_inverse):
+        if not _kernels.dense_factor(scaled, work.lower_inverse):
             raise np.linalg.LinAlgError("a job's Newton block is not numerically positive definite")
         return cls(work.lower_inverse, None, None)
 
@@ -704,24 +747,24 @@ class _BlockFactor:
         its capacity load :math:`\sum_i g_i \circ K_i^{-1} v_i`, shape (T,); `root` is :math:`D^{-1/2}`."""
         out, loads = np.empty_like(vector), np.empty(vector.shape[1])
         if self.lower_inverse is not None:
-            _blocks.dense_inverse_blocks(root, self.lower_inverse, vector, g, out, loads)
+            _kernels.dense_inverse_blocks(root, self.lower_inverse, vector, g, out, loads)
         else:
             assert self.columns is not None and self.shrink is not None
-            _blocks.inverse_blocks(root, self.columns, self.shrink, vector, g, out, loads)
+            _kernels.inverse_blocks(root, self.columns, self.shrink, vector, g, out, loads)
         return out, loads
 
     def subtract_inverse(self, root: FloatArray, g: FloatArray, correction: FloatArray, out: FloatArray) -> None:
         r"""`out` -= :math:`K_i^{-1} (g_i \circ c)` for every job (`correction` :math:`c`, shape (T,))."""
         if self.lower_inverse is not None:
-            _blocks.dense_subtract_inverse_blocks(root, self.lower_inverse, g, correction, out)
+            _kernels.dense_subtract_inverse_blocks(root, self.lower_inverse, g, correction, out)
         else:
             assert self.columns is not None and self.shrink is not None
-            _blocks.subtract_inverse_blocks(root, self.columns, self.shrink, g, correction, out)
+            _kernels.subtract_inverse_blocks(root, self.columns, self.shrink, g, correction, out)
 
     def times_diagonal(self, x: FloatArray, out: FloatArray) -> FloatArray:
         r""":math:`F_i \operatorname{diag}(x_i)` for every job, shape (n, T, T), written to `out`."""
         if self.lower_inverse is None:
             assert self.columns is not None and self.shrink is not None
-            _blocks.times_diagonal(self.columns, self.shrink, x, out)
+            _kernels.times_diagonal(self.columns, self.shrink, x, out)
             return out
         return np.multiply(self.lower_inverse, x[:, None, :], out=out)

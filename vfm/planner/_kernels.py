@@ -1,0 +1,481 @@
+r"""Compiled kernels of `saa_ipm`'s iteration (Numba).
+
+Each job's Newton block is :math:`D^{1/2} (I + V V^\top) D^{1/2}` with :math:`V` of shape
+(T, S'), S' small (the scenarios plus one column for the FTF and efficiency rows), and a point's
+evaluation, right-hand side and back-substitution are a few operations per entry. NumPy can only
+run them as whole-array passes, one call and one temporary (n, S', T) or (n, T) array each; at
+900 jobs an iteration made ~600 of them, each a few microseconds of work behind its call. These
+kernels run each step as one loop over the jobs with a block's few numbers in registers: the
+busiest 874-job window (S = 1, full Shockwave configuration) went from 8.5 ms to about 4 ms per
+iteration. Pure functions of their inputs, except that results are written to ``out`` arrays
+the caller owns (the solver reuses its buffers across iterations).
+
+Numba compiles them once per machine (``cache=True`` keeps the machine code beside this module);
+they take float64 C-contiguous arrays, which is what `saa_ipm` passes.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+#: The Jacobi rotations of `_eigen` stop when every off-diagonal entry is below this, relative to
+#: the diagonal's largest: the eigenvalues are then exact to rounding.
+_JACOBI_TOLERANCE = 1e-15
+_JACOBI_SWEEPS = 30
+
+#: No fast-math: reassociating the short sums changed the last digits enough that, at the end of
+#: some 900-job solves, the Newton systems' conjugate gradients no longer converged (the solve
+#: stopped at a relative gap of 1.1e-9 instead of 1e-9). NumPy's error model: a division by zero
+#: gives inf or NaN as in NumPy (the solver guards against them) instead of raising, which also
+#: lets loops with divisions vectorize.
+_compiled = numba.njit(cache=True, nogil=True, error_model="numpy")
+#: Helpers called from the kernels: inlined, so that their loops see the caller's arrays.
+_inlined = numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+
+
+@_inlined
+def _eigen(a: np.ndarray, vectors: np.ndarray) -> None:
+    """Cyclic Jacobi on a small symmetric `a`, in place: its diagonal becomes the eigenvalues and
+    `vectors` (set to the identity by the caller) their eigenvectors, as columns."""
+    k = a.shape[0]
+    for _ in range(_JACOBI_SWEEPS):
+        off = 0.0
+        scale = 0.0
+        for p in range(k):
+            scale = max(scale, abs(a[p, p]))
+            for q in range(p + 1, k):
+                off = max(off, abs(a[p, q]))
+        if off <= _JACOBI_TOLERANCE * scale:
+            return
+        for p in range(k - 1):
+            for q in range(p + 1, k):
+                if a[p, q] == 0.0:
+                    continue
+                theta = (a[q, q] - a[p, p]) / (2.0 * a[p, q])
+                t = (1.0 if theta >= 0 else -1.0) / (abs(theta) + np.sqrt(theta * theta + 1.0))
+                c = 1.0 / np.sqrt(t * t + 1.0)
+                s = t * c
+                for r in range(k):
+                    arp, arq = a[r, p], a[r, q]
+                    a[r, p] = c * arp - s * arq
+                    a[r, q] = s * arp + c * arq
+                for r in range(k):
+                    apr, aqr = a[p, r], a[q, r]
+                    a[p, r] = c * apr - s * aqr
+                    a[q, r] = s * apr + c * aqr
+                for r in range(k):
+                    vrp, vrq = vectors[r, p], vectors[r, q]
+                    vectors[r, p] = c * vrp - s * vrq
+                    vectors[r, q] = s * vrp + c * vrq
+
+
+@_compiled
+def low_rank_factor(scaled: np.ndarray, columns: np.ndarray, shrink: np.ndarray) -> None:
+    r"""For every job, :math:`F = I - P \operatorname{diag}(h) P^\top` with
+    :math:`F^2 = (I + V V^\top)^{-1}`: :math:`V^\top V = U \Sigma^2 U^\top`, :math:`P = V U`,
+    :math:`h = 1 / (\sqrt{1 + \sigma^2} (1 + \sqrt{1 + \sigma^2}))`.
+
+    `scaled` holds :math:`V^\top`, shape (n, S', T); writes :math:`P^\top` to `columns`
+    (n, S', T) and `h` to `shrink` (n, S').
+    """
+    n, k, rounds = scaled.shape
+    gram = np.empty((k, k))
+    rotation = np.empty((k, k))
+    for i in range(n):
+        v = scaled[i]
+        for p in range(k):
+            for q in range(p, k):
+                total = 0.0
+                for t in range(rounds):
+                    total += v[p, t] * v[q, t]
+                gram[p, q] = total
+                gram[q, p] = total
+        rotation[:] = 0.0
+        for p in range(k):
+            rotation[p, p] = 1.0
+        _eigen(gram, rotation)
+        for p in range(k):
+            root = np.sqrt(1.0 + max(gram[p, p], 0.0))
+            shrink[i, p] = 1.0 / (root * (1.0 + root))
+            for t in range(rounds):
+                total = 0.0
+                for q in range(k):
+                    total += rotation[q, p] * v[q, t]
+                columns[i, p, t] = total
+
+
+@_inlined
+def _root_squared_times(column: np.ndarray, shrink: np.ndarray, vector: np.ndarray,
+                        along: np.ndarray) -> None:
+    """`vector` := F F `vector`, in place, for one job: `column` its P^T (S', T), `shrink` its h (S',);
+    `along` is scratch of length S'. (F twice, not I - P diag(2h - h^2 s^2) P^T: the same in exact
+    arithmetic, but the difference loses digits where the inverse is small.)"""
+    k, rounds = column.shape
+    for _ in range(2):
+        for p in range(k):
+            total = 0.0
+            for t in range(rounds):
+                total += column[p, t] * vector[t]
+            along[p] = shrink[p] * total
+        for p in range(k):
+            weight = along[p]
+            for t in range(rounds):
+                vector[t] -= weight * column[p, t]
+
+
+@_compiled
+def inverse_blocks(root: np.ndarray, columns: np.ndarray, shrink: np.ndarray, vector: np.ndarray,
+                   g: np.ndarray, out: np.ndarray, loads: np.ndarray) -> None:
+    r"""`out` := :math:`K_i^{-1} v_i = D_i^{-1/2} F_i F_i D_i^{-1/2} v_i` for every job, shape (n, T),
+    and `loads` := :math:`\sum_i g_i \circ` `out`, shape (T,) (the capacity rows' image)."""
+    n, k, rounds = columns.shape
+    along = np.empty(k)
+    x = np.empty(rounds)
+    loads[:] = 0.0
+    for i in range(n):
+        for t in range(rounds):
+            x[t] = root[i, t] * vector[i, t]
+        _root_squared_times(columns[i], shrink[i], x, along)
+        for t in range(rounds):
+            value = root[i, t] * x[t]
+            out[i, t] = value
+            loads[t] += g[i, t] * value
+
+
+@_compiled
+def times_diagonal(columns: np.ndarray, shrink: np.ndarray, x: np.ndarray, out: np.ndarray) -> None:
+    r"""`out[i]` := :math:`F_i \operatorname{diag}(x_i)`, shape (n, T, T)."""
+    n, k, rounds = columns.shape
+    for i in range(n):
+        block, column, scale = out[i], columns[i], x[i]
+        for a in range(rounds):
+            row = block[a]
+            row[:] = 0.0
+            for p in range(k):
+                weight = column[p, a] * shrink[i, p]
+                for b in range(rounds):  # contiguous in b: vectorized
+                    row[b] -= weight * column[p, b]
+            for b in range(rounds):
+                row[b] *= scale[b]
+            row[a] += scale[a]
+
+
+@_compiled
+def hessian_times(curvature: np.ndarray, diagonal: np.ndarray, g: np.ndarray, prices_term: np.ndarray,
+                  vector: np.ndarray, out: np.ndarray) -> None:
+    r"""`out` := :math:`(\operatorname{diag}(d_i) + \sum_s c_{is} c_{is}^\top) v_i + g_i \circ p` for every
+    job, `curvature` the columns :math:`c_{is}`, shape (n, S', T), `prices_term` :math:`p` (T,) (the
+    capacity rows' part, :math:`\lambda / s_c` times the load of `vector`)."""
+    n, k, rounds = curvature.shape
+    for i in range(n):
+        for t in range(rounds):
+            out[i, t] = diagonal[i, t] * vector[i, t] + g[i, t] * prices_term[t]
+        for p in range(k):
+            total = 0.0
+            for t in range(rounds):
+                total += curvature[i, p, t] * vector[i, t]
+            for t in range(rounds):
+                out[i, t] += total * curvature[i, p, t]
+
+
+@_compiled
+def subtract_inverse_blocks(root: np.ndarray, columns: np.ndarray, shrink: np.ndarray, g: np.ndarray,
+                            correction: np.ndarray, out: np.ndarray) -> None:
+    r"""`out` -= :math:`K_i^{-1} (g_i \circ c)` for every job: the Woodbury identity's second term,
+    `correction` :math:`c` the capacity system's solution, shape (T,)."""
+    n, k, rounds = columns.shape
+    along = np.empty(k)
+    x = np.empty(rounds)
+    for i in range(n):
+        for t in range(rounds):
+            x[t] = root[i, t] * g[i, t] * correction[t]
+        _root_squared_times(columns[i], shrink[i], x, along)
+        for t in range(rounds):
+            out[i, t] -= root[i, t] * x[t]
+
+
+@_compiled
+def scaled_columns(progress: np.ndarray, beta: np.ndarray, u: np.ndarray, row: np.ndarray, active: np.ndarray,
+                   diagonal: np.ndarray, regularization: float, curvature: np.ndarray, root: np.ndarray,
+                   scaled: np.ndarray) -> None:
+    r"""The Hessian's columns and their scaled form, for every job.
+
+    `curvature[i, s]` := :math:`\sqrt{\beta_i} / U_{si}\, a_{si}` for the S scenarios (`progress`
+    :math:`a`, shape (n, S, T)) and, when `curvature` has a column more, `row[i]` on the active
+    entries (the square root of the FTF and efficiency rows' curvature); `root` :=
+    :math:`(d + \text{regularization})^{-1/2}` and `scaled` := `curvature` times `root`
+    (:math:`V_i^\top`)."""
+    n, scenarios, rounds = progress.shape
+    extra = curvature.shape[1] > scenarios
+    for i in range(n):
+        for t in range(rounds):
+            root[i, t] = 1.0 / np.sqrt(diagonal[i, t] + regularization)
+        weight = np.sqrt(beta[i])
+        for s in range(scenarios):
+            factor = weight / u[i, s]
+            for t in range(rounds):
+                curvature[i, s, t] = factor * progress[i, s, t]
+                scaled[i, s, t] = curvature[i, s, t] * root[i, t]
+        if extra:
+            for t in range(rounds):
+                curvature[i, scenarios, t] = row[i] if active[i, t] else 0.0
+                scaled[i, scenarios, t] = curvature[i, scenarios, t] * root[i, t]
+
+
+@_compiled
+def dense_factor(scaled: np.ndarray, lower_inverse: np.ndarray) -> bool:
+    r"""`lower_inverse[i]` := :math:`L_i^{-1}`, :math:`L_i L_i^\top = I + V_i V_i^\top` (Cholesky),
+    `scaled` holding :math:`V_i^\top`, shape (n, S', T); the upper triangles are set to 0.
+    False when a block is not numerically positive definite (a pivot not positive or not finite)."""
+    n, k, rounds = scaled.shape
+    lower = np.empty((rounds, rounds))
+    for i in range(n):
+        v = scaled[i]
+        lower[:] = 0.0
+        for p in range(k):  # the lower triangle of V V^T, rows contiguous
+            for a in range(rounds):
+                weight = v[p, a]
+                for b in range(a + 1):
+                    lower[a, b] += weight * v[p, b]
+        for j in range(rounds):  # Cholesky, row by row
+            for a in range(j):
+                total = lower[j, a]
+                for m in range(a):
+                    total -= lower[j, m] * lower[a, m]
+                lower[j, a] = total / lower[a, a]
+            pivot = 1.0 + lower[j, j]
+            for m in range(j):
+                pivot -= lower[j, m] * lower[j, m]
+            if not (pivot > 0.0 and pivot < np.inf):
+                return False
+            lower[j, j] = np.sqrt(pivot)
+        inverse = lower_inverse[i]
+        inverse[:] = 0.0
+        for a in range(rounds):  # row a of L^-1: (e_a - sum_m<a L[a, m] row m) / L[a, a]
+            row = inverse[a]
+            for m in range(a):
+                weight = lower[a, m]
+                previous = inverse[m]
+                for b in range(m + 1):
+                    row[b] -= weight * previous[b]
+            row[a] = 1.0
+            scale = 1.0 / lower[a, a]
+            for b in range(a + 1):
+                row[b] *= scale
+    return True
+
+
+@_inlined
+def _dense_inverse(lower_inverse: np.ndarray, i: int, x: np.ndarray, inner: np.ndarray) -> None:
+    r"""`x` := :math:`L_i^{-\top} L_i^{-1}` `x`, in place (length T); `inner` is scratch of length T."""
+    rounds = x.shape[0]
+    inverse = lower_inverse[i]
+    for a in range(rounds):
+        total = 0.0
+        for b in range(a + 1):
+            total += inverse[a, b] * x[b]
+        inner[a] = total
+    for b in range(rounds):
+        x[b] = 0.0
+    for a in range(rounds):
+        for b in range(a + 1):
+            x[b] += inverse[a, b] * inner[a]
+
+
+@_compiled
+def dense_inverse_blocks(root: np.ndarray, lower_inverse: np.ndarray, vector: np.ndarray, g: np.ndarray,
+                         out: np.ndarray, loads: np.ndarray) -> None:
+    """`inverse_blocks` for the dense factor :math:`F_i = L_i^{-1}`."""
+    n, rounds = vector.shape
+    inner = np.empty(rounds)
+    loads[:] = 0.0
+    for i in range(n):
+        x = out[i]
+        for t in range(rounds):
+            x[t] = root[i, t] * vector[i, t]
+        _dense_inverse(lower_inverse, i, x, inner)
+        for t in range(rounds):
+            x[t] *= root[i, t]
+            loads[t] += g[i, t] * x[t]
+
+
+@_compiled
+def dense_subtract_inverse_blocks(root: np.ndarray, lower_inverse: np.ndarray, g: np.ndarray,
+                                  correction: np.ndarray, out: np.ndarray) -> None:
+    """`subtract_inverse_blocks` for the dense factor :math:`F_i = L_i^{-1}`."""
+    n, rounds = out.shape
+    inner = np.empty(rounds)
+    x = np.empty(rounds)
+    for i in range(n):
+        for t in range(rounds):
+            x[t] = root[i, t] * g[i, t] * correction[t]
+        _dense_inverse(lower_inverse, i, x, inner)
+        for t in range(rounds):
+            out[i, t] -= root[i, t] * x[t]
+
+
+@_compiled
+def evaluate_entries(progress: np.ndarray, base: np.ndarray, beta: np.ndarray, spread: np.ndarray,
+                     active: np.ndarray, g: np.ndarray, y: np.ndarray, s_hi: np.ndarray, z_lo: np.ndarray,
+                     z_hi: np.ndarray, prices: np.ndarray, rows: np.ndarray, u: np.ndarray,
+                     dual_residual: np.ndarray, running: np.ndarray) -> tuple[float, float, float, float]:
+    r"""`saa_ipm`'s point evaluation over the (n, T) entries, in one pass.
+
+    Writes the utilities `u` (n, S), the dual residual :math:`q - z^{lo} + z^{hi}` (`dual_residual`,
+    0 off `active`; :math:`q = \nabla F + g \lambda - r`, `rows` :math:`r` the FTF and efficiency
+    multipliers per job) and the rows' running sums :math:`\sum_t y_{it}` (`running`); returns
+    :math:`F(y)`, the bounds' complementarity :math:`\sum y z^{lo} + s^{hi} z^{hi}`, the dual residual
+    weighted by the box :math:`\sum |q - z^{lo} + z^{hi}| \max(y, s^{hi})`, and the bounds' part of
+    the certified gap :math:`\sum q^+ y + q^- s^{hi}`."""
+    n, scenarios, rounds = progress.shape
+    value = 0.0
+    complementarity = 0.0
+    residual_norm = 0.0
+    gap = 0.0
+    weight = np.empty(scenarios)
+    for i in range(n):
+        squares = 0.0
+        total_y = 0.0
+        for s in range(scenarios):
+            total = base[i]
+            for t in range(rounds):
+                total += progress[i, s, t] * y[i, t]
+            u[i, s] = total
+            value -= beta[i] * np.log(total)
+            weight[s] = beta[i] / total
+        for t in range(rounds):
+            if not active[i, t]:
+                dual_residual[i, t] = 0.0
+                continue
+            gradient = spread[i] * y[i, t]
+            for s in range(scenarios):
+                gradient -= weight[s] * progress[i, s, t]
+            priced = gradient + g[i, t] * prices[t] - rows[i]
+            residual = priced - z_lo[i, t] + z_hi[i, t]
+            dual_residual[i, t] = residual
+            complementarity += y[i, t] * z_lo[i, t] + s_hi[i, t] * z_hi[i, t]
+            residual_norm += abs(residual) * max(y[i, t], s_hi[i, t])
+            gap += max(priced, 0.0) * y[i, t] + max(-priced, 0.0) * s_hi[i, t]
+            squares += y[i, t] * y[i, t]
+            total_y += y[i, t]
+        running[i] = total_y
+        value += 0.5 * spread[i] * squares
+    return value, complementarity, residual_norm, gap
+
+
+@_compiled
+def newton_rhs(active: np.ndarray, dual_residual: np.ndarray, y: np.ndarray, s_hi: np.ndarray, z_lo: np.ndarray,
+               z_hi: np.ndarray, g: np.ndarray, capacity_term: np.ndarray, rows: np.ndarray, sigma_mu: float,
+               second_order: float, dy: np.ndarray, dz_lo: np.ndarray, dz_hi: np.ndarray,
+               out: np.ndarray) -> None:
+    r"""The Newton system's right-hand side on the entries (0 off `active`), the bounds' targets
+    :math:`\sigma\mu - w\,\Delta y \Delta z^{lo}` and :math:`\sigma\mu + w\,\Delta y \Delta z^{hi}`
+    (`second_order` :math:`w`, the predictor's `dy`, `dz_lo`, `dz_hi`):
+    :math:`-q + t^{lo}/y - z^{lo} - t^{hi}/s^{hi} + z^{hi} - g\,c + r`, `capacity_term` :math:`c` (T,),
+    `rows` :math:`r` (n,)."""
+    n, rounds = y.shape
+    for i in range(n):
+        for t in range(rounds):
+            if not active[i, t]:
+                out[i, t] = 0.0
+                continue
+            target_lo = sigma_mu - second_order * dy[i, t] * dz_lo[i, t]
+            target_hi = sigma_mu + second_order * dy[i, t] * dz_hi[i, t]
+            out[i, t] = (-dual_residual[i, t] + target_lo / y[i, t] - z_lo[i, t] - target_hi / s_hi[i, t] + z_hi[i, t]
+                         - g[i, t] * capacity_term[t] + rows[i])
+
+
+@_compiled
+def newton_back(active: np.ndarray, y: np.ndarray, s_hi: np.ndarray, z_lo: np.ndarray, z_hi: np.ndarray,
+                g: np.ndarray, sigma_mu: float, second_order: float, dy_aff: np.ndarray, dz_lo_aff: np.ndarray,
+                dz_hi_aff: np.ndarray, dy: np.ndarray, dz_lo: np.ndarray, dz_hi: np.ndarray, loads: np.ndarray,
+                running: np.ndarray) -> float:
+    r"""The bounds' multiplier steps from `dy` (targets as in `newton_rhs`), in one pass: zeroes `dy`
+    off `active`, writes `dz_lo`, `dz_hi`, the capacity load :math:`\sum_i g_i \Delta y_i` (`loads`,
+    (T,)) and the rows' :math:`\sum_t \Delta y_{it}` (`running`, (n,)); returns the largest rate
+    :math:`-\Delta v / v` over the falling :math:`y, s^{hi}, z^{lo}, z^{hi}` (`largest_step`'s)."""
+    n, rounds = y.shape
+    rate = 0.0
+    loads[:] = 0.0
+    for i in range(n):
+        total = 0.0
+        for t in range(rounds):
+            if not active[i, t]:
+                dy[i, t] = 0.0
+                dz_lo[i, t] = 0.0
+                dz_hi[i, t] = 0.0
+                continue
+            step = dy[i, t]
+            target_lo = sigma_mu - second_order * dy_aff[i, t] * dz_lo_aff[i, t]
+            target_hi = sigma_mu + second_order * dy_aff[i, t] * dz_hi_aff[i, t]
+            lo = (target_lo - z_lo[i, t] * step) / y[i, t] - z_lo[i, t]
+            hi = (target_hi + z_hi[i, t] * step) / s_hi[i, t] - z_hi[i, t]
+            dz_lo[i, t] = lo
+            dz_hi[i, t] = hi
+            loads[t] += g[i, t] * step
+            total += step
+            if step < 0:
+                rate = max(rate, -step / y[i, t])
+            elif step > 0:
+                rate = max(rate, step / s_hi[i, t])
+            if lo < 0:
+                rate = max(rate, -lo / z_lo[i, t])
+            if hi < 0:
+                rate = max(rate, -hi / z_hi[i, t])
+        running[i] = total
+    return rate
+
+
+@_compiled
+def row_free_loads(scaled: np.ndarray, scenarios: int, root: np.ndarray, active: np.ndarray,
+                   out: np.ndarray) -> None:
+    r"""`out[i]` := :math:`a_i = \mathbf 1^\top K_{0,i}^{-1} \mathbf 1` over job i's active entries,
+    :math:`K_{0,i} = D_i^{1/2} (I + V_{S,i} V_{S,i}^\top) D_i^{1/2}` its block without the rows' column
+    (the first `scenarios` columns of `scaled`, shape (n, S', T)), `root` :math:`D^{-1/2}`.
+
+    As :math:`\lVert F x \rVert^2`, :math:`x = D^{-1/2} \mathbf 1`, with the symmetric root of
+    `low_rank_factor`: accurate to rounding relative to :math:`a_i` itself."""
+    n, _, rounds = scaled.shape
+    k = scenarios
+    gram = np.empty((k, k))
+    rotation = np.empty((k, k))
+    x = np.empty(rounds)
+    along = np.empty(k)
+    column = np.empty((k, rounds))
+    shrink = np.empty(k)
+    for i in range(n):
+        v = scaled[i]
+        for p in range(k):
+            for q in range(p, k):
+                total = 0.0
+                for t in range(rounds):
+                    total += v[p, t] * v[q, t]
+                gram[p, q] = total
+                gram[q, p] = total
+        rotation[:] = 0.0
+        for p in range(k):
+            rotation[p, p] = 1.0
+        _eigen(gram, rotation)
+        for p in range(k):
+            value = np.sqrt(1.0 + max(gram[p, p], 0.0))
+            shrink[p] = 1.0 / (value * (1.0 + value))
+            for t in range(rounds):
+                total = 0.0
+                for q in range(k):
+                    total += rotation[q, p] * v[q, t]
+                column[p, t] = total
+        for t in range(rounds):
+            x[t] = root[i, t] if active[i, t] else 0.0
+        for p in range(k):  # x := F x (once: a = |F x|^2)
+            total = 0.0
+            for t in range(rounds):
+                total += column[p, t] * x[t]
+            along[p] = shrink[p] * total
+        for p in range(k):
+            for t in range(rounds):
+                x[t] -= along[p] * column[p, t]
+        total = 0.0
+        for t in range(rounds):
+            total += x[t] * x[t]
+        out[i] = total
