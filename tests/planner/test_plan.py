@@ -164,7 +164,10 @@ def test_relaxation_equals_vfm_solve_on_the_shockwave_120_job_window():
     tolerance = _agreement_tolerance(reference)
     for solver in SOLVERS:
         result = plan(states, gpus, capacity, rounds=20, round_s=round_s, solver=solver, spread=0.0)
-        assert result.status == Status.OPTIMAL, result.message
+        # Without the tie-breaking term the window is degenerate and saa-ipm stops at a certified
+        # 8e-9 of the 1e-9 asked; plan keeps that (NEAR_TOLERANCE) and says so in the status.
+        assert result.status == Status.OPTIMAL or (
+            result.status == Status.INACCURATE and result.solver == "saa-ipm"), result.message
         assert abs(result.relaxed_objective - reference.objective) <= tolerance, solver
         # The tie-breaking term costs a little objective, and the bound still holds.
         tied = plan(states, gpus, capacity, rounds=20, round_s=round_s, solver=solver)
@@ -530,3 +533,28 @@ def test_cvxpy_bound_with_efficiency_is_accurate():
     assert result.status == Status.OPTIMAL
     # The documented 1e-8 accuracy, with a factor 10 of margin.
     assert result.rounded_objective <= result.bound + 1e-7 * (1 + abs(result.bound))
+
+
+@settings(max_examples=3, deadline=None)
+@given(job_sets())
+def test_a_certified_gap_near_the_tolerance_is_kept_and_one_far_from_it_falls_back(case):
+    import vfm.planner.backends as backends
+    from vfm.planner.plan import NEAR_TOLERANCE
+    from vfm.solvers import Solution
+
+    def stopped_short(factor):
+        def solve(program, tol, warm_start=None):
+            return Solution(np.full(program.shape[1:], 0.5), np.zeros(program.shape[2]), Status.INACCURATE,
+                            "saa-ipm stopped short", 9, 0.0, tol, gap=1.0, relative_gap=factor * tol)
+        return solve
+
+    original = backends.solve_saa_ipm
+    try:
+        backends.solve_saa_ipm = stopped_short(0.5 * NEAR_TOLERANCE)
+        near = _plan(case)
+        backends.solve_saa_ipm = stopped_short(2 * NEAR_TOLERANCE)
+        far = _plan(case)
+    finally:
+        backends.solve_saa_ipm = original
+    assert (near.solver, near.status, near.message) == ("saa-ipm", Status.INACCURATE, "saa-ipm stopped short")
+    assert far.solver == "cvxpy" and "(after saa-ipm: saa-ipm stopped short)" in far.message, far.message

@@ -302,6 +302,7 @@ def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 8
         solve_time=time.perf_counter() - started,
         accuracy=tol,
         gap=scale * certified.gap,
+        relative_gap=relative(best),
     )
 
 

@@ -80,6 +80,10 @@ class Solution:
         A certified absolute optimality gap of `x` (planning programs: the objective without the
         tie-breaking term; inf when `x` violates an FTF row), NaN when the backend certifies none
         (a market's certificate is `vfm.solve`'s, from `vfm.duality`).
+    relative_gap : float
+        The certified relative gap of the program the backend solved, the measure its tolerance
+        bounds (`saa-ipm`: with the tie-breaking term, relative to 1 + |objective| with budgets
+        summing to 1); NaN when the backend certifies none.
     """
 
     x: np.ndarray | None
@@ -90,6 +94,7 @@ class Solution:
     solve_time: float
     accuracy: float
     gap: float = float("nan")
+    relative_gap: float = float("nan")
 
 
 class Backend(Protocol):
