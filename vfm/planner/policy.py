@@ -37,6 +37,7 @@ from vfm.forecast import DirichletForecaster, Forecaster, JobStates
 from vfm.planner.options import PlanOptions
 from vfm.planner.plan import Plan, plan
 from vfm.planner.rounding import RESOLUTION, first_fit, quantize
+from vfm.planner.saa_ipm import load_kernels
 
 #: Momentum of the finish-time-fairness targets (SPEC section 3): FT* <- 0.9 FT* + 0.1 estimate.
 _TARGET_MOMENTUM = 0.9
@@ -118,6 +119,7 @@ class Policy:
         self._credit: dict[Hashable, float] = {}  # between re-plans: in `_plan_credit`
         self._plan_credit = np.zeros(0)
         self.round_index = 0
+        load_kernels()  # here, not in the first re-plan: a scheduler's re-plans stay predictable
 
     # --- what the scheduler tells the policy ---------------------------------------------------
 

@@ -76,6 +76,7 @@ Stopping
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, replace
 
@@ -304,6 +305,25 @@ def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 8
         gap=scale * certified.gap,
         relative_gap=relative(best),
     )
+
+
+@functools.cache
+def load_kernels() -> None:
+    """Load the compiled kernels (`vfm.planner._kernels`) into this process, by solving two small
+    programs (one scenario, and five: both block factors) with FTF rows and the efficiency term.
+
+    The first call on a machine compiles them (about 5 s) and caches the machine code; later
+    processes load it (about 0.3 s). `vfm.planner.Policy` calls this when it is built, so that no
+    re-plan pays for it; once per process.
+    """
+    for scenarios in (1, 5):
+        rounds = 4
+        program = PlanningProgram(
+            progress=np.linspace(0.05, 0.3, scenarios * 2 * rounds).reshape(scenarios, 2, rounds),
+            base=np.array([0.1, 0.2]), weights=np.ones(2), gpus=np.array([1.0, 2.0]), capacity=np.full(rounds, 2.0),
+            round_s=60.0, remaining_s=np.array([300.0, 200.0]), efficiency=0.01,
+            leftover_limit_s=np.array([1e4, 1e4]), spread=0.01)
+        solve_saa_ipm(program, tol=1e-6)
 
 
 def _certificate(data: _Data, point: _Point) -> _Point:
