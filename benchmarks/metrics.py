@@ -1,4 +1,4 @@
-"""The metrics of SPEC section 6, as pure functions of per-job arrays, and `summarize`.
+"""The metrics, as pure functions of per-job arrays, and `summarize`.
 
 Every function takes arrays over the n jobs of one run, in any consistent order:
 
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 FloatArray = NDArray[np.float64]
 
-#: A job is treated unfairly when its FTF rho exceeds this (SPEC section 6).
+#: A job is treated unfairly when its FTF rho exceeds this.
 UNFAIR_RHO = 1.05
 
 __all__ = [

@@ -1,11 +1,11 @@
-"""The round-based, trace-driven cluster simulator of SPEC section 6.
+"""The round-based, trace-driven cluster simulator.
 
 A workload (`load_workload`) is a cluster of ``gpus`` GPUs and a list of jobs, each with its
 arrival time, gang size and per-epoch profile (batch size and seconds per epoch, expanded from
 the file's ``phases``). `simulate` drives a `benchmarks.policies.base.SchedulingPolicy` round by
 round and records what happened in a `Simulation`; `benchmarks.metrics` turns it into the
-metrics of SPEC section 6. ``docs/simulation.md`` states the semantics and every decision made
-where SPEC is silent.
+metrics. ``docs/simulation.md`` states the semantics and every decision made
+where the Shockwave paper and artifact leave a choice.
 
 Semantics in brief (round ``r`` covers ``[r * round_s, (r + 1) * round_s)``):
 

@@ -16,7 +16,7 @@ Sizes and windows
     *Busiest moment* (nothing is simulated): a job counts as active at time tau if it has
     arrived and would not have finished had it progressed at its equal share of the cluster
     since arrival, i.e. at 1 / max(1, N / G) of its isolated speed (the equal-share slowdown of
-    the FTF rho of SPEC section 6). The busiest moment is the (earliest) arrival time with the
+    the FTF rho). The busiest moment is the (earliest) arrival time with the
     most active jobs. Each active job has done the whole epochs it would have finished by then,
     and its forecast for round t of the window is the epochs its own phase profile completes in
     round t of uninterrupted running from that epoch on (a perfect forecaster: rates change

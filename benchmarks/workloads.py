@@ -22,7 +22,7 @@ def load(name: str) -> dict[str, Any]:
 
 
 def prior_mean_epoch_s(job: dict[str, Any]) -> float:
-    """Expected epoch duration of a job before any epoch is observed (SPEC section 4).
+    """Expected epoch duration of a job before any epoch is observed.
 
     The Dirichlet prior puts equal mass E / |regimes| on each batch-size regime, so the posterior
     mean splits the epochs evenly across regimes and the expected epoch duration is the mean of
@@ -55,7 +55,7 @@ def fresh_window(workload: dict[str, Any], rounds: int = 20) -> JobWindow:
 # "Busiest moment". Nothing is simulated. A job counts as active at time tau if it has arrived
 # and would not have finished yet had it progressed at its *equal share* of the cluster since
 # arrival, i.e. at 1 / f of its isolated speed with f = max(1, N / G) (N jobs in the workload,
-# G GPUs: the same equal-share slowdown as the FTF rho of SPEC section 6). The busiest moment is
+# G GPUs: the same equal-share slowdown as the FTF rho). The busiest moment is
 # the arrival time with the most active jobs (the earliest such). Each active job has done the
 # whole epochs it would have finished by then at that speed, and the window's forecast for
 # round t is the epochs its own phase profile completes in round t of uninterrupted running

@@ -234,7 +234,8 @@ def feasibility(result: Equilibrium, tol: float | None = None) -> Residual:
 
 
 def equilibrium_conditions(result: Equilibrium) -> Certificate:
-    """The equilibrium conditions of a plain market (SPEC section 2, (a) to (d)).
+    """The equilibrium conditions of a plain market: market clearing, price complementarity, budget
+    exhaustion and bang per buck (docs/model.md), with the duality gap.
 
     Raises
     ------

@@ -1,4 +1,4 @@
-r"""Jobs on a GPU cluster as a Volatile Fisher Market (SPEC section 3).
+r"""Jobs on a GPU cluster as a Volatile Fisher Market.
 
 One good per round: the cluster's :math:`G_t` GPUs in round `t`. Job `i` runs gang-scheduled on
 :math:`w_i` GPUs for a fraction :math:`y_{it} \in [0, 1]` of round `t`, so it holds

@@ -1,4 +1,4 @@
-"""The Volatile Fisher Market: buyers, goods and periods (SPEC section 2)."""
+"""The Volatile Fisher Market: buyers, goods and periods."""
 
 from __future__ import annotations
 
@@ -209,7 +209,7 @@ class VolatileFisherMarket:
 
     @property
     def is_plain(self) -> bool:
-        """Whether the market has no caps, no base utility and no utility caps (SPEC's plain market)."""
+        """Whether the market has no caps, no base utility and no utility caps (a plain market)."""
         return not (self.has_caps or self.has_base_utility or self.has_utility_cap)
 
     @cached_property

@@ -37,7 +37,7 @@ def solve(market: VolatileFisherMarket, solver: str | None = None, **options: An
         \max_x \sum_i B_i \log U_i(x) \quad\text{s.t.}\quad
         \sum_i x_{ijt} \le s_{jt},\; 0 \le x \le d,\; U_i(x) \le \bar U_i,
 
-    whose supply duals are the equilibrium prices (SPEC section 2). The backend sees a scaled
+    whose supply duals are the equilibrium prices. The backend sees a scaled
     copy of the program (`vfm.program`), so results do not depend on the units of utilities,
     budgets or supply.
 

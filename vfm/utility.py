@@ -1,6 +1,6 @@
 r"""Vectorized evaluation of cumulative utilities and NSWOT over scenarios and allocations.
 
-A planner (SPEC section 5) evaluates the same few quantities many times: for every forecast
+A planner evaluates the same few quantities many times: for every forecast
 scenario :math:`s` of the utilities and every candidate allocation :math:`a`, buyer `i`'s
 cumulative utility
 
@@ -560,7 +560,7 @@ def expected_nswot(
 ) -> FloatArray:
     r"""Sample-average NSWOT over scenarios, :math:`\bar F_a = \frac1S \sum_s \sum_i B_i \log U_{sai}`.
 
-    The objective of the SAA planner of SPEC section 5 (without its efficiency term). An
+    The objective of the SAA planner (without its efficiency term). An
     unbatched ``utilities`` is one scenario, giving the certainty-equivalent objective.
 
     Parameters

@@ -1,7 +1,7 @@
 """The two market policies of the reproduction: `vfm` (this library's planner) and the per-round
 static Fisher market (`StaticMarket`).
 
-`vfm` is `vfm.planner.Policy` with Shockwave's configuration (SPEC sections 3 and 5): a window
+`vfm` is `vfm.planner.Policy` with Shockwave's configuration: a window
 of 20 rounds, re-planned on arrivals, completions and every 8 rounds, finish-time-fairness
 targets with :math:`\\rho_{\\max} = 1` and the priority relaxation, and the efficiency term
 :math:`-k \\max_i S_i`; the FTF constraints leave a reserve of each window's GPU-rounds to it
@@ -72,7 +72,7 @@ def vfm_policy(capacity: int, round_s: float, seed: int = 0, *, scenarios: int =
 class StaticMarket(GavelRoundPolicy):
     """The static Fisher market, round by round: `vfm.solve_per_period` on this round alone.
 
-    Each round is a one-period market (SPEC section 3 with one round): the round's GPUs are the
+    Each round is a one-period market (the window market with one round): the round's GPUs are the
     good, every present job a buyer with an equal budget, utility its normalized progress
     :math:`c_i + r_i y_i / E_i` (epochs done so far, and the epochs a whole round gives at its
     current epoch-time estimate). Its equilibrium fractions are the allocation of Gavel's round

@@ -1,4 +1,4 @@
-"""Forecasting dynamic adaptation (SPEC section 4).
+"""Forecasting dynamic adaptation.
 
 A scheduler never changes how a job adapts (its batch-size schedule); it observes finished epochs
 and forecasts the rest. `JobStates` holds what is known about `n` jobs, `Forecaster` is the

@@ -1,8 +1,8 @@
-r"""What a forecaster is, and the job state it forecasts from (SPEC section 4).
+r"""What a forecaster is, and the job state it forecasts from.
 
 A job's throughput *regimes* are the batch sizes it may train at; each regime has a known epoch
 duration (from the job's profile). The scheduler sees only finished epochs and the regime each ran
-in (SPEC section 6). `JobStates` holds that knowledge for `n` jobs at once, padded to the largest
+in. `JobStates` holds that knowledge for `n` jobs at once, padded to the largest
 regime set `R`:
 
 =====================  ======  =============================================================
@@ -344,15 +344,15 @@ def check_horizon(rounds: int, round_s: float, scenarios: int | None = None) -> 
 
 @runtime_checkable
 class Forecaster(Protocol):
-    """The forecasting model a scheduler plugs into `vfm` (SPEC section 4).
+    """The forecasting model a scheduler plugs into `vfm`.
 
     A forecaster turns `JobStates` into what the planner needs: point forecasts of each job's
     remaining runtime and of its progress per round (for the deterministic, certainty-equivalent
-    solve) and scenarios of that progress (for the sample-average planner of SPEC section 5).
+    solve) and scenarios of that progress (for the sample-average planner).
     Every array is vectorized over jobs. The window starts now: round `t` (0-based) covers
     ``[t * round_s, (t + 1) * round_s)`` seconds of the job's own running time, and "epochs in round
     `t`" assumes the job runs all of rounds ``0 .. t``; a planner scales them by the fraction of a
-    round it actually schedules and caps progress at the job's end (SPEC section 3, ``Ucap = 1``).
+    round it actually schedules and caps progress at the job's end (a utility cap of 1).
 
     Implementations must return, for a job with no epochs left, a runtime of 0 and 0 epochs in
     every round, and must never forecast more epochs than a job has left. Call `check_horizon` to

@@ -1,4 +1,4 @@
-r"""Shockwave's Bayesian forecast of dynamic adaptation: a Dirichlet posterior over regimes (SPEC section 4).
+r"""Shockwave's Bayesian forecast of dynamic adaptation: a Dirichlet posterior over regimes.
 
 Model
 -----
@@ -56,7 +56,7 @@ Differences:
    included, so its estimate at ``progress = p`` equals `DirichletForecaster.remaining_runtime`
    on the state that has observed those :math:`p + 1` epochs, whenever no quota is exhausted
    (:math:`E m_b \ge c_b` for all `b`), where its final rescale is exactly 1. vfm's states hold
-   finished epochs only (SPEC section 6).
+   finished epochs only.
 2. When a quota is exhausted, Shockwave subtracts an observed epoch only while the rebased count
    is still :math:`\ge 1` (leaving a fractional remainder), and its final factor
    :math:`(E - p) / \lfloor S + 1 \rfloor \le 1` only approximately restores the count; vfm

@@ -1,4 +1,4 @@
-"""The receding-horizon planner of SPEC section 5, and the policy a cluster scheduler drives.
+"""The receding-horizon planner, and the policy a cluster scheduler drives.
 
 `plan` re-plans a window once: forecast, solve the expected-NSWOT relaxation exactly, round to
 whole gangs. `PlanningProgram` is the program, `round_schedule` the rounding. `Policy` is the

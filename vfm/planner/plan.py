@@ -1,4 +1,4 @@
-r"""One re-plan of the receding-horizon planner: forecast, solve the relaxation, round (SPEC section 5).
+r"""One re-plan of the receding-horizon planner: forecast, solve the relaxation, round.
 
 `plan` turns job states into an integral schedule for the next `rounds` rounds:
 
@@ -6,7 +6,7 @@ r"""One re-plan of the receding-horizon planner: forecast, solve the relaxation,
    certainty-equivalent planner); with ``scenarios=S > 1``, `S` posterior predictive scenarios
    drawn from ``seed``.
 2. **Solve** the expected-NSWOT program of `vfm.planner.program` exactly (its relaxation over
-   :math:`y \in [0, 1]`), with the Shockwave options of SPEC section 3 when asked for.
+   :math:`y \in [0, 1]`), with the Shockwave options when asked for.
 3. **Round** it with `vfm.planner.rounding.round_schedule`.
 
 The relaxation's optimum bounds the objective of every integral schedule that fits the capacity,

@@ -1,4 +1,4 @@
-"""The scheduler-facing policy: one object a cluster scheduler drives round by round (SPEC section 5).
+"""The scheduler-facing policy: one object a cluster scheduler drives round by round.
 
 It holds the jobs and what has been observed of them, and re-plans with `vfm.planner.plan` only
 when it must: when a job arrives, when a job completes or is removed, and every `replan_every`
@@ -39,7 +39,7 @@ from vfm.planner.plan import Plan, plan
 from vfm.planner.rounding import RESOLUTION, first_fit, quantize
 from vfm.planner.saa_ipm import load_kernels
 
-#: Momentum of the finish-time-fairness targets (SPEC section 3): FT* <- 0.9 FT* + 0.1 estimate.
+#: Momentum of the finish-time-fairness targets: FT* <- 0.9 FT* + 0.1 estimate.
 _TARGET_MOMENTUM = 0.9
 #: With `execution="credit"`: the most rounds a job can owe for rounds it ran beyond its plan.
 _CREDIT_FLOOR = -2.0

@@ -1,4 +1,4 @@
-r"""The expected-NSWOT program of a planning window (SPEC sections 3 and 5).
+r"""The expected-NSWOT program of a planning window.
 
 Job `i` runs a fraction :math:`y_{it} \in [0, 1]` of round `t` on its :math:`w_i` GPUs. In
 forecast scenario `s` it then reaches the normalized progress
@@ -16,7 +16,7 @@ and the planner solves the sample average approximation (SAA) of expected NSWOT
 
 with :math:`S_i(y) = \hat T_i - W \sum_t y_{it}` the forecast running time left after the
 window (:math:`W` seconds per round). A job whose gang does not fit a round's capacity has
-:math:`y_{it} = 0` there. The utility cap :math:`U \le 1` of SPEC section 3 is implied: a
+:math:`y_{it} = 0` there. The utility cap :math:`U \le 1` is implied: a
 forecaster never forecasts more epochs than a job has left, so
 :math:`U_{si}(y) \le 1` on the whole box.
 

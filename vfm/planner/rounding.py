@@ -1,4 +1,4 @@
-r"""From the relaxation's fractional schedule to whole rounds with whole gangs (SPEC section 3).
+r"""From the relaxation's fractional schedule to whole rounds with whole gangs.
 
 `round_schedule` walks the window's rounds in order (a loop over `T` rounds; every step is
 vectorized over jobs). In round `t`:

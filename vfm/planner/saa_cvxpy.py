@@ -1,4 +1,4 @@
-"""The expected-NSWOT program as one CVXPY exponential-cone model (every option of SPEC section 3).
+"""The expected-NSWOT program as one CVXPY exponential-cone model (every option).
 
 The independent reference for `saa-ipm`, which solves the same program (scenarios, the
 efficiency term, the finish-time-fairness constraints). Built from one matrix variable `y` of shape (n, T)

@@ -78,7 +78,7 @@ def markets(
     ties : bool
         Allow identical buyers (duplicated rows) and tied values (integer exponents).
     caps, base_utility, utility_cap : bool
-        Allow the SPEC's extensions (each is drawn present or absent when allowed).
+        Allow the model's extensions, each drawn present or absent when allowed.
     """
     n, m, periods = _size(draw, n_buyers), _size(draw, n_goods), _size(draw, n_periods)
     shape = (n, m, periods)
