@@ -4,7 +4,7 @@ Each job's Newton block is :math:`D^{1/2} (I + V V^\top) D^{1/2}` with :math:`V`
 (T, S'), S' small (the scenarios plus one column for the FTF and efficiency rows), and a point's
 evaluation, right-hand side and back-substitution are a few operations per entry. NumPy can only
 run them as whole-array passes, one call and one temporary (n, S', T) or (n, T) array each; at
-900 jobs an iteration made ~600 of them, each a few microseconds of work behind its call. These
+874 jobs an iteration made about 1,400 Python-level calls (cProfile), most of them such passes. These
 kernels run each step as one loop over the jobs with a block's few numbers in registers: the
 busiest 874-job window (S = 1, full Shockwave configuration) went from 8.5 ms to about 4 ms per
 iteration. Pure functions of their inputs, except that results are written to ``out`` arrays
@@ -70,6 +70,34 @@ def _eigen(a: np.ndarray, vectors: np.ndarray) -> None:
                     vectors[r, q] = s * vrp + c * vrq
 
 
+@_inlined
+def _job_root(v: np.ndarray, gram: np.ndarray, rotation: np.ndarray, column: np.ndarray,
+              shrink: np.ndarray) -> None:
+    r"""One job's symmetric root :math:`F = I - P \operatorname{diag}(h) P^\top` of
+    :math:`(I + V V^\top)^{-1}`, `v` holding :math:`V^\top` (k, T): writes :math:`P^\top` to
+    `column` (k, T) and `h` to `shrink` (k,); `gram` and `rotation` are (k, k) scratch."""
+    k, rounds = v.shape
+    for p in range(k):
+        for q in range(p, k):
+            total = 0.0
+            for t in range(rounds):
+                total += v[p, t] * v[q, t]
+            gram[p, q] = total
+            gram[q, p] = total
+    rotation[:] = 0.0
+    for p in range(k):
+        rotation[p, p] = 1.0
+    _eigen(gram, rotation)
+    for p in range(k):
+        root = np.sqrt(1.0 + max(gram[p, p], 0.0))
+        shrink[p] = 1.0 / (root * (1.0 + root))
+        for t in range(rounds):
+            total = 0.0
+            for q in range(k):
+                total += rotation[q, p] * v[q, t]
+            column[p, t] = total
+
+
 @_compiled
 def low_rank_factor(scaled: np.ndarray, columns: np.ndarray, shrink: np.ndarray) -> None:
     r"""For every job, :math:`F = I - P \operatorname{diag}(h) P^\top` with
@@ -79,40 +107,20 @@ def low_rank_factor(scaled: np.ndarray, columns: np.ndarray, shrink: np.ndarray)
     `scaled` holds :math:`V^\top`, shape (n, S', T); writes :math:`P^\top` to `columns`
     (n, S', T) and `h` to `shrink` (n, S').
     """
-    n, k, rounds = scaled.shape
+    n, k, _ = scaled.shape
     gram = np.empty((k, k))
     rotation = np.empty((k, k))
     for i in range(n):
-        v = scaled[i]
-        for p in range(k):
-            for q in range(p, k):
-                total = 0.0
-                for t in range(rounds):
-                    total += v[p, t] * v[q, t]
-                gram[p, q] = total
-                gram[q, p] = total
-        rotation[:] = 0.0
-        for p in range(k):
-            rotation[p, p] = 1.0
-        _eigen(gram, rotation)
-        for p in range(k):
-            root = np.sqrt(1.0 + max(gram[p, p], 0.0))
-            shrink[i, p] = 1.0 / (root * (1.0 + root))
-            for t in range(rounds):
-                total = 0.0
-                for q in range(k):
-                    total += rotation[q, p] * v[q, t]
-                columns[i, p, t] = total
+        _job_root(scaled[i], gram, rotation, columns[i], shrink[i])
 
 
 @_inlined
-def _root_squared_times(column: np.ndarray, shrink: np.ndarray, vector: np.ndarray,
-                        along: np.ndarray) -> None:
-    """`vector` := F F `vector`, in place, for one job: `column` its P^T (S', T), `shrink` its h (S',);
-    `along` is scratch of length S'. (F twice, not I - P diag(2h - h^2 s^2) P^T: the same in exact
-    arithmetic, but the difference loses digits where the inverse is small.)"""
+def _root_times(column: np.ndarray, shrink: np.ndarray, vector: np.ndarray, along: np.ndarray, times: int) -> None:
+    """`vector` := F^times `vector`, in place, for one job: `column` its P^T (S', T), `shrink` its h (S',);
+    `along` is scratch of length S'. (F twice for the inverse, not I - P diag(2h - h^2 s^2) P^T: the
+    same in exact arithmetic, but the difference loses digits where the inverse is small.)"""
     k, rounds = column.shape
-    for _ in range(2):
+    for _ in range(times):
         for p in range(k):
             total = 0.0
             for t in range(rounds):
@@ -136,7 +144,7 @@ def inverse_blocks(root: np.ndarray, columns: np.ndarray, shrink: np.ndarray, ve
     for i in range(n):
         for t in range(rounds):
             x[t] = root[i, t] * vector[i, t]
-        _root_squared_times(columns[i], shrink[i], x, along)
+        _root_times(columns[i], shrink[i], x, along, 2)
         for t in range(rounds):
             value = root[i, t] * x[t]
             out[i, t] = value
@@ -190,7 +198,7 @@ def subtract_inverse_blocks(root: np.ndarray, columns: np.ndarray, shrink: np.nd
     for i in range(n):
         for t in range(rounds):
             x[t] = root[i, t] * g[i, t] * correction[t]
-        _root_squared_times(columns[i], shrink[i], x, along)
+        _root_times(columns[i], shrink[i], x, along, 2)
         for t in range(rounds):
             out[i, t] -= root[i, t] * x[t]
 
@@ -445,36 +453,10 @@ def row_free_loads(scaled: np.ndarray, scenarios: int, root: np.ndarray, active:
     column = np.empty((k, rounds))
     shrink = np.empty(k)
     for i in range(n):
-        v = scaled[i]
-        for p in range(k):
-            for q in range(p, k):
-                total = 0.0
-                for t in range(rounds):
-                    total += v[p, t] * v[q, t]
-                gram[p, q] = total
-                gram[q, p] = total
-        rotation[:] = 0.0
-        for p in range(k):
-            rotation[p, p] = 1.0
-        _eigen(gram, rotation)
-        for p in range(k):
-            value = np.sqrt(1.0 + max(gram[p, p], 0.0))
-            shrink[p] = 1.0 / (value * (1.0 + value))
-            for t in range(rounds):
-                total = 0.0
-                for q in range(k):
-                    total += rotation[q, p] * v[q, t]
-                column[p, t] = total
+        _job_root(scaled[i, :k], gram, rotation, column, shrink)
         for t in range(rounds):
             x[t] = root[i, t] if active[i, t] else 0.0
-        for p in range(k):  # x := F x (once: a = |F x|^2)
-            total = 0.0
-            for t in range(rounds):
-                total += column[p, t] * x[t]
-            along[p] = shrink[p] * total
-        for p in range(k):
-            for t in range(rounds):
-                x[t] -= along[p] * column[p, t]
+        _root_times(column, shrink, x, along, 1)  # once: a = |F x|^2
         total = 0.0
         for t in range(rounds):
             total += x[t] * x[t]

@@ -119,7 +119,8 @@ class Policy:
         self._credit: dict[Hashable, float] = {}  # between re-plans: in `_plan_credit`
         self._plan_credit = np.zeros(0)
         self.round_index = 0
-        load_kernels()  # here, not in the first re-plan: a scheduler's re-plans stay predictable
+        if self.options.solver in (None, "saa-ipm"):
+            load_kernels()  # here, not in the first re-plan: a scheduler's re-plans stay predictable
 
     # --- what the scheduler tells the policy ---------------------------------------------------
 

@@ -412,7 +412,7 @@ def _objective(data: _Data, y: FloatArray) -> tuple[FloatArray, FloatArray, floa
     u, gradient = np.empty((n, scenarios)), np.empty((n, rounds))
     # With no prices, row multipliers or bound multipliers, the dual residual is the gradient.
     value, *_ = _kernels.evaluate_entries(data.progress, data.base, data.beta, data.spread, data.active, data.g, y, y,
-                                         data.zeros, data.zeros, data.zeros[0], data.zeros[:, 0], u, gradient,
+                                         data.zeros, data.zeros, np.zeros(rounds), np.zeros(n), u, gradient,
                                          np.empty(n))
     return u, gradient, value
 
