@@ -49,8 +49,9 @@ Linear algebra
     low-rank NumPy ones); at S = 16 about 13 ms; the (n, S', T) and (n, T, T) arrays are
     allocated once per solve. With the efficiency term the preconditioner eliminates
     :math:`\Delta\zeta` through the scalar :math:`d - c^\top P_y^{-1} c`; at the end of a solve
-    the rows' curvatures reach 1e7 while that difference is 1e-3, and when it has cancelled it is
-    computed job by job instead (`_stable_corner_schur`).
+    the rows' curvatures reach 1e7 while that difference is 1e-3, so it is computed as two sums of
+    positive terms, job by job without the capacity rows (`_corner_without_capacity`) plus the
+    capacity rows' Woodbury term.
 
 Iterations
     Mehrotra predictor-corrector steps with one step length for the primal and the dual (the
@@ -602,13 +603,14 @@ class _NewtonSystem:
             return system
         coupling = np.where(active, row_curvature[:, None], 0.0)
         corner = float(row_curvature.sum()) + longest.z_zeta / longest.zeta
-        solved = system._precondition_y(coupling)
-        corner_schur = corner - float(np.vdot(coupling, solved))
-        if not corner_schur > _CANCELLATION * corner:
-            # d - c^T P^-1 c has cancelled (the rows' curvatures reach 1e7 at the end of a solve and
-            # the difference is 1e-3): job by job without the capacity coupling instead, a sum of
-            # positive terms (`_stable_corner_schur`); the conjugate gradients correct the rest.
-            corner_schur = _stable_corner_schur(data, point, work, root)
+        # d - c^T P^-1 c = (d - c^T K^-1 c) + w^T M^-1 w (Woodbury over the capacity rows, w the loads
+        # of K^-1 c, M the capacity system): two sums of positive terms. The difference as written
+        # cancels at the end of a solve (d reaches 1e7 where the value is 1e-3), and a preconditioner
+        # with a wrong corner costs the conjugate gradients tens of steps.
+        solved, loads = blocks.inverse(root, coupling, g)
+        correction = scipy.linalg.cho_solve(system.schur, loads, check_finite=False)
+        blocks.subtract_inverse(root, g, correction, solved)
+        corner_schur = _corner_without_capacity(data, point, work, root) + float(loads @ correction)
         return replace(system, coupling=coupling, corner=corner, coupling_solved=solved,
                        corner_schur=max(corner_schur, longest.z_zeta / longest.zeta))
 
@@ -709,11 +711,7 @@ class _NewtonSystem:
                           largest, sigma)
 
 
-#: Below this fraction of the corner d, the computed d - c^T P^-1 c has lost its digits to cancellation.
-_CANCELLATION = 1e-8
-
-
-def _stable_corner_schur(data: _Data, point: _Point, work: _Workspace, root: FloatArray) -> float:
+def _corner_without_capacity(data: _Data, point: _Point, work: _Workspace, root: FloatArray) -> float:
     r"""The efficiency border's Schur complement without the capacity coupling, term by term.
 
     Job i's block is :math:`K_{0,i} + \rho_i \mathbf 1 \mathbf 1^\top` (:math:`\rho = \rho^f + \rho^e`,
@@ -721,8 +719,7 @@ def _stable_corner_schur(data: _Data, point: _Point, work: _Workspace, root: Flo
     part of :math:`d - c^\top K^{-1} c` is
     :math:`\rho^e_i - (\rho^e_i)^2 a_i / (1 + \rho_i a_i) = \rho^e_i (1 + \rho^f_i a_i) / (1 + \rho_i a_i)`,
     :math:`a_i = \mathbf 1^\top K_{0,i}^{-1} \mathbf 1` (`_kernels.row_free_loads`): positive, with
-    no difference of large numbers. The capacity rows only lower :math:`c^\top P^{-1} c`, so this
-    is at most the exact value."""
+    no difference of large numbers."""
     longest = point.longest
     rho_f = np.where(data.constrained, point.z_f / point.s_f, 0.0)
     rho_e = np.where(data.efficient, longest.z_e / longest.s_e, 0.0)
