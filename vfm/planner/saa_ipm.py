@@ -127,6 +127,8 @@ _REGULARIZATIONS = (1e-10, 1e-8, 1e-6)
 #: `_BACKTRACKS` times.
 _SUFFICIENT_DECREASE = 1e-4
 _BACKTRACKS = 30
+#: Halvings of the step along a direction whose solves missed their tolerance (2^-10 ~ 1e-3).
+_INACCURATE_BACKTRACKS = 10
 
 
 @dataclass(frozen=True)
@@ -464,12 +466,14 @@ def _step(data: _Data, point: _Point, n_constraints: int, work: _Workspace) -> _
     (None when neither decreases the merit).
 
     The second-order terms can point uphill far from the central path (a large affine step, e.g.
-    from violated FTF rows); the first-order corrector descends for a small enough step.
+    from violated FTF rows); the first-order corrector descends for a small enough step. A
+    direction whose solves missed their tolerance failed for lack of digits in the Newton system
+    instead (the end of some degenerate solves), which the first-order one shares: no retry.
     """
     for second_order in (True, False):
         direction = _direction(data, point, n_constraints, work, second_order)
         trial = _line_search(data, point, direction, n_constraints) if direction is not None else None
-        if trial is not None:
+        if trial is not None or (direction is not None and direction.error):
             return trial
     return None
 
@@ -532,7 +536,9 @@ def _line_search(data: _Data, point: _Point, direction: _Direction, n_constraint
     """The first of the steps 0.99 * largest, halved, ... whose merit decreases enough (None: none)."""
     alpha = min(1.0, STEP_TO_BOUNDARY * direction.largest)
     active = data.active
-    for _ in range(_BACKTRACKS):
+    # An inaccurate direction that descends only for a step a thousand times shorter than the
+    # boundary allows is rounding, not progress (the end of some degenerate solves).
+    for _ in range(_BACKTRACKS if not direction.error else _INACCURATE_BACKTRACKS):
         if alpha <= 0:
             break
         y = point.y + alpha * direction.dy
