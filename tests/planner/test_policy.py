@@ -93,10 +93,15 @@ def test_remove_job_and_bad_inputs_name_the_job():
         policy.add_job("c", gpus=5, regimes=REGIMES, epochs=10)
     with pytest.raises(ValueError, match=r"total_epochs\[0\] \(job 0 \(id 'd'\)\)"):
         policy.add_job("d", gpus=1, regimes=REGIMES, epochs=-3)
-    with pytest.raises(ValueError, match=r"observed\[0\]\[0\] \(job 0 \(id 'a'\)\).*not in"):
-        policy.report_progress("a", [128])
-    with pytest.raises(ValueError, match=r"id 'a'.*more epochs done than"):
+    with pytest.raises(ValueError, match=r"batch_sizes\[1\] of job 'a' is 128, which is not in the job's"
+                       r" regimes \{32, 64\}"):
+        policy.report_progress("a", [32, 128])
+    with pytest.raises(ValueError, match=r"batch_sizes of job 'a' reports 11 epochs, more epochs done than"
+                       r" the job has left \(10 of 10\)"):
         policy.report_progress("a", [32] * 11)
+    with pytest.raises(ValueError, match=r"batch_sizes of job 'a' must be a list of batch sizes"):
+        policy.report_progress("a", ["x"])
+    assert policy.epochs_left("a") == 10  # a rejected report changes nothing
     with pytest.raises(ValueError, match="'zzz' is not in the policy"):
         policy.report_progress("zzz", [32])
     policy.remove_job("a")

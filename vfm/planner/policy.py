@@ -27,7 +27,7 @@ fit in the round at its current batch size.
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -51,8 +51,18 @@ class _Job:
     regimes: dict[float, float]
     epochs: int
     budget: float
-    observed: list[float] = field(default_factory=list)
+    # Epochs observed per regime, in the order of `regimes` (only the counts matter to the
+    # forecasts; keeping them, not the list of epochs, makes a report O(its epochs)).
+    counts: np.ndarray
     fair_finish_at_s: float | None = None  # absolute time (policy clock)
+
+    @property
+    def labels(self) -> np.ndarray:
+        return np.fromiter(self.regimes, dtype=np.float64, count=len(self.regimes))
+
+    @property
+    def done(self) -> int:
+        return int(self.counts.sum())
 
 
 class Policy:
@@ -145,8 +155,8 @@ class Policy:
             raise ValidationError(f"budget of job {job_id!r} must be > 0, got {budget!r}")
         # The state constructor checks epochs and regimes and names the job in its messages.
         JobStates.from_lists([epochs], [regimes], [[]], job_ids=[job_id])
-        self._jobs[job_id] = _Job(int(gpus), {float(b): float(d) for b, d in dict(regimes).items()}, int(epochs),
-                                  float(budget))
+        regime_set = {float(b): float(d) for b, d in dict(regimes).items()}
+        self._jobs[job_id] = _Job(int(gpus), regime_set, int(epochs), float(budget), np.zeros(len(regime_set)))
         self._stale = True
 
     def remove_job(self, job_id: Hashable) -> None:
@@ -167,10 +177,25 @@ class Policy:
             Naming the job: an unknown id, a batch size not in its regimes, more epochs than it has.
         """
         job = self._job(job_id)
-        observed = job.observed + [float(b) for b in batch_sizes]
-        JobStates.from_lists([job.epochs], [job.regimes], [observed], job_ids=[job_id])  # validates
-        job.observed = observed
-        if len(observed) == job.epochs:
+        try:
+            sizes = np.asarray(batch_sizes, dtype=np.float64).ravel()
+        except (TypeError, ValueError) as exc:
+            raise ValidationError(f"batch_sizes of job {job_id!r} must be a list of batch sizes (numbers) ({exc})") \
+                from None
+        labels = job.labels
+        match = sizes[:, None] == labels
+        unknown = ~match.any(axis=1)
+        if unknown.any():
+            k = int(np.argmax(unknown))
+            raise ValidationError(
+                f"batch_sizes[{k}] of job {job_id!r} is {sizes[k]:g}, which is not in the job's regimes "
+                f"{{{', '.join(f'{b:g}' for b in labels)}}}")
+        left = job.epochs - job.done
+        if sizes.size > left:
+            raise ValidationError(f"batch_sizes of job {job_id!r} reports {sizes.size} epochs, more epochs done than "
+                                  f"the job has left ({left} of {job.epochs})")
+        job.counts = job.counts + match.sum(axis=0)
+        if job.done == job.epochs:
             del self._jobs[job_id]
             self._completed.append(job_id)
             self._stale = True
@@ -220,7 +245,7 @@ class Policy:
     def epochs_left(self, job_id: Hashable) -> int:
         """Epochs job `job_id` has not finished yet."""
         job = self._job(job_id)
-        return job.epochs - len(job.observed)
+        return job.epochs - job.done
 
     # --- internals -------------------------------------------------------------------------------
 
@@ -233,8 +258,7 @@ class Policy:
     def _replan(self) -> None:
         ids = tuple(self._jobs)
         jobs = [self._jobs[i] for i in ids]
-        states = JobStates.from_lists([j.epochs for j in jobs], [j.regimes for j in jobs],
-                                      [j.observed for j in jobs], job_ids=ids)
+        states = _states(jobs, ids)
         gpus = np.array([j.gpus for j in jobs])
         targets = self._fair_finish_s(states, jobs) if self.fairness else None
         warm = None
@@ -294,3 +318,16 @@ class Policy:
         # projected ratios finite and ordered by the time the jobs have left.
         left = np.array([job.fair_finish_at_s for job in jobs]) - now
         return np.maximum(left, 1.0)
+
+
+def _states(jobs: list[_Job], ids: tuple[Hashable, ...]) -> JobStates:
+    """The jobs' states, regimes padded to the largest set (each job was validated on arrival)."""
+    n, width = len(jobs), max(len(job.regimes) for job in jobs)
+    labels, durations = np.full((n, width), np.nan), np.zeros((n, width))
+    mask, counts = np.zeros((n, width), dtype=np.bool_), np.zeros((n, width))
+    for row, job in enumerate(jobs):  # per job by nature: a dict of jobs
+        k = len(job.regimes)
+        labels[row, :k], durations[row, :k] = job.labels, list(job.regimes.values())
+        mask[row, :k], counts[row, :k] = True, job.counts
+    return JobStates(np.array([job.epochs for job in jobs], dtype=np.float64), counts, durations, mask,
+                     regime_labels=labels, job_ids=ids)
