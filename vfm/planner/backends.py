@@ -38,7 +38,7 @@ class SaaIpmBackend:
 @dataclass(frozen=True)
 class SaaCvxpyBackend:
     """The planning program as one CVXPY model solved by Clarabel (`vfm.planner.saa_cvxpy`): the
-    independent reference. Its gap is not certified (NaN)."""
+    independent reference. Its gap is certified from Clarabel's multipliers, like `saa-ipm`'s."""
 
     name: str = "cvxpy"
     capabilities: Capabilities = field(default_factory=lambda: Capabilities(problem="planning"))

@@ -50,10 +50,9 @@ class Plan:
         The relaxation's price of a GPU in each round (objective units per GPU).
     bound : float
         An upper bound on the objective of any schedule within capacity: the relaxation's
-        objective plus its certified gap (`saa-ipm`, certified for the objective without the
-        tie-breaking term), or the solver's optimum of the objective minus that term plus the
-        term's largest value `PlanningProgram.spread_span` (`cvxpy`, accurate to its tolerance
-        but not certified).
+        objective plus the gap its backend's multipliers certify for the objective without the
+        tie-breaking term (`vfm.planner.saa_ipm.certified_gap`; every backend). NaN when the
+        backend returned no schedule.
     relaxed_objective, rounded_objective : float
         The program's objective at `relaxed` and at `schedule`.
     program : PlanningProgram
@@ -281,9 +280,7 @@ def plan(
     schedule = round_schedule(relaxed, width, supply, np.where(finished, 0.0, remaining_s),
                               float(round_s), lateness, program.base, program.progress.max(axis=0) > 0) & fits
     relaxed_objective = program.objective(relaxed)
-    # saa-ipm certifies its gap for the objective without the tie-breaking term; cvxpy's optimum
-    # (not certified) is that of the objective minus the term, which is at most `spread_span`.
-    gap = program.spread_span - program.spread_penalty(relaxed) if np.isnan(solution.gap) else solution.gap
+    gap = solution.gap  # certified for the objective without the tie-breaking term, by every backend
     total_s = time.perf_counter() - started
     return Plan(
         schedule=schedule,

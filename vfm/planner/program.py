@@ -31,7 +31,7 @@ Choosing among optimal schedules
     spreads each job's rounds most evenly over the window. :math:`m_i` scales the term to the
     job's own log utility, so its marginal :math:`\delta m_i y_{it}` is at most the fraction
     :math:`\delta` of the job's marginal value of its best round. `objective` does not include
-    the term; adding `spread_span` to the regularized optimum bounds this program's optimum.
+    the term; the solvers certify their bounds for this program's objective, without it.
 """
 
 from __future__ import annotations
@@ -194,17 +194,6 @@ class PlanningProgram:
         tie-breaking term's marginal :math:`\delta m_i y_{it}` is at most :math:`\delta` of it in the
         job's best round."""
         return self.weights * np.where(self.runnable[None], self.progress, 0.0).max(axis=(0, 2))
-
-    def spread_penalty(self, schedule: FloatArray) -> float:
-        r""":math:`\frac{\delta}{2} \sum_i m_i \sum_t y_{it}^2` at `schedule`, shape (n, T)."""
-        x = np.asarray(schedule, dtype=np.float64) * self.runnable
-        return 0.5 * self.spread * float(self.spread_weights @ (x * x).sum(axis=1))
-
-    @property
-    def spread_span(self) -> float:
-        r"""The largest `spread_penalty` over the box, :math:`\frac{\delta}{2} \sum_i m_i |\{t: \text{runnable}\}|`:
-        the solvers' optimum plus it bounds this program's optimum."""
-        return 0.5 * self.spread * float(self.spread_weights @ self.runnable.sum(axis=1))
 
     def capacity_excess(self, schedule: FloatArray) -> float:
         """Largest GPUs over capacity in any round (<= 0 when the schedule fits)."""

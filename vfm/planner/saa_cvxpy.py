@@ -17,12 +17,14 @@ import scipy.sparse as sp
 
 from vfm.equilibrium import Status
 from vfm.planner.program import PlanningProgram
+from vfm.planner.saa_ipm import certified_gap
 from vfm.solvers.base import Solution
 from vfm.solvers.cvxpy_conic import cvxpy_status
 
 
 def solve_saa_cvxpy(program: PlanningProgram, solver: str = "CLARABEL", **options: Any) -> Solution:
-    """Solve any `PlanningProgram` with CVXPY; the gap is the solver's (not certified: NaN)."""
+    """Solve any `PlanningProgram` with CVXPY; the gap is certified from the solver's multipliers
+    (`vfm.planner.saa_ipm.certified_gap`), for the objective without the tie-breaking term."""
     started = time.perf_counter()
     n_scenarios, n, rounds = program.shape
     y = cp.Variable((n, rounds), nonneg=True)
@@ -44,12 +46,15 @@ def solve_saa_cvxpy(program: PlanningProgram, solver: str = "CLARABEL", **option
     capacity = program.gpus @ y <= program.capacity
     constraints = [capacity, y <= program.runnable.astype(np.float64)]
     leftover_rounds = program.remaining_s / program.round_s - cp.sum(y, axis=1)
+    efficiency = fairness = None
     if program.efficiency:
         longest = cp.Variable(nonneg=True)
-        constraints.append(longest >= leftover_rounds)
+        efficiency = longest >= leftover_rounds
+        constraints.append(efficiency)
         objective = objective - (program.efficiency * program.round_s / scale) * longest
     if program.leftover_limit_s is not None:
-        constraints.append(leftover_rounds <= program.leftover_limit_s / program.round_s)
+        fairness = leftover_rounds <= program.leftover_limit_s / program.round_s
+        constraints.append(fairness)
     problem = cp.Problem(cp.Maximize(objective), constraints)
     try:
         problem.solve(solver=solver, **options)
@@ -59,16 +64,24 @@ def solve_saa_cvxpy(program: PlanningProgram, solver: str = "CLARABEL", **option
     if y.value is None or status not in (Status.OPTIMAL, Status.INACCURATE):
         return _failed(status, f"cvxpy/{solver} {meaning} (CVXPY status {problem.status!r})", started, options)
     stats = problem.solver_stats
+    # Interior-point output sits up to the solver's tolerance outside the box: clip that noise.
+    x = np.clip(y.value, 0.0, 1.0) * program.runnable
     return Solution(
-        # Interior-point output sits up to the solver's tolerance outside the box: clip that noise.
-        x=np.clip(y.value, 0.0, 1.0) * program.runnable,
+        x=x,
         prices=scale * np.asarray(capacity.dual_value, dtype=np.float64),
         status=status,
         message=f"cvxpy/{solver}: {problem.status}",
         iterations=int(stats.num_iters) if stats.num_iters is not None else -1,
         solve_time=time.perf_counter() - started,
         accuracy=_accuracy(options),
+        gap=certified_gap(program, x, _multipliers(fairness, n), _multipliers(efficiency, n)),
     )
+
+
+def _multipliers(constraint: Any, n: int) -> np.ndarray:
+    """A constraint's multipliers, shape (n,); 0 without the constraint or a dual value."""
+    value = None if constraint is None else constraint.dual_value
+    return np.zeros(n) if value is None else np.broadcast_to(np.asarray(value, dtype=np.float64), (n,))
 
 
 def _failed(status: Status, message: str, started: float, options: dict[str, Any]) -> Solution:

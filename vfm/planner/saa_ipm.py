@@ -241,28 +241,8 @@ def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 8
     """
     started = time.perf_counter()
     n_scenarios, n, rounds = program.shape
-    active = program.fits & (program.progress > 0).any(axis=0)
-    scale = float(program.weights.sum())
-    floor = program.fairness_floor
-    constrained = floor > 0
-    leftover = np.where(program.base < 1.0, program.remaining_s / program.round_s, 0.0)
-    efficient = (leftover > 0) & (program.efficiency > 0)
-    data = _Data(
-        active=active,
-        progress=np.where(active[None], program.progress, 0.0).transpose(1, 0, 2).copy(),
-        base=program.base,
-        beta=program.weights / (scale * n_scenarios),
-        g=np.where(active, program.gpus[:, None] / program.capacity[None, :], 0.0),
-        floor=floor,
-        constrained=constrained,
-        # Running time in rounds: the term k max_i S_i is (k W / sum B) zeta in the scaled objective.
-        kappa=float(program.efficiency * program.round_s / scale) if efficient.any() else 0.0,
-        leftover=np.where(efficient, leftover, 0.0),
-        efficient=efficient,
-        zeta_max=float(leftover.max(initial=0.0)) + 1.0,
-        spread=program.spread * program.spread_weights / scale,
-        zeros=np.zeros((n, rounds)),
-    )
+    data, scale = _data(program)
+    active, constrained, efficient = data.active, data.constrained, data.efficient
     n_constraints = 2 * int(active.sum()) + rounds + int(constrained.sum()) + int(efficient.sum()) \
         + int(efficient.any())
     work = _Workspace(n, n_scenarios + int(constrained.any() or efficient.any()), rounds)
@@ -316,6 +296,34 @@ def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 8
     )
 
 
+def _data(program: PlanningProgram) -> tuple[_Data, float]:
+    """The program in the solver's terms, and the scale of its objective (the budgets' sum)."""
+    n_scenarios, n, rounds = program.shape
+    active = program.fits & (program.progress > 0).any(axis=0)
+    scale = float(program.weights.sum())
+    floor = program.fairness_floor
+    constrained = floor > 0
+    leftover = np.where(program.base < 1.0, program.remaining_s / program.round_s, 0.0)
+    efficient = (leftover > 0) & (program.efficiency > 0)
+    data = _Data(
+        active=active,
+        progress=np.where(active[None], program.progress, 0.0).transpose(1, 0, 2).copy(),
+        base=program.base,
+        beta=program.weights / (scale * n_scenarios),
+        g=np.where(active, program.gpus[:, None] / program.capacity[None, :], 0.0),
+        floor=floor,
+        constrained=constrained,
+        # Running time in rounds: the term k max_i S_i is (k W / sum B) zeta in the scaled objective.
+        kappa=float(program.efficiency * program.round_s / scale) if efficient.any() else 0.0,
+        leftover=np.where(efficient, leftover, 0.0),
+        efficient=efficient,
+        zeta_max=float(leftover.max(initial=0.0)) + 1.0,
+        spread=program.spread * program.spread_weights / scale,
+        zeros=np.zeros((n, rounds)),
+    )
+    return data, scale
+
+
 @functools.cache
 def load_kernels() -> None:
     """Load the compiled kernels (`vfm.planner._kernels`) into this process, by solving two small
@@ -333,6 +341,49 @@ def load_kernels() -> None:
             round_s=60.0, remaining_s=np.array([300.0, 200.0]), efficiency=0.01,
             leftover_limit_s=np.array([1e4, 1e4]), spread=0.01)
         solve_saa_ipm(program, tol=1e-6)
+
+
+def certified_gap(program: PlanningProgram, x: FloatArray, ftf_multipliers: FloatArray,
+                  efficiency_multipliers: FloatArray) -> float:
+    r"""A certified gap of any schedule `x` of `program` from multipliers another solver found.
+
+    The bound of the module docstring ("Stopping") at :math:`y = x` (clipped to the box), for the
+    objective without the tie-breaking term: the FTF and efficiency rows' multipliers given
+    (negative ones read as 0; any nonnegative ones give a valid bound, the solver's optimal ones
+    a tight one), the prices and the bounds' multipliers chosen to minimize it. By concavity
+    ``program.objective(x) + certified_gap(...)`` is at least the optimum whether or not `x`
+    meets the constraints; it bounds the loss of `x` itself only where `x` does.
+
+    Parameters
+    ----------
+    program : PlanningProgram
+    x : ndarray, shape (n, T)
+        The schedule, in rounds.
+    ftf_multipliers, efficiency_multipliers : ndarray, shape (n,)
+        Multipliers of the rows :math:`\sum_t y_{it} \ge m_i` and
+        :math:`\zeta \ge r_i - \sum_t y_{it}` in the objective divided by the budgets' sum.
+
+    Returns
+    -------
+    float
+        The gap in the program's objective units.
+    """
+    data, scale = _data(program)
+    plain = replace(data, spread=np.zeros_like(data.spread))
+    y = np.where(data.active, np.clip(x, 0.0, 1.0), 0.0)
+    running = y.sum(axis=1)
+    z_f = np.where(data.constrained, np.maximum(ftf_multipliers, 0.0), 0.0)
+    z_e = np.where(data.efficient, np.maximum(efficiency_multipliers, 0.0), 0.0)
+    zeta = max(0.0, float(np.max(np.where(data.efficient, data.leftover - running, 0.0), initial=0.0)))
+    longest = _Longest(zeta, np.where(data.efficient, running + zeta - data.leftover, 1.0), z_e, 0.0)
+    s_hi, s_cap = np.where(data.active, 1.0 - y, 1.0), 1.0 - (data.g * y).sum(axis=0)
+    # The slacks as y has them (possibly negative: the identity behind the bound holds for any y).
+    s_f = np.where(data.constrained, running - data.floor, 1.0)
+    _, gradient, _ = _objective(plain, y)
+    prices = _gap_minimizing_prices(gradient - (z_f + z_e)[:, None], data.g, y, s_hi, s_cap)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        point = _evaluate(plain, y, s_hi, s_cap, data.zeros, data.zeros, prices, s_f, z_f, longest)
+    return scale * point.gap
 
 
 def _certificate(data: _Data, point: _Point) -> _Point:
