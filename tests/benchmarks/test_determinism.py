@@ -43,3 +43,27 @@ def test_backends_and_tolerances_serve_the_same_jobs(reference, options):
     for metric in ("makespan_s", "avg_jct_s", "worst_ftf"):
         assert summary[metric] == pytest.approx(expected[metric], rel=5e-3), metric
     assert np.isclose(summary["unfair_pct"], expected["unfair_pct"])
+
+
+# --- the benchmark that measures it on whole workloads (benchmarks.determinism) -----------------------
+
+
+def test_the_reference_against_itself_agrees_in_every_decision_and_every_round():
+    from benchmarks.determinism import compare
+
+    result = compare(WORKLOAD, {"solver": "saa-ipm"}, jobs=12)
+    decisions, runs = result["decisions"], result["runs"]
+    assert decisions["rounds"] > 0 and decisions["same"] == decisions["rounds"] and decisions["differ_at"] == []
+    assert runs["same_until"] == runs["rounds"][0] == runs["rounds"][1]
+    assert runs["equal_finish"] == runs["jobs"] == 12
+    assert all(value == 0 for value in runs["relative"].values())
+
+
+def test_a_bad_variant_is_one_line_and_a_nonzero_exit(capsys):
+    from benchmarks.determinism import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--workload", str(WORKLOAD), "--variants", "gurobi"])
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "variant 'gurobi'" in error

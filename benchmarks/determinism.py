@@ -1,0 +1,156 @@
+"""Does the `vfm` policy serve the same jobs whichever backend and tolerance plan its windows?
+
+For each variant (a planning backend or tolerance other than the reference, `saa-ipm` at the
+default 1e-9), two measures on one workload::
+
+    python -m benchmarks.determinism --workload benchmarks/data/shockwave/shockwave_120jobs_32gpus.json \
+        [--variants cvxpy,tol=1e-7] [--jobs N] [--json OUT]
+
+- **decisions**: in every round of the reference run, the jobs a copy of the reference policy
+  with the variant's options would serve from the same state. This is the policy's own
+  determinism: one round's answer for one state.
+- **runs**: the variant's own whole run. The simulation feeds each round into the next re-plan,
+  so one tie broken differently changes every later state; this reports the rounds before the
+  first difference, the jobs whose finish times are equal and the relative differences of
+  makespan, average JCT and worst FTF (the issue's bound: 0.5 %).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import sys
+import time
+from collections.abc import Hashable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmarks.metrics import summarize
+from benchmarks.policies.market import vfm_policy
+from benchmarks.reproduce import load
+from benchmarks.simulator import simulate
+from vfm.errors import VFMError
+from vfm.planner import Policy
+
+#: Metrics whose relative difference between two whole runs is reported.
+METRICS = ("makespan_s", "avg_jct_s", "worst_ftf")
+#: The issue's bound on those differences when exact ties make identical runs impossible.
+METRIC_BOUND = 5e-3
+#: ... and on the share of rounds (of decisions) that serve the same jobs.
+ROUNDS_BOUND = 0.99
+DEFAULT_VARIANTS = ("cvxpy", "tol=1e-7")
+
+
+def parse_variant(text: str) -> dict[str, Any]:
+    """``"cvxpy"`` -> ``{"solver": "cvxpy"}``; ``"tol=1e-7"`` -> ``{"tol": 1e-7}``; both joined by ``+``."""
+    options: dict[str, Any] = {}
+    for part in text.split("+"):
+        if part.startswith("tol="):
+            options["tol"] = float(part[4:])
+        elif part in ("saa-ipm", "cvxpy"):
+            options["solver"] = part
+        else:
+            raise ValueError(f"variant {text!r}: expected a backend (saa-ipm, cvxpy) or tol=<number>, joined by +")
+    return options
+
+
+class _Shadowed:
+    """The reference policy, asked in every round what a copy with other options would serve."""
+
+    def __init__(self, policy: Policy, options: Mapping[str, Any]) -> None:
+        self.policy, self.options = policy, dict(options)
+        self.decisions: list[tuple[frozenset[Hashable], frozenset[Hashable]]] = []
+
+    def add_job(self, *args: Any, **kwargs: Any) -> None:
+        self.policy.add_job(*args, **kwargs)
+
+    def report_progress(self, *args: Any, **kwargs: Any) -> None:
+        self.policy.report_progress(*args, **kwargs)
+
+    @property
+    def last_plan(self) -> Any:
+        return self.policy.last_plan
+
+    def next_round(self) -> list[Hashable]:
+        shadow = copy.deepcopy(self.policy)
+        shadow.options = shadow.options.updated(**self.options)
+        served = self.policy.next_round()
+        self.decisions.append((frozenset(served), frozenset(shadow.next_round())))
+        return served
+
+
+def _policy(workload: Any, options: Mapping[str, Any]) -> Policy:
+    return vfm_policy(workload.gpus, workload.round_s, **options)
+
+
+def compare(workload_path: str | Path, variant: Mapping[str, Any], jobs: int | None = None,
+            reference: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Decisions and whole runs of `variant` against the reference (module docstring); `reference`
+    is a summary of the reference run, when already simulated."""
+    workload = load(workload_path, jobs)
+    shadowed = _Shadowed(_policy(workload, {}), variant)
+    started = time.perf_counter()
+    shadow_summary = summarize(simulate(workload, shadowed))
+    same = sum(a == b for a, b in shadowed.decisions)
+    reference = shadow_summary if reference is None else reference
+    run = summarize(simulate(workload, _policy(workload, variant)))
+    ref_rounds = [frozenset(r["jobs"]) for r in reference["rounds"]]
+    var_rounds = [frozenset(r["jobs"]) for r in run["rounds"]]
+    parted = next((k for k, (a, b) in enumerate(zip(ref_rounds, var_rounds, strict=False)) if a != b),
+                  min(len(ref_rounds), len(var_rounds)))
+    finish = {job["id"]: job["finish_s"] for job in reference["jobs"]}
+    equal_finish = sum(job["finish_s"] == finish[job["id"]] for job in run["jobs"])
+    return {
+        "variant": variant,
+        "decisions": {"rounds": len(shadowed.decisions), "same": same,
+                      "differ_at": [k for k, (a, b) in enumerate(shadowed.decisions) if a != b]},
+        "runs": {"rounds": [len(ref_rounds), len(var_rounds)], "same_until": parted,
+                 "same_rounds": sum(a == b for a, b in zip(ref_rounds, var_rounds, strict=False)),
+                 "equal_finish": equal_finish, "jobs": len(run["jobs"]),
+                 "relative": {m: abs(run[m] - reference[m]) / abs(reference[m]) for m in METRICS},
+                 "unfair_pct": [reference["unfair_pct"], run["unfair_pct"]]},
+        "seconds": time.perf_counter() - started,
+        "reference": reference,
+    }
+
+
+def print_comparison(name: str, result: Mapping[str, Any]) -> None:
+    decisions, runs = result["decisions"], result["runs"]
+    variant = "+".join(f"tol={v:g}" if k == "tol" else str(v) for k, v in result["variant"].items())
+    share = decisions["same"] / max(decisions["rounds"], 1)
+    worst = max(runs["relative"].values())
+    print(f"{name} {variant}: decisions {decisions['same']}/{decisions['rounds']} the same ({100 * share:.1f} %, "
+          f"{'meets' if share >= ROUNDS_BOUND else 'misses'} {100 * ROUNDS_BOUND:g} %); whole runs the same for "
+          f"{runs['same_until']} of {runs['rounds'][0]} rounds, {runs['equal_finish']}/{runs['jobs']} finish times "
+          f"equal; " + ", ".join(f"{m} {100 * v:.2f} %" for m, v in runs["relative"].items())
+          + f" apart ({'within' if worst <= METRIC_BOUND else 'beyond'} {100 * METRIC_BOUND:g} %); unfair "
+          f"{runs['unfair_pct'][0]:.2f} / {runs['unfair_pct'][1]:.2f} %; {result['seconds']:.0f} s")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workload", required=True, help="a workload JSON file (benchmarks/data/shockwave/*.json)")
+    parser.add_argument("--variants", default=",".join(DEFAULT_VARIANTS),
+                        help="comma-separated: a backend (cvxpy), tol=<number>, or both joined by +")
+    parser.add_argument("--jobs", type=int, help="only the workload's first JOBS jobs (a slice)")
+    parser.add_argument("--json", type=Path, help="write the comparisons here")
+    args = parser.parse_args(argv)
+    try:
+        variants = [parse_variant(text) for text in args.variants.split(",")]
+        name = Path(args.workload).stem
+        results, reference = [], None
+        for variant in variants:
+            result = compare(args.workload, variant, args.jobs, reference)
+            reference = result.pop("reference")
+            print_comparison(name, result)
+            results.append(result)
+    except (OSError, ValueError, VFMError) as error:
+        print(f"benchmarks.determinism: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
+    if args.json is not None:
+        args.json.write_text(json.dumps(results, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()
