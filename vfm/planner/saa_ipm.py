@@ -277,7 +277,8 @@ def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 8
         best, status, message = outcome.point, outcome.status, outcome.message
         # The certificate is for the program's own objective (without the tie-breaking term): the
         # same multipliers, the gradient without the term (valid for any multipliers, by convexity).
-        certified = best if not program.spread else _certificate(data, best)
+        gap = scale * best.gap if not program.spread or not np.isfinite(best.gap) else \
+            certified_gap(program, best.y, best.z_f, best.longest.z_e)
         if status == Status.INACCURATE and not np.isfinite(best.gap):
             # No iterate met the FTF rows: nothing certifies the schedule, which is no optimum.
             status, message = Status.ERROR, f"{message}; the FTF rows were still violated"
@@ -291,7 +292,7 @@ def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 8
         iterations=outcome.iteration,
         solve_time=time.perf_counter() - started,
         accuracy=tol,
-        gap=scale * certified.gap,
+        gap=gap,
         relative_gap=relative(best),
     )
 
@@ -384,18 +385,6 @@ def certified_gap(program: PlanningProgram, x: FloatArray, ftf_multipliers: Floa
     with np.errstate(divide="ignore", invalid="ignore"):
         point = _evaluate(plain, y, s_hi, s_cap, data.zeros, data.zeros, prices, s_f, z_f, longest)
     return scale * point.gap
-
-
-def _certificate(data: _Data, point: _Point) -> _Point:
-    """`point` evaluated for the program without the tie-breaking term, its round prices re-chosen
-    to minimize the certified gap there (the FTF and efficiency multipliers kept)."""
-    plain = replace(data, spread=np.zeros_like(data.spread))
-    _, gradient, _ = _objective(plain, point.y)
-    longest = point.longest
-    prices = _gap_minimizing_prices(gradient - (point.z_f + longest.z_e)[:, None], data.g, point.y, point.s_hi,
-                                    point.s_cap)
-    return _evaluate(plain, point.y, point.s_hi, point.s_cap, point.z_lo, point.z_hi, prices, point.s_f, point.z_f,
-                     longest)
 
 
 def _start(data: _Data, warm_start: FloatArray | None, n_constraints: int) -> _Point:
