@@ -68,6 +68,9 @@ class _Shadowed:
     def report_progress(self, *args: Any, **kwargs: Any) -> None:
         self.policy.report_progress(*args, **kwargs)
 
+    def remove_job(self, job_id: Hashable) -> None:
+        self.policy.remove_job(job_id)
+
     @property
     def last_plan(self) -> Any:
         return self.policy.last_plan
