@@ -417,8 +417,8 @@ def _in_fitting_rounds(epochs: FloatArray, fits: np.ndarray) -> FloatArray:
 
 #: `plan` keeps a backend's inaccurate solution, instead of solving again with the next backend,
 #: when its certified relative gap is within this factor of the tolerance. `saa-ipm` stops short
-#: of 1e-9 on a few windows whose Newton systems have no digits left at the end (prices' curvature
-#: 1e10, the rows' 1e7): in the 460-job reproduction nine of 181 re-plans, at 1.3e-9 to 8e-9.
+#: of 1e-9 on a few windows whose Newton systems have no digits left at the end (the efficiency
+#: rows' curvature 1e7): in the 460-job reproduction seven of 184 re-plans, at 1.2e-9 to 2.6e-9.
 NEAR_TOLERANCE = 10.0
 
 
@@ -431,8 +431,8 @@ def _solve(program: PlanningProgram, options: PlanOptions,
     first whose gap still bounds the optimum (INACCURATE), else the last; the message keeps what the
     others reported. An inaccurate solution whose certified relative gap is within
     `NEAR_TOLERANCE` times the tolerance is used at once (its status stays inaccurate): another
-    backend's answer would be no better established (CVXPY's tolerance is not a certificate) and
-    would cost a solve more.
+    backend's answer would be no better established (CVXPY stops on Clarabel's own measure, not
+    on the certified gap) and would cost a solve more.
     """
     backends = candidates(program)
     if options.solver is not None:

@@ -278,7 +278,7 @@ def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 8
         # The certificate is for the program's own objective (without the tie-breaking term): the
         # same multipliers, the gradient without the term (valid for any multipliers, by convexity).
         gap = scale * best.gap if not program.spread or not np.isfinite(best.gap) else \
-            certified_gap(program, best.y, best.z_f, best.longest.z_e)
+            scale * _certified_gap(data, best.y, best.z_f, best.longest.z_e)
         if status == Status.INACCURATE and not np.isfinite(best.gap):
             # No iterate met the FTF rows: nothing certifies the schedule, which is no optimum.
             status, message = Status.ERROR, f"{message}; the FTF rows were still violated"
@@ -370,6 +370,12 @@ def certified_gap(program: PlanningProgram, x: FloatArray, ftf_multipliers: Floa
         The gap in the program's objective units.
     """
     data, scale = _data(program)
+    return scale * _certified_gap(data, x, ftf_multipliers, efficiency_multipliers)
+
+
+def _certified_gap(data: _Data, x: FloatArray, ftf_multipliers: FloatArray,
+                   efficiency_multipliers: FloatArray) -> float:
+    """`certified_gap` in the solver's terms (the objective scaled to budgets summing to 1)."""
     plain = replace(data, spread=np.zeros_like(data.spread))
     y = np.where(data.active, np.clip(x, 0.0, 1.0), 0.0)
     running = y.sum(axis=1)
@@ -384,7 +390,7 @@ def certified_gap(program: PlanningProgram, x: FloatArray, ftf_multipliers: Floa
     prices = _gap_minimizing_prices(gradient - (z_f + z_e)[:, None], data.g, y, s_hi, s_cap)
     with np.errstate(divide="ignore", invalid="ignore"):
         point = _evaluate(plain, y, s_hi, s_cap, data.zeros, data.zeros, prices, s_f, z_f, longest)
-    return scale * point.gap
+    return point.gap
 
 
 def _start(data: _Data, warm_start: FloatArray | None, n_constraints: int) -> _Point:
@@ -653,19 +659,22 @@ class _NewtonSystem:
         # of K^-1 c, M the capacity system): two sums of positive terms. The difference as written
         # cancels at the end of a solve (d reaches 1e7 where the value is 1e-3), and a preconditioner
         # with a wrong corner costs the conjugate gradients tens of steps.
-        solved, loads = blocks.inverse(root, coupling, g)
-        correction = scipy.linalg.cho_solve(system.schur, loads, check_finite=False)
-        blocks.subtract_inverse(root, g, correction, solved)
+        solved, loads, correction = system._woodbury(coupling)
         corner_schur = _corner_without_capacity(data, point, work, root) + float(loads @ correction)
         return replace(system, coupling=coupling, corner=corner, coupling_solved=solved,
                        corner_schur=max(corner_schur, longest.z_zeta / longest.zeta))
 
     def _precondition_y(self, rhs: FloatArray) -> FloatArray:
         """The regularized Woodbury inverse of H_y applied to `rhs`, shape (n, T)."""
-        first, loads = self.blocks.inverse(self.root, rhs, self.data.g)
+        return self._woodbury(rhs)[0]
+
+    def _woodbury(self, rhs: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+        r"""`_precondition_y` of `rhs` with its intermediate terms: :math:`P_y^{-1} v`, the loads
+        :math:`w = \sum_i g_i \circ K_i^{-1} v_i` and the capacity correction :math:`M^{-1} w`."""
+        solution, loads = self.blocks.inverse(self.root, rhs, self.data.g)
         correction = scipy.linalg.cho_solve(self.schur, loads, check_finite=False)
-        self.blocks.subtract_inverse(self.root, self.data.g, correction, first)
-        return first
+        self.blocks.subtract_inverse(self.root, self.data.g, correction, solution)
+        return solution, loads, correction
 
     def _apply_y(self, vector: FloatArray, out: FloatArray) -> FloatArray:
         """H_y vector from its definition, shape (n, T), written to `out`."""
