@@ -87,16 +87,14 @@ def _policy(workload: Any, options: Mapping[str, Any]) -> Policy:
     return vfm_policy(workload.gpus, workload.round_s, **options)
 
 
-def compare(workload_path: str | Path, variant: Mapping[str, Any], jobs: int | None = None,
-            reference: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Decisions and whole runs of `variant` against the reference (module docstring); `reference`
-    is a summary of the reference run, when already simulated."""
+def compare(workload_path: str | Path, variant: Mapping[str, Any], jobs: int | None = None) -> dict[str, Any]:
+    """Decisions and whole runs of `variant` against the reference (module docstring). The
+    shadowed run is the reference run itself (the copies answer but do not act)."""
     workload = load(workload_path, jobs)
     shadowed = _Shadowed(_policy(workload, {}), variant)
     started = time.perf_counter()
-    shadow_summary = summarize(simulate(workload, shadowed))
+    reference = summarize(simulate(workload, shadowed))
     same = sum(a == b for a, b in shadowed.decisions)
-    reference = shadow_summary if reference is None else reference
     run = summarize(simulate(workload, _policy(workload, variant)))
     ref_rounds = [frozenset(r["jobs"]) for r in reference["rounds"]]
     var_rounds = [frozenset(r["jobs"]) for r in run["rounds"]]
@@ -114,7 +112,6 @@ def compare(workload_path: str | Path, variant: Mapping[str, Any], jobs: int | N
                  "relative": {m: abs(run[m] - reference[m]) / abs(reference[m]) for m in METRICS},
                  "unfair_pct": [reference["unfair_pct"], run["unfair_pct"]]},
         "seconds": time.perf_counter() - started,
-        "reference": reference,
     }
 
 
@@ -142,10 +139,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         variants = [parse_variant(text) for text in args.variants.split(",")]
         name = Path(args.workload).stem
-        results, reference = [], None
+        results = []
         for variant in variants:
-            result = compare(args.workload, variant, args.jobs, reference)
-            reference = result.pop("reference")
+            result = compare(args.workload, variant, args.jobs)
             print_comparison(name, result)
             results.append(result)
     except (OSError, ValueError, VFMError) as error:
