@@ -32,8 +32,15 @@ Runs
     max over the runs), the solver the default picked and the statuses seen.
 
 Targets (printed as met / missed, at 900 jobs on 256 GPUs)
-    ``S = 16``: median <= 150 ms (issue 11; it was 250 ms); ``S = 1``: median <= 60 ms; rounding
-    gap <= 0.01 (median over the runs, for each ``S``).
+    ``S = 16``: median <= 150 ms (issue 11; it was 391 ms, then 250 ms); ``S = 1``: median <= 60 ms;
+    rounding gap <= 0.01 (median over the runs, for each ``S``).
+
+The Shockwave configuration at 900 jobs (column ``config``)
+    The rows above plan with `plan`'s defaults (``config`` ``default``: no finish-time constraints,
+    no efficiency term), as the issue's baseline was measured. At 900 jobs the ``S = 16`` re-plan is
+    also timed in the full Shockwave configuration (``config`` ``shockwave``, the options of the
+    synthetic window below), and printed against the same 150 ms limit: it is the re-plan a policy
+    with ``scenarios=16`` would make.
 
 The synthetic window (``--synthetic``)
     The busiest 900-job window tiled to 10,000 jobs on 2,560 GPUs, planned in the full Shockwave
@@ -46,7 +53,7 @@ The synthetic window (``--synthetic``)
 Outputs
     A table on stdout and ``OUT/plan.json``: a JSON list with one object per size and ``S``, with
     keys ``workload``, ``jobs``, ``gpus``, ``scenarios``, ``runs``, ``median_s``, ``min_s``,
-    ``max_s``, ``times_s``, ``components_s``, ``rounding_gap``, ``rounding_gap_max``, ``solver``,
+    ``max_s``, ``times_s``, ``components_s``, ``rounding_gap``, ``rounding_gap_max``, ``solver``, ``config``,
     ``statuses``, ``messages`` (of runs not certified optimal) and ``size`` (non-finite numbers
     are written as null). The machine's load average is printed at start and end: other
     processes running at the same time inflate the times.
@@ -175,6 +182,10 @@ def evaluate_targets(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                             "met": row["median_s"] <= TARGET_SYNTHETIC_SECONDS})
         if row["size"] != TARGET_SIZE:
             continue
+        if row["config"] != "default":
+            targets.append({"what": f"S={row['scenarios']} {row['config']} median", "value": row["median_s"],
+                            "limit": TARGET_SECONDS[16], "unit": "s", "met": row["median_s"] <= TARGET_SECONDS[16]})
+            continue
         if row["scenarios"] in TARGET_SECONDS:
             limit = TARGET_SECONDS[row["scenarios"]]
             targets.append({"what": f"S={row['scenarios']} median", "value": row["median_s"], "limit": limit,
@@ -191,12 +202,12 @@ def _ms(seconds: float | None) -> str:
 
 def print_table(rows: Sequence[dict[str, Any]]) -> None:
     """One line per size and S, times in milliseconds."""
-    print(f"\n{'workload':<27}{'jobs':>5}{'GPUs':>5}{'S':>4}{'runs':>5}{'median ms':>10}{'min ms':>10}"
+    print(f"\n{'workload':<29}{'config':>10}{'jobs':>6}{'GPUs':>5}{'S':>4}{'runs':>5}{'median ms':>10}{'min ms':>10}"
           f"{'max ms':>10} |{'forecast':>9}{'build':>9}{'solve':>9}{'rounding':>9} |{'gap med':>9}{'gap max':>9}  "
           f"{'solver':<8} status")
     for row in rows:
         c = row["components_s"]
-        print(f"{row['workload']:<27}{row['jobs']:>5}{row['gpus']:>5}{row['scenarios']:>4}{row['runs']:>5}"
+        print(f"{row['workload']:<29}{row['config']:>10}{row['jobs']:>6}{row['gpus']:>5}{row['scenarios']:>4}{row['runs']:>5}"
               f"{_ms(row['median_s']):>10}{_ms(row['min_s']):>10}{_ms(row['max_s']):>10} |"
               f"{_ms(c['forecast'])}{_ms(c['build'])}{_ms(c['solve'])}{_ms(c['rounding'])} |"
               f"{row['rounding_gap']:>9.4f}{row['rounding_gap_max']:>9.4f}  {row['solver']:<8} "
@@ -247,15 +258,22 @@ def run(sizes: Sequence[int] = tuple(SIZES), runs: int = MIN_RUNS, out: Path | N
         states, gpus, capacity = busiest_states(SIZES[size])
         for count in scenarios:
             record = time_plans(states, gpus, capacity, count, runs)
-            row = {"workload": SIZES[size], "size": size, "jobs": states.n_jobs, "gpus": capacity,
-                   "scenarios": count, **record}
+            row = {"workload": SIZES[size], "config": "default", "size": size, "jobs": states.n_jobs,
+                   "gpus": capacity, "scenarios": count, **record}
             rows.append(row)
             if verbose:
                 print(f"  {SIZES[size]} S={count}: median {row['median_s'] * 1e3:.1f} ms", flush=True)
+        if size == TARGET_SIZE:
+            record = time_plans(states, gpus, capacity, 16, runs, **shockwave_options(states, capacity))
+            rows.append({"workload": SIZES[size], "config": "shockwave", "size": size, "jobs": states.n_jobs,
+                         "gpus": capacity, "scenarios": 16, **record})
+            if verbose:
+                print(f"  {SIZES[size]} S=16 shockwave: median {record['median_s'] * 1e3:.1f} ms", flush=True)
     if synthetic:
         states, gpus, capacity = tiled_window()
         record = time_plans(states, gpus, capacity, 1, runs, **shockwave_options(states, capacity))
-        row = {"workload": f"synthetic_{SYNTHETIC_JOBS}jobs_{SYNTHETIC_GPUS}gpus", "size": SYNTHETIC_JOBS,
+        row = {"workload": f"synthetic_{SYNTHETIC_JOBS}jobs_{SYNTHETIC_GPUS}gpus", "config": "shockwave",
+               "size": SYNTHETIC_JOBS,
                "jobs": states.n_jobs, "gpus": capacity, "scenarios": 1, **record}
         rows.append(row)
         if verbose:

@@ -10,7 +10,7 @@ import pytest
 
 from benchmarks.plan import SIZES, busiest_states, main, tiled_window
 
-REQUIRED = {"jobs", "gpus", "scenarios", "median_s", "max_s", "rounding_gap"}
+REQUIRED = {"config", "jobs", "gpus", "scenarios", "median_s", "max_s", "rounding_gap"}
 
 
 def test_busiest_states_of_the_120_job_workload() -> None:

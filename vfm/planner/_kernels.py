@@ -231,33 +231,43 @@ def scaled_columns(progress: np.ndarray, beta: np.ndarray, u: np.ndarray, row: n
                 scaled[i, scenarios, t] = curvature[i, scenarios, t] * root[i, t]
 
 
+@_inlined
+def _cholesky(v: np.ndarray, lower: np.ndarray) -> bool:
+    r"""`lower` := :math:`L` with :math:`L L^\top = I + V V^\top` (lower triangle; the upper holds
+    :math:`V V^\top`'s), `v` holding :math:`V^\top` (k, T). False when a pivot is not positive or
+    not finite."""
+    k, rounds = v.shape
+    lower[:] = 0.0
+    for p in range(k):  # the lower triangle of V V^T, rows contiguous
+        for a in range(rounds):
+            weight = v[p, a]
+            for b in range(a + 1):
+                lower[a, b] += weight * v[p, b]
+    for j in range(rounds):  # Cholesky, row by row
+        for a in range(j):
+            total = lower[j, a]
+            for m in range(a):
+                total -= lower[j, m] * lower[a, m]
+            lower[j, a] = total / lower[a, a]
+        pivot = 1.0 + lower[j, j]
+        for m in range(j):
+            pivot -= lower[j, m] * lower[j, m]
+        if not (pivot > 0.0 and pivot < np.inf):
+            return False
+        lower[j, j] = np.sqrt(pivot)
+    return True
+
+
 @_compiled
 def dense_factor(scaled: np.ndarray, lower_inverse: np.ndarray) -> bool:
     r"""`lower_inverse[i]` := :math:`L_i^{-1}`, :math:`L_i L_i^\top = I + V_i V_i^\top` (Cholesky),
     `scaled` holding :math:`V_i^\top`, shape (n, S', T); the upper triangles are set to 0.
     False when a block is not numerically positive definite (a pivot not positive or not finite)."""
-    n, k, rounds = scaled.shape
+    n, _, rounds = scaled.shape
     lower = np.empty((rounds, rounds))
     for i in range(n):
-        v = scaled[i]
-        lower[:] = 0.0
-        for p in range(k):  # the lower triangle of V V^T, rows contiguous
-            for a in range(rounds):
-                weight = v[p, a]
-                for b in range(a + 1):
-                    lower[a, b] += weight * v[p, b]
-        for j in range(rounds):  # Cholesky, row by row
-            for a in range(j):
-                total = lower[j, a]
-                for m in range(a):
-                    total -= lower[j, m] * lower[a, m]
-                lower[j, a] = total / lower[a, a]
-            pivot = 1.0 + lower[j, j]
-            for m in range(j):
-                pivot -= lower[j, m] * lower[j, m]
-            if not (pivot > 0.0 and pivot < np.inf):
-                return False
-            lower[j, j] = np.sqrt(pivot)
+        if not _cholesky(scaled[i], lower):
+            return False
         inverse = lower_inverse[i]
         inverse[:] = 0.0
         for a in range(rounds):  # row a of L^-1: (e_a - sum_m<a L[a, m] row m) / L[a, a]
@@ -436,14 +446,17 @@ def newton_back(active: np.ndarray, y: np.ndarray, s_hi: np.ndarray, z_lo: np.nd
 
 
 @_compiled
-def row_free_loads(scaled: np.ndarray, scenarios: int, root: np.ndarray, active: np.ndarray,
+def row_free_loads(scaled: np.ndarray, scenarios: int, root: np.ndarray, active: np.ndarray, dense: bool,
                    out: np.ndarray) -> None:
     r"""`out[i]` := :math:`a_i = \mathbf 1^\top K_{0,i}^{-1} \mathbf 1` over job i's active entries,
     :math:`K_{0,i} = D_i^{1/2} (I + V_{S,i} V_{S,i}^\top) D_i^{1/2}` its block without the rows' column
     (the first `scenarios` columns of `scaled`, shape (n, S', T)), `root` :math:`D^{-1/2}`.
 
     As :math:`\lVert F x \rVert^2`, :math:`x = D^{-1/2} \mathbf 1`, with the symmetric root of
-    `low_rank_factor`: accurate to rounding relative to :math:`a_i` itself."""
+    `low_rank_factor`, or (`dense`) with :math:`F = L^{-1}` by forward substitution on the
+    Cholesky factor: accurate to rounding relative to :math:`a_i` itself either way. The dense
+    form is for many scenarios, where the (S, S) eigendecompositions cost ~8x the factorization.
+    A block that is not numerically positive definite gives NaN."""
     n, _, rounds = scaled.shape
     k = scenarios
     gram = np.empty((k, k))
@@ -452,11 +465,22 @@ def row_free_loads(scaled: np.ndarray, scenarios: int, root: np.ndarray, active:
     along = np.empty(k)
     column = np.empty((k, rounds))
     shrink = np.empty(k)
+    lower = np.empty((rounds, rounds))
     for i in range(n):
-        _job_root(scaled[i, :k], gram, rotation, column, shrink)
         for t in range(rounds):
             x[t] = root[i, t] if active[i, t] else 0.0
-        _root_times(column, shrink, x, along, 1)  # once: a = |F x|^2
+        if dense:
+            if not _cholesky(scaled[i, :k], lower):
+                out[i] = np.nan
+                continue
+            for a in range(rounds):  # x := L^-1 x
+                total = x[a]
+                for b in range(a):
+                    total -= lower[a, b] * x[b]
+                x[a] = total / lower[a, a]
+        else:
+            _job_root(scaled[i, :k], gram, rotation, column, shrink)
+            _root_times(column, shrink, x, along, 1)  # once: a = |F x|^2
         total = 0.0
         for t in range(rounds):
             total += x[t] * x[t]

@@ -779,7 +779,11 @@ def _corner_without_capacity(data: _Data, point: _Point, work: _Workspace, root:
     rho_f = np.where(data.constrained, point.z_f / point.s_f, 0.0)
     rho_e = np.where(data.efficient, longest.z_e / longest.s_e, 0.0)
     loads = np.empty(rho_f.shape)
-    _kernels.row_free_loads(work.scaled, data.progress.shape[1], root, data.active, loads)
+    scenarios = data.progress.shape[1]
+    dense = scenarios + 1 > _LOW_RANK_COLUMNS  # the form `_BlockFactor.of` factors the whole blocks in
+    _kernels.row_free_loads(work.scaled, scenarios, root, data.active, dense, loads)
+    if not np.isfinite(loads).all():
+        raise np.linalg.LinAlgError("a job's Newton block is not numerically positive definite")
     return float((rho_e * (1.0 + rho_f * loads) / (1.0 + (rho_f + rho_e) * loads)).sum()) \
         + longest.z_zeta / longest.zeta
 
