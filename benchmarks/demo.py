@@ -14,7 +14,8 @@ import time
 import numpy as np
 
 import vfm
-from benchmarks.workloads import fresh_window, load
+from vfm.cluster.windows import fresh_window
+from vfm.cluster.workload import load_workload
 
 
 def main() -> None:
@@ -24,10 +25,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="solves to time (median is printed)")
     args = parser.parse_args()
 
-    workload = load(args.workload)
+    workload = load_workload(args.workload)
     window = fresh_window(workload, args.rounds)
     market = window.market
-    print(f"workload {workload['name']}: {market!r}, {workload['gpus']} GPUs, rounds of {workload['round_s']} s")
+    print(f"workload {workload.name}: {market!r}, {workload.gpus} GPUs, rounds of {workload.round_s} s")
     print(f"installed solvers: {', '.join(vfm.available_solvers())}")
 
     times = []
@@ -41,7 +42,7 @@ def main() -> None:
     print(f"NSWOT {result.objective:.6f}, relative duality gap {result.relative_gap:.2e}")
 
     y = window.schedule(result)
-    print(f"planned GPU-rounds: {float((window.gpus[:, None] * y).sum()):.1f} of {workload['gpus'] * args.rounds}; "
+    print(f"planned GPU-rounds: {float((window.gpus[:, None] * y).sum()):.1f} of {workload.gpus * args.rounds}; "
           f"jobs that run at all: {int((y.sum(axis=1) > 1e-6).sum())} of {y.shape[0]}")
     print(f"round prices (first 5): {np.round(result.prices[0, :5], 6)}")
 

@@ -3,7 +3,7 @@
 For each variant (a planning backend or tolerance other than the reference, `saa-ipm` at the
 default 1e-9), two measures on one workload::
 
-    python -m benchmarks.determinism --workload benchmarks/data/shockwave/shockwave_120jobs_32gpus.json \
+    python -m benchmarks.determinism --workload shockwave_120jobs_32gpus \
         [--variants cvxpy,tol=1e-7] [--jobs N] [--json OUT]
 
 - **decisions**: in every round of the reference run, the jobs a copy of the reference policy
@@ -26,10 +26,8 @@ from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.metrics import summarize
-from benchmarks.policies.market import vfm_policy
-from benchmarks.reproduce import load
-from benchmarks.simulator import simulate
+from benchmarks.reproduce import load, vfm_policy
+from vfm.cluster import simulate, summarize
 from vfm.errors import VFMError
 from vfm.planner import Policy
 
@@ -130,7 +128,8 @@ def print_comparison(name: str, result: Mapping[str, Any]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workload", required=True, help="a workload JSON file (benchmarks/data/shockwave/*.json)")
+    parser.add_argument("--workload", required=True,
+                        help="a workload JSON file, or a shipped one's name (e.g. shockwave_120jobs_32gpus)")
     parser.add_argument("--variants", default=",".join(DEFAULT_VARIANTS),
                         help="comma-separated: a backend (cvxpy), tol=<number>, or both joined by +")
     parser.add_argument("--jobs", type=int, help="only the workload's first JOBS jobs (a slice)")

@@ -17,7 +17,7 @@ What is measured
 Sizes and job states
     A size names a Shockwave workload of ``benchmarks/data/shockwave``: 120 / 460 / 900 jobs on
     32 / 128 / 256 GPUs. The job states are those of the workload's busiest moment
-    (`benchmarks.workloads.busiest_moment`; nothing is simulated): each job active then has done
+    (`vfm.cluster.windows.busiest_states`; nothing is simulated): each job active then has done
     the whole epochs it would have finished at its equal share of the cluster (at most its total
     minus one), and its observed regimes are the batch sizes of its phase profile for those
     epochs. The windows hold 118 / 436 / 874 jobs (the ``jobs`` column). Building the states
@@ -44,7 +44,7 @@ The Shockwave configuration at 900 jobs (column ``config``)
 
 The synthetic window (``--synthetic``)
     The busiest 900-job window tiled to 10,000 jobs on 2,560 GPUs, planned in the full Shockwave
-    configuration of the reproduction's `vfm` policy (`benchmarks.policies.market`: finish-time
+    configuration of the reproduction's `vfm` policy (`vfm.planner.Policy.shockwave`: finish-time
     targets, here each job's equal-share finish from now, with rho_max = 1 and the priority
     exponent 5 of 256 GPUs, efficiency term k = 0.05, reserve 0.3), S = 1: one untimed warm-up and
     ``--runs`` timed re-plans, target median <= 1 s. Written as one more row of ``plan.json``
@@ -73,11 +73,12 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.policies.market import VFM_EFFICIENCY, VFM_RESERVE
 from benchmarks.solve import _jsonable
-from benchmarks.workloads import busiest_moment, epochs_after, job_table, load
+from vfm.cluster import windows
+from vfm.cluster.workload import load_workload
 from vfm.forecast import DirichletForecaster, JobStates
 from vfm.planner.plan import plan
+from vfm.planner.policy import SHOCKWAVE_EFFICIENCY, SHOCKWAVE_PRIORITY_EXPONENT, SHOCKWAVE_RESERVE
 
 OUT = Path(__file__).resolve().parent / "results"
 #: size -> workload file (its GPUs are in the file: 32 / 128 / 256).
@@ -100,21 +101,7 @@ SYNTHETIC_JOBS, SYNTHETIC_GPUS, TARGET_SYNTHETIC_SECONDS = 10_000, 2_560, 1.0
 
 def busiest_states(name: str) -> tuple[JobStates, np.ndarray, int]:
     """Job states, gang sizes and capacity (GPUs) at the busiest moment of workload `name`."""
-    workload = load(name)
-    table = job_table(workload)
-    _, active, elapsed = busiest_moment(table)
-    jobs = [workload["jobs"][i] for i in np.flatnonzero(active)]
-    done = np.floor(epochs_after(table, elapsed[:, None])[:, 0] + 1e-9)[active]
-    done = np.clip(done, 0, table.epochs[active] - 1).astype(int)
-    observed = [[phase["batch_size"] for phase in job["phases"] for _ in range(phase["epochs"])][:d]
-                for job, d in zip(jobs, done, strict=True)]
-    states = JobStates.from_lists(
-        [job["epochs"] for job in jobs],
-        [{phase["batch_size"]: phase["epoch_s"] for phase in job["phases"]} for job in jobs],
-        observed,
-        job_ids=[job["id"] for job in jobs],
-    )
-    return states, np.array([job["gpus"] for job in jobs]), int(workload["gpus"])
+    return windows.busiest_states(load_workload(name))
 
 
 def tiled_window(jobs: int = SYNTHETIC_JOBS, gpus: int = SYNTHETIC_GPUS,
@@ -132,8 +119,8 @@ def shockwave_options(states: JobStates, capacity: int) -> dict[str, Any]:
     finish from now as its finish-time target."""
     share = min(1.0, capacity / states.n_jobs)
     targets = np.maximum(np.asarray(DirichletForecaster().remaining_runtime(states)) / share, 1.0)
-    return {"fair_finish_s": targets, "rho_max": 1.0, "priority_exponent": 5.0, "efficiency": VFM_EFFICIENCY,
-            "reserve": VFM_RESERVE}
+    return {"fair_finish_s": targets, "rho_max": 1.0, "priority_exponent": SHOCKWAVE_PRIORITY_EXPONENT[256],
+            "efficiency": SHOCKWAVE_EFFICIENCY, "reserve": SHOCKWAVE_RESERVE}
 
 
 def time_plans(states: JobStates, gpus: np.ndarray, capacity: int, scenarios: int, runs: int,

@@ -2,12 +2,13 @@
 
 Run from the repository root::
 
-    python -m benchmarks.reproduce --workload benchmarks/data/shockwave/shockwave_120jobs_32gpus.json \\
+    python -m benchmarks.reproduce --workload shockwave_120jobs_32gpus \\
         --policies vfm,max_min_fairness,finish_time_fairness --json results.json [--plots DIR]
 
+``--workload`` is a workload file or the name of a shipped one (`vfm.cluster.load_workload`).
 Policies (``--policies``, comma-separated; default all): ``vfm`` (this library's planner,
-configured as Shockwave: `benchmarks.policies.market.vfm_policy`), ``static_market`` (the
-per-round Fisher market), and the baselines of `benchmarks.policies` (``max_min_fairness``,
+configured as Shockwave: `vfm.planner.Policy.shockwave`), ``static_market`` (the
+per-round Fisher market), and the baselines of `vfm.cluster.baselines` (``max_min_fairness``,
 ``finish_time_fairness``, ``gandiva_fair``, ``allox``, ``max_sum_throughput``,
 ``min_total_duration``).
 
@@ -40,22 +41,27 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from benchmarks.metrics import summarize
-from benchmarks.policies import BASELINES
-from benchmarks.policies.base import SchedulingPolicy
-from benchmarks.policies.market import VFM_EFFICIENCY, VFM_RESERVE, VFM_SOLVER, static_market_policy, vfm_policy
-from benchmarks.simulator import Workload, load_workload, simulate
+from vfm.cluster import BASELINES, SchedulingPolicy, Workload, load_workload, simulate, summarize
+from vfm.cluster.workload import SHIPPED
+from vfm.planner import Policy
+from vfm.planner.policy import SHOCKWAVE_EFFICIENCY, SHOCKWAVE_RESERVE
+
+#: The vfm policy's planning backend in the reproduction: vfm's interior point. The planner
+#: chooses among optimal schedules by a stated rule, so `cvxpy` gives the same schedules up to
+#: rare rounding ties (docs/planning.md, "Choosing among optimal schedules").
+VFM_SOLVER = "saa-ipm"
+
+
+def vfm_policy(capacity: int, round_s: float, seed: int = 0, **options: Any) -> Policy:
+    """The reproduction's vfm policy: `Policy.shockwave` on `VFM_SOLVER`, `options` overriding."""
+    return Policy.shockwave(capacity, round_s, seed=seed, **{"solver": VFM_SOLVER, **options})
+
 
 #: name -> factory(capacity, round_s, seed) of a `SchedulingPolicy`.
-POLICIES: dict[str, Callable[[int, float, int], SchedulingPolicy]] = {
-    "vfm": vfm_policy,
-    "static_market": static_market_policy,
-    **BASELINES,
-}
+POLICIES: dict[str, Callable[[int, float, int], SchedulingPolicy]] = {"vfm": vfm_policy, **BASELINES}
 #: Our policy names -> the keys of the artifact's canonical results.
 PUBLISHED_NAMES = {"vfm": "shockwave", "max_sum_throughput": "max_sum_throughput_perf"}
 METRICS = ("makespan_s", "avg_jct_s", "worst_ftf", "unfair_pct", "utilization")
@@ -64,11 +70,7 @@ METRICS = ("makespan_s", "avg_jct_s", "worst_ftf", "unfair_pct", "utilization")
 def load(workload_path: str | Path, jobs: int | None = None) -> Workload:
     """The workload file, or its first `jobs` jobs (a slice keeps the cluster and the round)."""
     workload = load_workload(workload_path)
-    if jobs is None:
-        return workload
-    if jobs < 1:
-        raise ValueError(f"jobs must be >= 1, got {jobs}")
-    return replace(workload, name=f"{workload.name}[:{jobs}]", jobs=workload.jobs[:jobs])
+    return workload if jobs is None else workload.head(jobs)
 
 
 def run_policy(workload_path: str, name: str, seed: int = 0, jobs: int | None = None,
@@ -145,8 +147,7 @@ def run(workload_path: str | Path, policies: Sequence[str] = tuple(POLICIES), *,
 
 def published_results(workload_path: str | Path) -> dict[str, dict[str, Any]]:
     """The artifact's published metrics for this workload, by our policy names ({} if none)."""
-    path = Path(workload_path)
-    canonical = path.with_name(f"canonical_results_{path.stem.removeprefix('shockwave_')}.json")
+    canonical = SHIPPED / f"canonical_results_{Path(workload_path).stem.removeprefix('shockwave_')}.json"
     if not canonical.exists():
         return {}
     published = json.loads(canonical.read_text())["policies"]
@@ -242,7 +243,8 @@ def _save(figure: Any, path: Path, xlabel: str | None = None, ylabel: str | None
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--workload", required=True, help="a workload JSON file (benchmarks/data/shockwave/*.json)")
+    parser.add_argument("--workload", required=True,
+                        help="a workload JSON file, or a shipped one's name (e.g. shockwave_120jobs_32gpus)")
     parser.add_argument("--policies", default=",".join(POLICIES), help="comma-separated policy names")
     parser.add_argument("--json", type=Path, help="write the results here")
     parser.add_argument("--plots", type=Path, help="write PNG plots into this directory")
@@ -252,12 +254,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument("--vfm-scenarios", type=int, default=1, help="S of the vfm policy's planner (default 1)")
-    parser.add_argument("--vfm-efficiency", type=float, default=VFM_EFFICIENCY,
+    parser.add_argument("--vfm-efficiency", type=float, default=SHOCKWAVE_EFFICIENCY,
                         help=f"k of the vfm policy's efficiency term, per second of leftover "
-                             f"(default {VFM_EFFICIENCY})")
-    parser.add_argument("--vfm-reserve", type=float, default=VFM_RESERVE,
+                             f"(default {SHOCKWAVE_EFFICIENCY})")
+    parser.add_argument("--vfm-reserve", type=float, default=SHOCKWAVE_RESERVE,
                         help=f"share of GPU-rounds the vfm policy's FTF constraints leave free "
-                             f"(default {VFM_RESERVE})")
+                             f"(default {SHOCKWAVE_RESERVE})")
     parser.add_argument("--vfm-execution", default="credit", choices=("credit", "window"),
                         help="how the vfm policy serves rounds from a plan (default credit)")
     parser.add_argument("--vfm-solver", default=VFM_SOLVER, choices=("saa-ipm", "cvxpy"),

@@ -7,11 +7,11 @@ Run from the repository root::
 
 Sizes and windows
     A size names a workload: 120 / 220 / 460 / 900 are the Shockwave workloads of
-    ``benchmarks/data/shockwave`` (on 32 / 64 / 128 / 256 GPUs); 1800 and 3600 are synthetic,
+    ``vfm/cluster/data/shockwave`` (on 32 / 64 / 128 / 256 GPUs); 1800 and 3600 are synthetic,
     1800 or 3600 jobs drawn with replacement (seed 0) from the 900-job workload, each keeping its
     arrival time and profile, on 512 / 1024 GPUs, so the arrival process keeps its shape at 2x /
     4x the density and the oversubscription N / G stays that of the 900-job workload. Every
-    size goes through the same builder, `benchmarks.workloads.busiest_window`.
+    size goes through the same builder, `vfm.cluster.windows.busiest_window`.
 
     *Busiest moment* (nothing is simulated): a job counts as active at time tau if it has
     arrived and would not have finished had it progressed at its equal share of the cluster
@@ -84,7 +84,8 @@ import scipy
 
 import vfm
 from benchmarks import shockwave_milp
-from benchmarks.workloads import ACTIVITY, BusiestWindow, busiest_window, job_table, load, synthetic_table
+from vfm.cluster.windows import ACTIVITY, BusiestWindow, busiest_window, resample
+from vfm.cluster.workload import load_workload
 
 #: size -> (workload file, or None for a synthetic resample of the 900-job workload; GPUs).
 SIZES: dict[int, tuple[str | None, int]] = {
@@ -96,7 +97,8 @@ SIZES: dict[int, tuple[str | None, int]] = {
     3600: (None, 1024),
 }
 REFERENCE = "clarabel"
-SYNTHETIC_SEED = 0
+#: The synthetic sizes resample this workload's jobs with this seed.
+SYNTHETIC_BASE, SYNTHETIC_SEED = "shockwave_900jobs_256gpus", 0
 
 TARGET_SIZE = 900
 TARGET_SECONDS = 0.050
@@ -113,8 +115,11 @@ def window_for(size: int, rounds: int = 20, activity: str = "equal-share") -> Bu
     if size not in SIZES:
         raise ValueError(f"size {size} is not one of {sorted(SIZES)}")
     name, gpus = SIZES[size]
-    table = job_table(load(name)) if name is not None else synthetic_table(size, gpus, seed=SYNTHETIC_SEED)
-    return busiest_window(table, rounds, activity)
+    if name is None:
+        arrays = resample(load_workload(SYNTHETIC_BASE).arrays(), size, gpus, seed=SYNTHETIC_SEED)
+    else:
+        arrays = load_workload(name).arrays()
+    return busiest_window(arrays, rounds, activity)
 
 
 def time_backend(

@@ -1,7 +1,7 @@
 """Warm-started against cold re-plans of consecutive job windows (schur-ipm).
 
 A scheduler re-plans every round; the window moves by one round and the jobs progress. This
-replays that on a Shockwave workload with every job present (`workloads.fresh_window`'s jobs),
+replays that on a Shockwave workload with every job present (`vfm.cluster.windows.fresh_window`'s jobs),
 forecasts that drift from round to round (a seeded random walk around the prior mean, so the
 windows differ as they would under volatile throughput), and the job progress of the previous
 plan's first round. Each re-plan is solved cold and warm-started from the previous solution
@@ -19,7 +19,8 @@ import time
 import numpy as np
 
 import vfm
-from benchmarks.workloads import load, prior_mean_epoch_s
+from vfm.cluster.windows import prior_mean_epoch_s
+from vfm.cluster.workload import load_workload
 from vfm.jobs import shift_rounds, window_market
 
 
@@ -31,21 +32,21 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
-    workload = load(args.workload)
-    jobs = workload["jobs"]
+    workload = load_workload(args.workload)
+    jobs = workload.jobs
     rounds = args.rounds
     rng = np.random.default_rng(args.seed)
-    mean_rate = np.array([workload["round_s"] / prior_mean_epoch_s(job) for job in jobs])
+    mean_rate = np.array([workload.round_s / prior_mean_epoch_s(job) for job in jobs])
     drift = np.exp(0.03 * rng.standard_normal((len(jobs), rounds + args.replans)).cumsum(axis=1))
     rate = mean_rate[:, None] * drift
-    epochs = np.array([job["epochs"] for job in jobs], dtype=float)
-    gpus = np.array([job["gpus"] for job in jobs], dtype=float)
+    epochs = np.array([job.epochs for job in jobs], dtype=float)
+    gpus = np.array([job.gpus for job in jobs], dtype=float)
     done = np.zeros(len(jobs))
 
     rows = []
     previous = None
     for replan in range(args.replans + 1):
-        window = window_market(gpus, epochs, done, rate[:, replan : replan + rounds], workload["gpus"])
+        window = window_market(gpus, epochs, done, rate[:, replan : replan + rounds], workload.gpus)
         started = time.perf_counter()
         cold = vfm.solve(window.market, "schur-ipm")
         cold_s = time.perf_counter() - started
@@ -60,7 +61,7 @@ def main() -> None:
         progress = window.schedule(cold)[:, 0] * rate[:, replan]
         done = np.minimum(done + np.clip(progress, 0.0, None), epochs * (1 - 1e-9))
 
-    print(f"{args.workload}: {len(jobs)} jobs, {workload['gpus']} GPUs, {rounds} rounds, {len(rows)} re-plans")
+    print(f"{args.workload}: {len(jobs)} jobs, {workload.gpus} GPUs, {rounds} rounds, {len(rows)} re-plans")
     print(f"{'re-plan':>7} {'cold it':>8} {'warm it':>8} {'cold s':>8} {'warm s':>8} {'cold gap':>9} {'warm gap':>9}")
     for k, (ci, wi, cs, ws, cg, wg, _) in enumerate(rows, start=1):
         print(f"{k:>7} {ci:>8} {wi:>8} {cs:>8.3f} {ws:>8.3f} {cg:>9.1e} {wg:>9.1e}")

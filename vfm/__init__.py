@@ -1,6 +1,6 @@
 """vfm: fair and efficient allocations in Volatile Fisher Markets."""
 
-from vfm import check, errors, planner
+from vfm import check, cluster, errors, planner
 from vfm.equilibrium import Equilibrium, Status
 from vfm.market import VolatileFisherMarket
 from vfm.nswot import solve
@@ -13,6 +13,7 @@ __all__ = [
     "VolatileFisherMarket",
     "available_solvers",
     "check",
+    "cluster",
     "errors",
     "planner",
     "solve",

@@ -104,3 +104,9 @@ def require_per_job(name: str, array: FloatArray, bad: np.ndarray, rule: str,
         where = np.argwhere(bad)[0]
         index = ", ".join(str(int(i)) for i in where)
         raise ValidationError(f"{name}[{index}] ({job_name(int(where[0]), ids)}) {rule}, got {array[tuple(where)]:g}")
+
+
+def first_bad(bad: NDArray[np.bool_]) -> int | None:
+    """The index of the first True entry of `bad`, or None."""
+    hits = np.flatnonzero(bad)
+    return int(hits[0]) if hits.size else None

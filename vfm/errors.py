@@ -8,6 +8,7 @@ The hierarchy lets a caller catch as broadly or as narrowly as it needs:
     │   ├── UnknownSolverError                    a solver name that is not usable here
     │   └── UnsupportedMarketError                a backend asked for what it cannot do
     ├── SolverError (also a RuntimeError)         the solver ran but did not succeed
+    ├── PolicyError (also a RuntimeError)         a scheduling policy's answer cannot be run
     └── CertificateError (also an AssertionError) a vfm.check certificate does not hold
 """
 
@@ -51,6 +52,10 @@ class SolverError(VFMError, RuntimeError):
         super().__init__(message)
         self.status = status
         self.result = result
+
+
+class PolicyError(VFMError, RuntimeError):
+    """A scheduling policy answered something the simulator cannot run, or starved the jobs."""
 
 
 class CertificateError(VFMError, AssertionError):

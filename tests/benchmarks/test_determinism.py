@@ -13,13 +13,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmarks.metrics import summarize
-from benchmarks.policies.market import vfm_policy
-from benchmarks.reproduce import load
-from benchmarks.simulator import simulate
-from benchmarks.workloads import DATA
+from benchmarks.reproduce import load, vfm_policy
+from vfm.cluster import simulate, summarize
 
-WORKLOAD = DATA / "shockwave_120jobs_32gpus.json"
+WORKLOAD = "shockwave_120jobs_32gpus"
 
 
 def _run(**options):

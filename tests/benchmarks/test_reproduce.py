@@ -1,4 +1,4 @@
-"""The reproduction command on a 20-job slice of the 120-job workload (SPEC section 6)."""
+"""The reproduction command on a 20-job slice of the 120-job workload (docs/simulation.md)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ import numpy as np
 import pytest
 
 from benchmarks import reproduce
-from benchmarks.workloads import DATA
 
-WORKLOAD = DATA / "shockwave_120jobs_32gpus.json"
+WORKLOAD = "shockwave_120jobs_32gpus"
 KEYS = {"makespan_s", "avg_jct_s", "worst_ftf", "unfair_pct", "utilization", "planner_s", "replans", "jobs", "rounds"}
 
 

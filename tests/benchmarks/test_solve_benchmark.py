@@ -11,7 +11,8 @@ import pytest
 import vfm
 from benchmarks import shockwave_milp
 from benchmarks.solve import SIZES, main, run, window_for
-from benchmarks.workloads import busiest_window, epochs_after, job_table, load, seconds_until
+from vfm.cluster.windows import busiest_window
+from vfm.cluster.workload import load_workload
 from vfm.jobs import window_market
 
 
@@ -23,21 +24,7 @@ def test_busiest_window_of_the_120_job_workload() -> None:
     assert (bw.epochs_done >= 0).all() and (bw.epochs_done < bw.epochs).all()
     assert (bw.epochs_per_round > 0).all()
     # The isolated-time activity counts fewer jobs (no slowdown from sharing the cluster).
-    assert busiest_window(load(SIZES[120][0]), activity="isolated").jobs.size < bw.jobs.size
-
-
-def test_epochs_after_follows_the_phase_profile() -> None:
-    workload = load(SIZES[120][0])
-    table = job_table(workload)
-    job = workload["jobs"][0]
-    durations = np.concatenate([[p["epoch_s"]] * p["epochs"] for p in job["phases"]])
-    ends = np.cumsum(durations)
-    seconds = np.zeros((table.n_jobs, 3))
-    seconds[0] = [ends[4], ends[4] + durations[5] / 2, ends[-1] + 2 * durations[-1]]
-    assert epochs_after(table, seconds)[0] == pytest.approx([5, 5.5, durations.size + 2])
-    epochs = np.zeros(table.n_jobs)
-    epochs[0] = 7
-    assert seconds_until(table, epochs)[0] == pytest.approx(ends[6])
+    assert busiest_window(load_workload(SIZES[120][0]), activity="isolated").jobs.size < bw.jobs.size
 
 
 def test_milp_matches_brute_force_on_a_tiny_window() -> None:

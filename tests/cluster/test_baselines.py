@@ -1,4 +1,4 @@
-"""The baseline policies of benchmarks/policies: hand-checked schedules, feasibility, determinism."""
+"""The baseline policies of vfm.cluster.baselines: hand-checked schedules, feasibility, determinism."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linprog
 
-from benchmarks.policies import BASELINES
-from benchmarks.policies.base import SchedulingPolicy
-from benchmarks.policies.baselines import (
+from vfm.cluster.baselines import (
+    BASELINES,
     AlloX,
     FinishTimeFairness,
     GandivaFair,
@@ -22,9 +21,10 @@ from benchmarks.policies.baselines import (
     ftf_allocation,
     water_filling,
 )
+from vfm.cluster.protocol import SchedulingPolicy
 from vfm.errors import ValidationError
 
-NAMES = ["max_min_fairness", "finish_time_fairness", "gandiva_fair", "allox", "max_sum_throughput",
+NAMES = ["static_market", "max_min_fairness", "finish_time_fairness", "gandiva_fair", "allox", "max_sum_throughput",
          "min_total_duration"]
 
 

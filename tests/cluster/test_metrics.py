@@ -1,4 +1,4 @@
-"""benchmarks.metrics: SPEC section 6 checked against the Shockwave artifact's published results."""
+"""vfm.cluster.metrics: the metrics (docs/simulation.md) checked against the Shockwave artifact's published results."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from benchmarks.metrics import (
+from vfm.cluster import load_workload, simulate
+from vfm.cluster.metrics import (
     avg_jct_s,
     ftf_rho,
     headline,
@@ -19,13 +20,12 @@ from benchmarks.metrics import (
     utilization,
     worst_ftf,
 )
-from benchmarks.simulator import load_workload, simulate
-from benchmarks.workloads import DATA
+from vfm.cluster.workload import SHIPPED
 from vfm.errors import ValidationError
 
 from .test_simulator import Fifo
 
-CANONICAL = json.loads((DATA / "canonical_results_120jobs_32gpus.json").read_text())
+CANONICAL = json.loads((SHIPPED / "canonical_results_120jobs_32gpus.json").read_text())
 WORKLOAD = load_workload("shockwave_120jobs_32gpus")
 ARRIVAL = WORKLOAD.arrival_s
 ISOLATED = WORKLOAD.isolated_s

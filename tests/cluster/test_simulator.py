@@ -1,4 +1,4 @@
-"""benchmarks.simulator: workload files, the round semantics and their invariants, bad policies."""
+"""vfm.cluster.simulator and vfm.cluster.workload: workload files, the round semantics, bad policies."""
 
 from __future__ import annotations
 
@@ -14,16 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchmarks.policies.base import SchedulingPolicy
-from benchmarks.simulator import (
-    PolicyError,
-    Simulation,
-    Workload,
-    load_workload,
-    simulate,
-    workload_from_dict,
-)
-from vfm.errors import ValidationError
+from vfm.cluster import Simulation, Workload, load_workload, simulate, workload_from_dict
+from vfm.cluster.protocol import SchedulingPolicy
+from vfm.errors import PolicyError, ValidationError
 
 # ---------------------------------------------------------------------------------------------
 # Test policies

@@ -37,7 +37,7 @@ def shockwave_estimate(total: int, modes: dict[int, float], schedule: list[int],
     return float(runtime * remaining / inflated)
 
 
-# --- (a) worked examples, derived by hand from SPEC section 4 --------------------------------------
+# --- (a) worked examples, derived by hand from the Dirichlet model (docs/planning.md) ---------------
 
 
 def test_worked_example_three_epochs_at_32_one_at_64():

@@ -140,20 +140,14 @@ def test_relaxation_equals_vfm_solve_on_the_window_market(case):
                                                                                  reference.objective)
 
 
-def shockwave_120(rounds: int = 20) -> tuple[JobStates, np.ndarray, float, float]:
-    """The busiest moment of the Shockwave 120-job workload (benchmarks/workloads.py) as job states.
+def shockwave_120() -> tuple[JobStates, np.ndarray, float, float]:
+    """The busiest moment of the Shockwave 120-job workload (`vfm.cluster.windows.busiest_states`)."""
+    from vfm.cluster.windows import busiest_states
+    from vfm.cluster.workload import load_workload
 
-    The observed epochs are the batch sizes of the phase profile's first epochs."""
-    from benchmarks.workloads import busiest_window, load
-
-    workload = load("shockwave_120jobs_32gpus")
-    busy = busiest_window(workload, rounds)
-    jobs = [workload["jobs"][k] for k in busy.jobs]
-    regimes = [{phase["batch_size"]: phase["epoch_s"] for phase in job["phases"]} for job in jobs]
-    observed = [[phase["batch_size"] for phase in job["phases"] for _ in range(phase["epochs"])][: int(done)]
-                for job, done in zip(jobs, busy.epochs_done, strict=True)]
-    states = JobStates.from_lists(busy.epochs.tolist(), regimes, observed, job_ids=[job["id"] for job in jobs])
-    return states, np.array([job["gpus"] for job in jobs]), float(workload["gpus"]), float(workload["round_s"])
+    workload = load_workload("shockwave_120jobs_32gpus")
+    states, gpus, capacity = busiest_states(workload)
+    return states, gpus, float(capacity), float(workload.round_s)
 
 
 def test_relaxation_equals_vfm_solve_on_the_shockwave_120_job_window():

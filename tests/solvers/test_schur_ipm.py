@@ -7,8 +7,9 @@ import pytest
 from hypothesis import given
 
 import vfm
-from benchmarks.workloads import fresh_window, load
 from vfm import Status, check
+from vfm.cluster.windows import fresh_window
+from vfm.cluster.workload import load_workload
 from vfm.program import ScaledProgram
 from vfm.solvers.schur_ipm import SchurIPMBackend
 from vfm.testing.strategies import markets
@@ -35,7 +36,7 @@ def test_plain_markets_meet_the_equilibrium_conditions(market):
 
 
 def test_job_window_reaches_the_issue_accuracy():
-    window = fresh_window(load("shockwave_120jobs_32gpus"))
+    window = fresh_window(load_workload("shockwave_120jobs_32gpus"))
     result = vfm.solve(window.market, "schur-ipm")
     assert result.success, result.message
     assert result.relative_gap <= 1e-6

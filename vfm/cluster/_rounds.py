@@ -1,15 +1,15 @@
 """What every round-based baseline shares: job bookkeeping, the clock, first-fit, Gavel's rounds.
 
-The baselines of `benchmarks.policies.baselines` differ only in how they rank the present jobs
+The baselines of `vfm.cluster.baselines` differ only in how they rank the present jobs
 for the next round. Everything else lives here, once:
 
-- `JobTable`: one row per present job in numpy arrays (gang, epochs, progress, throughput
+- `PresentJobs`: one row per present job in numpy arrays (gang, epochs, progress, throughput
   estimate, arrival, per-policy counters), so that a round is computed over arrays, not by a
   Python loop over jobs. Rows are removed by moving the last row into the hole.
 - `vfm.planner.rounding.first_fit`: walk the jobs in priority order and take each whole gang that
   still fits. Walking *all* present jobs makes every policy work-conserving: after the jobs the policy prefers, idle
   GPUs go to any waiting job whose gang still fits.
-- `RoundPolicy`: the `SchedulingPolicy` interface on top of a `JobTable`, with the policy clock
+- `RoundPolicy`: the `SchedulingPolicy` interface on top of a `PresentJobs`, with the policy clock
   (rounds x `round_s`, since `next_round` is called exactly once per round).
 - `GavelRoundPolicy`: Gavel's round-based mechanism turning a fractional allocation into whole
   rounds (priority = allocation / share of time received, deficits as tie-breakers).
@@ -35,7 +35,7 @@ IntArray = NDArray[np.int64]
 BoolArray = NDArray[np.bool_]
 
 
-class JobTable:
+class PresentJobs:
     """Present jobs as rows of numpy arrays (see the module docstring).
 
     Columns (all of length `n`, the number of present jobs): ``gpus``, ``epochs`` (total),
@@ -107,7 +107,7 @@ class JobTable:
 
 
 class RoundPolicy(ABC):
-    """The `SchedulingPolicy` interface over a `JobTable`; subclasses implement `_select`.
+    """The `SchedulingPolicy` interface over a `PresentJobs`; subclasses implement `_select`.
 
     Parameters
     ----------
@@ -130,7 +130,7 @@ class RoundPolicy(ABC):
         self.capacity = int(capacity)
         self.round_s = float(round_s)
         self.seed = seed
-        self.table = JobTable()
+        self.table = PresentJobs()
         self.round_index = 0
         self._seq = 0
         self._changed = True  # the job set changed since the last round

@@ -1,7 +1,7 @@
 """The baseline schedulers of the Shockwave paper, on a homogeneous GPU cluster.
 
-Each class implements `benchmarks.policies.base.SchedulingPolicy` on top of the shared machinery
-of `benchmarks.policies.common` (job table, clock, first-fit of whole gangs, Gavel's rounds).
+Each class implements `vfm.cluster.protocol.SchedulingPolicy` on top of the shared machinery
+of `vfm.cluster._rounds` (present jobs' table, clock, first-fit of whole gangs, Gavel's rounds).
 They follow the Shockwave artifact (uw-mad-dash/shockwave, ``scheduler/policies/*.py`` and
 ``scheduler/scheduler.py``), itself built on Gavel (stanford-futuredata/gavel); with one GPU type
 every LP of those files has a closed form or a one-dimensional search, computed here with numpy
@@ -15,30 +15,46 @@ Policy                  ranking each round
 `AlloX`                 AlloX's min-cost matching to GPU time slots (non-preemptive)
 `MaxSumThroughput`      Gavel max-sum-throughput (fractional knapsack) + Gavel rounds
 `MinTotalDuration`      Gavel min-total-duration / OSSP (x proportional to remaining time)
+`StaticMarket`          the per-round (static) Fisher market + Gavel rounds
 ======================  ==================================================================
+
+`BASELINES` maps each name to its factory ``factory(capacity, round_s, seed)``:
+
+>>> factory = BASELINES["max_min_fairness"]
+>>> policy = factory(32, 120.0, 0)
+>>> policy.add_job("a", 2, {32.0: 60.0}, 10)
+>>> policy.next_round()
+['a']
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from benchmarks.policies.common import (
+import vfm
+from vfm.cluster._rounds import (
     FloatArray,
     GavelRoundPolicy,
     IntArray,
     PriorityRoundPolicy,
     RoundPolicy,
 )
+from vfm.jobs import window_market
 from vfm.planner.rounding import first_fit
 
 __all__ = [
+    "BASELINES",
     "AlloX",
     "FinishTimeFairness",
     "GandivaFair",
     "MaxMinFairness",
     "MaxSumThroughput",
     "MinTotalDuration",
+    "PolicyFactory",
+    "StaticMarket",
     "allox_positions",
     "allox_positions_lsa",
     "ftf_allocation",
@@ -291,3 +307,41 @@ class AlloX(RoundPolicy):
         ahead = allox_positions(remaining, free)
         order = waiting[np.lexsort((t.col("seq")[waiting], remaining, ahead))]
         return np.concatenate((running, first_fit(order, gpus, free)))
+
+
+class StaticMarket(GavelRoundPolicy):
+    """The static Fisher market, round by round: `vfm.solve_per_period` on this round alone.
+
+    Each round is a one-period market (the window market with one round): the round's GPUs are the
+    good, every present job a buyer with an equal budget, utility its normalized progress
+    :math:`c_i + r_i y_i / E_i` (epochs done so far, and the epochs a whole round gives at its
+    current epoch-time estimate). Its equilibrium fractions are the allocation of Gavel's round
+    mechanism (`GavelRoundPolicy`), which turns them into whole gangs. With one homogeneous good
+    the market splits GPUs by budget and progress, not by throughput over time: it is what a
+    VFM without forecasts over a window does.
+    """
+
+    name = "static_market"
+
+    def _allocation(self) -> FloatArray:
+        t = self.table
+        epochs, done = t.col("epochs"), t.col("done")
+        rate = self.round_s / t.col("epoch_s")
+        window = window_market(t.col("gpus"), epochs, done, np.minimum(rate, epochs - done)[:, None],
+                               float(self.capacity))
+        result = vfm.solve_per_period(window.market)
+        return np.asarray(window.schedule(result)[:, 0], dtype=np.float64)
+
+
+PolicyFactory = Callable[[int, float, int], RoundPolicy]
+
+#: name -> ``factory(capacity, round_s, seed)`` of each baseline.
+BASELINES: dict[str, PolicyFactory] = {
+    "static_market": StaticMarket,
+    "max_min_fairness": MaxMinFairness,
+    "finish_time_fairness": FinishTimeFairness,
+    "gandiva_fair": GandivaFair,
+    "allox": AlloX,
+    "max_sum_throughput": MaxSumThroughput,
+    "min_total_duration": MinTotalDuration,
+}

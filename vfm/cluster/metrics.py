@@ -27,7 +27,7 @@ from numpy.typing import ArrayLike, NDArray
 from vfm.errors import ValidationError
 
 if TYPE_CHECKING:
-    from benchmarks.simulator import Simulation
+    from vfm.cluster.simulator import Simulation
 
 FloatArray = NDArray[np.float64]
 

@@ -1,7 +1,7 @@
-"""The scheduler-facing interface every policy of the reproduction implements.
+"""The scheduler-facing interface every scheduling policy implements.
 
 It is the interface of `vfm.planner.Policy`: a scheduler (here the simulator of
-`benchmarks.simulator`) tells the policy what happens and asks it, once per round, which jobs
+`vfm.cluster.simulator`) tells the policy what happens and asks it, once per round, which jobs
 run. A policy sees what a real scheduler sees: each job's gang size, its regimes (batch size ->
 seconds per epoch on its gang, from profiling), its total epochs, and, as they finish, the batch
 sizes of its epochs. It never sees a job's future batch sizes.

@@ -1,11 +1,11 @@
 """The round-based, trace-driven cluster simulator.
 
-A workload (`load_workload`) is a cluster of ``gpus`` GPUs and a list of jobs, each with its
-arrival time, gang size and per-epoch profile (batch size and seconds per epoch, expanded from
-the file's ``phases``). `simulate` drives a `benchmarks.policies.base.SchedulingPolicy` round by
-round and records what happened in a `Simulation`; `benchmarks.metrics` turns it into the
-metrics. ``docs/simulation.md`` states the semantics and every decision made
-where the Shockwave paper and artifact leave a choice.
+A workload (`vfm.cluster.workload.load_workload`) is a cluster of ``gpus`` GPUs and a list of
+jobs, each with its arrival time, gang size and per-epoch profile (batch size and seconds per
+epoch, expanded from the file's ``phases``). `simulate` drives a
+`vfm.cluster.protocol.SchedulingPolicy` round by round and records what happened in a
+`Simulation`; `vfm.cluster.metrics` turns it into the metrics. ``docs/simulation.md`` states
+the semantics and every decision made where the Shockwave paper and artifact leave a choice.
 
 Semantics in brief (round ``r`` covers ``[r * round_s, (r + 1) * round_s)``):
 
@@ -20,306 +20,24 @@ Semantics in brief (round ``r`` covers ``[r * round_s, (r + 1) * round_s)``):
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
 
-from benchmarks.policies.base import SchedulingPolicy
-from benchmarks.workloads import DATA
-from vfm.errors import ValidationError, VFMError
+from vfm.cluster.protocol import SchedulingPolicy
+from vfm.cluster.workload import Workload, first_bad
+from vfm.errors import PolicyError, ValidationError
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
-__all__ = [
-    "Job",
-    "PolicyError",
-    "Round",
-    "Simulation",
-    "Workload",
-    "default_max_rounds",
-    "load_workload",
-    "simulate",
-    "workload_from_dict",
-]
+__all__ = ["Round", "Simulation", "default_max_rounds", "simulate"]
 
-# A file's own `isolated_s`, when present, must agree with the sum of its epoch durations this
-# closely: the shipped files carry six decimals, so anything looser than rounding is an error.
-_ISOLATED_RTOL = 1e-6
-
-
-class PolicyError(VFMError, RuntimeError):
-    """A policy answered something the simulator cannot run, or starved the jobs."""
-
-
-# ---------------------------------------------------------------------------------------------
-# Workloads
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, eq=False)
-class Job:
-    """One job of a workload; the per-epoch arrays are read-only.
-
-    Attributes
-    ----------
-    id : int or str
-        The job's id in the workload file (unique within it).
-    arrival_s : float
-        Arrival time (seconds from the start of the trace).
-    gpus : int
-        Gang size: the job runs on exactly this many GPUs or not at all.
-    epochs : int
-        Total epochs.
-    isolated_s : float
-        Seconds the job needs alone on its gang without restarts: ``epoch_s.sum()``.
-    batch_size : ndarray, shape (epochs,)
-        Batch size of each epoch (its regime), expanded from the phases.
-    epoch_s : ndarray, shape (epochs,)
-        Duration of each epoch in seconds, expanded from the phases.
-    """
-
-    id: Hashable
-    arrival_s: float
-    gpus: int
-    epochs: int
-    isolated_s: float
-    batch_size: FloatArray
-    epoch_s: FloatArray
-
-    @property
-    def regimes(self) -> dict[float, float]:
-        """Batch size -> seconds per epoch, the profile a policy is told on arrival."""
-        return dict(zip(self.batch_size.tolist(), self.epoch_s.tolist(), strict=True))
-
-
-@dataclass(frozen=True, eq=False)
-class Workload:
-    """A cluster and its jobs (in file order).
-
-    Attributes
-    ----------
-    name : str
-    gpus : int
-        GPUs in the cluster.
-    round_s : float
-        Round length in seconds.
-    jobs : tuple of Job, length n
-    """
-
-    name: str
-    gpus: int
-    round_s: float
-    jobs: tuple[Job, ...]
-
-    @property
-    def n_jobs(self) -> int:
-        return len(self.jobs)
-
-    @property
-    def arrival_s(self) -> FloatArray:
-        """Arrival times, shape (n,)."""
-        return np.array([job.arrival_s for job in self.jobs], dtype=float)
-
-    @property
-    def isolated_s(self) -> FloatArray:
-        """Isolated times, shape (n,)."""
-        return np.array([job.isolated_s for job in self.jobs], dtype=float)
-
-
-def _is_number(value: Any) -> bool:
-    # JSON gives int or float; bool is an int subclass but never a meaningful quantity here.
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _whole(value: Any) -> bool:
-    return _is_number(value) and math.isfinite(value) and float(value).is_integer()
-
-
-def _describe_job(index: int, job_id: Any) -> str:
-    return f"job {index} (id {job_id!r})"
-
-
-def _read_field(record: Mapping[str, Any], field: str, where: str, *, whole: bool) -> float:
-    """``record[field]`` as a number, or a ValidationError naming `where` and `field`."""
-    if field not in record:
-        raise ValidationError(f"{where}: missing field {field!r}")
-    value = record[field]
-    if whole and not _whole(value):
-        raise ValidationError(f"{where}: {field} must be a whole number, got {value!r}")
-    if not _is_number(value) or not math.isfinite(value):
-        raise ValidationError(f"{where}: {field} must be a finite number, got {value!r}")
-    return float(value)
-
-
-def _first_bad(bad: NDArray[np.bool_]) -> int | None:
-    hits = np.flatnonzero(bad)
-    return int(hits[0]) if hits.size else None
-
-
-def workload_from_dict(raw: Any, default_name: str = "workload") -> Workload:
-    """Check a decoded workload file (the JSON object) and build the `Workload`.
-
-    `default_name` names the workload when `raw` has no ``name``. Raises what `load_workload`
-    raises for a malformed file.
-    """
-    if not isinstance(raw, Mapping):
-        raise ValidationError(f"a workload file must hold a JSON object, got {type(raw).__name__}")
-    name = raw.get("name", default_name)
-    if not isinstance(name, str):
-        raise ValidationError(f"workload name must be a string, got {name!r}")
-    capacity = _read_field(raw, "gpus", "workload", whole=True)
-    if capacity < 1:
-        raise ValidationError(f"workload: gpus must be >= 1, got {capacity:g}")
-    round_s = _read_field(raw, "round_s", "workload", whole=False)
-    if round_s <= 0:
-        raise ValidationError(f"workload: round_s must be > 0, got {round_s:g}")
-    jobs = raw.get("jobs")
-    if not isinstance(jobs, list) or not jobs:
-        raise ValidationError("workload: 'jobs' must be a non-empty list")
-
-    # One pass over the records for what only Python can check (presence and types); the
-    # range checks below run on arrays and name the first offending job.
-    ids: list[Any] = []
-    scalars = np.empty((len(jobs), 3))  # arrival_s, gpus, epochs
-    stated_isolated = np.full(len(jobs), np.nan)
-    phase_rows: list[tuple[float, float, float]] = []  # (epochs, batch_size, epoch_s)
-    phase_job: list[int] = []
-    phase_index: list[int] = []
-    for index, job in enumerate(jobs):
-        if not isinstance(job, Mapping):
-            raise ValidationError(f"job {index}: must be a JSON object, got {type(job).__name__}")
-        if "id" not in job:
-            raise ValidationError(f"job {index}: missing field 'id'")
-        job_id = job["id"]
-        where = _describe_job(index, job_id)
-        if isinstance(job_id, bool) or not isinstance(job_id, int | str):
-            raise ValidationError(f"{where}: id must be an integer or a string")
-        ids.append(job_id)
-        scalars[index, 0] = _read_field(job, "arrival_s", where, whole=False)
-        scalars[index, 1] = _read_field(job, "gpus", where, whole=True)
-        scalars[index, 2] = _read_field(job, "epochs", where, whole=True)
-        if "isolated_s" in job:
-            stated_isolated[index] = _read_field(job, "isolated_s", where, whole=False)
-        phases = job.get("phases")
-        if not isinstance(phases, list) or not phases:
-            raise ValidationError(f"{where}: 'phases' must be a non-empty list"
-                                  + ("" if "phases" in job else " (missing field 'phases')"))
-        for k, phase in enumerate(phases):
-            at = f"{where}, phase {k}"
-            if not isinstance(phase, Mapping):
-                raise ValidationError(f"{at}: must be a JSON object, got {type(phase).__name__}")
-            phase_rows.append((_read_field(phase, "epochs", at, whole=True),
-                               _read_field(phase, "batch_size", at, whole=False),
-                               _read_field(phase, "epoch_s", at, whole=False)))
-            phase_job.append(index)
-            phase_index.append(k)
-
-    arrival_s, gang, epochs = scalars.T
-    seen: dict[Any, int] = {}
-    for index, job_id in enumerate(ids):
-        if job_id in seen:
-            raise ValidationError(f"{_describe_job(index, job_id)}: id repeats job {seen[job_id]}")
-        seen[job_id] = index
-
-    def fail(index: int, message: str) -> None:
-        raise ValidationError(f"{_describe_job(index, ids[index])}: {message}")
-
-    if (i := _first_bad(arrival_s < 0)) is not None:
-        fail(i, f"arrival_s must be >= 0, got {arrival_s[i]:g}")
-    if (i := _first_bad(gang < 1)) is not None:
-        fail(i, f"gpus must be >= 1, got {gang[i]:g}")
-    if (i := _first_bad(gang > capacity)) is not None:
-        fail(i, f"gpus ({gang[i]:g}) exceeds the cluster's {capacity:g} GPUs")
-    if (i := _first_bad(epochs < 1)) is not None:
-        fail(i, f"epochs must be >= 1, got {epochs[i]:g}")
-
-    phase = np.array(phase_rows)  # (P, 3)
-    owner = np.array(phase_job)
-    for column, field in ((1, "batch_size"), (2, "epoch_s")):
-        if (p := _first_bad(phase[:, column] <= 0)) is not None:
-            fail(int(owner[p]), f"phase {phase_index[p]}: {field} must be > 0, got {phase[p, column]:g}")
-    if (p := _first_bad(phase[:, 0] < 0)) is not None:
-        fail(int(owner[p]), f"phase {phase_index[p]}: epochs must be >= 0, got {phase[p, 0]:g}")
-    summed = np.bincount(owner, weights=phase[:, 0], minlength=len(jobs))
-    if (i := _first_bad(summed != epochs)) is not None:
-        fail(i, f"phases' epochs sum to {summed[i]:g}, but epochs is {epochs[i]:g}")
-    # A batch size is a regime with one epoch duration; a policy is told {batch_size: epoch_s}.
-    order = np.lexsort((phase[:, 1], owner))
-    same = (owner[order][1:] == owner[order][:-1]) & (phase[order, 1][1:] == phase[order, 1][:-1])
-    if (p := _first_bad(same & (phase[order, 2][1:] != phase[order, 2][:-1]))) is not None:
-        q = int(order[p + 1])
-        fail(int(owner[q]), f"phase {phase_index[q]}: batch_size {phase[q, 1]:g} has epoch_s {phase[q, 2]:g} "
-                            f"but another phase gives it {phase[int(order[p]), 2]:g}")
-
-    # Expand phases to epochs for all jobs at once, then cut per job.
-    counts = phase[:, 0].astype(np.int64)
-    batch_flat = np.repeat(phase[:, 1], counts)
-    epoch_s_flat = np.repeat(phase[:, 2], counts)
-    cuts = np.cumsum(epochs.astype(np.int64))[:-1]
-    batches = np.split(batch_flat, cuts)
-    durations = np.split(epoch_s_flat, cuts)
-    isolated = np.bincount(owner, weights=phase[:, 0] * phase[:, 2], minlength=len(jobs))
-    off = ~np.isnan(stated_isolated) & ~np.isclose(stated_isolated, isolated, rtol=_ISOLATED_RTOL, atol=0.0)
-    if (i := _first_bad(off)) is not None:
-        fail(i, f"isolated_s ({stated_isolated[i]:g}) differs from the sum of its epoch durations ({isolated[i]:g})")
-
-    built = []
-    for index, job_id in enumerate(ids):
-        batches[index].setflags(write=False)
-        durations[index].setflags(write=False)
-        built.append(Job(id=job_id, arrival_s=float(arrival_s[index]), gpus=int(gang[index]),
-                         epochs=int(epochs[index]), isolated_s=float(isolated[index]),
-                         batch_size=batches[index], epoch_s=durations[index]))
-    return Workload(name=name, gpus=int(capacity), round_s=float(round_s), jobs=tuple(built))
-
-
-def load_workload(path_or_name: str | Path) -> Workload:
-    """Read and check a workload file.
-
-    Parameters
-    ----------
-    path_or_name : str or Path
-        A path to a JSON file, or the name of a shipped workload in ``benchmarks/data/shockwave``
-        (e.g. ``"shockwave_120jobs_32gpus"``, with or without ``.json``).
-
-    Returns
-    -------
-    Workload
-        Jobs in file order; each job's per-epoch arrays expanded from its phases.
-
-    Raises
-    ------
-    ValidationError
-        For a malformed file, naming the job (index and id), the field and what is wrong: a
-        missing field, a non-numeric or non-whole value, negative arrival, gpus < 1 or wider than
-        the cluster, epochs < 1, phases' epochs not summing to ``epochs``, a non-positive
-        epoch_s or batch_size, one batch size with two epoch durations, a stated ``isolated_s``
-        that is not the sum of the epoch durations, a repeated id.
-    FileNotFoundError
-        If there is no such file or shipped workload.
-    """
-    path = Path(path_or_name)
-    if not path.exists() and path.parent == Path("."):
-        path = DATA / (path.name if path.suffix == ".json" else f"{path.name}.json")
-    with open(path) as handle:
-        try:
-            raw = json.load(handle)
-        except json.JSONDecodeError as exc:
-            raise ValidationError(f"{path} is not valid JSON: {exc}") from exc
-    return workload_from_dict(raw, default_name=path.stem)
-
-
-# ---------------------------------------------------------------------------------------------
-# Simulation
-# ---------------------------------------------------------------------------------------------
 
 
 class Round(NamedTuple):
@@ -437,11 +155,11 @@ def _check_answer(answer: Any, policy: SchedulingPolicy, round_index: int, index
             picked[k] = index_of[job_id]
         except (KeyError, TypeError):
             raise PolicyError(f"{who} returned job {job_id!r}, which is not in the workload") from None
-    if (p := _first_bad(~present[picked])) is not None:
+    if (p := first_bad(~present[picked])) is not None:
         state = "has finished" if finished[picked[p]] else "has not arrived yet"
         raise PolicyError(f"{who} returned job {answer[p]!r}, which {state}")
     times = np.bincount(picked, minlength=present.size)
-    if (p := _first_bad(times[picked] > 1)) is not None:
+    if (p := first_bad(times[picked] > 1)) is not None:
         raise PolicyError(f"{who} returned job {answer[p]!r} {times[picked[p]]} times")
     used = int(gpus[picked].sum())
     if used > capacity:

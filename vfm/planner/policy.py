@@ -44,6 +44,16 @@ _TARGET_MOMENTUM = 0.9
 #: With `execution="credit"`: the most rounds a job can owe for rounds it ran beyond its plan.
 _CREDIT_FLOOR = -2.0
 
+#: The Shockwave configuration (`Policy.shockwave`): the efficiency term's k (per second of the
+#: longest forecast leftover) and the reserve of each window's GPU-rounds the finish-time-fairness
+#: constraints leave to it, chosen on the 120- and 900-job Shockwave workloads (docs/results.md
+#: lists the values tried).
+SHOCKWAVE_EFFICIENCY = 0.05
+SHOCKWAVE_RESERVE = 0.3
+#: Shockwave's priority exponent by cluster size (GPUs), from the artifact's configurations
+#: (12 at 32 GPUs, 15 at 128, 5 at 256); other sizes take the nearest size's.
+SHOCKWAVE_PRIORITY_EXPONENT = {32: 12.0, 128: 15.0, 256: 5.0}
+
 
 @dataclass
 class _Job:
@@ -131,6 +141,40 @@ class Policy:
         self.round_index = 0
         if self.options.solver in (None, "saa-ipm"):
             load_kernels()  # here, not in the first re-plan: a scheduler's re-plans stay predictable
+
+    @classmethod
+    def shockwave(cls, capacity: int, round_s: float = 120.0, **overrides: Any) -> Policy:
+        """The policy configured as Shockwave: what the reproduction of the paper runs.
+
+        A window of 20 rounds of `round_s` seconds, re-planned on arrivals, completions and every
+        8 rounds; finish-time-fairness targets with :math:`\\rho_{\\max} = 1` and the priority
+        relaxation (exponent from `SHOCKWAVE_PRIORITY_EXPONENT`); the efficiency term
+        :math:`-k \\max_i S_i` with `SHOCKWAVE_EFFICIENCY`; `SHOCKWAVE_RESERVE` of each window's
+        GPU-rounds left to it; credit execution; the certainty-equivalent forecast (S = 1).
+
+        Parameters
+        ----------
+        capacity : int
+            GPUs in the cluster.
+        round_s : float
+            Seconds per round.
+        **overrides
+            Any other `Policy` argument or `vfm.planner.PlanOptions` field (``seed``,
+            ``scenarios``, ``efficiency``, ``reserve``, ``execution``, ``solver``, ``tol``, ...),
+            replacing the configuration's value.
+
+        Examples
+        --------
+        >>> policy = Policy.shockwave(32)
+        >>> policy.fairness, policy.options.efficiency, policy.options.priority_exponent
+        (True, 0.05, 12.0)
+        """
+        exponent = SHOCKWAVE_PRIORITY_EXPONENT[min(SHOCKWAVE_PRIORITY_EXPONENT, key=lambda gpus: abs(gpus - capacity))]
+        configuration: dict[str, Any] = {
+            "rounds": 20, "round_s": round_s, "replan_every": 8, "fairness": True, "rho_max": 1.0,
+            "priority_exponent": exponent, "efficiency": SHOCKWAVE_EFFICIENCY, "reserve": SHOCKWAVE_RESERVE,
+            "execution": "credit"}
+        return cls(capacity, **{**configuration, **overrides})
 
     # --- what the scheduler tells the policy ---------------------------------------------------
 

@@ -1,0 +1,51 @@
+"""The scheduling layer: workloads, the round-based simulator, the policy protocol, the metrics
+and the baselines.
+
+- `vfm.cluster.workload`: the validated workload format (`load_workload`, `Workload`, `Job`) and
+  its arrays view (`WorkloadArrays`); the Shockwave artifact's four traces ship with the package.
+- `vfm.cluster.protocol`: `SchedulingPolicy`, the interface a scheduler drives (every policy
+  here implements it, `vfm.planner.Policy` included).
+- `vfm.cluster.simulator`: `simulate` runs a policy on a workload round by round.
+- `vfm.cluster.metrics`: makespan, JCT, finish-time fairness, utilization; `summarize`.
+- `vfm.cluster.baselines`: the paper's baselines (`BASELINES`) and the static market.
+- `vfm.cluster.windows`: planning windows built from a workload (benchmark and test instances).
+
+The vfm policy itself is `vfm.planner.Policy`; `vfm.planner.Policy.shockwave` is the configuration
+the reproduction runs.
+
+Examples
+--------
+The first 12 jobs of the 120-job Shockwave trace under Gavel's max-min fairness and under the vfm
+policy:
+
+>>> from vfm.cluster import BASELINES, load_workload, simulate, summarize
+>>> from vfm.planner import Policy
+>>> workload = load_workload("shockwave_120jobs_32gpus").head(12)
+>>> max_min = BASELINES["max_min_fairness"]
+>>> baseline = summarize(simulate(workload, max_min(workload.gpus, workload.round_s, 0)))
+>>> ours = summarize(simulate(workload, Policy.shockwave(workload.gpus, workload.round_s)))
+>>> ours["makespan_s"] <= baseline["makespan_s"]
+True
+"""
+
+from vfm.cluster import metrics
+from vfm.cluster.baselines import BASELINES
+from vfm.cluster.metrics import summarize
+from vfm.cluster.protocol import SchedulingPolicy
+from vfm.cluster.simulator import Round, Simulation, simulate
+from vfm.cluster.workload import Job, Workload, WorkloadArrays, load_workload, workload_from_dict
+
+__all__ = [
+    "BASELINES",
+    "Job",
+    "Round",
+    "SchedulingPolicy",
+    "Simulation",
+    "Workload",
+    "WorkloadArrays",
+    "load_workload",
+    "metrics",
+    "simulate",
+    "summarize",
+    "workload_from_dict",
+]
