@@ -9,11 +9,12 @@ square root; the largest ratio over random markets is what `OBJECTIVE_FACTOR` (1
 
 from __future__ import annotations
 
-import argparse
+from collections.abc import Sequence
 
 import numpy as np
 
 import vfm
+from benchmarks._cli import Parser
 from vfm import check
 
 OBJECTIVE_LEVEL = {"market_clearing", "price_complementarity", "duality_gap", "buyer_optimality", "feasibility"}
@@ -38,34 +39,35 @@ def random_market(rng: np.random.Generator, kind: int) -> vfm.VolatileFisherMark
     return vfm.VolatileFisherMarket(utilities, budgets, rng.uniform(0.5, 3, (m, periods)), **extensions)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = Parser("benchmarks.calibrate_tolerances", __doc__)
     parser.add_argument("--markets", type=int, default=60)
     parser.add_argument("--seed", type=int, default=1)
-    args = parser.parse_args()
-    print("ratio of each residual to its tolerance base (accuracy, or its square root)")
-    print(f"{'solver':<9} {'residual':<22} {'market':<6} {'max':>9} {'p90':>9} {'median':>9}")
-    for solver in vfm.available_solvers():
-        rng = np.random.default_rng(args.seed)
-        ratios: dict[tuple[str, str], list[float]] = {}
-        failures = 0
-        for trial in range(args.markets):
-            market = random_market(rng, trial % 4)
-            result = vfm.solve(market, solver)
-            if not result.success:
-                failures += 1
-                continue
-            residuals = [*check.certify(result), check.pareto_optimality(result)]
-            if market.is_plain:  # EF and PR (budget-weighted) are theorems only there
-                residuals += [check.envy_freeness(result), check.proportionality(result)]
-            for residual in residuals:
-                base = result.accuracy if residual.name in OBJECTIVE_LEVEL else np.sqrt(result.accuracy)
-                key = (residual.name, "plain" if market.is_plain else "ext")
-                ratios.setdefault(key, []).append(residual.value / base)
-        for (name, kind), values in sorted(ratios.items()):
-            v = np.array(values)
-            print(f"{solver:<9} {name:<22} {kind:<6} {v.max():9.3g} {np.quantile(v, 0.9):9.3g} {np.median(v):9.3g}")
-        print(f"{solver:<9} not certified: {failures} of {args.markets} markets")
+    args = parser.parse_args(argv)
+    with parser.reporting():
+        print("ratio of each residual to its tolerance base (accuracy, or its square root)")
+        print(f"{'solver':<9} {'residual':<22} {'market':<6} {'max':>9} {'p90':>9} {'median':>9}")
+        for solver in vfm.available_solvers():
+            rng = np.random.default_rng(args.seed)
+            ratios: dict[tuple[str, str], list[float]] = {}
+            failures = 0
+            for trial in range(args.markets):
+                market = random_market(rng, trial % 4)
+                result = vfm.solve(market, solver)
+                if not result.success:
+                    failures += 1
+                    continue
+                residuals = [*check.certify(result), check.pareto_optimality(result)]
+                if market.is_plain:  # EF and PR (budget-weighted) are theorems only there
+                    residuals += [check.envy_freeness(result), check.proportionality(result)]
+                for residual in residuals:
+                    base = result.accuracy if residual.name in OBJECTIVE_LEVEL else np.sqrt(result.accuracy)
+                    key = (residual.name, "plain" if market.is_plain else "ext")
+                    ratios.setdefault(key, []).append(residual.value / base)
+            for (name, kind), values in sorted(ratios.items()):
+                v = np.array(values)
+                print(f"{solver:<9} {name:<22} {kind:<6} {v.max():9.3g} {np.quantile(v, 0.9):9.3g} {np.median(v):9.3g}")
+            print(f"{solver:<9} not certified: {failures} of {args.markets} markets")
 
 
 if __name__ == "__main__":

@@ -17,18 +17,16 @@ default 1e-9), two measures on one workload::
 
 from __future__ import annotations
 
-import argparse
 import copy
 import json
-import sys
 import time
 from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks._cli import Parser
 from benchmarks.reproduce import load, vfm_policy
 from vfm.cluster import simulate, summarize
-from vfm.errors import VFMError
 from vfm.planner import Policy
 
 #: Metrics whose relative difference between two whole runs is reported.
@@ -127,7 +125,7 @@ def print_comparison(name: str, result: Mapping[str, Any]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser("benchmarks.determinism", __doc__)
     parser.add_argument("--workload", required=True,
                         help="a workload JSON file, or a shipped one's name (e.g. shockwave_120jobs_32gpus)")
     parser.add_argument("--variants", default=",".join(DEFAULT_VARIANTS),
@@ -135,7 +133,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--jobs", type=int, help="only the workload's first JOBS jobs (a slice)")
     parser.add_argument("--json", type=Path, help="write the comparisons here")
     args = parser.parse_args(argv)
-    try:
+    with parser.reporting():
         variants = [parse_variant(text) for text in args.variants.split(",")]
         name = Path(args.workload).stem
         results = []
@@ -143,9 +141,6 @@ def main(argv: Sequence[str] | None = None) -> None:
             result = compare(args.workload, variant, args.jobs)
             print_comparison(name, result)
             results.append(result)
-    except (OSError, ValueError, VFMError) as error:
-        print(f"benchmarks.determinism: {error}", file=sys.stderr)
-        raise SystemExit(2) from None
     if args.json is not None:
         args.json.write_text(json.dumps(results, indent=1, default=str))
 

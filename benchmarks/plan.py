@@ -61,7 +61,6 @@ Outputs
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -73,6 +72,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks._cli import Parser
 from benchmarks.solve import _jsonable
 from vfm.cluster import windows
 from vfm.cluster.workload import load_workload
@@ -285,7 +285,7 @@ def run(sizes: Sequence[int] = tuple(SIZES), runs: int = MIN_RUNS, out: Path | N
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser = Parser("benchmarks.plan", __doc__)
     parser.add_argument("--sizes", default=",".join(str(s) for s in SIZES),
                         help="comma-separated subset of " + ",".join(str(s) for s in SIZES))
     parser.add_argument("--runs", type=int, default=MIN_RUNS,
@@ -294,15 +294,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--synthetic", action="store_true",
                         help=f"also the synthetic window ({SYNTHETIC_JOBS} jobs, {SYNTHETIC_GPUS} GPUs)")
     args = parser.parse_args(argv)
-    try:
-        sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
-    except ValueError:
-        parser.error(f"--sizes must be comma-separated integers, got {args.sizes!r}")
-    if not sizes or set(sizes) - set(SIZES):
-        parser.error(f"--sizes must be a non-empty subset of {','.join(str(s) for s in SIZES)}, got {args.sizes!r}")
-    if args.runs < 1:
-        parser.error(f"--runs must be >= 1, got {args.runs}")
-    run(sizes, runs=args.runs, out=args.out, synthetic=args.synthetic)
+    with parser.reporting():
+        try:
+            sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+        except ValueError:
+            parser.error(f"--sizes must be comma-separated integers, got {args.sizes!r}")
+        if not sizes or set(sizes) - set(SIZES):
+            parser.error(f"--sizes must be a non-empty subset of {','.join(str(s) for s in SIZES)}, got {args.sizes!r}")
+        if args.runs < 1:
+            parser.error(f"--runs must be >= 1, got {args.runs}")
+        run(sizes, runs=args.runs, out=args.out, synthetic=args.synthetic)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 Run from the repository root::
 
     python -m benchmarks.reproduce --workload shockwave_120jobs_32gpus \\
-        --policies vfm,max_min_fairness,finish_time_fairness --json results.json [--plots DIR]
+        [--policies vfm,max_min_fairness,finish_time_fairness] [--out DIR]
 
 ``--workload`` is a workload file or the name of a shipped one (`vfm.cluster.load_workload`).
 Policies (``--policies``, comma-separated; default all): ``vfm`` (this library's planner,
@@ -21,21 +21,24 @@ Parallelism
     workers need this repository importable and the workload file readable).
 
 Outputs
-    A progress bar (policies done, on stderr; ``--quiet`` turns it off), a table like the
+    A progress bar (policies done, on stderr; ``--quiet`` turns it off) and a table like the
     paper's (absolute values, ratios to the ``vfm`` policy, and the Shockwave artifact's
-    published numbers when the workload has a ``canonical_results_<workload>.json`` beside it),
-    and with ``--json`` a JSON file::
+    published numbers for the shipped 120-job workload), printed and written with the rest to the
+    results folder ``--out`` (default ``results/<workload name>``), whose name the command
+    prints last:
 
-        {"workload": name, "gpus": G, "policies": {name: {"makespan_s", "avg_jct_s", "worst_ftf",
-         "unfair_pct", "utilization", "planner_s": {"median", "max"}, "jobs": [...], "rounds": [...]}}}
-
-    With ``--plots DIR``: ``metrics.png`` (the metrics per policy), ``ftf_cdf.png`` (the CDF of
-    FTF rho) and ``occupancy.png`` (GPUs held over time).
+    - ``table.txt``: the table as printed;
+    - ``results.json``: ``{"workload": name, "gpus": G, "policies": {name: {"makespan_s",
+      "avg_jct_s", "worst_ftf", "unfair_pct", "utilization", "planner_s": {"median", "max"},
+      "replans", "jobs": [...], "rounds": [...]}}}``;
+    - ``metrics.png``: makespan, average JCT and worst FTF of each policy divided by the vfm
+      policy's (lower is better), unfair share and utilization as they are, the published
+      values marked (each divided by the artifact's own Shockwave number);
+    - ``ftf_cdf.png``: the CDF of each policy's FTF rho; ``occupancy.png``: GPUs held over time.
 """
 
 from __future__ import annotations
 
-import argparse
 import concurrent.futures as futures
 import json
 import sys
@@ -44,6 +47,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+from benchmarks._cli import Parser
 from vfm.cluster import BASELINES, SchedulingPolicy, Workload, load_workload, simulate, summarize
 from vfm.cluster.workload import SHIPPED
 from vfm.planner import Policy
@@ -155,18 +159,20 @@ def published_results(workload_path: str | Path) -> dict[str, dict[str, Any]]:
     return {names[key]: value for key, value in published.items() if key in names}
 
 
-def print_table(result: dict[str, Any], published: dict[str, dict[str, Any]] | None = None) -> None:
+def format_table(result: dict[str, Any], published: dict[str, dict[str, Any]] | None = None) -> str:
     """The paper's table: metrics per policy, ratios to ``vfm``, and the published numbers."""
+    lines: list[str] = []
+    add = lines.append
     policies = result["policies"]
     reference = policies.get("vfm")
-    print(f"{result['workload']}: {result['gpus']} GPUs")
+    add(f"{result['workload']}: {result['gpus']} GPUs")
     header = (f"{'policy':22s} {'makespan s':>11s} {'avg JCT s':>10s} {'worst FTF':>9s} {'unfair %':>8s} "
               f"{'util':>6s} {'plan med/max ms':>16s}")
     if reference is not None:
         header += f" {'makespan/vfm':>12s} {'FTF/vfm':>8s}"
     if published:
         header += f" | {'published makespan':>18s} {'worst FTF':>9s} {'unfair %':>8s}"
-    print(header)
+    add(header)
     for name, row in policies.items():
         planner = row["planner_s"]
         line = (f"{name:22s} {row['makespan_s']:11.1f} {row['avg_jct_s']:10.1f} {row['worst_ftf']:9.3f} "
@@ -178,18 +184,28 @@ def print_table(result: dict[str, Any], published: dict[str, dict[str, Any]] | N
         if published and name in published:
             paper = published[name]
             line += f" | {paper['makespan_s']:18.1f} {paper['worst_ftf']:9.3f} {paper['unfair_pct']:8.2f}"
-        print(line)
+        add(line)
     for name, row in policies.items():
         replans = row.get("replans", {})
         if replans.get("count"):
             median, largest = replans["median_s"], replans["max_s"]
             parts = ", ".join(f"{key} {1e3 * median[key]:.1f}/{1e3 * largest[key]:.1f}" for key in median)
             backends = ", ".join(f"{solver} x{count}" for solver, count in replans["solvers"].items())
-            print(f"{name} re-plans: {replans['count']} ({backends}); median/max ms: {parts}")
+            add(f"{name} re-plans: {replans['count']} ({backends}); median/max ms: {parts}")
+    return "\n".join(lines) + "\n"
 
 
-def plot(result: dict[str, Any], directory: Path, workload: Workload) -> list[Path]:
-    """metrics.png, ftf_cdf.png and occupancy.png in `directory`; the paths written."""
+#: The metrics plot: (key, title, unit, divided by vfm's, higher is better).
+PLOTTED = (("makespan_s", "Makespan", "s", True, False),
+           ("avg_jct_s", "Average JCT", "s", True, False),
+           ("worst_ftf", r"Worst FTF $\rho$", "", True, False),
+           ("unfair_pct", r"Unfair jobs ($\rho$ > 1.05)", "%", False, False),
+           ("utilization", "Utilization", "fraction of GPU time", False, True))
+
+
+def plot(result: dict[str, Any], directory: Path, workload: Workload,
+         published: dict[str, dict[str, Any]] | None = None) -> list[Path]:
+    """metrics.png, ftf_cdf.png and occupancy.png in `directory` (module docstring); the paths written."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -199,12 +215,26 @@ def plot(result: dict[str, Any], directory: Path, workload: Workload) -> list[Pa
     directory.mkdir(parents=True, exist_ok=True)
     policies = result["policies"]
     names = list(policies)
+    published = published or {}
     written = []
 
-    figure, axes = plt.subplots(1, len(METRICS), figsize=(4 * len(METRICS), 3.5))
-    for axis, metric in zip(axes, METRICS, strict=True):
-        axis.bar(names, [policies[name][metric] for name in names], color="tab:blue")
-        axis.set_title(metric)
+    figure, axes = plt.subplots(1, len(PLOTTED), figsize=(4 * len(PLOTTED), 4))
+    for axis, (key, title, unit, relative, higher) in zip(axes, PLOTTED, strict=True):
+        ours = policies.get("vfm", {}).get(key) if relative else 1.0
+        if not ours:
+            ours, relative = 1.0, False
+        axis.bar(names, [policies[name][key] / ours for name in names], color="tab:blue", label="ours")
+        paper_ours = published.get("vfm", {}).get(key) if relative else 1.0
+        marked = [(k, published[name][key] / paper_ours) for k, name in enumerate(names)
+                  if paper_ours and key in published.get(name, {})]
+        if marked:
+            axis.plot(*zip(*marked, strict=True), "k_", markersize=14, markeredgewidth=2,
+                      label="published (artifact)" + (" ÷ its Shockwave" if relative else ""))
+            axis.legend(fontsize=7)
+        shown = f"{ours:,.0f} {unit}" if unit == "s" else f"{ours:.3g}"
+        scale = f"÷ vfm's ({shown})" if relative else unit
+        axis.set_title(title)
+        axis.set_ylabel(f"{scale}, {'higher' if higher else 'lower'} is better")
         axis.tick_params(axis="x", rotation=75, labelsize=7)
     figure.suptitle(f"{result['workload']} ({result['gpus']} GPUs)")
     written.append(_save(figure, directory / "metrics.png"))
@@ -214,7 +244,8 @@ def plot(result: dict[str, Any], directory: Path, workload: Workload) -> list[Pa
         rho = np.sort([job["ftf_rho"] for job in policies[name]["jobs"]])
         axis.step(rho, np.arange(1, rho.size + 1) / rho.size, where="post", label=name)
     axis.axvline(1.0, color="grey", linewidth=0.8)
-    written.append(_save(figure, directory / "ftf_cdf.png", "FTF rho", "fraction of jobs"))
+    axis.set_title("Finish-time fairness: further left is better")
+    written.append(_save(figure, directory / "ftf_cdf.png", r"FTF $\rho$ (JCT ÷ equal-share JCT)", "fraction of jobs"))
 
     figure, axis = plt.subplots(figsize=(7, 4))
     gpus = {job.id: job.gpus for job in workload.jobs}
@@ -222,6 +253,8 @@ def plot(result: dict[str, Any], directory: Path, workload: Workload) -> list[Pa
         rounds = policies[name]["rounds"]
         held = [sum(gpus[job] for job in entry["jobs"]) for entry in rounds]
         axis.step([entry["start_s"] / 3600 for entry in rounds], held, where="post", label=name, linewidth=0.8)
+    axis.axhline(result["gpus"], color="grey", linewidth=0.8)
+    axis.set_title(f"GPUs held ({result['gpus']} in the cluster)")
     written.append(_save(figure, directory / "occupancy.png", "time (h)", "GPUs held"))
     return written
 
@@ -242,12 +275,12 @@ def _save(figure: Any, path: Path, xlabel: str | None = None, ylabel: str | None
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = Parser("benchmarks.reproduce", __doc__)
     parser.add_argument("--workload", required=True,
                         help="a workload JSON file, or a shipped one's name (e.g. shockwave_120jobs_32gpus)")
     parser.add_argument("--policies", default=",".join(POLICIES), help="comma-separated policy names")
-    parser.add_argument("--json", type=Path, help="write the results here")
-    parser.add_argument("--plots", type=Path, help="write PNG plots into this directory")
+    parser.add_argument("--out", type=Path,
+                        help="the results folder: table.txt, results.json and the plots (default results/<workload>)")
     parser.add_argument("--executor", default="process", choices=("process", "thread", "serial", "dask"))
     parser.add_argument("--workers", type=int, default=2, help="parallel policies (default 2: this machine's cores)")
     parser.add_argument("--jobs", type=int, help="simulate only the workload's first JOBS jobs (a slice)")
@@ -265,23 +298,24 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--vfm-solver", default=VFM_SOLVER, choices=("saa-ipm", "cvxpy"),
                         help=f"the vfm policy's planning backend (default {VFM_SOLVER})")
     args = parser.parse_args(argv)
-    names = [name.strip() for name in args.policies.split(",") if name.strip()]
-    with ExitStack() as stack:
-        executor = _executor(args.executor, args.workers, stack)
-        result = run(args.workload, names, executor=executor, seed=args.seed, jobs=args.jobs,
-                     progress=not args.quiet,
-                     vfm_options={"scenarios": args.vfm_scenarios, "efficiency": args.vfm_efficiency,
-                                  "reserve": args.vfm_reserve, "execution": args.vfm_execution,
-                                  "solver": args.vfm_solver})
-    print_table(result, published_results(args.workload) if args.jobs is None else None)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=1))
-        print(f"wrote {args.json}")
-    if args.plots:
-        for path in plot(result, args.plots, load(args.workload, args.jobs)):
-            print(f"wrote {path}")
-
+    with parser.reporting():
+        names = [name.strip() for name in args.policies.split(",") if name.strip()]
+        with ExitStack() as stack:
+            executor = _executor(args.executor, args.workers, stack)
+            result = run(args.workload, names, executor=executor, seed=args.seed, jobs=args.jobs,
+                         progress=not args.quiet,
+                         vfm_options={"scenarios": args.vfm_scenarios, "efficiency": args.vfm_efficiency,
+                                      "reserve": args.vfm_reserve, "execution": args.vfm_execution,
+                                      "solver": args.vfm_solver})
+            published = published_results(args.workload) if args.jobs is None else {}
+        table = format_table(result, published)
+        print(table, end="")
+        out = args.out if args.out is not None else Path("results") / result["workload"]
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "table.txt").write_text(table)
+        (out / "results.json").write_text(json.dumps(result, indent=1))
+        written = plot(result, out, load(args.workload, args.jobs), published)
+        print(f"wrote {out}/: table.txt, results.json, {', '.join(path.name for path in written)}")
 
 if __name__ == "__main__":
     main()

@@ -66,7 +66,6 @@ Outputs
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import json
 import math
@@ -84,6 +83,7 @@ import scipy
 
 import vfm
 from benchmarks import shockwave_milp
+from benchmarks._cli import Parser
 from vfm.cluster.windows import ACTIVITY, BusiestWindow, busiest_window, resample
 from vfm.cluster.workload import load_workload
 
@@ -482,7 +482,7 @@ def run(sizes: Sequence[int] = tuple(SIZES), runs: int = 5, milp_limit: float = 
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser("benchmarks.solve", __doc__)
     parser.add_argument("--sizes", default=",".join(str(s) for s in SIZES),
                         help=f"comma-separated subset of {','.join(str(s) for s in SIZES)}")
     parser.add_argument("--runs", type=int, default=5, help="timed solves per backend and size (median, min, max)")
@@ -495,16 +495,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--budget", type=float, default=120.0,
                         help="stop repeating a backend on a size after this many seconds (at least one run)")
     args = parser.parse_args(argv)
-    try:
-        sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
-    except ValueError:
-        parser.error(f"--sizes must be comma-separated integers, got {args.sizes!r}")
-    unknown = sorted(set(sizes) - set(SIZES))
-    if unknown or not sizes:
-        parser.error(f"--sizes must be a non-empty subset of {','.join(str(s) for s in SIZES)}, got {args.sizes!r}")
-    if args.runs < 1:
-        parser.error("--runs must be >= 1")
-    run(sizes, args.runs, args.milp_limit, args.skip_milp, args.out, args.rounds, args.activity, args.budget)
+    with parser.reporting():
+        try:
+            sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+        except ValueError:
+            parser.error(f"--sizes must be comma-separated integers, got {args.sizes!r}")
+        unknown = sorted(set(sizes) - set(SIZES))
+        if unknown or not sizes:
+            parser.error(f"--sizes must be a non-empty subset of {','.join(str(s) for s in SIZES)}, got {args.sizes!r}")
+        if args.runs < 1:
+            parser.error("--runs must be >= 1")
+        run(sizes, args.runs, args.milp_limit, args.skip_milp, args.out, args.rounds, args.activity, args.budget)
 
 
 if __name__ == "__main__":

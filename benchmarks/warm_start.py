@@ -12,64 +12,66 @@ shifted by one round (`vfm.jobs.shift_rounds`). Run from the repository root::
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
+from collections.abc import Sequence
 
 import numpy as np
 
 import vfm
+from benchmarks._cli import Parser
 from vfm.cluster.windows import prior_mean_epoch_s
 from vfm.cluster.workload import load_workload
 from vfm.jobs import shift_rounds, window_market
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = Parser("benchmarks.warm_start", __doc__)
     parser.add_argument("--workload", default="shockwave_900jobs_256gpus")
     parser.add_argument("--replans", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    with parser.reporting():
+        workload = load_workload(args.workload)
+        jobs = workload.jobs
+        rounds = args.rounds
+        rng = np.random.default_rng(args.seed)
+        mean_rate = np.array([workload.round_s / prior_mean_epoch_s(job) for job in jobs])
+        drift = np.exp(0.03 * rng.standard_normal((len(jobs), rounds + args.replans)).cumsum(axis=1))
+        rate = mean_rate[:, None] * drift
+        epochs = np.array([job.epochs for job in jobs], dtype=float)
+        gpus = np.array([job.gpus for job in jobs], dtype=float)
+        done = np.zeros(len(jobs))
 
-    workload = load_workload(args.workload)
-    jobs = workload.jobs
-    rounds = args.rounds
-    rng = np.random.default_rng(args.seed)
-    mean_rate = np.array([workload.round_s / prior_mean_epoch_s(job) for job in jobs])
-    drift = np.exp(0.03 * rng.standard_normal((len(jobs), rounds + args.replans)).cumsum(axis=1))
-    rate = mean_rate[:, None] * drift
-    epochs = np.array([job.epochs for job in jobs], dtype=float)
-    gpus = np.array([job.gpus for job in jobs], dtype=float)
-    done = np.zeros(len(jobs))
-
-    rows = []
-    previous = None
-    for replan in range(args.replans + 1):
-        window = window_market(gpus, epochs, done, rate[:, replan : replan + rounds], workload.gpus)
-        started = time.perf_counter()
-        cold = vfm.solve(window.market, "schur-ipm")
-        cold_s = time.perf_counter() - started
-        if previous is not None:
+        rows = []
+        previous = None
+        for replan in range(args.replans + 1):
+            window = window_market(gpus, epochs, done, rate[:, replan : replan + rounds], workload.gpus)
             started = time.perf_counter()
-            warm = vfm.solve(window.market, "schur-ipm", warm_start=shift_rounds(previous))
-            warm_s = time.perf_counter() - started
-            rows.append((cold.iterations, warm.iterations, cold_s, warm_s, cold.relative_gap, warm.relative_gap,
-                         warm.success))
-        previous = cold
-        # The first planned round runs; progress is capped just short of completion.
-        progress = window.schedule(cold)[:, 0] * rate[:, replan]
-        done = np.minimum(done + np.clip(progress, 0.0, None), epochs * (1 - 1e-9))
+            cold = vfm.solve(window.market, "schur-ipm")
+            cold_s = time.perf_counter() - started
+            if previous is not None:
+                started = time.perf_counter()
+                warm = vfm.solve(window.market, "schur-ipm", warm_start=shift_rounds(previous))
+                warm_s = time.perf_counter() - started
+                rows.append((cold.iterations, warm.iterations, cold_s, warm_s, cold.relative_gap, warm.relative_gap,
+                             warm.success))
+            previous = cold
+            # The first planned round runs; progress is capped just short of completion.
+            progress = window.schedule(cold)[:, 0] * rate[:, replan]
+            done = np.minimum(done + np.clip(progress, 0.0, None), epochs * (1 - 1e-9))
 
-    print(f"{args.workload}: {len(jobs)} jobs, {workload.gpus} GPUs, {rounds} rounds, {len(rows)} re-plans")
-    print(f"{'re-plan':>7} {'cold it':>8} {'warm it':>8} {'cold s':>8} {'warm s':>8} {'cold gap':>9} {'warm gap':>9}")
-    for k, (ci, wi, cs, ws, cg, wg, _) in enumerate(rows, start=1):
-        print(f"{k:>7} {ci:>8} {wi:>8} {cs:>8.3f} {ws:>8.3f} {cg:>9.1e} {wg:>9.1e}")
-    cold_it, warm_it = (statistics.median(r[i] for r in rows) for i in (0, 1))
-    cold_s, warm_s = (statistics.median(r[i] for r in rows) for i in (2, 3))
-    print(f"median: cold {cold_it:.0f} iterations / {cold_s * 1e3:.1f} ms, warm {warm_it:.0f} iterations / "
-          f"{warm_s * 1e3:.1f} ms (warm/cold time {warm_s / cold_s:.2f}); "
-          f"all warm solves certified: {all(r[6] for r in rows)}")
+        print(f"{args.workload}: {len(jobs)} jobs, {workload.gpus} GPUs, {rounds} rounds, {len(rows)} re-plans")
+        print(f"{'re-plan':>7} {'cold it':>8} {'warm it':>8} {'cold s':>8} {'warm s':>8} {'cold gap':>9} "
+              f"{'warm gap':>9}")
+        for k, (ci, wi, cs, ws, cg, wg, _) in enumerate(rows, start=1):
+            print(f"{k:>7} {ci:>8} {wi:>8} {cs:>8.3f} {ws:>8.3f} {cg:>9.1e} {wg:>9.1e}")
+        cold_it, warm_it = (statistics.median(r[i] for r in rows) for i in (0, 1))
+        cold_s, warm_s = (statistics.median(r[i] for r in rows) for i in (2, 3))
+        print(f"median: cold {cold_it:.0f} iterations / {cold_s * 1e3:.1f} ms, warm {warm_it:.0f} iterations / "
+              f"{warm_s * 1e3:.1f} ms (warm/cold time {warm_s / cold_s:.2f}); "
+              f"all warm solves certified: {all(r[6] for r in rows)}")
 
 
 if __name__ == "__main__":

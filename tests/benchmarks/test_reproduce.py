@@ -55,17 +55,32 @@ def test_twenty_jobs_on_32_gpus_all_run_from_arrival(result):
         np.testing.assert_allclose(finish, reference, rtol=1e-12, err_msg=name)
 
 
-def test_command_writes_json_and_plots(tmp_path, capsys):
-    out = tmp_path / "out.json"
+def test_command_writes_its_results_folder(tmp_path, capsys):
+    out = tmp_path / "run"
     reproduce.main(["--workload", str(WORKLOAD), "--jobs", "12", "--policies", "vfm,max_min_fairness",
-                    "--executor", "thread", "--json", str(out), "--plots", str(tmp_path / "plots"), "--quiet"])
+                    "--executor", "thread", "--out", str(out), "--quiet"])
     printed = capsys.readouterr().out
     assert "vfm" in printed and "makespan/vfm" in printed
-    document = json.loads(out.read_text())
+    assert printed.splitlines()[-1].startswith(f"wrote {out}/")
+    assert (out / "table.txt").read_text() in printed
+    document = json.loads((out / "results.json").read_text())
     assert set(document) == {"workload", "gpus", "policies"}
     assert set(document["policies"]) == {"vfm", "max_min_fairness"}
     for name in ("metrics.png", "ftf_cdf.png", "occupancy.png"):
-        assert (tmp_path / "plots" / name).stat().st_size > 0
+        assert (out / name).stat().st_size > 0
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--workload", "no_such_workload"], "no workload file 'no_such_workload'"),
+    (["--workload", "shockwave_120jobs_32gpus", "--policies", "gavel"], "unknown policies ['gavel']"),
+    (["--workload", "shockwave_120jobs_32gpus", "--bogus"], "unrecognized arguments: --bogus"),
+])
+def test_bad_input_is_one_line_and_exit_status_2(argv, says, capsys):
+    with pytest.raises(SystemExit) as stop:
+        reproduce.main([*argv, "--quiet", "--executor", "serial"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("python -m benchmarks.reproduce: error: ") and says in err
 
 
 def test_published_numbers_are_matched_to_our_names():

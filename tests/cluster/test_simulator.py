@@ -410,7 +410,7 @@ def test_not_json(tmp_path) -> None:
     file.write_text("{not json")
     with pytest.raises(ValidationError, match="not valid JSON"):
         load_workload(file)
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(FileNotFoundError, match=r"no shipped workload of that name \(shipped: shockwave_120"):
         load_workload("no_such_workload")
 
 

@@ -143,6 +143,14 @@ def test_unknown_execution_is_named():
     ({"rho_max": 0.0}, "rho_max"),
     ({"priority_exponent": float("nan")}, "priority_exponent"),
     ({"reserve": 1.0}, "reserve"),
+    ({"rounds": 0}, "rounds"),
+    ({"round_s": float("nan")}, "round_s"),
+    ({"scenarios": 0}, "scenarios"),
+    ({"solver": "bogus"}, "solver"),
+    ({"forecaster": object()}, "forecaster"),
+    ({"fairness": "yes"}, "fairness"),
+    ({"seed": -1}, "seed"),
+    ({"replan_every": 0}, "replan_every"),
 ])
 def test_bad_planning_options_fail_on_construction(kwargs, name):
     # Checked where the policy is built, not at its first re-plan rounds later.
@@ -162,3 +170,14 @@ def test_a_job_one_epoch_from_its_end_is_not_starved():
     policy.report_progress("almost", [32] * 999)
     served = _run(policy, 2)
     assert "almost" in policy.completed and ["almost"] in served
+
+
+def test_the_shockwave_configuration_is_the_reproductions():
+    policy = Policy.shockwave(256, round_s=120.0, seed=3)
+    assert policy.fairness and policy.execution == "credit" and policy.replan_every == 8 and policy.seed == 3
+    options = policy.options
+    assert (options.rounds, options.round_s, options.rho_max) == (20, 120.0, 1.0)
+    assert (options.efficiency, options.reserve, options.priority_exponent) == (0.05, 0.3, 5.0)
+    # Other cluster sizes take the nearest configured size's exponent; overrides win.
+    assert Policy.shockwave(40).options.priority_exponent == 12.0
+    assert Policy.shockwave(64, efficiency=0.0).options.efficiency == 0.0

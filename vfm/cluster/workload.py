@@ -39,7 +39,7 @@ from vfm.errors import ValidationError
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
-__all__ = ["SHIPPED", "Job", "Workload", "WorkloadArrays", "load_workload", "workload_from_dict"]
+__all__ = ["SHIPPED", "Job", "Workload", "WorkloadArrays", "load_workload", "shipped_workloads", "workload_from_dict"]
 
 #: The shipped workloads (and the artifact's published results), loadable by name.
 SHIPPED = Path(__file__).resolve().parent / "data" / "shockwave"
@@ -372,6 +372,11 @@ def workload_from_dict(raw: Any, default_name: str = "workload") -> Workload:
     return Workload(name=name, gpus=int(capacity), round_s=float(round_s), jobs=tuple(built))
 
 
+def shipped_workloads() -> list[str]:
+    """The names of the shipped workloads (`load_workload` takes them)."""
+    return sorted(path.stem for path in SHIPPED.glob("shockwave_*.json"))
+
+
 def load_workload(path_or_name: str | Path) -> Workload:
     """Read and check a workload file.
 
@@ -400,6 +405,9 @@ def load_workload(path_or_name: str | Path) -> Workload:
     path = Path(path_or_name)
     if not path.exists() and path.parent == Path("."):
         path = SHIPPED / (path.name if path.suffix == ".json" else f"{path.name}.json")
+    if not path.is_file():
+        raise FileNotFoundError(f"no workload file {str(path_or_name)!r}, and no shipped workload of that name "
+                                f"(shipped: {', '.join(shipped_workloads())})")
     with open(path) as handle:
         try:
             raw = json.load(handle)

@@ -120,12 +120,19 @@ class Policy:
             raise ValidationError(f"capacity must be a positive whole number of GPUs, got {capacity!r}")
         if isinstance(replan_every, bool) or not isinstance(replan_every, int | np.integer) or replan_every < 1:
             raise ValidationError(f"replan_every must be a positive whole number of rounds, got {replan_every!r}")
+        if forecaster is not None and not isinstance(forecaster, Forecaster):
+            raise ValidationError(f"forecaster must implement vfm.forecast.Forecaster (remaining_runtime, "
+                                  f"epochs_per_round, sample_epochs_per_round), got {type(forecaster).__name__}")
+        if not isinstance(fairness, bool | np.bool_):
+            raise ValidationError(f"fairness must be True or False, got {fairness!r}")
+        if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+            raise ValidationError(f"seed must be a non-negative whole number, got {seed!r}")
         self.options = (PlanOptions() if options is None else options).updated(**overrides)
         self.capacity = int(capacity)
         self.replan_every = min(int(replan_every), self.options.rounds)
         self.forecaster = DirichletForecaster() if forecaster is None else forecaster
-        self.seed = seed
-        self.fairness = fairness
+        self.seed = int(seed)
+        self.fairness = bool(fairness)
         self._jobs: dict[Hashable, _Job] = {}
         self._completed: list[Hashable] = []
         self._plan: Plan | None = None

@@ -1,0 +1,36 @@
+"""Every command line of benchmarks/: named `python -m benchmarks.<name>` in --help, bad input as
+one line on stderr with exit status 2 (benchmarks/_cli.py)."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+COMMANDS = ["reproduce", "determinism", "plan", "solve", "demo", "warm_start", "calibrate_tolerances"]
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_help_names_the_command(name, capsys):
+    with pytest.raises(SystemExit) as stop:
+        importlib.import_module(f"benchmarks.{name}").main(["--help"])
+    assert stop.value.code == 0
+    assert capsys.readouterr().out.startswith(f"usage: python -m benchmarks.{name} ")
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_an_unknown_option_is_one_line(name, capsys):
+    with pytest.raises(SystemExit) as stop:
+        importlib.import_module(f"benchmarks.{name}").main(["--no-such-option"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"python -m benchmarks.{name}: error: ")
+
+
+@pytest.mark.parametrize("name", ["demo", "warm_start", "determinism"])
+def test_a_missing_workload_is_one_line(name, capsys):
+    with pytest.raises(SystemExit) as stop:
+        importlib.import_module(f"benchmarks.{name}").main(["--workload", "no_such_workload"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no workload file 'no_such_workload'" in err
