@@ -289,7 +289,8 @@ class AlloX(RoundPolicy):
     matched to the waiting jobs by `allox_positions` on their estimated remaining times, and
     jobs start in matching order (fewest jobs ahead first, then shortest), first-fit on whole
     gangs; first-fit walks every waiting job, so idle GPUs are filled (work conservation).
-    Source: ``scheduler/policies/allox.py`` (``AlloXPolicy``, alpha = 1) of uw-mad-dash/shockwave.
+    Source: ``scheduler/policies/allox.py`` (``AlloXPolicy``) of uw-mad-dash/shockwave, with alpha = 1
+    (the artifact builds it with alpha = 0.2: docs/baselines.md).
     """
 
     name = "allox"
