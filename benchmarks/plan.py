@@ -77,8 +77,8 @@ from benchmarks.solve import _jsonable
 from vfm.cluster import windows
 from vfm.cluster.workload import load_workload
 from vfm.forecast import DirichletForecaster, JobStates
+from vfm.planner import Policy
 from vfm.planner.plan import plan
-from vfm.planner.policy import SHOCKWAVE_EFFICIENCY, SHOCKWAVE_PRIORITY_EXPONENT, SHOCKWAVE_RESERVE
 
 OUT = Path(__file__).resolve().parent / "results"
 #: size -> workload file (its GPUs are in the file: 32 / 128 / 256).
@@ -115,12 +115,11 @@ def tiled_window(jobs: int = SYNTHETIC_JOBS, gpus: int = SYNTHETIC_GPUS,
 
 
 def shockwave_options(states: JobStates, capacity: int) -> dict[str, Any]:
-    """`plan` options of the reproduction's `vfm` policy at 256 GPUs, with each job's equal-share
-    finish from now as its finish-time target."""
+    """`plan` arguments of the reproduction's `vfm` policy (`Policy.shockwave`'s planning options
+    on `capacity` GPUs), with each job's equal-share finish from now as its finish-time target."""
     share = min(1.0, capacity / states.n_jobs)
     targets = np.maximum(np.asarray(DirichletForecaster().remaining_runtime(states)) / share, 1.0)
-    return {"fair_finish_s": targets, "rho_max": 1.0, "priority_exponent": SHOCKWAVE_PRIORITY_EXPONENT[256],
-            "efficiency": SHOCKWAVE_EFFICIENCY, "reserve": SHOCKWAVE_RESERVE}
+    return {"options": Policy.shockwave(capacity).options, "fair_finish_s": targets}
 
 
 def time_plans(states: JobStates, gpus: np.ndarray, capacity: int, scenarios: int, runs: int,

@@ -110,3 +110,9 @@ def first_bad(bad: NDArray[np.bool_]) -> int | None:
     """The index of the first True entry of `bad`, or None."""
     hits = np.flatnonzero(bad)
     return int(hits[0]) if hits.size else None
+
+
+def is_whole(value: object) -> bool:
+    """Whether `value` is an integer (Python or NumPy), not a bool: the type check of every
+    "positive whole number" argument, whose range and message the caller states."""
+    return not isinstance(value, bool) and isinstance(value, int | np.integer)

@@ -27,6 +27,7 @@ from collections.abc import Hashable, Mapping, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
+from vfm._validation import is_whole
 from vfm.errors import ValidationError
 from vfm.planner.rounding import first_fit
 
@@ -123,7 +124,7 @@ class RoundPolicy(ABC):
     name = "round"
 
     def __init__(self, capacity: int, round_s: float = 120.0, seed: int = 0) -> None:
-        if isinstance(capacity, bool) or not isinstance(capacity, int | np.integer) or capacity < 1:
+        if not is_whole(capacity) or capacity < 1:
             raise ValidationError(f"capacity must be a positive whole number of GPUs, got {capacity!r}")
         if not (np.isfinite(round_s) and round_s > 0):
             raise ValidationError(f"round_s must be > 0, got {round_s!r}")
@@ -164,13 +165,13 @@ class RoundPolicy(ABC):
         """
         if job_id in self.table.row:
             raise ValidationError(f"job {job_id!r} is already in the policy; remove it first")
-        if isinstance(gpus, bool) or not isinstance(gpus, int | np.integer) or not 1 <= gpus <= self.capacity:
+        if not is_whole(gpus) or not 1 <= gpus <= self.capacity:
             raise ValidationError(f"gpus of job {job_id!r} must be a whole number in 1..{self.capacity}, got {gpus!r}")
         reg = {float(b): float(d) for b, d in dict(regimes).items()}
         if not reg or not all(np.isfinite(d) and d > 0 for d in reg.values()):
             raise ValidationError(
                 f"regimes of job {job_id!r} must map batch sizes to epoch seconds > 0, got {regimes!r}")
-        if isinstance(epochs, bool) or not isinstance(epochs, int | np.integer) or epochs < 1:
+        if not is_whole(epochs) or epochs < 1:
             raise ValidationError(f"epochs of job {job_id!r} must be a positive whole number, got {epochs!r}")
         row = self.table.add(job_id, int(gpus), reg, int(epochs), self.clock_s, self._seq)
         self._seq += 1

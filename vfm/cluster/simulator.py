@@ -29,8 +29,9 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
+from vfm._validation import first_bad, is_whole
 from vfm.cluster.protocol import SchedulingPolicy
-from vfm.cluster.workload import Workload, first_bad
+from vfm.cluster.workload import Workload
 from vfm.errors import PolicyError, ValidationError
 
 FloatArray = NDArray[np.float64]
@@ -207,7 +208,7 @@ def simulate(workload: Workload, policy: SchedulingPolicy, *, round_s: float | N
         raise ValidationError(f"restart_s must be in [0, round_s = {round_s:g}), got {restart_s!r}")
     if max_rounds is None:
         max_rounds = default_max_rounds(workload, round_s, restart_s)
-    elif isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
+    elif not is_whole(max_rounds) or max_rounds < 1:
         raise ValidationError(f"max_rounds must be a positive integer, got {max_rounds!r}")
 
     trace = _Trace(workload)

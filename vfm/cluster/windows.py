@@ -123,17 +123,22 @@ class BusiestWindow:
     epochs: np.ndarray  # (n,)
 
 
-def busiest_window(workload: Workload | WorkloadArrays, rounds: int = 20,
-                   activity: str = "equal-share") -> BusiestWindow:
-    """The job window of `rounds` rounds at the busiest moment of `workload` (equal budgets)."""
-    arrays = workload.arrays() if isinstance(workload, Workload) else workload
+def _busiest_jobs(arrays: WorkloadArrays, activity: str) -> tuple[float, np.ndarray, WorkloadArrays, np.ndarray]:
+    """The busiest moment, the rows of the jobs active then, their arrays and their whole epochs done."""
     moment, active, elapsed = busiest_moment(arrays, activity)
     jobs = np.flatnonzero(active)
     sub = arrays.take(jobs)
     # Whole epochs finished (the scheduler observes finished epochs only); the window starts
     # from that epoch's boundary. The guard keeps a job a hair from its end in the window.
-    done = np.floor(sub.epochs_after(elapsed[jobs, None])[:, 0] + 1e-9)
-    done = np.clip(done, 0, sub.epochs - 1)
+    done = np.clip(np.floor(sub.epochs_after(elapsed[jobs, None])[:, 0] + 1e-9), 0, sub.epochs - 1)
+    return moment, jobs, sub, done
+
+
+def busiest_window(workload: Workload | WorkloadArrays, rounds: int = 20,
+                   activity: str = "equal-share") -> BusiestWindow:
+    """The job window of `rounds` rounds at the busiest moment of `workload` (equal budgets)."""
+    arrays = workload.arrays() if isinstance(workload, Workload) else workload
+    moment, jobs, sub, done = _busiest_jobs(arrays, activity)
     start = sub.seconds_until(done)
     edges = start[:, None] + sub.round_s * np.arange(rounds + 1)[None, :]
     rate = np.diff(sub.epochs_after(edges), axis=1)
@@ -153,13 +158,9 @@ def busiest_states(workload: Workload, activity: str = "equal-share") -> tuple[J
     first epochs of its profile, as many as `busiest_window` counts done), the gang sizes, shape
     (n,), and the cluster's GPUs.
     """
-    arrays = workload.arrays()
-    _, active, elapsed = busiest_moment(arrays, activity)
-    rows = np.flatnonzero(active)
-    sub = arrays.take(rows)
-    done = np.clip(np.floor(sub.epochs_after(elapsed[rows, None])[:, 0] + 1e-9), 0, sub.epochs - 1).astype(int)
+    _, rows, sub, done = _busiest_jobs(workload.arrays(), activity)
     jobs = [workload.jobs[i] for i in rows]
     states = JobStates.from_lists([job.epochs for job in jobs], [job.regimes for job in jobs],
-                                  [job.batch_size[:d].tolist() for job, d in zip(jobs, done, strict=True)],
+                                  [job.batch_size[: int(d)].tolist() for job, d in zip(jobs, done, strict=True)],
                                   job_ids=[job.id for job in jobs])
     return states, np.asarray(sub.gpus), workload.gpus

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from vfm._validation import first_bad
+from vfm._validation import first_bad, is_whole
 from vfm.errors import ValidationError
 
 FloatArray = NDArray[np.float64]
@@ -120,7 +120,7 @@ class Workload:
 
     def head(self, jobs: int) -> Workload:
         """The first `jobs` jobs (same cluster and round), named ``name[:jobs]``."""
-        if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        if not is_whole(jobs) or jobs < 1:
             raise ValidationError(f"jobs must be a positive whole number, got {jobs!r}")
         return Workload(name=f"{self.name}[:{jobs}]", gpus=self.gpus, round_s=self.round_s, jobs=self.jobs[:jobs])
 

@@ -30,7 +30,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from vfm._validation import FloatArray, as_real_array, job_name, real_array, require_per_job
+from vfm._validation import FloatArray, as_real_array, is_whole, job_name, real_array, require_per_job
 from vfm.errors import ValidationError
 
 BoolArray = NDArray[np.bool_]
@@ -334,7 +334,7 @@ def check_horizon(rounds: int, round_s: float, scenarios: int | None = None) -> 
     for name, value in (("rounds", rounds), ("scenarios", scenarios)):
         if value is None:
             continue
-        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        if not is_whole(value) or value < 1:
             raise ValidationError(f"{name} must be a positive whole number, got {value!r}")
     if isinstance(round_s, bool) or not isinstance(round_s, int | float | np.integer | np.floating) or not (
         np.isfinite(round_s) and round_s > 0

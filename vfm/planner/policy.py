@@ -32,6 +32,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from vfm._validation import is_whole
 from vfm.errors import ValidationError
 from vfm.forecast import DirichletForecaster, Forecaster, JobStates
 from vfm.planner.options import PlanOptions
@@ -116,16 +117,16 @@ class Policy:
         execution: Literal["credit", "window"] = "credit",
         **overrides: Any,
     ) -> None:
-        if isinstance(capacity, bool) or not isinstance(capacity, int | np.integer) or capacity < 1:
+        if not is_whole(capacity) or capacity < 1:
             raise ValidationError(f"capacity must be a positive whole number of GPUs, got {capacity!r}")
-        if isinstance(replan_every, bool) or not isinstance(replan_every, int | np.integer) or replan_every < 1:
+        if not is_whole(replan_every) or replan_every < 1:
             raise ValidationError(f"replan_every must be a positive whole number of rounds, got {replan_every!r}")
         if forecaster is not None and not isinstance(forecaster, Forecaster):
             raise ValidationError(f"forecaster must implement vfm.forecast.Forecaster (remaining_runtime, "
                                   f"epochs_per_round, sample_epochs_per_round), got {type(forecaster).__name__}")
         if not isinstance(fairness, bool | np.bool_):
             raise ValidationError(f"fairness must be True or False, got {fairness!r}")
-        if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        if not is_whole(seed) or seed < 0:
             raise ValidationError(f"seed must be a non-negative whole number, got {seed!r}")
         self.options = (PlanOptions() if options is None else options).updated(**overrides)
         self.capacity = int(capacity)
@@ -198,7 +199,7 @@ class Policy:
         """
         if job_id in self._jobs:
             raise ValidationError(f"job {job_id!r} is already in the policy; remove it first")
-        if isinstance(gpus, bool) or not isinstance(gpus, int | np.integer) or gpus < 1:
+        if not is_whole(gpus) or gpus < 1:
             raise ValidationError(f"gpus of job {job_id!r} must be a positive whole number of GPUs, got {gpus!r}")
         if gpus > self.capacity:
             raise ValidationError(f"gpus of job {job_id!r} ({gpus}) is wider than the cluster ({self.capacity} GPUs)")

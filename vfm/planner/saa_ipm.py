@@ -660,7 +660,7 @@ class _NewtonSystem:
         # cancels at the end of a solve (d reaches 1e7 where the value is 1e-3), and a preconditioner
         # with a wrong corner costs the conjugate gradients tens of steps.
         solved, loads, correction = system._woodbury(coupling)
-        corner_schur = _corner_without_capacity(data, point, work, root) + float(loads @ correction)
+        corner_schur = _corner_without_capacity(data, point, work, root, blocks.dense) + float(loads @ correction)
         return replace(system, coupling=coupling, corner=corner, coupling_solved=solved,
                        corner_schur=max(corner_schur, longest.z_zeta / longest.zeta))
 
@@ -766,22 +766,20 @@ class _NewtonSystem:
                           largest, sigma)
 
 
-def _corner_without_capacity(data: _Data, point: _Point, work: _Workspace, root: FloatArray) -> float:
+def _corner_without_capacity(data: _Data, point: _Point, work: _Workspace, root: FloatArray, dense: bool) -> float:
     r"""The efficiency border's Schur complement without the capacity coupling, term by term.
 
     Job i's block is :math:`K_{0,i} + \rho_i \mathbf 1 \mathbf 1^\top` (:math:`\rho = \rho^f + \rho^e`,
     the FTF and efficiency rows' curvatures) and its border column :math:`\rho^e_i \mathbf 1`, so its
     part of :math:`d - c^\top K^{-1} c` is
     :math:`\rho^e_i - (\rho^e_i)^2 a_i / (1 + \rho_i a_i) = \rho^e_i (1 + \rho^f_i a_i) / (1 + \rho_i a_i)`,
-    :math:`a_i = \mathbf 1^\top K_{0,i}^{-1} \mathbf 1` (`_kernels.row_free_loads`): positive, with
-    no difference of large numbers."""
+    :math:`a_i = \mathbf 1^\top K_{0,i}^{-1} \mathbf 1` (`_kernels.row_free_loads`, `dense` in the form
+    `_BlockFactor` factored the whole blocks in): positive, with no difference of large numbers."""
     longest = point.longest
     rho_f = np.where(data.constrained, point.z_f / point.s_f, 0.0)
     rho_e = np.where(data.efficient, longest.z_e / longest.s_e, 0.0)
     loads = np.empty(rho_f.shape)
-    scenarios = data.progress.shape[1]
-    dense = scenarios + 1 > _LOW_RANK_COLUMNS  # the form `_BlockFactor.of` factors the whole blocks in
-    _kernels.row_free_loads(work.scaled, scenarios, root, data.active, dense, loads)
+    _kernels.row_free_loads(work.scaled, data.progress.shape[1], root, data.active, dense, loads)
     if not np.isfinite(loads).all():
         raise np.linalg.LinAlgError("a job's Newton block is not numerically positive definite")
     return float((rho_e * (1.0 + rho_f * loads) / (1.0 + (rho_f + rho_e) * loads)).sum()) \
@@ -824,6 +822,11 @@ class _BlockFactor:
         if not _kernels.dense_factor(scaled, work.lower_inverse):
             raise np.linalg.LinAlgError("a job's Newton block is not numerically positive definite")
         return cls(work.lower_inverse, None, None)
+
+    @property
+    def dense(self) -> bool:
+        """Whether the blocks were factored as dense Cholesky factors (else in low-rank form)."""
+        return self.lower_inverse is not None
 
     def inverse(self, root: FloatArray, vector: FloatArray, g: FloatArray) -> tuple[FloatArray, FloatArray]:
         r""":math:`K_i^{-1} v_i = D_i^{-1/2} F_i^\top F_i D_i^{-1/2} v_i` for every job, shape (n, T), and
