@@ -12,6 +12,12 @@ per-round Fisher market), and the baselines of `vfm.cluster.baselines` (``max_mi
 ``finish_time_fairness``, ``gandiva_fair``, ``allox``, ``max_sum_throughput``,
 ``min_total_duration``).
 
+Mechanics (``--mechanics``, default ``both``)
+    Every policy runs in our simulator (`vfm.cluster.simulator`). With ``both`` or ``artifact``,
+    each baseline the Shockwave artifact has also runs under the artifact's own mechanics and
+    Gavel round mechanism (`vfm.cluster.artifact`), as the row ``artifact:<name>``: those are the
+    numbers to hold against the published ones.
+
 Parallelism
     Each policy is one task, run through a `concurrent.futures.Executor`: a local process pool
     by default (``--executor process``, ``--workers``), or ``thread`` / ``serial``, or ``dask``:
@@ -48,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._cli import Parser
-from vfm.cluster import BASELINES, SchedulingPolicy, Workload, load_workload, simulate, summarize
+from vfm.cluster import BASELINES, SchedulingPolicy, Workload, artifact, load_workload, simulate, summarize
 from vfm.cluster.workload import SHIPPED
 from vfm.planner import Policy
 from vfm.planner.policy import SHOCKWAVE_EFFICIENCY, SHOCKWAVE_RESERVE
@@ -69,6 +75,17 @@ POLICIES: dict[str, Callable[[int, float, int], SchedulingPolicy]] = {"vfm": vfm
 #: Our policy names -> the keys of the artifact's canonical results.
 PUBLISHED_NAMES = {"vfm": "shockwave", "max_sum_throughput": "max_sum_throughput_perf"}
 METRICS = ("makespan_s", "avg_jct_s", "worst_ftf", "unfair_pct", "utilization")
+#: Baselines also run under the artifact's mechanics (`vfm.cluster.artifact`), as "artifact:<name>".
+ARTIFACT = "artifact:"
+ARTIFACT_BASELINES = [name for name in BASELINES if PUBLISHED_NAMES.get(name, name) in artifact.ALLOCATIONS]
+
+
+def with_artifact_runs(policies: Sequence[str], mechanics: str) -> list[str]:
+    """`policies` under our mechanics, the artifact's ("artifact:<name>" for each baseline the
+    artifact has), or both (``mechanics``: ``ours``, ``artifact``, ``both``)."""
+    ours = [name for name in policies if not name.startswith(ARTIFACT)]
+    theirs = [ARTIFACT + name for name in ours if name in ARTIFACT_BASELINES]
+    return {"ours": ours, "artifact": theirs, "both": ours + theirs}[mechanics]
 
 
 def load(workload_path: str | Path, jobs: int | None = None) -> Workload:
@@ -86,6 +103,9 @@ def run_policy(workload_path: str, name: str, seed: int = 0, jobs: int | None = 
     A module-level function of plain arguments, so that any executor can ship it to a worker.
     """
     workload = load(workload_path, jobs)
+    if name.startswith(ARTIFACT):
+        baseline = name.removeprefix(ARTIFACT)
+        return summarize(artifact.simulate(workload, PUBLISHED_NAMES.get(baseline, baseline)))
     if name == "vfm":
         policy: SchedulingPolicy = vfm_policy(workload.gpus, workload.round_s, seed, **(vfm_options or {}))
     else:
@@ -125,9 +145,11 @@ def run(workload_path: str | Path, policies: Sequence[str] = tuple(POLICIES), *,
         executor: futures.Executor | None = None, seed: int = 0, jobs: int | None = None,
         progress: bool = False, vfm_options: dict[str, Any] | None = None) -> dict[str, Any]:
     """Run `policies` on the workload through `executor` (default: serial); the JSON document."""
-    unknown = [name for name in policies if name not in POLICIES]
+    unknown = [name for name in policies if name not in POLICIES
+               and name.removeprefix(ARTIFACT) not in ARTIFACT_BASELINES]
     if unknown:
-        raise ValueError(f"unknown policies {unknown}; choose from {', '.join(POLICIES)}")
+        raise ValueError(f"unknown policies {unknown}; choose from {', '.join(POLICIES)} "
+                         f"(and artifact:<name> for {', '.join(ARTIFACT_BASELINES)})")
     workload = load(workload_path, jobs)
     with ExitStack() as stack:
         pool = executor if executor is not None else stack.enter_context(_SerialExecutor())
@@ -156,7 +178,8 @@ def published_results(workload_path: str | Path) -> dict[str, dict[str, Any]]:
         return {}
     published = json.loads(canonical.read_text())["policies"]
     names = {PUBLISHED_NAMES.get(name, name): name for name in POLICIES}
-    return {names[key]: value for key, value in published.items() if key in names}
+    ours = {names[key]: value for key, value in published.items() if key in names}
+    return {**ours, **{ARTIFACT + name: ours[name] for name in ARTIFACT_BASELINES if name in ours}}
 
 
 def format_table(result: dict[str, Any], published: dict[str, dict[str, Any]] | None = None) -> str:
@@ -166,16 +189,16 @@ def format_table(result: dict[str, Any], published: dict[str, dict[str, Any]] | 
     policies = result["policies"]
     reference = policies.get("vfm")
     add(f"{result['workload']}: {result['gpus']} GPUs")
-    header = (f"{'policy':22s} {'makespan s':>11s} {'avg JCT s':>10s} {'worst FTF':>9s} {'unfair %':>8s} "
+    header = (f"{'policy':29s} {'makespan s':>11s} {'avg JCT s':>10s} {'worst FTF':>9s} {'unfair %':>8s} "
               f"{'util':>6s} {'plan med/max ms':>16s}")
     if reference is not None:
         header += f" {'makespan/vfm':>12s} {'FTF/vfm':>8s}"
     if published:
-        header += f" | {'published makespan':>18s} {'worst FTF':>9s} {'unfair %':>8s}"
+        header += f" | {'published makespan':>18s} {'avg JCT':>8s} {'worst FTF':>9s} {'unfair %':>8s}"
     add(header)
     for name, row in policies.items():
         planner = row["planner_s"]
-        line = (f"{name:22s} {row['makespan_s']:11.1f} {row['avg_jct_s']:10.1f} {row['worst_ftf']:9.3f} "
+        line = (f"{name:29s} {row['makespan_s']:11.1f} {row['avg_jct_s']:10.1f} {row['worst_ftf']:9.3f} "
                 f"{row['unfair_pct']:8.2f} {row['utilization']:6.3f} "
                 f"{1e3 * planner['median']:7.1f}/{1e3 * planner['max']:<8.1f}")
         if reference is not None:
@@ -183,7 +206,8 @@ def format_table(result: dict[str, Any], published: dict[str, dict[str, Any]] | 
                      f" {row['worst_ftf'] / reference['worst_ftf']:8.3f}")
         if published and name in published:
             paper = published[name]
-            line += f" | {paper['makespan_s']:18.1f} {paper['worst_ftf']:9.3f} {paper['unfair_pct']:8.2f}"
+            line += (f" | {paper['makespan_s']:18.1f} {paper['avg_jct_s']:8.1f} {paper['worst_ftf']:9.3f} "
+                     f"{paper['unfair_pct']:8.2f}")
         add(line)
     for name, row in policies.items():
         replans = row.get("replans", {})
@@ -223,7 +247,11 @@ def plot(result: dict[str, Any], directory: Path, workload: Workload,
         ours = policies.get("vfm", {}).get(key) if relative else 1.0
         if not ours:
             ours, relative = 1.0, False
-        axis.bar(names, [policies[name][key] / ours for name in names], color="tab:blue", label="ours")
+        for mechanics, color in (("ours", "tab:blue"), ("artifact", "tab:orange")):
+            shown_here = [name for name in names if name.startswith(ARTIFACT) == (mechanics == "artifact")]
+            if shown_here:
+                axis.bar(shown_here, [policies[name][key] / ours for name in shown_here], color=color,
+                         label=f"{mechanics} mechanics")
         paper_ours = published.get("vfm", {}).get(key) if relative else 1.0
         marked = [(k, published[name][key] / paper_ours) for k, name in enumerate(names)
                   if paper_ours and key in published.get(name, {})]
@@ -279,6 +307,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--workload", required=True,
                         help="a workload JSON file, or a shipped one's name (e.g. shockwave_120jobs_32gpus)")
     parser.add_argument("--policies", default=",".join(POLICIES), help="comma-separated policy names")
+    parser.add_argument("--mechanics", default="both", choices=("ours", "artifact", "both"),
+                        help="run the baselines under our simulator's mechanics, the Shockwave artifact's "
+                             "(vfm.cluster.artifact; rows artifact:<name>), or both (default)")
     parser.add_argument("--out", type=Path,
                         help="the results folder: table.txt, results.json and the plots (default results/<workload>)")
     parser.add_argument("--executor", default="process", choices=("process", "thread", "serial", "dask"))
@@ -299,7 +330,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help=f"the vfm policy's planning backend (default {VFM_SOLVER})")
     args = parser.parse_args(argv)
     with parser.reporting():
-        names = [name.strip() for name in args.policies.split(",") if name.strip()]
+        names = with_artifact_runs([name.strip() for name in args.policies.split(",") if name.strip()],
+                                   args.mechanics)
         with ExitStack() as stack:
             executor = _executor(args.executor, args.workers, stack)
             result = run(args.workload, names, executor=executor, seed=args.seed, jobs=args.jobs,

@@ -9,6 +9,8 @@ and the baselines.
 - `vfm.cluster.metrics`: makespan, JCT, finish-time fairness, utilization; `summarize`.
 - `vfm.cluster.baselines`: the paper's baselines (`BASELINES`) and the static market.
 - `vfm.cluster.windows`: planning windows built from a workload (benchmark and test instances).
+- `vfm.cluster.artifact`: the Shockwave artifact's simulator mechanics and its baselines as it
+  runs them, which reproduce the paper's published baseline numbers.
 
 The vfm policy itself is `vfm.planner.Policy`; `vfm.planner.Policy.shockwave` is the configuration
 the reproduction runs.

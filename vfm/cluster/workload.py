@@ -39,7 +39,8 @@ from vfm.errors import ValidationError
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
-__all__ = ["SHIPPED", "Job", "Workload", "WorkloadArrays", "load_workload", "shipped_workloads", "workload_from_dict"]
+__all__ = ["SHIPPED", "Job", "Training", "Workload", "WorkloadArrays", "load_workload", "shipped_workloads",
+           "workload_from_dict"]
 
 #: The shipped workloads (and the artifact's published results), loadable by name.
 SHIPPED = Path(__file__).resolve().parent / "data" / "shockwave"
@@ -47,6 +48,35 @@ SHIPPED = Path(__file__).resolve().parent / "data" / "shockwave"
 # A file's own `isolated_s`, when present, must agree with the sum of its epoch durations this
 # closely: the shipped files carry six decimals, so anything looser than rounding is an error.
 _ISOLATED_RTOL = 1e-6
+
+
+#: How a job's batch size evolves in the Shockwave artifact's simulator.
+ADAPTATIONS = ("static", "gns", "accordion")
+
+
+@dataclass(frozen=True)
+class Training:
+    """A job's training run in steps, as the Shockwave artifact's simulator describes it.
+
+    Optional in a workload file (all four fields of a job or none); only
+    `vfm.cluster.artifact` needs it.
+
+    Attributes
+    ----------
+    model : str
+        The model's name in the throughput table (``"ResNet-18"``, ``"LM"``, ...).
+    adaptation : {"static", "gns", "accordion"}
+        How the artifact's simulator changes the batch size while the job runs.
+    total_steps : int
+        Training steps at the initial batch size (``batch_size[0]`` of the job).
+    samples_per_epoch : int
+        Dataset size: an epoch at batch size ``b`` is ``ceil(samples_per_epoch / b)`` steps.
+    """
+
+    model: str
+    adaptation: str
+    total_steps: int
+    samples_per_epoch: int
 
 
 @dataclass(frozen=True, eq=False)
@@ -69,6 +99,9 @@ class Job:
         Batch size of each epoch (its regime), expanded from the phases.
     epoch_s : ndarray, shape (epochs,)
         Duration of each epoch in seconds, expanded from the phases.
+    training : Training or None
+        The job in training steps, when the file gives ``model``, ``adaptation``,
+        ``total_steps`` and ``samples_per_epoch``.
     """
 
     id: Hashable
@@ -78,6 +111,7 @@ class Job:
     isolated_s: float
     batch_size: FloatArray
     epoch_s: FloatArray
+    training: Training | None = None
 
     @property
     def regimes(self) -> dict[float, float]:
@@ -97,12 +131,16 @@ class Workload:
     round_s : float
         Round length in seconds.
     jobs : tuple of Job, length n
+    throughputs : str or None
+        The throughput set (of ``gpu_types_throughputs.json``) the jobs' profiles come from,
+        when the file names one (``"tacc"`` for the shipped workloads).
     """
 
     name: str
     gpus: int
     round_s: float
     jobs: tuple[Job, ...]
+    throughputs: str | None = None
 
     @property
     def n_jobs(self) -> int:
@@ -122,7 +160,8 @@ class Workload:
         """The first `jobs` jobs (same cluster and round), named ``name[:jobs]``."""
         if not is_whole(jobs) or jobs < 1:
             raise ValidationError(f"jobs must be a positive whole number, got {jobs!r}")
-        return Workload(name=f"{self.name}[:{jobs}]", gpus=self.gpus, round_s=self.round_s, jobs=self.jobs[:jobs])
+        return Workload(name=f"{self.name}[:{jobs}]", gpus=self.gpus, round_s=self.round_s, jobs=self.jobs[:jobs],
+                        throughputs=self.throughputs)
 
     def arrays(self) -> WorkloadArrays:
         """The workload as arrays (`WorkloadArrays`)."""
@@ -255,6 +294,31 @@ def _read_field(record: Mapping[str, Any], field: str, where: str, *, whole: boo
     return float(value)
 
 
+_TRAINING_FIELDS = ("model", "adaptation", "total_steps", "samples_per_epoch")
+
+
+def _read_training(job: Mapping[str, Any], where: str) -> Training | None:
+    """The job's `Training`, None when the file gives none of its fields."""
+    given = [field for field in _TRAINING_FIELDS if field in job]
+    if not given:
+        return None
+    if len(given) < len(_TRAINING_FIELDS):
+        missing = next(field for field in _TRAINING_FIELDS if field not in job)
+        raise ValidationError(f"{where}: missing field {missing!r} (a job gives all of "
+                              f"{', '.join(_TRAINING_FIELDS)} or none)")
+    model, adaptation = job["model"], job["adaptation"]
+    if not isinstance(model, str) or not model:
+        raise ValidationError(f"{where}: model must be a non-empty string, got {model!r}")
+    if adaptation not in ADAPTATIONS:
+        raise ValidationError(f"{where}: adaptation must be one of {', '.join(ADAPTATIONS)}, got {adaptation!r}")
+    steps = _read_field(job, "total_steps", where, whole=True)
+    samples = _read_field(job, "samples_per_epoch", where, whole=True)
+    if steps < 1 or samples < 1:
+        field, value = ("total_steps", steps) if steps < 1 else ("samples_per_epoch", samples)
+        raise ValidationError(f"{where}: {field} must be >= 1, got {value:g}")
+    return Training(model=model, adaptation=adaptation, total_steps=int(steps), samples_per_epoch=int(samples))
+
+
 def workload_from_dict(raw: Any, default_name: str = "workload") -> Workload:
     """Check a decoded workload file (the JSON object) and build the `Workload`.
 
@@ -284,6 +348,7 @@ def workload_from_dict(raw: Any, default_name: str = "workload") -> Workload:
     phase_rows: list[tuple[float, float, float]] = []  # (epochs, batch_size, epoch_s)
     phase_job: list[int] = []
     phase_index: list[int] = []
+    trainings: list[Training | None] = []
     for index, job in enumerate(jobs):
         if not isinstance(job, Mapping):
             raise ValidationError(f"job {index}: must be a JSON object, got {type(job).__name__}")
@@ -299,6 +364,7 @@ def workload_from_dict(raw: Any, default_name: str = "workload") -> Workload:
         scalars[index, 2] = _read_field(job, "epochs", where, whole=True)
         if "isolated_s" in job:
             stated_isolated[index] = _read_field(job, "isolated_s", where, whole=False)
+        trainings.append(_read_training(job, where))
         phases = job.get("phases")
         if not isinstance(phases, list) or not phases:
             raise ValidationError(f"{where}: 'phases' must be a non-empty list"
@@ -368,8 +434,12 @@ def workload_from_dict(raw: Any, default_name: str = "workload") -> Workload:
         durations[index].setflags(write=False)
         built.append(Job(id=job_id, arrival_s=float(arrival_s[index]), gpus=int(gang[index]),
                          epochs=int(epochs[index]), isolated_s=float(isolated[index]),
-                         batch_size=batches[index], epoch_s=durations[index]))
-    return Workload(name=name, gpus=int(capacity), round_s=float(round_s), jobs=tuple(built))
+                         batch_size=batches[index], epoch_s=durations[index], training=trainings[index]))
+    throughputs = raw.get("throughputs")
+    if throughputs is not None and not isinstance(throughputs, str):
+        raise ValidationError(f"workload: throughputs must name a throughput set (a string), got {throughputs!r}")
+    return Workload(name=name, gpus=int(capacity), round_s=float(round_s), jobs=tuple(built),
+                    throughputs=throughputs)
 
 
 def shipped_workloads() -> list[str]:

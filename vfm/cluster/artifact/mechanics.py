@@ -1,0 +1,355 @@
+"""The Shockwave artifact's simulator and Gavel's round mechanism, for its baselines.
+
+`simulate` replays a workload the way the artifact's ``scheduler.py`` (uw-mad-dash/shockwave,
+MIT) does when it produced the paper's published baseline numbers, so that our baselines can be
+checked against those numbers mechanism by mechanism. docs/baselines.md ("Artifact mechanics")
+lists every rule with its reason; in brief:
+
+* **Work in steps.** A job runs ``total_steps`` steps at the throughput of its current batch
+  size and gang (``gpu_types_throughputs.json``); its batch size changes online
+  (`vfm.cluster.artifact._adaptation`), one executed round after the job asks for it.
+* **Rounds end when their last job does.** A dispatched job runs
+  ``min(int(throughput * round_s), remaining)`` steps; the round ends at the latest planned
+  finish, so rounds are a little shorter than ``round_s`` and a round of finishing jobs can be
+  much shorter. Arrivals join at the end of the round they arrive in.
+* **Restarts.** A job not run in the round before loses ``restart_s`` seconds of work, but only
+  when it runs more than ``round_s - 5`` seconds in the round, and never in the first round.
+* **Gavel's rounds.** The allocation ``x`` is recomputed only when a job arrived, finished or
+  failed, and at least ``reset_interval_s`` after the previous recomputation (the first two
+  recomputations excepted); each job's received time restarts then from half a round. Jobs are
+  taken by ``x / (received / total received)``, then deficit, then ``x``, descending, and packed
+  first-fit; a job that arrived after the recomputation holds its GPUs in that pass but does
+  not run.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from vfm.cluster.artifact._adaptation import Rules, rescale, wanted
+from vfm.cluster.artifact.allocations import AllocationInputs, Allocator, make_allocator
+from vfm.cluster.simulator import Round, Simulation
+from vfm.cluster.workload import SHIPPED, Workload
+from vfm.errors import ValidationError
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+__all__ = ["ArtifactOptions", "simulate", "throughput_table"]
+
+
+@dataclass(frozen=True)
+class ArtifactOptions:
+    """The artifact's constants (its defaults; the published runs did not change them).
+
+    Attributes
+    ----------
+    round_s : float or None
+        Round length; None takes the workload's.
+    restart_s : float
+        Work a restarted job loses.
+    restart_free_s : float
+        A job that runs at most ``round_s - restart_free_s`` seconds in a round pays no restart.
+    reset_interval_s : float
+        Least time between two allocation recomputations.
+    max_failures : int
+        A job whose round does no work this many times in a row is dropped as failed.
+    deadline_factor : float
+        A job is completed once it has run ``int(deadline_factor * int(isolated_s))`` seconds.
+    gpu_type : str
+        The column of the throughput table the cluster's GPUs are.
+    """
+
+    round_s: float | None = None
+    restart_s: float = 20.0
+    restart_free_s: float = 5.0
+    reset_interval_s: float = 1000.0
+    max_failures: int = 5
+    deadline_factor: float = 1.5
+    gpu_type: str = "v100"
+
+
+def throughput_table(throughput_set: str = "tacc", gpu_type: str = "v100") -> dict[str, float]:
+    """Steps/s of each ``"<model> (batch size b)|<gang>"`` in a set of the shipped
+    ``gpu_types_throughputs.json`` (the artifact's profiles), for one GPU type."""
+    with open(SHIPPED / "gpu_types_throughputs.json") as handle:
+        sets = json.load(handle)["sets"]
+    if throughput_set not in sets:
+        raise ValidationError(f"unknown throughput set {throughput_set!r}; the shipped ones are {', '.join(sets)}")
+    return {key: float(row[gpu_type]) for key, row in sets[throughput_set].items() if row.get(gpu_type)}
+
+
+def _rules(workload: Workload, gpu_type: str) -> tuple[Rules, FloatArray, IntArray]:
+    missing = next((i for i, job in enumerate(workload.jobs) if job.training is None), None)
+    if missing is not None:
+        raise ValidationError(f"the artifact's mechanics run jobs in training steps: job {missing} "
+                              f"(id {workload.jobs[missing].id!r}) has no model, adaptation, total_steps and "
+                              "samples_per_epoch")
+    trainings = [job.training for job in workload.jobs if job.training is not None]
+    table = throughput_table(workload.throughputs or "tacc", gpu_type)
+    initial = np.array([int(job.batch_size[0]) for job in workload.jobs], dtype=np.int64)
+    gang = np.array([job.gpus for job in workload.jobs], dtype=np.int64)
+    rules = Rules.of([t.model for t in trainings], [t.adaptation for t in trainings], initial, gang,
+                     np.array([t.samples_per_epoch for t in trainings], dtype=np.int64), table)
+    rows = np.arange(workload.n_jobs)
+    throughput = rules.throughput(rows, initial)
+    if (i := next(iter(np.flatnonzero(~(throughput > 0))), None)) is not None:
+        raise ValidationError(f"job {i} (id {workload.jobs[i].id!r}): the throughput table has no "
+                              f"'{rules.model[i]} (batch size {initial[i]})|{gang[i]}' for {gpu_type}")
+    return rules, throughput, np.array([t.total_steps for t in trainings], dtype=np.int64)
+
+
+class _Gavel:
+    """Gavel's priorities, deficits and gated recomputation (``scheduler.py``
+    ``_update_priorities``, ``_reset_time_run_so_far``, ``_schedule_jobs_on_workers_helper``),
+    over the workload's rows."""
+
+    def __init__(self, n: int, capacity: int, allocator: Allocator, options: ArtifactOptions, round_s: float):
+        self.capacity, self.allocator, self.options = capacity, allocator, options
+        self.credit = round_s / 2.0  # every job starts each period having "received" half a round
+        self.x = np.zeros(n)
+        self.allocated = np.zeros(n, dtype=bool)
+        self.received = np.zeros(n)
+        self.deficit = np.zeros(n)
+        self.total_received = 0.0
+        self.last_reset = 0.0
+        self.pending = False  # a job arrived, finished or failed since the last recomputation
+        self.recomputes: list[dict[str, object]] = []
+
+    def add(self, rows: IntArray) -> None:
+        self.received[rows] = self.credit
+        self.deficit[rows] = 0.0
+        self.pending = self.pending or len(rows) > 0
+
+    def credit_run(self, rows: IntArray, seconds: FloatArray) -> None:
+        """Credit run time; `rows` in the artifact's completion order (latest finish first)."""
+        self.received[rows] += seconds
+        # The artifact adds job by job; a left fold keeps its rounding (ties in priority depend on it).
+        self.total_received = sum(seconds.tolist(), self.total_received)
+
+    def maybe_recompute(self, now: float, active: IntArray, inputs: Callable[[IntArray], AllocationInputs]) -> None:
+        due = now - self.last_reset >= self.options.reset_interval_s or self.last_reset == 0
+        if not (self.pending and due):
+            return
+        received = self.received[active] - self.credit
+        should = np.where(self.allocated[active], self.x[active] * (now - self.last_reset), 0.0)
+        self.deficit[active] += should - received
+        self.received[active] = self.credit
+        self.total_received = self.credit * len(active)
+        self.last_reset = now
+        self.x[:] = 0.0
+        self.allocated[:] = False
+        tic = time.perf_counter()
+        answer = self.allocator(inputs(active))
+        self.recomputes.append({"t_s": now, "solver": answer.method, "status": answer.status,
+                                "solve": time.perf_counter() - tic})
+        self.x[active] = answer.x
+        self.allocated[active] = True
+        self.pending = False
+
+    def choose(self, active: IntArray, gang: IntArray, throughput: FloatArray) -> IntArray:
+        """The rows that run next round (the artifact's greedy pass over its priority order)."""
+        x = self.x[active]
+        received = self.received[active]
+        fraction = received / self.total_received if self.total_received != 0.0 else np.zeros_like(received)
+        ratio = np.divide(x, fraction, out=x * 1e9, where=fraction > 0)
+        priority = np.where(self.allocated[active] & (x > 0) & (throughput[active] != 0), ratio, 0.0)
+        # sorted(key=(priority, deficit, x), reverse=True) is stable: ties stay in arrival order.
+        order = active[np.lexsort((np.arange(len(active)), -x, -self.deficit[active], -priority))]
+        chosen, left = [], self.capacity
+        for row, size in zip(order.tolist(), gang[order].tolist(), strict=True):
+            if left == 0:
+                break
+            if size <= left and throughput[row] > 0:
+                left -= size
+                chosen.append(row)
+        rows = np.array(chosen, dtype=np.int64)
+        # A job not in the allocation held its GPUs in the pass above but is not placed.
+        return rows[self.allocated[rows]]
+
+
+@dataclass
+class _Jobs:
+    """The simulation's per-job state, shape (n,) each (mutable: the shell of `simulate`)."""
+
+    rules: Rules
+    throughput: FloatArray
+    total_steps: IntArray
+    arrival_s: FloatArray
+    deadline_s: FloatArray
+    batch: IntArray
+    steps_run: IntArray
+    up: NDArray[np.bool_]
+    down: NDArray[np.bool_]
+    active: NDArray[np.bool_]
+    failures: IntArray
+    ran_s: FloatArray
+    held_s: FloatArray
+    finish_s: FloatArray
+    restarts: IntArray
+
+    @classmethod
+    def of(cls, workload: Workload, options: ArtifactOptions) -> _Jobs:
+        rules, throughput, total_steps = _rules(workload, options.gpu_type)
+        n = workload.n_jobs
+        deadline = np.floor(options.deadline_factor * np.floor(workload.isolated_s))
+        return cls(rules=rules, throughput=throughput, total_steps=total_steps, arrival_s=workload.arrival_s,
+                   deadline_s=deadline, batch=rules.initial.copy(), steps_run=np.zeros(n, dtype=np.int64),
+                   up=np.zeros(n, dtype=bool), down=np.zeros(n, dtype=bool), active=np.zeros(n, dtype=bool),
+                   failures=np.zeros(n, dtype=np.int64), ran_s=np.zeros(n), held_s=np.zeros(n),
+                   finish_s=np.full(n, np.nan), restarts=np.zeros(n, dtype=np.int64))
+
+    def dispatch(self, rows: IntArray, now: float, round_s: float) -> tuple[IntArray, FloatArray]:
+        """Steps each of `rows` runs this round and when it is planned to finish.
+
+        A job with no steps left (possible after a batch-size change, see `rescale`) is planned
+        to finish at once: the artifact never plans a finish before the round's start.
+        """
+        steps = np.minimum((self.throughput[rows] * round_s).astype(np.int64),
+                           self.total_steps[rows] - self.steps_run[rows])
+        return steps, np.maximum(now, now + steps / self.throughput[rows])
+
+    def apply_batch_changes(self, rows: IntArray) -> None:
+        """Pending batch-size changes of `rows`, which just ran a round."""
+        rows = rows[self.up[rows] | self.down[rows]]
+        changed = rescale(self.rules, rows, self.up, self.batch, self.total_steps, self.steps_run)
+        self.batch[changed.rows] = changed.batch
+        self.throughput[changed.rows] = changed.throughput
+        self.total_steps[changed.rows] = changed.total_steps
+        self.steps_run[changed.rows] = changed.steps_run
+        self.up[rows] = self.down[rows] = False
+
+    def ask_batch_changes(self) -> None:
+        """Every active job says whether it wants another batch size (flags stay until applied)."""
+        up, down = wanted(self.rules, self.batch, self.steps_run)
+        self.up |= up & self.active
+        self.down |= down & self.active
+
+
+def simulate(workload: Workload, baseline: str | Allocator, options: ArtifactOptions | None = None) -> Simulation:
+    """Run one of the artifact's baselines under the artifact's mechanics.
+
+    Parameters
+    ----------
+    workload : Workload
+        Its jobs need `vfm.cluster.workload.Training` (the shipped workloads have it).
+    baseline : str or Allocator
+        A name of `vfm.cluster.artifact.ALLOCATIONS` or an allocation function.
+    options : ArtifactOptions, optional
+
+    Returns
+    -------
+    Simulation
+        ``finish_s`` is each job's planned finish in its last round (a failed job's: its last
+        failed round's); ``rounds`` the jobs placed in each round; ``held_s`` and
+        ``busy_gpu_s`` count run time net of restarts, as the artifact's utilization does;
+        ``planner_s`` times each round's decision, recomputation included.
+
+    Examples
+    --------
+    >>> from vfm.cluster import load_workload
+    >>> sim = simulate(load_workload("shockwave_120jobs_32gpus").head(8), "gandiva_fair")
+    >>> sim.n_jobs, bool((sim.finish_s > sim.arrival_s).all())
+    (8, True)
+    """
+    opts = options or ArtifactOptions()
+    allocator = make_allocator(baseline) if isinstance(baseline, str) else baseline
+    round_s = float(opts.round_s if opts.round_s is not None else workload.round_s)
+    jobs = _Jobs.of(workload, opts)
+    gang = jobs.rules.gang
+    gavel = _Gavel(workload.n_jobs, workload.gpus, allocator, opts, round_s)
+    queue = np.argsort(jobs.arrival_s, kind="stable")
+    arrived = 0
+    now = float(jobs.arrival_s[queue[0]])
+
+    def inputs(rows: IntArray) -> AllocationInputs:
+        return AllocationInputs(job=rows, throughput=jobs.throughput[rows].copy(), gpus=gang[rows].copy(),
+                                remaining_steps=jobs.total_steps[rows] - jobs.steps_run[rows],
+                                since_arrival_s=now - jobs.arrival_s[rows], capacity=workload.gpus)
+
+    rounds: list[Round] = []
+    planner_s: list[float] = []
+    placed: list[IntArray] = []
+    running, steps, ends = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
+    round_start, last_end = 0.0, None
+    while True:
+        if len(running):
+            now = float(ends.max())
+            if last_end is not None:
+                round_start = last_end
+            last_end = now
+            previous = placed[-2] if len(placed) > 1 else None
+            _end_round(jobs, gavel, running, steps, ends, round_start, previous, gang, round_s, opts)
+        elif arrived < len(queue):
+            now = max(now, float(jobs.arrival_s[queue[arrived]]))
+            last_end = now  # an idle cluster: the next round starts at the arrival
+        else:
+            break
+        jobs.ask_batch_changes()
+        new = queue[arrived:][jobs.arrival_s[queue[arrived:]] <= now]
+        arrived += len(new)
+        jobs.active[new] = True
+        gavel.add(np.sort(new))
+        active = np.flatnonzero(jobs.active)
+        if not len(active):
+            running = np.zeros(0, dtype=np.int64)
+            continue
+        tic = time.perf_counter()
+        gavel.maybe_recompute(now, active, inputs)
+        running = gavel.choose(active, gang, jobs.throughput)
+        planner_s.append(time.perf_counter() - tic)
+        placed.append(running)
+        rounds.append(Round(now, tuple(workload.jobs[row].id for row in running.tolist())))
+        steps, ends = jobs.dispatch(running, now, round_s)
+
+    ids = [job.id for job in workload.jobs]
+    name = baseline if isinstance(baseline, str) else getattr(allocator, "__name__", type(allocator).__name__)
+    return Simulation(
+        workload=workload.name, policy=f"artifact:{name}",
+        gpus=workload.gpus, n_jobs=workload.n_jobs, round_s=round_s, restart_s=opts.restart_s,
+        job_id=np.array(ids, dtype=np.int64 if all(isinstance(i, int) for i in ids) else object),
+        arrival_s=jobs.arrival_s, finish_s=jobs.finish_s, isolated_s=workload.isolated_s, restarts=jobs.restarts,
+        held_s=jobs.held_s, rounds=tuple(rounds), planner_s=np.array(planner_s),
+        planner_busy=np.ones(len(planner_s), dtype=bool), busy_gpu_s=float((gang * jobs.held_s).sum()),
+        replans=tuple(gavel.recomputes))
+
+
+def _end_round(jobs: _Jobs, gavel: _Gavel, running: IntArray, steps: IntArray, ends: FloatArray, start: float,
+               previous: IntArray | None, gang: IntArray, round_s: float, opts: ArtifactOptions) -> None:
+    """Account for the round `running` just ran (``scheduler.py`` main loop and ``_done_callback``)."""
+    # The artifact completes jobs latest planned finish first (ties by id).
+    order = np.lexsort((running, -ends))
+    running, steps, ends = running[order], steps[order].copy(), ends[order]
+    ran = ends - start
+    if previous is not None:
+        charged = ~np.isin(running, previous) & (ran != 0) & (ran > round_s - opts.restart_free_s)
+        factor = (ran[charged] - opts.restart_s) / ran[charged]
+        steps[charged] = np.trunc(steps[charged] * factor).astype(np.int64)
+        ran[charged] -= opts.restart_s
+        jobs.restarts[running[charged]] += 1
+    jobs.ran_s[running] += ran
+    # A round that does no work (one worker's share of the steps <= 0 and no time) fails.
+    size = gang[running]
+    share = steps // size
+    lowest = np.where(size > 1, np.minimum(share, steps - (size - 1) * share), steps)
+    failed = (lowest <= 0) & (ran <= 0)
+    ok = running[~failed]
+    jobs.steps_run[ok] += steps[~failed]
+    done = np.zeros(len(running), dtype=bool)
+    done[~failed] = (jobs.total_steps[ok] - jobs.steps_run[ok] <= 0) | (jobs.ran_s[ok] > jobs.deadline_s[ok])
+    gavel.credit_run(ok, ran[~failed])
+    jobs.held_s[ok] += ran[~failed]
+    jobs.failures[ok] = 0
+    jobs.failures[running[failed]] += 1
+    dropped = failed & (jobs.failures[running] >= opts.max_failures)
+    leaving = done | dropped
+    jobs.finish_s[running[leaving]] = ends[leaving]
+    jobs.apply_batch_changes(running[~leaving])
+    jobs.active[running[leaving]] = False
+    gavel.pending = gavel.pending or bool(leaving.any() or failed.any())
