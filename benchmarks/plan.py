@@ -77,6 +77,7 @@ from benchmarks.solve import _jsonable
 from vfm.cluster import windows
 from vfm.cluster.workload import load_workload
 from vfm.forecast import DirichletForecaster, JobStates
+from vfm.jobs import equal_share
 from vfm.planner import Policy
 from vfm.planner.plan import plan
 
@@ -117,7 +118,7 @@ def tiled_window(jobs: int = SYNTHETIC_JOBS, gpus: int = SYNTHETIC_GPUS,
 def shockwave_options(states: JobStates, capacity: int) -> dict[str, Any]:
     """`plan` arguments of the reproduction's `vfm` policy (`Policy.shockwave`'s planning options
     on `capacity` GPUs), with each job's equal-share finish from now as its finish-time target."""
-    share = min(1.0, capacity / states.n_jobs)
+    share = equal_share(states.n_jobs, capacity)
     targets = np.maximum(np.asarray(DirichletForecaster().remaining_runtime(states)) / share, 1.0)
     return {"options": Policy.shockwave(capacity).options, "fair_finish_s": targets}
 

@@ -16,6 +16,7 @@ is below a job's gang size cannot run that job at all, so its cap there is 0.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -52,6 +53,33 @@ class JobWindow:
     def progress(self, result: Equilibrium) -> FloatArray:
         """Normalized progress at the end of the window, :math:`U_i`, shape (n,)."""
         return result.utilities
+
+
+def equal_share(n_jobs: int, gpus: float, gang: ArrayLike = 1) -> Any:
+    r"""The fraction of time a job runs when `gpus` GPUs are split equally among `n_jobs` jobs.
+
+    Each job gets :math:`G/N` GPUs' worth of time, so a gang of :math:`w` GPUs runs
+    :math:`\min(1, G / (N w))` of the time. With ``gang=1`` this is the share behind the
+    finish-time-fairness metric (:math:`
+ho = JCT / (T^{iso} / \min(1, G/N))`) and Shockwave's
+    finish-time targets; Themis' isolated finish times pass each job's gang.
+
+    Parameters
+    ----------
+    n_jobs : int
+        Jobs sharing the cluster (N >= 1).
+    gpus : float
+        GPUs in the cluster (G).
+    gang : array_like, optional
+        GPUs per job (w); a float is returned for a scalar, an array of its shape otherwise.
+
+    Examples
+    --------
+    >>> equal_share(120, 32), equal_share(10, 32), equal_share(16, 32, [1, 4]).tolist()
+    (0.26666666666666666, 1.0, [1.0, 0.5])
+    """
+    share = np.minimum(1.0, gpus / (n_jobs * np.asarray(gang, dtype=float)))
+    return float(share) if share.ndim == 0 else share
 
 
 def window_market(

@@ -29,6 +29,7 @@ from numpy.typing import NDArray
 
 from vfm._validation import is_whole
 from vfm.errors import ValidationError
+from vfm.jobs import equal_share
 from vfm.planner.rounding import first_fit
 
 FloatArray = NDArray[np.float64]
@@ -261,7 +262,7 @@ class RoundPolicy(ABC):
         `w_i` runs a fraction ``G / (N w_i)`` of the time, at most all of it.
         """
         gpus = self.table.col("gpus")
-        return np.minimum(1.0, self.capacity / (gpus.size * gpus))
+        return np.asarray(equal_share(gpus.size, self.capacity, gpus))
 
 
 class PriorityRoundPolicy(RoundPolicy):

@@ -25,6 +25,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from vfm.errors import ValidationError
+from vfm.jobs import equal_share
 
 if TYPE_CHECKING:
     from vfm.cluster.simulator import Simulation
@@ -100,7 +101,7 @@ def ftf_rho(jct: ArrayLike, isolated_s: ArrayLike, gpus: int, n_jobs: int | None
     if gpus < 1:
         raise ValidationError(f"gpus must be >= 1, got {gpus!r}")
     n = jct_.size if n_jobs is None else n_jobs
-    return jct_ / (isolated * max(1.0, n / gpus))
+    return jct_ / (isolated / equal_share(n, gpus))
 
 
 def worst_ftf(rho: ArrayLike) -> float:

@@ -20,7 +20,7 @@ import numpy as np
 
 from vfm.cluster.workload import Job, Workload, WorkloadArrays
 from vfm.forecast import JobStates
-from vfm.jobs import JobWindow, window_market
+from vfm.jobs import JobWindow, equal_share, window_market
 
 __all__ = ["ACTIVITY", "BusiestWindow", "busiest_moment", "busiest_states", "busiest_window", "fresh_window",
            "prior_mean_epoch_s", "resample"]
@@ -100,7 +100,7 @@ def busiest_moment(arrays: WorkloadArrays, activity: str = "equal-share") -> tup
     """
     if activity not in ACTIVITY:
         raise ValueError(f"activity must be one of {ACTIVITY}, got {activity!r}")
-    slowdown = max(1.0, arrays.n_jobs / arrays.capacity) if activity == "equal-share" else 1.0
+    slowdown = 1.0 / equal_share(arrays.n_jobs, arrays.capacity) if activity == "equal-share" else 1.0
     finish = arrays.arrival_s + slowdown * arrays.isolated_s
     arrived = np.searchsorted(np.sort(arrays.arrival_s), arrays.arrival_s, side="right")
     finished = np.searchsorted(np.sort(finish), arrays.arrival_s, side="right")

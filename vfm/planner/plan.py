@@ -27,6 +27,7 @@ from vfm._validation import FloatArray, as_real_array, require_per_job
 from vfm.equilibrium import Status
 from vfm.errors import ValidationError
 from vfm.forecast import DirichletForecaster, Forecaster, JobStates, SeedLike
+from vfm.jobs import equal_share
 from vfm.planner.options import PlanOptions
 from vfm.planner.program import PlanningProgram
 from vfm.planner.rounding import round_schedule
@@ -242,7 +243,7 @@ def plan(
     lateness = None
     ftf_bound = float("nan")
     if targets is not None:
-        share = min(1.0, float(supply.mean()) / n)
+        share = equal_share(n, float(supply.mean()))
         lateness = np.where(finished, 0.0, remaining_s / share / targets)
         limits = _FairFinishLimits(program, targets, share, rounds * round_s)
         hopeless = limits.hopeless(opts.rho_max)

@@ -35,6 +35,7 @@ import numpy as np
 from vfm._validation import is_whole
 from vfm.errors import ValidationError
 from vfm.forecast import DirichletForecaster, Forecaster, JobStates
+from vfm.jobs import equal_share
 from vfm.planner.options import PlanOptions
 from vfm.planner.plan import Plan, plan
 from vfm.planner.rounding import RESOLUTION, first_fit, quantize
@@ -360,7 +361,7 @@ class Policy:
     def _fair_finish_s(self, states: JobStates, jobs: list[_Job]) -> np.ndarray:
         """FT* of each job, seconds from now: momentum averages of equal-share finish estimates."""
         now = self.round_index * self.options.round_s
-        share = min(1.0, self.capacity / len(jobs))
+        share = equal_share(len(jobs), self.capacity)
         estimate = now + np.asarray(self.forecaster.remaining_runtime(states)) / share
         for job, at in zip(jobs, estimate, strict=True):  # per job by nature: a dict of jobs
             job.fair_finish_at_s = at if job.fair_finish_at_s is None else (
