@@ -57,7 +57,7 @@ from benchmarks._cli import Parser
 from vfm.cluster import BASELINES, SchedulingPolicy, Workload, artifact, load_workload, simulate, summarize
 from vfm.cluster.workload import SHIPPED
 from vfm.planner import Policy
-from vfm.planner.policy import SHOCKWAVE_EFFICIENCY, SHOCKWAVE_RESERVE
+from vfm.planner.shockwave import SHOCKWAVE_EFFICIENCY, SHOCKWAVE_RESERVE
 
 #: The vfm policy's planning backend in the reproduction: vfm's interior point. The planner
 #: chooses among optimal schedules by a stated rule, so `cvxpy` gives the same schedules up to

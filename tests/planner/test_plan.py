@@ -16,7 +16,7 @@ from vfm.errors import UnknownSolverError, UnsupportedMarketError, ValidationErr
 from vfm.forecast import DirichletForecaster, JobStates
 from vfm.jobs import window_market
 from vfm.planner import plan
-from vfm.planner.plan import _MIN_FAIRNESS_MARGIN
+from vfm.planner.shockwave import _MIN_FAIRNESS_MARGIN
 
 from .strategies import FORECASTER, JobSet, job_sets
 

@@ -27,7 +27,7 @@ from vfm._validation import FloatArray, as_real_array, require_per_job
 from vfm.equilibrium import Status
 from vfm.errors import ValidationError
 from vfm.forecast import DirichletForecaster, Forecaster, JobStates, SeedLike
-from vfm.jobs import equal_share
+from vfm.planner import shockwave
 from vfm.planner.options import PlanOptions
 from vfm.planner.program import PlanningProgram
 from vfm.planner.rounding import round_schedule
@@ -242,34 +242,20 @@ def plan(
     fairness: Fairness = "none"
     lateness = None
     ftf_bound = float("nan")
+    has_room = False
     if targets is not None:
-        share = equal_share(n, float(supply.mean()))
-        lateness = np.where(finished, 0.0, remaining_s / share / targets)
-        limits = _FairFinishLimits(program, targets, share, rounds * round_s)
-        hopeless = limits.hopeless(opts.rho_max)
-        ftf_bound = limits.tightest_bound(opts.rho_max, hopeless, (1.0 - opts.reserve) * supply)
-        hopeless |= limits.without_room(ftf_bound)
-        # A job that cannot meet its target even running every round it can progress in gets the
-        # relaxation's priority weight instead of a constraint; the others keep theirs.
-        program = replace(
-            program, leftover_limit_s=np.where(hopeless, np.inf, limits.leftover_limit_s(ftf_bound)),
-            weights=weights * np.where(hopeless, _priority_weights(lateness, opts.rho_max, opts.priority_exponent),
-                                       1.0),
-        )
+        decision = shockwave.constrain(program, targets, finished, remaining_s, supply, opts)
+        program, lateness, ftf_bound, has_room = (decision.program, decision.lateness, decision.ftf_bound,
+                                                  decision.has_room)
         fairness = "constraints"
-    # Rows infeasible, or feasible only in a sliver that backends resolve differently, are relaxed
-    # before any backend sees them, the same for all (one maximum flow: part of building the program).
-    has_room = fairness == "constraints" and program.fairness_room(_MIN_FAIRNESS_MARGIN)
     build_s = time.perf_counter() - started - forecast_s
     solution = None
     if fairness == "constraints":
         if has_room:
             solution, name = _solve(program, opts, warm_start)
         if solution is None or solution.status == Status.INFEASIBLE:
-            # Shockwave's relaxation: drop the constraints, favour the jobs projected past rho_max.
             assert lateness is not None
-            priority = _priority_weights(lateness, opts.rho_max, opts.priority_exponent)
-            program = replace(program, leftover_limit_s=None, weights=weights * priority)
+            program = shockwave.relax(program, weights, lateness, opts)
             fairness, ftf_bound, solution = "relaxed", float("nan"), None
     if solution is None:
         solution, name = _solve(program, opts, warm_start)
@@ -300,106 +286,6 @@ def plan(
                  "rounding": total_s - forecast_s - build_s - solve_s, "total": total_s},
         job_ids=states.job_ids,
     )
-
-
-#: `plan` relaxes the FTF constraints for every backend when no schedule meets them all with this
-#: margin (rounds, `PlanningProgram.fairness_room`).
-_MIN_FAIRNESS_MARGIN = 1e-3
-
-#: Share of the GPU-rounds available to the FTF constraints that a relaxed bound leaves free.
-_RELAXED_BOUND_MARGIN = 0.01
-
-
-@dataclass(frozen=True)
-class _FairFinishLimits:
-    r"""The FTF constraints' leftover limits as functions of the bound :math:`\theta`.
-
-    :math:`b_i(\theta) = \max(0, s (\theta FT^*_i - T W))` with the equal share :math:`s`.
-    :math:`S_i \ge 0`, so a target inside the window asks the job to finish within it
-    (:math:`S_i = 0`), not before the window ends (impossible as written).
-    """
-
-    program: PlanningProgram
-    targets_s: FloatArray
-    share: float
-    window_s: float
-
-    def leftover_limit_s(self, bound: float) -> FloatArray:
-        r""":math:`b_i(\theta)`, shape (n,); infinite for finished jobs."""
-        limit = np.maximum(self.share * (bound * self.targets_s - self.window_s), 0.0)
-        return np.where(self.program.base < 1.0, limit, np.inf)
-
-    def rounds_needed(self, bound: float) -> FloatArray:
-        r"""Rounds of the window job `i` must run to meet :math:`b_i(\theta)`, shape (n,)."""
-        program = self.program
-        return np.maximum(program.remaining_s - self.leftover_limit_s(bound), 0.0) / program.round_s
-
-    def hopeless(self, bound: float) -> np.ndarray:
-        r"""Jobs that miss :math:`b_i(\theta)` even running every round they can progress in."""
-        return self.rounds_needed(bound) > self.program.runnable.sum(axis=1) + 1e-9
-
-    def without_room(self, bound: float) -> np.ndarray:
-        r"""Jobs that meet :math:`b_i(\theta)` only by running all but `_MIN_FAIRNESS_MARGIN` of every
-        round they can progress in: their constraint leaves no interior, which backends resolve
-        differently (and saa-ipm not at all)."""
-        needed = self.rounds_needed(bound)
-        return (needed > 0) & (needed > self.program.runnable.sum(axis=1) - _MIN_FAIRNESS_MARGIN)
-
-    def tightest_bound(self, rho_max: float, excluded: np.ndarray, gpu_rounds: FloatArray) -> float:
-        r"""The smallest :math:`\theta \ge \rho_{\max}` at which the jobs not `excluded` fit
-        `gpu_rounds` (shape (T,), GPU-rounds per round available to the constraints).
-
-        A job can only run in its `runnable` rounds, the last of which is its deadline, so this
-        is the condition of earliest-deadline-first: for every round `t`, the GPU-rounds needed
-        by the jobs whose last runnable round is at most `t` fit those of rounds 0..t. It is
-        necessary, not sufficient (the solver has the last word); the need falls as
-        :math:`\theta` grows, so the bound is found by bisection, to a relative 1e-6. A bound
-        above :math:`\rho_{\max}` leaves `_RELAXED_BOUND_MARGIN` of the GPU-rounds free.
-        """
-        program = self.program
-        _, _, rounds = program.shape
-        runnable = program.runnable & ~excluded[:, None]
-        last = np.where(runnable.any(axis=1), rounds - 1 - np.argmax(runnable[:, ::-1], axis=1), -1)
-        jobs = last >= 0
-        available = np.cumsum(gpu_rounds)
-
-        def excess(bound: float, fraction: float = 1.0) -> float:
-            need = np.bincount(last[jobs], weights=(program.gpus * self.rounds_needed(bound))[jobs],
-                               minlength=rounds)
-            return float((np.cumsum(need) - fraction * available).max())
-
-        if excess(rho_max) <= 0:
-            return rho_max
-        # A relaxed bound leaves a margin: at the very edge of feasibility the interior is empty
-        # to rounding and an interior-point method cannot converge.
-        fraction = 1.0 - _RELAXED_BOUND_MARGIN
-        # At theta_i every limit covers job i's whole remaining time: nothing is needed.
-        with np.errstate(divide="ignore"):
-            enough = (program.remaining_s / self.share + self.window_s) / self.targets_s
-        low, high = rho_max, max(rho_max, float(np.where(jobs, enough, 0.0).max()))
-        while high - low > 1e-6 * high:
-            middle = 0.5 * (low + high)
-            low, high = (middle, high) if excess(middle, fraction) > 0 else (low, middle)
-        return high
-
-
-#: The largest ratio of priority weights in the FTF relaxation (see `_priority_weights`).
-_PRIORITY_RANGE = 1e4
-
-
-def _priority_weights(lateness: FloatArray, rho_max: float, exponent: float) -> FloatArray:
-    r""":math:`\hat\rho_i^{\lambda}` for the jobs projected past :math:`\rho_{\max}`, 1 for the others.
-
-    Computed in logarithms: :math:`\hat\rho^{\lambda}` overflows for late jobs (:math:`30^{12}`
-    is already 5e17). When the weights would span more than `_PRIORITY_RANGE`, the late jobs'
-    weights are divided by a common factor (at least 1 each): the ratios among the late jobs
-    are kept, and a weight ratio beyond that range would be below any solver's accuracy anyway.
-    """
-    late = lateness > rho_max
-    finite = np.minimum(np.where(late, lateness, 1.0), np.finfo(np.float64).max)
-    log_priority = np.where(late, exponent * np.log(finite), 0.0)
-    excess = max(0.0, float(log_priority.max(initial=0.0)) - np.log(_PRIORITY_RANGE))
-    return np.exp(np.where(late, np.maximum(log_priority - excess, 0.0), 0.0))
 
 
 def _in_fitting_rounds(epochs: FloatArray, fits: np.ndarray) -> FloatArray:

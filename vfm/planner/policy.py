@@ -36,25 +36,11 @@ from vfm._validation import is_whole
 from vfm.errors import ValidationError
 from vfm.forecast import DirichletForecaster, Forecaster, JobStates
 from vfm.jobs import equal_share
+from vfm.planner import shockwave
 from vfm.planner.options import PlanOptions
 from vfm.planner.plan import Plan, plan
-from vfm.planner.rounding import RESOLUTION, first_fit, quantize
 from vfm.planner.saa_ipm import load_kernels
-
-#: Momentum of the finish-time-fairness targets: FT* <- 0.9 FT* + 0.1 estimate.
-_TARGET_MOMENTUM = 0.9
-#: With `execution="credit"`: the most rounds a job can owe for rounds it ran beyond its plan.
-_CREDIT_FLOOR = -2.0
-
-#: The Shockwave configuration (`Policy.shockwave`): the efficiency term's k (per second of the
-#: longest forecast leftover) and the reserve of each window's GPU-rounds the finish-time-fairness
-#: constraints leave to it, chosen on the 120- and 900-job Shockwave workloads (docs/results.md
-#: lists the values tried).
-SHOCKWAVE_EFFICIENCY = 0.05
-SHOCKWAVE_RESERVE = 0.3
-#: Shockwave's priority exponent by cluster size (GPUs), from the artifact's configurations
-#: (12 at 32 GPUs, 15 at 128, 5 at 256); other sizes take the nearest size's.
-SHOCKWAVE_PRIORITY_EXPONENT = {32: 12.0, 128: 15.0, 256: 5.0}
+from vfm.planner.shockwave import SHOCKWAVE_EFFICIENCY, SHOCKWAVE_PRIORITY_EXPONENT, SHOCKWAVE_RESERVE
 
 
 @dataclass
@@ -337,25 +323,8 @@ class Policy:
         """One round of the standing plan by carried credit (`execution="credit"`)."""
         plan_ = self._plan
         assert plan_ is not None and plan_.job_ids is not None
-        program = plan_.program
-        want = quantize(self._plan_credit + plan_.relaxed[:, self._since_plan])
-        remaining = np.where(program.base < 1.0, program.remaining_s, 0.0)
-        # Most credit first, counted in rounds the job can use: a job that needs a tenth of a round
-        # to finish and is owed that tenth is owed all it can use, as much as a job owed a whole
-        # round (without this, a job one epoch from the end is owed a hundredth of a round per
-        # round and waits for dozens). Read to vfm.planner.rounding.RESOLUTION; ties to the longest
-        # forecast time left, then to arrival order.
-        usable = np.clip(remaining / self.options.round_s, RESOLUTION, 1.0)
-        order = np.lexsort((-remaining, -quantize(want / usable)))  # stable
-        order = order[(want[order] > 0) & (remaining[order] > 0)]
-        chosen = first_fit(order, program.gpus, float(self.capacity))
-        ran = np.zeros(want.size, dtype=bool)
-        ran[chosen] = True
-        waiting = np.flatnonzero(~ran & (program.base < 1.0))
-        free = float(self.capacity) - float(program.gpus[chosen].sum())
-        ran[first_fit(waiting[np.argsort(-remaining[waiting], kind="stable")], program.gpus, free)] = True
-        # A job that ran beyond its plan (idle GPUs) owes at most `_CREDIT_FLOOR` rounds for it.
-        self._plan_credit = np.maximum(want - ran, _CREDIT_FLOOR)
+        ran, self._plan_credit = shockwave.serve_with_credit(
+            plan_.program, plan_.relaxed[:, self._since_plan], self._plan_credit, float(self.capacity))
         return [plan_.job_ids[i] for i in np.flatnonzero(ran)]
 
     def _fair_finish_s(self, states: JobStates, jobs: list[_Job]) -> np.ndarray:
@@ -363,9 +332,9 @@ class Policy:
         now = self.round_index * self.options.round_s
         share = equal_share(len(jobs), self.capacity)
         estimate = now + np.asarray(self.forecaster.remaining_runtime(states)) / share
-        for job, at in zip(jobs, estimate, strict=True):  # per job by nature: a dict of jobs
-            job.fair_finish_at_s = at if job.fair_finish_at_s is None else (
-                _TARGET_MOMENTUM * job.fair_finish_at_s + (1 - _TARGET_MOMENTUM) * at)
+        previous = np.array([np.nan if job.fair_finish_at_s is None else job.fair_finish_at_s for job in jobs])
+        for job, at in zip(jobs, shockwave.updated_targets(previous, estimate).tolist(), strict=True):
+            job.fair_finish_at_s = at
         # A target already passed cannot be met: it counts as due in one second, which makes the
         # constraints infeasible (the planner falls back to the priority relaxation) and keeps the
         # projected ratios finite and ordered by the time the jobs have left.

@@ -192,7 +192,13 @@ class FinishTimeFairness:
             expected = inputs.since_arrival_s[i] + inputs.remaining_steps[i] * cp.inv_pos(rate)
             ratios.append(expected / expected_isolated)
         objective = cp.Minimize(ratios[0] if m == 1 else cp.maximum(*ratios))
-        status = _solve(cp.Problem(objective, _base_constraints(x, gangs, inputs.capacity)))
+        try:
+            status = _solve(cp.Problem(objective, _base_constraints(x, gangs, inputs.capacity)))
+        except cp.error.DCPError:
+            # A job with negative remaining steps (see vfm.cluster.artifact) makes its ratio
+            # concave; the artifact catches this and uses the equal share, remembering nothing.
+            return Allocation(np.asarray(equal_share[:, 0]), "closed form",
+                              "not DCP (negative remaining steps): equal share used")
         self._previous_remaining = dict(zip(inputs.job.tolist(), inputs.remaining_steps.tolist(), strict=True))
         self._previous_isolated = dict(zip(inputs.job.tolist(), isolated[:, 0].tolist(), strict=True))
         if x.value is None:  # the artifact falls back to the equal share

@@ -1,0 +1,243 @@
+r"""Shockwave's program on top of the planner, in one place: targets, constraints, priorities, execution.
+
+The NSDI'23 Shockwave paper makes a plain NSWOT planner fair over a job's lifetime with four
+mechanisms, each with one owner here:
+
+- **Finish-time targets** (`updated_targets`): job `i`'s target :math:`FT^*_i` is when it would
+  finish with an equal share of the cluster (`vfm.jobs.equal_share`), a momentum average over
+  re-plans (``FT* <- 0.9 FT* + 0.1 estimate``) so that it does not chase the forecast.
+- **Constraints and their bound** (`constrain`, `FairFinishLimits`): each job's leftover after
+  the window must let it finish by :math:`\theta FT^*_i`; :math:`\theta` is the smallest bound
+  :math:`\ge \rho_{\max}` at which the constraints fit the share of the cluster the reserve leaves.
+- **Priorities** (`priority_weights`, `relax`): a job that cannot meet its target, or every job
+  when the constraints are infeasible (Shockwave's relaxation), has its log utility weighted by
+  its projected ratio to the power :math:`\lambda` (the priority exponent).
+- **Execution** (`serve_with_credit`): rounds are served from the standing plan by the credit
+  each job has carried, most credit first.
+
+`vfm.planner.plan` and `vfm.planner.Policy` call these; the constants of the configuration the
+reproduction runs (`vfm.planner.Policy.shockwave`) are here too. docs/planning.md states the
+mathematics.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from vfm._validation import FloatArray
+from vfm.jobs import equal_share
+from vfm.planner.options import PlanOptions
+from vfm.planner.program import PlanningProgram
+from vfm.planner.rounding import RESOLUTION, first_fit, quantize
+
+__all__ = ["SHOCKWAVE_EFFICIENCY", "SHOCKWAVE_PRIORITY_EXPONENT", "SHOCKWAVE_RESERVE", "FairFinishLimits",
+           "FairnessDecision", "constrain", "priority_weights", "relax", "serve_with_credit", "updated_targets"]
+
+#: The Shockwave configuration (`vfm.planner.Policy.shockwave`): the efficiency term's k (per
+#: second of the longest forecast leftover) and the reserve of each window's GPU-rounds the
+#: finish-time-fairness constraints leave to it, chosen on the 120- and 900-job Shockwave
+#: workloads (docs/results.md lists the values tried).
+SHOCKWAVE_EFFICIENCY = 0.05
+SHOCKWAVE_RESERVE = 0.3
+#: Shockwave's priority exponent by cluster size (GPUs), from the artifact's configurations
+#: (12 at 32 GPUs, 15 at 128, 5 at 256); other sizes take the nearest size's.
+SHOCKWAVE_PRIORITY_EXPONENT = {32: 12.0, 128: 15.0, 256: 5.0}
+
+#: Momentum of the finish-time-fairness targets: FT* <- 0.9 FT* + 0.1 estimate.
+TARGET_MOMENTUM = 0.9
+#: With `execution="credit"`: the most rounds a job can owe for rounds it ran beyond its plan.
+CREDIT_FLOOR = -2.0
+
+
+def updated_targets(previous_at_s: FloatArray, estimate_at_s: FloatArray) -> FloatArray:
+    """Each job's target finish instant after this re-plan, shape (n,): the momentum average of
+    its previous target (NaN for a job without one yet, which takes its estimate) and `estimate_at_s`,
+    the instant it would finish with an equal share from now."""
+    averaged = TARGET_MOMENTUM * previous_at_s + (1 - TARGET_MOMENTUM) * estimate_at_s
+    return np.where(np.isnan(previous_at_s), estimate_at_s, averaged)
+
+
+#: `plan` relaxes the FTF constraints for every backend when no schedule meets them all with this
+#: margin (rounds, `PlanningProgram.fairness_room`).
+_MIN_FAIRNESS_MARGIN = 1e-3
+
+#: Share of the GPU-rounds available to the FTF constraints that a relaxed bound leaves free.
+_RELAXED_BOUND_MARGIN = 0.01
+
+
+@dataclass(frozen=True)
+class FairFinishLimits:
+    r"""The FTF constraints' leftover limits as functions of the bound :math:`\theta`.
+
+    :math:`b_i(\theta) = \max(0, s (\theta FT^*_i - T W))` with the equal share :math:`s`.
+    :math:`S_i \ge 0`, so a target inside the window asks the job to finish within it
+    (:math:`S_i = 0`), not before the window ends (impossible as written).
+    """
+
+    program: PlanningProgram
+    targets_s: FloatArray
+    share: float
+    window_s: float
+
+    def leftover_limit_s(self, bound: float) -> FloatArray:
+        r""":math:`b_i(\theta)`, shape (n,); infinite for finished jobs."""
+        limit = np.maximum(self.share * (bound * self.targets_s - self.window_s), 0.0)
+        return np.where(self.program.base < 1.0, limit, np.inf)
+
+    def rounds_needed(self, bound: float) -> FloatArray:
+        r"""Rounds of the window job `i` must run to meet :math:`b_i(\theta)`, shape (n,)."""
+        program = self.program
+        return np.maximum(program.remaining_s - self.leftover_limit_s(bound), 0.0) / program.round_s
+
+    def hopeless(self, bound: float) -> np.ndarray:
+        r"""Jobs that miss :math:`b_i(\theta)` even running every round they can progress in."""
+        return self.rounds_needed(bound) > self.program.runnable.sum(axis=1) + 1e-9
+
+    def without_room(self, bound: float) -> np.ndarray:
+        r"""Jobs that meet :math:`b_i(\theta)` only by running all but `_MIN_FAIRNESS_MARGIN` of every
+        round they can progress in: their constraint leaves no interior, which backends resolve
+        differently (and saa-ipm not at all)."""
+        needed = self.rounds_needed(bound)
+        return (needed > 0) & (needed > self.program.runnable.sum(axis=1) - _MIN_FAIRNESS_MARGIN)
+
+    def tightest_bound(self, rho_max: float, excluded: np.ndarray, gpu_rounds: FloatArray) -> float:
+        r"""The smallest :math:`\theta \ge \rho_{\max}` at which the jobs not `excluded` fit
+        `gpu_rounds` (shape (T,), GPU-rounds per round available to the constraints).
+
+        A job can only run in its `runnable` rounds, the last of which is its deadline, so this
+        is the condition of earliest-deadline-first: for every round `t`, the GPU-rounds needed
+        by the jobs whose last runnable round is at most `t` fit those of rounds 0..t. It is
+        necessary, not sufficient (the solver has the last word); the need falls as
+        :math:`\theta` grows, so the bound is found by bisection, to a relative 1e-6. A bound
+        above :math:`\rho_{\max}` leaves `_RELAXED_BOUND_MARGIN` of the GPU-rounds free.
+        """
+        program = self.program
+        _, _, rounds = program.shape
+        runnable = program.runnable & ~excluded[:, None]
+        last = np.where(runnable.any(axis=1), rounds - 1 - np.argmax(runnable[:, ::-1], axis=1), -1)
+        jobs = last >= 0
+        available = np.cumsum(gpu_rounds)
+
+        def excess(bound: float, fraction: float = 1.0) -> float:
+            need = np.bincount(last[jobs], weights=(program.gpus * self.rounds_needed(bound))[jobs],
+                               minlength=rounds)
+            return float((np.cumsum(need) - fraction * available).max())
+
+        if excess(rho_max) <= 0:
+            return rho_max
+        # A relaxed bound leaves a margin: at the very edge of feasibility the interior is empty
+        # to rounding and an interior-point method cannot converge.
+        fraction = 1.0 - _RELAXED_BOUND_MARGIN
+        # At theta_i every limit covers job i's whole remaining time: nothing is needed.
+        with np.errstate(divide="ignore"):
+            enough = (program.remaining_s / self.share + self.window_s) / self.targets_s
+        low, high = rho_max, max(rho_max, float(np.where(jobs, enough, 0.0).max()))
+        while high - low > 1e-6 * high:
+            middle = 0.5 * (low + high)
+            low, high = (middle, high) if excess(middle, fraction) > 0 else (low, middle)
+        return high
+
+
+#: The largest ratio of priority weights in the FTF relaxation (see `priority_weights`).
+_PRIORITY_RANGE = 1e4
+
+
+def priority_weights(lateness: FloatArray, rho_max: float, exponent: float) -> FloatArray:
+    r""":math:`\hat\rho_i^{\lambda}` for the jobs projected past :math:`\rho_{\max}`, 1 for the others.
+
+    Computed in logarithms: :math:`\hat\rho^{\lambda}` overflows for late jobs (:math:`30^{12}`
+    is already 5e17). When the weights would span more than `_PRIORITY_RANGE`, the late jobs'
+    weights are divided by a common factor (at least 1 each): the ratios among the late jobs
+    are kept, and a weight ratio beyond that range would be below any solver's accuracy anyway.
+    """
+    late = lateness > rho_max
+    finite = np.minimum(np.where(late, lateness, 1.0), np.finfo(np.float64).max)
+    log_priority = np.where(late, exponent * np.log(finite), 0.0)
+    excess = max(0.0, float(log_priority.max(initial=0.0)) - np.log(_PRIORITY_RANGE))
+    return np.exp(np.where(late, np.maximum(log_priority - excess, 0.0), 0.0))
+
+
+@dataclass(frozen=True, eq=False)
+class FairnessDecision:
+    """What `constrain` makes of a program: the program with its FTF constraints and weights, each
+    job's projected FTF ratio (``lateness``, 0 for finished jobs), the bound :math:`\theta`, and
+    whether the constraints leave a schedule room to meet them all (`_MIN_FAIRNESS_MARGIN`)."""
+
+    program: PlanningProgram
+    lateness: FloatArray
+    ftf_bound: float
+    has_room: bool
+
+
+def constrain(program: PlanningProgram, targets_s: FloatArray, finished: np.ndarray, remaining_s: FloatArray,
+              supply: FloatArray, options: PlanOptions) -> FairnessDecision:
+    r"""Add the finish-time-fairness constraints :math:`S_i \le b_i(\theta)` to `program`.
+
+    A job that cannot meet its target even running every round it can progress in gets the
+    relaxation's priority weight instead of a constraint; the others keep theirs. `supply` is the
+    capacity per round (T,); `targets_s` the targets :math:`FT^*_i` in seconds from now (n,).
+    """
+    rounds = supply.size
+    share = equal_share(program.base.size, float(supply.mean()))
+    lateness = np.where(finished, 0.0, remaining_s / share / targets_s)
+    limits = FairFinishLimits(program, targets_s, share, rounds * program.round_s)
+    hopeless = limits.hopeless(options.rho_max)
+    bound = limits.tightest_bound(options.rho_max, hopeless, (1.0 - options.reserve) * supply)
+    hopeless |= limits.without_room(bound)
+    weights = program.weights * np.where(
+        hopeless, priority_weights(lateness, options.rho_max, options.priority_exponent), 1.0)
+    constrained = replace(program, leftover_limit_s=np.where(hopeless, np.inf, limits.leftover_limit_s(bound)),
+                          weights=weights)
+    # Rows infeasible, or feasible only in a sliver that backends resolve differently, are relaxed
+    # before any backend sees them, the same for all (one maximum flow).
+    return FairnessDecision(constrained, lateness, bound, constrained.fairness_room(_MIN_FAIRNESS_MARGIN))
+
+
+def relax(program: PlanningProgram, budgets: FloatArray, lateness: FloatArray, options: PlanOptions) -> PlanningProgram:
+    """Shockwave's relaxation: no FTF constraints; the jobs projected past :math:`\rho_{\\max}`
+    weighted by `priority_weights` on top of their `budgets`."""
+    priority = priority_weights(lateness, options.rho_max, options.priority_exponent)
+    return replace(program, leftover_limit_s=None, weights=budgets * priority)
+
+
+def serve_with_credit(program: PlanningProgram, planned: FloatArray, credit: FloatArray,
+                      capacity: float) -> tuple[np.ndarray, FloatArray]:
+    """One round served from a standing plan by carried credit.
+
+    Parameters
+    ----------
+    program : PlanningProgram
+        The plan's program (gangs, bases, forecast time left).
+    planned : ndarray, shape (n,)
+        The plan's relaxed share of each job in this round.
+    credit : ndarray, shape (n,)
+        Rounds each job is owed (negative: owes) from the rounds served before.
+    capacity : float
+        GPUs this round.
+
+    Returns
+    -------
+    ran : ndarray of bool, shape (n,)
+    credit : ndarray, shape (n,)
+        The credit after this round: owed plus planned minus run, at least `CREDIT_FLOOR`.
+    """
+    want = quantize(credit + planned)
+    remaining = np.where(program.base < 1.0, program.remaining_s, 0.0)
+    # Most credit first, counted in rounds the job can use: a job that needs a tenth of a round
+    # to finish and is owed that tenth is owed all it can use, as much as a job owed a whole
+    # round (without this, a job one epoch from the end is owed a hundredth of a round per
+    # round and waits for dozens). Read to vfm.planner.rounding.RESOLUTION; ties to the longest
+    # forecast time left, then to arrival order.
+    usable = np.clip(remaining / program.round_s, RESOLUTION, 1.0)
+    order = np.lexsort((-remaining, -quantize(want / usable)))  # stable
+    order = order[(want[order] > 0) & (remaining[order] > 0)]
+    chosen = first_fit(order, program.gpus, capacity)
+    ran = np.zeros(want.size, dtype=bool)
+    ran[chosen] = True
+    waiting = np.flatnonzero(~ran & (program.base < 1.0))
+    free = capacity - float(program.gpus[chosen].sum())
+    ran[first_fit(waiting[np.argsort(-remaining[waiting], kind="stable")], program.gpus, free)] = True
+    # A job that ran beyond its plan (idle GPUs) owes at most `CREDIT_FLOOR` rounds for it.
+    return ran, np.maximum(want - ran, CREDIT_FLOOR)
