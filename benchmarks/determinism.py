@@ -17,10 +17,10 @@ default 1e-9), two measures on one workload::
 
 from __future__ import annotations
 
-import copy
 import json
 import time
 from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from benchmarks._cli import Parser
 from benchmarks.reproduce import load, vfm_policy
 from vfm.cluster import simulate, summarize
 from vfm.planner import Policy
+from vfm.planner.policy import step
 
 #: Metrics whose relative difference between two whole runs is reported.
 METRICS = ("makespan_s", "avg_jct_s", "worst_ftf")
@@ -72,10 +73,11 @@ class _Shadowed:
         return self.policy.last_plan
 
     def next_round(self) -> list[Hashable]:
-        shadow = copy.deepcopy(self.policy)
-        shadow.options = shadow.options.updated(**self.options)
+        # The same state stepped under the other options: the step is pure, so nothing is copied.
+        config = self.policy.config
+        _, shadow = step(replace(config, options=config.options.updated(**self.options)), self.policy.state)
         served = self.policy.next_round()
-        self.decisions.append((frozenset(served), frozenset(shadow.next_round())))
+        self.decisions.append((frozenset(served), frozenset(shadow)))
         return served
 
 

@@ -181,3 +181,43 @@ def test_the_shockwave_configuration_is_the_reproductions():
     # Other cluster sizes take the nearest configured size's exponent; overrides win.
     assert Policy.shockwave(40).options.priority_exponent == 12.0
     assert Policy.shockwave(64, efficiency=0.0).options.efficiency == 0.0
+
+
+def test_the_state_is_frozen_and_a_restored_policy_continues_identically():
+    import pickle
+
+    policy = Policy.shockwave(4, rounds=6)
+    for k, gpus in enumerate([1, 2, 1, 1, 4]):
+        policy.add_job(k, gpus=gpus, regimes=REGIMES, epochs=30 + 7 * k)
+    _run(policy, 3)
+    checkpoint = pickle.dumps(policy.state)
+    ahead = _run(policy, 12)
+    restored = Policy.shockwave(4, rounds=6)
+    restored.restore(pickle.loads(checkpoint))
+    assert _run(restored, 12) == ahead and restored.completed == policy.completed
+    state = policy.state
+    with pytest.raises(AttributeError):
+        state.round_index = 0  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        state.jobs["new"] = state.jobs[next(iter(state.jobs))]  # type: ignore[index]
+    with pytest.raises(ValidationError, match="state must be a PolicyState"):
+        restored.restore({"jobs": {}})  # type: ignore[arg-type]
+
+
+def test_the_step_is_pure_and_the_plan_it_hands_out_read_only():
+    from vfm.planner.policy import step
+
+    policy = Policy(capacity=2, rounds=4)
+    for k in range(4):
+        policy.add_job(k, gpus=1, regimes=REGIMES, epochs=20)
+    before = policy.state
+    first, served = step(policy.config, before)
+    again, served_again = step(policy.config, before)
+    assert served == served_again and policy.state is before and first.round_index == 1
+    assert first.plan is not None and np.array_equal(first.plan.schedule, again.plan.schedule)
+    policy.next_round()
+    plan_ = policy.last_plan
+    assert plan_ is not None
+    for array in (plan_.schedule, plan_.relaxed, plan_.prices, policy.state.credit):
+        with pytest.raises(ValueError, match="read-only"):
+            array[...] = 0

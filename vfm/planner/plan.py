@@ -90,6 +90,11 @@ class Plan:
     timings: Mapping[str, float] = field(default_factory=dict)
     job_ids: tuple[Hashable, ...] | None = None
 
+    def __post_init__(self) -> None:
+        # A plan is shared (a policy serves rounds from it): its arrays are read-only.
+        for array in (self.schedule, self.relaxed, self.prices):
+            array.setflags(write=False)
+
     @property
     def rounding_gap(self) -> float:
         r"""Relative loss of the rounded schedule against the bound, in weighted geometric-mean utility.

@@ -27,12 +27,13 @@ fit in the round at its current batch size.
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields, replace
+from types import MappingProxyType
 from typing import Any, Literal
 
 import numpy as np
 
-from vfm._validation import is_whole
+from vfm._validation import FloatArray, is_whole
 from vfm.errors import ValidationError
 from vfm.forecast import DirichletForecaster, Forecaster, JobStates
 from vfm.jobs import equal_share
@@ -43,24 +44,228 @@ from vfm.planner.saa_ipm import load_kernels
 from vfm.planner.shockwave import SHOCKWAVE_EFFICIENCY, SHOCKWAVE_PRIORITY_EXPONENT, SHOCKWAVE_RESERVE
 
 
-@dataclass
-class _Job:
+@dataclass(frozen=True)
+class JobRecord:
+    """What the policy knows of one job (read-only).
+
+    ``counts`` holds the epochs observed per regime, in the order of ``regimes`` (only the counts
+    matter to the forecasts; keeping them, not the list of epochs, makes a report O(its epochs));
+    ``fair_finish_at_s`` is its finish-time target on the policy clock, NaN before the first.
+    """
+
     gpus: int
-    regimes: dict[float, float]
+    regimes: tuple[tuple[float, float], ...]  # (batch size, seconds per epoch)
     epochs: int
     budget: float
-    # Epochs observed per regime, in the order of `regimes` (only the counts matter to the
-    # forecasts; keeping them, not the list of epochs, makes a report O(its epochs)).
-    counts: np.ndarray
-    fair_finish_at_s: float | None = None  # absolute time (policy clock)
+    counts: FloatArray
+    fair_finish_at_s: float = float("nan")
 
-    @property
-    def labels(self) -> np.ndarray:
-        return np.fromiter(self.regimes, dtype=np.float64, count=len(self.regimes))
+    def __post_init__(self) -> None:
+        self.counts.setflags(write=False)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Through the constructor, so that an unpickled record is read-only too.
+        return (JobRecord, tuple(getattr(self, f.name) for f in fields(self)))
 
     @property
     def done(self) -> int:
         return int(self.counts.sum())
+
+
+@dataclass(frozen=True)
+class PolicyConfig:
+    """How a policy plans and serves rounds (`Policy`'s arguments, validated)."""
+
+    capacity: int
+    options: PlanOptions
+    replan_every: int
+    forecaster: Forecaster
+    seed: int
+    fairness: bool
+    execution: Literal["credit", "window"]
+
+
+@dataclass(frozen=True)
+class PolicyState:
+    """Everything a policy remembers between rounds; frozen, so a scheduler can checkpoint it
+    (it pickles), restore it (`Policy.restore`) and test the step on it.
+
+    Attributes
+    ----------
+    jobs : mapping of job id to JobRecord
+        The jobs present, in arrival order (a read-only mapping).
+    completed : tuple
+        Jobs that finished all their epochs, in completion order.
+    plan : Plan or None
+        The standing plan, over ``plan_jobs`` (the jobs present when it was made).
+    credit : ndarray, shape (len(plan_jobs),)
+        Rounds each of ``plan_jobs`` is owed by the credit execution (read-only).
+    since_plan : int
+        Rounds served from the standing plan.
+    stale : bool
+        A job arrived or left since the plan was made: the next round re-plans.
+    replans, round_index : int
+        Re-plans made and rounds served so far (the policy clock is ``round_index * round_s``).
+    """
+
+    jobs: Mapping[Hashable, JobRecord] = field(default_factory=lambda: MappingProxyType({}))
+    completed: tuple[Hashable, ...] = ()
+    plan: Plan | None = None
+    plan_jobs: tuple[Hashable, ...] = ()
+    credit: FloatArray = field(default_factory=lambda: _frozen(np.zeros(0)))
+    since_plan: int = 0
+    stale: bool = True
+    replans: int = 0
+    round_index: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.jobs, MappingProxyType):
+            object.__setattr__(self, "jobs", MappingProxyType(dict(self.jobs)))
+        self.credit.setflags(write=False)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # A read-only mapping does not pickle: pickle a dict, and rebuild through the constructor.
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        return (PolicyState, tuple({**values, "jobs": dict(self.jobs)}.values()))
+
+
+def _frozen(array: FloatArray) -> FloatArray:
+    array.setflags(write=False)
+    return array
+
+
+def _with_jobs(state: PolicyState, jobs: dict[Hashable, JobRecord], **changes: Any) -> PolicyState:
+    return replace(state, jobs=MappingProxyType(jobs), **changes)
+
+
+def _job(state: PolicyState, job_id: Hashable) -> JobRecord:
+    try:
+        return state.jobs[job_id]
+    except (KeyError, TypeError):
+        raise ValidationError(f"job {job_id!r} is not in the policy (add it with add_job)") from None
+
+
+def add_job(config: PolicyConfig, state: PolicyState, job_id: Hashable, gpus: int, regimes: Mapping[float, float],
+            epochs: int, budget: float = 1.0) -> PolicyState:
+    """The state after job `job_id` arrives (`Policy.add_job` checks and raises the same)."""
+    if job_id in state.jobs:
+        raise ValidationError(f"job {job_id!r} is already in the policy; remove it first")
+    if not is_whole(gpus) or gpus < 1:
+        raise ValidationError(f"gpus of job {job_id!r} must be a positive whole number of GPUs, got {gpus!r}")
+    if gpus > config.capacity:
+        raise ValidationError(f"gpus of job {job_id!r} ({gpus}) is wider than the cluster ({config.capacity} GPUs)")
+    if not (np.isfinite(budget) and budget > 0):
+        raise ValidationError(f"budget of job {job_id!r} must be > 0, got {budget!r}")
+    # The state constructor checks epochs and regimes and names the job in its messages.
+    JobStates.from_lists([epochs], [regimes], [[]], job_ids=[job_id])
+    regime_set = tuple((float(b), float(d)) for b, d in dict(regimes).items())
+    record = JobRecord(int(gpus), regime_set, int(epochs), float(budget), np.zeros(len(regime_set)))
+    return _with_jobs(state, {**state.jobs, job_id: record}, stale=True)
+
+
+def remove_job(state: PolicyState, job_id: Hashable) -> PolicyState:
+    """The state after job `job_id` leaves."""
+    _job(state, job_id)
+    return _with_jobs(state, {key: job for key, job in state.jobs.items() if key != job_id}, stale=True)
+
+
+def report_progress(state: PolicyState, job_id: Hashable, batch_sizes: Sequence[float]) -> PolicyState:
+    """The state after job `job_id` reports finished epochs (`Policy.report_progress`)."""
+    job = _job(state, job_id)
+    try:
+        sizes = np.asarray(batch_sizes, dtype=np.float64).ravel()
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"batch_sizes of job {job_id!r} must be a list of batch sizes (numbers) ({exc})") \
+            from None
+    labels = np.array([b for b, _ in job.regimes])
+    match = sizes[:, None] == labels
+    unknown = ~match.any(axis=1)
+    if unknown.any():
+        k = int(np.argmax(unknown))
+        raise ValidationError(
+            f"batch_sizes[{k}] of job {job_id!r} is {sizes[k]:g}, which is not in the job's regimes "
+            f"{{{', '.join(f'{b:g}' for b in labels)}}}")
+    left = job.epochs - job.done
+    if sizes.size > left:
+        raise ValidationError(f"batch_sizes of job {job_id!r} reports {sizes.size} epochs, more epochs done than "
+                              f"the job has left ({left} of {job.epochs})")
+    job = replace(job, counts=job.counts + match.sum(axis=0))
+    if job.done == job.epochs:
+        return _with_jobs(state, {key: other for key, other in state.jobs.items() if key != job_id},
+                          completed=(*state.completed, job_id), stale=True)
+    return _with_jobs(state, {**state.jobs, job_id: job})
+
+
+def step(config: PolicyConfig, state: PolicyState) -> tuple[PolicyState, list[Hashable]]:
+    """One round: re-plan if due, then the jobs to run; a pure function of the config and state."""
+    if not state.jobs:
+        return replace(state, round_index=state.round_index + 1), []
+    if state.stale or state.plan is None or state.since_plan >= config.replan_every:
+        state = _replan(config, state)
+    plan_ = state.plan
+    assert plan_ is not None and plan_.job_ids is not None
+    if config.execution == "window":
+        running = plan_.jobs_in_round(state.since_plan)
+        credit = state.credit
+    else:
+        ran, credit = shockwave.serve_with_credit(
+            plan_.program, plan_.relaxed[:, state.since_plan], state.credit, float(config.capacity))
+        running = [plan_.job_ids[i] for i in np.flatnonzero(ran)]
+    return replace(state, credit=_frozen(credit), since_plan=state.since_plan + 1,
+                   round_index=state.round_index + 1), running
+
+
+def _replan(config: PolicyConfig, state: PolicyState) -> PolicyState:
+    ids = tuple(state.jobs)
+    jobs = [state.jobs[i] for i in ids]
+    states = _states(jobs, ids)
+    gpus = np.array([j.gpus for j in jobs])
+    targets = None
+    if config.fairness:
+        jobs, targets = _fair_finish(config, state.round_index, states, jobs)
+    warm = None
+    options = config.options
+    if state.plan is not None and ids == state.plan_jobs and state.since_plan < options.rounds:
+        # Same jobs: the old relaxation, moved forward by the rounds served since.
+        keep = np.minimum(np.arange(options.rounds) + state.since_plan, options.rounds - 1)
+        warm = state.plan.relaxed[:, keep]
+    new_plan = plan(
+        states, gpus, config.capacity, options, forecaster=config.forecaster,
+        seed=np.random.SeedSequence((config.seed, state.replans)), budgets=[j.budget for j in jobs],
+        fair_finish_s=targets, warm_start=warm,
+    )
+    # The credit of the jobs still present carries into the new plan's order.
+    carried = dict(zip(state.plan_jobs, state.credit.tolist(), strict=True))
+    credit = np.array([carried.get(job, 0.0) for job in ids])
+    return _with_jobs(state, dict(zip(ids, jobs, strict=True)), plan=new_plan, plan_jobs=ids,
+                      credit=_frozen(credit), since_plan=0, stale=False, replans=state.replans + 1)
+
+
+def _fair_finish(config: PolicyConfig, round_index: int, states: JobStates,
+                 jobs: list[JobRecord]) -> tuple[list[JobRecord], FloatArray]:
+    """The jobs with their updated finish-time targets, and FT* of each in seconds from now."""
+    now = round_index * config.options.round_s
+    share = equal_share(len(jobs), config.capacity)
+    estimate = now + np.asarray(config.forecaster.remaining_runtime(states)) / share
+    targets = shockwave.updated_targets(np.array([job.fair_finish_at_s for job in jobs]), estimate)
+    jobs = [replace(job, fair_finish_at_s=at) for job, at in zip(jobs, targets.tolist(), strict=True)]
+    # A target already passed cannot be met: it counts as due in one second, which makes the
+    # constraints infeasible (the planner falls back to the priority relaxation) and keeps the
+    # projected ratios finite and ordered by the time the jobs have left.
+    return jobs, np.maximum(targets - now, 1.0)
+
+
+def _states(jobs: list[JobRecord], ids: tuple[Hashable, ...]) -> JobStates:
+    """The jobs' states, regimes padded to the largest set (each job was validated on arrival)."""
+    n, width = len(jobs), max(len(job.regimes) for job in jobs)
+    labels, durations = np.full((n, width), np.nan), np.zeros((n, width))
+    mask, counts = np.zeros((n, width), dtype=np.bool_), np.zeros((n, width))
+    for row, job in enumerate(jobs):  # per job by nature: a mapping of jobs
+        k = len(job.regimes)
+        labels[row, :k], durations[row, :k] = np.array(job.regimes).T
+        mask[row, :k], counts[row, :k] = True, job.counts
+    return JobStates(np.array([job.epochs for job in jobs], dtype=np.float64), counts, durations, mask,
+                     regime_labels=labels, job_ids=ids)
 
 
 class Policy:
@@ -115,26 +320,15 @@ class Policy:
             raise ValidationError(f"fairness must be True or False, got {fairness!r}")
         if not is_whole(seed) or seed < 0:
             raise ValidationError(f"seed must be a non-negative whole number, got {seed!r}")
-        self.options = (PlanOptions() if options is None else options).updated(**overrides)
-        self.capacity = int(capacity)
-        self.replan_every = min(int(replan_every), self.options.rounds)
-        self.forecaster = DirichletForecaster() if forecaster is None else forecaster
-        self.seed = int(seed)
-        self.fairness = bool(fairness)
-        self._jobs: dict[Hashable, _Job] = {}
-        self._completed: list[Hashable] = []
-        self._plan: Plan | None = None
-        self._plan_jobs: tuple[Hashable, ...] = ()
-        self._since_plan = 0
-        self._stale = True
-        self._replans = 0
         if execution not in ("credit", "window"):
             raise ValidationError(f"execution must be 'credit' or 'window', got {execution!r}")
-        self.execution = execution
-        self._credit: dict[Hashable, float] = {}  # between re-plans: in `_plan_credit`
-        self._plan_credit = np.zeros(0)
-        self.round_index = 0
-        if self.options.solver in (None, "saa-ipm"):
+        plan_options = (PlanOptions() if options is None else options).updated(**overrides)
+        self.config = PolicyConfig(
+            capacity=int(capacity), options=plan_options, replan_every=min(int(replan_every), plan_options.rounds),
+            forecaster=DirichletForecaster() if forecaster is None else forecaster, seed=int(seed),
+            fairness=bool(fairness), execution=execution)
+        self._state = PolicyState()
+        if plan_options.solver in (None, "saa-ipm"):
             load_kernels()  # here, not in the first re-plan: a scheduler's re-plans stay predictable
 
     @classmethod
@@ -171,6 +365,52 @@ class Policy:
             "execution": "credit"}
         return cls(capacity, **{**configuration, **overrides})
 
+    # --- the state --------------------------------------------------------------------------------
+
+    @property
+    def state(self) -> PolicyState:
+        """Everything the policy remembers (frozen): checkpoint it, and `restore` it later."""
+        return self._state
+
+    def restore(self, state: PolicyState) -> None:
+        """Continue from a `state` taken from a policy with the same configuration."""
+        if not isinstance(state, PolicyState):
+            raise ValidationError(f"state must be a PolicyState (Policy.state), got {type(state).__name__}")
+        self._state = state
+
+    @property
+    def capacity(self) -> int:
+        return self.config.capacity
+
+    @property
+    def options(self) -> PlanOptions:
+        return self.config.options
+
+    @property
+    def replan_every(self) -> int:
+        return self.config.replan_every
+
+    @property
+    def forecaster(self) -> Forecaster:
+        return self.config.forecaster
+
+    @property
+    def seed(self) -> int:
+        return self.config.seed
+
+    @property
+    def fairness(self) -> bool:
+        return self.config.fairness
+
+    @property
+    def execution(self) -> str:
+        return self.config.execution
+
+    @property
+    def round_index(self) -> int:
+        """Rounds served so far."""
+        return self._state.round_index
+
     # --- what the scheduler tells the policy ---------------------------------------------------
 
     def add_job(self, job_id: Hashable, gpus: int, regimes: Mapping[float, float], epochs: int,
@@ -184,25 +424,11 @@ class Policy:
             number or is wider than the cluster, a malformed regime set or epoch count, a
             budget that is not positive.
         """
-        if job_id in self._jobs:
-            raise ValidationError(f"job {job_id!r} is already in the policy; remove it first")
-        if not is_whole(gpus) or gpus < 1:
-            raise ValidationError(f"gpus of job {job_id!r} must be a positive whole number of GPUs, got {gpus!r}")
-        if gpus > self.capacity:
-            raise ValidationError(f"gpus of job {job_id!r} ({gpus}) is wider than the cluster ({self.capacity} GPUs)")
-        if not (np.isfinite(budget) and budget > 0):
-            raise ValidationError(f"budget of job {job_id!r} must be > 0, got {budget!r}")
-        # The state constructor checks epochs and regimes and names the job in its messages.
-        JobStates.from_lists([epochs], [regimes], [[]], job_ids=[job_id])
-        regime_set = {float(b): float(d) for b, d in dict(regimes).items()}
-        self._jobs[job_id] = _Job(int(gpus), regime_set, int(epochs), float(budget), np.zeros(len(regime_set)))
-        self._stale = True
+        self._state = add_job(self.config, self._state, job_id, gpus, regimes, epochs, budget)
 
     def remove_job(self, job_id: Hashable) -> None:
         """A job leaves (cancelled, or finished by the scheduler's own account)."""
-        self._job(job_id)
-        del self._jobs[job_id]
-        self._stale = True
+        self._state = remove_job(self._state, job_id)
 
     def report_progress(self, job_id: Hashable, batch_sizes: Sequence[float]) -> None:
         """Epochs the job finished since the last report, one batch size (its regime) per epoch.
@@ -215,141 +441,40 @@ class Policy:
         vfm.errors.ValidationError
             Naming the job: an unknown id, a batch size not in its regimes, more epochs than it has.
         """
-        job = self._job(job_id)
-        try:
-            sizes = np.asarray(batch_sizes, dtype=np.float64).ravel()
-        except (TypeError, ValueError) as exc:
-            raise ValidationError(f"batch_sizes of job {job_id!r} must be a list of batch sizes (numbers) ({exc})") \
-                from None
-        labels = job.labels
-        match = sizes[:, None] == labels
-        unknown = ~match.any(axis=1)
-        if unknown.any():
-            k = int(np.argmax(unknown))
-            raise ValidationError(
-                f"batch_sizes[{k}] of job {job_id!r} is {sizes[k]:g}, which is not in the job's regimes "
-                f"{{{', '.join(f'{b:g}' for b in labels)}}}")
-        left = job.epochs - job.done
-        if sizes.size > left:
-            raise ValidationError(f"batch_sizes of job {job_id!r} reports {sizes.size} epochs, more epochs done than "
-                                  f"the job has left ({left} of {job.epochs})")
-        job.counts = job.counts + match.sum(axis=0)
-        if job.done == job.epochs:
-            del self._jobs[job_id]
-            self._completed.append(job_id)
-            self._stale = True
+        self._state = report_progress(self._state, job_id, batch_sizes)
 
     # --- what the policy tells the scheduler ---------------------------------------------------
 
     def next_round(self) -> list[Hashable]:
         """The jobs to run in the next round (each on its whole gang), re-planning if due."""
-        if not self._jobs:
-            self.round_index += 1
-            return []
-        if self._stale or self._plan is None or self._since_plan >= self.replan_every:
-            self._replan()
-        assert self._plan is not None
-        if self.execution == "window":
-            running = self._plan.jobs_in_round(self._since_plan)
-        else:
-            running = self._serve_with_credit()
-        self._since_plan += 1
-        self.round_index += 1
+        self._state, running = step(self.config, self._state)
         return running
 
     @property
     def jobs(self) -> list[Hashable]:
         """The jobs in the policy, in arrival order."""
-        return list(self._jobs)
+        return list(self._state.jobs)
 
     @property
     def completed(self) -> list[Hashable]:
         """The jobs that completed all their epochs, in completion order."""
-        return list(self._completed)
+        return list(self._state.completed)
 
     @property
     def last_plan(self) -> Plan | None:
-        """The standing plan (None before the first round)."""
-        return self._plan
+        """The standing plan (None before the first round); its arrays are read-only."""
+        return self._state.plan
 
     @property
     def replans(self) -> int:
         """How many times the policy has re-planned."""
-        return self._replans
+        return self._state.replans
 
     def regimes(self, job_id: Hashable) -> dict[float, float]:
         """Job `job_id`'s regimes (batch size -> seconds per epoch)."""
-        return dict(self._job(job_id).regimes)
+        return dict(_job(self._state, job_id).regimes)
 
     def epochs_left(self, job_id: Hashable) -> int:
         """Epochs job `job_id` has not finished yet."""
-        job = self._job(job_id)
+        job = _job(self._state, job_id)
         return job.epochs - job.done
-
-    # --- internals -------------------------------------------------------------------------------
-
-    def _job(self, job_id: Hashable) -> _Job:
-        try:
-            return self._jobs[job_id]
-        except KeyError:
-            raise ValidationError(f"job {job_id!r} is not in the policy (add it with add_job)") from None
-
-    def _replan(self) -> None:
-        ids = tuple(self._jobs)
-        jobs = [self._jobs[i] for i in ids]
-        states = _states(jobs, ids)
-        gpus = np.array([j.gpus for j in jobs])
-        targets = self._fair_finish_s(states, jobs) if self.fairness else None
-        warm = None
-        if self._plan is not None and ids == self._plan_jobs and self._since_plan < self.options.rounds:
-            # Same jobs: the old relaxation, moved forward by the rounds served since.
-            rounds = self.options.rounds
-            keep = np.minimum(np.arange(rounds) + self._since_plan, rounds - 1)
-            warm = self._plan.relaxed[:, keep]
-        self._plan = plan(
-            states, gpus, self.capacity, self.options, forecaster=self.forecaster,
-            seed=np.random.SeedSequence((self.seed, self._replans)), budgets=[j.budget for j in jobs],
-            fair_finish_s=targets, warm_start=warm,
-        )
-        if self._plan_jobs:  # carry the credit of the jobs still present into the new plan's order
-            self._credit = dict(zip(self._plan_jobs, self._plan_credit.tolist(), strict=True))
-        self._plan_credit = np.array([self._credit.get(job, 0.0) for job in ids])
-        self._plan_jobs = ids
-        self._since_plan = 0
-        self._stale = False
-        self._replans += 1
-
-    def _serve_with_credit(self) -> list[Hashable]:
-        """One round of the standing plan by carried credit (`execution="credit"`)."""
-        plan_ = self._plan
-        assert plan_ is not None and plan_.job_ids is not None
-        ran, self._plan_credit = shockwave.serve_with_credit(
-            plan_.program, plan_.relaxed[:, self._since_plan], self._plan_credit, float(self.capacity))
-        return [plan_.job_ids[i] for i in np.flatnonzero(ran)]
-
-    def _fair_finish_s(self, states: JobStates, jobs: list[_Job]) -> np.ndarray:
-        """FT* of each job, seconds from now: momentum averages of equal-share finish estimates."""
-        now = self.round_index * self.options.round_s
-        share = equal_share(len(jobs), self.capacity)
-        estimate = now + np.asarray(self.forecaster.remaining_runtime(states)) / share
-        previous = np.array([np.nan if job.fair_finish_at_s is None else job.fair_finish_at_s for job in jobs])
-        for job, at in zip(jobs, shockwave.updated_targets(previous, estimate).tolist(), strict=True):
-            job.fair_finish_at_s = at
-        # A target already passed cannot be met: it counts as due in one second, which makes the
-        # constraints infeasible (the planner falls back to the priority relaxation) and keeps the
-        # projected ratios finite and ordered by the time the jobs have left.
-        left = np.array([job.fair_finish_at_s for job in jobs]) - now
-        return np.maximum(left, 1.0)
-
-
-def _states(jobs: list[_Job], ids: tuple[Hashable, ...]) -> JobStates:
-    """The jobs' states, regimes padded to the largest set (each job was validated on arrival)."""
-    n, width = len(jobs), max(len(job.regimes) for job in jobs)
-    labels, durations = np.full((n, width), np.nan), np.zeros((n, width))
-    mask, counts = np.zeros((n, width), dtype=np.bool_), np.zeros((n, width))
-    for row, job in enumerate(jobs):  # per job by nature: a dict of jobs
-        k = len(job.regimes)
-        labels[row, :k], durations[row, :k] = job.labels, list(job.regimes.values())
-        mask[row, :k], counts[row, :k] = True, job.counts
-    return JobStates(np.array([job.epochs for job in jobs], dtype=np.float64), counts, durations, mask,
-                     regime_labels=labels, job_ids=ids)
