@@ -102,6 +102,12 @@ class Simulation:
     busy_gpu_s: float
     replans: tuple[dict[str, Any], ...] = ()
 
+    def __post_init__(self) -> None:
+        # A record: its arrays are read-only (a caller who wants to edit one copies it).
+        for value in vars(self).values():
+            if isinstance(value, np.ndarray):
+                value.setflags(write=False)
+
     @property
     def jct_s(self) -> FloatArray:
         """Job completion times ``finish_s - arrival_s``, shape (n,)."""

@@ -56,6 +56,7 @@ def test_the_record_of_a_run(workload) -> None:
     assert times[0] == 0.0 and (np.diff(times[1:]) >= 1000.0).all()
     assert {(r["solver"], r["status"]) for r in sim.replans} <= {("ECOS", "optimal"), ("ECOS", "optimal_inaccurate")}
     assert sim.busy_gpu_s <= sim.gpus * float(np.nanmax(sim.finish_s))
+    assert not any(array.flags.writeable for array in (sim.finish_s, sim.arrival_s, sim.held_s, sim.planner_s))
 
 
 def test_restarts_cost_work_when_two_jobs_share_a_gpu(workload) -> None:
