@@ -15,8 +15,9 @@ per-round Fisher market), and the baselines of `vfm.cluster.baselines` (``max_mi
 Mechanics (``--mechanics``, default ``both``)
     Every policy runs in our simulator (`vfm.cluster.simulator`). With ``both`` or ``artifact``,
     each baseline the Shockwave artifact has also runs under the artifact's own mechanics and
-    Gavel round mechanism (`vfm.cluster.artifact`), as the row ``artifact:<name>``: those are the
-    numbers to hold against the published ones.
+    Gavel round mechanism (`vfm.cluster.artifact`), and the vfm policy under those mechanics
+    choosing every round itself, as the rows ``artifact:<name>``: those are the numbers to hold
+    against the published ones.
 
 Parallelism
     Each policy is one task, run through a `concurrent.futures.Executor`: a local process pool
@@ -75,16 +76,17 @@ POLICIES: dict[str, Callable[[int, float, int], SchedulingPolicy]] = {"vfm": vfm
 #: Our policy names -> the keys of the artifact's canonical results.
 PUBLISHED_NAMES = {"vfm": "shockwave", "max_sum_throughput": "max_sum_throughput_perf"}
 METRICS = ("makespan_s", "avg_jct_s", "worst_ftf", "unfair_pct", "utilization")
-#: Baselines also run under the artifact's mechanics (`vfm.cluster.artifact`), as "artifact:<name>".
+#: Policies also run under the artifact's mechanics (`vfm.cluster.artifact`), as "artifact:<name>": the
+#: baselines the artifact has (computed as it computes them) and the vfm policy (driving every round).
 ARTIFACT = "artifact:"
-ARTIFACT_BASELINES = [name for name in BASELINES if PUBLISHED_NAMES.get(name, name) in artifact.ALLOCATIONS]
+ARTIFACT_RUNS = ["vfm", *(name for name in BASELINES if PUBLISHED_NAMES.get(name, name) in artifact.ALLOCATIONS)]
 
 
 def with_artifact_runs(policies: Sequence[str], mechanics: str) -> list[str]:
     """`policies` under our mechanics, the artifact's ("artifact:<name>" for each baseline the
     artifact has), or both (``mechanics``: ``ours``, ``artifact``, ``both``)."""
     ours = [name for name in policies if not name.startswith(ARTIFACT)]
-    theirs = [ARTIFACT + name for name in ours if name in ARTIFACT_BASELINES]
+    theirs = [ARTIFACT + name for name in ours if name in ARTIFACT_RUNS]
     return {"ours": ours, "artifact": theirs, "both": ours + theirs}[mechanics]
 
 
@@ -104,8 +106,11 @@ def run_policy(workload_path: str, name: str, seed: int = 0, jobs: int | None = 
     """
     workload = load(workload_path, jobs)
     if name.startswith(ARTIFACT):
-        baseline = name.removeprefix(ARTIFACT)
-        return summarize(artifact.simulate(workload, PUBLISHED_NAMES.get(baseline, baseline)))
+        base = name.removeprefix(ARTIFACT)
+        if base == "vfm":
+            driven = vfm_policy(workload.gpus, workload.round_s, seed, **(vfm_options or {}))
+            return summarize(artifact.simulate(workload, driven))
+        return summarize(artifact.simulate(workload, PUBLISHED_NAMES.get(base, base)))
     if name == "vfm":
         policy: SchedulingPolicy = vfm_policy(workload.gpus, workload.round_s, seed, **(vfm_options or {}))
     else:
@@ -146,10 +151,10 @@ def run(workload_path: str | Path, policies: Sequence[str] = tuple(POLICIES), *,
         progress: bool = False, vfm_options: dict[str, Any] | None = None) -> dict[str, Any]:
     """Run `policies` on the workload through `executor` (default: serial); the JSON document."""
     unknown = [name for name in policies if name not in POLICIES
-               and name.removeprefix(ARTIFACT) not in ARTIFACT_BASELINES]
+               and name.removeprefix(ARTIFACT) not in ARTIFACT_RUNS]
     if unknown:
         raise ValueError(f"unknown policies {unknown}; choose from {', '.join(POLICIES)} "
-                         f"(and artifact:<name> for {', '.join(ARTIFACT_BASELINES)})")
+                         f"(and artifact:<name> for {', '.join(ARTIFACT_RUNS)})")
     workload = load(workload_path, jobs)
     with ExitStack() as stack:
         pool = executor if executor is not None else stack.enter_context(_SerialExecutor())
@@ -179,7 +184,7 @@ def published_results(workload_path: str | Path) -> dict[str, dict[str, Any]]:
     published = json.loads(canonical.read_text())["policies"]
     names = {PUBLISHED_NAMES.get(name, name): name for name in POLICIES}
     ours = {names[key]: value for key, value in published.items() if key in names}
-    return {**ours, **{ARTIFACT + name: ours[name] for name in ARTIFACT_BASELINES if name in ours}}
+    return {**ours, **{ARTIFACT + name: ours[name] for name in ARTIFACT_RUNS if name in ours}}
 
 
 def format_table(result: dict[str, Any], published: dict[str, dict[str, Any]] | None = None) -> str:

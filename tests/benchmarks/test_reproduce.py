@@ -65,8 +65,8 @@ def test_command_writes_its_results_folder(tmp_path, capsys):
     assert (out / "table.txt").read_text() in printed
     document = json.loads((out / "results.json").read_text())
     assert set(document) == {"workload", "gpus", "policies"}
-    # --mechanics both (the default) adds the baseline under the artifact's mechanics.
-    assert set(document["policies"]) == {"vfm", "max_min_fairness", "artifact:max_min_fairness"}
+    # --mechanics both (the default) adds both under the artifact's mechanics.
+    assert set(document["policies"]) == {"vfm", "max_min_fairness", "artifact:vfm", "artifact:max_min_fairness"}
     for name in ("metrics.png", "ftf_cdf.png", "occupancy.png"):
         assert (out / name).stat().st_size > 0
 
@@ -111,5 +111,6 @@ def test_dask_local_cluster_executor_gives_the_same_results():
 def test_mechanics_choose_the_runs():
     asked = ["vfm", "max_sum_throughput", "static_market"]
     assert reproduce.with_artifact_runs(asked, "ours") == asked
-    assert reproduce.with_artifact_runs(asked, "artifact") == ["artifact:max_sum_throughput"]
-    assert reproduce.with_artifact_runs(asked, "both") == [*asked, "artifact:max_sum_throughput"]
+    theirs = ["artifact:vfm", "artifact:max_sum_throughput"]  # static_market is ours alone
+    assert reproduce.with_artifact_runs(asked, "artifact") == theirs
+    assert reproduce.with_artifact_runs(asked, "both") == [*asked, *theirs]

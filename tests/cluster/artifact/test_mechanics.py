@@ -102,3 +102,42 @@ def test_every_baseline_runs_on_a_slice(workload) -> None:
     for name in ALLOCATIONS:
         sim = simulate(workload.head(6), name)
         assert np.isfinite(sim.finish_s).all() and (sim.finish_s > sim.arrival_s).all(), name
+
+
+def test_a_scheduling_policy_chooses_every_round_under_the_artifacts_mechanics(workload) -> None:
+    from vfm.planner import Policy
+
+    head = workload.head(16)
+    policy = Policy.shockwave(head.gpus, head.round_s)
+    sim = simulate(head, policy)
+    assert sim.policy == "artifact:Policy" and np.isfinite(sim.finish_s).all()
+    assert policy.jobs == [] and sorted(policy.completed) == sorted(job.id for job in head.jobs)
+    assert len(sim.replans) == policy.replans > 0
+    gpus = {job.id: job.gpus for job in head.jobs}
+    assert all(sum(gpus[j] for j in r.jobs) <= head.gpus for r in sim.rounds)
+
+
+def test_a_policy_answer_that_cannot_run_is_named(workload) -> None:
+    from vfm.errors import PolicyError
+
+    class Greedy:
+        def __init__(self) -> None:
+            self.present: list = []
+
+        def add_job(self, job_id, gpus, regimes, epochs) -> None:
+            assert all(seconds > 0 for seconds in regimes.values()) and epochs >= 1
+            self.present.append(job_id)
+
+        def remove_job(self, job_id) -> None:
+            self.present.remove(job_id)
+
+        def report_progress(self, job_id, batch_sizes) -> None:
+            pass
+
+        def next_round(self) -> list:
+            return list(self.present)  # every job at once: more GPUs than there are
+
+    crowded = workload_from_dict({"gpus": 1, "round_s": 120.0, "throughputs": "tacc",
+                                  "jobs": [_raw(workload, 0, arrival_s=0.0), _raw(workload, 3, arrival_s=0.0)]})
+    with pytest.raises(PolicyError, match=r"Greedy.next_round\(\) in round 0 asked for 2 GPUs"):
+        simulate(crowded, Greedy())

@@ -32,9 +32,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from vfm.cluster.artifact._adaptation import Rules, rescale, wanted
+from vfm.cluster.artifact._adaptation import Rules, ceil_div, rescale, wanted
 from vfm.cluster.artifact.allocations import AllocationInputs, Allocator, make_allocator
-from vfm.cluster.simulator import Round, Simulation
+from vfm.cluster.protocol import SchedulingPolicy
+from vfm.cluster.simulator import Round, Simulation, _check_answer
 from vfm.cluster.workload import SHIPPED, Workload
 from vfm.errors import ValidationError
 
@@ -123,15 +124,18 @@ class _Gavel:
         self.recomputes: list[dict[str, object]] = []
 
     def add(self, rows: IntArray) -> None:
+        """Jobs arrive (their rows, in arrival order)."""
         self.received[rows] = self.credit
         self.deficit[rows] = 0.0
         self.pending = self.pending or len(rows) > 0
 
-    def credit_run(self, rows: IntArray, seconds: FloatArray) -> None:
-        """Credit run time; `rows` in the artifact's completion order (latest finish first)."""
-        self.received[rows] += seconds
+    def after_round(self, end: _RoundEnd) -> None:
+        """Credit run time (rows in the artifact's completion order, latest finish first); a
+        completion, drop or failure calls for a recomputation."""
+        self.received[end.ran] += end.seconds
         # The artifact adds job by job; a left fold keeps its rounding (ties in priority depend on it).
-        self.total_received = sum(seconds.tolist(), self.total_received)
+        self.total_received = sum(end.seconds.tolist(), self.total_received)
+        self.pending = self.pending or bool(end.completed.size or end.dropped.size or end.failed)
 
     def maybe_recompute(self, now: float, active: IntArray, inputs: Callable[[IntArray], AllocationInputs]) -> None:
         due = now - self.last_reset >= self.options.reset_interval_s or self.last_reset == 0
@@ -152,6 +156,19 @@ class _Gavel:
         self.x[active] = answer.x
         self.allocated[active] = True
         self.pending = False
+
+    def decide(self, now: float, jobs: _Jobs) -> IntArray:
+        """Recompute if due, then the rows that run next round."""
+        active = np.flatnonzero(jobs.active)
+
+        def inputs(rows: IntArray) -> AllocationInputs:
+            return AllocationInputs(job=rows, throughput=jobs.throughput[rows].copy(),
+                                    gpus=jobs.rules.gang[rows].copy(),
+                                    remaining_steps=jobs.total_steps[rows] - jobs.steps_run[rows],
+                                    since_arrival_s=now - jobs.arrival_s[rows], capacity=self.capacity)
+
+        self.maybe_recompute(now, active, inputs)
+        return self.choose(active, jobs.rules.gang, jobs.throughput)
 
     def choose(self, active: IntArray, gang: IntArray, throughput: FloatArray) -> IntArray:
         """The rows that run next round (the artifact's greedy pass over its priority order)."""
@@ -232,15 +249,83 @@ class _Jobs:
         self.down |= down & self.active
 
 
-def simulate(workload: Workload, baseline: str | Allocator, options: ArtifactOptions | None = None) -> Simulation:
-    """Run one of the artifact's baselines under the artifact's mechanics.
+class _Driven:
+    """A `SchedulingPolicy` choosing the rounds under the artifact's mechanics.
+
+    The policy is told what a scheduler knows: on arrival the job's gang, its regimes (the batch
+    sizes its scaling rule can reach, at ``ceil(samples / b) / throughput`` seconds per epoch)
+    and its epochs (``ceil(total_steps / steps per epoch)`` at the initial batch size); after
+    each round the whole epochs it now has (steps done over steps per epoch, at the batch size
+    it ran), all of them when it completes. A job the artifact drops after failing rounds is
+    removed.
+    """
+
+    def __init__(self, policy: SchedulingPolicy, workload: Workload, jobs: _Jobs) -> None:
+        self.policy, self.capacity = policy, workload.gpus
+        self.ids = [job.id for job in workload.jobs]
+        self.index_of = {job_id: row for row, job_id in enumerate(self.ids)}
+        rules = jobs.rules
+        self.epochs = ceil_div(jobs.total_steps, ceil_div(rules.samples, rules.initial))
+        self.reported = np.zeros(workload.n_jobs, dtype=np.int64)
+        self.recomputes: list[dict[str, object]] = []
+        self.rounds = 0
+
+    def _regimes(self, jobs: _Jobs, row: int) -> dict[float, float]:
+        """The batch sizes the job's adaptation can reach (its declared scaling rule, not its
+        trajectory) that the throughput table has, with their seconds per epoch."""
+        rules = jobs.rules
+        initial, largest = int(rules.initial[row]), int(rules.largest[row])
+        if rules.gns_job[row]:
+            sizes = [initial << k for k in range(20) if initial << k <= max(initial, largest)]
+        elif rules.accordion_job[row] and rules.scaled[row]:
+            sizes = [initial, int(rules.scaled[row])]
+        else:
+            sizes = [initial]
+        throughput = rules.throughput(np.full(len(sizes), row), np.array(sizes))
+        return {float(b): float(-(-rules.samples[row] // b)) / t
+                for b, t in zip(sizes, throughput.tolist(), strict=True) if t > 0}
+
+    def add(self, rows: IntArray, jobs: _Jobs) -> None:
+        for row in rows.tolist():
+            self.policy.add_job(self.ids[row], int(jobs.rules.gang[row]), self._regimes(jobs, row),
+                                int(self.epochs[row]))
+
+    def after_round(self, end: _RoundEnd) -> None:
+        completed = set(end.completed.tolist())
+        for row, epochs, batch in zip(end.ran.tolist(), end.epochs.tolist(), end.batch.tolist(), strict=True):
+            # A job still running reports at most all but its last epoch: the last ends it.
+            target = int(self.epochs[row]) if row in completed else min(epochs, int(self.epochs[row]) - 1)
+            if target > self.reported[row]:
+                self.policy.report_progress(self.ids[row], [float(batch)] * int(target - self.reported[row]))
+                self.reported[row] = target
+        for row in end.dropped.tolist():
+            self.policy.remove_job(self.ids[row])
+
+    def decide(self, now: float, jobs: _Jobs) -> IntArray:
+        standing = getattr(self.policy, "last_plan", None)
+        answer = self.policy.next_round()
+        fresh = getattr(self.policy, "last_plan", None)
+        if fresh is not None and fresh is not standing:
+            self.recomputes.append({"solver": fresh.solver, "status": str(fresh.status), **fresh.timings})
+        self.rounds += 1
+        finished = ~np.isnan(jobs.finish_s)
+        return _check_answer(answer, self.policy, self.rounds - 1, self.index_of, jobs.active, finished,
+                             jobs.rules.gang, self.capacity)
+
+
+def simulate(workload: Workload, policy: str | Allocator | SchedulingPolicy,
+             options: ArtifactOptions | None = None) -> Simulation:
+    """Run one of the artifact's baselines, or any scheduling policy, under the artifact's mechanics.
 
     Parameters
     ----------
     workload : Workload
         Its jobs need `vfm.cluster.workload.Training` (the shipped workloads have it).
-    baseline : str or Allocator
-        A name of `vfm.cluster.artifact.ALLOCATIONS` or an allocation function.
+    policy : str, Allocator or SchedulingPolicy
+        A name of `vfm.cluster.artifact.ALLOCATIONS` or an allocation function, run through
+        Gavel's round mechanism as the artifact runs its baselines; or a
+        `vfm.cluster.SchedulingPolicy` (`vfm.planner.Policy`, say), which then chooses every
+        round itself and is told what `_Driven` says.
     options : ArtifactOptions, optional
 
     Returns
@@ -259,19 +344,19 @@ def simulate(workload: Workload, baseline: str | Allocator, options: ArtifactOpt
     (8, True)
     """
     opts = options or ArtifactOptions()
-    allocator = make_allocator(baseline) if isinstance(baseline, str) else baseline
     round_s = float(opts.round_s if opts.round_s is not None else workload.round_s)
     jobs = _Jobs.of(workload, opts)
     gang = jobs.rules.gang
-    gavel = _Gavel(workload.n_jobs, workload.gpus, allocator, opts, round_s)
+    chooser: _Gavel | _Driven
+    if isinstance(policy, SchedulingPolicy):
+        chooser, name = _Driven(policy, workload, jobs), type(policy).__name__
+    else:
+        allocator = make_allocator(policy) if isinstance(policy, str) else policy
+        name = policy if isinstance(policy, str) else getattr(allocator, "__name__", type(allocator).__name__)
+        chooser = _Gavel(workload.n_jobs, workload.gpus, allocator, opts, round_s)
     queue = np.argsort(jobs.arrival_s, kind="stable")
     arrived = 0
     now = float(jobs.arrival_s[queue[0]])
-
-    def inputs(rows: IntArray) -> AllocationInputs:
-        return AllocationInputs(job=rows, throughput=jobs.throughput[rows].copy(), gpus=gang[rows].copy(),
-                                remaining_steps=jobs.total_steps[rows] - jobs.steps_run[rows],
-                                since_arrival_s=now - jobs.arrival_s[rows], capacity=workload.gpus)
 
     rounds: list[Round] = []
     planner_s: list[float] = []
@@ -285,7 +370,7 @@ def simulate(workload: Workload, baseline: str | Allocator, options: ArtifactOpt
                 round_start = last_end
             last_end = now
             previous = placed[-2] if len(placed) > 1 else None
-            _end_round(jobs, gavel, running, steps, ends, round_start, previous, gang, round_s, opts)
+            chooser.after_round(_end_round(jobs, running, steps, ends, round_start, previous, gang, round_s, opts))
         elif arrived < len(queue):
             now = max(now, float(jobs.arrival_s[queue[arrived]]))
             last_end = now  # an idle cluster: the next round starts at the arrival
@@ -295,21 +380,21 @@ def simulate(workload: Workload, baseline: str | Allocator, options: ArtifactOpt
         new = queue[arrived:][jobs.arrival_s[queue[arrived:]] <= now]
         arrived += len(new)
         jobs.active[new] = True
-        gavel.add(np.sort(new))
-        active = np.flatnonzero(jobs.active)
-        if not len(active):
+        if isinstance(chooser, _Driven):
+            chooser.add(np.sort(new), jobs)
+        else:
+            chooser.add(np.sort(new))
+        if not jobs.active.any():
             running = np.zeros(0, dtype=np.int64)
             continue
         tic = time.perf_counter()
-        gavel.maybe_recompute(now, active, inputs)
-        running = gavel.choose(active, gang, jobs.throughput)
+        running = chooser.decide(now, jobs)
         planner_s.append(time.perf_counter() - tic)
         placed.append(running)
         rounds.append(Round(now, tuple(workload.jobs[row].id for row in running.tolist())))
         steps, ends = jobs.dispatch(running, now, round_s)
 
     ids = [job.id for job in workload.jobs]
-    name = baseline if isinstance(baseline, str) else getattr(allocator, "__name__", type(allocator).__name__)
     return Simulation(
         workload=workload.name, policy=f"artifact:{name}",
         gpus=workload.gpus, n_jobs=workload.n_jobs, round_s=round_s, restart_s=opts.restart_s,
@@ -317,11 +402,26 @@ def simulate(workload: Workload, baseline: str | Allocator, options: ArtifactOpt
         arrival_s=jobs.arrival_s, finish_s=jobs.finish_s, isolated_s=workload.isolated_s, restarts=jobs.restarts,
         held_s=jobs.held_s, rounds=tuple(rounds), planner_s=np.array(planner_s),
         planner_busy=np.ones(len(planner_s), dtype=bool), busy_gpu_s=float((gang * jobs.held_s).sum()),
-        replans=tuple(gavel.recomputes))
+        replans=tuple(chooser.recomputes))
 
 
-def _end_round(jobs: _Jobs, gavel: _Gavel, running: IntArray, steps: IntArray, ends: FloatArray, start: float,
-               previous: IntArray | None, gang: IntArray, round_s: float, opts: ArtifactOptions) -> None:
+@dataclass(frozen=True)
+class _RoundEnd:
+    """What a round did, for whoever chooses the rounds: the rows that ran and the seconds they
+    ran (net of restarts), the whole epochs they now have at the batch size they ran at, the
+    rows that completed, that were dropped after failing, and whether any round failed."""
+
+    ran: IntArray
+    seconds: FloatArray
+    epochs: IntArray
+    batch: IntArray
+    completed: IntArray
+    dropped: IntArray
+    failed: bool
+
+
+def _end_round(jobs: _Jobs, running: IntArray, steps: IntArray, ends: FloatArray, start: float,
+               previous: IntArray | None, gang: IntArray, round_s: float, opts: ArtifactOptions) -> _RoundEnd:
     """Account for the round `running` just ran (``scheduler.py`` main loop and ``_done_callback``)."""
     # The artifact completes jobs latest planned finish first (ties by id).
     order = np.lexsort((running, -ends))
@@ -343,13 +443,15 @@ def _end_round(jobs: _Jobs, gavel: _Gavel, running: IntArray, steps: IntArray, e
     jobs.steps_run[ok] += steps[~failed]
     done = np.zeros(len(running), dtype=bool)
     done[~failed] = (jobs.total_steps[ok] - jobs.steps_run[ok] <= 0) | (jobs.ran_s[ok] > jobs.deadline_s[ok])
-    gavel.credit_run(ok, ran[~failed])
     jobs.held_s[ok] += ran[~failed]
     jobs.failures[ok] = 0
     jobs.failures[running[failed]] += 1
     dropped = failed & (jobs.failures[running] >= opts.max_failures)
     leaving = done | dropped
     jobs.finish_s[running[leaving]] = ends[leaving]
+    batch = jobs.batch[ok].copy()
+    epochs = jobs.steps_run[ok] // ceil_div(jobs.rules.samples[ok], batch)
     jobs.apply_batch_changes(running[~leaving])
     jobs.active[running[leaving]] = False
-    gavel.pending = gavel.pending or bool(leaving.any() or failed.any())
+    return _RoundEnd(ran=ok, seconds=ran[~failed], epochs=epochs, batch=batch, completed=running[done],
+                     dropped=running[dropped], failed=bool(failed.any()))
