@@ -149,6 +149,19 @@ class _Trace:
         self.origin = np.concatenate([[0.0], self.ends[self.offset[1:] - 1]])
 
 
+def _ask(policy: SchedulingPolicy) -> tuple[Any, float, dict[str, Any] | None]:
+    """``policy.next_round()``, its wall-clock seconds, and, when a policy with a ``last_plan``
+    (`vfm.planner.Policy`) re-planned for it, the re-plan's record (`Simulation.replans`)."""
+    standing = getattr(policy, "last_plan", None)
+    tic = time.perf_counter()
+    answer = policy.next_round()
+    seconds = time.perf_counter() - tic
+    fresh = getattr(policy, "last_plan", None)
+    if fresh is None or fresh is standing:
+        return answer, seconds, None
+    return answer, seconds, {"solver": fresh.solver, "status": str(fresh.status), **fresh.timings}
+
+
 def _check_answer(answer: Any, policy: SchedulingPolicy, round_index: int, index_of: Mapping[Hashable, int],
                   present: NDArray[np.bool_], finished: NDArray[np.bool_], gpus: IntArray,
                   capacity: int) -> IntArray:
@@ -256,13 +269,10 @@ def simulate(workload: Workload, policy: SchedulingPolicy, *, round_s: float | N
             next_arrival += 1
 
         present = added & ~finished
-        standing = getattr(policy, "last_plan", None)
-        tic = time.perf_counter()
-        answer = policy.next_round()
-        planner_s.append(time.perf_counter() - tic)
-        fresh = getattr(policy, "last_plan", None)
-        if fresh is not None and fresh is not standing:
-            replans.append({"solver": fresh.solver, "status": str(fresh.status), **fresh.timings})
+        answer, seconds, replan = _ask(policy)
+        planner_s.append(seconds)
+        if replan is not None:
+            replans.append(replan)
         planner_busy.append(bool(present.any()))
         run = _check_answer(answer, policy, round_index, index_of, present, finished, trace.gpus, workload.gpus)
         rounds.append(Round(start, tuple(ids[j] for j in run.tolist())))

@@ -97,9 +97,9 @@ class PolicyState:
     completed : tuple
         Jobs that finished all their epochs, in completion order.
     plan : Plan or None
-        The standing plan, over ``plan_jobs`` (the jobs present when it was made).
-    credit : ndarray, shape (len(plan_jobs),)
-        Rounds each of ``plan_jobs`` is owed by the credit execution (read-only).
+        The standing plan, over ``plan.job_ids`` (the jobs present when it was made).
+    credit : ndarray, shape (len(plan.job_ids),)
+        Rounds each of the plan's jobs is owed by the credit execution (read-only).
     since_plan : int
         Rounds served from the standing plan.
     stale : bool
@@ -111,7 +111,6 @@ class PolicyState:
     jobs: Mapping[Hashable, JobRecord] = field(default_factory=lambda: MappingProxyType({}))
     completed: tuple[Hashable, ...] = ()
     plan: Plan | None = None
-    plan_jobs: tuple[Hashable, ...] = ()
     credit: FloatArray = field(default_factory=lambda: _frozen(np.zeros(0)))
     since_plan: int = 0
     stale: bool = True
@@ -225,7 +224,8 @@ def _replan(config: PolicyConfig, state: PolicyState) -> PolicyState:
         jobs, targets = _fair_finish(config, state.round_index, states, jobs)
     warm = None
     options = config.options
-    if state.plan is not None and ids == state.plan_jobs and state.since_plan < options.rounds:
+    planned = () if state.plan is None or state.plan.job_ids is None else state.plan.job_ids
+    if state.plan is not None and ids == planned and state.since_plan < options.rounds:
         # Same jobs: the old relaxation, moved forward by the rounds served since.
         keep = np.minimum(np.arange(options.rounds) + state.since_plan, options.rounds - 1)
         warm = state.plan.relaxed[:, keep]
@@ -235,9 +235,9 @@ def _replan(config: PolicyConfig, state: PolicyState) -> PolicyState:
         fair_finish_s=targets, warm_start=warm,
     )
     # The credit of the jobs still present carries into the new plan's order.
-    carried = dict(zip(state.plan_jobs, state.credit.tolist(), strict=True))
+    carried = dict(zip(planned, state.credit.tolist(), strict=True))
     credit = np.array([carried.get(job, 0.0) for job in ids])
-    return _with_jobs(state, dict(zip(ids, jobs, strict=True)), plan=new_plan, plan_jobs=ids,
+    return _with_jobs(state, dict(zip(ids, jobs, strict=True)), plan=new_plan,
                       credit=_frozen(credit), since_plan=0, stale=False, replans=state.replans + 1)
 
 

@@ -53,7 +53,7 @@ class Rules:
     jobs); ``critical`` holds the parameters of Accordion's critical regimes.
     """
 
-    model: tuple[str, ...]
+    model: NDArray[np.str_]
     gns_job: BoolArray
     accordion_job: BoolArray
     initial: IntArray
@@ -81,7 +81,7 @@ class Rules:
             key = f"{model[row]} (batch size {initial[row]})|{gang[row]}"
             for first, size in schedules.get(key, [[0, int(initial[row])]]):
                 gns[row, first:] = size
-        return cls(model=tuple(model), gns_job=gns_job, accordion_job=accordion_job & (
+        return cls(model=np.array(model), gns_job=gns_job, accordion_job=accordion_job & (
                        np.array(model) != "Transformer"), initial=initial, samples=samples,
                    largest=np.array([LARGEST.get(m, -1) for m in model]),
                    smallest=np.array([SMALLEST.get(m, -1) for m in model]),
@@ -89,7 +89,7 @@ class Rules:
 
     def critical(self, epoch: IntArray) -> BoolArray:
         """Whether each job's current epoch is in an Accordion critical regime."""
-        m = np.array(self.model)
+        m = self.model
         resnet18_head = np.where(self.initial == 256, 20, 10)
         recommendation_head = np.select([np.isin(self.initial, (512, 1024)), self.initial == 2048], [30, 40], 10)
         return np.select(

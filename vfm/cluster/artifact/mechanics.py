@@ -35,9 +35,10 @@ from numpy.typing import NDArray
 from vfm.cluster.artifact._adaptation import Rules, ceil_div, rescale, wanted
 from vfm.cluster.artifact.allocations import AllocationInputs, Allocator, make_allocator
 from vfm.cluster.protocol import SchedulingPolicy
-from vfm.cluster.simulator import Round, Simulation, _check_answer
+from vfm.cluster.simulator import Round, Simulation, _ask, _check_answer
 from vfm.cluster.workload import SHIPPED, Workload
 from vfm.errors import ValidationError
+from vfm.planner.rounding import first_fit
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -111,8 +112,11 @@ class _Gavel:
     ``_update_priorities``, ``_reset_time_run_so_far``, ``_schedule_jobs_on_workers_helper``),
     over the workload's rows."""
 
-    def __init__(self, n: int, capacity: int, allocator: Allocator, options: ArtifactOptions, round_s: float):
+    def __init__(self, gang: IntArray, capacity: int, allocator: Allocator, options: ArtifactOptions,
+                 round_s: float):
         self.capacity, self.allocator, self.options = capacity, allocator, options
+        n = gang.size
+        self.gang = gang.astype(np.float64)  # first_fit's GPU counts
         self.credit = round_s / 2.0  # every job starts each period having "received" half a round
         self.x = np.zeros(n)
         self.allocated = np.zeros(n, dtype=bool)
@@ -123,7 +127,7 @@ class _Gavel:
         self.pending = False  # a job arrived, finished or failed since the last recomputation
         self.recomputes: list[dict[str, object]] = []
 
-    def add(self, rows: IntArray) -> None:
+    def add(self, rows: IntArray, jobs: _Jobs) -> None:
         """Jobs arrive (their rows, in arrival order)."""
         self.received[rows] = self.credit
         self.deficit[rows] = 0.0
@@ -168,9 +172,9 @@ class _Gavel:
                                     since_arrival_s=now - jobs.arrival_s[rows], capacity=self.capacity)
 
         self.maybe_recompute(now, active, inputs)
-        return self.choose(active, jobs.rules.gang, jobs.throughput)
+        return self.choose(active, jobs.throughput)
 
-    def choose(self, active: IntArray, gang: IntArray, throughput: FloatArray) -> IntArray:
+    def choose(self, active: IntArray, throughput: FloatArray) -> IntArray:
         """The rows that run next round (the artifact's greedy pass over its priority order)."""
         x = self.x[active]
         received = self.received[active]
@@ -179,14 +183,7 @@ class _Gavel:
         priority = np.where(self.allocated[active] & (x > 0) & (throughput[active] != 0), ratio, 0.0)
         # sorted(key=(priority, deficit, x), reverse=True) is stable: ties stay in arrival order.
         order = active[np.lexsort((np.arange(len(active)), -x, -self.deficit[active], -priority))]
-        chosen, left = [], self.capacity
-        for row, size in zip(order.tolist(), gang[order].tolist(), strict=True):
-            if left == 0:
-                break
-            if size <= left and throughput[row] > 0:
-                left -= size
-                chosen.append(row)
-        rows = np.array(chosen, dtype=np.int64)
+        rows = first_fit(order[throughput[order] > 0], self.gang, self.capacity)
         # A job not in the allocation held its GPUs in the pass above but is not placed.
         return rows[self.allocated[rows]]
 
@@ -282,8 +279,8 @@ class _Driven:
         else:
             sizes = [initial]
         throughput = rules.throughput(np.full(len(sizes), row), np.array(sizes))
-        return {float(b): float(-(-rules.samples[row] // b)) / t
-                for b, t in zip(sizes, throughput.tolist(), strict=True) if t > 0}
+        seconds = ceil_div(rules.samples[row], np.array(sizes)) / throughput
+        return {float(b): float(s) for b, s in zip(sizes, seconds.tolist(), strict=True) if np.isfinite(s)}
 
     def add(self, rows: IntArray, jobs: _Jobs) -> None:
         for row in rows.tolist():
@@ -302,11 +299,9 @@ class _Driven:
             self.policy.remove_job(self.ids[row])
 
     def decide(self, now: float, jobs: _Jobs) -> IntArray:
-        standing = getattr(self.policy, "last_plan", None)
-        answer = self.policy.next_round()
-        fresh = getattr(self.policy, "last_plan", None)
-        if fresh is not None and fresh is not standing:
-            self.recomputes.append({"solver": fresh.solver, "status": str(fresh.status), **fresh.timings})
+        answer, _, replan = _ask(self.policy)
+        if replan is not None:
+            self.recomputes.append(replan)
         self.rounds += 1
         finished = ~np.isnan(jobs.finish_s)
         return _check_answer(answer, self.policy, self.rounds - 1, self.index_of, jobs.active, finished,
@@ -353,7 +348,7 @@ def simulate(workload: Workload, policy: str | Allocator | SchedulingPolicy,
     else:
         allocator = make_allocator(policy) if isinstance(policy, str) else policy
         name = policy if isinstance(policy, str) else getattr(allocator, "__name__", type(allocator).__name__)
-        chooser = _Gavel(workload.n_jobs, workload.gpus, allocator, opts, round_s)
+        chooser = _Gavel(jobs.rules.gang, workload.gpus, allocator, opts, round_s)
     queue = np.argsort(jobs.arrival_s, kind="stable")
     arrived = 0
     now = float(jobs.arrival_s[queue[0]])
@@ -380,10 +375,7 @@ def simulate(workload: Workload, policy: str | Allocator | SchedulingPolicy,
         new = queue[arrived:][jobs.arrival_s[queue[arrived:]] <= now]
         arrived += len(new)
         jobs.active[new] = True
-        if isinstance(chooser, _Driven):
-            chooser.add(np.sort(new), jobs)
-        else:
-            chooser.add(np.sort(new))
+        chooser.add(np.sort(new), jobs)
         if not jobs.active.any():
             running = np.zeros(0, dtype=np.int64)
             continue
