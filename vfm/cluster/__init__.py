@@ -3,6 +3,8 @@ and the baselines.
 
 - `vfm.cluster.workload`: the validated workload format (`load_workload`, `Workload`, `Job`) and
   its arrays view (`WorkloadArrays`); the Shockwave artifact's four traces ship with the package.
+- `vfm.cluster.generate`: seeded workload generation (`generate_workload`, Shockwave-style) and
+  resampling of traces onto other loads, clusters and gang mixes (`resample_workload`).
 - `vfm.cluster.protocol`: `SchedulingPolicy`, the interface a scheduler drives (every policy
   here implements it, `vfm.planner.Policy` included).
 - `vfm.cluster.simulator`: `simulate` runs a policy on a workload round by round.
@@ -32,6 +34,7 @@ True
 
 from vfm.cluster import metrics
 from vfm.cluster.baselines import BASELINES
+from vfm.cluster.generate import WorkloadSpec, generate_workload, resample_workload
 from vfm.cluster.metrics import summarize
 from vfm.cluster.protocol import SchedulingPolicy
 from vfm.cluster.simulator import Round, Simulation, simulate
@@ -45,8 +48,11 @@ __all__ = [
     "Simulation",
     "Workload",
     "WorkloadArrays",
+    "WorkloadSpec",
+    "generate_workload",
     "load_workload",
     "metrics",
+    "resample_workload",
     "simulate",
     "summarize",
     "workload_from_dict",

@@ -89,14 +89,19 @@ class Rules:
 
     def critical(self, epoch: IntArray) -> BoolArray:
         """Whether each job's current epoch is in an Accordion critical regime."""
-        m = self.model
-        resnet18_head = np.where(self.initial == 256, 20, 10)
-        recommendation_head = np.select([np.isin(self.initial, (512, 1024)), self.initial == 2048], [30, 40], 10)
-        return np.select(
-            [m == "LM", m == "Recommendation", m == "ResNet-50", m == "ResNet-18"],
-            [epoch < 10, epoch < recommendation_head, epoch % 30 < 10,
-             (epoch < resnet18_head) | ((150 <= epoch) & (epoch < 160)) | ((250 <= epoch) & (epoch < 260))],
-            False)
+        return accordion_critical(self.model, self.initial, epoch)
+
+
+def accordion_critical(model: NDArray[np.str_], initial: IntArray, epoch: IntArray) -> BoolArray:
+    """Whether `epoch` (0-based) of a `model` job that started at batch size `initial` is in one of
+    Accordion's critical regimes, where it trains at its initial batch size (arrays broadcast)."""
+    resnet18_head = np.where(initial == 256, 20, 10)
+    recommendation_head = np.select([np.isin(initial, (512, 1024)), initial == 2048], [30, 40], 10)
+    return np.select(
+        [model == "LM", model == "Recommendation", model == "ResNet-50", model == "ResNet-18"],
+        [epoch < 10, epoch < recommendation_head, epoch % 30 < 10,
+         (epoch < resnet18_head) | ((150 <= epoch) & (epoch < 160)) | ((250 <= epoch) & (epoch < 260))],
+        False)
 
 
 def wanted(rules: Rules, batch: IntArray, steps_run: IntArray) -> tuple[BoolArray, BoolArray]:
