@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._cli import Parser
+from benchmarks._executors import SerialExecutor, make_executor
 from vfm.cluster import BASELINES, SchedulingPolicy, Workload, artifact, load_workload, simulate, summarize
 from vfm.cluster.workload import SHIPPED
 from vfm.planner import Policy
@@ -118,34 +119,6 @@ def run_policy(workload_path: str, name: str, seed: int = 0, jobs: int | None = 
     return summarize(simulate(workload, policy))
 
 
-def _executor(kind: str, workers: int, stack: ExitStack) -> futures.Executor:
-    if kind == "serial":
-        return stack.enter_context(_SerialExecutor())
-    if kind == "thread":
-        return stack.enter_context(futures.ThreadPoolExecutor(workers))
-    if kind == "process":
-        return stack.enter_context(futures.ProcessPoolExecutor(workers))
-    if kind == "dask":
-        from distributed import Client, LocalCluster
-
-        cluster = stack.enter_context(LocalCluster(n_workers=workers, threads_per_worker=1, processes=True))
-        client = stack.enter_context(Client(cluster))
-        return client.get_executor()
-    raise ValueError(f"executor must be one of serial, thread, process, dask; got {kind!r}")
-
-
-class _SerialExecutor(futures.Executor):
-    """Runs each task when it is submitted (for debugging and profiling)."""
-
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> futures.Future[Any]:
-        future: futures.Future[Any] = futures.Future()
-        try:
-            future.set_result(fn(*args, **kwargs))
-        except BaseException as error:  # handed to the caller through the future, as a pool does
-            future.set_exception(error)
-        return future
-
-
 def run(workload_path: str | Path, policies: Sequence[str] = tuple(POLICIES), *,
         executor: futures.Executor | None = None, seed: int = 0, jobs: int | None = None,
         progress: bool = False, vfm_options: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -157,7 +130,7 @@ def run(workload_path: str | Path, policies: Sequence[str] = tuple(POLICIES), *,
                          f"(and artifact:<name> for {', '.join(ARTIFACT_RUNS)})")
     workload = load(workload_path, jobs)
     with ExitStack() as stack:
-        pool = executor if executor is not None else stack.enter_context(_SerialExecutor())
+        pool = executor if executor is not None else stack.enter_context(SerialExecutor())
         pending = {pool.submit(run_policy, str(workload_path), name, seed, jobs, vfm_options): name
                    for name in policies}
         bar = None
@@ -338,7 +311,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         names = with_artifact_runs([name.strip() for name in args.policies.split(",") if name.strip()],
                                    args.mechanics)
         with ExitStack() as stack:
-            executor = _executor(args.executor, args.workers, stack)
+            executor = make_executor(args.executor, args.workers, stack)
             result = run(args.workload, names, executor=executor, seed=args.seed, jobs=args.jobs,
                          progress=not args.quiet,
                          vfm_options={"scenarios": args.vfm_scenarios, "efficiency": args.vfm_efficiency,

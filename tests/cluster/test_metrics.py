@@ -124,3 +124,43 @@ def test_summarize_a_simulation() -> None:
         assert math.isfinite(job["ftf_rho"])
     assert len(summary["rounds"]) == len(simulation.rounds)
     assert summary["rounds"][0] == {"start_s": 0.0, "jobs": [0]}  # only job 0 arrives at t = 0
+
+
+class _Scripted:
+    """Runs the jobs in a fixed order, one at a time, each to its end (a 1-GPU cluster)."""
+
+    def __init__(self, order):
+        self.order, self.left = list(order), {}
+
+    def add_job(self, job_id, gpus, regimes, epochs, budget=1.0):
+        self.left[job_id] = epochs
+
+    def remove_job(self, job_id):
+        del self.left[job_id]
+
+    def report_progress(self, job_id, batch_sizes):
+        self.left[job_id] -= len(batch_sizes)
+        if self.left[job_id] == 0:
+            self.remove_job(job_id)
+
+    def next_round(self):
+        while self.order and self.order[0] not in self.left:  # finished (or, here never, not arrived)
+            self.order.pop(0)
+        return self.order[:1]
+
+
+def test_longest_wait_counts_rounds_present_and_not_running() -> None:
+    from vfm.cluster import simulate, workload_from_dict
+    from vfm.cluster.metrics import longest_wait_rounds
+
+    def job(i, arrival, epochs):
+        return {"id": i, "arrival_s": arrival, "gpus": 1, "epochs": epochs,
+                "phases": [{"epochs": epochs, "batch_size": 1, "epoch_s": 100.0}]}
+
+    # Round 100 s with no restart cost: a runs rounds 0-2, b (arrived at 50 s) rounds 3-4, c (at 0) round 5.
+    workload = workload_from_dict({"gpus": 1, "round_s": 100.0, "jobs": [job("a", 0, 3), job("b", 50, 2),
+                                                                          job("c", 0, 1)]})
+    simulation = simulate(workload, _Scripted(["a", "b", "c"]), restart_s=0.0)
+    # b is present from round 1 (the first starting after its arrival): waits rounds 1, 2; c waits 0-4.
+    assert longest_wait_rounds(simulation).tolist() == [0, 2, 5]
+    assert summarize(simulation)["longest_wait_rounds"] == 5

@@ -41,6 +41,7 @@ __all__ = [
     "ftf_rho",
     "headline",
     "jct_s",
+    "longest_wait_rounds",
     "makespan_s",
     "summarize",
     "unfair_pct",
@@ -121,6 +122,27 @@ def utilization(busy_gpu_s: float, gpus: int, makespan: float) -> float:
     return float(busy_gpu_s / (gpus * makespan))
 
 
+def longest_wait_rounds(simulation: Simulation) -> NDArray[np.int64]:
+    """Each job's longest run of consecutive rounds in which it was present with work left and
+    did not run, shape (n,): the rounds from its arrival to its first round, or between two of
+    its rounds. A job is present in a round that starts at or after its arrival and before its
+    finish."""
+    sim = simulation
+    start = np.array([r.start_s for r in sim.rounds])
+    index_of = {job_id: j for j, job_id in enumerate(sim.job_id.tolist())}
+    ran = np.zeros((start.size, sim.n_jobs), dtype=bool)
+    held = [[index_of[i] for i in r.jobs] for r in sim.rounds]  # per round: ids to rows
+    ran[np.repeat(np.arange(start.size), [len(h) for h in held]), np.concatenate([[], *held]).astype(np.int64)] = True
+    present = (start[:, None] >= sim.arrival_s) & (start[:, None] < sim.finish_s)
+    waiting = (present & ~ran).astype(np.int64)
+    # Length of the current run of waiting rounds: the count so far minus the count at the last
+    # round that broke it.
+    count = np.cumsum(waiting, axis=0)
+    run = count - np.maximum.accumulate(np.where(waiting == 0, count, 0), axis=0)
+    longest: NDArray[np.int64] = run.max(axis=0, initial=0)
+    return longest
+
+
 def headline(arrival_s: ArrayLike, jct: ArrayLike, isolated_s: ArrayLike, gpus: int, *,
              n_jobs: int | None = None, busy_gpu_s: float | None = None) -> dict[str, float]:
     """The headline metrics of one run: makespan_s, avg_jct_s, worst_ftf, unfair_pct and, when
@@ -142,7 +164,8 @@ def summarize(simulation: Simulation) -> dict[str, Any]:
     dict
         ``makespan_s, avg_jct_s, worst_ftf, unfair_pct, utilization`` (floats);
         ``planner_s``: ``{"median", "max"}`` seconds of the ``next_round()`` calls made while
-        jobs were present; ``replans``: `replan_summary` of the policy's re-plans; ``jobs``:
+        jobs were present; ``replans``: `replan_summary` of the policy's re-plans;
+        ``longest_wait_rounds``: the largest of `longest_wait_rounds`; ``jobs``:
         one ``{id, arrival_s, finish_s, jct_s, ftf_rho}`` per job (workload order); ``rounds``:
         one ``{start_s, jobs}`` per round (ids holding GPUs).
     """
@@ -155,6 +178,7 @@ def summarize(simulation: Simulation) -> dict[str, Any]:
     out["planner_s"] = {"median": float(np.median(timed)) if timed.size else float("nan"),
                         "max": float(timed.max()) if timed.size else float("nan")}
     out["replans"] = replan_summary(sim.replans)
+    out["longest_wait_rounds"] = int(longest_wait_rounds(sim).max(initial=0))
     out["jobs"] = [
         {"id": job_id, "arrival_s": a, "finish_s": f, "jct_s": j, "ftf_rho": r}
         for job_id, a, f, j, r in zip(sim.job_id.tolist(), sim.arrival_s.tolist(), sim.finish_s.tolist(),
