@@ -343,10 +343,12 @@ def test_a_constraint_only_the_boundary_meets_becomes_a_priority(solver):
 @pytest.mark.parametrize("scenarios", [1, 4])
 def test_efficiency_term_is_solved_by_saa_ipm_as_by_cvxpy(scenarios):
     states = JobStates.from_lists([10, 12, 8], [{32: 60.0}, {8: 30.0, 16: 20.0}, {64: 90.0}], [[32], [], [64, 64]])
-    result = plan(states, [1, 1, 2], 2, rounds=4, scenarios=scenarios, seed=0, efficiency=0.01)
+    kappa = 0.01 * 480 / 3
+    # kappa such that k = kappa * (3 jobs' budgets) / (4 rounds * 120 s) = 0.01 per second of leftover.
+    result = plan(states, [1, 1, 2], 2, rounds=4, scenarios=scenarios, seed=0, efficiency=kappa)
     assert result.solver == "saa-ipm" and result.status == Status.OPTIMAL
-    assert result.program.efficiency == 0.01
-    reference = plan(states, [1, 1, 2], 2, rounds=4, scenarios=scenarios, seed=0, efficiency=0.01, solver="cvxpy")
+    assert result.program.efficiency == pytest.approx(0.01, rel=1e-12)
+    reference = plan(states, [1, 1, 2], 2, rounds=4, scenarios=scenarios, seed=0, efficiency=kappa, solver="cvxpy")
     # CVXPY's optimum (accurate to about 1e-8) lies between saa-ipm's objective and its certified bound.
     tolerance = 1e-7 * (1 + abs(result.bound))
     assert result.relaxed_objective - tolerance <= reference.relaxed_objective <= result.bound + tolerance

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -112,8 +114,8 @@ def test_remove_job_and_bad_inputs_name_the_job():
 def test_identical_jobs_share_a_gpu_evenly(execution):
     # Three identical long jobs on one GPU: every plan gives each a third of every round, so over
     # six rounds each runs twice (credit: a third a round, made up when not served; window: the
-    # plan's rounded schedule).
-    policy = Policy(capacity=1, rounds=6, replan_every=6, execution=execution)
+    # plan's rounded schedule). Without continuity: each job then runs every third round.
+    policy = Policy(capacity=1, rounds=6, replan_every=6, execution=execution, continuity=0.0)
     for k in range(3):
         policy.add_job(k, gpus=1, regimes={32: 1000.0}, epochs=50)
     served = _run(policy, 6)
@@ -125,12 +127,27 @@ def test_identical_jobs_share_a_gpu_evenly(execution):
 def test_credit_carries_across_replans():
     # Two 1-GPU jobs on one GPU, re-planned every round: the plan gives each half of every round,
     # and the credit alternates them; without it, each fresh plan would serve the same job.
-    policy = Policy(capacity=1, rounds=4, replan_every=1)
+    policy = Policy(capacity=1, rounds=4, replan_every=1, continuity=0.0)
     policy.add_job("a", gpus=1, regimes={32: 1000.0}, epochs=50)
     policy.add_job("b", gpus=1, regimes={32: 1000.0}, epochs=50)
     served = _run(policy, 6)
     assert policy.replans == 6
     assert sorted(job for running in served for job in running) == ["a"] * 3 + ["b"] * 3
+
+
+@pytest.mark.parametrize(("continuity", "stretch"), [(0.0, 1), (1.0, 3), (2.0, 5)])
+def test_continuity_serves_longer_stretches_with_the_same_shares(continuity, stretch):
+    # Two identical jobs planned half of every round each on one GPU. Without continuity they
+    # alternate. With continuity c the running job's claim is its credit plus c: it keeps the GPU
+    # until the waiting job is owed more, so they swap every 2c + 1 rounds, and over 24 rounds
+    # their counts differ by less than one stretch.
+    policy = Policy(capacity=1, rounds=4, replan_every=1, continuity=continuity)
+    policy.add_job("a", gpus=1, regimes={32: 1000.0}, epochs=50)
+    policy.add_job("b", gpus=1, regimes={32: 1000.0}, epochs=50)
+    served = [running[0] for running in _run(policy, 24)]
+    runs = [len(list(group)) for _, group in itertools.groupby(served)]
+    assert set(runs[1:-1]) == {stretch}, served
+    assert abs(served.count("a") - served.count("b")) < stretch or stretch == 1
 
 
 def test_unknown_execution_is_named():
@@ -177,9 +194,10 @@ def test_the_shockwave_configuration_is_the_reproductions():
     assert policy.fairness and policy.execution == "credit" and policy.replan_every == 8 and policy.seed == 3
     options = policy.options
     assert (options.rounds, options.round_s, options.rho_max) == (20, 120.0, 1.0)
-    assert (options.efficiency, options.reserve, options.priority_exponent) == (0.05, 0.3, 5.0)
-    # Other cluster sizes take the nearest configured size's exponent; overrides win.
-    assert Policy.shockwave(40).options.priority_exponent == 12.0
+    assert (options.efficiency, options.reserve, options.priority_exponent) == (1.0, 0.3, 15.0)
+    assert (policy.config.max_wait, policy.config.continuity) == (80, 2.0)
+    # One configuration for every cluster; overrides win.
+    assert Policy.shockwave(40).options == Policy.shockwave(2048).options.updated(round_s=120.0)
     assert Policy.shockwave(64, efficiency=0.0).options.efficiency == 0.0
 
 

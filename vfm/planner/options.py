@@ -34,7 +34,10 @@ class PlanOptions:
         `S`: 1 plans on the point forecast (certainty equivalent); more plans on the sample
         average over `S` posterior predictive scenarios.
     efficiency : float
-        :math:`k \ge 0`, weight of the makespan term :math:`-k \max_i S_i` (default 0: none).
+        :math:`\kappa \ge 0`, weight of the makespan term :math:`-k \max_i S_i` in units that do
+        not depend on the cluster: :math:`k = \kappa \sum_i B_i / (T W)` per second of
+        leftover, so :math:`\kappa` weighs the longest leftover, counted in windows, against the
+        budget-weighted mean log utility (default 0: none).
     rho_max : float
         :math:`\rho_{\max} > 0`, the finish-time-fairness bound the constraints aim at (default 1).
     priority_exponent : float

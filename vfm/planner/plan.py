@@ -236,7 +236,9 @@ def plan(
         capacity=supply,
         round_s=float(round_s),
         remaining_s=remaining_s,
-        efficiency=float(opts.efficiency),
+        # k per second of leftover, from kappa per window of leftover relative to the mean log
+        # utility: the same trade-off whatever the number of jobs, the round and the window.
+        efficiency=float(opts.efficiency) * float(weights[~finished].sum()) / (rounds * round_s),
         spread=float(opts.spread),
     )
     stuck = ~finished & (program.base == 0) & (program.progress.sum(axis=(0, 2)) == 0)

@@ -21,7 +21,7 @@ fit in the round at its current batch size.
 ...         epochs = int(120.0 // policy.regimes(job)[batch[job]])
 ...         policy.report_progress(job, [batch[job]] * min(epochs, policy.epochs_left(job)))
 >>> policy.jobs, policy.completed
-([], ['resnet', 'bert'])
+([], ['bert', 'resnet'])
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from vfm.jobs import equal_share
 from vfm.planner import shockwave
 from vfm.planner.options import PlanOptions
 from vfm.planner.plan import Plan, plan
+from vfm.planner.rounding import first_fit
 from vfm.planner.saa_ipm import load_kernels
 from vfm.planner.shockwave import SHOCKWAVE_EFFICIENCY, SHOCKWAVE_PRIORITY_EXPONENT, SHOCKWAVE_RESERVE
 
@@ -83,6 +84,8 @@ class PolicyConfig:
     seed: int
     fairness: bool
     execution: Literal["credit", "window"]
+    max_wait: int | None = shockwave.MAX_WAIT
+    continuity: float = shockwave.CONTINUITY
 
 
 @dataclass(frozen=True)
@@ -100,6 +103,10 @@ class PolicyState:
         The standing plan, over ``plan.job_ids`` (the jobs present when it was made).
     credit : ndarray, shape (len(plan.job_ids),)
         Rounds each of the plan's jobs is owed by the credit execution (read-only).
+    waited : ndarray of int, shape (len(plan.job_ids),)
+        Rounds each of the plan's jobs has gone without running, since it last ran or arrived.
+    ran_last : ndarray of bool, shape (len(plan.job_ids),)
+        The plan's jobs that ran in the previous round.
     since_plan : int
         Rounds served from the standing plan.
     stale : bool
@@ -112,6 +119,8 @@ class PolicyState:
     completed: tuple[Hashable, ...] = ()
     plan: Plan | None = None
     credit: FloatArray = field(default_factory=lambda: _frozen(np.zeros(0)))
+    waited: np.ndarray = field(default_factory=lambda: _frozen(np.zeros(0, dtype=np.int64)))
+    ran_last: np.ndarray = field(default_factory=lambda: _frozen(np.zeros(0, dtype=bool)))
     since_plan: int = 0
     stale: bool = True
     replans: int = 0
@@ -120,7 +129,8 @@ class PolicyState:
     def __post_init__(self) -> None:
         if not isinstance(self.jobs, MappingProxyType):
             object.__setattr__(self, "jobs", MappingProxyType(dict(self.jobs)))
-        self.credit.setflags(write=False)
+        for array in (self.credit, self.waited, self.ran_last):
+            array.setflags(write=False)
 
     def __reduce__(self) -> tuple[Any, ...]:
         # A read-only mapping does not pickle: pickle a dict, and rebuild through the constructor.
@@ -128,7 +138,7 @@ class PolicyState:
         return (PolicyState, tuple({**values, "jobs": dict(self.jobs)}.values()))
 
 
-def _frozen(array: FloatArray) -> FloatArray:
+def _frozen(array: np.ndarray) -> np.ndarray:
     array.setflags(write=False)
     return array
 
@@ -203,15 +213,23 @@ def step(config: PolicyConfig, state: PolicyState) -> tuple[PolicyState, list[Ha
         state = _replan(config, state)
     plan_ = state.plan
     assert plan_ is not None and plan_.job_ids is not None
+    program = plan_.program
+    open_ = program.base < 1.0
+    first = shockwave.overdue_order(state.waited, open_, config.max_wait)
     if config.execution == "window":
-        running = plan_.jobs_in_round(state.since_plan)
+        planned = np.flatnonzero(plan_.schedule[:, state.since_plan])
+        order = np.concatenate([first, planned[~np.isin(planned, first)]])
+        ran = np.zeros(open_.size, dtype=bool)
+        ran[first_fit(order, program.gpus, float(config.capacity))] = True
         credit = state.credit
     else:
         ran, credit = shockwave.serve_with_credit(
-            plan_.program, plan_.relaxed[:, state.since_plan], state.credit, float(config.capacity))
-        running = [plan_.job_ids[i] for i in np.flatnonzero(ran)]
-    return replace(state, credit=_frozen(credit), since_plan=state.since_plan + 1,
-                   round_index=state.round_index + 1), running
+            program, plan_.relaxed[:, state.since_plan], state.credit, float(config.capacity), first=first,
+            ran_last=state.ran_last, continuity=config.continuity)
+    running = [plan_.job_ids[i] for i in np.flatnonzero(ran)]
+    waited = np.where(ran | ~open_, 0, state.waited + 1)
+    return replace(state, credit=_frozen(credit), waited=_frozen(waited), ran_last=_frozen(ran),
+                   since_plan=state.since_plan + 1, round_index=state.round_index + 1), running
 
 
 def _replan(config: PolicyConfig, state: PolicyState) -> PolicyState:
@@ -234,11 +252,17 @@ def _replan(config: PolicyConfig, state: PolicyState) -> PolicyState:
         seed=np.random.SeedSequence((config.seed, state.replans)), budgets=[j.budget for j in jobs],
         fair_finish_s=targets, warm_start=warm,
     )
-    # The credit of the jobs still present carries into the new plan's order.
-    carried = dict(zip(planned, state.credit.tolist(), strict=True))
-    credit = np.array([carried.get(job, 0.0) for job in ids])
-    return _with_jobs(state, dict(zip(ids, jobs, strict=True)), plan=new_plan,
-                      credit=_frozen(credit), since_plan=0, stale=False, replans=state.replans + 1)
+    # The credit, waits and last round of the jobs still present carry into the new plan's order.
+    row = {job: k for k, job in enumerate(planned)}
+    old = np.array([row.get(job, -1) for job in ids], dtype=np.int64)
+    kept = old >= 0
+
+    def carried(values: np.ndarray, new: Any) -> np.ndarray:
+        return _frozen(np.where(kept, values[np.maximum(old, 0)] if values.size else new, new))
+
+    return _with_jobs(state, dict(zip(ids, jobs, strict=True)), plan=new_plan, credit=carried(state.credit, 0.0),
+                      waited=carried(state.waited, 0), ran_last=carried(state.ran_last, False), since_plan=0,
+                      stale=False, replans=state.replans + 1)
 
 
 def _fair_finish(config: PolicyConfig, round_index: int, states: JobStates,
@@ -295,6 +319,13 @@ class Policy:
         re-plans), jobs with the most first, whole gangs first-fit, then idle GPUs to the other
         jobs with the longest forecast time left; the rounding error of one round is made up in
         the next instead of being lost at every re-plan (as Gavel does with its allocations).
+    max_wait : int or None
+        `M`: a job with work left that has gone `M` rounds without running is served before
+        every job that has waited less (default `vfm.planner.shockwave.MAX_WAIT`, 80); no job
+        then waits more than `vfm.planner.shockwave.wait_bound` rounds. None: no guarantee.
+    continuity : float
+        Rounds of credit a job that ran in the previous round may run ahead of its plan before
+        it yields its gang (default `vfm.planner.shockwave.CONTINUITY`, 2): fewer restarts.
     """
 
     def __init__(
@@ -307,6 +338,8 @@ class Policy:
         seed: int = 0,
         fairness: bool = False,
         execution: Literal["credit", "window"] = "credit",
+        max_wait: int | None = shockwave.MAX_WAIT,
+        continuity: float = shockwave.CONTINUITY,
         **overrides: Any,
     ) -> None:
         if not is_whole(capacity) or capacity < 1:
@@ -322,11 +355,16 @@ class Policy:
             raise ValidationError(f"seed must be a non-negative whole number, got {seed!r}")
         if execution not in ("credit", "window"):
             raise ValidationError(f"execution must be 'credit' or 'window', got {execution!r}")
+        if max_wait is not None and (not is_whole(max_wait) or max_wait < 1):
+            raise ValidationError(f"max_wait must be a positive whole number of rounds or None, got {max_wait!r}")
+        if isinstance(continuity, bool) or not (isinstance(continuity, int | float) and 0 <= continuity < np.inf):
+            raise ValidationError(f"continuity must be a finite number of rounds >= 0, got {continuity!r}")
         plan_options = (PlanOptions() if options is None else options).updated(**overrides)
         self.config = PolicyConfig(
             capacity=int(capacity), options=plan_options, replan_every=min(int(replan_every), plan_options.rounds),
             forecaster=DirichletForecaster() if forecaster is None else forecaster, seed=int(seed),
-            fairness=bool(fairness), execution=execution)
+            fairness=bool(fairness), execution=execution, max_wait=None if max_wait is None else int(max_wait),
+            continuity=float(continuity))
         self._state = PolicyState()
         if plan_options.solver in (None, "saa-ipm"):
             load_kernels()  # here, not in the first re-plan: a scheduler's re-plans stay predictable
@@ -337,7 +375,7 @@ class Policy:
 
         A window of 20 rounds of `round_s` seconds, re-planned on arrivals, completions and every
         8 rounds; finish-time-fairness targets with :math:`\\rho_{\\max} = 1` and the priority
-        relaxation (exponent from `SHOCKWAVE_PRIORITY_EXPONENT`); the efficiency term
+        relaxation (exponent `SHOCKWAVE_PRIORITY_EXPONENT`, the same for every cluster); the efficiency term
         :math:`-k \\max_i S_i` with `SHOCKWAVE_EFFICIENCY`; `SHOCKWAVE_RESERVE` of each window's
         GPU-rounds left to it; credit execution; the certainty-equivalent forecast (S = 1).
 
@@ -356,13 +394,12 @@ class Policy:
         --------
         >>> policy = Policy.shockwave(32)
         >>> policy.fairness, policy.options.efficiency, policy.options.priority_exponent
-        (True, 0.05, 12.0)
+        (True, 1.0, 15.0)
         """
-        exponent = SHOCKWAVE_PRIORITY_EXPONENT[min(SHOCKWAVE_PRIORITY_EXPONENT, key=lambda gpus: abs(gpus - capacity))]
         configuration: dict[str, Any] = {
             "rounds": 20, "round_s": round_s, "replan_every": 8, "fairness": True, "rho_max": 1.0,
-            "priority_exponent": exponent, "efficiency": SHOCKWAVE_EFFICIENCY, "reserve": SHOCKWAVE_RESERVE,
-            "execution": "credit"}
+            "priority_exponent": SHOCKWAVE_PRIORITY_EXPONENT, "efficiency": SHOCKWAVE_EFFICIENCY,
+            "reserve": SHOCKWAVE_RESERVE, "execution": "credit"}
         return cls(capacity, **{**configuration, **overrides})
 
     # --- the state --------------------------------------------------------------------------------

@@ -13,7 +13,8 @@ mechanisms, each with one owner here:
   when the constraints are infeasible (Shockwave's relaxation), has its log utility weighted by
   its projected ratio to the power :math:`\lambda` (the priority exponent).
 - **Execution** (`serve_with_credit`): rounds are served from the standing plan by the credit
-  each job has carried, most credit first.
+  each job has carried, most credit first; jobs that have waited too long first of all
+  (`overdue_order`, the no-starvation guarantee `wait_bound`).
 
 `vfm.planner.plan` and `vfm.planner.Policy` call these; the constants of the configuration the
 reproduction runs (`vfm.planner.Policy.shockwave`) are here too. docs/planning.md states the
@@ -33,22 +34,31 @@ from vfm.planner.program import PlanningProgram
 from vfm.planner.rounding import RESOLUTION, first_fit, quantize
 
 __all__ = ["SHOCKWAVE_EFFICIENCY", "SHOCKWAVE_PRIORITY_EXPONENT", "SHOCKWAVE_RESERVE", "FairFinishLimits",
-           "FairnessDecision", "constrain", "priority_weights", "relax", "serve_with_credit", "updated_targets"]
+           "FairnessDecision", "constrain", "overdue_order", "priority_weights", "relax", "serve_with_credit",
+           "updated_targets", "wait_bound"]
 
-#: The Shockwave configuration (`vfm.planner.Policy.shockwave`): the efficiency term's k (per
-#: second of the longest forecast leftover) and the reserve of each window's GPU-rounds the
-#: finish-time-fairness constraints leave to it, chosen on the 120- and 900-job Shockwave
-#: workloads (docs/results.md lists the values tried).
-SHOCKWAVE_EFFICIENCY = 0.05
+#: The Shockwave configuration (`vfm.planner.Policy.shockwave`), one for every cluster: the
+#: efficiency term's kappa (`PlanOptions.efficiency`: the longest forecast leftover, in windows,
+#: against the mean log utility), chosen among 1 and 3 on the choose half of
+#: ``benchmarks.robustness``; the reserve of each window's GPU-rounds the finish-time-fairness
+#: constraints leave to it, chosen on the 120- and 900-job Shockwave workloads (docs/results.md).
+SHOCKWAVE_EFFICIENCY = 1.0
 SHOCKWAVE_RESERVE = 0.3
-#: Shockwave's priority exponent by cluster size (GPUs), from the artifact's configurations
-#: (12 at 32 GPUs, 15 at 128, 5 at 256); other sizes take the nearest size's.
-SHOCKWAVE_PRIORITY_EXPONENT = {32: 12.0, 128: 15.0, 256: 5.0}
+#: The priority exponent of the FTF relaxation, one for every cluster: chosen on the choose half
+#: of ``benchmarks.robustness`` among the artifact's per-size values 5, 12 and 15 (its table
+#: gave 12 at 32 GPUs, 15 at 128 and 5 at 256).
+SHOCKWAVE_PRIORITY_EXPONENT = 15.0
 
 #: Momentum of the finish-time-fairness targets: FT* <- 0.9 FT* + 0.1 estimate.
 TARGET_MOMENTUM = 0.9
 #: With `execution="credit"`: the most rounds a job can owe for rounds it ran beyond its plan.
 CREDIT_FLOOR = -2.0
+#: Rounds a job with work left may go without running before it is served ahead of every job
+#: that has waited less (`overdue_order`; the guarantee is `wait_bound`).
+MAX_WAIT = 80
+#: Rounds of credit a job that ran in the previous round may run ahead of its plan before it
+#: yields its gang (`serve_with_credit`).
+CONTINUITY = 2.0
 
 
 def updated_targets(previous_at_s: FloatArray, estimate_at_s: FloatArray) -> FloatArray:
@@ -202,8 +212,32 @@ def relax(program: PlanningProgram, budgets: FloatArray, lateness: FloatArray, o
     return replace(program, leftover_limit_s=None, weights=budgets * priority)
 
 
-def serve_with_credit(program: PlanningProgram, planned: FloatArray, credit: FloatArray,
-                      capacity: float) -> tuple[np.ndarray, FloatArray]:
+def overdue_order(waited: np.ndarray, open_: np.ndarray, max_wait: int | None) -> np.ndarray:
+    """The jobs served before any other this round: those with work left (`open_`) that have
+    waited `max_wait` rounds or more, longest wait first, ties in plan (arrival) order."""
+    if max_wait is None:
+        return np.empty(0, dtype=np.int64)
+    due = np.flatnonzero(open_ & (waited >= max_wait))
+    return due[np.argsort(-waited[due], kind="stable")]
+
+
+def wait_bound(max_wait: int, capacity: float, gang: int | np.ndarray, demand: float) -> int | np.ndarray:
+    r"""The most rounds a job of `gang` GPUs with work left goes without running (the guarantee).
+
+    A job that has waited `max_wait` rounds is served before every job that has waited less,
+    longest wait first, whole gangs first-fit. Each round it is not served, the overdue jobs
+    ahead of it hold more than ``capacity - gang`` GPUs and leave the queue for `max_wait`
+    rounds once served, and a job that becomes overdue later queues behind it; so it waits at
+    most :math:`M + \lfloor (D - g) / (C - g + 1) \rfloor` rounds, with `demand` :math:`D` the
+    GPUs wanted by the jobs present when it became overdue (at most the largest demand of a
+    run). With one-GPU jobs that is :math:`M + \lfloor (N - 1) / C \rfloor` for :math:`N` jobs.
+    """
+    return max_wait + np.floor_divide(np.maximum(demand - gang, 0), capacity - gang + 1).astype(np.int64)
+
+
+def serve_with_credit(program: PlanningProgram, planned: FloatArray, credit: FloatArray, capacity: float, *,
+                      first: np.ndarray | None = None, ran_last: np.ndarray | None = None,
+                      continuity: float = 0.0) -> tuple[np.ndarray, FloatArray]:
     """One round served from a standing plan by carried credit.
 
     Parameters
@@ -216,6 +250,14 @@ def serve_with_credit(program: PlanningProgram, planned: FloatArray, credit: Flo
         Rounds each job is owed (negative: owes) from the rounds served before.
     capacity : float
         GPUs this round.
+    first : ndarray of int, optional
+        Jobs placed before the credit order (`overdue_order`), in that order.
+    ran_last : ndarray of bool, shape (n,), optional
+        Jobs that ran in the previous round.
+    continuity : float
+        Rounds of credit a job that ran in the previous round may run ahead of its plan before it
+        yields its gang: each stop and start costs a restart, so a job owed half the rounds runs
+        longer stretches instead of every other round.
 
     Returns
     -------
@@ -224,6 +266,7 @@ def serve_with_credit(program: PlanningProgram, planned: FloatArray, credit: Flo
         The credit after this round: owed plus planned minus run, at least `CREDIT_FLOOR`.
     """
     want = quantize(credit + planned)
+    claim = want if ran_last is None else quantize(want + continuity * ran_last)
     remaining = np.where(program.base < 1.0, program.remaining_s, 0.0)
     # Most credit first, counted in rounds the job can use: a job that needs a tenth of a round
     # to finish and is owed that tenth is owed all it can use, as much as a job owed a whole
@@ -231,8 +274,10 @@ def serve_with_credit(program: PlanningProgram, planned: FloatArray, credit: Flo
     # round and waits for dozens). Read to vfm.planner.rounding.RESOLUTION; ties to the longest
     # forecast time left, then to arrival order.
     usable = np.clip(remaining / program.round_s, RESOLUTION, 1.0)
-    order = np.lexsort((-remaining, -quantize(want / usable)))  # stable
-    order = order[(want[order] > 0) & (remaining[order] > 0)]
+    order = np.lexsort((-remaining, -quantize(claim / usable)))  # stable
+    order = order[(claim[order] > 0) & (remaining[order] > 0)]
+    if first is not None and first.size:
+        order = np.concatenate([first, order[~np.isin(order, first)]])
     chosen = first_fit(order, program.gpus, capacity)
     ran = np.zeros(want.size, dtype=bool)
     ran[chosen] = True
