@@ -61,7 +61,7 @@ from benchmarks._executors import SerialExecutor, make_executor
 from benchmarks.reproduce import POLICIES, vfm_policy
 from vfm.cluster import SchedulingPolicy, Workload, simulate
 from vfm.cluster.generate import WorkloadSpec, generate_workload, resample_workload
-from vfm.cluster.metrics import headline, longest_wait_rounds
+from vfm.cluster.metrics import headline, longest_wait_rounds, present_rounds
 from vfm.planner import Policy
 from vfm.planner.shockwave import wait_bound
 
@@ -148,10 +148,9 @@ def run_case(case: str, policy: str, vfm_options: Mapping[str, Any] | None = Non
     out["longest_wait_rounds"] = int(waits.max())
     if isinstance(scheduler, Policy) and scheduler.config.max_wait is not None:
         # The guarantee, per job, with the largest demand of the run (docs/planning.md, "No starvation").
-        start = np.array([r.start_s for r in simulation.rounds])
         gangs = np.array([job.gpus for job in workload.jobs])
-        present = (start[:, None] >= simulation.arrival_s) & (start[:, None] < simulation.finish_s)
-        bound = np.asarray(wait_bound(scheduler.config.max_wait, workload.gpus, gangs, float((present @ gangs).max())))
+        demand = float((present_rounds(simulation) @ gangs).max())
+        bound = np.asarray(wait_bound(scheduler.config.max_wait, workload.gpus, gangs, demand))
         out["wait_bound_rounds"] = int(bound[np.argmax(waits)])
         out["waits_within_bound"] = bool(np.all(waits <= bound))
     out["seconds"] = time.perf_counter() - tic

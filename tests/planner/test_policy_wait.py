@@ -8,7 +8,7 @@ import pytest
 
 from vfm.cluster import simulate, workload_from_dict
 from vfm.cluster.generate import WorkloadSpec, generate_workload
-from vfm.cluster.metrics import longest_wait_rounds
+from vfm.cluster.metrics import longest_wait_rounds, present_rounds
 from vfm.cluster.simulator import Simulation
 from vfm.cluster.workload import Workload
 from vfm.planner import Policy
@@ -17,9 +17,7 @@ from vfm.planner.shockwave import overdue_order, wait_bound
 
 def _largest_demand(simulation: Simulation, workload: Workload) -> float:
     """The most GPUs the jobs present in any round wanted together."""
-    start = np.array([r.start_s for r in simulation.rounds])
-    present = (start[:, None] >= simulation.arrival_s) & (start[:, None] < simulation.finish_s)
-    return float((present * np.array([job.gpus for job in workload.jobs])).sum(axis=1).max())
+    return float((present_rounds(simulation) @ np.array([job.gpus for job in workload.jobs])).max())
 
 
 def _check(workload: Workload, max_wait: int | None, **policy: object) -> tuple[np.ndarray, np.ndarray]:

@@ -199,12 +199,14 @@ def _phases(batch: np.ndarray, epoch_s: np.ndarray) -> list[dict[str, float]]:
             for i, n in zip(change, lengths, strict=True)]
 
 
-def _job_batches(model: str, initial: int, gang: int, mode: str, epochs: int, table: Mapping[str, float]) -> np.ndarray:
-    """The batch size of each of a job's epochs under its adaptation mode (module docstring)."""
+def _job_batches(model: str, initial: int, gang: int, mode: str, epochs: int, table: Mapping[str, float],
+                 schedules: Mapping[str, list[list[int]]]) -> np.ndarray:
+    """The batch size of each of a job's epochs under its adaptation mode (module docstring);
+    `schedules` are the GNS schedules (`gns_schedules`)."""
     epoch = np.arange(epochs)
     batch = np.full(epochs, initial, dtype=np.int64)
     if mode == "gns":
-        schedule = np.array(gns_schedules().get(f"{model} (batch size {initial})|{gang}", [[0, initial]]))
+        schedule = np.array(schedules.get(f"{model} (batch size {initial})|{gang}", [[0, initial]]))
         batch = schedule[np.searchsorted(schedule[:, 0], epoch, side="right") - 1, 1]
         covered = np.array([f"{model} (batch size {b})|{gang}" in table for b in batch])
         batch = np.where(covered & (batch <= LARGEST[model]), batch, initial)
@@ -248,9 +250,11 @@ def generate_workload(spec: WorkloadSpec, seed: int | np.random.SeedSequence = 0
     run_s = np.exp(rng.uniform(low, high, size=spec.jobs))
     modes = _draw(rng, spec.adaptation_weights, spec.jobs)
     arrivals = _arrivals(rng, spec)
+    schedules = gns_schedules()
+    types_of = {gang: _job_types(gang, table) for gang in set(gangs)}
     jobs = []
     for i, (gang, run, mode) in enumerate(zip(gangs, run_s.tolist(), modes, strict=True)):
-        types = _job_types(gang, table)
+        types = types_of[gang]
         if not types:
             raise ValidationError(f"gang_mix has gang size {gang}, which no job type of the profiles runs on")
         model, initial = types[int(rng.integers(len(types)))]
@@ -260,7 +264,7 @@ def generate_workload(spec: WorkloadSpec, seed: int | np.random.SeedSequence = 0
         samples = SAMPLES_PER_EPOCH[model]
         total_steps = math.ceil(run * table[f"{model} (batch size {initial})|{gang}"])
         epochs = max(1, math.ceil(total_steps / math.ceil(samples / initial)))
-        batch = _job_batches(model, initial, gang, mode, epochs, table)
+        batch = _job_batches(model, initial, gang, mode, epochs, table, schedules)
         epoch_s = np.ceil(samples / batch) / _speed(model, batch, gang, table)
         jobs.append({"id": i, "arrival_s": float(arrivals[i]), "gpus": int(gang), "epochs": epochs,
                      "model": model, "adaptation": mode, "total_steps": total_steps, "samples_per_epoch": samples,
@@ -304,12 +308,13 @@ def resample_workload(source: Workload | str | Path, spec: WorkloadSpec,
     # speed[g][j]: job j's per-epoch speed-up moving from its own gang to g (None: cannot).
     speedup: dict[int, list[np.ndarray | None]] = {g: [] for g in gang_sizes}
     for job in workload.jobs:  # per source job, once: profile lookups by name
+        batch = job.batch_size.astype(np.int64)
+        own = None if job.training is None else _speed(job.training.model, batch, job.gpus, table)
         for g in gang_sizes:
             if job.training is None:
                 speedup[g].append(np.ones(job.epochs) if g == job.gpus else None)
                 continue
-            ratio = _speed(job.training.model, job.batch_size.astype(np.int64), g, table) / _speed(
-                job.training.model, job.batch_size.astype(np.int64), job.gpus, table)
+            ratio = _speed(job.training.model, batch, g, table) / own
             speedup[g].append(ratio if np.all(ratio > 0) else None)
     gangs = _draw(rng, spec.gang_weights, spec.jobs)
     arrivals = _arrivals(rng, spec)

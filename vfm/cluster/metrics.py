@@ -43,6 +43,7 @@ __all__ = [
     "jct_s",
     "longest_wait_rounds",
     "makespan_s",
+    "present_rounds",
     "summarize",
     "unfair_pct",
     "utilization",
@@ -122,18 +123,24 @@ def utilization(busy_gpu_s: float, gpus: int, makespan: float) -> float:
     return float(busy_gpu_s / (gpus * makespan))
 
 
+def present_rounds(simulation: Simulation) -> NDArray[np.bool_]:
+    """Whether each job was present with work left in each round, shape (R, n): the round starts
+    at or after its arrival and before its finish."""
+    start = np.array([r.start_s for r in simulation.rounds])
+    present: NDArray[np.bool_] = (start[:, None] >= simulation.arrival_s) & (start[:, None] < simulation.finish_s)
+    return present
+
+
 def longest_wait_rounds(simulation: Simulation) -> NDArray[np.int64]:
     """Each job's longest run of consecutive rounds in which it was present with work left and
     did not run, shape (n,): the rounds from its arrival to its first round, or between two of
-    its rounds. A job is present in a round that starts at or after its arrival and before its
-    finish."""
+    its rounds (presence as in `present_rounds`)."""
     sim = simulation
-    start = np.array([r.start_s for r in sim.rounds])
+    present = present_rounds(sim)
     index_of = {job_id: j for j, job_id in enumerate(sim.job_id.tolist())}
-    ran = np.zeros((start.size, sim.n_jobs), dtype=bool)
+    ran = np.zeros(present.shape, dtype=bool)
     held = [[index_of[i] for i in r.jobs] for r in sim.rounds]  # per round: ids to rows
-    ran[np.repeat(np.arange(start.size), [len(h) for h in held]), np.concatenate([[], *held]).astype(np.int64)] = True
-    present = (start[:, None] >= sim.arrival_s) & (start[:, None] < sim.finish_s)
+    ran[np.repeat(np.arange(len(held)), [len(h) for h in held]), np.concatenate([[], *held]).astype(np.int64)] = True
     waiting = (present & ~ran).astype(np.int64)
     # Length of the current run of waiting rounds: the count so far minus the count at the last
     # round that broke it.

@@ -84,8 +84,8 @@ class PolicyConfig:
     seed: int
     fairness: bool
     execution: Literal["credit", "window"]
-    max_wait: int | None = shockwave.MAX_WAIT
-    continuity: float = shockwave.CONTINUITY
+    max_wait: int | None
+    continuity: float
 
 
 @dataclass(frozen=True)
@@ -218,9 +218,8 @@ def step(config: PolicyConfig, state: PolicyState) -> tuple[PolicyState, list[Ha
     first = shockwave.overdue_order(state.waited, open_, config.max_wait)
     if config.execution == "window":
         planned = np.flatnonzero(plan_.schedule[:, state.since_plan])
-        order = np.concatenate([first, planned[~np.isin(planned, first)]])
         ran = np.zeros(open_.size, dtype=bool)
-        ran[first_fit(order, program.gpus, float(config.capacity))] = True
+        ran[first_fit(shockwave.served_first(first, planned), program.gpus, float(config.capacity))] = True
         credit = state.credit
     else:
         ran, credit = shockwave.serve_with_credit(

@@ -35,7 +35,7 @@ from vfm.planner.rounding import RESOLUTION, first_fit, quantize
 
 __all__ = ["SHOCKWAVE_EFFICIENCY", "SHOCKWAVE_PRIORITY_EXPONENT", "SHOCKWAVE_RESERVE", "FairFinishLimits",
            "FairnessDecision", "constrain", "overdue_order", "priority_weights", "relax", "serve_with_credit",
-           "updated_targets", "wait_bound"]
+           "served_first", "updated_targets", "wait_bound"]
 
 #: The Shockwave configuration (`vfm.planner.Policy.shockwave`), one for every cluster: the
 #: efficiency term's kappa (`PlanOptions.efficiency`: the longest forecast leftover, in windows,
@@ -221,6 +221,11 @@ def overdue_order(waited: np.ndarray, open_: np.ndarray, max_wait: int | None) -
     return due[np.argsort(-waited[due], kind="stable")]
 
 
+def served_first(first: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """`order` with the jobs `first` moved to its front, in `first`'s order."""
+    return np.concatenate([first, order[~np.isin(order, first)]])
+
+
 def wait_bound(max_wait: int, capacity: float, gang: int | np.ndarray, demand: float) -> int | np.ndarray:
     r"""The most rounds a job of `gang` GPUs with work left goes without running (the guarantee).
 
@@ -276,8 +281,8 @@ def serve_with_credit(program: PlanningProgram, planned: FloatArray, credit: Flo
     usable = np.clip(remaining / program.round_s, RESOLUTION, 1.0)
     order = np.lexsort((-remaining, -quantize(claim / usable)))  # stable
     order = order[(claim[order] > 0) & (remaining[order] > 0)]
-    if first is not None and first.size:
-        order = np.concatenate([first, order[~np.isin(order, first)]])
+    if first is not None:
+        order = served_first(first, order)
     chosen = first_fit(order, program.gpus, capacity)
     ran = np.zeros(want.size, dtype=bool)
     ran[chosen] = True
