@@ -4,10 +4,13 @@ A scheduler never changes how a job adapts (its batch-size schedule); it observe
 and forecasts the rest. `JobStates` holds what is known about `n` jobs, `Forecaster` is the
 interface the planner consumes (implement it to plug in another model), and
 `DirichletForecaster` is Shockwave's Bayesian model, with point forecasts (posterior mean) and
-posterior predictive scenarios.
+posterior predictive scenarios; `PopulationForecaster` learns from the finished jobs of each kind
+(`Trajectory`) and falls back to the Dirichlet model where it has none.
 """
 
 from vfm.forecast.base import Forecaster, JobStates, SeedLike, check_horizon
 from vfm.forecast.dirichlet import DirichletForecaster
+from vfm.forecast.population import Population, PopulationForecaster, PopulationOptions, Trajectory
 
-__all__ = ["DirichletForecaster", "Forecaster", "JobStates", "SeedLike", "check_horizon"]
+__all__ = ["DirichletForecaster", "Forecaster", "JobStates", "Population", "PopulationForecaster",
+           "PopulationOptions", "SeedLike", "Trajectory", "check_horizon"]

@@ -13,6 +13,10 @@ field                  shape   meaning
 ``regime_durations``   (n, R)  :math:`d_{ib} > 0`, seconds per epoch in regime `b`
 ``regime_mask``        (n, R)  whether job `i` has a regime `b` (padding is False)
 ``regime_labels``      (n, R)  the regimes' batch sizes (NaN where padded), for reference
+``groups``             n       optional: what kind of job each is (model and adaptation mode)
+``last_regime``        (n,)    the regime of the last finished epoch (-1 before the first)
+``last_run``           (n,)    epochs in a row the job has run in it so far
+``changes``            (n,)    regime changes observed so far
 =====================  ======  =============================================================
 
 so the epochs done are :math:`e_i = \sum_b c_{ib}` and the epochs left :math:`E_i - e_i`.
@@ -62,6 +66,16 @@ class JobStates:
         The regimes' names as numbers (batch sizes). Default: ``0 .. R-1``. NaN where padded.
     job_ids : sequence of hashable, length n, optional
         Names used in error messages next to the job's index.
+    groups : sequence of hashable, length n, optional
+        The kind of each job, for forecasters that learn from other jobs of the same kind
+        (`vfm.forecast.PopulationForecaster`): for example ``("ResNet-18", "gns")``. None (the
+        default) leaves every job's kind unknown; a None entry leaves that job's unknown.
+    recent : tuple of three array_like of int, shape (n,) each, optional
+        ``(last_regime, last_run, changes)``: the column of the regime the job's last finished
+        epoch ran in (-1 before any), how many epochs in a row it has run there, and how many
+        times its regime has changed. Default: as if each job ran its regimes in ascending label
+        order (batch sizes that only grow, as under GNS), which the counts then determine.
+        `JobStates.from_lists` computes them from the epochs in the order given.
 
     Raises
     ------
@@ -92,6 +106,10 @@ class JobStates:
     regime_mask: BoolArray
     regime_labels: FloatArray
     job_ids: tuple[Hashable, ...] | None
+    groups: tuple[Hashable, ...] | None
+    last_regime: NDArray[np.int64]
+    last_run: FloatArray
+    changes: FloatArray
 
     def __init__(
         self,
@@ -101,6 +119,8 @@ class JobStates:
         regime_mask: ArrayLike,
         regime_labels: ArrayLike | None = None,
         job_ids: Sequence[Hashable] | None = None,
+        groups: Sequence[Hashable] | None = None,
+        recent: tuple[ArrayLike, ArrayLike, ArrayLike] | None = None,
     ) -> None:
         total = as_real_array(total_epochs, "total_epochs", (None,))
         n = total.size
@@ -109,6 +129,16 @@ class JobStates:
         ids = None if job_ids is None else tuple(job_ids)
         if ids is not None and len(ids) != n:
             raise ValidationError(f"job_ids must name the {n} jobs of total_epochs, got {len(ids)} ids")
+        kinds = None if groups is None else tuple(groups)
+        if kinds is not None and len(kinds) != n:
+            raise ValidationError(f"groups must give the kind of each of the {n} jobs of total_epochs, "
+                                  f"got {len(kinds)} entries")
+        for job, kind in enumerate(kinds or ()):
+            try:
+                hash(kind)
+            except TypeError:
+                raise ValidationError(f"groups[{job}] ({job_name(job, ids)}) must be hashable (a string or a "
+                                      f"tuple, as ('ResNet-18', 'gns')), got {type(kind).__name__}") from None
         counts = as_real_array(regime_counts, "regime_counts", (n, None))
         n_regimes = counts.shape[1]
         if n_regimes == 0:
@@ -154,14 +184,17 @@ class JobStates:
         require_per_job("regime_counts", done, done > total,
                         "sums to more epochs done than the job's total_epochs", ids=ids)
         require_per_job("regime_durations", durations, mask & (durations <= 0), "must be > 0 seconds", ids=ids)
+        last, run, changes = _recent(recent, counts, labels, done, ids)
 
         for name, value in (
             ("total_epochs", total), ("regime_counts", counts), ("regime_durations", durations),
-            ("regime_mask", mask), ("regime_labels", labels),
+            ("regime_mask", mask), ("regime_labels", labels), ("last_regime", last), ("last_run", run),
+            ("changes", changes),
         ):
             value.setflags(write=False)
             object.__setattr__(self, name, value)
         object.__setattr__(self, "job_ids", ids)
+        object.__setattr__(self, "groups", kinds)
 
     @classmethod
     def from_lists(
@@ -170,6 +203,7 @@ class JobStates:
         regimes: Sequence[RegimeSet],
         observed: Sequence[Sequence[float]] | None = None,
         job_ids: Sequence[Hashable] | None = None,
+        groups: Sequence[Hashable] | None = None,
     ) -> JobStates:
         """Build the states of `n` jobs from per-job lists.
 
@@ -181,10 +215,12 @@ class JobStates:
             Each job's regime set: batch size -> seconds per epoch, as ``{32: 60.0, 64: 30.0}`` or
             ``[(32, 60.0), (64, 30.0)]``. Regimes are padded to the largest set, in the order given.
         observed : sequence, length n, of sequences of batch sizes, optional
-            The batch size of each finished epoch, in any order (only the counts matter). Default:
-            nothing observed yet.
+            The batch size of each finished epoch, in the order they ran (the counts, the last
+            regime and the changes are read from it). Default: nothing observed yet.
         job_ids : sequence of hashable, length n, optional
             Names used in error messages.
+        groups : sequence of hashable, length n, optional
+            The kind of each job (see the class docstring).
 
         Returns
         -------
@@ -244,8 +280,10 @@ class JobStates:
                 f"observed[{job}][{epoch}] ({job_name(job, ids)}) is batch size {flat[k]:g}, which is not in "
                 f"the job's regime set {{{known}}}"
             )
-        counts = np.bincount(owner * n_regimes + np.argmax(match, axis=1), minlength=n * n_regimes)
-        return cls(total, counts.reshape(n, n_regimes), durations, mask, regime_labels=labels, job_ids=ids)
+        column = np.argmax(match, axis=1)
+        counts = np.bincount(owner * n_regimes + column, minlength=n * n_regimes)
+        return cls(total, counts.reshape(n, n_regimes), durations, mask, regime_labels=labels, job_ids=ids,
+                   groups=groups, recent=_recent_of_sequences(column, owner, lengths))
 
     @property
     def n_jobs(self) -> int:
@@ -275,6 +313,60 @@ class JobStates:
     def job_name(self, job: int) -> str:
         """How messages name job `job`: its index, and its id when ids were given."""
         return job_name(job, self.job_ids)
+
+
+def _recent(recent: tuple[ArrayLike, ArrayLike, ArrayLike] | None, counts: FloatArray, labels: FloatArray,
+            done: FloatArray, ids: tuple[Hashable, ...] | None) -> tuple[NDArray[np.int64], FloatArray, FloatArray]:
+    """(last_regime, last_run, changes), checked against the counts, or inferred from them."""
+    n = counts.shape[0]
+    if recent is None:
+        # Ascending label order: the last regime is the largest observed, run through once each.
+        seen = counts > 0
+        observed_labels = np.where(seen, labels, -np.inf)
+        column = np.where(done > 0, np.argmax(observed_labels, axis=1), -1).astype(np.int64)
+        run = np.where(done > 0, counts[np.arange(n), np.maximum(column, 0)], 0.0)
+        return column, run, np.maximum(seen.sum(axis=1) - 1.0, 0.0)
+    if len(recent) != 3:
+        raise ValidationError("recent must be (last_regime, last_run, changes), three arrays of shape (n,)")
+    last = as_real_array(recent[0], "recent[0] (last_regime)", (n,))
+    run = as_real_array(recent[1], "recent[1] (last_run)", (n,))
+    changes = as_real_array(recent[2], "recent[2] (changes)", (n,))
+    valid_column = (last == np.round(last)) & (last >= -1) & (last < counts.shape[1])
+    require_per_job("recent[0] (last_regime)", last, ~valid_column | ((last == -1) != (done == 0)),
+                    "must be the column of a regime the job has observed, and -1 exactly when it has none",
+                    ids=ids)
+    index = np.maximum(last, 0).astype(np.int64)
+    observed = counts[np.arange(n), index]
+    require_per_job("recent[0] (last_regime)", last, (done > 0) & (observed == 0),
+                    "names a regime with no epochs observed", ids=ids)
+    require_per_job("recent[1] (last_run)", run, (run != np.round(run)) | (run < (done > 0)) | (run > observed)
+                    | ((done == 0) & (run != 0)),
+                    "must be a whole number of epochs, >= 1 once epochs are observed and at most the regime's "
+                    "count", ids=ids)
+    require_per_job("recent[2] (changes)", changes, (changes != np.round(changes)) | (changes < 0)
+                    | (changes > np.maximum(done - 1, 0)), "must be a whole number from 0 to epochs done - 1",
+                    ids=ids)
+    return index.astype(np.int64) * (done > 0) - (done == 0), run, changes
+
+
+def _recent_of_sequences(column: NDArray[np.intp], owner: NDArray[np.intp], lengths: NDArray[np.int64]
+                         ) -> tuple[NDArray[np.int64], FloatArray, FloatArray]:
+    """(last_regime, last_run, changes) of concatenated per-job epoch sequences (regime columns)."""
+    n = lengths.size
+    ends = np.cumsum(lengths)
+    some = lengths > 0
+    last = np.full(n, -1, dtype=np.int64)
+    last[some] = column[ends[some] - 1]
+    # A change is an epoch whose regime differs from the previous epoch of the same job.
+    changed = np.zeros(column.size, dtype=bool)
+    changed[1:] = (column[1:] != column[:-1]) & (owner[1:] == owner[:-1])
+    changes = np.bincount(owner[changed], minlength=n).astype(np.float64)
+    # The last run starts after the job's last change (or at its first epoch).
+    start = np.where(changed | np.r_[True, owner[1:] != owner[:-1]], np.arange(column.size), 0)
+    run_start = np.maximum.accumulate(start) if column.size else start
+    run = np.zeros(n)
+    run[some] = ends[some] - run_start[ends[some] - 1]
+    return last, run, changes
 
 
 def _check_total_epochs(total: FloatArray, ids: tuple[Hashable, ...] | None) -> None:

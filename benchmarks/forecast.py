@@ -1,0 +1,248 @@
+"""Forecast accuracy: remaining runtime, progress per round and calibration, per forecaster.
+
+Run from the repository root::
+
+    python -m benchmarks.forecast [--choose] [--scenarios 200] [--out DIR]
+
+Each job of a workload is frozen at 10, 25, 50 and 75 % of its epochs (its first
+``floor(p E)`` epochs observed, as a scheduler would have seen them) and forecast from there:
+
+- remaining-runtime error: ``|forecast - truth| / truth``, the truth being the seconds of the
+  job's remaining epochs;
+- window error: over the next 20 rounds of the workload's round length, with the job running
+  throughout, ``mean_t |F_t - G_t| / max(G_T, 1)`` where ``F_t`` is the forecast and ``G_t`` the
+  true count of epochs done by the end of round ``t`` (cumulative, so that a whole-epoch truth is
+  not compared with a fluid forecast round by round);
+- coverage: the share of jobs whose true remaining runtime lies within the 10-90 % quantiles of
+  ``--scenarios`` sampled remaining runtimes (a calibrated 80 % band covers 80 %).
+
+Forecasters: ``dirichlet`` (Shockwave's, `vfm.forecast.DirichletForecaster`); ``persist`` (the
+job stays in the regime of its last observed epoch, its first regime before any; point forecast
+only, a naive baseline); ``population`` (`vfm.forecast.PopulationForecaster` with, as
+references, every job of the *fitting* workloads, never the workload being scored).
+
+Data. Traces: fitted on the Shockwave 120- and 220-job traces, reported on the 460- and 900-job
+traces. Generated (`vfm.cluster.generate_workload`, 300 jobs each, the artifact's adaptation
+rules): fitted on seeds 0-1, reported on seeds 2-3. ``--choose`` instead scores the fitting
+workloads two-fold (120 from 220 and 220 from 120; generated seed 0 from 1 and 1 from 0), the
+data the `vfm.forecast.PopulationOptions` defaults were chosen on, and ``--option NAME=VALUE``
+overrides an option to compare.
+
+Outputs (printed, and written to ``--out``, default ``benchmarks/results/forecast``):
+``table.txt`` (median and p90 of each error, coverage, per workload, forecaster and progress
+point; and a cold-start curve: the population forecaster on the 900-job trace at 25 % as it learns
+from the first 0, 10, 30, 100 and 340 jobs of the fitting traces) and ``results.json``.
+
+Coverage is given twice: the plain 10-90 % quantile band of the samples, and the randomized-PIT
+band (the truth's probability integral transform, drawn uniformly within an atom of the sampled
+distribution, lies in [0.1, 0.9]). A forecast that is exactly right for a job puts all its samples
+on the truth: the plain band then covers it always, the PIT band 80 % of the time, which is what
+a calibrated 80 % band must do when the forecast distribution has atoms.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks._cli import Parser
+from vfm.cluster import Workload, WorkloadSpec, generate_workload, load_workload
+from vfm.forecast import DirichletForecaster, JobStates, PopulationForecaster, PopulationOptions, Trajectory
+
+PROGRESS = (0.10, 0.25, 0.50, 0.75)
+ROUNDS = 20
+TRACES_FIT = ("shockwave_120jobs_32gpus", "shockwave_220jobs_64gpus")
+TRACES_REPORT = ("shockwave_460jobs_128gpus", "shockwave_900jobs_256gpus")
+GENERATED_SPEC = WorkloadSpec(jobs=300, gpus=64)
+GENERATED_FIT = (0, 1)
+GENERATED_REPORT = (2, 3)
+
+
+@cache
+def workload(name: str) -> Workload:
+    """A shipped trace by name, or ``generated-<seed>``."""
+    if name.startswith("generated-"):
+        return generate_workload(GENERATED_SPEC, seed=int(name.split("-")[1]), name=name)
+    return load_workload(name)
+
+
+def kind(job: Any) -> tuple[str, str] | None:
+    return None if job.training is None else (job.training.model, job.training.adaptation)
+
+
+def trajectories(names: Sequence[str]) -> list[Trajectory]:
+    """Every job of the named workloads, as a finished job the population forecaster learns from."""
+    return [Trajectory(kind(job), job.batch_size, regimes=list(job.regimes)) for name in names
+            for job in workload(name).jobs]
+
+
+@dataclass(frozen=True)
+class Frozen:
+    """The jobs of a workload at one progress point, and what happened next."""
+
+    states: JobStates
+    remaining_s: np.ndarray  # (n,) true remaining runtime
+    cumulative: np.ndarray  # (n, ROUNDS + 1) true epochs done by each round's end
+    last_regime: np.ndarray  # (n,) duration of the last observed epoch (the first, before any)
+
+
+def frozen(name: str, fraction: float) -> Frozen:
+    jobs = workload(name).jobs
+    round_s = workload(name).round_s
+    done = [int(np.floor(fraction * job.epochs)) for job in jobs]
+    states = JobStates.from_lists([job.epochs for job in jobs], [job.regimes for job in jobs],
+                                  [job.batch_size[:e].tolist() for job, e in zip(jobs, done, strict=True)],
+                                  job_ids=[job.id for job in jobs], groups=[kind(job) for job in jobs])
+    remaining = np.array([job.epoch_s[e:].sum() for job, e in zip(jobs, done, strict=True)])
+    ends = round_s * np.arange(ROUNDS + 1)
+    cumulative = np.array([np.searchsorted(np.cumsum(job.epoch_s[e:]), ends * (1 + 1e-12), side="right")
+                           for job, e in zip(jobs, done, strict=True)], dtype=np.float64)
+    last = np.array([job.epoch_s[max(e - 1, 0)] for job, e in zip(jobs, done, strict=True)])
+    return Frozen(states, remaining, cumulative, last)
+
+
+def score(forecaster: Any, case: Frozen, round_s: float, scenarios: int, seed: int) -> dict[str, Any]:
+    """Errors (per job) and coverage of one forecaster on one frozen workload."""
+    if forecaster == "persist":
+        runtime = case.states.remaining_epochs * case.last_regime
+        rate = np.minimum(round_s * np.arange(ROUNDS + 1) / case.last_regime[:, None],
+                          case.states.remaining_epochs[:, None])
+        coverage = None
+    else:
+        runtime = forecaster.remaining_runtime(case.states)
+        rate = np.concatenate([np.zeros((case.states.n_jobs, 1)),
+                               np.cumsum(forecaster.epochs_per_round(case.states, ROUNDS, round_s), axis=1)], axis=1)
+        coverage = band_coverage(forecaster.sample_remaining_runtime(case.states, scenarios, seed=seed),
+                                 case.remaining_s, np.random.default_rng(seed))
+    runtime_error = np.abs(runtime - case.remaining_s) / case.remaining_s
+    window_error = np.abs(rate - case.cumulative).mean(axis=1) / np.maximum(case.cumulative[:, -1], 1.0)
+    return {"runtime": runtime_error, "window": window_error, "coverage": coverage}
+
+
+def band_coverage(samples: np.ndarray, truth: np.ndarray, rng: np.random.Generator) -> dict[str, float]:
+    """Coverage of `truth` (n,) by the 10-90 % band of `samples` (S, n): the plain quantile band,
+    and the randomized-PIT band, which is what a nominal 80 % means when the forecast has atoms."""
+    slack = 1e-9 * truth
+    low, high = np.quantile(samples, [0.1, 0.9], axis=0)
+    below = (samples < truth - slack).mean(axis=0)
+    at_most = (samples <= truth + slack).mean(axis=0)
+    pit = below + rng.random(truth.size) * (at_most - below)
+    return {"quantile": float(np.mean((low - slack <= truth) & (truth <= high + slack))),
+            "pit": float(np.mean((0.1 <= pit) & (pit <= 0.9)))}
+
+
+def forecasters(fit: Sequence[str], options: PopulationOptions) -> dict[str, Any]:
+    return {"dirichlet": DirichletForecaster(), "persist": "persist",
+            "population": PopulationForecaster(options=options).learned(trajectories(fit))}
+
+
+def plan(choose: bool) -> list[tuple[str, tuple[str, ...]]]:
+    """(workload scored, workloads its references come from)."""
+    if choose:
+        generated = [f"generated-{s}" for s in GENERATED_FIT]
+        return [(TRACES_FIT[0], TRACES_FIT[1:]), (TRACES_FIT[1], TRACES_FIT[:1]),
+                (generated[0], (generated[1],)), (generated[1], (generated[0],))]
+    generated_fit = tuple(f"generated-{s}" for s in GENERATED_FIT)
+    return [(name, TRACES_FIT) for name in TRACES_REPORT] + [
+        (f"generated-{s}", generated_fit) for s in GENERATED_REPORT] + [
+        (f"generated-{s}", TRACES_FIT) for s in GENERATED_REPORT[:1]]
+
+
+#: Finished jobs the cold-start rows learn from: the first k of the fitting traces, in file order.
+LEARNING_CURVE = (0, 10, 30, 100, 340)
+
+
+def learning_curve(options: PopulationOptions, scenarios: int, seed: int) -> list[dict[str, Any]]:
+    """The population forecaster on the 900-job trace at 25 % progress, from k finished jobs."""
+    name = TRACES_REPORT[-1]
+    references = trajectories(TRACES_FIT)
+    case = frozen(name, 0.25)
+    rows = []
+    for k in LEARNING_CURVE:
+        forecaster = PopulationForecaster(options=options).learned(references[:k])
+        result = score(forecaster, case, workload(name).round_s, scenarios, seed)
+        rows.append({"references": k, **{f"runtime_{stat}": float(np.quantile(result["runtime"], q))
+                                         for stat, q in (("median", 0.5), ("p90", 0.9))},
+                     "coverage": result["coverage"]})
+    return rows
+
+
+def run(choose: bool = False, options: PopulationOptions | None = None, scenarios: int = 200,
+        seed: int = 0) -> dict[str, Any]:
+    options = options or PopulationOptions()
+    rows: list[dict[str, Any]] = []
+    for name, fit in plan(choose):
+        round_s = workload(name).round_s
+        scored = {row["forecaster"] for row in rows if row["workload"] == name}
+        for label, forecaster in forecasters(fit, options).items():
+            if label in scored and label != "population":  # the same forecast, whatever the fit
+                continue
+            for fraction in PROGRESS:
+                result = score(forecaster, frozen(name, fraction), round_s, scenarios, seed)
+                rows.append({
+                    "workload": name, "fitted_on": list(fit), "forecaster": label, "progress": fraction,
+                    **{f"{metric}_{stat}": float(np.quantile(result[metric], q))
+                       for metric in ("runtime", "window") for stat, q in (("median", 0.5), ("p90", 0.9))},
+                    "coverage": result["coverage"]})
+    curve = [] if choose else learning_curve(options, scenarios, seed)
+    return {"choose": choose, "options": options.__dict__, "scenarios": scenarios, "rows": rows,
+            "learning_curve": curve}
+
+
+def format_table(result: dict[str, Any]) -> str:
+    lines = [f"{'workload':<27} {'fitted on':<20} {'forecaster':<11} {'at':>4}  "
+             f"{'runtime err med/p90':>20}  {'window err med/p90':>19}  {'80% band covers q/PIT':>22}"]
+    for row in result["rows"]:
+        fit = "+".join(n.replace("shockwave_", "").split("jobs")[0] if n.startswith("shockwave") else n
+                       for n in row["fitted_on"]) if row["forecaster"] == "population" else "-"
+        coverage = "-" if row["coverage"] is None else (
+            f"{row['coverage']['quantile']:.1%} / {row['coverage']['pit']:.1%}")
+        lines.append(f"{row['workload']:<27} {fit:<20} {row['forecaster']:<11} {row['progress']:>4.0%}  "
+                     f"{row['runtime_median']:>9.3f} / {row['runtime_p90']:<8.3f}  "
+                     f"{row['window_median']:>8.3f} / {row['window_p90']:<8.3f}  {coverage:>22}")
+    if result["learning_curve"]:
+        lines.append(f"\ncold start: population on {TRACES_REPORT[-1]} at 25 %, learning from the first k jobs of "
+                     f"the 120- and 220-job traces")
+        for row in result["learning_curve"]:
+            lines.append(f"  k = {row['references']:>3}: runtime err median {row['runtime_median']:.3f}, "
+                         f"p90 {row['runtime_p90']:.3f}; band covers {row['coverage']['quantile']:.1%} "
+                         f"(PIT {row['coverage']['pit']:.1%})")
+    lines.append(f"population options: {result['options']}; {result['scenarios']} sampled runtimes per job")
+    return "\n".join(lines)
+
+
+def _option(text: str) -> tuple[str, float]:
+    name, _, value = text.partition("=")
+    if name not in PopulationOptions.__dataclass_fields__:
+        raise ValueError(f"--option {text!r}: no PopulationOptions field {name!r}")
+    return name, float(value)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = Parser("benchmarks.forecast", __doc__)
+    parser.add_argument("--choose", action="store_true", help="score the fitting workloads two-fold instead")
+    parser.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
+                        help="override a PopulationOptions field, e.g. prior_weight=1")
+    parser.add_argument("--scenarios", type=int, default=200, help="sampled runtimes per job for the band")
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/forecast"))
+    args = parser.parse_args(argv)
+    with parser.reporting():
+        options = replace(PopulationOptions(), **dict(_option(t) for t in args.option))
+        result = run(args.choose, options, args.scenarios)
+        table = format_table(result)
+        print(table)
+        if not args.choose:
+            args.out.mkdir(parents=True, exist_ok=True)
+            (args.out / "table.txt").write_text(table + "\n")
+            (args.out / "results.json").write_text(json.dumps(result, indent=1))
+            print(f"wrote {args.out}/: table.txt, results.json")
+
+
+if __name__ == "__main__":
+    main()
