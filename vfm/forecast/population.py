@@ -35,12 +35,14 @@ forecasts the rest: :math:`(L_{jc} - a)^+` more epochs in the current stage, the
 the longest of them taking up the difference to the :math:`E_i - e_i` epochs left (the current
 stage when none is left, so a job past every reference's last change stays where it is).
 
-Point forecasts are the mixture :math:`\sum_j w_{ij} f_j + w_0 f_D` over :math:`\sum_j w_{ij} + w_0`
-of the references' forecasts :math:`f_j` and the Dirichlet forecaster's :math:`f_D` at prior
-weight :math:`w_0` (`PopulationOptions.prior_weight`; a reference weighs at most 1). With no
+Point forecasts mix the references' forecasts :math:`f_j`, weighted by :math:`w_{ij}`, with the
+Dirichlet forecaster's :math:`f_D`, which takes the share :math:`w_0 / (n_{eff} + w_0)`, with
+:math:`n_{eff} = (\sum_j w_{ij})^2 / \sum_j w_{ij}^2` the references' effective number and
+:math:`w_0` `PopulationOptions.prior_weight`. With no
 reference the forecast *is* the Dirichlet forecast (a scheduler that starts cold loses nothing);
-as jobs of the kind finish, the references outweigh it. A scenario draws one reference with
-probability :math:`w_{ij} / (\sum_j w_{ij} + w_0)`, or with the rest a Dirichlet scenario.
+as jobs of the kind finish, the references outweigh it. A scenario is a Dirichlet scenario with
+the prior's share, and otherwise follows one reference drawn with probability proportional to
+:math:`w_{ij}`.
 
 This is empirical Bayes in nonparametric form: the prior over a kind's trajectories is the
 empirical distribution of the finished ones, and the weights condition it on the observed prefix.
@@ -116,22 +118,30 @@ class Trajectory:
 
 @dataclass(frozen=True)
 class PopulationOptions:
-    r"""How references are weighed (module docstring); chosen on the 120- and 220-job traces.
+    r"""How references are weighed (module docstring).
+
+    The defaults were chosen on the 120- and 220-job Shockwave traces and two generated
+    workloads, each scored from the other (``python -m benchmarks.forecast --choose``), and are
+    reported on other workloads.
 
     Attributes
     ----------
     prefix_bandwidth : float
-        :math:`h`: how far (L1 distance between regime mixes so far, in [0, 2]) a reference's
-        prefix may differ from the job's and still count :math:`1/e` as much.
+        :math:`h`: how far a reference's epochs per regime before the current stage, plus the
+        epochs by which the job has outlived the reference's current stage, may differ from the
+        job's (as a share of the epochs done) and still count :math:`1/e` as much.
     size_bandwidth : float
         :math:`h_E`: the same for the log ratio of total epochs.
     other_regimes : float
         :math:`\lambda \in [0, 1]`: weight factor of a reference whose regime set differs.
     prior_weight : float
-        :math:`w_0 > 0`: the Dirichlet forecast's weight, in references (each weighs at most 1).
+        :math:`w_0 > 0`: the Dirichlet forecast's weight against the references' effective
+        number :math:`n_{eff} = (\sum_j w_{ij})^2 / \sum_j w_{ij}^2`; its share of the mixture is
+        :math:`w_0 / (n_{eff} + w_0)`.
     spread : float
         :math:`\sigma \ge 0`: log-normal spread of a sampled remaining runtime around its
-        reference's (a reference is one job; the band needs the job-to-job noise it cannot show).
+        reference's when the reference still expects a regime change (a reference is one job;
+        the band needs the job-to-job noise in the timing it cannot show).
     """
 
     prefix_bandwidth: float = 0.05
