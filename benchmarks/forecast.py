@@ -17,8 +17,8 @@ Each job of a workload is frozen at 10, 25, 50 and 75 % of its epochs (its first
   ``--scenarios`` sampled remaining runtimes (a calibrated 80 % band covers 80 %).
 
 Forecasters: ``dirichlet`` (Shockwave's, `vfm.forecast.DirichletForecaster`); ``persist`` (the
-job stays in the regime of its last observed epoch, its first regime before any; point forecast
-only, a naive baseline); ``population`` (`vfm.forecast.PopulationForecaster` with, as
+job stays in the regime of its last observed epoch, its smallest batch size before any; point
+forecasts only, a naive baseline); ``population`` (`vfm.forecast.PopulationForecaster` with, as
 references, every job of the *fitting* workloads, never the workload being scored).
 
 Data. Traces: fitted on the Shockwave 120- and 220-job traces, reported on the 460- and 900-job
@@ -89,9 +89,9 @@ class Frozen:
     states: JobStates
     remaining_s: np.ndarray  # (n,) true remaining runtime
     cumulative: np.ndarray  # (n, ROUNDS + 1) true epochs done by each round's end
-    last_regime: np.ndarray  # (n,) duration of the last observed epoch (the first, before any)
 
 
+@cache
 def frozen(name: str, fraction: float) -> Frozen:
     jobs = workload(name).jobs
     round_s = workload(name).round_s
@@ -103,25 +103,39 @@ def frozen(name: str, fraction: float) -> Frozen:
     ends = round_s * np.arange(ROUNDS + 1)
     cumulative = np.array([np.searchsorted(np.cumsum(job.epoch_s[e:]), ends * (1 + 1e-12), side="right")
                            for job, e in zip(jobs, done, strict=True)], dtype=np.float64)
-    last = np.array([job.epoch_s[max(e - 1, 0)] for job, e in zip(jobs, done, strict=True)])
-    return Frozen(states, remaining, cumulative, last)
+    return Frozen(states, remaining, cumulative)
+
+
+class Persist:
+    """The naive baseline: a job stays in the regime of its last observed epoch (its smallest
+    batch size before any), at that regime's epoch duration. Point forecasts only."""
+
+    def remaining_runtime(self, states: JobStates) -> np.ndarray:
+        return states.remaining_epochs * self._seconds_per_epoch(states)
+
+    def epochs_per_round(self, states: JobStates, rounds: int, round_s: float) -> np.ndarray:
+        ends = round_s * np.arange(rounds + 1)
+        cumulative = np.minimum(ends / self._seconds_per_epoch(states)[:, None], states.remaining_epochs[:, None])
+        return np.diff(cumulative, axis=1)
+
+    @staticmethod
+    def _seconds_per_epoch(states: JobStates) -> np.ndarray:
+        smallest = np.argmin(np.where(states.regime_mask, states.regime_labels, np.inf), axis=1)
+        column = np.where(states.last_regime >= 0, states.last_regime, smallest)
+        return states.regime_durations[np.arange(states.n_jobs), column]
 
 
 def score(forecaster: Any, case: Frozen, round_s: float, scenarios: int, seed: int) -> dict[str, Any]:
-    """Errors (per job) and coverage of one forecaster on one frozen workload."""
-    if forecaster == "persist":
-        runtime = case.states.remaining_epochs * case.last_regime
-        rate = np.minimum(round_s * np.arange(ROUNDS + 1) / case.last_regime[:, None],
-                          case.states.remaining_epochs[:, None])
-        coverage = None
-    else:
-        runtime = forecaster.remaining_runtime(case.states)
-        rate = np.concatenate([np.zeros((case.states.n_jobs, 1)),
-                               np.cumsum(forecaster.epochs_per_round(case.states, ROUNDS, round_s), axis=1)], axis=1)
+    """Errors (per job) and coverage (None without scenarios) of one forecaster on one frozen workload."""
+    runtime = forecaster.remaining_runtime(case.states)
+    done = np.cumsum(forecaster.epochs_per_round(case.states, ROUNDS, round_s), axis=1)
+    done = np.concatenate([np.zeros((case.states.n_jobs, 1)), done], axis=1)
+    coverage = None
+    if hasattr(forecaster, "sample_remaining_runtime"):
         coverage = band_coverage(forecaster.sample_remaining_runtime(case.states, scenarios, seed=seed),
                                  case.remaining_s, np.random.default_rng(seed))
     runtime_error = np.abs(runtime - case.remaining_s) / case.remaining_s
-    window_error = np.abs(rate - case.cumulative).mean(axis=1) / np.maximum(case.cumulative[:, -1], 1.0)
+    window_error = np.abs(done - case.cumulative).mean(axis=1) / np.maximum(case.cumulative[:, -1], 1.0)
     return {"runtime": runtime_error, "window": window_error, "coverage": coverage}
 
 
@@ -138,7 +152,7 @@ def band_coverage(samples: np.ndarray, truth: np.ndarray, rng: np.random.Generat
 
 
 def forecasters(fit: Sequence[str], options: PopulationOptions) -> dict[str, Any]:
-    return {"dirichlet": DirichletForecaster(), "persist": "persist",
+    return {"dirichlet": DirichletForecaster(), "persist": Persist(),
             "population": PopulationForecaster(options=options).learned(trajectories(fit))}
 
 

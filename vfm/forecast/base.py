@@ -346,7 +346,7 @@ def _recent(recent: tuple[ArrayLike, ArrayLike, ArrayLike] | None, counts: Float
     require_per_job("recent[2] (changes)", changes, (changes != np.round(changes)) | (changes < 0)
                     | (changes > np.maximum(done - 1, 0)), "must be a whole number from 0 to epochs done - 1",
                     ids=ids)
-    return index.astype(np.int64) * (done > 0) - (done == 0), run, changes
+    return last.astype(np.int64), run, changes
 
 
 def _recent_of_sequences(column: NDArray[np.intp], owner: NDArray[np.intp], lengths: NDArray[np.int64]
