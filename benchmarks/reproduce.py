@@ -58,6 +58,7 @@ from benchmarks._cli import Parser
 from benchmarks._executors import SerialExecutor, make_executor
 from vfm.cluster import BASELINES, SchedulingPolicy, Workload, artifact, load_workload, simulate, summarize
 from vfm.cluster.workload import SHIPPED
+from vfm.forecast import DirichletForecaster, Forecaster, PopulationForecaster
 from vfm.planner import Policy
 from vfm.planner.shockwave import SHOCKWAVE_EFFICIENCY, SHOCKWAVE_RESERVE
 
@@ -65,10 +66,16 @@ from vfm.planner.shockwave import SHOCKWAVE_EFFICIENCY, SHOCKWAVE_RESERVE
 #: chooses among optimal schedules by a stated rule, so `cvxpy` gives the same schedules up to
 #: rare rounding ties (docs/planning.md, "Choosing among optimal schedules").
 VFM_SOLVER = "saa-ipm"
+#: The vfm policy's forecasters by name (``forecaster=<name>`` in its options); each starts cold.
+FORECASTERS: dict[str, Callable[[], Forecaster]] = {"dirichlet": DirichletForecaster,
+                                                     "population": PopulationForecaster}
 
 
 def vfm_policy(capacity: int, round_s: float, seed: int = 0, **options: Any) -> Policy:
-    """The reproduction's vfm policy: `Policy.shockwave` on `VFM_SOLVER`, `options` overriding."""
+    """The reproduction's vfm policy: `Policy.shockwave` on `VFM_SOLVER`, `options` overriding
+    (``forecaster`` by its name in `FORECASTERS`)."""
+    if isinstance(options.get("forecaster"), str):
+        options = {**options, "forecaster": FORECASTERS[options["forecaster"]]()}
     return Policy.shockwave(capacity, round_s, seed=seed, **{"solver": VFM_SOLVER, **options})
 
 
@@ -102,7 +109,7 @@ def run_policy(workload_path: str, name: str, seed: int = 0, jobs: int | None = 
     """Simulate policy `name` on the workload (its first `jobs` jobs if given); the summary dict.
 
     `vfm_options` go to `vfm_policy` (``scenarios``, ``efficiency``, ``reserve``, ``execution``,
-    ``solver``).
+    ``solver``, ``forecaster``).
     A module-level function of plain arguments, so that any executor can ship it to a worker.
     """
     workload = load(workload_path, jobs)
@@ -306,6 +313,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="how the vfm policy serves rounds from a plan (default credit)")
     parser.add_argument("--vfm-solver", default=VFM_SOLVER, choices=("saa-ipm", "cvxpy"),
                         help=f"the vfm policy's planning backend (default {VFM_SOLVER})")
+    parser.add_argument("--vfm-forecaster", default="dirichlet", choices=tuple(FORECASTERS),
+                        help="the vfm policy's forecaster, learning online from the jobs that complete if it can "
+                             "(default dirichlet)")
     args = parser.parse_args(argv)
     with parser.reporting():
         names = with_artifact_runs([name.strip() for name in args.policies.split(",") if name.strip()],
@@ -316,7 +326,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                          progress=not args.quiet,
                          vfm_options={"scenarios": args.vfm_scenarios, "efficiency": args.vfm_efficiency,
                                       "reserve": args.vfm_reserve, "execution": args.vfm_execution,
-                                      "solver": args.vfm_solver})
+                                      "solver": args.vfm_solver, "forecaster": args.vfm_forecaster})
             published = published_results(args.workload) if args.jobs is None else {}
         table = format_table(result, published)
         print(table, end="")

@@ -114,3 +114,11 @@ def test_mechanics_choose_the_runs():
     theirs = ["artifact:vfm", "artifact:max_sum_throughput"]  # static_market is ours alone
     assert reproduce.with_artifact_runs(asked, "artifact") == theirs
     assert reproduce.with_artifact_runs(asked, "both") == [*asked, *theirs]
+
+
+def test_the_vfm_forecaster_is_chosen_by_name_and_learns_on_a_slice():
+    from vfm.forecast import PopulationForecaster
+
+    assert isinstance(reproduce.vfm_policy(32, 120.0, forecaster="population").forecaster, PopulationForecaster)
+    result = reproduce.run(WORKLOAD, ["vfm"], jobs=12, vfm_options={"forecaster": "population"})
+    assert len(result["policies"]["vfm"]["jobs"]) == 12

@@ -30,7 +30,8 @@ class Fifo:
         self.capacity = capacity
         self.jobs: dict[Hashable, list[int]] = {}  # id -> [gpus, epochs left]
 
-    def add_job(self, job_id: Hashable, gpus: int, regimes: Mapping[float, float], epochs: int) -> None:
+    def add_job(self, job_id: Hashable, gpus: int, regimes: Mapping[float, float], epochs: int, *,
+                kind: Hashable = None) -> None:
         self.jobs[job_id] = [gpus, epochs]
 
     def remove_job(self, job_id: Hashable) -> None:
@@ -88,11 +89,14 @@ class Recorder:
         self.inner = inner
         self.round = 0
         self.added: dict[Hashable, int] = {}
+        self.kinds: dict[Hashable, Hashable] = {}
         self.reports: list[tuple[int, Hashable, list[float]]] = []  # (round reported after, id, sizes)
 
-    def add_job(self, job_id: Hashable, gpus: int, regimes: Mapping[float, float], epochs: int) -> None:
+    def add_job(self, job_id: Hashable, gpus: int, regimes: Mapping[float, float], epochs: int, *,
+                kind: Hashable = None) -> None:
         self.added[job_id] = self.round
-        self.inner.add_job(job_id, gpus, regimes, epochs)
+        self.kinds[job_id] = kind
+        self.inner.add_job(job_id, gpus, regimes, epochs, kind=kind)
 
     def remove_job(self, job_id: Hashable) -> None:
         self.inner.remove_job(job_id)
@@ -487,3 +491,18 @@ def test_vfm_planner_policy_drives_the_simulator() -> None:
     sim = simulate(workload, recorder)
     check_invariants(workload, sim, recorder, 20.0)
     assert sorted(policy.completed, key=str) == [3, 7, 9]
+
+
+def test_the_simulator_tells_a_policy_each_jobs_kind() -> None:
+    workload = load_workload("shockwave_120jobs_32gpus")
+    recorder = Recorder(Fifo(workload.gpus))
+    simulate(workload, recorder)
+    expected = {job.id: (job.training.model, job.training.adaptation) for job in workload.jobs
+                if job.training is not None}
+    assert len(expected) == workload.n_jobs and recorder.kinds == expected
+    untrained = workload_from_dict({"gpus": 1, "round_s": 100, "jobs": [
+        {"id": "x", "arrival_s": 0, "gpus": 1, "epochs": 1,
+         "phases": [{"epochs": 1, "batch_size": 32, "epoch_s": 10.0}]}]})
+    recorder = Recorder(Fifo(1))
+    simulate(untrained, recorder)
+    assert recorder.kinds == {"x": None}

@@ -239,3 +239,45 @@ def test_the_step_is_pure_and_the_plan_it_hands_out_read_only():
     for array in (plan_.schedule, plan_.relaxed, plan_.prices, policy.state.credit):
         with pytest.raises(ValueError, match="read-only"):
             array[...] = 0
+
+
+def test_the_policy_records_the_order_of_regimes_and_teaches_completed_jobs():
+    from vfm.forecast import PopulationForecaster
+
+    policy = Policy(capacity=2, rounds=4, forecaster=PopulationForecaster())
+    policy.add_job("a", gpus=1, regimes=REGIMES, epochs=6, kind="lm")
+    policy.add_job("b", gpus=1, regimes=REGIMES, epochs=6)  # kind unknown: never taught
+    policy.report_progress("a", [32, 32, 64])
+    policy.report_progress("a", [64, 32])
+    record = policy.state.jobs["a"]
+    assert record.stages == ((0, 2), (1, 2), (0, 1)) and record.recent == (0, 1, 2)
+    policy.next_round()  # the states the re-plan forecast from carry the order, not only counts
+    assert policy.forecaster.population.size == 0
+    policy.report_progress("a", [64])
+    policy.report_progress("b", [32] * 6)
+    assert [t.group for t in policy.state.finished] == ["lm"]
+    np.testing.assert_array_equal(policy.state.finished[0].ranks, [0, 0, 1, 1, 0, 1])
+    policy.add_job("c", gpus=1, regimes={16: 80.0, 48: 20.0}, epochs=12, kind="lm")
+    policy.next_round()  # the re-plan teaches what completed, once
+    taught = policy.forecaster
+    assert isinstance(taught, PopulationForecaster) and taught.population.size == 1
+    assert policy.state.finished == ()
+    policy.next_round()
+    assert policy.forecaster is taught
+
+
+def test_a_forecaster_that_does_not_learn_is_left_as_configured():
+    policy = Policy(capacity=1, rounds=4)
+    configured = policy.forecaster
+    policy.add_job("a", gpus=1, regimes=REGIMES, epochs=1, kind="lm")
+    policy.report_progress("a", [32])
+    policy.add_job("b", gpus=1, regimes=REGIMES, epochs=3, kind="lm")
+    policy.next_round()
+    assert policy.forecaster is configured and policy.state.finished == ()
+
+
+def test_an_unhashable_kind_is_named():
+    policy = Policy(capacity=2)
+    with pytest.raises(ValidationError, match=r"kind of job 'a' must be hashable.*got list"):
+        policy.add_job("a", gpus=1, regimes=REGIMES, epochs=4, kind=["lm"])
+    assert policy.jobs == []

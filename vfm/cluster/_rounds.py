@@ -155,8 +155,10 @@ class RoundPolicy(ABC):
 
     # --- what the scheduler tells the policy ---------------------------------------------------
 
-    def add_job(self, job_id: Hashable, gpus: int, regimes: Mapping[float, float], epochs: int) -> None:
-        """A job arrives (at the start of the round in which the scheduler first sees it).
+    def add_job(self, job_id: Hashable, gpus: int, regimes: Mapping[float, float], epochs: int, *,
+                kind: Hashable = None) -> None:
+        """A job arrives (at the start of the round in which the scheduler first sees it); its
+        `kind` is not used.
 
         Raises
         ------

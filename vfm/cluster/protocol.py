@@ -3,8 +3,8 @@
 It is the interface of `vfm.planner.Policy`: a scheduler (here the simulator of
 `vfm.cluster.simulator`) tells the policy what happens and asks it, once per round, which jobs
 run. A policy sees what a real scheduler sees: each job's gang size, its regimes (batch size ->
-seconds per epoch on its gang, from profiling), its total epochs, and, as they finish, the batch
-sizes of its epochs. It never sees a job's future batch sizes.
+seconds per epoch on its gang, from profiling), its total epochs, its kind (model and adaptation
+mode), and, as they finish, the batch sizes of its epochs. It never sees a job's future batch sizes.
 """
 
 from __future__ import annotations
@@ -17,8 +17,13 @@ from typing import Protocol, runtime_checkable
 class SchedulingPolicy(Protocol):
     """What the simulator drives (`vfm.planner.Policy` satisfies it as is)."""
 
-    def add_job(self, job_id: Hashable, gpus: int, regimes: Mapping[float, float], epochs: int) -> None:
-        """A job arrives (at the start of the round in which the scheduler first sees it)."""
+    def add_job(self, job_id: Hashable, gpus: int, regimes: Mapping[float, float], epochs: int, *,
+                kind: Hashable = None) -> None:
+        """A job arrives (at the start of the round in which the scheduler first sees it).
+
+        `kind` is what kind of job it is, ``(model, adaptation)`` in the simulator, or None: a
+        scheduler knows what it was asked to train, and a policy may learn from the finished jobs
+        of a kind (it may also ignore it)."""
 
     def remove_job(self, job_id: Hashable) -> None:
         """A job leaves without finishing (cancelled)."""

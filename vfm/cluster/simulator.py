@@ -264,7 +264,8 @@ def simulate(workload: Workload, policy: SchedulingPolicy, *, round_s: float | N
         while next_arrival < n and arrival[arrival_order[next_arrival]] <= start:
             j = int(arrival_order[next_arrival])
             job = workload.jobs[j]
-            policy.add_job(job.id, job.gpus, regimes[j], job.epochs)
+            kind = None if job.training is None else (job.training.model, job.training.adaptation)
+            policy.add_job(job.id, job.gpus, regimes[j], job.epochs, kind=kind)
             added[j] = True
             next_arrival += 1
 

@@ -5,12 +5,13 @@ and forecasts the rest. `JobStates` holds what is known about `n` jobs, `Forecas
 interface the planner consumes (implement it to plug in another model), and
 `DirichletForecaster` is Shockwave's Bayesian model, with point forecasts (posterior mean) and
 posterior predictive scenarios; `PopulationForecaster` learns from the finished jobs of each kind
-(`Trajectory`) and falls back to the Dirichlet model where it has none.
+(`Trajectory`) and falls back to the Dirichlet model where it has none; a `LearningForecaster`
+such as it is taught by `vfm.planner.Policy` as jobs complete.
 """
 
-from vfm.forecast.base import Forecaster, JobStates, SeedLike, check_horizon
+from vfm.forecast.base import Forecaster, JobStates, LearningForecaster, SeedLike, Trajectory, check_horizon
 from vfm.forecast.dirichlet import DirichletForecaster
-from vfm.forecast.population import Population, PopulationForecaster, PopulationOptions, Trajectory
+from vfm.forecast.population import Population, PopulationForecaster, PopulationOptions
 
-__all__ = ["DirichletForecaster", "Forecaster", "JobStates", "Population", "PopulationForecaster",
+__all__ = ["DirichletForecaster", "Forecaster", "JobStates", "LearningForecaster", "Population", "PopulationForecaster",
            "PopulationOptions", "SeedLike", "Trajectory", "check_horizon"]

@@ -21,8 +21,9 @@ field                  shape   meaning
 
 so the epochs done are :math:`e_i = \sum_b c_{ib}` and the epochs left :math:`E_i - e_i`.
 
-A scheduler plugs in its own forecasting model by implementing `Forecaster`;
-`vfm.forecast.DirichletForecaster` is Shockwave's.
+A finished job is a `Trajectory`: its kind and the regime of each epoch in order, what a
+`LearningForecaster` learns from. A scheduler plugs in its own forecasting model by implementing
+`Forecaster`; `vfm.forecast.DirichletForecaster` is Shockwave's.
 """
 
 from __future__ import annotations
@@ -315,6 +316,55 @@ class JobStates:
         return job_name(job, self.job_ids)
 
 
+@dataclass(frozen=True, eq=False, init=False)
+class Trajectory:
+    """A finished job as a reference: its kind and the regime of each of its epochs, in order.
+
+    Parameters
+    ----------
+    group : hashable
+        The job's kind (as `JobStates.groups`), for example ``("ResNet-18", "gns")``.
+    batch_sizes : array_like, shape (E,)
+        The regime (batch size or other label) of each epoch, in the order they ran.
+    regimes : array_like, optional
+        The job's regime set; default the distinct values of `batch_sizes`. Give it when the job
+        declared regimes it never used, so that ranks line up with jobs that did.
+
+    Raises
+    ------
+    vfm.errors.ValidationError
+        For an empty or non-finite `batch_sizes`, an unhashable `group`, or an epoch whose regime
+        is not in `regimes`.
+    """
+
+    group: Hashable
+    labels: FloatArray  # the regime set, ascending
+    ranks: NDArray[np.int64]  # rank of each epoch's regime in `labels`
+
+    def __init__(self, group: Hashable, batch_sizes: ArrayLike, regimes: ArrayLike | None = None) -> None:
+        try:
+            hash(group)
+        except TypeError:
+            raise ValidationError(f"group must be hashable (as ('ResNet-18', 'gns')), got {type(group).__name__}") \
+                from None
+        sizes = real_array(batch_sizes, "batch_sizes").ravel()
+        if sizes.size == 0 or not np.isfinite(sizes).all():
+            raise ValidationError("batch_sizes must list the finite regime of at least one epoch")
+        labels = np.unique(sizes if regimes is None else real_array(regimes, "regimes").ravel())
+        ranks = np.searchsorted(labels, sizes)
+        if (ranks >= labels.size).any() or (labels[np.minimum(ranks, labels.size - 1)] != sizes).any():
+            raise ValidationError(f"batch_sizes has a regime that is not in regimes {labels.tolist()}")
+        for name, value in (("labels", labels), ("ranks", ranks.astype(np.int64))):
+            value.setflags(write=False)
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "group", group)
+
+    @property
+    def epochs(self) -> int:
+        """Epochs the job ran, `E`."""
+        return int(self.ranks.size)
+
+
 def _recent(recent: tuple[ArrayLike, ArrayLike, ArrayLike] | None, counts: FloatArray, labels: FloatArray,
             done: FloatArray, ids: tuple[Hashable, ...] | None) -> tuple[NDArray[np.int64], FloatArray, FloatArray]:
     """(last_regime, last_run, changes), checked against the counts, or inferred from them."""
@@ -469,4 +519,17 @@ class Forecaster(Protocol):
 
         Reproducible from `seed`; each scenario's rows sum to at most the job's remaining epochs.
         """
+        ...
+
+
+@runtime_checkable
+class LearningForecaster(Forecaster, Protocol):
+    """A forecaster that learns from finished jobs (`vfm.forecast.PopulationForecaster` is one).
+
+    `vfm.planner.Policy` hands it each job that completed, as a `Trajectory` of the job's kind
+    (`Policy.add_job`'s ``kind``), and plans with what it returns from then on.
+    """
+
+    def learned(self, trajectories: Sequence[Trajectory]) -> LearningForecaster:
+        """A forecaster that also knows `trajectories`; this one is left as it was."""
         ...

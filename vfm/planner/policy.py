@@ -35,7 +35,7 @@ import numpy as np
 
 from vfm._validation import FloatArray, is_whole
 from vfm.errors import ValidationError
-from vfm.forecast import DirichletForecaster, Forecaster, JobStates
+from vfm.forecast import DirichletForecaster, Forecaster, JobStates, LearningForecaster, Trajectory
 from vfm.jobs import equal_share
 from vfm.planner import shockwave
 from vfm.planner.options import PlanOptions
@@ -49,9 +49,10 @@ from vfm.planner.shockwave import SHOCKWAVE_EFFICIENCY, SHOCKWAVE_PRIORITY_EXPON
 class JobRecord:
     """What the policy knows of one job (read-only).
 
-    ``counts`` holds the epochs observed per regime, in the order of ``regimes`` (only the counts
-    matter to the forecasts; keeping them, not the list of epochs, makes a report O(its epochs));
-    ``fair_finish_at_s`` is its finish-time target on the policy clock, NaN before the first.
+    ``counts`` holds the epochs observed per regime, in the order of ``regimes``, and ``stages``
+    the order they ran in, as runs ``(column in regimes, epochs)`` (a handful per job: a report
+    is O(its epochs)); ``fair_finish_at_s`` is its finish-time target on the policy clock, NaN
+    before the first; ``kind`` what kind of job it is (`Policy.add_job`), None if not told.
     """
 
     gpus: int
@@ -60,6 +61,8 @@ class JobRecord:
     budget: float
     counts: FloatArray
     fair_finish_at_s: float = float("nan")
+    kind: Hashable = None
+    stages: tuple[tuple[int, int], ...] = ()
 
     def __post_init__(self) -> None:
         self.counts.setflags(write=False)
@@ -71,6 +74,17 @@ class JobRecord:
     @property
     def done(self) -> int:
         return int(self.counts.sum())
+
+    @property
+    def recent(self) -> tuple[int, int, int]:
+        """(last regime's column or -1, epochs in a row in it, regime changes): `JobStates.recent`."""
+        return (self.stages[-1][0], self.stages[-1][1], len(self.stages) - 1) if self.stages else (-1, 0, 0)
+
+    def trajectory(self) -> Trajectory:
+        """The job's epochs so far as a `vfm.forecast.Trajectory` of its kind."""
+        labels = np.array([b for b, _ in self.regimes])
+        column, length = np.array(self.stages, dtype=np.int64).reshape(-1, 2).T
+        return Trajectory(self.kind, np.repeat(labels[column], length), regimes=labels)
 
 
 @dataclass(frozen=True)
@@ -113,6 +127,11 @@ class PolicyState:
         A job arrived or left since the plan was made: the next round re-plans.
     replans, round_index : int
         Re-plans made and rounds served so far (the policy clock is ``round_index * round_s``).
+    forecaster : Forecaster or None
+        The forecaster as learned so far (a `vfm.forecast.LearningForecaster` is taught every
+        job that completed, at the next re-plan); None: the configured one, untaught.
+    finished : tuple of vfm.forecast.Trajectory
+        Jobs of a known kind that completed since the last re-plan, not yet taught.
     """
 
     jobs: Mapping[Hashable, JobRecord] = field(default_factory=lambda: MappingProxyType({}))
@@ -125,6 +144,8 @@ class PolicyState:
     stale: bool = True
     replans: int = 0
     round_index: int = 0
+    forecaster: Forecaster | None = None
+    finished: tuple[Trajectory, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.jobs, MappingProxyType):
@@ -155,7 +176,7 @@ def _job(state: PolicyState, job_id: Hashable) -> JobRecord:
 
 
 def add_job(config: PolicyConfig, state: PolicyState, job_id: Hashable, gpus: int, regimes: Mapping[float, float],
-            epochs: int, budget: float = 1.0) -> PolicyState:
+            epochs: int, budget: float = 1.0, kind: Hashable = None) -> PolicyState:
     """The state after job `job_id` arrives (`Policy.add_job` checks and raises the same)."""
     if job_id in state.jobs:
         raise ValidationError(f"job {job_id!r} is already in the policy; remove it first")
@@ -165,10 +186,15 @@ def add_job(config: PolicyConfig, state: PolicyState, job_id: Hashable, gpus: in
         raise ValidationError(f"gpus of job {job_id!r} ({gpus}) is wider than the cluster ({config.capacity} GPUs)")
     if not (np.isfinite(budget) and budget > 0):
         raise ValidationError(f"budget of job {job_id!r} must be > 0, got {budget!r}")
+    try:
+        hash(kind)
+    except TypeError:
+        raise ValidationError(f"kind of job {job_id!r} must be hashable, as ('ResNet-18', 'gns'), got "
+                              f"{type(kind).__name__}") from None
     # The state constructor checks epochs and regimes and names the job in its messages.
     JobStates.from_lists([epochs], [regimes], [[]], job_ids=[job_id])
     regime_set = tuple((float(b), float(d)) for b, d in dict(regimes).items())
-    record = JobRecord(int(gpus), regime_set, int(epochs), float(budget), np.zeros(len(regime_set)))
+    record = JobRecord(int(gpus), regime_set, int(epochs), float(budget), np.zeros(len(regime_set)), kind=kind)
     return _with_jobs(state, {**state.jobs, job_id: record}, stale=True)
 
 
@@ -198,11 +224,31 @@ def report_progress(state: PolicyState, job_id: Hashable, batch_sizes: Sequence[
     if sizes.size > left:
         raise ValidationError(f"batch_sizes of job {job_id!r} reports {sizes.size} epochs, more epochs done than "
                               f"the job has left ({left} of {job.epochs})")
-    job = replace(job, counts=job.counts + match.sum(axis=0))
+    job = replace(job, counts=job.counts + match.sum(axis=0), stages=_runs(job.stages, np.argmax(match, axis=1)))
     if job.done == job.epochs:
+        taught = (job.trajectory(),) if job.kind is not None else ()
         return _with_jobs(state, {key: other for key, other in state.jobs.items() if key != job_id},
-                          completed=(*state.completed, job_id), stale=True)
+                          completed=(*state.completed, job_id), stale=True, finished=state.finished + taught)
     return _with_jobs(state, {**state.jobs, job_id: job})
+
+
+def _runs(stages: tuple[tuple[int, int], ...], columns: np.ndarray) -> tuple[tuple[int, int], ...]:
+    """`stages` followed by the epochs in regime `columns`, as maximal runs (column, epochs)."""
+    if not columns.size:
+        return stages
+    starts = np.flatnonzero(np.r_[True, columns[1:] != columns[:-1]])
+    new = list(zip(columns[starts].tolist(), np.diff(np.r_[starts, columns.size]).tolist(), strict=True))
+    if stages and stages[-1][0] == new[0][0]:
+        return (*stages[:-1], (new[0][0], stages[-1][1] + new[0][1]), *new[1:])
+    return (*stages, *new)
+
+
+def _taught_forecaster(config: PolicyConfig, state: PolicyState) -> Forecaster:
+    """The forecaster the next re-plan uses: the configured one, taught the jobs that completed."""
+    forecaster = config.forecaster if state.forecaster is None else state.forecaster
+    if state.finished and isinstance(forecaster, LearningForecaster):
+        forecaster = forecaster.learned(state.finished)
+    return forecaster
 
 
 def step(config: PolicyConfig, state: PolicyState) -> tuple[PolicyState, list[Hashable]]:
@@ -236,9 +282,10 @@ def _replan(config: PolicyConfig, state: PolicyState) -> PolicyState:
     jobs = [state.jobs[i] for i in ids]
     states = _states(jobs, ids)
     gpus = np.array([j.gpus for j in jobs])
+    forecaster = _taught_forecaster(config, state)
     targets = None
     if config.fairness:
-        jobs, targets = _fair_finish(config, state.round_index, states, jobs)
+        jobs, targets = _fair_finish(config, forecaster, state.round_index, states, jobs)
     warm = None
     options = config.options
     planned = () if state.plan is None or state.plan.job_ids is None else state.plan.job_ids
@@ -247,7 +294,7 @@ def _replan(config: PolicyConfig, state: PolicyState) -> PolicyState:
         keep = np.minimum(np.arange(options.rounds) + state.since_plan, options.rounds - 1)
         warm = state.plan.relaxed[:, keep]
     new_plan = plan(
-        states, gpus, config.capacity, options, forecaster=config.forecaster,
+        states, gpus, config.capacity, options, forecaster=forecaster,
         seed=np.random.SeedSequence((config.seed, state.replans)), budgets=[j.budget for j in jobs],
         fair_finish_s=targets, warm_start=warm,
     )
@@ -261,15 +308,15 @@ def _replan(config: PolicyConfig, state: PolicyState) -> PolicyState:
 
     return _with_jobs(state, dict(zip(ids, jobs, strict=True)), plan=new_plan, credit=carried(state.credit, 0.0),
                       waited=carried(state.waited, 0), ran_last=carried(state.ran_last, False), since_plan=0,
-                      stale=False, replans=state.replans + 1)
+                      stale=False, replans=state.replans + 1, forecaster=forecaster, finished=())
 
 
-def _fair_finish(config: PolicyConfig, round_index: int, states: JobStates,
+def _fair_finish(config: PolicyConfig, forecaster: Forecaster, round_index: int, states: JobStates,
                  jobs: list[JobRecord]) -> tuple[list[JobRecord], FloatArray]:
     """The jobs with their updated finish-time targets, and FT* of each in seconds from now."""
     now = round_index * config.options.round_s
     share = equal_share(len(jobs), config.capacity)
-    estimate = now + np.asarray(config.forecaster.remaining_runtime(states)) / share
+    estimate = now + np.asarray(forecaster.remaining_runtime(states)) / share
     targets = shockwave.updated_targets(np.array([job.fair_finish_at_s for job in jobs]), estimate)
     jobs = [replace(job, fair_finish_at_s=at) for job, at in zip(jobs, targets.tolist(), strict=True)]
     # A target already passed cannot be met: it counts as due in one second, which makes the
@@ -280,6 +327,7 @@ def _fair_finish(config: PolicyConfig, round_index: int, states: JobStates,
 
 def _states(jobs: list[JobRecord], ids: tuple[Hashable, ...]) -> JobStates:
     """The jobs' states, regimes padded to the largest set (each job was validated on arrival)."""
+    recent = np.array([job.recent for job in jobs], dtype=np.int64).T
     n, width = len(jobs), max(len(job.regimes) for job in jobs)
     labels, durations = np.full((n, width), np.nan), np.zeros((n, width))
     mask, counts = np.zeros((n, width), dtype=np.bool_), np.zeros((n, width))
@@ -288,7 +336,7 @@ def _states(jobs: list[JobRecord], ids: tuple[Hashable, ...]) -> JobStates:
         labels[row, :k], durations[row, :k] = np.array(job.regimes).T
         mask[row, :k], counts[row, :k] = True, job.counts
     return JobStates(np.array([job.epochs for job in jobs], dtype=np.float64), counts, durations, mask,
-                     regime_labels=labels, job_ids=ids)
+                     regime_labels=labels, job_ids=ids, groups=[job.kind for job in jobs], recent=tuple(recent))
 
 
 class Policy:
@@ -305,7 +353,9 @@ class Policy:
     replan_every : int
         `K`: re-plan at least every `K` rounds (default 8), besides arrivals and completions.
     forecaster : vfm.forecast.Forecaster, optional
-        Default: `vfm.forecast.DirichletForecaster()`.
+        Default: `vfm.forecast.DirichletForecaster()`. A `vfm.forecast.LearningForecaster` (as
+        `vfm.forecast.PopulationForecaster`) is taught each job of a known ``kind`` that
+        completes, at the next re-plan; `forecaster` is then the one taught so far.
     seed : int
         Scenarios of the `k`-th re-plan are drawn from ``(seed, k)``: reproducible runs.
     fairness : bool
@@ -428,7 +478,8 @@ class Policy:
 
     @property
     def forecaster(self) -> Forecaster:
-        return self.config.forecaster
+        """The forecaster of the last re-plan (the configured one, taught the jobs completed before it)."""
+        return self.config.forecaster if self._state.forecaster is None else self._state.forecaster
 
     @property
     def seed(self) -> int:
@@ -450,17 +501,20 @@ class Policy:
     # --- what the scheduler tells the policy ---------------------------------------------------
 
     def add_job(self, job_id: Hashable, gpus: int, regimes: Mapping[float, float], epochs: int,
-                budget: float = 1.0) -> None:
+                budget: float = 1.0, *, kind: Hashable = None) -> None:
         """A job arrives: its gang size, its regimes (batch size -> seconds per epoch), its total epochs.
+
+        `kind` says what kind of job it is, for a forecaster that learns from finished jobs of the
+        same kind (the simulator passes ``(model, adaptation)``); None: unknown.
 
         Raises
         ------
         vfm.errors.ValidationError
             Naming the job: an id already present, a gang size that is not a positive whole
             number or is wider than the cluster, a malformed regime set or epoch count, a
-            budget that is not positive.
+            budget that is not positive, a kind that is not hashable.
         """
-        self._state = add_job(self.config, self._state, job_id, gpus, regimes, epochs, budget)
+        self._state = add_job(self.config, self._state, job_id, gpus, regimes, epochs, budget, kind)
 
     def remove_job(self, job_id: Hashable) -> None:
         """A job leaves (cancelled, or finished by the scheduler's own account)."""
