@@ -108,7 +108,7 @@ def run_policy(workload_path: str, name: str, seed: int = 0, jobs: int | None = 
                vfm_options: dict[str, Any] | None = None) -> dict[str, Any]:
     """Simulate policy `name` on the workload (its first `jobs` jobs if given); the summary dict.
 
-    `vfm_options` go to `vfm_policy` (``scenarios``, ``efficiency``, ``reserve``, ``execution``,
+    `vfm_options` go to `vfm_policy` (``scenarios``, ``recourse``, ``efficiency``, ``reserve``, ``execution``,
     ``solver``, ``forecaster``).
     A module-level function of plain arguments, so that any executor can ship it to a worker.
     """
@@ -303,6 +303,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument("--vfm-scenarios", type=int, default=1, help="S of the vfm policy's planner (default 1)")
+    parser.add_argument("--vfm-recourse", action="store_true",
+                        help="with S > 1, plan the first round for all scenarios and later rounds per scenario")
     parser.add_argument("--vfm-efficiency", type=float, default=SHOCKWAVE_EFFICIENCY,
                         help=f"k of the vfm policy's efficiency term, per second of leftover "
                              f"(default {SHOCKWAVE_EFFICIENCY})")
@@ -324,7 +326,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             executor = make_executor(args.executor, args.workers, stack)
             result = run(args.workload, names, executor=executor, seed=args.seed, jobs=args.jobs,
                          progress=not args.quiet,
-                         vfm_options={"scenarios": args.vfm_scenarios, "efficiency": args.vfm_efficiency,
+                         vfm_options={"scenarios": args.vfm_scenarios, "recourse": args.vfm_recourse,
+                                      "efficiency": args.vfm_efficiency,
                                       "reserve": args.vfm_reserve, "execution": args.vfm_execution,
                                       "solver": args.vfm_solver, "forecaster": args.vfm_forecaster})
             published = published_results(args.workload) if args.jobs is None else {}

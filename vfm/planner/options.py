@@ -33,6 +33,9 @@ class PlanOptions:
     scenarios : int
         `S`: 1 plans on the point forecast (certainty equivalent); more plans on the sample
         average over `S` posterior predictive scenarios.
+    recourse : bool
+        With `S` > 1: plan the first round for every scenario at once and the later rounds per
+        scenario (`vfm.planner.recourse`), instead of one schedule for all (default False).
     efficiency : float
         :math:`\kappa \ge 0`, weight of the makespan term :math:`-k \max_i S_i` in units that do
         not depend on the cluster: :math:`k = \kappa \sum_i B_i / (T W)` per second of
@@ -79,6 +82,7 @@ class PlanOptions:
     rounds: int = 20
     round_s: float = 120.0
     scenarios: int = 1
+    recourse: bool = False
     efficiency: float = 0.0
     rho_max: float = 1.0
     priority_exponent: float = 10.0
@@ -95,6 +99,8 @@ class PlanOptions:
         _require("reserve", self.reserve, lambda v: 0 <= v < 1, "a fraction in [0, 1)")
         _require("tol", self.tol, lambda v: v > 0, "a finite number > 0")
         _require("spread", self.spread, lambda v: v >= 0, "a finite number >= 0")
+        if not isinstance(self.recourse, bool | np.bool_):
+            raise ValidationError(f"recourse must be True or False, got {self.recourse!r}")
         if self.solver is not None and self.solver not in available_solvers("planning"):
             raise UnknownSolverError(f"solver must be one of the installed planning backends "
                                      f"{list(available_solvers('planning'))} or None, got {self.solver!r}")

@@ -27,7 +27,7 @@ from vfm._validation import FloatArray, as_real_array, require_per_job
 from vfm.equilibrium import Status
 from vfm.errors import ValidationError
 from vfm.forecast import DirichletForecaster, Forecaster, JobStates, SeedLike
-from vfm.planner import shockwave
+from vfm.planner import recourse, shockwave
 from vfm.planner.options import PlanOptions
 from vfm.planner.program import PlanningProgram
 from vfm.planner.rounding import round_schedule
@@ -318,6 +318,19 @@ NEAR_TOLERANCE = 10.0
 
 def _solve(program: PlanningProgram, options: PlanOptions,
            warm_start: FloatArray | None) -> tuple[Solution, str]:
+    """Solve `program`, or with ``options.recourse`` its recourse program (`vfm.planner.recourse`),
+    whose solution comes back in `program`'s terms (first round, then the scenarios' mean)."""
+    scenarios = program.shape[0]
+    if not options.recourse or scenarios == 1:
+        return _solve_with_backends(program, options, warm_start)
+    two_stage = recourse.lifted(program)
+    start = None if warm_start is None else recourse.lifted_schedule(warm_start, scenarios)
+    solution, name = _solve_with_backends(two_stage, options, start)
+    return recourse.projected(program, two_stage, solution), name
+
+
+def _solve_with_backends(program: PlanningProgram, options: PlanOptions,
+                         warm_start: FloatArray | None) -> tuple[Solution, str]:
     """Solve with the backend `options.solver` names (default: the registry's first for planning
     programs), then, until one is optimal, with the others that support the program.
 

@@ -74,6 +74,10 @@ class PlanningProgram:
     spread : float
         :math:`\delta \ge 0`, weight of the tie-breaking term `spread_penalty` the solvers
         subtract from the objective (0: none; module docstring).
+    upper : ndarray, shape (T,), or None
+        The most of round `t` a job can run, :math:`y_{it} \le u_t` (None: 1 in every round).
+        Larger than 1 only in a program whose "round" stands for several (the shared first round
+        of `vfm.planner.recourse.lifted`, counted once per scenario).
     """
 
     progress: FloatArray
@@ -86,12 +90,18 @@ class PlanningProgram:
     efficiency: float = 0.0
     leftover_limit_s: FloatArray | None = None
     spread: float = 0.0
+    upper: FloatArray | None = None
 
     @property
     def shape(self) -> tuple[int, int, int]:
         """(S, n, T)."""
         s, n, t = self.progress.shape
         return s, n, t
+
+    @cached_property
+    def bounds(self) -> FloatArray:
+        """:math:`u_t`, the upper bound of every job's :math:`y_{it}`, shape (T,) (`upper`, or ones)."""
+        return np.ones(self.shape[2]) if self.upper is None else self.upper
 
     @cached_property
     def fits(self) -> np.ndarray:
@@ -143,7 +153,7 @@ class PlanningProgram:
         and the capacity. Measured in GPU-rounds (:math:`x_{it} = w_i y_{it}`) this is a
         transportation problem, decided by one maximum flow (`scipy.sparse.csgraph.maximum_flow`,
         a few ms at 900 jobs where the equivalent LP took ~80 ms): source to job `i` with capacity
-        :math:`w_i (m_i + \text{margin})`, job to each runnable round with :math:`w_i`, round to
+        :math:`w_i (m_i + \text{margin})`, job to each runnable round with :math:`w_i u_t`, round to
         sink with :math:`G_t`; there is room exactly when the flow saturates the source arcs.
 
         The flow is integral, so capacities are counted in units of :math:`1 / u` GPU-rounds,
@@ -171,8 +181,9 @@ class PlanningProgram:
         unit = np.floor((np.iinfo(np.int32).max - 1) / (float(self.capacity.sum()) + 1.0))
         # Clipped: a demand above the total capacity cannot be met either way.
         demand = np.minimum(np.ceil(self.gpus[jobs] * (floor[jobs] + margin) * unit), np.iinfo(np.int32).max)
+        reach = np.floor(self.gpus[job] * self.bounds[period] * unit)
         arcs = scipy.sparse.csr_array(
-            (np.concatenate([demand, np.floor(self.gpus[job] * unit), np.floor(self.capacity * unit)]).astype(np.int32),
+            (np.concatenate([demand, reach, np.floor(self.capacity * unit)]).astype(np.int32),
              (np.concatenate([np.zeros(n_jobs, dtype=np.int64), node_of_job[job], n_jobs + 1 + np.arange(rounds)]),
               np.concatenate([node_of_job[jobs], n_jobs + 1 + period, np.full(rounds, sink)]))),
             shape=(sink + 1, sink + 1))

@@ -44,7 +44,7 @@ def solve_saa_cvxpy(program: PlanningProgram, solver: str = "CLARABEL", **option
         coefficient = 0.5 * program.spread * program.spread_weights / scale
         objective = objective - cp.sum(cp.multiply(coefficient[:, None] * program.runnable, cp.square(y)))
     capacity = program.gpus @ y <= program.capacity
-    constraints = [capacity, y <= program.runnable.astype(np.float64)]
+    constraints = [capacity, y <= program.runnable * program.bounds[None, :]]
     leftover_rounds = program.remaining_s / program.round_s - cp.sum(y, axis=1)
     efficiency = fairness = None
     if program.efficiency:
@@ -65,7 +65,7 @@ def solve_saa_cvxpy(program: PlanningProgram, solver: str = "CLARABEL", **option
         return _failed(status, f"cvxpy/{solver} {meaning} (CVXPY status {problem.status!r})", started, options)
     stats = problem.solver_stats
     # Interior-point output sits up to the solver's tolerance outside the box: clip that noise.
-    x = np.clip(y.value, 0.0, 1.0) * program.runnable
+    x = np.clip(y.value, 0.0, program.bounds[None, :]) * program.runnable
     return Solution(
         x=x,
         prices=scale * np.asarray(capacity.dual_value, dtype=np.float64),

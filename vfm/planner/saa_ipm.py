@@ -1,9 +1,11 @@
 r"""A primal-dual interior-point method for the expected-NSWOT program, reduced to the round block.
 
 Minimizes :math:`F(y) = -\sum_i \beta_i \sum_s \log U_{si}(y)` (:math:`\beta_i = B_i / S`,
-scaled to sum to 1) over the box :math:`0 \le y \le 1` on the entries where a job fits and makes
-forecast progress, the capacity rows :math:`\sum_i g_{it} y_{it} \le 1` (:math:`g_{it} = w_i / G_t`)
-and, with finish-time-fairness targets, one row per job :math:`\sum_t y_{it} \ge m_i`
+scaled to sum to 1) over the box :math:`0 \le y_{it} \le u_t` (:math:`u_t = 1` except in a lifted
+recourse program, `PlanningProgram.upper`; read :math:`u - y` for :math:`1 - y` below) on the
+entries where a job fits and makes forecast progress, the capacity rows
+:math:`\sum_i g_{it} y_{it} \le 1` (:math:`g_{it} = w_i / G_t`) and, with finish-time-fairness
+targets, one row per job :math:`\sum_t y_{it} \ge m_i`
 (:math:`m_i = (\hat T_i - b_i) / W`, kept where :math:`m_i > 0`); with the efficiency term, plus
 :math:`\kappa \zeta` over one more variable :math:`\zeta \ge 0` and one row per job with time left,
 :math:`\sum_t y_{it} + \zeta \ge \hat T_i / W` (`_NewtonSystem` for its border). Its Newton system is
@@ -25,8 +27,9 @@ Linear algebra
     at least 1, :math:`V_i` of shape (T, S') with S' the scenarios plus one column for the FTF
     and efficiency rows) gets a factor :math:`F_i` with
     :math:`F_i^\top F_i = (I + V_i V_i^\top)^{-1}` (`_BlockFactor`): for S' up to
-    `_LOW_RANK_COLUMNS`, the symmetric square root :math:`I - P_i \operatorname{diag}(h_i) P_i^\top`
-    from an (S', S') eigendecomposition of :math:`V_i^\top V_i`, :math:`O(n T S'^2)`; above it, the
+    `_LOW_RANK_COLUMNS` (or much longer windows, `_low_rank`), the symmetric square root
+    :math:`I - P_i \operatorname{diag}(h_i) P_i^\top` from an (S', S') eigendecomposition of
+    :math:`V_i^\top V_i`, :math:`O(n T S'^2)`; above it, the
     inverse of the (T, T) Cholesky factor, :math:`O(n T^3)`. Then
     :math:`K_i^{-1} = D^{-1/2} F_i^\top F_i D^{-1/2}`, and the Woodbury identity leaves one (T, T)
     system in the capacity prices, whose matrix
@@ -140,6 +143,7 @@ class _Data:
     base: FloatArray  # (n,)
     beta: FloatArray  # (n,) budgets / (sum of budgets * S)
     g: FloatArray  # (n, T) w_i / G_t on `active`, 0 elsewhere
+    upper: FloatArray  # (T,) u_t: the box is 0 <= y_it <= u_t
     floor: FloatArray  # (n,) m_i: the FTF constraint sum_t y_it >= m_i (0 where there is none)
     constrained: np.ndarray  # (n,) bool: job i has an FTF constraint that can bind (m_i > 0)
     kappa: float  # weight of the longest leftover zeta in the scaled objective (0: no efficiency term)
@@ -163,7 +167,7 @@ class _Workspace:
         self.curvature = np.empty((n, columns, rounds))
         self.scaled = np.empty((n, columns, rounds))
         self.weighted = np.empty((n, rounds, rounds))
-        if columns <= _LOW_RANK_COLUMNS:
+        if _low_rank(columns, rounds):
             self.columns = np.empty((n, columns, rounds))
             self.shrink = np.empty((n, columns))
         else:
@@ -193,7 +197,7 @@ class _Point:
     """An iterate and what the stopping test, the line search and the Newton system need of it."""
 
     y: FloatArray  # (n, T); 0 off `active`
-    s_hi: FloatArray  # (n, T) 1 - y; 1 off `active`
+    s_hi: FloatArray  # (n, T) u - y; 1 off `active`
     s_cap: FloatArray  # (T,) 1 - sum_i g y
     z_lo: FloatArray  # (n, T); 0 off `active`
     z_hi: FloatArray  # (n, T); 0 off `active`
@@ -312,6 +316,7 @@ def _data(program: PlanningProgram) -> tuple[_Data, float]:
         base=program.base,
         beta=program.weights / (scale * n_scenarios),
         g=np.where(active, program.gpus[:, None] / program.capacity[None, :], 0.0),
+        upper=program.bounds,
         floor=floor,
         constrained=constrained,
         # Running time in rounds: the term k max_i S_i is (k W / sum B) zeta in the scaled objective.
@@ -377,13 +382,13 @@ def _certified_gap(data: _Data, x: FloatArray, ftf_multipliers: FloatArray,
                    efficiency_multipliers: FloatArray) -> float:
     """`certified_gap` in the solver's terms (the objective scaled to budgets summing to 1)."""
     plain = replace(data, spread=np.zeros_like(data.spread))
-    y = np.where(data.active, np.clip(x, 0.0, 1.0), 0.0)
+    y = np.where(data.active, np.clip(x, 0.0, data.upper[None, :]), 0.0)
     running = y.sum(axis=1)
     z_f = np.where(data.constrained, np.maximum(ftf_multipliers, 0.0), 0.0)
     z_e = np.where(data.efficient, np.maximum(efficiency_multipliers, 0.0), 0.0)
     zeta = max(0.0, float(np.max(np.where(data.efficient, data.leftover - running, 0.0), initial=0.0)))
     longest = _Longest(zeta, np.where(data.efficient, running + zeta - data.leftover, 1.0), z_e, 0.0)
-    s_hi, s_cap = np.where(data.active, 1.0 - y, 1.0), 1.0 - (data.g * y).sum(axis=0)
+    s_hi, s_cap = np.where(data.active, data.upper[None, :] - y, 1.0), 1.0 - (data.g * y).sum(axis=0)
     # The slacks as y has them (possibly negative: the identity behind the bound holds for any y).
     s_f = np.where(data.constrained, running - data.floor, 1.0)
     _, gradient, _ = _objective(plain, y)
@@ -397,16 +402,16 @@ def _start(data: _Data, warm_start: FloatArray | None, n_constraints: int) -> _P
     """A primal start strictly inside the box, the capacity and the efficiency rows (the FTF rows may
     start violated) and a dual-feasible start with every product near 1 / n_constraints."""
     active, g = data.active, data.g
-    # The same share of every round for every job that fits, half the capacity at most.
+    # The same share of every round for every job that fits (half its bound), half the capacity at most.
     load = g.sum(axis=0)
-    y = np.where(active, np.minimum(_START_SHARE, _START_SHARE / np.maximum(load, 1e-300))[None, :], 0.0)
+    y = np.where(active, np.minimum(_START_SHARE * data.upper, _START_SHARE / np.maximum(load, 1e-300))[None, :], 0.0)
     if warm_start is not None:
         # Scale the old schedule into 90 % of each round's capacity, then mix it half and half with
-        # the cold start: every entry stays in (0, 0.75] and every round under 70 % full.
-        previous = np.where(active, np.clip(warm_start, 0.0, 1.0), 0.0)
+        # the cold start: every entry stays in (0, 0.75 u] and every round under 70 % full.
+        previous = np.where(active, np.clip(warm_start, 0.0, data.upper[None, :]), 0.0)
         previous = previous * np.minimum(1.0, 0.9 / np.maximum((g * previous).sum(axis=0), 1e-300))[None, :]
         y = 0.5 * y + 0.5 * previous
-    s_hi = np.where(active, 1.0 - y, 1.0)
+    s_hi = np.where(active, data.upper[None, :] - y, 1.0)
     s_cap = 1.0 - (g * y).sum(axis=0)
     # The FTF rows may start infeasible: their slacks start at least 1 and the Newton steps close
     # the residual sum_t y - m - s_f (a full step closes it).
@@ -791,6 +796,15 @@ def _corner_without_capacity(data: _Data, point: _Point, work: _Workspace, root:
 #: The low-rank form's (S', S') eigendecompositions cost ~0.5 ms at 900 jobs and S' = 2, but 26 ms
 #: at S' = 17, where the dense form costs 7 ms.
 _LOW_RANK_COLUMNS = 4
+#: ... and whatever the columns, when the window has more than this many rounds per column: the
+#: dense form's O(T^3) per job then dominates (a lifted recourse program, T = 1 + S (T - 1)): at 118
+#: jobs, S = 8, T = 153, a solve takes 0.7 s in low-rank form and 4.0 s in dense form.
+_LOW_RANK_ROUNDS_PER_COLUMN = 8
+
+
+def _low_rank(columns: int, rounds: int) -> bool:
+    """Whether blocks of `columns` low-rank columns over `rounds` rounds are factored in low-rank form."""
+    return columns <= _LOW_RANK_COLUMNS or rounds > _LOW_RANK_ROUNDS_PER_COLUMN * columns
 
 
 @dataclass(frozen=True)
@@ -816,7 +830,7 @@ class _BlockFactor:
         r"""The factor of the blocks :math:`I + V_i V_i^\top`, `scaled` holding :math:`V_i^\top`, shape (n, S', T).
 
         Raises `numpy.linalg.LinAlgError` when a block is not numerically positive definite."""
-        if scaled.shape[1] <= _LOW_RANK_COLUMNS:
+        if _low_rank(scaled.shape[1], scaled.shape[2]):
             _kernels.low_rank_factor(scaled, work.columns, work.shrink)
             return cls(None, work.columns, work.shrink)
         if not _kernels.dense_factor(scaled, work.lower_inverse):
