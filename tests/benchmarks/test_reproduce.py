@@ -116,7 +116,7 @@ def test_mechanics_choose_the_runs():
     assert reproduce.with_artifact_runs(asked, "both") == [*asked, *theirs]
 
 
-def test_the_vfm_forecaster_is_chosen_by_name_and_learns_on_a_slice():
+def test_the_vfm_forecaster_is_chosen_by_name_and_runs_on_a_slice():
     from vfm.forecast import PopulationForecaster
 
     assert isinstance(reproduce.vfm_policy(32, 120.0, forecaster="population").forecaster, PopulationForecaster)

@@ -49,31 +49,29 @@ from vfm.planner.shockwave import SHOCKWAVE_EFFICIENCY, SHOCKWAVE_PRIORITY_EXPON
 class JobRecord:
     """What the policy knows of one job (read-only).
 
-    ``counts`` holds the epochs observed per regime, in the order of ``regimes``, and ``stages``
-    the order they ran in, as runs ``(column in regimes, epochs)`` (a handful per job: a report
-    is O(its epochs)); ``fair_finish_at_s`` is its finish-time target on the policy clock, NaN
-    before the first; ``kind`` what kind of job it is (`Policy.add_job`), None if not told.
+    ``stages`` holds the epochs observed, in the order they ran, as runs ``(column in regimes,
+    epochs)`` (a handful per job: a report is O(its epochs)); the counts per regime and the recent
+    run are derived from them. ``fair_finish_at_s`` is its finish-time target on the policy
+    clock, NaN before the first; ``kind`` what kind of job it is (`Policy.add_job`), None if not told.
     """
 
     gpus: int
     regimes: tuple[tuple[float, float], ...]  # (batch size, seconds per epoch)
     epochs: int
     budget: float
-    counts: FloatArray
+    stages: tuple[tuple[int, int], ...] = ()
     fair_finish_at_s: float = float("nan")
     kind: Hashable = None
-    stages: tuple[tuple[int, int], ...] = ()
 
-    def __post_init__(self) -> None:
-        self.counts.setflags(write=False)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        # Through the constructor, so that an unpickled record is read-only too.
-        return (JobRecord, tuple(getattr(self, f.name) for f in fields(self)))
+    @property
+    def counts(self) -> FloatArray:
+        """Epochs observed per regime, in the order of ``regimes``, shape (R,)."""
+        column, length = np.array(self.stages, dtype=np.int64).reshape(-1, 2).T
+        return np.bincount(column, weights=length, minlength=len(self.regimes)).astype(np.float64)
 
     @property
     def done(self) -> int:
-        return int(self.counts.sum())
+        return sum(length for _, length in self.stages)
 
     @property
     def recent(self) -> tuple[int, int, int]:
@@ -194,7 +192,7 @@ def add_job(config: PolicyConfig, state: PolicyState, job_id: Hashable, gpus: in
     # The state constructor checks epochs and regimes and names the job in its messages.
     JobStates.from_lists([epochs], [regimes], [[]], job_ids=[job_id])
     regime_set = tuple((float(b), float(d)) for b, d in dict(regimes).items())
-    record = JobRecord(int(gpus), regime_set, int(epochs), float(budget), np.zeros(len(regime_set)), kind=kind)
+    record = JobRecord(int(gpus), regime_set, int(epochs), float(budget), kind=kind)
     return _with_jobs(state, {**state.jobs, job_id: record}, stale=True)
 
 
@@ -224,7 +222,7 @@ def report_progress(state: PolicyState, job_id: Hashable, batch_sizes: Sequence[
     if sizes.size > left:
         raise ValidationError(f"batch_sizes of job {job_id!r} reports {sizes.size} epochs, more epochs done than "
                               f"the job has left ({left} of {job.epochs})")
-    job = replace(job, counts=job.counts + match.sum(axis=0), stages=_runs(job.stages, np.argmax(match, axis=1)))
+    job = replace(job, stages=_runs(job.stages, np.argmax(match, axis=1)))
     if job.done == job.epochs:
         taught = (job.trajectory(),) if job.kind is not None else ()
         return _with_jobs(state, {key: other for key, other in state.jobs.items() if key != job_id},
