@@ -340,6 +340,33 @@ def test_scenario_mean_approaches_the_point_forecast(split, observed):
     assert (gap <= upper + error).all()
 
 
+def test_fluid_scenarios_progress_at_each_draws_expected_epoch_duration():
+    # Fluid scenario s is the point forecast with the posterior mean replaced by the draw p^s.
+    states = mixed_states()
+    forecaster = DirichletForecaster(scenario_progress="fluid")
+    sample = forecaster.sample_epochs_per_round(states, 20, 120.0, 6, seed=4)
+    mix = forecaster._sample_mix(states, np.random.default_rng(4), 6)
+    seconds = (mix * states.regime_durations).sum(axis=2)
+    ends = 120.0 * np.arange(21)
+    expected = np.diff(np.minimum(ends / seconds[:, :, None], states.remaining_epochs[:, None]), axis=2)
+    np.testing.assert_allclose(sample, expected, rtol=1e-12)
+    # Fractions of an epoch count, and no job is forecast more than it has left.
+    assert (sample != np.round(sample)).any()
+    assert (sample.sum(axis=2) <= states.remaining_epochs + 1e-9).all()
+    # Single-regime jobs have no uncertainty: every scenario is the point forecast.
+    point = forecaster.epochs_per_round(states, 20, 120.0)
+    np.testing.assert_allclose(sample[:, 3], np.tile(point[3], (6, 1)), rtol=1e-12)
+
+
+def test_fluid_scenarios_value_a_round_in_which_a_long_epoch_does_not_end():
+    # A 300 s epoch never ends inside the first 120 s round: worth 0 whole epochs, 0.4 fluid.
+    states = JobStates.from_lists([10], [{32: 300.0}])
+    whole = SHOCKWAVE.sample_epochs_per_round(states, 3, 120.0, 2, seed=0)
+    fluid = DirichletForecaster(scenario_progress="fluid").sample_epochs_per_round(states, 3, 120.0, 2, seed=0)
+    np.testing.assert_array_equal(whole[0, 0], [0, 0, 1])
+    np.testing.assert_allclose(fluid[0, 0], [0.4, 0.4, 0.4])
+
+
 # --- the interface and validation --------------------------------------------------------------------
 
 
@@ -450,6 +477,7 @@ def test_array_constructor_matches_from_lists_and_is_read_only():
         (lambda s: SHOCKWAVE.sample_epochs_per_round(s, 3, 120.0, 0), r"scenarios must be a positive whole number"),
         (lambda s: DirichletForecaster(split="median"), r"split must be 'shockwave' or 'proportional'"),
         (lambda s: DirichletForecaster(prior_weight=0.0), r"prior_weight must be a positive, finite number"),
+        (lambda s: DirichletForecaster(scenario_progress="epochs"), r"scenario_progress must be 'whole' or 'fluid'"),
     ],
 )
 def test_bad_window_and_forecaster_arguments_are_rejected(call, pattern):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -63,6 +65,11 @@ def test_progress_per_round_follows_the_references():
     assert got[-1] == pytest.approx(states.remaining_epochs[0])
     whole = forecaster.sample_epochs_per_round(states, rounds, round_s, scenarios=3, seed=1)
     np.testing.assert_array_equal(np.cumsum(whole[:, 0], axis=1), np.broadcast_to(true_done, (3, rounds)))
+    # Fluid scenarios follow the same references without rounding down to whole epochs: with the
+    # prior's share negligible, each is the point forecast (the references agree on this job).
+    fluid = replace(forecaster, scenario_progress="fluid").sample_epochs_per_round(states, rounds, round_s, 3, seed=1)
+    np.testing.assert_allclose(fluid[:, 0], np.broadcast_to(np.diff(got, prepend=0.0), (3, rounds)), atol=1e-9)
+    assert (fluid != np.round(fluid)).any()
 
 
 def test_cold_start_is_the_dirichlet_forecast():
@@ -129,6 +136,7 @@ def test_population_arrays_are_read_only():
     (lambda: PopulationOptions(spread=-1), "spread must be"),
     (lambda: PopulationOptions(size_bandwidth=np.inf), "size_bandwidth must be"),
     (lambda: PopulationForecaster().learned(["not a trajectory"]), r"trajectories\[0\] must be"),
+    (lambda: PopulationForecaster(scenario_progress="partial"), "scenario_progress must be 'whole' or 'fluid'"),
 ])
 def test_bad_input_is_named(make, message):
     with pytest.raises(ValidationError, match=message):

@@ -9,9 +9,18 @@ posterior predictive scenarios; `PopulationForecaster` learns from the finished 
 such as it is taught by `vfm.planner.Policy` as jobs complete.
 """
 
-from vfm.forecast.base import Forecaster, JobStates, LearningForecaster, SeedLike, Trajectory, check_horizon
+from vfm.forecast.base import (
+    Forecaster,
+    JobStates,
+    LearningForecaster,
+    ScenarioProgress,
+    SeedLike,
+    Trajectory,
+    check_horizon,
+)
 from vfm.forecast.dirichlet import DirichletForecaster
+from vfm.forecast.oracle import OracleForecaster
 from vfm.forecast.population import Population, PopulationForecaster, PopulationOptions
 
-__all__ = ["DirichletForecaster", "Forecaster", "JobStates", "LearningForecaster", "Population", "PopulationForecaster",
-           "PopulationOptions", "SeedLike", "Trajectory", "check_horizon"]
+__all__ = ["DirichletForecaster", "Forecaster", "JobStates", "LearningForecaster", "OracleForecaster", "Population",
+           "PopulationForecaster", "PopulationOptions", "ScenarioProgress", "SeedLike", "Trajectory", "check_horizon"]

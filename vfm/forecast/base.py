@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -40,6 +40,9 @@ from vfm.errors import ValidationError
 
 BoolArray = NDArray[np.bool_]
 SeedLike = int | np.random.SeedSequence | np.random.Generator | None
+#: How a scenario counts a job's progress in a round: only the epochs that end in it (``"whole"``),
+#: or the fraction of the running epoch too (``"fluid"``), as the point forecasts do.
+ScenarioProgress = Literal["whole", "fluid"]
 RegimeSet = Mapping[float, float] | Sequence[tuple[float, float]]
 
 
@@ -462,6 +465,25 @@ def _batch_sizes(epochs: Sequence[float], job: int, ids: tuple[Hashable, ...] | 
             f"observed[{job}] ({job_name(job, ids)}) must be a list of batch sizes (numbers) ({exc})"
         ) from exc
     return sizes
+
+
+def check_scenario_progress(value: object) -> None:
+    """Raise `ValidationError` unless `value` is a `ScenarioProgress` (``"whole"`` or ``"fluid"``)."""
+    if value not in ("whole", "fluid"):
+        raise ValidationError(f"scenario_progress must be 'whole' or 'fluid', got {value!r}")
+
+
+def fluid_epochs_per_round(seconds_per_epoch: FloatArray, remaining: FloatArray, rounds: int,
+                           round_s: float) -> FloatArray:
+    r"""Epochs per round of jobs progressing fluidly at a fixed rate, shape (..., n, rounds).
+
+    .. math:: F(\tau) = \min(\tau / \mu,\; E - e), \qquad r_t = F((t+1)\,W) - F(t\,W),
+
+    for `seconds_per_epoch` :math:`\mu` of shape (..., n) and `remaining` :math:`E - e` of shape (n,).
+    """
+    ends = round_s * np.arange(rounds + 1, dtype=np.float64)
+    cumulative = np.minimum(ends / seconds_per_epoch[..., None], remaining[:, None])
+    return np.diff(cumulative, axis=-1)
 
 
 def check_horizon(rounds: int, round_s: float, scenarios: int | None = None) -> None:

@@ -61,7 +61,14 @@ from numpy.typing import NDArray
 
 from vfm._validation import FloatArray
 from vfm.errors import ValidationError
-from vfm.forecast.base import JobStates, SeedLike, Trajectory, check_horizon
+from vfm.forecast.base import (
+    JobStates,
+    ScenarioProgress,
+    SeedLike,
+    Trajectory,
+    check_horizon,
+    check_scenario_progress,
+)
 from vfm.forecast.dirichlet import DirichletForecaster
 
 IntArray = NDArray[np.intp]
@@ -254,6 +261,10 @@ class PopulationForecaster:
     options : PopulationOptions, optional
     prior : DirichletForecaster, optional
         The fallback and the prior of the mixture; default Shockwave's.
+    scenario_progress : {"whole", "fluid"}
+        What `sample_epochs_per_round` counts: whole epochs ending in each round (default) or
+        fluid progress along the drawn reference's stages; a scenario of the prior counts the
+        same way.
 
     Examples
     --------
@@ -273,6 +284,10 @@ class PopulationForecaster:
     population: Population = field(default_factory=Population)
     options: PopulationOptions = field(default_factory=PopulationOptions)
     prior: DirichletForecaster = field(default_factory=DirichletForecaster)
+    scenario_progress: ScenarioProgress = "whole"
+
+    def __post_init__(self) -> None:
+        check_scenario_progress(self.scenario_progress)
 
     def learned(self, trajectories: Sequence[Trajectory]) -> PopulationForecaster:
         """This forecaster with `trajectories` (finished jobs) added to its references."""
@@ -297,17 +312,21 @@ class PopulationForecaster:
     def sample_epochs_per_round(
         self, states: JobStates, rounds: int, round_s: float, scenarios: int, seed: SeedLike = None
     ) -> FloatArray:
-        """Scenarios of whole epochs per round, shape (scenarios, n, rounds): each job follows one
-        reference drawn by weight, or a Dirichlet scenario with the prior's share."""
+        """Scenarios of epochs per round, shape (scenarios, n, rounds): each job follows one
+        reference drawn by weight, or a Dirichlet scenario with the prior's share; whole epochs
+        or fluid progress as `scenario_progress` says."""
         check_horizon(rounds, round_s, scenarios)
         rng = np.random.default_rng(seed)
         match = self._match(states)
         pair = self._draw(match, rng, scenarios)
-        fallback = self.prior.sample_epochs_per_round(states, rounds, round_s, scenarios, seed=rng)
+        prior = replace(self.prior, scenario_progress=self.scenario_progress)
+        fallback = prior.sample_epochs_per_round(states, rounds, round_s, scenarios, seed=rng)
         if not match.job.size:
             return fallback
-        whole = np.diff(np.floor(match.cumulative(rounds, float(round_s), states.remaining_epochs) + 1e-9), axis=1)
-        return np.where((pair >= 0)[:, :, None], whole[np.maximum(pair, 0)], fallback)
+        done = match.cumulative(rounds, float(round_s), states.remaining_epochs)
+        if self.scenario_progress == "whole":
+            done = np.floor(done + 1e-9)
+        return np.where((pair >= 0)[:, :, None], np.diff(done, axis=1)[np.maximum(pair, 0)], fallback)
 
     def sample_remaining_runtime(self, states: JobStates, scenarios: int, seed: SeedLike = None) -> FloatArray:
         r"""Scenarios of each job's remaining runtime, shape (scenarios, n) seconds (for bands and
