@@ -1,19 +1,25 @@
 """The workload generator and resampler: seeded, following the mixes asked for, profiles that follow
-the shipped throughputs and adaptation rules, and errors that name the field."""
+the shipped throughputs and adaptation rules, uncertain adaptation as documented, and errors that
+name the field."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pytest
 
-from vfm.cluster import load_workload, simulate, summarize
+from vfm.cluster import Workload, load_workload, simulate, summarize, workload_from_dict, workload_to_dict
 from vfm.cluster.artifact import simulate as artifact_simulate
 from vfm.cluster.artifact import throughput_table
-from vfm.cluster.artifact._adaptation import SCALED, accordion_critical
+from vfm.cluster.artifact._adaptation import LARGEST, SCALED, accordion_critical
 from vfm.cluster.baselines import BASELINES
-from vfm.cluster.generate import SAMPLES_PER_EPOCH, WorkloadSpec, generate_workload, resample_workload
+from vfm.cluster.generate import SAMPLES_PER_EPOCH, Uncertainty, WorkloadSpec, generate_workload, resample_workload
 from vfm.errors import ValidationError
 
 TABLE = throughput_table("tacc", "v100")
@@ -122,3 +128,195 @@ def test_a_gang_no_job_runs_on_is_an_error() -> None:
     source = Workload("rec", 32, 120.0, tuple(rows), "tacc")
     with pytest.raises(ValidationError, match="gang size 2, but no job of 'rec' runs on it"):
         resample_workload(source, WorkloadSpec(jobs=4, gpus=8, gang_mix={2: 1}), 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Uncertain adaptation
+# ---------------------------------------------------------------------------------------------
+
+MIXED = WorkloadSpec(jobs=300, gpus=64, adaptation_mix={"static": 1, "gns": 1, "accordion": 1})
+
+
+def _nominal_s(job: Any, batch: Sequence[float]) -> np.ndarray:
+    t = job.training
+    return np.array([math.ceil(t.samples_per_epoch / b) / _speed(t.model, b, job.gpus) for b in batch])
+
+
+def _changes(batch: np.ndarray) -> np.ndarray:
+    """The epochs at which the batch size changes."""
+    return np.flatnonzero(batch[1:] != batch[:-1]) + 1
+
+
+def _runs(batch: np.ndarray) -> list[float]:
+    """The batch sizes in the order the job runs them, one per run."""
+    return batch[np.r_[0, _changes(batch)]].tolist()
+
+
+def _is_subsequence(short: list[float], long: list[float]) -> bool:
+    rest = iter(long)
+    return all(any(x == y for y in rest) for x in short)
+
+
+def test_without_uncertainty_a_seed_gives_what_it_gave_before() -> None:
+    spec = WorkloadSpec(jobs=40, gpus=8, adaptation_mix={"static": 1, "gns": 1, "accordion": 1})
+    for workload in (generate_workload(spec, 11), generate_workload(replace(spec, uncertainty=Uncertainty()), 11)):
+        digest = hashlib.sha256()
+        for job in workload.jobs:
+            digest.update(job.batch_size.tobytes())
+            digest.update(job.epoch_s.tobytes())
+        # Pinned from the generator before `Uncertainty` existed.
+        assert digest.hexdigest() == "4eb3647d97156db309776c1430d8b9191f65ac068fc88a9206a1edf71912f0a4"
+        assert [job.epochs for job in workload.jobs][:8] == [693, 40, 5, 7, 401, 200, 49, 12]
+        assert "profile" not in json.dumps(workload_to_dict(workload))
+
+
+def test_uncertainty_leaves_the_jobs_and_arrivals_alone() -> None:
+    nominal = generate_workload(MIXED, 3)
+    uncertain = generate_workload(replace(MIXED, uncertainty=Uncertainty(0.3, 0.2, True)), 3)
+    for a, b in zip(nominal.jobs, uncertain.jobs, strict=True):
+        assert (a.arrival_s, a.gpus, a.epochs, a.training) == (b.arrival_s, b.gpus, b.epochs, b.training)
+        assert b.batch_size[0] == a.batch_size[0]  # the job type, its Training's initial size
+    seed = np.random.SeedSequence(9)  # a caller's sequence is not consumed
+    first, again = (generate_workload(replace(MIXED, uncertainty=Uncertainty(0.3, 0.2)), seed) for _ in range(2))
+    assert all(np.array_equal(a.epoch_s, b.epoch_s) for a, b in zip(first.jobs, again.jobs, strict=True))
+
+
+def test_epoch_noise_has_mean_one_and_the_asked_cv_around_the_told_profile() -> None:
+    nominal = generate_workload(MIXED, 4)
+    noisy = generate_workload(replace(MIXED, uncertainty=Uncertainty(epoch_noise=0.2)), 4)
+    ratios = []
+    for a, b in zip(nominal.jobs, noisy.jobs, strict=True):
+        assert np.array_equal(a.batch_size, b.batch_size)  # noise alone moves no change
+        assert b.regimes == a.regimes  # told the nominal durations
+        told = np.array([b.regimes[size] for size in b.batch_size.tolist()])
+        assert not np.array_equal(b.epoch_s, told)
+        assert np.isclose(b.isolated_s, b.epoch_s.sum(), rtol=1e-12)
+        ratios.append(b.epoch_s / told)
+    ratio = np.concatenate(ratios)
+    assert ratio.size > 100_000
+    # Log-normal with cv 0.2: over 1e5 epochs the mean is within 0.1 % of 1 (4 standard errors)
+    # and the sample cv within 0.005 of 0.2.
+    assert abs(ratio.mean() - 1) < 0.01
+    assert abs(ratio.std() / ratio.mean() - 0.2) < 0.005
+    assert np.unique(ratio).size > 0.99 * ratio.size  # independent per epoch
+
+
+def test_change_jitter_stretches_each_schedule_by_one_factor_keeping_its_order() -> None:
+    nominal = generate_workload(MIXED, 5)
+    jittered = generate_workload(replace(MIXED, uncertainty=Uncertainty(change_jitter=0.3)), 5)
+    changing = moved = same_sizes = 0
+    log_stretch = []
+    for a, b in zip(nominal.jobs, jittered.jobs, strict=True):
+        assert np.allclose(b.epoch_s, _nominal_s(b, b.batch_size.tolist()), rtol=1e-12)  # no noise
+        assert _is_subsequence(_runs(b.batch_size), _runs(a.batch_size))
+        was, now = _changes(a.batch_size), _changes(b.batch_size)
+        if was.size == 0:
+            assert now.size == 0
+            continue
+        changing += 1
+        moved += not np.array_equal(was, now)
+        same_sizes += set(a.batch_size.tolist()) == set(b.batch_size.tolist())
+        if now.size == was.size:
+            # One factor f for the job: every change at e moved to round(e f), so the intervals
+            # [(c - 1/2) / e, (c + 1/2) / e] of f share a point.
+            low, high = np.max((now - 0.5) / was), np.min((now + 0.5) / was)
+            assert low <= high + 1e-12
+            log_stretch.append(math.log((low + high) / 2))
+    assert changing > 60 and moved > 0.8 * changing and same_sizes > 0.8 * changing
+    # log f ~ N(0, 0.3^2): over some 80 jobs the sample std's standard error is about 0.025.
+    assert len(log_stretch) > 60 and abs(np.std(log_stretch) - 0.3) < 0.075
+
+
+def test_hidden_regimes_list_every_size_the_mode_can_reach() -> None:
+    nominal = generate_workload(MIXED, 6)
+    hidden = generate_workload(replace(MIXED, uncertainty=Uncertainty(hidden_regimes=True)), 6)
+    unused = 0
+    for a, b in zip(nominal.jobs, hidden.jobs, strict=True):
+        assert np.array_equal(a.batch_size, b.batch_size) and np.array_equal(a.epoch_s, b.epoch_s)
+        t, initial = b.training, int(b.batch_size[0])
+        assert t is not None
+        if t.adaptation == "gns":
+            reach = [initial * 2**k for k in range(12) if initial * 2**k <= LARGEST[t.model]]
+        elif t.adaptation == "accordion":
+            reach = [initial, SCALED[t.model]]
+        else:
+            reach = [initial]
+        expected = sorted(size for size in reach if f"{t.model} (batch size {size})|{b.gpus}" in TABLE)
+        assert list(b.regimes) == expected
+        assert np.allclose(list(b.regimes.values()), _nominal_s(b, expected), rtol=1e-12)
+        assert set(b.batch_size.tolist()) <= set(b.regimes)
+        unused += len(b.regimes) > len(set(b.batch_size.tolist()))
+    assert unused > 30
+
+
+def test_an_uncertain_workload_round_trips_through_the_file_format() -> None:
+    workload = generate_workload(WorkloadSpec(jobs=60, gpus=16, uncertainty=Uncertainty(0.3, 0.2, True)), 7)
+    raw = json.loads(json.dumps(workload_to_dict(workload)))
+    assert sum("profile" in job for job in raw["jobs"]) == 60  # noise: every job's profile says more
+    back = workload_from_dict(raw)
+    for a, b in zip(workload.jobs, back.jobs, strict=True):
+        assert np.array_equal(a.batch_size, b.batch_size) and np.array_equal(a.epoch_s, b.epoch_s)
+        assert (a.profile, a.training, a.isolated_s) == (b.profile, b.training, b.isolated_s)
+    # Resampled onto other gangs, a job keeps its told sizes, scaled by the throughput ratio.
+    resampled = resample_workload(workload, WorkloadSpec(jobs=40, gpus=16, gang_mix={1: 1, 2: 1}), 0)
+    for job in resampled.jobs:
+        t = job.training
+        assert t is not None
+        source = next(j for j in workload.jobs if j.training == t and np.array_equal(j.batch_size, job.batch_size))
+        assert list(job.regimes) == list(source.regimes)
+        scale = [_speed(t.model, b, source.gpus) / _speed(t.model, b, job.gpus) for b in source.regimes]
+        assert np.allclose(list(job.regimes.values()), np.array(list(source.regimes.values())) * scale, rtol=1e-12)
+
+
+class _Told:
+    """A baseline that records the regimes each job is told on arrival."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.told = inner, {}
+
+    def add_job(self, job_id: Hashable, gpus: int, regimes: Mapping[float, float], epochs: int, *,
+                kind: Hashable = None) -> None:
+        self.told[job_id] = dict(regimes)
+        self.inner.add_job(job_id, gpus, regimes, epochs, kind=kind)
+
+    def remove_job(self, job_id: Hashable) -> None:
+        self.inner.remove_job(job_id)
+
+    def report_progress(self, job_id: Hashable, batch_sizes: Sequence[float]) -> None:
+        self.inner.report_progress(job_id, batch_sizes)
+
+    def next_round(self) -> Any:
+        return self.inner.next_round()
+
+
+def test_an_uncertain_workload_runs_to_completion_told_its_profiles() -> None:
+    workload: Workload = generate_workload(
+        WorkloadSpec(jobs=30, gpus=8, uncertainty=Uncertainty(0.3, 0.2, True)), 0)
+    policy = _Told(BASELINES["max_min_fairness"](8, 120.0, 0))
+    simulation = simulate(workload, policy)
+    assert np.isfinite(simulation.finish_s).all()
+    assert np.array_equal(simulation.isolated_s, workload.isolated_s)  # the true, noisy durations
+    assert policy.told == {job.id: dict(job.profile) for job in workload.jobs}
+    assert any(len(told) > len(set(job.batch_size.tolist())) for told, job in zip(
+        policy.told.values(), workload.jobs, strict=True))
+
+
+@pytest.mark.parametrize(("fields", "message"), [
+    ({"change_jitter": -0.1}, "change_jitter must be a finite number >= 0, got -0.1"),
+    ({"change_jitter": float("nan")}, "change_jitter must be a finite number >= 0, got nan"),
+    ({"change_jitter": "0.3"}, "change_jitter must be a finite number >= 0, got '0.3'"),
+    ({"epoch_noise": -1}, "epoch_noise must be a finite number >= 0, got -1"),
+    ({"epoch_noise": float("inf")}, "epoch_noise must be a finite number >= 0, got inf"),
+    ({"epoch_noise": True}, "epoch_noise must be a finite number >= 0, got True"),
+    ({"hidden_regimes": 1}, "hidden_regimes must be a bool, got 1"),
+    ({"hidden_regimes": "yes"}, "hidden_regimes must be a bool, got 'yes'"),
+])
+def test_bad_uncertainty_names_the_field(fields: dict, message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        Uncertainty(**fields)
+
+
+def test_uncertainty_fields_are_normalized_and_the_spec_checks_its_type() -> None:
+    assert Uncertainty(np.float64(0.5), 1, np.bool_(True)) == Uncertainty(0.5, 1.0, True)
+    with pytest.raises(ValidationError, match="uncertainty must be an Uncertainty or None, got dict"):
+        WorkloadSpec(jobs=4, gpus=8, uncertainty={"epoch_noise": 0.2})  # type: ignore[arg-type]

@@ -1,10 +1,12 @@
 """The scheduling layer: workloads, the round-based simulator, the policy protocol, the metrics
 and the baselines.
 
-- `vfm.cluster.workload`: the validated workload format (`load_workload`, `Workload`, `Job`) and
-  its arrays view (`WorkloadArrays`); the Shockwave artifact's four traces ship with the package.
-- `vfm.cluster.generate`: seeded workload generation (`generate_workload`, Shockwave-style) and
-  resampling of traces onto other loads, clusters and gang mixes (`resample_workload`).
+- `vfm.cluster.workload`: the validated workload format (`load_workload`, `Workload`, `Job`;
+  `workload_to_dict` writes it) and its arrays view (`WorkloadArrays`); the Shockwave artifact's
+  four traces ship with the package.
+- `vfm.cluster.generate`: seeded workload generation (`generate_workload`, Shockwave-style, with
+  optionally uncertain adaptation, `Uncertainty`) and resampling of traces onto other loads,
+  clusters and gang mixes (`resample_workload`).
 - `vfm.cluster.protocol`: `SchedulingPolicy`, the interface a scheduler drives (every policy
   here implements it, `vfm.planner.Policy` included).
 - `vfm.cluster.simulator`: `simulate` runs a policy on a workload round by round.
@@ -34,11 +36,11 @@ True
 
 from vfm.cluster import metrics
 from vfm.cluster.baselines import BASELINES
-from vfm.cluster.generate import WorkloadSpec, generate_workload, resample_workload
+from vfm.cluster.generate import Uncertainty, WorkloadSpec, generate_workload, resample_workload
 from vfm.cluster.metrics import summarize
 from vfm.cluster.protocol import SchedulingPolicy
 from vfm.cluster.simulator import Round, Simulation, simulate
-from vfm.cluster.workload import Job, Workload, WorkloadArrays, load_workload, workload_from_dict
+from vfm.cluster.workload import Job, Workload, WorkloadArrays, load_workload, workload_from_dict, workload_to_dict
 
 __all__ = [
     "BASELINES",
@@ -46,6 +48,7 @@ __all__ = [
     "Round",
     "SchedulingPolicy",
     "Simulation",
+    "Uncertainty",
     "Workload",
     "WorkloadArrays",
     "WorkloadSpec",
@@ -56,4 +59,5 @@ __all__ = [
     "simulate",
     "summarize",
     "workload_from_dict",
+    "workload_to_dict",
 ]

@@ -22,6 +22,39 @@ A job's epoch at batch size `b` on `g` GPUs takes ``ceil(samples / b) / throughp
 seconds, with the V100 throughputs of the shipped profiles (``gpu_types_throughputs.json``, the
 artifact's, MIT). Generated jobs carry their `Training`, so `vfm.cluster.artifact` runs them too.
 
+Uncertain adaptation (`WorkloadSpec.uncertainty`, an `Uncertainty`) perturbs what a job truly
+runs, or what the scheduler is told, after the steps above. Its randomness comes from a stream of
+its own (the seed's ``SeedSequence`` with one more spawn key), so a seed draws the same jobs,
+arrivals and nominal schedules with and without it, and ``Uncertainty()`` (all off) generates
+exactly what ``uncertainty=None`` does. With :math:`Z \sim N(0, 1)` independent draws:
+
+- ``change_jitter`` :math:`\sigma_c`: job :math:`j` draws a stretch
+  :math:`f_j = \exp(\sigma_c Z_j)`, and a change of its batch size (a GNS doubling, an edge of an
+  Accordion critical regime) at nominal epoch :math:`e` moves to epoch :math:`\mathrm{round}(e f_j)`,
+  clipped to :math:`[1, E]` for a job of :math:`E` epochs: its epoch :math:`k` runs the batch size
+  of nominal epoch :math:`\min(\lfloor (k + 1/2) / f_j \rfloor, E - 1)` (and epoch 0 its initial
+  size, its job type). The whole schedule stretches or shrinks and its batch sizes keep their
+  order; a change stretched past the last epoch never happens.
+- ``epoch_noise`` :math:`c`: epoch :math:`k` truly takes its nominal duration times
+  :math:`\exp(\mu + \sigma Z_{jk})` with :math:`\sigma^2 = \log(1 + c^2)` and
+  :math:`\mu = -\sigma^2 / 2`, a log-normal factor of mean 1 and coefficient of variation
+  :math:`c`, independent across epochs. The told profile keeps the nominal durations.
+- ``hidden_regimes``: the told profile lists every batch size the job's mode could reach on its
+  gang, whether or not it does: under GNS the initial size and its doublings up to the model's
+  largest (``LARGEST``), under Accordion the initial and the model's scaled size (``SCALED``),
+  static the initial size; each one the throughput table covers for the gang, at its nominal
+  ``ceil(samples / b) / throughput(b, g)``. Without it the told profile is the batch sizes the
+  job runs.
+
+A job whose told profile is not the one its phases imply carries it as the file's ``profile``
+(`vfm.cluster.workload`); the simulator (`vfm.cluster.simulate`) tells a policy that profile and
+runs the true, perturbed epochs. `vfm.cluster.artifact` does not replay the perturbation: its
+mechanics rerun the adaptation rules from the job's `Training` and initial batch size (which
+jitter keeps) at the table's throughputs, so the batch size changes at the nominal epochs and
+every epoch takes its nominal time, and it tells a policy the batch sizes the rules can reach,
+not the file's profile; only its completion deadline, from ``isolated_s`` (the sum of the true
+epoch durations), sees the noise.
+
 `resample_workload` draws jobs, with replacement, from a workload (a shipped trace by name) and
 gives them new arrivals and gang sizes: a job moved to another gang keeps its epochs and batch
 sizes, and each epoch's time is scaled by the throughput ratio of the two gangs; a job is only
@@ -29,7 +62,8 @@ moved to a gang its profile covers.
 
 Examples
 --------
->>> from vfm.cluster.generate import WorkloadSpec, generate_workload, resample_workload
+>>> from dataclasses import replace
+>>> from vfm.cluster.generate import Uncertainty, WorkloadSpec, generate_workload, resample_workload
 >>> spec = WorkloadSpec(jobs=64, gpus=16, interarrival_s=60.0, gang_mix={1: 0.5, 2: 0.5})
 >>> workload = generate_workload(spec, seed=1)
 >>> workload.n_jobs, workload.gpus, sorted({job.gpus for job in workload.jobs})
@@ -39,6 +73,11 @@ True
 >>> resampled = resample_workload("shockwave_120jobs_32gpus", WorkloadSpec(jobs=40, gpus=8), seed=0)
 >>> resampled.n_jobs, resampled.gpus
 (40, 8)
+>>> uncertain = generate_workload(replace(spec, uncertainty=Uncertainty(0.3, 0.2, True)), seed=1)
+>>> [job.training.model for job in uncertain.jobs] == [job.training.model for job in workload.jobs]
+True
+>>> all(set(job.batch_size.tolist()) <= set(job.regimes) for job in uncertain.jobs)
+True
 """
 
 from __future__ import annotations
@@ -55,10 +94,20 @@ import numpy as np
 from vfm._validation import is_whole
 from vfm.cluster.artifact._adaptation import LARGEST, SCALED, accordion_critical, gns_schedules
 from vfm.cluster.artifact.mechanics import throughput_table
-from vfm.cluster.workload import ADAPTATIONS, SHIPPED, Workload, load_workload, workload_from_dict
+from vfm.cluster.workload import (
+    ADAPTATIONS,
+    SHIPPED,
+    Job,
+    Workload,
+    derived_profile,
+    epoch_records,
+    load_workload,
+    workload_from_dict,
+)
 from vfm.errors import ValidationError
 
-__all__ = ["JOB_TYPES", "SAMPLES_PER_EPOCH", "WorkloadSpec", "generate_workload", "resample_workload"]
+__all__ = ["JOB_TYPES", "SAMPLES_PER_EPOCH", "Uncertainty", "WorkloadSpec", "generate_workload",
+           "resample_workload"]
 
 #: The artifact's job table (``job_table.py``): model -> initial batch sizes it generates.
 JOB_TYPES: Mapping[str, tuple[int, ...]] = {
@@ -71,6 +120,40 @@ SAMPLES_PER_EPOCH: Mapping[str, int] = {
 _ARTIFACT_GANG_MIX = ((1, 0.6), (2, 0.3), (4, 0.09), (8, 0.01))
 # The artifact turns an Accordion job shorter than this (static run time, seconds) into a static one.
 _ACCORDION_MIN_S = 1000.0
+# The spawn key that sets the uncertainty's random stream apart from the seed's own.
+_UNCERTAINTY_STREAM = 0x756E63
+
+
+@dataclass(frozen=True)
+class Uncertainty:
+    """How uncertain generated jobs' adaptation is (frozen; validated on construction, naming the
+    field). Every option off by default, so ``Uncertainty()`` changes nothing; the module
+    docstring gives the model.
+
+    Parameters
+    ----------
+    change_jitter : float
+        Standard deviation (>= 0) of the log of each job's stretch of its batch-size schedule:
+        a change at nominal epoch ``e`` moves to ``round(e * f)``, ``log f ~ N(0, change_jitter**2)``.
+    epoch_noise : float
+        Coefficient of variation (>= 0) of each epoch's true duration around its nominal one
+        (independent log-normal factors of mean 1).
+    hidden_regimes : bool
+        Whether the told profile lists every batch size the job's adaptation mode could reach on
+        its gang, not only those it runs.
+    """
+
+    change_jitter: float = 0.0
+    epoch_noise: float = 0.0
+    hidden_regimes: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("change_jitter", "epoch_noise"):
+            _finite(name, getattr(self, name), lambda v: v >= 0, ">= 0")
+            object.__setattr__(self, name, float(getattr(self, name)))
+        if not isinstance(self.hidden_regimes, bool | np.bool_):
+            raise ValidationError(f"hidden_regimes must be a bool, got {self.hidden_regimes!r}")
+        object.__setattr__(self, "hidden_regimes", bool(self.hidden_regimes))
 
 
 @dataclass(frozen=True)
@@ -100,6 +183,10 @@ class WorkloadSpec:
         Round length of the workload (default 120 s).
     throughputs : str
         Throughput set of the shipped profiles (``"tacc"``, default, or ``"wisr"``).
+    uncertainty : Uncertainty, optional
+        Uncertain adaptation of generated jobs (module docstring); None (default) and
+        ``Uncertainty()`` generate the same. Generated jobs only: a resampled job keeps its own
+        epochs and profile.
     """
 
     jobs: int
@@ -111,6 +198,7 @@ class WorkloadSpec:
     duration_s: tuple[float, float] = (720.0, 18000.0)
     round_s: float = 120.0
     throughputs: str = "tacc"
+    uncertainty: Uncertainty | None = None
 
     def __post_init__(self) -> None:
         for name in ("jobs", "gpus"):
@@ -139,7 +227,8 @@ class WorkloadSpec:
         if self.throughputs not in sets:
             raise ValidationError(f"throughputs must be one of the shipped sets {', '.join(sets)}, "
                                   f"got {self.throughputs!r}")
-
+        if self.uncertainty is not None and not isinstance(self.uncertainty, Uncertainty):
+            raise ValidationError(f"uncertainty must be an Uncertainty or None, got {type(self.uncertainty).__name__}")
 
     @property
     def gang_weights(self) -> tuple[tuple[int, float], ...]:
@@ -191,12 +280,51 @@ def _arrivals(rng: np.random.Generator, spec: WorkloadSpec) -> np.ndarray:
     return np.concatenate(([0.0], np.cumsum(gaps))).round(3)
 
 
-def _phases(batch: np.ndarray, epoch_s: np.ndarray) -> list[dict[str, float]]:
-    """Per-epoch batch sizes and times as the file format's phases (runs of equal epochs)."""
-    change = np.flatnonzero(np.r_[True, (batch[1:] != batch[:-1]) | (epoch_s[1:] != epoch_s[:-1])])
-    lengths = np.diff(np.r_[change, batch.size])
-    return [{"epochs": int(n), "batch_size": float(batch[i]), "epoch_s": float(epoch_s[i])}
-            for i, n in zip(change, lengths, strict=True)]
+def _told(job: Job) -> np.ndarray | None:
+    """`job`'s profile as rows ``(batch_size, epoch_s)``, None when its epochs imply it."""
+    return None if job.profile == derived_profile(job.batch_size, job.epoch_s) else np.array(job.profile)
+
+
+def _uncertainty_rng(seed: int | np.random.SeedSequence) -> np.random.Generator:
+    """The uncertainty's random stream: the seed's `SeedSequence` with one more spawn key, apart
+    from the stream `generate_workload` draws the jobs from (and never spawned from the caller's
+    sequence, which would change it)."""
+    sequence = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    return np.random.default_rng(np.random.SeedSequence(
+        sequence.entropy, spawn_key=(*sequence.spawn_key, _UNCERTAINTY_STREAM), pool_size=sequence.pool_size))
+
+
+def _jitter(batch: np.ndarray, stretch: float) -> np.ndarray:
+    """`batch` (per epoch) with its changes moved from epoch ``e`` to ``round(e * stretch)``,
+    within ``[1, epochs]`` (module docstring)."""
+    if stretch == 1.0:
+        return batch
+    # Epoch k runs what the nominal schedule runs at its middle, (k + 1/2) / stretch.
+    source = np.minimum(np.floor((np.arange(batch.size) + 0.5) / stretch), batch.size - 1).astype(np.int64)
+    source[0] = 0  # the job starts at its initial batch size, its job type (and its Training's)
+    return batch[source]
+
+
+def _reachable(model: str, initial: int, gang: int, mode: str, table: Mapping[str, float]) -> list[int]:
+    """The batch sizes a job's adaptation `mode` can reach on `gang` GPUs (`Uncertainty.hidden_regimes`)."""
+    sizes = [initial]
+    if mode == "gns":
+        while sizes[-1] * 2 <= LARGEST[model]:
+            sizes.append(sizes[-1] * 2)
+    elif mode == "accordion":
+        sizes.append(SCALED[model])
+    return [b for b in sizes if f"{model} (batch size {b})|{gang}" in table]
+
+
+def _noisy(nominal_s: list[np.ndarray], rng: np.random.Generator, cv: float) -> list[np.ndarray]:
+    """Each job's true epoch durations: its nominal ones (`nominal_s`, per job) times independent
+    log-normal factors of mean 1 and coefficient of variation `cv`, drawn for all epochs at once."""
+    if cv == 0:
+        return nominal_s
+    sigma2 = math.log1p(cv * cv)
+    factors = np.exp(-sigma2 / 2 + math.sqrt(sigma2) * rng.standard_normal(sum(s.size for s in nominal_s)))
+    cuts = np.cumsum([s.size for s in nominal_s])[:-1]
+    return [s * f for s, f in zip(nominal_s, np.split(factors, cuts), strict=True)]
 
 
 def _job_batches(model: str, initial: int, gang: int, mode: str, epochs: int, table: Mapping[str, float],
@@ -218,8 +346,11 @@ def _job_batches(model: str, initial: int, gang: int, mode: str, epochs: int, ta
 
 
 def _speed(model: str, batch: np.ndarray, gang: int, table: Mapping[str, float]) -> np.ndarray:
-    """Steps per second of each entry of `batch` on `gang` GPUs (NaN where the profile lacks it)."""
-    return np.array([table.get(f"{model} (batch size {b})|{gang}", np.nan) for b in batch.tolist()])
+    """Steps per second of each entry of `batch` (whole numbers) on `gang` GPUs (NaN where the
+    profile lacks it)."""
+    sizes, inverse = np.unique(batch, return_inverse=True)  # a look-up per size, not per epoch
+    speed = np.array([table.get(f"{model} (batch size {b})|{gang}", np.nan) for b in sizes.tolist()])
+    return speed[inverse]
 
 
 def _job_types(gang: int, table: Mapping[str, float]) -> list[tuple[str, int]]:
@@ -239,7 +370,9 @@ def generate_workload(spec: WorkloadSpec, seed: int | np.random.SeedSequence = 0
     Returns
     -------
     Workload
-        Jobs in arrival order, ids 0..jobs-1, each with its `Training`.
+        Jobs in arrival order, ids 0..jobs-1, each with its `Training`; under
+        `spec.uncertainty`, with the told profile as `Job.profile` and the true (jittered,
+        noisy) epochs as `Job.batch_size` and `Job.epoch_s`.
     """
     if not isinstance(spec, WorkloadSpec):
         raise ValidationError(f"spec must be a WorkloadSpec, got {type(spec).__name__}")
@@ -252,7 +385,14 @@ def generate_workload(spec: WorkloadSpec, seed: int | np.random.SeedSequence = 0
     arrivals = _arrivals(rng, spec)
     schedules = gns_schedules()
     types_of = {gang: _job_types(gang, table) for gang in set(gangs)}
-    jobs = []
+    uncertainty = spec.uncertainty or Uncertainty()
+    # Drawn apart from `rng`, so that the jobs above and below are the same with or without it.
+    uncertain_rng = _uncertainty_rng(seed)
+    stretch = np.exp(uncertainty.change_jitter * uncertain_rng.standard_normal(spec.jobs))
+    jobs: list[dict[str, Any]] = []
+    batches: list[np.ndarray] = []
+    nominal_s: list[np.ndarray] = []
+    told: list[np.ndarray] = []  # per job, rows (batch_size, nominal epoch_s)
     for i, (gang, run, mode) in enumerate(zip(gangs, run_s.tolist(), modes, strict=True)):
         types = types_of[gang]
         if not types:
@@ -264,11 +404,19 @@ def generate_workload(spec: WorkloadSpec, seed: int | np.random.SeedSequence = 0
         samples = SAMPLES_PER_EPOCH[model]
         total_steps = math.ceil(run * table[f"{model} (batch size {initial})|{gang}"])
         epochs = max(1, math.ceil(total_steps / math.ceil(samples / initial)))
-        batch = _job_batches(model, initial, gang, mode, epochs, table, schedules)
-        epoch_s = np.ceil(samples / batch) / _speed(model, batch, gang, table)
+        batch = _jitter(_job_batches(model, initial, gang, mode, epochs, table, schedules), float(stretch[i]))
+        batches.append(batch)
+        nominal_s.append(np.ceil(samples / batch) / _speed(model, batch, gang, table))
+        # A GNS schedule's sizes are doublings, so the reachable sizes hold the used ones; the
+        # union keeps the profile valid should a schedule ever hold another size.
+        sizes = np.array(sorted(set(batch.tolist()).union(
+            _reachable(model, initial, gang, mode, table) if uncertainty.hidden_regimes else ())))
+        told.append(np.c_[sizes, np.ceil(samples / sizes) / _speed(model, sizes, gang, table)])
         jobs.append({"id": i, "arrival_s": float(arrivals[i]), "gpus": int(gang), "epochs": epochs,
-                     "model": model, "adaptation": mode, "total_steps": total_steps, "samples_per_epoch": samples,
-                     "phases": _phases(batch, epoch_s)})
+                     "model": model, "adaptation": mode, "total_steps": total_steps, "samples_per_epoch": samples})
+    true_s = _noisy(nominal_s, uncertain_rng, uncertainty.epoch_noise)
+    for job, batch, seconds, profile in zip(jobs, batches, true_s, told, strict=True):
+        job |= epoch_records(batch, seconds, profile)
     label = name or f"generated-{spec.jobs}jobs-{spec.gpus}gpus-seed{seed}"
     return workload_from_dict({"name": label, "gpus": spec.gpus, "round_s": spec.round_s,
                                "throughputs": spec.throughputs, "jobs": jobs})
@@ -291,8 +439,9 @@ def resample_workload(source: Workload | str | Path, spec: WorkloadSpec,
     Returns
     -------
     Workload
-        Jobs in arrival order, ids 0..jobs-1; a job of `source` moved to a gang its profile does
-        not cover (a job without `Training`, to any other gang) is never drawn for it.
+        Jobs in arrival order, ids 0..jobs-1; a job keeps its told profile (`Job.profile`),
+        scaled by the throughput ratio as its epochs are. A job of `source` moved to a gang its
+        profile does not cover (a job without `Training`, to any other gang) is never drawn for it.
 
     Raises
     ------
@@ -305,14 +454,16 @@ def resample_workload(source: Workload | str | Path, spec: WorkloadSpec,
     rng = np.random.default_rng(seed)
     table = throughput_table(workload.throughputs or spec.throughputs, "v100")
     gang_sizes = [g for g, _ in spec.gang_weights]
-    # speed[g][j]: job j's per-epoch speed-up moving from its own gang to g (None: cannot).
+    # speed[g][j]: job j's speed-up moving from its own gang to g (None: cannot), per epoch and
+    # then per entry of its told profile when it carries one (`told[j]`).
     speedup: dict[int, list[np.ndarray | None]] = {g: [] for g in gang_sizes}
-    for job in workload.jobs:  # per source job, once: profile lookups by name
-        batch = job.batch_size.astype(np.int64)
+    told = [_told(job) for job in workload.jobs]
+    for job, profile in zip(workload.jobs, told, strict=True):  # per source job, once: profile lookups by name
+        batch = (job.batch_size if profile is None else np.r_[job.batch_size, profile[:, 0]]).astype(np.int64)
         own = None if job.training is None else _speed(job.training.model, batch, job.gpus, table)
         for g in gang_sizes:
             if job.training is None:
-                speedup[g].append(np.ones(job.epochs) if g == job.gpus else None)
+                speedup[g].append(np.ones(batch.size) if g == job.gpus else None)
                 continue
             ratio = _speed(job.training.model, batch, g, table) / own
             speedup[g].append(ratio if np.all(ratio > 0) else None)
@@ -324,10 +475,11 @@ def resample_workload(source: Workload | str | Path, spec: WorkloadSpec,
         if not eligible:
             raise ValidationError(f"gang_mix has gang size {gang}, but no job of {workload.name!r} runs on it")
         j = eligible[int(rng.integers(len(eligible)))]
-        job, ratio = workload.jobs[j], speedup[gang][j]
+        job, ratio, profile = workload.jobs[j], speedup[gang][j], told[j]
         assert ratio is not None
-        record: dict[str, Any] = {"id": i, "arrival_s": float(arrivals[i]), "gpus": int(gang), "epochs": job.epochs,
-                                  "phases": _phases(job.batch_size, job.epoch_s / ratio)}
+        record: dict[str, Any] = {"id": i, "arrival_s": float(arrivals[i]), "gpus": int(gang), "epochs": job.epochs}
+        record |= epoch_records(job.batch_size, job.epoch_s / ratio[:job.epochs],
+                                None if profile is None else np.c_[profile[:, 0], profile[:, 1] / ratio[job.epochs:]])
         if job.training is not None:
             t = job.training
             record |= {"model": t.model, "adaptation": t.adaptation, "total_steps": t.total_steps,

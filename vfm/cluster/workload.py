@@ -4,7 +4,15 @@ A workload file is a JSON object::
 
     {"name": "...", "gpus": 32, "round_s": 120.0,
      "jobs": [{"id": 0, "arrival_s": 0.0, "gpus": 1, "epochs": 30,
-               "phases": [{"epochs": 10, "batch_size": 32, "epoch_s": 51.2}, ...]}, ...]}
+               "phases": [{"epochs": 10, "batch_size": 32, "epoch_s": 51.2}, ...],
+               "profile": [{"batch_size": 32, "epoch_s": 51.2}, ...]}, ...]}
+
+A job's ``phases`` are what it truly runs: its batch size and seconds of each epoch, as runs of
+equal epochs. Its optional ``profile`` is what a scheduler is told on arrival: the nominal seconds
+per epoch of every batch size the job may run (`Job.regimes`). Without a profile, a batch size has
+one epoch duration across the job's phases and the profile is read off them; with one, the phases
+may give a batch size other (noisy) durations and need not use every batch size the profile
+lists, but every batch size they use must be listed.
 
 `load_workload` reads a path or the name of a shipped workload (the Shockwave artifact's four
 traces, ``vfm/cluster/data/shockwave``, MIT: see the LICENSE there), checks every field at this
@@ -25,8 +33,10 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
+from itertools import chain
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +49,8 @@ from vfm.errors import ValidationError
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
-__all__ = ["SHIPPED", "Job", "Training", "Workload", "WorkloadArrays", "load_workload", "shipped_workloads",
-           "workload_from_dict"]
+__all__ = ["SHIPPED", "Job", "Training", "Workload", "WorkloadArrays", "derived_profile", "epoch_records",
+           "load_workload", "shipped_workloads", "workload_from_dict", "workload_to_dict"]
 
 #: The shipped workloads (and the artifact's published results), loadable by name.
 SHIPPED = Path(__file__).resolve().parent / "data" / "shockwave"
@@ -102,6 +112,11 @@ class Job:
     training : Training or None
         The job in training steps, when the file gives ``model``, ``adaptation``,
         ``total_steps`` and ``samples_per_epoch``.
+    profile : tuple of (float, float)
+        ``(batch_size, epoch_s)`` pairs in ascending batch size: what a scheduler is told, the
+        nominal seconds per epoch of each batch size the job may run. The file's ``profile``
+        when it gives one; otherwise (and when constructed with ``()``) read off the per-epoch
+        arrays, each batch size with its epoch duration.
     """
 
     id: Hashable
@@ -112,11 +127,16 @@ class Job:
     batch_size: FloatArray
     epoch_s: FloatArray
     training: Training | None = None
+    profile: tuple[tuple[float, float], ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.profile:
+            object.__setattr__(self, "profile", derived_profile(self.batch_size, self.epoch_s))
 
     @property
     def regimes(self) -> dict[float, float]:
         """Batch size -> seconds per epoch, the profile a policy is told on arrival."""
-        return dict(zip(self.batch_size.tolist(), self.epoch_s.tolist(), strict=True))
+        return dict(self.profile)
 
 
 @dataclass(frozen=True, eq=False)
@@ -269,6 +289,17 @@ class WorkloadArrays:
         return start_s[rows, phase] + (epochs - start_epoch[rows, phase]) * self.phase_epoch_s[rows, phase]
 
 
+def derived_profile(batch_size: FloatArray, epoch_s: FloatArray) -> tuple[tuple[float, float], ...]:
+    """The profile a job's per-epoch arrays imply: each batch size it runs with its epoch
+    duration (the last one, should it have several), in ascending batch size.
+
+    A job's `Job.profile` is this unless its file gives another; a writer of the file format
+    writes ``profile`` only when it differs from this.
+    """
+    return tuple(sorted(dict(zip(np.asarray(batch_size, dtype=float).tolist(),
+                                 np.asarray(epoch_s, dtype=float).tolist(), strict=True)).items()))
+
+
 def _is_number(value: Any) -> bool:
     # JSON gives int or float; bool is an int subclass but never a meaningful quantity here.
     return isinstance(value, int | float) and not isinstance(value, bool)
@@ -319,6 +350,134 @@ def _read_training(job: Mapping[str, Any], where: str) -> Training | None:
     return Training(model=model, adaptation=adaptation, total_steps=int(steps), samples_per_epoch=int(samples))
 
 
+_PHASE_FIELDS = (("epochs", True), ("batch_size", False), ("epoch_s", False))
+_PROFILE_FIELDS = (("batch_size", False), ("epoch_s", False))
+
+
+def _read_plain(records: list[Any], fields: tuple[tuple[str, bool], ...]) -> FloatArray | None:
+    """`records` as rows of their `fields` when every record is a dict whose fields are all finite
+    numbers (whole where asked), else None: the bulk read of a well-formed file (a generated
+    workload with noisy epochs has a phase per epoch, hundreds of thousands of them)."""
+    get = itemgetter(*(name for name, _ in fields))
+    try:
+        values = [get(record) for record in records if type(record) is dict]
+    except KeyError:
+        return None
+    if len(values) < len(records) or not set(map(type, chain.from_iterable(values))) <= {int, float}:
+        return None  # bool is an int subclass, but not of type int
+    try:
+        rows = np.array(values, dtype=float)
+    except OverflowError:
+        return None
+    whole = [k for k, (_, is_whole_field) in enumerate(fields) if is_whole_field]
+    if not np.isfinite(rows).all() or (rows[:, whole] != np.floor(rows[:, whole])).any():
+        return None
+    return rows
+
+
+def _read_records(records: list[Any], fields: tuple[tuple[str, bool], ...], where: str, label: str) -> FloatArray:
+    """The objects of `records` as rows of their `fields` (``(name, whole)``), shape (len, fields).
+
+    Raises a ValidationError naming `where`, the record (`label` and its index) and the field.
+    """
+    rows = _read_plain(records, fields)
+    if rows is not None:
+        return rows
+    # Something is off (or merely unusual, e.g. a Mapping that is not a dict): record by record.
+    rows = np.empty((len(records), len(fields)))
+    for k, record in enumerate(records):
+        at = f"{where}, {label} {k}"
+        if not isinstance(record, Mapping):
+            raise ValidationError(f"{at}: must be a JSON object, got {type(record).__name__}")
+        rows[k] = [_read_field(record, field, at, whole=whole) for field, whole in fields]
+    return rows
+
+
+def _read_profile(job: Mapping[str, Any], where: str) -> FloatArray:
+    """The job's told profile as rows ``(batch_size, epoch_s)``; no rows when the file gives none."""
+    if "profile" not in job:
+        return np.empty((0, 2))
+    profile = job["profile"]
+    if not isinstance(profile, list) or not profile:
+        got = "an empty list" if isinstance(profile, list) else type(profile).__name__
+        raise ValidationError(f"{where}: 'profile' must be a non-empty list of {{batch_size, epoch_s}} objects, "
+                              f"got {got}")
+    return _read_records(profile, _PROFILE_FIELDS, where, "profile entry")
+
+
+def _indices(counts: IntArray) -> tuple[IntArray, IntArray]:
+    """For records grouped by owner, `counts` per owner: each record's owner and index within it."""
+    owner = np.repeat(np.arange(counts.size), counts)
+    return owner, np.arange(owner.size) - np.repeat(np.cumsum(counts) - counts, counts)
+
+
+@dataclass(frozen=True)
+class _Records:
+    """The phases or profile entries of all jobs, flattened: rows, each row's job and index in it."""
+
+    rows: FloatArray
+    owner: IntArray
+    index: IntArray
+
+    @classmethod
+    def of(cls, blocks: list[FloatArray]) -> _Records:
+        """The records of `blocks`, one (records, fields) array per job."""
+        owner, index = _indices(np.array([len(block) for block in blocks], dtype=np.int64))
+        return cls(np.concatenate(blocks), owner, index)
+
+
+def _job_keys(phases: _Records, told: _Records) -> tuple[IntArray, IntArray]:
+    """Each phase's and each profile entry's (job, batch size) as one integer: the job times the
+    number of distinct batch sizes, plus the rank of its batch size (so keys sort by job, then size)."""
+    sizes, rank = np.unique(np.r_[told.rows[:, 0], phases.rows[:, 1]], return_inverse=True)
+    return phases.owner * sizes.size + rank[told.owner.size:], told.owner * sizes.size + rank[:told.owner.size]
+
+
+def _check_profiles(phases: _Records, told: _Records, phase_key: IntArray, told_key: IntArray,
+                    has_profile: NDArray[np.bool_], fail: Callable[[int, str], None]) -> None:
+    """A given profile has positive entries, no repeated batch size and every batch size its
+    phases use; without one, a batch size has one epoch duration across the job's phases."""
+    for column, field in enumerate(("batch_size", "epoch_s")):
+        if (t := first_bad(told.rows[:, column] <= 0)) is not None:
+            fail(int(told.owner[t]), f"profile entry {told.index[t]}: {field} must be > 0, "
+                                     f"got {told.rows[t, column]:g}")
+    order = np.argsort(told_key, kind="stable")
+    if (t := first_bad(told_key[order][1:] == told_key[order][:-1])) is not None:
+        later, earlier = int(order[t + 1]), int(order[t])
+        fail(int(told.owner[later]), f"profile entry {told.index[later]}: batch_size {told.rows[later, 0]:g} "
+                                     f"repeats profile entry {told.index[earlier]}")
+    unlisted = has_profile[phases.owner] & ~np.isin(phase_key, told_key)
+    if (p := first_bad(unlisted)) is not None:
+        fail(int(phases.owner[p]), f"phase {phases.index[p]} runs batch_size {phases.rows[p, 1]:g}, which the "
+                                   "profile does not list; add it to 'profile'")
+    # Without a profile a policy is told {batch_size: epoch_s} read off the phases, so a batch
+    # size is one regime with one epoch duration.
+    order = np.argsort(phase_key, kind="stable")
+    same = (phase_key[order][1:] == phase_key[order][:-1]) & ~has_profile[phases.owner[order][1:]]
+    if (p := first_bad(same & (phases.rows[order, 2][1:] != phases.rows[order, 2][:-1]))) is not None:
+        q, other = int(order[p + 1]), int(order[p])
+        fail(int(phases.owner[q]), f"phase {phases.index[q]}: batch_size {phases.rows[q, 1]:g} has epoch_s "
+                                   f"{phases.rows[q, 2]:g} but another phase gives it {phases.rows[other, 2]:g}")
+
+
+def _profiles(phases: _Records, told: _Records, n_jobs: int,
+              fail: Callable[[int, str], None]) -> list[tuple[tuple[float, float], ...]]:
+    """Check the given profiles (`told`) against the phases and return every job's profile, given
+    or read off its phases, in ascending batch size."""
+    phase_key, told_key = _job_keys(phases, told)
+    has_profile = np.bincount(told.owner, minlength=n_jobs) > 0
+    _check_profiles(phases, told, phase_key, told_key, has_profile, fail)
+    # The derived profiles: each (job, batch size) a job without a profile runs, once.
+    runs = ~has_profile[phases.owner] & (phases.rows[:, 0] > 0)
+    derived_key, first = np.unique(phase_key[runs], return_index=True)
+    key = np.r_[told_key, derived_key]
+    rows = np.r_[told.rows, phases.rows[runs][first, 1:]]
+    owner = np.r_[told.owner, phases.owner[runs][first]]
+    order = np.argsort(key, kind="stable")  # by job, then ascending batch size
+    blocks = np.split(rows[order], np.cumsum(np.bincount(owner, minlength=n_jobs))[:-1])
+    return [tuple((b, s) for b, s in block.tolist()) for block in blocks]
+
+
 def workload_from_dict(raw: Any, default_name: str = "workload") -> Workload:
     """Check a decoded workload file (the JSON object) and build the `Workload`.
 
@@ -345,9 +504,8 @@ def workload_from_dict(raw: Any, default_name: str = "workload") -> Workload:
     ids: list[Any] = []
     scalars = np.empty((len(jobs), 3))  # arrival_s, gpus, epochs
     stated_isolated = np.full(len(jobs), np.nan)
-    phase_rows: list[tuple[float, float, float]] = []  # (epochs, batch_size, epoch_s)
-    phase_job: list[int] = []
-    phase_index: list[int] = []
+    phase_blocks: list[FloatArray] = []  # per job, rows (epochs, batch_size, epoch_s)
+    profile_blocks: list[FloatArray] = []  # per job, rows (batch_size, epoch_s); none: derived
     trainings: list[Training | None] = []
     for index, job in enumerate(jobs):
         if not isinstance(job, Mapping):
@@ -369,15 +527,8 @@ def workload_from_dict(raw: Any, default_name: str = "workload") -> Workload:
         if not isinstance(phases, list) or not phases:
             raise ValidationError(f"{where}: 'phases' must be a non-empty list"
                                   + ("" if "phases" in job else " (missing field 'phases')"))
-        for k, phase in enumerate(phases):
-            at = f"{where}, phase {k}"
-            if not isinstance(phase, Mapping):
-                raise ValidationError(f"{at}: must be a JSON object, got {type(phase).__name__}")
-            phase_rows.append((_read_field(phase, "epochs", at, whole=True),
-                               _read_field(phase, "batch_size", at, whole=False),
-                               _read_field(phase, "epoch_s", at, whole=False)))
-            phase_job.append(index)
-            phase_index.append(k)
+        phase_blocks.append(_read_records(phases, _PHASE_FIELDS, where, "phase"))
+        profile_blocks.append(_read_profile(job, where))
 
     arrival_s, gang, epochs = scalars.T
     seen: dict[Any, int] = {}
@@ -398,23 +549,17 @@ def workload_from_dict(raw: Any, default_name: str = "workload") -> Workload:
     if (i := first_bad(epochs < 1)) is not None:
         fail(i, f"epochs must be >= 1, got {epochs[i]:g}")
 
-    phase = np.array(phase_rows)  # (P, 3)
-    owner = np.array(phase_job)
+    phases_of = _Records.of(phase_blocks)
+    phase, owner = phases_of.rows, phases_of.owner
     for column, field in ((1, "batch_size"), (2, "epoch_s")):
         if (p := first_bad(phase[:, column] <= 0)) is not None:
-            fail(int(owner[p]), f"phase {phase_index[p]}: {field} must be > 0, got {phase[p, column]:g}")
+            fail(int(owner[p]), f"phase {phases_of.index[p]}: {field} must be > 0, got {phase[p, column]:g}")
     if (p := first_bad(phase[:, 0] < 0)) is not None:
-        fail(int(owner[p]), f"phase {phase_index[p]}: epochs must be >= 0, got {phase[p, 0]:g}")
+        fail(int(owner[p]), f"phase {phases_of.index[p]}: epochs must be >= 0, got {phase[p, 0]:g}")
     summed = np.bincount(owner, weights=phase[:, 0], minlength=len(jobs))
     if (i := first_bad(summed != epochs)) is not None:
         fail(i, f"phases' epochs sum to {summed[i]:g}, but epochs is {epochs[i]:g}")
-    # A batch size is a regime with one epoch duration; a policy is told {batch_size: epoch_s}.
-    order = np.lexsort((phase[:, 1], owner))
-    same = (owner[order][1:] == owner[order][:-1]) & (phase[order, 1][1:] == phase[order, 1][:-1])
-    if (p := first_bad(same & (phase[order, 2][1:] != phase[order, 2][:-1]))) is not None:
-        q = int(order[p + 1])
-        fail(int(owner[q]), f"phase {phase_index[q]}: batch_size {phase[q, 1]:g} has epoch_s {phase[q, 2]:g} "
-                            f"but another phase gives it {phase[int(order[p]), 2]:g}")
+    profiles = _profiles(phases_of, _Records.of(profile_blocks), len(jobs), fail)
 
     # Expand phases to epochs for all jobs at once, then cut per job.
     counts = phase[:, 0].astype(np.int64)
@@ -434,12 +579,49 @@ def workload_from_dict(raw: Any, default_name: str = "workload") -> Workload:
         durations[index].setflags(write=False)
         built.append(Job(id=job_id, arrival_s=float(arrival_s[index]), gpus=int(gang[index]),
                          epochs=int(epochs[index]), isolated_s=float(isolated[index]),
-                         batch_size=batches[index], epoch_s=durations[index], training=trainings[index]))
+                         batch_size=batches[index], epoch_s=durations[index], training=trainings[index],
+                         profile=profiles[index]))
     throughputs = raw.get("throughputs")
     if throughputs is not None and not isinstance(throughputs, str):
         raise ValidationError(f"workload: throughputs must name a throughput set (a string), got {throughputs!r}")
     return Workload(name=name, gpus=int(capacity), round_s=float(round_s), jobs=tuple(built),
                     throughputs=throughputs)
+
+
+def epoch_records(batch_size: FloatArray, epoch_s: FloatArray,
+                  profile: FloatArray | None = None) -> dict[str, list[dict[str, float]]]:
+    """A job's per-epoch arrays as the file format's ``phases`` (runs of equal epochs), and its
+    told `profile` (rows ``(batch_size, epoch_s)``) as ``profile`` when given and not the one
+    the arrays imply (`derived_profile`), so that a file holds a profile only where it says more.
+    """
+    batch, seconds = np.asarray(batch_size, dtype=float), np.asarray(epoch_s, dtype=float)
+    start = np.flatnonzero(np.r_[True, (batch[1:] != batch[:-1]) | (seconds[1:] != seconds[:-1])])
+    lengths = np.diff(np.r_[start, batch.size])
+    # Through lists, not numpy scalars: with noisy epochs every epoch is a phase.
+    records: dict[str, list[dict[str, float]]] = {"phases": [
+        {"epochs": n, "batch_size": b, "epoch_s": s}
+        for n, b, s in zip(lengths.tolist(), batch[start].tolist(), seconds[start].tolist(), strict=True)]}
+    if profile is not None:
+        told = tuple((b, s) for b, s in np.asarray(profile, dtype=float).tolist())
+        if told != derived_profile(batch, seconds):
+            records["profile"] = [{"batch_size": b, "epoch_s": s} for b, s in told]
+    return records
+
+
+def workload_to_dict(workload: Workload) -> dict[str, Any]:
+    """`workload` as a workload file's JSON object; `workload_from_dict` reads it back to the same
+    jobs, per-epoch arrays and profiles (``json.dumps`` writes it; floats round-trip exactly)."""
+    jobs = []
+    for job in workload.jobs:
+        record: dict[str, Any] = {"id": job.id, "arrival_s": job.arrival_s, "gpus": job.gpus, "epochs": job.epochs}
+        if job.training is not None:
+            record |= {"model": job.training.model, "adaptation": job.training.adaptation,
+                       "total_steps": job.training.total_steps, "samples_per_epoch": job.training.samples_per_epoch}
+        jobs.append(record | epoch_records(job.batch_size, job.epoch_s, np.array(job.profile)))
+    raw: dict[str, Any] = {"name": workload.name, "gpus": workload.gpus, "round_s": workload.round_s}
+    if workload.throughputs is not None:
+        raw["throughputs"] = workload.throughputs
+    return raw | {"jobs": jobs}
 
 
 def shipped_workloads() -> list[str]:
@@ -467,8 +649,10 @@ def load_workload(path_or_name: str | Path) -> Workload:
         For a malformed file, naming the job (index and id), the field and what is wrong: a
         missing field, a non-numeric or non-whole value, negative arrival, gpus < 1 or wider than
         the cluster, epochs < 1, phases' epochs not summing to ``epochs``, a non-positive
-        epoch_s or batch_size, one batch size with two epoch durations, a stated ``isolated_s``
-        that is not the sum of the epoch durations, a repeated id.
+        epoch_s or batch_size, one batch size with two epoch durations (without a profile), a
+        stated ``isolated_s`` that is not the sum of the epoch durations, a repeated id; a
+        ``profile`` that is not a non-empty list of objects, repeats a batch size or does not
+        list a batch size the phases run.
     FileNotFoundError
         If there is no such file or shipped workload.
     """

@@ -1,0 +1,152 @@
+"""Planning over uncertainty, judged in the simulator: certainty equivalent, sample average, recourse, oracle.
+
+Run from the repository root::
+
+    python -m benchmarks.uncertainty [--workloads NAME,...] [--planners NAME,...] [--scenarios 8]
+                                     [--workers 2] [--jobs N] [--out DIR]
+
+Each planner is the reproduction's vfm policy (`benchmarks.reproduce.vfm_policy`: Shockwave's
+program on vfm's interior point, credit execution) with one change:
+
+- ``ce``: the certainty-equivalent planner (one scenario: the Dirichlet forecaster's point forecast);
+- ``saa-whole``: the sample average over ``--scenarios`` Dirichlet scenarios counting whole epochs;
+- ``saa``: the same over fluid scenarios (`vfm.forecast.DirichletForecaster` ``scenario_progress``);
+- ``recourse``: ``saa`` with recourse (the first round shared, later rounds per scenario);
+- ``oracle``: the certainty-equivalent planner told each job's true epoch times
+  (`vfm.forecast.OracleForecaster`): what a perfect forecast is worth.
+
+Workloads: the Shockwave traces by name; ``uncertain-<seed>``: `UNCERTAIN_SPEC` (120 jobs on 32
+GPUs, the artifact's adaptation rules with change points jittered per job, noisy epoch times and
+profiles that list batch sizes a job may never reach: `vfm.cluster.generate.Uncertainty`);
+``generated-<seed>``: the same without the uncertainty. The default planner was chosen on the
+120-job trace and ``uncertain-0``/``uncertain-1`` and is reported on the others (docs/results.md).
+
+Prints one row per workload and planner (makespan, mean JCT, worst FTF ratio, unfair share,
+utilization, median and max seconds of a re-plan) and writes ``table.txt`` and ``results.json`` to
+``--out`` (default ``benchmarks/results/uncertainty``), one file per workload as it completes, so
+that a long run can be read while it goes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from concurrent import futures
+from contextlib import ExitStack
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from benchmarks._cli import Parser
+from benchmarks._executors import make_executor
+from benchmarks.reproduce import vfm_policy
+from vfm.cluster import Workload, load_workload, simulate, summarize
+from vfm.cluster.generate import Uncertainty, WorkloadSpec, generate_workload
+from vfm.forecast import DirichletForecaster, Forecaster, OracleForecaster
+
+#: The uncertain generated workloads: the 120-job trace's size and load, adaptation made uncertain.
+UNCERTAIN_SPEC = WorkloadSpec(jobs=120, gpus=32, uncertainty=Uncertainty(change_jitter=0.3, epoch_noise=0.2,
+                                                                         hidden_regimes=True))
+CERTAIN_SPEC = WorkloadSpec(jobs=120, gpus=32)
+CHOSEN_ON = ("shockwave_120jobs_32gpus", "uncertain-0", "uncertain-1")
+REPORTED_ON = ("shockwave_220jobs_64gpus", "shockwave_460jobs_128gpus", "shockwave_900jobs_256gpus",
+               "uncertain-2", "uncertain-3", "generated-2")
+METRICS = ("makespan_s", "avg_jct_s", "worst_ftf", "unfair_pct", "utilization")
+
+
+def _dirichlet(progress: str) -> Callable[[Workload], Forecaster]:
+    return lambda workload: DirichletForecaster(scenario_progress=progress)  # type: ignore[arg-type]
+
+
+def _oracle(workload: Workload) -> Forecaster:
+    return OracleForecaster({job.id: job.epoch_s for job in workload.jobs}, scenario_progress="fluid")
+
+
+#: planner name -> (forecaster for a workload, scenarios? (else 1), recourse)
+PLANNERS: dict[str, tuple[Callable[[Workload], Forecaster], bool, bool]] = {
+    "ce": (_dirichlet("whole"), False, False),
+    "saa-whole": (_dirichlet("whole"), True, False),
+    "saa": (_dirichlet("fluid"), True, False),
+    "recourse": (_dirichlet("fluid"), True, True),
+    "oracle": (_oracle, False, False),
+}
+
+
+@cache
+def workload(name: str) -> Workload:
+    """A shipped trace by name, ``uncertain-<seed>`` or ``generated-<seed>``."""
+    for prefix, spec in (("uncertain-", UNCERTAIN_SPEC), ("generated-", CERTAIN_SPEC)):
+        if name.startswith(prefix):
+            seed = name.removeprefix(prefix)
+            if not seed.isdigit():
+                raise ValueError(f"workload {name!r}: the seed after {prefix!r} must be a whole number")
+            return generate_workload(spec, seed=int(seed), name=name)
+    return load_workload(name)
+
+
+def run_one(name: str, planner: str, scenarios: int, jobs: int | None = None) -> dict[str, Any]:
+    """Simulate one planner on one workload (its first `jobs` jobs if given); the headline metrics
+    and re-plan times (plain values)."""
+    job_set = workload(name) if jobs is None else workload(name).head(jobs)
+    forecaster, sampled, recourse = PLANNERS[planner]
+    policy = vfm_policy(job_set.gpus, job_set.round_s, 0, forecaster=forecaster(job_set),
+                        scenarios=scenarios if sampled else 1, recourse=recourse)
+    summary = summarize(simulate(job_set, policy))
+    replans = summary["replans"]
+    return {**{key: summary[key] for key in METRICS}, "replans": replans["count"],
+            "replan_s": {"median": replans["median_s"].get("total", float("nan")),
+                         "max": replans["max_s"].get("total", float("nan"))},
+            "solvers": replans["solvers"], "statuses": replans["statuses"]}
+
+
+def format_rows(name: str, results: dict[str, dict[str, Any]]) -> list[str]:
+    rows = []
+    for planner, r in results.items():
+        rows.append(f"{name:<28} {planner:<10} {r['makespan_s']:>9.0f} {r['avg_jct_s']:>8.0f} {r['worst_ftf']:>6.3f} "
+                    f"{r['unfair_pct']:>7.2f} {r['utilization']:>6.3f} {r['replan_s']['median']:>8.3f} "
+                    f"{r['replan_s']['max']:>7.2f}")
+    return rows
+
+
+HEADER = (f"{'workload':<28} {'planner':<10} {'makespan':>9} {'JCT':>8} {'FTF':>6} {'unfair%':>7} {'util':>6} "
+          f"{'replan s':>8} {'max':>7}")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = Parser("benchmarks.uncertainty", __doc__)
+    parser.add_argument("--workloads", default=",".join(CHOSEN_ON + REPORTED_ON),
+                        help="comma-separated: shipped trace names, uncertain-<seed>, generated-<seed>")
+    parser.add_argument("--planners", default=",".join(PLANNERS), help=f"comma-separated of {', '.join(PLANNERS)}")
+    parser.add_argument("--scenarios", type=int, default=8, help="S of the sampled planners (default 8)")
+    parser.add_argument("--workers", type=int, default=2, help="parallel simulations (default 2)")
+    parser.add_argument("--jobs", type=int, help="simulate only each workload's first JOBS jobs (a slice)")
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/uncertainty"))
+    args = parser.parse_args(argv)
+    with parser.reporting():
+        names = [n.strip() for n in args.workloads.split(",") if n.strip()]
+        planners = [p.strip() for p in args.planners.split(",") if p.strip()]
+        if unknown := [p for p in planners if p not in PLANNERS]:
+            raise ValueError(f"unknown planner {unknown[0]!r}; choose from {', '.join(PLANNERS)}")
+        for name in names:
+            workload(name)  # a bad name fails here, before any simulation
+        args.out.mkdir(parents=True, exist_ok=True)
+        results: dict[str, dict[str, dict[str, Any]]] = {name: {} for name in names}
+        print(HEADER, flush=True)
+        with ExitStack() as stack:
+            executor = make_executor("process", args.workers, stack)
+            tasks = {executor.submit(run_one, name, planner, args.scenarios, args.jobs): (name, planner)
+                     for name in names for planner in planners}
+            for task in futures.as_completed(tasks):
+                name, planner = tasks[task]
+                results[name][planner] = task.result()
+                print(format_rows(name, {planner: results[name][planner]})[0], flush=True)
+                (args.out / "results.json").write_text(json.dumps({"scenarios": args.scenarios,
+                                                                   "results": results}, indent=1))
+        table = "\n".join([HEADER, *(row for name in names for row in format_rows(
+            name, {p: results[name][p] for p in planners}))])
+        (args.out / "table.txt").write_text(table + "\n")
+        print(f"wrote {args.out}/: table.txt, results.json")
+
+
+if __name__ == "__main__":
+    main()
