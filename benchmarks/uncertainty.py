@@ -59,12 +59,12 @@ def _dirichlet(progress: str) -> Callable[[Workload], Forecaster]:
 
 
 def _oracle(workload: Workload) -> Forecaster:
-    return OracleForecaster({job.id: job.epoch_s for job in workload.jobs}, scenario_progress="fluid")
+    return OracleForecaster({job.id: job.epoch_s for job in workload.jobs})
 
 
 #: planner name -> (forecaster for a workload, scenarios? (else 1), recourse)
 PLANNERS: dict[str, tuple[Callable[[Workload], Forecaster], bool, bool]] = {
-    "ce": (_dirichlet("whole"), False, False),
+    "ce": (_dirichlet("fluid"), False, False),
     "saa-whole": (_dirichlet("whole"), True, False),
     "saa": (_dirichlet("fluid"), True, False),
     "recourse": (_dirichlet("fluid"), True, True),

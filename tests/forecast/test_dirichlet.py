@@ -13,6 +13,8 @@ from vfm.errors import ValidationError
 from vfm.forecast import DirichletForecaster, Forecaster, JobStates, check_horizon
 
 SHOCKWAVE = DirichletForecaster()
+#: The exact posterior predictive scenarios: whole epochs per round.
+WHOLE = DirichletForecaster(scenario_progress="whole")
 TWO_REGIMES = {32: 60.0, 64: 30.0}
 
 
@@ -116,7 +118,7 @@ def test_vectorized_over_jobs_with_padding_and_finished_jobs():
     )
     np.testing.assert_allclose(SHOCKWAVE.remaining_runtime(states), [1830 / 7, 240.0, 0.0])
     assert not SHOCKWAVE.epochs_per_round(states, 4, 120.0)[2].any()
-    assert not SHOCKWAVE.sample_epochs_per_round(states, 4, 120.0, 3, seed=0)[:, 2].any()
+    assert not WHOLE.sample_epochs_per_round(states, 4, 120.0, 3, seed=0)[:, 2].any()
 
 
 # --- the posterior mean and the observed frequencies ------------------------------------------------
@@ -218,7 +220,7 @@ def mixed_states():
 @given(job_states(), st.integers(1, 25), st.sampled_from([30.0, 120.0]), st.integers(0, 2**32 - 1),
        st.sampled_from(["shockwave", "proportional"]))
 def test_scenarios_are_whole_nonnegative_and_within_the_remaining_epochs(states, rounds, round_s, seed, split):
-    forecaster = DirichletForecaster(split=split)
+    forecaster = DirichletForecaster(split=split, scenario_progress="whole")
     sample = forecaster.sample_epochs_per_round(states, rounds, round_s, 4, seed=seed)
     assert sample.shape == (4, states.n_jobs, rounds)
     assert (sample >= 0).all() and (sample == np.round(sample)).all()
@@ -230,17 +232,17 @@ def test_scenarios_are_whole_nonnegative_and_within_the_remaining_epochs(states,
 
 def test_scenarios_are_reproducible_from_the_seed():
     states = mixed_states()
-    first = SHOCKWAVE.sample_epochs_per_round(states, 20, 120.0, 8, seed=7)
-    np.testing.assert_array_equal(first, SHOCKWAVE.sample_epochs_per_round(states, 20, 120.0, 8, seed=7))
-    generator = SHOCKWAVE.sample_epochs_per_round(states, 20, 120.0, 8, seed=np.random.default_rng(7))
+    first = WHOLE.sample_epochs_per_round(states, 20, 120.0, 8, seed=7)
+    np.testing.assert_array_equal(first, WHOLE.sample_epochs_per_round(states, 20, 120.0, 8, seed=7))
+    generator = WHOLE.sample_epochs_per_round(states, 20, 120.0, 8, seed=np.random.default_rng(7))
     np.testing.assert_array_equal(first, generator)
-    assert not np.array_equal(first, SHOCKWAVE.sample_epochs_per_round(states, 20, 120.0, 8, seed=8))
+    assert not np.array_equal(first, WHOLE.sample_epochs_per_round(states, 20, 120.0, 8, seed=8))
 
 
 def test_single_regime_jobs_are_deterministic():
     # 30 s epochs end exactly on 120 s round ends and count there: 4 per round until the 10 left run out.
     states = JobStates.from_lists([12, 100], [{64: 30.0}, {64: 50.0}], [[64, 64], []])
-    sample = SHOCKWAVE.sample_epochs_per_round(states, 4, 120.0, 3, seed=0)
+    sample = WHOLE.sample_epochs_per_round(states, 4, 120.0, 3, seed=0)
     np.testing.assert_array_equal(sample[:, 0], np.tile([4, 4, 2, 0], (3, 1)))
     np.testing.assert_array_equal(sample[:, 1], np.tile([2, 2, 3, 2], (3, 1)))  # ends at 100, 200, 250, 350, ...
 
@@ -249,7 +251,7 @@ def test_long_window_completes_every_remaining_epoch_in_every_scenario():
     states = mixed_states()
     longest = states.regime_durations.max(axis=1)
     rounds = int(np.ceil((states.remaining_epochs * longest).max() / 120.0))
-    sample = SHOCKWAVE.sample_epochs_per_round(states, rounds, 120.0, 5, seed=1)
+    sample = WHOLE.sample_epochs_per_round(states, rounds, 120.0, 5, seed=1)
     np.testing.assert_array_equal(sample.sum(axis=2), np.tile(states.remaining_epochs, (5, 1)))
 
 
@@ -286,7 +288,7 @@ def test_scenarios_have_the_exact_renewal_distribution(regimes, total, rounds, r
     # over the regimes and the cumulative count at each round's end has the law `renewal_cdf`.
     jobs, scenarios = 100, 400
     states = JobStates.from_lists([total] * jobs, [regimes] * jobs)
-    sample = DirichletForecaster(prior_weight=1e12).sample_epochs_per_round(
+    sample = DirichletForecaster(prior_weight=1e12, scenario_progress="whole").sample_epochs_per_round(
         states, rounds, round_s, scenarios, seed=11
     )
     cumulative = np.cumsum(sample, axis=2).reshape(-1, rounds)
@@ -317,7 +319,7 @@ def test_scenario_mean_approaches_the_point_forecast(split, observed):
     within 5 standard errors of E[C].
     """
     states = JobStates.from_lists([400, 1000], [TWO_REGIMES, {8: 4.0, 16: 2.5, 32: 1.5}], observed)
-    forecaster = DirichletForecaster(split=split)
+    forecaster = DirichletForecaster(split=split, scenario_progress="whole")
     rounds, round_s, scenarios = 6, 120.0, 4000
     point = np.cumsum(forecaster.epochs_per_round(states, rounds, round_s), axis=1)
     sample = np.cumsum(forecaster.sample_epochs_per_round(states, rounds, round_s, scenarios, seed=3), axis=2)
@@ -361,8 +363,8 @@ def test_fluid_scenarios_progress_at_each_draws_expected_epoch_duration():
 def test_fluid_scenarios_value_a_round_in_which_a_long_epoch_does_not_end():
     # A 300 s epoch never ends inside the first 120 s round: worth 0 whole epochs, 0.4 fluid.
     states = JobStates.from_lists([10], [{32: 300.0}])
-    whole = SHOCKWAVE.sample_epochs_per_round(states, 3, 120.0, 2, seed=0)
-    fluid = DirichletForecaster(scenario_progress="fluid").sample_epochs_per_round(states, 3, 120.0, 2, seed=0)
+    whole = WHOLE.sample_epochs_per_round(states, 3, 120.0, 2, seed=0)
+    fluid = SHOCKWAVE.sample_epochs_per_round(states, 3, 120.0, 2, seed=0)  # fluid is the default
     np.testing.assert_array_equal(whole[0, 0], [0, 0, 1])
     np.testing.assert_allclose(fluid[0, 0], [0.4, 0.4, 0.4])
 
@@ -473,8 +475,8 @@ def test_array_constructor_matches_from_lists_and_is_read_only():
         (lambda s: SHOCKWAVE.epochs_per_round(s, 0, 120.0), r"rounds must be a positive whole number, got 0"),
         (lambda s: SHOCKWAVE.epochs_per_round(s, 2.0, 120.0), r"rounds must be a positive whole number"),
         (lambda s: SHOCKWAVE.epochs_per_round(s, 3, -1.0), r"round_s must be a positive, finite number"),
-        (lambda s: SHOCKWAVE.sample_epochs_per_round(s, 3, np.inf, 2), r"round_s must be a positive, finite"),
-        (lambda s: SHOCKWAVE.sample_epochs_per_round(s, 3, 120.0, 0), r"scenarios must be a positive whole number"),
+        (lambda s: WHOLE.sample_epochs_per_round(s, 3, np.inf, 2), r"round_s must be a positive, finite"),
+        (lambda s: WHOLE.sample_epochs_per_round(s, 3, 120.0, 0), r"scenarios must be a positive whole number"),
         (lambda s: DirichletForecaster(split="median"), r"split must be 'shockwave' or 'proportional'"),
         (lambda s: DirichletForecaster(prior_weight=0.0), r"prior_weight must be a positive, finite number"),
         (lambda s: DirichletForecaster(scenario_progress="epochs"), r"scenario_progress must be 'whole' or 'fluid'"),

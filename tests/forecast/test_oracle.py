@@ -38,7 +38,7 @@ def direct(seconds: np.ndarray, done: int, clock: float) -> float:
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_forecasts_are_each_jobs_true_future(seed):
     epoch_s, states = futures(seed)
-    oracle = OracleForecaster(epoch_s)
+    oracle = OracleForecaster(epoch_s, scenario_progress="whole")
     rounds, round_s = 15, 90.0
     done = states.epochs_done.astype(int)
     np.testing.assert_allclose(oracle.remaining_runtime(states),
@@ -50,7 +50,7 @@ def test_forecasts_are_each_jobs_true_future(seed):
     # Whole-epoch scenarios count the epochs that have ended; every scenario is the truth.
     whole = oracle.sample_epochs_per_round(states, rounds, round_s, 3, seed=0)
     np.testing.assert_array_equal(np.cumsum(whole, axis=2), np.broadcast_to(np.floor(want + 1e-9), (3, *want.shape)))
-    fluid = OracleForecaster(epoch_s, scenario_progress="fluid").sample_epochs_per_round(states, rounds, round_s, 2)
+    fluid = OracleForecaster(epoch_s).sample_epochs_per_round(states, rounds, round_s, 2)
     np.testing.assert_allclose(np.cumsum(fluid, axis=2), np.broadcast_to(want, (2, *want.shape)), atol=1e-9)
     assert np.all(oracle.epochs_per_round(states, rounds, round_s)[0] == 0)  # the finished job
 

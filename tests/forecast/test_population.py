@@ -53,7 +53,8 @@ def test_a_known_structure_is_forecast_exactly(shape, lengths):
 
 
 def test_progress_per_round_follows_the_references():
-    forecaster = PopulationForecaster(options=EXACT).learned([Trajectory("kind", gns_like(e)) for e in (60, 120, 240)])
+    forecaster = PopulationForecaster(options=EXACT, scenario_progress="whole").learned(
+        [Trajectory("kind", gns_like(e)) for e in (60, 120, 240)])
     sequence = gns_like(100)
     states = states_at([sequence], [8], "kind")
     rounds, round_s = 40, 100.0
@@ -99,7 +100,8 @@ def test_the_prior_keeps_a_share_that_shrinks_with_the_references():
 
 
 def test_scenarios_are_whole_bounded_and_reproducible():
-    forecaster = PopulationForecaster().learned([Trajectory("kind", gns_like(e)) for e in (60, 90, 150)])
+    forecaster = PopulationForecaster(scenario_progress="whole").learned(
+        [Trajectory("kind", gns_like(e)) for e in (60, 90, 150)])
     sequences = [gns_like(70), gns_like(200), accordion_like(40)]
     states = states_at(sequences, [0, 35, 39], "kind")
     samples = forecaster.sample_epochs_per_round(states, 10, 120.0, scenarios=8, seed=3)

@@ -119,10 +119,12 @@ class DirichletForecaster:
     prior_weight : float, optional
         Total prior concentration :math:`w > 0`, spread evenly over a job's regimes. Default
         (None): the job's total epochs :math:`E`, as Shockwave does.
-    scenario_progress : {"whole", "fluid"}
-        What `sample_epochs_per_round` counts: the whole epochs that end in each round of a
-        simulated run (default), or fluid progress at the expected epoch duration of each
-        scenario's regime mix (as the point forecast does at the posterior mean).
+    scenario_progress : {"fluid", "whole"}
+        What `sample_epochs_per_round` counts: fluid progress at the expected epoch duration of
+        each scenario's regime mix, as the point forecast does at the posterior mean (default:
+        the planner's input), or the whole epochs that end in each round of a simulated run (the
+        exact posterior predictive count, which makes the sample-average planner starve
+        long-epoch jobs: docs/planning.md, "Scenarios: whole epochs or fluid progress").
 
     Examples
     --------
@@ -142,11 +144,14 @@ class DirichletForecaster:
     array([[2.754, 2.754, 0.492]])
     >>> forecaster.sample_epochs_per_round(states, 3, 120.0, scenarios=2, seed=0).shape
     (2, 1, 3)
+    >>> whole = DirichletForecaster(scenario_progress="whole")
+    >>> bool((whole.sample_epochs_per_round(states, 3, 120.0, scenarios=2, seed=0) % 1 == 0).all())
+    True
     """
 
     split: Split = "shockwave"
     prior_weight: float | None = None
-    scenario_progress: ScenarioProgress = "whole"
+    scenario_progress: ScenarioProgress = "fluid"
 
     def __post_init__(self) -> None:
         check_scenario_progress(self.scenario_progress)
@@ -242,7 +247,7 @@ class DirichletForecaster:
     ) -> FloatArray:
         r"""Posterior predictive scenarios of the epochs each job completes per round, shape (S, n, T).
 
-        For each scenario `s` and job `i`, independently: draw regime probabilities
+        With ``scenario_progress="whole"``, for each scenario `s` and job `i`, independently: draw regime probabilities
         :math:`p^s \sim \mathrm{Dir}(\alpha)` from the posterior, then the regime of each future
         epoch i.i.d. from the remaining mix :math:`q(p^s)`; run the epochs back to back from the
         start of the window, at their regimes' durations; count the epochs that end in each round
@@ -271,7 +276,7 @@ class DirichletForecaster:
         Shockwave 900-job trace (16 scenarios, 20 rounds of 120 s) a call took about 50 ms with
         every job at its first epoch and under 40 ms at random progress (2-core machine).
 
-        With ``scenario_progress="fluid"`` a scenario keeps only the posterior draw: the job
+        With ``scenario_progress="fluid"`` (the default) a scenario keeps only the posterior draw: the job
         progresses at :math:`1/\mu^s` epochs per second, :math:`\mu^s = \sum_b q_b(p^s) d_b`,
         as in `epochs_per_round` (fractions of an epoch count). Whole epochs make a round
         in which a long epoch does not end worth nothing to the job in that scenario, so a

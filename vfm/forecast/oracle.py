@@ -42,9 +42,9 @@ class OracleForecaster:
     epoch_s : mapping of job id to array_like
         For every job the forecaster will see (by `JobStates.job_ids`), the duration of each of
         its epochs in seconds, in order: positive and finite, as many as the job's total epochs.
-    scenario_progress : {"whole", "fluid"}
-        What `sample_epochs_per_round` returns: every scenario is the truth, in whole epochs
-        ending in each round (default) or fluid.
+    scenario_progress : {"fluid", "whole"}
+        What `sample_epochs_per_round` returns: every scenario is the truth, fluid (default, as
+        the other forecasters) or in whole epochs ending in each round.
 
     Examples
     --------
@@ -61,7 +61,7 @@ class OracleForecaster:
     """
 
     epoch_s: Mapping[Hashable, ArrayLike]
-    scenario_progress: ScenarioProgress = "whole"
+    scenario_progress: ScenarioProgress = "fluid"
     _row: dict[Hashable, int] = field(init=False, repr=False, compare=False)
     _start: NDArray[np.int64] = field(init=False, repr=False, compare=False)
     _ends: FloatArray = field(init=False, repr=False, compare=False)

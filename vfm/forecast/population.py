@@ -261,10 +261,9 @@ class PopulationForecaster:
     options : PopulationOptions, optional
     prior : DirichletForecaster, optional
         The fallback and the prior of the mixture; default Shockwave's.
-    scenario_progress : {"whole", "fluid"}
-        What `sample_epochs_per_round` counts: whole epochs ending in each round (default) or
-        fluid progress along the drawn reference's stages; a scenario of the prior counts the
-        same way.
+    scenario_progress : {"fluid", "whole"}
+        What `sample_epochs_per_round` counts: fluid progress along the drawn reference's stages
+        (default) or whole epochs ending in each round; a scenario of the prior counts the same way.
 
     Examples
     --------
@@ -284,7 +283,7 @@ class PopulationForecaster:
     population: Population = field(default_factory=Population)
     options: PopulationOptions = field(default_factory=PopulationOptions)
     prior: DirichletForecaster = field(default_factory=DirichletForecaster)
-    scenario_progress: ScenarioProgress = "whole"
+    scenario_progress: ScenarioProgress = "fluid"
 
     def __post_init__(self) -> None:
         check_scenario_progress(self.scenario_progress)
