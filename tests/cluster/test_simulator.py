@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vfm.cluster import Simulation, Workload, load_workload, simulate, workload_from_dict
+from vfm.cluster import Round, Simulation, Workload, load_workload, simulate, summarize, workload_from_dict
 from vfm.cluster.protocol import SchedulingPolicy
 from vfm.errors import PolicyError, ValidationError
 
@@ -71,7 +71,7 @@ class RandomSubset(Fifo):
 
 
 class EvenRounds(Fifo):
-    """FIFO on even rounds (counted by its own calls, one per round), nothing on odd rounds."""
+    """FIFO on its even calls (0-based), nothing on odd ones: one call per round with jobs present."""
 
     def __init__(self, capacity: int) -> None:
         super().__init__(capacity)
@@ -143,11 +143,16 @@ def first_round(arrival_s: float, round_s: float) -> int:
     return r + 1 if r * round_s < arrival_s else r
 
 
+def round_numbers(sim: Simulation) -> list[int]:
+    """Which round each recorded round is (``start_s / round_s``; empty rounds are not recorded)."""
+    return [round(r.start_s / sim.round_s) for r in sim.rounds]
+
+
 def rounds_per_job(sim: Simulation, workload: Workload) -> list[list[int]]:
-    """The indices of the rounds each job held GPUs in, from `sim.rounds` alone."""
+    """The rounds (numbers) each job held GPUs in, from `sim.rounds` alone."""
     index = {job.id: j for j, job in enumerate(workload.jobs)}
     held: list[list[int]] = [[] for _ in workload.jobs]
-    for r, round_ in enumerate(sim.rounds):
+    for r, round_ in zip(round_numbers(sim), sim.rounds, strict=True):
         for job_id in round_.jobs:
             held[index[job_id]].append(r)
     return held
@@ -159,18 +164,24 @@ def check_invariants(workload: Workload, sim: Simulation, recorder: Recorder, re
     gpus = {job.id: job.gpus for job in workload.jobs}
     assert sim.n_jobs == workload.n_jobs and sim.gpus == workload.gpus
     assert np.isfinite(sim.finish_s).all()
-    # Rounds are consecutive and next_round was called once per round.
-    assert [r.start_s for r in sim.rounds] == [k * round_s for k in range(len(sim.rounds))]
+    # The rounds recorded are exactly those in which a job is present (arrived, not finished),
+    # in order, and next_round was called once per recorded round.
+    numbers = round_numbers(sim)
+    assert [r.start_s for r in sim.rounds] == [k * round_s for k in numbers]
+    last = int(np.ceil(sim.finish_s.max() / round_s))
+    present = [k for k in range(last) if ((sim.arrival_s <= k * round_s) & (sim.finish_s > k * round_s)).any()]
+    assert numbers == present
     assert recorder.round == len(sim.rounds) == sim.planner_s.size == sim.planner_busy.size
+    assert sim.planner_busy.all()
     # The run ends in the round of the last finish.
-    assert (len(sim.rounds) - 1) * round_s < sim.finish_s.max() <= len(sim.rounds) * round_s
+    assert numbers[-1] * round_s < sim.finish_s.max() <= (numbers[-1] + 1) * round_s
     busy = 0.0
     for round_ in sim.rounds:
         assert sum(gpus[i] for i in round_.jobs) <= workload.gpus  # capacity
         assert len(set(round_.jobs)) == len(round_.jobs)
     for j, (job, held) in enumerate(zip(workload.jobs, rounds_per_job(sim, workload), strict=True)):
         # Added at the start of the first round at or after its arrival.
-        assert recorder.added[job.id] == first_round(job.arrival_s, round_s)
+        assert numbers[recorder.added[job.id]] == first_round(job.arrival_s, round_s)
         starts = np.array(held) * round_s
         assert held, "every job ran"
         assert (starts >= job.arrival_s).all()  # never before its arrival
@@ -191,7 +202,8 @@ def check_invariants(workload: Workload, sim: Simulation, recorder: Recorder, re
     # The policy saw every epoch's batch size exactly once, in order, and only once finished.
     seen: dict[Hashable, list[float]] = {job.id: [] for job in workload.jobs}
     held_rounds = dict(zip((job.id for job in workload.jobs), rounds_per_job(sim, workload), strict=True))
-    for round_index, job_id, sizes in recorder.reports:
+    for call, job_id, sizes in recorder.reports:
+        round_index = numbers[call]
         assert sizes, "no empty reports"
         assert round_index in held_rounds[job_id]  # reported after a round it ran
         seen[job_id].extend(sizes)
@@ -207,7 +219,7 @@ def check_invariants(workload: Workload, sim: Simulation, recorder: Recorder, re
         assert seen[job.id] == job.batch_size.tolist()
     # Within a round, reports come in workload order (whatever the order of the answer).
     position = {job.id: j for j, job in enumerate(workload.jobs)}
-    keys = [(round_index, position[job_id]) for round_index, job_id, _ in recorder.reports]
+    keys = [(call, position[job_id]) for call, job_id, _ in recorder.reports]
     assert keys == sorted(keys) and len(set(keys)) == len(keys)
 
 
@@ -256,9 +268,10 @@ def test_a_job_alone_finishes_one_restart_after_its_round(raw: dict[str, Any], r
 @settings(max_examples=40)
 @given(raw=workloads(), restart_s=st.sampled_from([0.0, 20.0, 45.0]))
 def test_a_job_run_every_other_round_restarts_each_time(raw: dict[str, Any], restart_s: float) -> None:
-    # One job, run on even rounds only: each run restarts, so it needs k = ceil(isolated_s / w)
+    # One job, run every other round: each run restarts, so it needs k = ceil(isolated_s / w)
     # runs of w = round_s - restart_s seconds of work and finishes in the k-th, at
-    # (r0 + 2 (k - 1)) * round_s + restart_s + (isolated_s - (k - 1) w), r0 = its first even round.
+    # (r0 + 2 (k - 1)) * round_s + restart_s + (isolated_s - (k - 1) w), r0 = its arrival round
+    # (the policy's first call: the empty rounds before it are skipped).
     raw["jobs"] = raw["jobs"][:1]
     workload = workload_from_dict(raw)
     job, round_s = workload.jobs[0], workload.round_s
@@ -266,7 +279,7 @@ def test_a_job_run_every_other_round_restarts_each_time(raw: dict[str, Any], res
     work = round_s - restart_s
     k = math.ceil(job.isolated_s / work)
     arrival_round = first_round(job.arrival_s, round_s)
-    r0 = arrival_round + arrival_round % 2
+    r0 = arrival_round
     expected = (r0 + 2 * (k - 1)) * round_s + restart_s + job.isolated_s - (k - 1) * work
     assert sim.finish_s[0] == pytest.approx(expected, rel=1e-12)
     assert sim.restarts[0] == k
@@ -284,18 +297,104 @@ def test_the_120_job_workload_with_fifo() -> None:
     assert sim.planner_busy.all()  # job 0 arrives at t = 0 and jobs keep arriving until the end
 
 
-def test_next_round_is_called_in_empty_rounds() -> None:
+def test_empty_rounds_are_skipped_to_the_next_arrival() -> None:
     raw = {"gpus": 1, "round_s": 100, "jobs": [
         {"id": "late", "arrival_s": 350, "gpus": 1, "epochs": 1,
          "phases": [{"epochs": 1, "batch_size": 32, "epoch_s": 10.0}]}]}
     recorder = Recorder(Fifo(1))
     sim = simulate(workload_from_dict(raw), recorder)
-    assert recorder.added == {"late": 4}
-    assert recorder.round == 5 == len(sim.rounds)
-    assert sim.planner_busy.tolist() == [False] * 4 + [True]
-    assert [r.jobs for r in sim.rounds] == [()] * 4 + [("late",)]
+    assert recorder.added == {"late": 0}  # before the first call: rounds 0-3 are empty, skipped
+    assert recorder.round == 1 == len(sim.rounds)
+    assert sim.planner_busy.tolist() == [True]
+    assert sim.rounds == (Round(400.0, ("late",)),)
     assert sim.finish_s.tolist() == [400 + 20 + 10]
     assert sim.job_id.dtype == object and sim.job_id.tolist() == ["late"]
+
+
+def test_an_arrival_1e9_seconds_away_is_reached_at_once() -> None:
+    # Was: 8.3 million empty rounds stepped one by one (a hang).
+    raw = {"gpus": 1, "round_s": 120.0, "jobs": [
+        {"id": k, "arrival_s": at, "gpus": 1, "epochs": 3, "phases": [{"epochs": 3, "batch_size": 32, "epoch_s": 50.0}]}
+        for k, at in enumerate([0.0, 1e9])]}
+    recorder = Recorder(Fifo(1))
+    sim = simulate(workload_from_dict(raw), recorder, max_rounds=10**7)
+    assert [r.start_s for r in sim.rounds] == [0.0, 120.0, 1_000_000_080.0, 1_000_000_200.0]
+    assert recorder.round == 4 and recorder.added == {0: 0, 1: 2}
+    assert sim.finish_s.tolist() == [170.0, 1_000_000_080.0 + 170.0]
+
+
+@settings(max_examples=40)
+@given(raw=workloads(), gap_s=st.sampled_from([0.0, 1234.5, 5000.0]))
+def test_skipping_empty_rounds_changes_nothing_else(raw: dict[str, Any], gap_s: float) -> None:
+    # The same run as stepping every round: a policy that ignores empty rounds (Fifo) gives the
+    # same finishes, restarts and rounds with jobs present whatever the gaps between arrivals.
+    for k, job in enumerate(raw["jobs"]):
+        job["arrival_s"] += gap_s * k
+    workload = workload_from_dict(raw)
+    sim = simulate(workload, Fifo(workload.gpus))
+    stepped = _stepped(workload)
+    np.testing.assert_array_equal(sim.finish_s, stepped.finish_s)
+    np.testing.assert_array_equal(sim.restarts, stepped.restarts)
+    assert sim.rounds == tuple(r for r, busy in zip(stepped.rounds, stepped.planner_busy, strict=True) if busy)
+    assert summarize(sim) == {**summarize(stepped), "rounds": summarize(sim)["rounds"],
+                              "planner_s": summarize(sim)["planner_s"]}
+
+
+def _stepped(workload: Workload) -> Simulation:
+    """The reference: the round semantics (docs/simulation.md) under `Fifo`, stepped here one
+    round at a time in plain Python, empty rounds included (recorded with ``planner_busy`` False)."""
+    from vfm.cluster.simulator import _Trace
+
+    trace = _Trace(workload)
+    round_s, restart_s, n = workload.round_s, 20.0, workload.n_jobs
+    policy = Fifo(workload.gpus)
+    ids = [job.id for job in workload.jobs]
+    order = np.argsort(workload.arrival_s, kind="stable")
+    work = np.zeros(n)
+    done = np.zeros(n, dtype=np.int64)
+    finish = np.full(n, np.nan)
+    restarts = np.zeros(n, dtype=np.int64)
+    held = np.zeros(n)
+    ran_last = np.zeros(n, dtype=bool)
+    rounds, busy = [], []
+    added = finished = 0
+    k = 0
+    while finished < n:
+        start = k * round_s
+        while added < n and workload.arrival_s[order[added]] <= start:
+            j = int(order[added])
+            policy.add_job(ids[j], workload.jobs[j].gpus, workload.jobs[j].regimes, workload.jobs[j].epochs)
+            added += 1
+        busy.append(added > finished)
+        run = [ids.index(i) for i in policy.next_round()]
+        rounds.append(Round(start, tuple(ids[j] for j in run)))
+        ran_now = np.zeros(n, dtype=bool)
+        for j in run:
+            restarting = not ran_last[j]
+            restarts[j] += restarting
+            begin = start + (restart_s if restarting else 0.0)
+            need = trace.isolated_s[j] - work[j]
+            if need <= start + round_s - begin:
+                finish[j] = begin + need
+                work[j] = trace.isolated_s[j]
+                held[j] += finish[j] - start
+                finished += 1
+            else:
+                work[j] += start + round_s - begin
+                held[j] += round_s
+            after = np.searchsorted(trace.ends, trace.origin[j] + work[j], side="right") - trace.offset[j]
+            after = trace.epochs[j] if not np.isnan(finish[j]) else min(max(after, done[j]), trace.epochs[j] - 1)
+            if after > done[j]:
+                policy.report_progress(ids[j], trace.batch_size[trace.offset[j] + done[j]:trace.offset[j] + after])
+            done[j] = after
+            ran_now[j] = True
+        ran_last = ran_now
+        k += 1
+    return Simulation(workload=workload.name, policy="Fifo", gpus=workload.gpus, n_jobs=n, round_s=round_s,
+                      restart_s=restart_s, job_id=np.array(ids), arrival_s=workload.arrival_s, finish_s=finish,
+                      isolated_s=trace.isolated_s, restarts=restarts, held_s=held, rounds=tuple(rounds),
+                      planner_s=np.zeros(len(rounds)), planner_busy=np.array(busy), busy_gpu_s=float(
+                          (trace.gpus * held).sum()))
 
 
 def test_round_s_and_restart_s_arguments() -> None:
@@ -446,9 +545,9 @@ TWO_JOBS: dict[str, Any] = {"gpus": 2, "round_s": 100, "jobs": [
     [
         (0, ["zzz"], r"Scripted.next_round\(\) in round 0 returned job 'zzz', which is not in the workload"),
         (0, ["b"], r"in round 0 returned job 'b', which has not arrived yet"),
-        (2, ["a"], r"in round 2 returned job 'a', which has finished"),
+        (2, ["a"], r"in round 3 returned job 'a', which has finished"),  # round 1 is empty: skipped
         (0, ["a", "a"], r"in round 0 returned job 'a' 2 times"),
-        (2, ["b", "b"], r"in round 2 returned job 'b' 2 times"),
+        (2, ["b", "b"], r"in round 3 returned job 'b' 2 times"),
         (0, [["a"]], r"in round 0 returned job \['a'\], which is not in the workload"),
         (0, None, r"in round 0 must return a list of job ids, got NoneType"),
         (0, "a", r"in round 0 must return a list of job ids, got str"),

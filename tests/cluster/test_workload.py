@@ -122,3 +122,17 @@ def test_the_writer_reads_back_to_the_same_workload() -> None:
             job.profile != tuple(sorted(dict(zip(job.batch_size.tolist(), job.epoch_s.tolist(), strict=True)).items()))
             for job in workload.jobs]
     assert [("profile" in job) for job in workload_to_dict(workload_from_dict(TOLD))["jobs"]] == [False, True]
+
+
+def test_a_workload_with_absurdly_many_epochs_is_rejected_at_load_stating_the_limit() -> None:
+    # Was: a MemoryError expanding 1e12 epochs to per-epoch arrays.
+    from vfm.cluster.workload import MAX_EPOCHS
+
+    raw = {"gpus": 1, "round_s": 120.0, "jobs": [
+        {"id": "big", "arrival_s": 0.0, "gpus": 1, "epochs": 10**12,
+         "phases": [{"epochs": 10**12, "batch_size": 32, "epoch_s": 1.0}]}]}
+    with pytest.raises(ValidationError, match=r"^workload: its jobs have 1e\+12 epochs in all, more than the 1e\+07 a "
+                                              r"workload may have \(the largest, job 0 \(id 'big'\), has 1e\+12\)"):
+        workload_from_dict(raw)
+    raw["jobs"][0]["epochs"] = raw["jobs"][0]["phases"][0]["epochs"] = MAX_EPOCHS
+    assert workload_from_dict(raw).jobs[0].epochs == MAX_EPOCHS  # the limit itself loads

@@ -175,3 +175,19 @@ def test_groups_must_match_the_jobs():
         JobStates.from_lists([3, 4], [REGIMES] * 2, groups=["a"])
     with pytest.raises(ValidationError, match=r"groups\[1\] .* must be hashable"):
         JobStates.from_lists([3, 4], [REGIMES] * 2, groups=["a", ["b"]])
+
+
+def test_a_job_whose_references_weigh_almost_nothing_draws_its_own_references():
+    # Job 1's weights (1e-16) are below the rounding of job 0's cumulative weight (20): drawn by a
+    # global running sum, they were lost and job 1 followed a reference of job 2.
+    from vfm.forecast.population import _Match
+
+    weight = np.array([10.0, 10.0, 1e-16, 2e-16, 5.0])
+    job = np.array([0, 0, 1, 1, 2])
+    match = _Match(job=job, weight=weight, stage_epochs=np.zeros((5, 1)), seconds_per_epoch=np.ones((5, 1)),
+                   total_weight=np.bincount(job, weight), square_weight=np.bincount(job, weight**2))
+    forecaster = PopulationForecaster(options=PopulationOptions(prior_weight=1e-12))
+    pair = forecaster._draw(match, np.random.default_rng(0), 2000)
+    assert np.isin(pair[:, 1], [2, 3]).all()
+    assert abs((pair[:, 1] == 3).mean() - 2 / 3) < 0.05  # by weight: 2e-16 of 3e-16 (4.7 standard errors)
+    assert np.isin(pair[:, 0], [0, 1]).all() and (pair[:, 2] == 4).all()

@@ -38,3 +38,22 @@ def test_options_are_frozen_and_overrides_make_a_copy():
     assert (changed.rounds, changed.efficiency, options.efficiency) == (10, 0.05, 0.0)
     assert options.updated() is options
     assert Policy(4, options, replan_every=2).options is options
+
+
+@pytest.mark.parametrize("tol", [float("nan"), -1e-9, 0.0, 1.0, 5.0, "1e-9", None])
+def test_a_tolerance_that_is_no_relative_gap_is_rejected_by_the_options_and_by_every_backend(tol):
+    import numpy as np
+
+    from vfm.planner.backends import SaaCvxpyBackend, SaaIpmBackend
+    from vfm.planner.program import PlanningProgram
+    from vfm.planner.saa_ipm import solve_saa_ipm
+
+    with pytest.raises(ValidationError, match=r"^tol must be"):
+        PlanOptions(tol=tol)
+    program = PlanningProgram(progress=np.full((1, 1, 2), 0.1), base=np.zeros(1), weights=np.ones(1),
+                              gpus=np.ones(1), capacity=np.ones(2), round_s=1.0, remaining_s=np.ones(1))
+    for solve in (solve_saa_ipm, SaaIpmBackend().solve, SaaCvxpyBackend().solve):
+        with pytest.raises(ValidationError, match=r"^tol must be a relative gap in \(0, 1\)"):
+            solve(program, tol=tol)  # was: NaN or negative ran to the iteration limit
+    with pytest.raises(ValidationError, match=r"^max_iter must be a positive whole number"):
+        solve_saa_ipm(program, max_iter=0)

@@ -585,3 +585,94 @@ def test_a_certified_gap_near_the_tolerance_is_kept_and_one_far_from_it_falls_ba
         backends.solve_saa_ipm = original
     assert (near.solver, near.status, near.message) == ("saa-ipm", Status.INACCURATE, "saa-ipm stopped short")
     assert far.solver == "cvxpy" and "(after saa-ipm: saa-ipm stopped short)" in far.message, far.message
+
+
+# --- issue 15: a plug-in forecaster's output is checked where the planner consumes it -----------
+
+
+class _Malformed:
+    """A forecaster whose every method returns a sound forecast except the one spoiled by `fault`."""
+
+    def __init__(self, fault: str) -> None:
+        self.fault = fault
+
+    def remaining_runtime(self, states):
+        runtime = np.full(states.n_jobs, 100.0)
+        if self.fault == "runtime":
+            runtime[1] = -1.0
+        if self.fault == "runtime nan":
+            runtime[1] = np.nan
+        return runtime
+
+    def epochs_per_round(self, states, rounds, round_s):
+        epochs = np.ones((states.n_jobs, rounds))
+        if self.fault == "nan":
+            epochs[1, 2] = np.nan
+        elif self.fault == "negative":
+            epochs[1, 0] = -1.0
+        elif self.fault == "too many":
+            epochs[1] = 5.0
+        elif self.fault == "shape":
+            epochs = epochs[:, :-1]
+        elif self.fault == "masked":
+            epochs = np.ma.masked_array(epochs)
+        elif self.fault == "text":
+            epochs = "many"
+        return epochs
+
+    def sample_epochs_per_round(self, states, rounds, round_s, scenarios, seed=None):
+        epochs = np.ones((scenarios, states.n_jobs, rounds))
+        if self.fault == "scenario too many":
+            epochs[2, 1] = 5.0
+        return epochs
+
+
+@pytest.mark.parametrize(("fault", "message"), [
+    ("nan", r"^_Malformed.epochs_per_round returned NaN \(nan epochs\) for job 1 \(id 'b'\) in round 2"),
+    ("negative", r"^_Malformed.epochs_per_round returned a negative value \(-1 epochs\) for job 1 \(id 'b'\) in "
+                 r"round 0"),
+    ("too many", r"^_Malformed.epochs_per_round forecasts 20 epochs over the window for job 1 \(id 'b'\), more than "
+                 r"the 10 it has left"),
+    ("scenario too many", r"^_Malformed.sample_epochs_per_round forecasts 20 epochs over the window for job 1 "
+                          r"\(id 'b'\) in scenario 2, more than the 10 it has left"),
+    ("shape", r"^_Malformed.epochs_per_round returned shape \(2, 3\); the planner needs shape \(2, 4\)"),
+    ("masked", r"^_Malformed.epochs_per_round returned a numpy masked array"),
+    ("text", r"^_Malformed.epochs_per_round must return a numeric array of shape \(2, 4\), got str"),
+    ("runtime", r"^_Malformed.remaining_runtime returned a negative value \(-1 seconds\) for job 1 \(id 'b'\)"),
+    ("runtime nan", r"^_Malformed.remaining_runtime returned NaN \(nan seconds\) for job 1 \(id 'b'\)"),
+])
+def test_a_malformed_forecast_names_the_forecaster_the_method_and_the_job(fault, message):
+    # Was: "utilities contains NaN at index (0, 0, 0, 0)", or accepted silently.
+    states = JobStates.from_lists([10, 10], [{32: 60.0}, {32: 30.0}], job_ids=["a", "b"])
+    with pytest.raises(ValidationError, match=message):
+        plan(states, [1, 1], 1, rounds=4, scenarios=4, seed=0, forecaster=_Malformed(fault))
+
+
+def test_a_forecast_within_a_relative_1e_9_of_the_epochs_left_is_accepted():
+    states = JobStates.from_lists([10, 10], [{32: 60.0}, {32: 30.0}], job_ids=["a", "b"])
+
+    class Fluid(_Malformed):
+        def epochs_per_round(self, states, rounds, round_s):
+            return np.full((states.n_jobs, rounds), 2.5 * (1 + 5e-10))  # 10 epochs plus float noise
+
+    assert plan(states, [1, 1], 1, rounds=4, forecaster=Fluid("")).schedule.shape == (2, 4)
+
+
+@pytest.mark.parametrize("argument", ["gpus", "budgets", "fair_finish_s"])
+def test_plan_rejects_a_masked_array_instead_of_reading_its_raw_data(argument):
+    states = JobStates.from_lists([10, 10], [{32: 60.0}, {32: 30.0}])
+    values = {"gpus": [1, 1], "budgets": [1.0, 1.0], "fair_finish_s": [600.0, 600.0]}
+    values[argument] = np.ma.masked_array(values[argument], mask=[False, True])
+    gpus = values.pop("gpus")
+    with pytest.raises(ValidationError, match=rf"^{argument} is a numpy masked array"):
+        plan(states, gpus, 2, rounds=3, **values)
+
+
+def test_a_plan_pickles_and_comes_back_read_only():
+    import pickle
+
+    states = JobStates.from_lists([10, 10], [{32: 60.0}, {32: 30.0}])
+    result = pickle.loads(pickle.dumps(plan(states, [1, 1], 1, rounds=3)))
+    for array in (result.schedule, result.relaxed, result.program.progress):
+        with pytest.raises(ValueError):
+            array.setflags(write=True)

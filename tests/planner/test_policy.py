@@ -93,7 +93,7 @@ def test_remove_job_and_bad_inputs_name_the_job():
         policy.add_job("b", gpus=0, regimes=REGIMES, epochs=10)
     with pytest.raises(ValueError, match=r"gpus of job 'c'.*wider than the cluster"):
         policy.add_job("c", gpus=5, regimes=REGIMES, epochs=10)
-    with pytest.raises(ValueError, match=r"total_epochs\[0\] \(job 0 \(id 'd'\)\)"):
+    with pytest.raises(ValueError, match=r"^epochs must be a positive whole number for job 'd', got -3$"):
         policy.add_job("d", gpus=1, regimes=REGIMES, epochs=-3)
     with pytest.raises(ValueError, match=r"batch_sizes\[1\] of job 'a' is 128, which is not in the job's"
                        r" regimes \{32, 64\}"):
@@ -281,3 +281,118 @@ def test_an_unhashable_kind_is_named():
     with pytest.raises(ValidationError, match=r"kind of job 'a' must be hashable.*got list"):
         policy.add_job("a", gpus=1, regimes=REGIMES, epochs=4, kind=["lm"])
     assert policy.jobs == []
+
+
+# --- issue 15: results immutable, events checked --------------------------------------------------
+
+
+def _assert_frozen(array: np.ndarray) -> None:
+    """Writing raises, and so does making it (or what it views) writable again."""
+    assert not array.flags.writeable
+    with pytest.raises(ValueError):
+        array.setflags(write=True)
+    base = array.base
+    while isinstance(base, np.ndarray):
+        with pytest.raises(ValueError):
+            base.setflags(write=True)
+        base = base.base
+
+
+def test_a_plan_and_the_policy_state_hand_out_arrays_no_caller_can_write():
+    policy = Policy(capacity=2, rounds=4)
+    for job, gpus in (("a", 1), ("b", 1), ("c", 2)):
+        policy.add_job(job, gpus=gpus, regimes=REGIMES, epochs=100)
+    first = policy.next_round()
+    plan = policy.last_plan
+    assert plan is not None
+    program = plan.program
+    for array in (plan.schedule, plan.relaxed, plan.prices, program.progress, program.base, program.weights,
+                  program.gpus, program.capacity, program.remaining_s, program.fits, program.runnable,
+                  program.bounds, policy.state.credit, policy.state.waited, policy.state.ran_last):
+        _assert_frozen(array)
+    with pytest.raises(ValueError):
+        plan.schedule[:] = True  # was: every job in every round, the policy's next round over capacity
+    with pytest.raises(TypeError):
+        plan.timings["total"] = 0.0  # type: ignore[index]
+    # The policy is unaffected: the next rounds fit the cluster.
+    assert sum({"a": 1, "b": 1, "c": 2}[job] for job in first) <= 2
+    for _ in range(3):
+        assert sum({"a": 1, "b": 1, "c": 2}[job] for job in policy.next_round()) <= 2
+
+
+def test_a_job_id_is_unique_over_the_policys_life():
+    policy = Policy(capacity=2, rounds=4)
+    policy.add_job("a", gpus=1, regimes=REGIMES, epochs=2)
+    policy.report_progress("a", [32, 32])
+    with pytest.raises(ValidationError, match=r"^job 'a' has already completed in this policy; job ids must be"):
+        policy.add_job("a", gpus=1, regimes=REGIMES, epochs=2)
+    assert policy.completed == ["a"]  # was ['a', 'a'] after the second run
+    with pytest.raises(ValidationError, match="job 'a' has completed all its epochs"):
+        policy.report_progress("a", [32])
+    with pytest.raises(ValidationError, match=r"^job_id must be hashable"):
+        policy.add_job(["b"], gpus=1, regimes=REGIMES, epochs=2)  # type: ignore[arg-type]
+    policy.add_job("b", gpus=1, regimes=REGIMES, epochs=2)
+    policy.remove_job("b")
+    policy.add_job("b", gpus=1, regimes=REGIMES, epochs=2)  # a removed job's id may come back
+    assert policy.jobs == ["b"]
+
+
+@pytest.mark.parametrize(("batch_sizes", "message"), [
+    ("32", r"must be a list of batch sizes, one number per epoch finished \(as \[32, 32\]\), got str '32'"),
+    (b"32", "got bytes"),
+    (32, "got int 32"),
+    ({32: 1}, "got dict"),
+    ([[32]], r"must be a flat list, one batch size per epoch, got shape \(1, 1\)"),
+    ([float("nan")], r"batch_sizes\[0\] of job 'a' is nan, not a batch size"),
+    ([32, None], "must be a list of batch sizes \\(real numbers\\)"),
+    ([True], "must be a list of batch sizes \\(real numbers\\)"),
+    (np.ma.masked_array([32, 64], mask=[False, True]), "is a numpy masked array"),
+])
+def test_report_progress_rejects_what_is_not_a_list_of_batch_sizes(batch_sizes, message):
+    policy = Policy(capacity=2, rounds=4)
+    policy.add_job("a", gpus=1, regimes=REGIMES, epochs=10)
+    with pytest.raises(ValidationError, match=message):
+        policy.report_progress("a", batch_sizes)
+    assert policy.epochs_done("a") == 0 and policy.epochs_left("a") == 10  # nothing counted
+    policy.report_progress("a", np.array([32, 64]))
+    assert policy.epochs_done("a") == 2
+
+
+def test_each_report_counts_new_epochs_and_epochs_done_tells_a_retry():
+    policy = Policy(capacity=2, rounds=4)
+    policy.add_job("a", gpus=1, regimes=REGIMES, epochs=10)
+    policy.report_progress("a", [32, 32])
+    policy.report_progress("a", [32, 32])  # the same epochs twice count twice: documented
+    assert (policy.epochs_done("a"), policy.epochs_left("a")) == (4, 6)
+    with pytest.raises(ValidationError, match="reports 7 epochs, more epochs done than the job has left"):
+        policy.report_progress("a", [32] * 7)
+    with pytest.raises(ValidationError, match="'zzz' is not in the policy"):
+        policy.epochs_done("zzz")
+
+
+@pytest.mark.parametrize(("arguments", "message"), [
+    ({"epochs": 0}, r"^epochs must be a positive whole number for job 'x', got 0$"),
+    ({"epochs": 2.5}, "^epochs must be a positive whole number for job 'x'"),
+    ({"epochs": "3"}, "^epochs must be a positive whole number for job 'x'"),
+    ({"epochs": float("nan")}, "^epochs must be a positive whole number for job 'x'"),
+    ({"epochs": True}, "^epochs must be a positive whole number for job 'x'"),
+    ({"budget": "1"}, "^budget of job 'x' must be a finite number > 0"),
+    ({"budget": float("nan")}, "^budget of job 'x' must be a finite number > 0"),
+    ({"regimes": {}}, "^regimes of job 'x' is empty"),
+    ({"regimes": {32: -1.0}}, "^regimes of job 'x' gives batch size 32 an epoch duration of -1 s"),
+])
+def test_add_job_names_the_job_and_the_argument_as_the_caller_wrote_them(arguments, message):
+    policy = Policy(capacity=2)
+    with pytest.raises(ValidationError, match=message):
+        policy.add_job("x", **{"gpus": 1, "regimes": REGIMES, "epochs": 10, **arguments})
+    assert policy.jobs == []
+
+
+def test_the_constructor_names_a_bad_options_object_or_a_forecaster_class():
+    from vfm.forecast import DirichletForecaster
+
+    with pytest.raises(ValidationError, match=r"^options must be a vfm.planner.PlanOptions or None"):
+        Policy(2, {"rounds": 3})  # type: ignore[arg-type]  # was AttributeError
+    with pytest.raises(ValidationError, match=r"^forecaster must be a forecaster object, got the class "
+                                              r"DirichletForecaster; pass an instance"):
+        Policy(2, forecaster=DirichletForecaster)  # type: ignore[arg-type]  # was TypeError at the first round

@@ -10,7 +10,9 @@ the semantics and every decision made where the Shockwave paper and artifact lea
 Semantics in brief (round ``r`` covers ``[r * round_s, (r + 1) * round_s)``):
 
 1. Jobs with ``arrival_s <= r * round_s`` not yet added are added, in arrival order.
-2. ``policy.next_round()`` is called (every round, even with no job present) and timed.
+2. ``policy.next_round()`` is called and timed. Rounds in which no job is present (before the
+   first arrival, or after every job present has finished and before the next arrives) are
+   skipped: the simulator jumps to the round of the next arrival, and does not record them.
 3. The answer is checked: known, present, unfinished jobs, no duplicates, gangs within capacity.
 4. A scheduled job that did not run in round ``r - 1`` spends its first ``restart_s`` restarting;
    then it works through its epochs at their durations. Work carries over: a job preempted in
@@ -31,7 +33,7 @@ from numpy.typing import NDArray
 
 from vfm._validation import first_bad, is_whole
 from vfm.cluster.protocol import SchedulingPolicy
-from vfm.cluster.workload import Workload
+from vfm.cluster.workload import MAX_ROUNDS, Workload
 from vfm.errors import PolicyError, ValidationError
 
 FloatArray = NDArray[np.float64]
@@ -72,10 +74,13 @@ class Simulation:
         Seconds the job held its gang: from each of its rounds' start to the round's end or to
         its finish (restarts included).
     rounds : tuple of Round, length R
+        The rounds in which jobs were present, in order (the empty rounds between them are
+        skipped, module docstring); ``start_s`` says which round each is.
     planner_s : ndarray, shape (R,)
         Wall-clock seconds of each ``policy.next_round()`` call.
     planner_busy : ndarray of bool, shape (R,)
-        Whether jobs were present when that call was made (`summarize` times those only).
+        Whether jobs were present when that call was made (`summarize` times those only); True
+        for every recorded round, since empty rounds are skipped.
     busy_gpu_s : float
         GPU-seconds held by jobs: ``sum(gpus * held_s)``.
     replans : tuple of dict
@@ -187,6 +192,18 @@ def _check_answer(answer: Any, policy: SchedulingPolicy, round_index: int, index
     return picked
 
 
+def _first_round_at(arrival_s: float, round_s: float, at_least: int) -> int:
+    """The first round ``r >= at_least`` whose start ``r * round_s`` is at or after `arrival_s`:
+    the round in which stepping round by round would add the job (exact in floating point: the
+    candidate from the quotient is corrected with the very product the arrival test computes)."""
+    r = max(at_least, math.ceil(arrival_s / round_s))
+    while r * round_s < arrival_s:
+        r += 1
+    while r > at_least and (r - 1) * round_s >= arrival_s:
+        r -= 1
+    return r
+
+
 def simulate(workload: Workload, policy: SchedulingPolicy, *, round_s: float | None = None,
              restart_s: float = 20.0, max_rounds: int | None = None,
              progress: Callable[[int, int, int], None] | None = None) -> Simulation:
@@ -225,6 +242,9 @@ def simulate(workload: Workload, policy: SchedulingPolicy, *, round_s: float | N
         raise ValidationError(f"round_s must be > 0, got {round_s!r}")
     if not (math.isfinite(restart_s) and 0 <= restart_s < round_s):
         raise ValidationError(f"restart_s must be in [0, round_s = {round_s:g}), got {restart_s!r}")
+    if float(workload.arrival_s.max()) / round_s >= MAX_ROUNDS:
+        raise ValidationError(f"round_s = {round_s:g} puts the last arrival more than {MAX_ROUNDS:.3g} rounds away, "
+                              f"past the rounds whose starts are exact in floating point; use longer rounds")
     if max_rounds is None:
         max_rounds = default_max_rounds(workload, round_s, restart_s)
     elif not is_whole(max_rounds) or max_rounds < 1:
@@ -255,6 +275,11 @@ def simulate(workload: Workload, policy: SchedulingPolicy, *, round_s: float | N
 
     round_index = 0
     while n_finished < n:
+        if next_arrival == n_finished:
+            # No job present (each added job has finished): the rounds until the next arrival are
+            # empty, so jump to the first round whose start is at or after it, with the same
+            # comparison the arrivals below make.
+            round_index = _first_round_at(float(arrival[arrival_order[next_arrival]]), round_s, round_index)
         if round_index >= max_rounds:
             raise PolicyError(
                 f"{type(policy).__name__} left {n - n_finished} of {n} jobs unfinished after {max_rounds} rounds "

@@ -49,11 +49,19 @@ from vfm.errors import ValidationError
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
-__all__ = ["SHIPPED", "Job", "Training", "Workload", "WorkloadArrays", "derived_profile", "epoch_records",
+__all__ = ["MAX_EPOCHS", "SHIPPED", "Job", "Training", "Workload", "WorkloadArrays", "derived_profile", "epoch_records",
            "load_workload", "shipped_workloads", "workload_from_dict", "workload_to_dict"]
 
 #: The shipped workloads (and the artifact's published results), loadable by name.
 SHIPPED = Path(__file__).resolve().parent / "data" / "shockwave"
+
+#: The most epochs a workload may have in all (1e7, some 9 times the largest shipped trace):
+#: `workload_from_dict` expands every job's phases to per-epoch arrays and the simulator keeps
+#: them on one time line and reports them as lists, about 100 bytes per epoch at the peak of a
+#: run (1 GB at this limit); 1e12 epochs would need 100 TB and fail with a MemoryError instead.
+MAX_EPOCHS = 10_000_000
+#: Arrivals must lie within this many rounds of time 0 (2^53: round starts stay exact floats).
+MAX_ROUNDS = float(2**53)
 
 # A file's own `isolated_s`, when present, must agree with the sum of its epoch durations this
 # closely: the shipped files carry six decimals, so anything looser than rounding is an error.
@@ -559,6 +567,15 @@ def workload_from_dict(raw: Any, default_name: str = "workload") -> Workload:
     summed = np.bincount(owner, weights=phase[:, 0], minlength=len(jobs))
     if (i := first_bad(summed != epochs)) is not None:
         fail(i, f"phases' epochs sum to {summed[i]:g}, but epochs is {epochs[i]:g}")
+    if epochs.sum() > MAX_EPOCHS:
+        biggest = int(np.argmax(epochs))
+        raise ValidationError(
+            f"workload: its jobs have {epochs.sum():.4g} epochs in all, more than the {MAX_EPOCHS:.0e} a workload may "
+            f"have (the largest, {_describe_job(biggest, ids[biggest])}, has {epochs[biggest]:.4g}): every epoch is "
+            f"expanded to per-epoch arrays here and in the simulator, about 100 bytes each at the peak of a run")
+    if (i := first_bad(arrival_s / round_s >= MAX_ROUNDS)) is not None:
+        fail(i, f"arrival_s ({arrival_s[i]:g}) is {arrival_s[i] / round_s:.3g} rounds of {round_s:g} s away, more "
+                f"than the {MAX_ROUNDS:.3g} rounds whose starts are exact in floating point")
     profiles = _profiles(phases_of, _Records.of(profile_blocks), len(jobs), fail)
 
     # Expand phases to epochs for all jobs at once, then cut per job.
@@ -652,7 +669,8 @@ def load_workload(path_or_name: str | Path) -> Workload:
         epoch_s or batch_size, one batch size with two epoch durations (without a profile), a
         stated ``isolated_s`` that is not the sum of the epoch durations, a repeated id; a
         ``profile`` that is not a non-empty list of objects, repeats a batch size or does not
-        list a batch size the phases run.
+        list a batch size the phases run; more than `MAX_EPOCHS` epochs in all; an arrival more
+        than 2^53 rounds away.
     FileNotFoundError
         If there is no such file or shipped workload.
     """

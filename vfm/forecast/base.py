@@ -37,6 +37,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from vfm._validation import FloatArray, as_real_array, is_whole, job_name, real_array, require_per_job
 from vfm.errors import ValidationError
+from vfm.forecast._arrays import read_only, reject_masked
 
 BoolArray = NDArray[np.bool_]
 SeedLike = int | np.random.SeedSequence | np.random.Generator | None
@@ -126,6 +127,10 @@ class JobStates:
         groups: Sequence[Hashable] | None = None,
         recent: tuple[ArrayLike, ArrayLike, ArrayLike] | None = None,
     ) -> None:
+        arguments = {"total_epochs": total_epochs, "regime_counts": regime_counts,
+                     "regime_durations": regime_durations, "regime_mask": regime_mask, "regime_labels": regime_labels}
+        for name, given in (*arguments.items(), *((f"recent[{k}]", v) for k, v in enumerate(recent or ()))):
+            reject_masked(given, name)
         total = as_real_array(total_epochs, "total_epochs", (None,))
         n = total.size
         if n == 0:
@@ -195,8 +200,7 @@ class JobStates:
             ("regime_mask", mask), ("regime_labels", labels), ("last_regime", last), ("last_run", run),
             ("changes", changes),
         ):
-            value.setflags(write=False)
-            object.__setattr__(self, name, value)
+            object.__setattr__(self, name, read_only(value))
         object.__setattr__(self, "job_ids", ids)
         object.__setattr__(self, "groups", kinds)
 
@@ -238,6 +242,8 @@ class JobStates:
             batch size that is not in the job's regime set, or more epochs observed than the total
             (plus everything the array constructor checks).
         """
+        reject_masked(total_epochs, "total_epochs")
+        reject_masked(observed, "observed")
         n = len(total_epochs)
         if n == 0:
             raise ValidationError("total_epochs must list at least one job, got an empty list")
@@ -350,6 +356,8 @@ class Trajectory:
         except TypeError:
             raise ValidationError(f"group must be hashable (as ('ResNet-18', 'gns')), got {type(group).__name__}") \
                 from None
+        reject_masked(batch_sizes, "batch_sizes")
+        reject_masked(regimes, "regimes")
         sizes = real_array(batch_sizes, "batch_sizes").ravel()
         if sizes.size == 0 or not np.isfinite(sizes).all():
             raise ValidationError("batch_sizes must list the finite regime of at least one epoch")
@@ -358,8 +366,7 @@ class Trajectory:
         if (ranks >= labels.size).any() or (labels[np.minimum(ranks, labels.size - 1)] != sizes).any():
             raise ValidationError(f"batch_sizes has a regime that is not in regimes {labels.tolist()}")
         for name, value in (("labels", labels), ("ranks", ranks.astype(np.int64))):
-            value.setflags(write=False)
-            object.__setattr__(self, name, value)
+            object.__setattr__(self, name, read_only(value))
         object.__setattr__(self, "group", group)
 
     @property
@@ -458,6 +465,7 @@ def _regime_pairs(regime_set: RegimeSet, job: int, ids: tuple[Hashable, ...] | N
 
 def _batch_sizes(epochs: Sequence[float], job: int, ids: tuple[Hashable, ...] | None) -> FloatArray:
     """One job's observed batch sizes as a flat float array."""
+    reject_masked(epochs, f"observed[{job}] ({job_name(job, ids)})")
     try:
         sizes = np.asarray(epochs, dtype=np.float64).ravel()
     except (TypeError, ValueError) as exc:

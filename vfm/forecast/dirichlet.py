@@ -99,6 +99,11 @@ _SLACK = 1e-9
 # draws the last epochs one at a time.
 _MIN_BULK = 16
 _MAX_BULK_PASSES = 4
+# Past this many candidate epochs in a round's last pass (durations far apart, as 1e-5 s and
+# 0.1 s), the epochs that fit are found by bisection over multinomial counts instead of being
+# drawn one by one (`_fit_by_bisection`); blocks stay under numpy's hypergeometric limit (1e9).
+_MAX_RAGGED = 4096
+_BISECTION_BLOCK = 1 << 29
 # Cells that can fit at most this many epochs per round on average draw the whole window's epochs
 # at once (cheaper than stepping round by round).
 _FEW_PER_ROUND = 12
@@ -269,7 +274,14 @@ class DirichletForecaster:
           round's end whatever their regimes, so only their total duration matters: their regime
           counts are drawn at once, :math:`\sim \mathrm{Multinomial}(k, q(p^s))` (as a chain of
           binomials). The last few epochs of the round are drawn one by one, and the first that
-          does not fit is carried over as the next round's first epoch.
+          does not fit is carried over as the next round's first epoch;
+        - when more than 4096 epochs could still end in the round after that (durations far
+          apart, as 1e-5 s and 0.1 s, where the bulk draws leave most of the round), drawing them
+          one by one would cost time and memory in proportion to the round over the shortest
+          duration (34 s and 2 GB for 16 scenarios of such a job); instead the epochs that fit are
+          found by bisection, still exactly: a block's regime counts are drawn at once, and the
+          counts of its first half are multivariate hypergeometric given them, so the cost is
+          :math:`O(R \log_2 k)` draws per job and round for `k` candidate epochs (0.1 s).
 
         Python loops run only over rounds, a bounded number of bulk passes per round, and the
         (at most `R`) regimes; everything is vectorized over jobs, scenarios and epochs. On the
@@ -492,11 +504,20 @@ def _simulate_rounds(
             now[bulk] += _bulk_seconds(rng, k, bulk, chain, seconds_by_regime, closing_seconds)
             done[bulk] += k
 
-        active = np.flatnonzero(np.isnan(carried) & (done < remaining))
+        open_ = np.isnan(carried) & (done < remaining)
+        # Up to floor(time left / shortest) more epochs can fit; one more surely cannot.
+        reach = np.minimum(np.floor((end - now) / shortest) + 1, remaining - done)
+        wide = np.flatnonzero(open_ & (reach > _MAX_RAGGED))
+        if wide.size:
+            # Too many to draw one by one (durations far apart): find the epochs that fit by bisection.
+            fitted, seconds, carry = _fit_by_bisection(rng, mix[wide], durations[wide], end - now[wide],
+                                                       remaining[wide] - done[wide], chain[:, wide], likeliest[wide])
+            now[wide] += seconds
+            done[wide] += fitted
+            carried[wide] = carry
+        active = np.flatnonzero(open_ & (reach <= _MAX_RAGGED))
         if active.size:
-            # Up to floor(time left / shortest) more epochs can fit; one more surely cannot.
-            draws = np.minimum(np.floor((end - now[active]) / shortest[active]).astype(np.int64) + 1,
-                               remaining[active] - done[active])
+            draws = reach[active].astype(np.int64)
             starts = np.cumsum(draws) - draws
             length = _draw_durations(rng, mix, durations, active, draws)
             elapsed = np.cumsum(length)
@@ -509,6 +530,89 @@ def _simulate_rounds(
             carried[active[stopped]] = length[(starts + fitted)[stopped]]
         cumulative[:, t + 1] = done
     return np.diff(cumulative, axis=1)
+
+
+def _fit_by_bisection(
+    rng: np.random.Generator,
+    mix: FloatArray,
+    durations: FloatArray,
+    time_left: FloatArray,
+    left: NDArray[np.int64],
+    chain: FloatArray,
+    closing: NDArray[np.intp],
+) -> tuple[NDArray[np.int64], FloatArray, FloatArray]:
+    """The epochs of each cell that end within ``time_left[k]``: (how many, their seconds, the
+    duration of the first that does not fit, NaN if all ``left[k]`` fit), drawn exactly.
+
+    Blocks of up to `_BISECTION_BLOCK` i.i.d. epochs are drawn as regime counts (a multinomial);
+    a block that fits is taken whole; in the first block that does not, the epochs that fit are a
+    prefix, found by bisection: given a block's counts, the counts of its first half are
+    multivariate hypergeometric (the epochs are exchangeable), so each halving costs one draw per
+    regime. The cost is O(R log2 block) draws per cell, whatever the number of epochs that fit;
+    the epochs after the first that does not fit are never used (the next round draws afresh).
+    """
+    cells = mix.shape[0]
+    index = np.arange(cells)
+    fitted = np.zeros(cells, dtype=np.int64)
+    seconds = np.zeros(cells)
+    carry = np.full(cells, np.nan)
+    todo = index[left > 0]
+    while todo.size:
+        size = np.minimum(left[todo] - fitted[todo], _BISECTION_BLOCK)
+        counts = _multinomial_counts(rng, size, chain[:, todo], closing[todo])
+        total = (counts * durations[todo]).sum(axis=1)
+        whole = seconds[todo] + total <= time_left[todo]
+        fitted[todo[whole]] += size[whole]
+        seconds[todo[whole]] += total[whole]
+        split = ~whole
+        # Bisect the blocks that overshoot: invariant, the block's epochs before `lo` fit, and its
+        # end does not.
+        cell, counts, size = todo[split], counts[split], size[split]
+        while cell.size:
+            half = size // 2
+            first = _hypergeometric_counts(rng, counts, half)
+            first_s = (first * durations[cell]).sum(axis=1)
+            fits = seconds[cell] + first_s <= time_left[cell]
+            fitted[cell[fits]] += half[fits]
+            seconds[cell[fits]] += first_s[fits]
+            counts = np.where(fits[:, None], counts - first, first)
+            size = np.where(fits, size - half, half)
+            last = size == 1
+            # One epoch left in the block: the first that does not fit.
+            carry[cell[last]] = (counts[last] * durations[cell[last]]).sum(axis=1)
+            cell, counts, size = cell[~last], counts[~last], size[~last]
+        todo = todo[whole & (fitted[todo] < left[todo])]
+    return fitted, seconds, carry
+
+
+def _multinomial_counts(rng: np.random.Generator, epochs: NDArray[np.int64], chain: FloatArray,
+                        closing: NDArray[np.intp]) -> NDArray[np.int64]:
+    """Regime counts of ``epochs[k]`` i.i.d. epochs of cell `k`, shape (cells, R): the binomial
+    chain of `_bulk_seconds` (``chain[b, k]``: regime b's share of the epochs not placed yet; the
+    closing regime ``closing[k]`` takes the rest)."""
+    counts = np.zeros((epochs.size, chain.shape[0]), dtype=np.int64)
+    left = epochs.astype(np.int64).copy()
+    for b in range(chain.shape[0]):
+        taken = rng.binomial(left, chain[b])
+        counts[:, b] = taken
+        left -= taken
+    counts[np.arange(epochs.size), closing] += left
+    return counts
+
+
+def _hypergeometric_counts(rng: np.random.Generator, counts: NDArray[np.int64],
+                           sample: NDArray[np.int64]) -> NDArray[np.int64]:
+    """Regime counts of the first ``sample[k]`` of a random order of the epochs ``counts[k]``
+    (multivariate hypergeometric, as a chain of hypergeometric draws), shape of `counts`."""
+    first = np.zeros_like(counts)
+    need = sample.astype(np.int64).copy()
+    rest = counts.sum(axis=1)
+    for b in range(counts.shape[1] - 1):
+        rest -= counts[:, b]
+        first[:, b] = rng.hypergeometric(counts[:, b], rest, need)
+        need -= first[:, b]
+    first[:, -1] = need
+    return first
 
 
 def _bulk_seconds(

@@ -362,13 +362,18 @@ class PopulationForecaster:
         n = match.total_weight.size
         share = self._prior_share(match)
         start = np.searchsorted(match.job, np.arange(n))
-        cumulative = np.concatenate([[0.0], np.cumsum(match.weight)])
+        stop = np.searchsorted(match.job, np.arange(n), side="right")
+        # Each job's weights normalized to sum to 1, so that job k's cumulative runs from k to
+        # k + 1: a global sum of the raw weights would lose a job whose weights are below the
+        # rounding of the jobs' before it (and draw a pair of another job).
+        total = np.where(match.total_weight > 0, match.total_weight, 1.0)
+        cumulative = np.concatenate([[0.0], np.cumsum(match.weight / total[match.job])])
         uniform = rng.random((scenarios, n))
         # Below `share`: the prior; above, a reference, by its weight.
-        point = (uniform - share) / np.where(share < 1.0, 1.0 - share, 1.0) * match.total_weight
+        point = (uniform - share) / np.where(share < 1.0, 1.0 - share, 1.0)
         index = np.searchsorted(cumulative, cumulative[start] + np.maximum(point, 0.0), side="right") - 1
-        index = np.minimum(index, max(match.job.size - 1, 0))
-        return np.where((point >= 0) & (match.total_weight > 0), index, -1).astype(np.int64)
+        index = np.clip(index, start, np.maximum(stop - 1, start))
+        return np.where((point >= 0) & (stop > start) & (match.total_weight > 0), index, -1).astype(np.int64)
 
     def _match(self, states: JobStates) -> _Match:
         refs, options, n = self.population, self.options, states.n_jobs

@@ -15,7 +15,7 @@ from vfm._validation import FloatArray
 from vfm.equilibrium import Status
 from vfm.planner.program import PlanningProgram
 from vfm.planner.saa_cvxpy import solve_saa_cvxpy
-from vfm.planner.saa_ipm import solve_saa_ipm
+from vfm.planner.saa_ipm import check_tolerance, solve_saa_ipm
 from vfm.solvers.base import Capabilities, Solution
 from vfm.solvers.registry import register
 
@@ -32,6 +32,7 @@ class SaaIpmBackend:
 
     def solve(self, program: PlanningProgram, *, tol: float = 1e-9, warm_start: FloatArray | None = None,
               **options: Any) -> Solution:
+        check_tolerance(tol)
         return _unknown(self.name, options) or solve_saa_ipm(program, tol=tol, warm_start=warm_start)
 
 
@@ -48,6 +49,7 @@ class SaaCvxpyBackend:
 
     def solve(self, program: PlanningProgram, *, tol: float = 1e-9, warm_start: FloatArray | None = None,
               **options: Any) -> Solution:
+        check_tolerance(tol)
         # Clarabel's gap and feasibility tolerances at `tol`: both backends then resolve the same ties.
         return _unknown(self.name, options) or solve_saa_cvxpy(program, tol_gap_abs=tol, tol_gap_rel=tol,
                                                                 tol_feas=tol)

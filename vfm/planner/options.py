@@ -54,7 +54,7 @@ class PlanOptions:
         ``vfm.solvers.available_solvers("planning")`` (default None: the registry's first,
         ``"saa-ipm"``); the others are tried if it does not reach `tol`.
     tol : float
-        Relative gap asked of the backend (default 1e-9: both backends then return the same
+        Relative gap in (0, 1) asked of the backend (default 1e-9: both backends then return the same
         schedule to well within the rounding's resolution; `Plan.bound` adds the certified gap
         of ``"saa-ipm"``, so it stays an upper bound at any accuracy; docs/planning.md).
     spread : float
@@ -97,7 +97,7 @@ class PlanOptions:
         _require("rho_max", self.rho_max, lambda v: v > 0, "a finite number > 0")
         _require("priority_exponent", self.priority_exponent, lambda v: v >= 0, "a finite number >= 0")
         _require("reserve", self.reserve, lambda v: 0 <= v < 1, "a fraction in [0, 1)")
-        _require("tol", self.tol, lambda v: v > 0, "a finite number > 0")
+        _require("tol", self.tol, lambda v: 0 < v < 1, "a relative gap in (0, 1)")
         _require("spread", self.spread, lambda v: v >= 0, "a finite number >= 0")
         if not isinstance(self.recourse, bool | np.bool_):
             raise ValidationError(f"recourse must be True or False, got {self.recourse!r}")

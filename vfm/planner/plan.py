@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Hashable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
+from types import MappingProxyType
 from typing import Any, Literal
 
 import numpy as np
@@ -27,6 +28,7 @@ from vfm._validation import FloatArray, as_real_array, require_per_job
 from vfm.equilibrium import Status
 from vfm.errors import ValidationError
 from vfm.forecast import DirichletForecaster, Forecaster, JobStates, SeedLike
+from vfm.forecast._arrays import read_only, reject_masked
 from vfm.planner import recourse, shockwave
 from vfm.planner.options import PlanOptions
 from vfm.planner.program import PlanningProgram
@@ -91,9 +93,18 @@ class Plan:
     job_ids: tuple[Hashable, ...] | None = None
 
     def __post_init__(self) -> None:
-        # A plan is shared (a policy serves rounds from it): its arrays are read-only.
-        for array in (self.schedule, self.relaxed, self.prices):
-            array.setflags(write=False)
+        # A plan is shared (a policy serves rounds from it): its arrays are read-only for good
+        # (`vfm.forecast._arrays.read_only`: no setflags(write=True) undoes it), its timings a
+        # read-only mapping.
+        for name in ("schedule", "relaxed", "prices"):
+            object.__setattr__(self, name, read_only(np.asarray(getattr(self, name))))
+        object.__setattr__(self, "timings", MappingProxyType(dict(self.timings)))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # A read-only mapping does not pickle: pickle a dict, and rebuild through the constructor
+        # (which makes the arrays read-only again).
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        return (Plan, tuple({**values, "timings": dict(self.timings)}.values()))
 
     @property
     def rounding_gap(self) -> float:
@@ -175,8 +186,10 @@ def plan(
     ------
     vfm.errors.ValidationError
         (a `ValueError`) naming the job and field: a gang size that is not a positive whole
-        number or is wider than the cluster, budgets or targets of the wrong shape or sign; or
-        naming the option (`PlanOptions`).
+        number or is wider than the cluster, budgets or targets of the wrong shape or sign, a
+        masked array; naming the option (`PlanOptions`); or naming the forecaster's class, its
+        method and the job when a forecast is malformed (`checked_forecast`: the wrong shape,
+        NaN, an infinity, a negative value, more epochs than the job has left).
 
     Examples
     --------
@@ -192,9 +205,20 @@ def plan(
     True
     """
     started = time.perf_counter()
+    if options is not None and not isinstance(options, PlanOptions):
+        raise ValidationError(f"options must be a vfm.planner.PlanOptions or None, got {type(options).__name__}")
     opts = (PlanOptions() if options is None else options).updated(**overrides)
     rounds, round_s, scenarios = opts.rounds, opts.round_s, opts.scenarios
+    if not isinstance(states, JobStates):
+        raise ValidationError(f"states must be a vfm.forecast.JobStates, got {type(states).__name__}")
+    if forecaster is not None and (isinstance(forecaster, type) or not isinstance(forecaster, Forecaster)):
+        what = f"the class {forecaster.__name__}" if isinstance(forecaster, type) else type(forecaster).__name__
+        raise ValidationError(f"forecaster must be an object implementing vfm.forecast.Forecaster (remaining_runtime, "
+                              f"epochs_per_round, sample_epochs_per_round), got {what}")
     n = states.n_jobs
+    for name, value in (("gpus", gpus), ("capacity", capacity), ("budgets", budgets),
+                        ("fair_finish_s", fair_finish_s), ("warm_start", warm_start)):
+        reject_masked(value, name)
     width = as_real_array(gpus, "gpus", (n,))
     raw_capacity = np.asarray(capacity)
     supply = as_real_array(np.broadcast_to(raw_capacity, (rounds,)) if raw_capacity.ndim == 0 else raw_capacity,
@@ -211,17 +235,21 @@ def plan(
     targets = None if fair_finish_s is None else as_real_array(fair_finish_s, "fair_finish_s", (n,))
     if targets is not None:
         require_per_job("fair_finish_s", targets, targets <= 0, "must be > 0 seconds", ids=states.job_ids)
+    if warm_start is not None:
+        warm_start = as_real_array(warm_start, "warm_start", (n, rounds))
 
     model = DirichletForecaster() if forecaster is None else forecaster
-    remaining_s = np.asarray(model.remaining_runtime(states), dtype=np.float64)
+    remaining_s = checked_forecast(model, "remaining_runtime", model.remaining_runtime(states), states, (n,))
     finished = states.remaining_epochs <= 0
     fits = (width[:, None] <= supply[None, :]) & ~finished[:, None]
-    point = _in_fitting_rounds(np.asarray(model.epochs_per_round(states, rounds, round_s), dtype=np.float64), fits)
+    point = _in_fitting_rounds(checked_forecast(
+        model, "epochs_per_round", model.epochs_per_round(states, rounds, round_s), states, (n, rounds)), fits)
     if scenarios == 1:
         epochs = point[None]
     else:
-        epochs = _in_fitting_rounds(np.asarray(
-            model.sample_epochs_per_round(states, rounds, round_s, scenarios, seed), dtype=np.float64), fits)
+        epochs = _in_fitting_rounds(checked_forecast(
+            model, "sample_epochs_per_round", model.sample_epochs_per_round(states, rounds, round_s, scenarios, seed),
+            states, (scenarios, n, rounds)), fits)
         # A job with nothing done that completes no whole epoch in a scenario would have log
         # utility -inf under every schedule; such a scenario credits it the point forecast.
         stalled = (states.epochs_done == 0)[None, :] & (epochs.sum(axis=2) == 0)
@@ -293,6 +321,64 @@ def plan(
                  "rounding": total_s - forecast_s - build_s - solve_s, "total": total_s},
         job_ids=states.job_ids,
     )
+
+
+#: A forecast's epochs over the window may exceed the epochs a job has left by this relative
+#: amount (fluid forecasts are sums of floats); more is an error of the forecaster.
+FORECAST_RTOL = 1e-9
+
+
+def checked_forecast(model: Forecaster, method: str, value: Any, states: JobStates,
+                     shape: tuple[int, ...]) -> FloatArray:
+    """A forecaster's answer as a float array, checked where the planner consumes it.
+
+    `method` is the `vfm.forecast.Forecaster` method that returned `value`: ``remaining_runtime``
+    (seconds, shape (n,)), ``epochs_per_round`` (shape (n, T)) or ``sample_epochs_per_round``
+    (shape (S, n, T)). Every entry must be a finite number >= 0, and a job's epochs over the
+    window (in each scenario) at most the epochs it has left, within a relative `FORECAST_RTOL`.
+
+    Raises
+    ------
+    vfm.errors.ValidationError
+        Naming the forecaster's class, the method, the job (`JobStates.job_name`) and what is
+        wrong: a masked or non-numeric array, the wrong shape, NaN, an infinity, a negative
+        entry, more epochs than the job has left.
+    """
+    who = f"{type(model).__name__}.{method}"
+    if isinstance(value, np.ma.MaskedArray):
+        raise ValidationError(f"{who} returned a numpy masked array; return a plain array of shape {shape}")
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"{who} must return a numeric array of shape {shape}, got {type(value).__name__} "
+                              f"({exc})") from None
+    if array.shape != shape:
+        raise ValidationError(f"{who} returned shape {array.shape}; the planner needs shape {shape} "
+                              f"({'(n,) for n jobs' if len(shape) == 1 else 'jobs and rounds as asked'})")
+    unit = "seconds" if method == "remaining_runtime" else "epochs"
+    # Jobs on the last axis but one for the per-round forecasts, the only axis for the runtime.
+    jobs_axis = array.ndim - 1 if array.ndim == 1 else array.ndim - 2
+    for bad, what in ((np.isnan(array), "NaN"), (np.isinf(array), "an infinite value"),
+                      (array < 0, "a negative value")):
+        if bad.any():
+            where = tuple(int(i) for i in np.argwhere(bad)[0])
+            job = where[jobs_axis]
+            detail = "" if array.ndim == 1 else f" in round {where[-1]}" + (
+                f" of scenario {where[0]}" if array.ndim == 3 else "")
+            raise ValidationError(f"{who} returned {what} ({array[where]:g} {unit}) for {states.job_name(job)}"
+                                  f"{detail}; a forecast must be a finite number of {unit} >= 0")
+    if method != "remaining_runtime":
+        total = array.sum(axis=-1)  # (n,) or (S, n)
+        left = states.remaining_epochs
+        over = total > left * (1.0 + FORECAST_RTOL)
+        if over.any():
+            where = tuple(int(i) for i in np.argwhere(over)[0])
+            job = where[-1]
+            scenario = f" in scenario {where[0]}" if array.ndim == 3 else ""
+            raise ValidationError(f"{who} forecasts {total[where]:g} epochs over the window for "
+                                  f"{states.job_name(job)}{scenario}, more than the {left[job]:g} it has left; a "
+                                  f"forecaster must never forecast more epochs than a job has left")
+    return array
 
 
 def _in_fitting_rounds(epochs: FloatArray, fits: np.ndarray) -> FloatArray:

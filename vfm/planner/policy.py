@@ -33,13 +33,14 @@ from typing import Any, Literal
 
 import numpy as np
 
-from vfm._validation import FloatArray, is_whole
+from vfm._validation import FloatArray, first_bad, is_whole
 from vfm.errors import ValidationError
 from vfm.forecast import DirichletForecaster, Forecaster, JobStates, LearningForecaster, Trajectory
+from vfm.forecast._arrays import read_only, reject_masked
 from vfm.jobs import equal_share
 from vfm.planner import shockwave
 from vfm.planner.options import PlanOptions
-from vfm.planner.plan import Plan, plan
+from vfm.planner.plan import Plan, checked_forecast, plan
 from vfm.planner.rounding import first_fit
 from vfm.planner.saa_ipm import load_kernels
 from vfm.planner.shockwave import SHOCKWAVE_EFFICIENCY, SHOCKWAVE_PRIORITY_EXPONENT, SHOCKWAVE_RESERVE
@@ -148,8 +149,8 @@ class PolicyState:
     def __post_init__(self) -> None:
         if not isinstance(self.jobs, MappingProxyType):
             object.__setattr__(self, "jobs", MappingProxyType(dict(self.jobs)))
-        for array in (self.credit, self.waited, self.ran_last):
-            array.setflags(write=False)
+        for name in ("credit", "waited", "ran_last"):
+            object.__setattr__(self, name, read_only(np.asarray(getattr(self, name))))
 
     def __reduce__(self) -> tuple[Any, ...]:
         # A read-only mapping does not pickle: pickle a dict, and rebuild through the constructor.
@@ -158,8 +159,7 @@ class PolicyState:
 
 
 def _frozen(array: np.ndarray) -> np.ndarray:
-    array.setflags(write=False)
-    return array
+    return read_only(array)
 
 
 def _with_jobs(state: PolicyState, jobs: dict[Hashable, JobRecord], **changes: Any) -> PolicyState:
@@ -170,27 +170,53 @@ def _job(state: PolicyState, job_id: Hashable) -> JobRecord:
     try:
         return state.jobs[job_id]
     except (KeyError, TypeError):
-        raise ValidationError(f"job {job_id!r} is not in the policy (add it with add_job)") from None
+        pass
+    if _completed(state, job_id):
+        raise ValidationError(f"job {job_id!r} has completed all its epochs and left the policy; it takes no "
+                              f"more reports") from None
+    raise ValidationError(f"job {job_id!r} is not in the policy (add it with add_job)") from None
+
+
+def _completed(state: PolicyState, job_id: Hashable) -> bool:
+    try:
+        return job_id in state.completed
+    except TypeError:  # an unhashable id compares fine with a tuple's entries, but be safe
+        return False
 
 
 def add_job(config: PolicyConfig, state: PolicyState, job_id: Hashable, gpus: int, regimes: Mapping[float, float],
             epochs: int, budget: float = 1.0, kind: Hashable = None) -> PolicyState:
     """The state after job `job_id` arrives (`Policy.add_job` checks and raises the same)."""
+    try:
+        hash(job_id)
+    except TypeError:
+        raise ValidationError(f"job_id must be hashable (a string, a number or a tuple of them), got "
+                              f"{type(job_id).__name__} {job_id!r}") from None
     if job_id in state.jobs:
-        raise ValidationError(f"job {job_id!r} is already in the policy; remove it first")
+        raise ValidationError(f"job {job_id!r} is already in the policy; job ids must be unique (remove it first)")
+    if job_id in state.completed:
+        raise ValidationError(f"job {job_id!r} has already completed in this policy; job ids must be unique "
+                              f"(give the new job another id)")
     if not is_whole(gpus) or gpus < 1:
         raise ValidationError(f"gpus of job {job_id!r} must be a positive whole number of GPUs, got {gpus!r}")
     if gpus > config.capacity:
         raise ValidationError(f"gpus of job {job_id!r} ({gpus}) is wider than the cluster ({config.capacity} GPUs)")
-    if not (np.isfinite(budget) and budget > 0):
-        raise ValidationError(f"budget of job {job_id!r} must be > 0, got {budget!r}")
+    if not is_whole(epochs) or epochs < 1:
+        raise ValidationError(f"epochs must be a positive whole number for job {job_id!r}, got {epochs!r}")
+    real = not isinstance(budget, bool) and isinstance(budget, int | float | np.integer | np.floating)
+    if not (real and np.isfinite(budget) and budget > 0):
+        raise ValidationError(f"budget of job {job_id!r} must be a finite number > 0, got {budget!r}")
     try:
         hash(kind)
     except TypeError:
         raise ValidationError(f"kind of job {job_id!r} must be hashable, as ('ResNet-18', 'gns'), got "
                               f"{type(kind).__name__}") from None
-    # The state constructor checks epochs and regimes and names the job in its messages.
-    JobStates.from_lists([epochs], [regimes], [[]], job_ids=[job_id])
+    # The state constructor checks the regimes; its messages name the job as the first of a list.
+    try:
+        JobStates.from_lists([epochs], [regimes], [[]], job_ids=[job_id])
+    except ValidationError as error:
+        raise ValidationError(str(error).replace(f"regimes[0] (job 0 (id {job_id!r}))",
+                                                 f"regimes of job {job_id!r}")) from None
     regime_set = tuple((float(b), float(d)) for b, d in dict(regimes).items())
     record = JobRecord(int(gpus), regime_set, int(epochs), float(budget), kind=kind)
     return _with_jobs(state, {**state.jobs, job_id: record}, stale=True)
@@ -205,11 +231,7 @@ def remove_job(state: PolicyState, job_id: Hashable) -> PolicyState:
 def report_progress(state: PolicyState, job_id: Hashable, batch_sizes: Sequence[float]) -> PolicyState:
     """The state after job `job_id` reports finished epochs (`Policy.report_progress`)."""
     job = _job(state, job_id)
-    try:
-        sizes = np.asarray(batch_sizes, dtype=np.float64).ravel()
-    except (TypeError, ValueError) as exc:
-        raise ValidationError(f"batch_sizes of job {job_id!r} must be a list of batch sizes (numbers) ({exc})") \
-            from None
+    sizes = _batch_sizes(job_id, batch_sizes)
     labels = np.array([b for b, _ in job.regimes])
     match = sizes[:, None] == labels
     unknown = ~match.any(axis=1)
@@ -228,6 +250,29 @@ def report_progress(state: PolicyState, job_id: Hashable, batch_sizes: Sequence[
         return _with_jobs(state, {key: other for key, other in state.jobs.items() if key != job_id},
                           completed=(*state.completed, job_id), stale=True, finished=state.finished + taught)
     return _with_jobs(state, {**state.jobs, job_id: job})
+
+
+def _batch_sizes(job_id: Hashable, batch_sizes: Sequence[float]) -> FloatArray:
+    """`batch_sizes` as a flat float array, or a ValidationError naming the job: a string, a
+    scalar, a mapping, a masked array, nested lists, or entries that are not finite real numbers."""
+    what = f"batch_sizes of job {job_id!r}"
+    reject_masked(batch_sizes, what)
+    if isinstance(batch_sizes, str | bytes | Mapping) or not isinstance(batch_sizes, Sequence | np.ndarray):
+        raise ValidationError(f"{what} must be a list of batch sizes, one number per epoch finished (as [32, 32]), "
+                              f"got {type(batch_sizes).__name__} {batch_sizes!r}")
+    try:
+        raw = np.asarray(batch_sizes)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"{what} must be a flat list of numbers ({exc})") from None
+    if raw.size and not (np.issubdtype(raw.dtype, np.integer) or np.issubdtype(raw.dtype, np.floating)):
+        raise ValidationError(f"{what} must be a list of batch sizes (real numbers), got entries of dtype "
+                              f"{raw.dtype}: {list(batch_sizes)[:3]!r}")
+    if raw.ndim != 1:
+        raise ValidationError(f"{what} must be a flat list, one batch size per epoch, got shape {raw.shape}")
+    sizes = raw.astype(np.float64)
+    if (k := first_bad(~np.isfinite(sizes))) is not None:
+        raise ValidationError(f"batch_sizes[{k}] of job {job_id!r} is {sizes[k]}, not a batch size (a finite number)")
+    return sizes
 
 
 def _runs(stages: tuple[tuple[int, int], ...], columns: np.ndarray) -> tuple[tuple[int, int], ...]:
@@ -314,7 +359,8 @@ def _fair_finish(config: PolicyConfig, forecaster: Forecaster, round_index: int,
     """The jobs with their updated finish-time targets, and FT* of each in seconds from now."""
     now = round_index * config.options.round_s
     share = equal_share(len(jobs), config.capacity)
-    estimate = now + np.asarray(forecaster.remaining_runtime(states)) / share
+    estimate = now + checked_forecast(forecaster, "remaining_runtime", forecaster.remaining_runtime(states), states,
+                                      (states.n_jobs,)) / share
     targets = shockwave.updated_targets(np.array([job.fair_finish_at_s for job in jobs]), estimate)
     jobs = [replace(job, fair_finish_at_s=at) for job, at in zip(jobs, targets.tolist(), strict=True)]
     # A target already passed cannot be met: it counts as due in one second, which makes the
@@ -393,6 +439,12 @@ class Policy:
             raise ValidationError(f"capacity must be a positive whole number of GPUs, got {capacity!r}")
         if not is_whole(replan_every) or replan_every < 1:
             raise ValidationError(f"replan_every must be a positive whole number of rounds, got {replan_every!r}")
+        if options is not None and not isinstance(options, PlanOptions):
+            raise ValidationError(f"options must be a vfm.planner.PlanOptions or None (or give its fields as keywords, "
+                                  f"as Policy(8, rounds=10)), got {type(options).__name__}")
+        if isinstance(forecaster, type):
+            raise ValidationError(f"forecaster must be a forecaster object, got the class {forecaster.__name__}; "
+                                  f"pass an instance, as {forecaster.__name__}()")
         if forecaster is not None and not isinstance(forecaster, Forecaster):
             raise ValidationError(f"forecaster must implement vfm.forecast.Forecaster (remaining_runtime, "
                                   f"epochs_per_round, sample_epochs_per_round), got {type(forecaster).__name__}")
@@ -508,9 +560,11 @@ class Policy:
         Raises
         ------
         vfm.errors.ValidationError
-            Naming the job: an id already present, a gang size that is not a positive whole
-            number or is wider than the cluster, a malformed regime set or epoch count, a
-            budget that is not positive, a kind that is not hashable.
+            Naming the job, and leaving the policy as it was: an id that is not hashable, already
+            present or of a job that completed (ids are unique over the policy's life; a removed
+            job's id may be used again), a gang size that is not a positive whole number or is
+            wider than the cluster, a malformed regime set, an epoch count that is not a positive
+            whole number, a budget that is not a finite number > 0, a kind that is not hashable.
         """
         self._state = add_job(self.config, self._state, job_id, gpus, regimes, epochs, budget, kind)
 
@@ -521,13 +575,18 @@ class Policy:
     def report_progress(self, job_id: Hashable, batch_sizes: Sequence[float]) -> None:
         """Epochs the job finished since the last report, one batch size (its regime) per epoch.
 
-        A job whose epochs are all done completes: it leaves the policy and is listed in
-        `completed`, and the next round re-plans.
+        Each call reports *new* epochs: the same epochs reported twice count twice. A scheduler
+        that cannot tell whether a report went through compares `epochs_done` with its own count
+        before reporting again. A job whose epochs are all done completes: it leaves the policy and
+        is listed in `completed`, and the next round re-plans.
 
         Raises
         ------
         vfm.errors.ValidationError
-            Naming the job: an unknown id, a batch size not in its regimes, more epochs than it has.
+            Naming the job, and leaving the policy as it was: an unknown id or a job that has
+            completed; `batch_sizes` that is not a flat list (or 1-D array) of finite numbers (a
+            string, a number, a mapping, a masked array, NaN); a batch size not in its regimes;
+            more epochs than it has left.
         """
         self._state = report_progress(self._state, job_id, batch_sizes)
 
@@ -566,3 +625,16 @@ class Policy:
         """Epochs job `job_id` has not finished yet."""
         job = _job(self._state, job_id)
         return job.epochs - job.done
+
+    def epochs_done(self, job_id: Hashable) -> int:
+        """Epochs of job `job_id` reported so far (the sum of its `report_progress` calls).
+
+        A scheduler that is unsure whether a report was taken (a retry after an error of its
+        own) compares this with its own count: `report_progress` adds every call's epochs.
+
+        Raises
+        ------
+        vfm.errors.ValidationError
+            For a job not in the policy, saying so if it has completed (all its epochs are done).
+        """
+        return _job(self._state, job_id).done

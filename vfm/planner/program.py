@@ -36,8 +36,9 @@ Choosing among optimal schedules
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import scipy.sparse
@@ -45,6 +46,10 @@ import scipy.sparse.csgraph
 
 from vfm import utility
 from vfm._validation import FloatArray
+from vfm.forecast._arrays import read_only
+
+#: The array fields of `PlanningProgram` (made read-only on construction).
+_ARRAYS = ("progress", "base", "weights", "gpus", "capacity", "remaining_s", "leftover_limit_s", "upper")
 
 
 @dataclass(frozen=True, eq=False)
@@ -92,6 +97,17 @@ class PlanningProgram:
     spread: float = 0.0
     upper: FloatArray | None = None
 
+    def __post_init__(self) -> None:
+        # A plan hands its program out: its arrays are read-only for good (`read_only`).
+        for name in _ARRAYS:
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, read_only(np.asarray(value, dtype=np.float64)))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Rebuilt through the constructor: the arrays are read-only again, the cached values recomputed.
+        return (PlanningProgram, tuple(getattr(self, f.name) for f in fields(self)))
+
     @property
     def shape(self) -> tuple[int, int, int]:
         """(S, n, T)."""
@@ -101,20 +117,20 @@ class PlanningProgram:
     @cached_property
     def bounds(self) -> FloatArray:
         """:math:`u_t`, the upper bound of every job's :math:`y_{it}`, shape (T,) (`upper`, or ones)."""
-        return np.ones(self.shape[2]) if self.upper is None else self.upper
+        return read_only(np.ones(self.shape[2])) if self.upper is None else self.upper
 
     @cached_property
     def fits(self) -> np.ndarray:
         """Whether job `i` can run in round `t`: its gang fits the round's capacity and it has
         epochs left (:math:`c_i < 1`), shape (n, T) bool."""
-        return (self.gpus[:, None] <= self.capacity[None, :]) & (self.base < 1.0)[:, None]
+        return read_only((self.gpus[:, None] <= self.capacity[None, :]) & (self.base < 1.0)[:, None])
 
     @cached_property
     def runnable(self) -> np.ndarray:
         """`fits` and some scenario forecasts progress there, shape (n, T) bool: the entries the
         solvers optimize (the others are fixed at 0). Elsewhere running earns nothing, and it does
         not count as running time in `leftover_s` either."""
-        return self.fits & (self.progress > 0).any(axis=0)
+        return read_only(self.fits & (self.progress > 0).any(axis=0))
 
     def leftover_s(self, schedule: FloatArray) -> FloatArray:
         r""":math:`S_i = \max(0, \hat T_i - W \sum_t y_{it})` for `schedule` of shape (n, T),
@@ -139,11 +155,11 @@ class PlanningProgram:
         :math:`S_i \le b_i` (which reads :math:`\sum_t y_{it} \ge m_i`), shape (n,); 0 for the jobs
         whose constraint cannot bind (none, an infinite limit, or :math:`m_i \le 0`)."""
         if self.leftover_limit_s is None:
-            return np.zeros(self.shape[1])
+            return read_only(np.zeros(self.shape[1]))
         with np.errstate(invalid="ignore"):
             floor = np.where(np.isfinite(self.leftover_limit_s),
                              (self.remaining_s - self.leftover_limit_s) / self.round_s, 0.0)
-        return np.maximum(floor, 0.0)
+        return read_only(np.maximum(floor, 0.0))
 
     def fairness_room(self, margin: float) -> bool:
         r"""Whether some schedule meets every FTF constraint with `margin` >= 0 rounds to spare.
@@ -204,7 +220,7 @@ class PlanningProgram:
         log utility has marginal value at least :math:`B_i a_{sit}` per round (:math:`U \le 1`), so the
         tie-breaking term's marginal :math:`\delta m_i y_{it}` is at most :math:`\delta` of it in the
         job's best round."""
-        return self.weights * np.where(self.runnable[None], self.progress, 0.0).max(axis=(0, 2))
+        return read_only(self.weights * np.where(self.runnable[None], self.progress, 0.0).max(axis=(0, 2)))
 
     def capacity_excess(self, schedule: FloatArray) -> float:
         """Largest GPUs over capacity in any round (<= 0 when the schedule fits)."""

@@ -105,8 +105,9 @@ from vfm._interior_point import (
     largest_step,
 )
 from vfm._linalg import preconditioned_cg
-from vfm._validation import FloatArray
+from vfm._validation import FloatArray, is_whole
 from vfm.equilibrium import Status
+from vfm.errors import ValidationError
 from vfm.planner import _kernels
 from vfm.planner.program import PlanningProgram
 from vfm.solvers.base import Solution
@@ -243,6 +244,9 @@ def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 8
         solved first (the gap still bounds the optimum), `Status.ERROR` if then no iterate had met
         the FTF rows; `Status.ITERATION_LIMIT` after `max_iter` (gap inf if no iterate met them).
     """
+    check_tolerance(tol)
+    if not is_whole(max_iter) or max_iter < 1:
+        raise ValidationError(f"max_iter must be a positive whole number of iterations, got {max_iter!r}")
     started = time.perf_counter()
     n_scenarios, n, rounds = program.shape
     data, scale = _data(program)
@@ -299,6 +303,14 @@ def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 8
         gap=gap,
         relative_gap=relative(best),
     )
+
+
+def check_tolerance(tol: object) -> None:
+    """Raise `ValidationError` unless `tol` is a relative gap in (0, 1): what every planning
+    backend takes (NaN or a negative tolerance would never be met, and one of 1 or more is no bound)."""
+    real = not isinstance(tol, bool) and isinstance(tol, int | float | np.integer | np.floating)
+    if not (real and 0 < tol < 1):  # type: ignore[operator]
+        raise ValidationError(f"tol must be a relative gap in (0, 1), got {tol!r}")
 
 
 def _data(program: PlanningProgram) -> tuple[_Data, float]:
