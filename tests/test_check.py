@@ -165,3 +165,80 @@ def test_residual_reports_value_location_and_verdict(textbook):
     assert "ok" in str(residual)
     nan = check.Residual("x", float("nan"), (), 1.0)
     assert not nan.holds
+
+
+# --- a point that is not finite never passes (issue 15) ------------------------------------------
+
+ALL_CHECKS = [check.market_clearing, check.feasibility, check.budget_exhaustion, check.bang_per_buck,
+              check.price_complementarity, check.buyer_optimality, check.duality_gap, check.envy_freeness,
+              check.proportionality, check.pareto_optimality]
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("field", ["allocation", "prices"])
+@pytest.mark.parametrize("condition", ALL_CHECKS, ids=lambda c: c.__name__)
+def test_one_entry_that_is_not_finite_fails_every_check(textbook, condition, field, bad):
+    array = getattr(textbook, field).copy()
+    array.flat[0] = bad
+    residual = condition(perturbed(textbook, **{field: array}))
+    assert not residual.holds
+    assert not np.isfinite(residual.value)
+    assert residual.value != 0.0
+    assert "not finite" in str(residual) and "VIOLATED" in str(residual)
+
+
+def test_a_failed_solve_fails_every_certificate():
+    from vfm.equilibrium import failed
+
+    result = failed(VolatileFisherMarket.static([[1.0, 2.0], [2.0, 1.0]]), "clarabel", vfm.Status.ERROR, "crashed")
+    for certificate in (check.certify(result), check.kkt(result), check.properties(result)):
+        assert not certificate.holds
+        assert all(np.isnan(residual.value) for residual in certificate)
+    with pytest.raises(CertificateError, match="nan"):
+        check.certify(result).assert_holds()
+
+
+def test_nan_inside_a_residual_is_reported_as_nan_not_zero():
+    assert np.isnan(check._worst(np.array([0.5, np.nan, -1.0]), "x", 1.0).value)
+    assert check._worst(np.array([-3.0, np.inf]), "x", 1.0).value == np.inf
+    assert check._worst(np.array([-3.0, -1.0]), "x", 1.0).value == 0.0
+    assert not check.Residual("x", float("inf"), (), float("inf")).holds
+
+
+# --- per buyer and per good (issue 15) ---------------------------------------------------------------
+
+
+def test_a_small_buyer_is_held_to_its_own_budget(textbook):
+    # Buyer 0 overspends its 1e-6 budget fivefold: negligible against the total, not against its own.
+    market = VolatileFisherMarket.static([[2.0, 1.0], [1.0, 2.0]], budgets=[1e-6, 1.0])
+    allocation = np.array([[[5e-6], [0.0]], [[1.0 - 5e-6], [1.0]]])
+    result = vfm.Equilibrium(market, allocation, np.array([[1.0], [1.0]]) * 0.5, vfm.Status.OPTIMAL, "manual")
+    assert not check.budget_exhaustion(result).holds and check.budget_exhaustion(result).where == (0,)
+    optimality = check.buyer_optimality(result)
+    assert not optimality.holds and optimality.where == (0,)
+
+
+def test_a_good_only_a_small_buyer_wants_is_checked_on_its_scale():
+    market = VolatileFisherMarket.static([[1.0, 0.0], [0.0, 1.0]], budgets=[1e-6, 1.0])
+    # Half of good 0 unsold at buyer 0's price: a tenth of a millionth of all money, half of buyer 0's.
+    result = vfm.Equilibrium(market, np.array([[[0.5], [0.0]], [[0.0], [1.0]]]),
+                             np.array([[1e-6], [1.0]]), vfm.Status.OPTIMAL, "manual")
+    complementarity = check.price_complementarity(result)
+    assert not complementarity.holds and complementarity.where == (0, 0)
+    assert complementarity.value == pytest.approx(0.5)
+
+
+def test_over_allocation_is_judged_at_the_solver_accuracy(textbook):
+    over = perturbed(textbook, allocation=textbook.allocation * (1.0 + 10.0 * textbook.accuracy))
+    assert check.market_clearing(over).tolerance == check.FEASIBILITY_FACTOR * textbook.accuracy
+    assert not check.market_clearing(over).holds
+
+
+def test_cap_excess_is_relative_to_the_supply():
+    # A cap of 1e-6 units of a 1e-3 supply, exceeded by 1e-6 units: 1e-3 of the supply.
+    market = VolatileFisherMarket.static([[1.0], [1.0]], supply=[1e-3], caps=[[1e-6], [np.inf]])
+    result = vfm.solve(market)
+    assert result.success and check.feasibility(result).holds
+    broken = perturbed(result, allocation=result.allocation + np.array([[[1e-6]], [[-1e-6]]]))
+    assert not check.feasibility(broken).holds
+    assert check.feasibility(broken).value == pytest.approx(1e-3, rel=1e-6)

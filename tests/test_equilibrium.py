@@ -39,3 +39,23 @@ def test_relative_gap_does_not_depend_on_budget_units():
         x, p * 1000.0, Status.OPTIMAL, "manual",
     )
     assert scaled.relative_gap == pytest.approx(result.relative_gap, abs=1e-12)
+
+
+def test_every_array_a_result_hands_out_is_read_only_for_good():
+    from tests.test_market import _assert_frozen
+
+    result = vfm.solve(VolatileFisherMarket.static([[2.0, 1.0], [1.0, 2.0]]))
+    for array in (result.allocation, result.prices, result.utilities, result.gap.regret, result.gap.unsold_value):
+        _assert_frozen(array)
+
+
+def test_a_result_keeps_its_own_copy_of_what_it_was_given():
+    market = VolatileFisherMarket.static([[2.0, 1.0], [1.0, 2.0]])
+    allocation, prices = np.eye(2)[:, :, None].copy(), np.ones((2, 1))
+    result = vfm.Equilibrium(market, allocation, prices, Status.OPTIMAL, "manual")
+    utilities = result.utilities.copy()
+    allocation[:] = 0.0
+    prices[:] = 5.0
+    np.testing.assert_array_equal(result.utilities, utilities)  # the cache cannot go stale
+    assert (result.prices == 1.0).all()
+    assert result.relabel(message="x").allocation is result.allocation  # frozen arrays are not copied again

@@ -159,3 +159,47 @@ def test_utility_and_nswot_of_an_allocation():
     x[1, 0, :] = 1.0
     np.testing.assert_allclose(m.utility_of(x), [1.0, 3.0])
     assert m.nswot(x) == pytest.approx(np.log(3.0))
+
+
+# --- immutability that cannot be undone (issue 15) -------------------------------------------------
+
+
+def _assert_frozen(array):
+    with pytest.raises(ValueError, match="WRITEABLE"):
+        array.setflags(write=True)
+    base = array.base
+    while isinstance(base, np.ndarray):  # no array up the chain can be made writable either
+        with pytest.raises(ValueError, match="WRITEABLE"):
+            base.setflags(write=True)
+        base = base.base
+    with pytest.raises(ValueError, match="read-only"):
+        array[(0,) * array.ndim] = 1
+    with pytest.raises(ValueError, match="read-only"):
+        array += 1
+
+
+@pytest.mark.parametrize("name", ["utilities", "budgets", "supply", "base_utility", "caps", "utility_cap", "reachable"])
+def test_market_arrays_cannot_be_made_writable(name):
+    market = VolatileFisherMarket(np.ones((2, 1, 3)), caps=np.full((2, 1, 3), 0.5), utility_cap=[2.0, np.inf])
+    _assert_frozen(getattr(market, name))
+
+
+# --- products that leave float64 (issue 15) -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(("arguments", "pattern"), [
+    ({"utilities": [[1e300], [1.0]], "supply": [1e10]}, r"utilities\[0\] times supply overflow"),
+    ({"utilities": [[1.0], [1.0]], "budgets": [1e308, 1e308]}, r"budgets sum to inf, above 1e\+300"),
+    ({"utilities": [[1.0], [1.0]], "budgets": [1e301, 1.0]}, r"budgets sum to 1e\+301"),
+    ({"utilities": [[1.0], [1.0]], "budgets": [1e200, 1.0], "supply": [1e-200]}, r"supply has an entry of 1e-200"),
+    ({"utilities": [[1e-300], [1.0]], "supply": [1e-10]}, r"utilities\[0\] times supply underflow"),
+])
+def test_products_outside_float64_are_rejected_by_name(arguments, pattern):
+    arguments = dict(arguments)
+    with pytest.raises(ValidationError, match=pattern):
+        VolatileFisherMarket.static(arguments.pop("utilities"), **arguments)
+
+
+def test_wide_but_representable_markets_are_accepted():
+    market = VolatileFisherMarket.static([[1e150, 1.0], [1.0, 1e-150]], budgets=[1e100, 1e-100], supply=[1e100, 1e-100])
+    assert market.shape == (2, 2, 1)

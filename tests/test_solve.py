@@ -205,3 +205,157 @@ def test_large_generated_market_is_certified():
     assert result.success, result.message
     check.kkt(result).assert_holds()
     assert check.pareto_optimality(result).holds
+
+
+# --- OPTIMAL only when every buyer and good is certified (issue 15) ---------------------------------
+
+
+def _small_buyer_market():
+    return VolatileFisherMarket(np.random.default_rng(0).uniform(0.1, 1.0, (3, 2, 1)), [1e-8, 1.0, 1.0])
+
+
+@pytest.mark.parametrize("market", [
+    _small_buyer_market(),
+    VolatileFisherMarket(np.random.default_rng(0).uniform(0.1, 1.0, (7, 3, 2)), np.logspace(-6, 6, 7)),
+], ids=["budget-1e-8", "budgets-1e-6-to-1e6"])
+def test_a_buyer_outside_the_accuracy_is_never_optimal(market):
+    """Budgets far below the total: the solvers' accuracy (relative to the total) cannot resolve
+    the small buyers. Before, OPTIMAL came back with buyer 0 spending 10x its budget."""
+    result = vfm.solve(market)
+    certificate = check.certify(result)
+    assert result.success == certificate.holds
+    if not result.success:
+        assert result.status is Status.INACCURATE
+        assert "certificate does not hold" in result.message
+        assert result.attempts and all(reason for _, reason in result.attempts)
+
+
+@pytest.mark.parametrize("options", [{}, {"eps_rel": 0.5}, {"eps_rel": 1e-3, "eps_abs": 1e-3}])
+def test_scs_over_allocation_is_not_optimal(options):
+    market = VolatileFisherMarket(np.random.default_rng(3).uniform(0.1, 1.0, (10, 3, 3)))
+    result = vfm.solve(market, "scs", **options)
+    clearing = check.market_clearing(result)
+    assert result.success == check.certify(result).holds
+    if clearing.value > result.accuracy:
+        assert not result.success and "market_clearing" in result.message
+
+
+def test_optimal_results_hold_the_per_buyer_certificate_at_their_accuracy():
+    market = VolatileFisherMarket(np.random.default_rng(3).uniform(0.1, 1.0, (10, 3, 3)), np.geomspace(0.1, 10, 10))
+    for solver in SOLVERS:
+        for tol in (1e-4, 1e-8):
+            result = vfm.solve(market, solver, tol=tol)
+            if result.success:
+                check.certify(result).assert_holds()
+
+
+# --- solver options: one validation for every backend (issue 15) ---------------------------------
+
+
+BAD_OPTIONS = [
+    ({"tol": float("nan")}, "tol=nan"), ({"tol": -1e-6}, "tol=-1e-06"), ({"tol": 0}, "tol=0"),
+    ({"tol": 1000}, "tol=1000"), ({"tol": 1}, "tol=1"), ({"tol": "1e-6"}, "tol='1e-6'"), ({"tol": True}, "tol=True"),
+    ({"max_iter": 0}, "max_iter=0"), ({"max_iter": -3}, "max_iter=-3"), ({"max_iter": 2.5}, "max_iter=2.5"),
+    ({"max_iter": 10.0}, "max_iter=10.0"), ({"max_iter": None}, "max_iter=None"),
+    ({"tolerance": 1e-6}, "'tolerance' is not an option"),
+]
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+@pytest.mark.parametrize(("options", "named"), BAD_OPTIONS, ids=[text for _, text in BAD_OPTIONS])
+def test_bad_options_are_rejected_before_solving_by_every_backend(solver, options, named, monkeypatch):
+    from vfm.solvers import registry
+
+    def never(*args, **kwargs):
+        raise AssertionError("solved despite a bad option")
+
+    monkeypatch.setattr(type(registry._REGISTRY[solver]), "solve", never)
+    with pytest.raises(ValidationError) as info:
+        vfm.solve(VolatileFisherMarket.static([[1.0]]), solver, **options)
+    assert named in str(info.value) and f"solver={solver!r}" in str(info.value)
+
+
+@pytest.mark.parametrize("option", [{"eps_rel": 1}, {"eps_abs": float("nan")}, {"max_iters": 0}])
+def test_a_backend_own_options_are_checked_by_kind(option):
+    with pytest.raises(ValidationError, match="solver='scs'"):
+        vfm.solve(VolatileFisherMarket.static([[1.0]]), "scs", **option)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_every_backend_takes_tol_and_max_iter(solver):
+    market = VolatileFisherMarket(np.random.default_rng(4).uniform(0.1, 1.0, (6, 2, 2)))
+    loose = vfm.solve(market, solver, tol=1e-4)
+    # schur-ipm also stops on gap_tol, 10 * tol by default, and reports the larger.
+    assert loose.accuracy == pytest.approx(1e-3 if solver == "schur-ipm" else 1e-4)
+    if solver != "mosek":  # MOSEK has no iteration limit through CVXPY
+        assert vfm.solve(market, solver, max_iter=1).status is not Status.OPTIMAL
+
+
+# --- every failure falls back, with its reason (issue 15) ------------------------------------------
+
+
+def test_a_buyer_already_at_its_utility_cap_is_solved_by_every_backend():
+    market = VolatileFisherMarket.static([[1.0], [1.0]], base_utility=[0.5, 0.0], utility_cap=[0.5, 10.0])
+    for solver in SOLVERS:
+        result = vfm.solve(market, solver)
+        assert result.success or solver in ("scs", "ecos"), (solver, result.message)
+        if result.success:
+            np.testing.assert_allclose(result.allocation[:, 0, 0], [0.0, 1.0], atol=1e-4)
+    assert vfm.solve(market).solver == "schur-ipm"
+
+
+@pytest.fixture
+def crashing_first():
+    from vfm.solvers import Capabilities, registry
+
+    class Crashing:
+        name = "crashing"
+        capabilities = Capabilities()
+
+        def is_installed(self):
+            return True
+
+        def solve(self, program, **options):
+            raise ValueError("array must not contain infs or NaNs")
+
+    saved = dict(registry._REGISTRY)
+    registry.register(Crashing(), preferred=True)
+    yield
+    registry._REGISTRY.clear()
+    registry._REGISTRY.update(saved)
+
+
+def test_an_exception_inside_a_backend_falls_back_to_the_next(crashing_first):
+    result = vfm.solve(VolatileFisherMarket.static([[2.0, 1.0], [1.0, 2.0]]))
+    assert result.success and result.solver == "schur-ipm"
+    assert result.attempts == (("crashing", "ended 'error' (crashing raised ValueError: array must not contain "
+                                            "infs or NaNs)"),)
+    named = vfm.solve(VolatileFisherMarket.static([[1.0]]), "crashing")
+    assert named.status is Status.ERROR and "raised ValueError" in named.message and named.attempts == ()
+
+
+def test_when_every_backend_fails_the_result_carries_every_reason(monkeypatch):
+    from vfm.solvers import registry
+
+    def crash(self, program, **options):
+        raise RuntimeError(f"{self.name} is broken")
+
+    for backend in registry._REGISTRY.values():
+        monkeypatch.setattr(type(backend), "solve", crash)
+    result = vfm.solve(VolatileFisherMarket.static([[1.0, 2.0], [2.0, 1.0]]))
+    assert result.status is Status.ERROR and not result.success
+    tried = [result.solver] + [name for name, _ in result.attempts]
+    assert sorted(tried) == sorted(registry.candidates(result.market)[i].name for i in range(len(tried)))
+    assert len(tried) == len(registry.candidates(result.market))
+    assert "every backend failed" in result.message
+
+
+def test_a_caller_error_inside_a_backend_is_raised_not_swallowed(crashing_first, monkeypatch):
+    from vfm.solvers import registry
+
+    def refuse(program, **options):
+        raise ValidationError("bad argument")
+
+    monkeypatch.setattr(registry._REGISTRY["crashing"], "solve", refuse)
+    with pytest.raises(ValidationError, match="bad argument"):
+        vfm.solve(VolatileFisherMarket.static([[1.0]]))

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
+from typing import Any, TypeGuard, TypeVar
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike, DTypeLike, NDArray
 
 from vfm.errors import ValidationError
+
+Array = TypeVar("Array", bound=np.ndarray)
 
 FloatArray = NDArray[np.float64]
 
@@ -116,3 +119,54 @@ def is_whole(value: object) -> bool:
     """Whether `value` is an integer (Python or NumPy), not a bool: the type check of every
     "positive whole number" argument, whose range and message the caller states."""
     return not isinstance(value, bool) and isinstance(value, int | np.integer)
+
+
+def read_only(array: Array) -> Array:
+    """`array` as a read-only array that cannot be made writable again; itself if it already is.
+
+    ``setflags(write=False)`` alone can be undone by anyone holding the array (or its base, if
+    that owns its data). Here the copy's memory is an immutable `bytes` object, so neither the
+    returned array nor any array up its chain of bases can ever be made writable, and no
+    caller's edit reaches the object that handed it out. Object arrays (which `bytes` cannot
+    hold) are copied and flagged read-only instead.
+    """
+    if is_read_only(array):
+        return array
+    if array.dtype.hasobject:
+        copy = np.array(array, copy=True)
+        copy.setflags(write=False)
+        return copy  # type: ignore[return-value]
+    held = np.frombuffer(np.ascontiguousarray(array).tobytes(), dtype=array.dtype).reshape(array.shape)
+    return held  # type: ignore[return-value]
+
+
+def frozen(value: ArrayLike, dtype: DTypeLike = np.float64) -> NDArray[Any]:
+    """`read_only` of `value` as an array of `dtype` (no copy when it already is one)."""
+    return read_only(np.asarray(value, dtype=dtype))
+
+
+def is_read_only(value: object) -> TypeGuard[NDArray[Any]]:
+    """Whether `value` is an array made by `read_only`: read-only, its data held by `bytes`."""
+    if not isinstance(value, np.ndarray) or value.flags.writeable:
+        return False
+    base: object = value
+    while isinstance(base, np.ndarray):
+        base = base.base
+    return isinstance(base, bytes)
+
+
+def reject_masked(value: object, name: str) -> None:
+    """Raise `ValidationError` if `value` is a numpy masked array.
+
+    numpy reads a masked array as its raw data, masked entries included: taking it would
+    silently use values the caller marked as missing.
+    """
+    if isinstance(value, np.ma.MaskedArray):
+        raise ValidationError(f"{name} is a numpy masked array; vfm does not read masks (the masked entries "
+                              f"would be used as they are): pass a plain array, e.g. the masked array's "
+                              f".compressed() or .filled(value)")
+
+
+def is_real(value: object) -> bool:
+    """Whether `value` is a real number (Python or NumPy int or float), not a bool."""
+    return not isinstance(value, bool | np.bool_) and isinstance(value, int | float | np.integer | np.floating)

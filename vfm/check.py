@@ -2,7 +2,12 @@ r"""Numerical certificates of equilibrium and checks of fairness and efficiency 
 
 Every function takes a solved `Equilibrium` and returns a `Residual`: the worst violation
 (dimensionless, 0 when the condition holds exactly), where it occurs, and the tolerance it is
-judged against. Nothing here returns a bare boolean.
+judged against. Nothing here returns a bare boolean. A point with a NaN or infinite entry
+(e.g. a failed solve's) fails every check: its residual is NaN (or inf) and says why.
+
+Residuals are per buyer and per good: a buyer's relative to its own budget, a good's relative
+to its own supply, so that a buyer with a tiny budget or a good in tiny supply is checked as
+strictly as the largest.
 
 Tolerances
 ----------
@@ -11,7 +16,9 @@ primal-dual point whose *objective* is within about :math:`\epsilon` of the opti
 its maximum NSWOT is quadratic, so the *point itself* (allocation and prices) is only accurate
 to about :math:`\sqrt{\epsilon}`. The checks therefore have two tiers:
 
-* objective-level residuals (duality gap, market clearing, unsold value, buyers' regret):
+* primal feasibility (market clearing, caps, utility caps), which the solver enforces to its
+  own feasibility tolerance: ``tolerance = FEASIBILITY_FACTOR * accuracy``;
+* objective-level residuals (duality gap, unsold value, buyers' regret):
   ``tolerance = OBJECTIVE_FACTOR * accuracy``;
 * point-level residuals (budget exhaustion, bang-per-buck, envy, proportionality, Pareto
   improvement): ``tolerance = SOLUTION_FACTOR * sqrt(accuracy)``.
@@ -22,8 +29,10 @@ they were measured). Pass ``tol=`` to judge against your own number.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import scipy.optimize
@@ -31,12 +40,20 @@ import scipy.sparse as sp
 
 from vfm.equilibrium import Equilibrium
 from vfm.errors import CertificateError, ValidationError
+from vfm.market import VolatileFisherMarket
 from vfm.program import ScaledProgram
 
+#: Multiplies the solver's accuracy for primal feasibility (over-allocation, cap excess).
+FEASIBILITY_FACTOR = 1.0
 #: Multiplies the solver's accuracy for objective-level residuals.
 OBJECTIVE_FACTOR = 100.0
 #: Multiplies the square root of the solver's accuracy for point-level residuals.
 SOLUTION_FACTOR = 10.0
+
+
+def feasibility_tolerance(result: Equilibrium) -> float:
+    """Default tolerance of primal-feasibility residuals for `result`."""
+    return FEASIBILITY_FACTOR * result.accuracy
 
 
 def objective_tolerance(result: Equilibrium) -> float:
@@ -62,21 +79,26 @@ class Residual:
         Index of the worst violation: ``(i,)`` a buyer, ``(j, t)`` a good-period,
         ``(i, j, t)`` an entry, ``(i, k)`` a pair of buyers.
     tolerance : float
+    note : str
+        Why the value is what it is when that is not a plain violation (e.g. the point is not
+        finite); empty otherwise.
     """
 
     name: str
     value: float
     where: tuple[int, ...]
     tolerance: float
+    note: str = ""
 
     @property
     def holds(self) -> bool:
-        """``value <= tolerance`` (NaN never holds)."""
-        return bool(self.value <= self.tolerance)
+        """``value <= tolerance`` (NaN and inf never hold)."""
+        return bool(np.isfinite(self.value) and self.value <= self.tolerance)
 
     def __str__(self) -> str:
         verdict = "ok" if self.holds else "VIOLATED"
-        return f"{self.name:<24} {self.value:10.3e}  (tol {self.tolerance:.1e}) at {self.where}  {verdict}"
+        note = f" ({self.note})" if self.note else ""
+        return f"{self.name:<24} {self.value:10.3e}  (tol {self.tolerance:.1e}) at {self.where}  {verdict}{note}"
 
 
 @dataclass(frozen=True)
@@ -110,14 +132,63 @@ class Certificate:
 
 
 def _worst(values: np.ndarray, name: str, tolerance: float) -> Residual:
-    """Residual of the largest entry of `values` (NaN counts as worst)."""
+    """Residual of the largest entry of `values`; a NaN is worst of all and is reported as NaN.
+
+    (``max(0.0, nan)`` is 0.0: the clamp to 0 must not touch NaN, or a NaN would pass.)
+    """
     values = np.asarray(values, dtype=np.float64)
     if values.size == 0:
         return Residual(name, 0.0, (), tolerance)
-    flat = np.where(np.isnan(values), np.inf, values).reshape(-1)
-    index = int(np.argmax(flat))
+    flat = values.reshape(-1)
+    nan = np.isnan(flat)
+    index = int(np.argmax(nan)) if nan.any() else int(np.argmax(flat))
     where = tuple(int(i) for i in np.unravel_index(index, values.shape))
-    return Residual(name, float(max(0.0, values.reshape(-1)[index])), where, tolerance)
+    value = float(flat[index])
+    if np.isnan(value):
+        return Residual(name, value, where, tolerance, "not a number: the condition cannot be evaluated")
+    return Residual(name, max(0.0, value), where, tolerance, "infinite" if np.isinf(value) else "")
+
+
+def _nonfinite(result: Equilibrium, name: str, tolerance: float) -> Residual | None:
+    """A failing residual if the allocation or the prices have a NaN or infinite entry, else None."""
+    for label, array in (("allocation", result.allocation), ("prices", result.prices)):
+        bad = ~np.isfinite(array)
+        if bad.any():
+            where = tuple(int(i) for i in np.argwhere(bad)[0])
+            entry = float(array[where])
+            return Residual(name, entry if np.isnan(entry) else np.inf, where, tolerance,
+                            f"{label}{list(where)} is {entry}: a point that is not finite certifies nothing")
+    return None
+
+
+class Check(Protocol):
+    """What every check is: ``check(result, tol=None) -> Residual``, named as its residual."""
+
+    __name__: str
+
+    def __call__(self, result: Equilibrium, tol: float | None = None) -> Residual: ...
+
+
+def _in_force(tol: float | None) -> float:
+    """The tolerance a check decorated with `_check` receives: never None (the default is filled in)."""
+    if tol is None:
+        raise TypeError("a check runs with the tolerance in force; call it through its decorated name")
+    return float(tol)
+
+
+def _check(tier: Callable[[Equilibrium], float]) -> Callable[[Check], Check]:
+    """Give a check its default tolerance (`tier`) and make it fail on a point that is not finite.
+
+    The check itself then receives the tolerance in force and a finite point.
+    """
+    def decorate(check: Check) -> Check:
+        @functools.wraps(check)
+        def checked(result: Equilibrium, tol: float | None = None) -> Residual:
+            tolerance = tier(result) if tol is None else tol
+            broken = _nonfinite(result, check.__name__, tolerance)
+            return broken if broken is not None else check(result, tolerance)
+        return checked
+    return decorate
 
 
 def _flat(result: Equilibrium) -> tuple[np.ndarray, np.ndarray]:
@@ -128,40 +199,62 @@ def _flat(result: Equilibrium) -> tuple[np.ndarray, np.ndarray]:
 # --- equilibrium conditions -------------------------------------------------------------------
 
 
+@_check(feasibility_tolerance)
 def market_clearing(result: Equilibrium, tol: float | None = None) -> Residual:
     r"""Primal feasibility of supply and sign: :math:`\sum_i x_{ijt} \le s_{jt}`, :math:`x \ge 0`.
 
-    Value: the largest over-allocation or negative entry, relative to the good's supply.
+    Value: the largest over-allocation or negative entry, relative to the good's supply (the
+    feasibility the solver enforces on the scaled program, so the tolerance is its accuracy).
     `where` is ``(j, t)``.
     """
     market = result.market
-    supply = np.where(market.supply > 0, market.supply, 1.0)
+    supply = _per_good_scale(market)
     over = (result.allocation.sum(axis=0) - market.supply) / supply
     negative = np.max(-result.allocation, axis=0) / supply
-    return _worst(np.maximum(over, negative), "market_clearing", objective_tolerance(result) if tol is None else tol)
+    return _worst(np.maximum(over, negative), "market_clearing", _in_force(tol))
 
 
+def _per_good_scale(market: VolatileFisherMarket) -> np.ndarray:
+    """Each good's supply, 1 where it is 0 (nothing may be allocated there: any amount is excess)."""
+    return np.where(market.supply > 0, market.supply, 1.0)
+
+
+def _good_budgets(market: VolatileFisherMarket) -> np.ndarray:
+    """(m, T): the largest budget of a buyer who can buy each good (all budgets where nobody can).
+
+    The money that could be spent on the good: unsold supply at a positive price is measured
+    against it, so a good only a small buyer wants is checked on that buyer's scale.
+    """
+    largest = np.where(market.reachable, market.budgets[:, None, None], 0.0).max(axis=0)
+    return np.where(largest > 0, largest, market.budgets.sum())
+
+
+@_check(objective_tolerance)
 def price_complementarity(result: Equilibrium, tol: float | None = None) -> Residual:
-    r"""Prices are nonnegative and positive only on sold-out goods.
+    r"""Prices are nonnegative and positive only on sold-out goods, good by good.
 
-    Value: :math:`\max_{jt} |p_{jt}| \cdot |s_{jt} - \sum_i x_{ijt}|` over negative prices and
-    unsold supply, as a fraction of all budgets :math:`\sum_i B_i`. `where` is ``(j, t)``.
+    Value: :math:`\max_{jt} |p_{jt}| \cdot |s_{jt} - \sum_i x_{ijt}| / B_{jt}` over negative
+    prices (times the whole supply) and unsold supply, with :math:`B_{jt}` the largest budget of
+    a buyer who can buy good `j` in period `t`: the unsold share of the good's supply, weighted
+    by the good's value as a share of the money that could buy it. `where` is ``(j, t)``.
     """
     market = result.market
     slack = market.supply - result.allocation.sum(axis=0)
     unsold = np.maximum(result.prices, 0.0) * np.maximum(slack, 0.0)
     negative = np.maximum(-result.prices, 0.0) * market.supply
-    value = np.maximum(unsold, negative) / market.budgets.sum()
-    return _worst(value, "price_complementarity", objective_tolerance(result) if tol is None else tol)
+    value = np.maximum(unsold, negative) / _good_budgets(market)
+    return _worst(value, "price_complementarity", _in_force(tol))
 
 
+@_check(solution_tolerance)
 def budget_exhaustion(result: Equilibrium, tol: float | None = None) -> Residual:
     r"""Each buyer spends its budget: :math:`|p \cdot x_i - B_i| / B_i`. `where` is ``(i,)``."""
     x, p = _flat(result)
     value = np.abs(x @ p - result.market.budgets) / result.market.budgets
-    return _worst(value, "budget_exhaustion", solution_tolerance(result) if tol is None else tol)
+    return _worst(value, "budget_exhaustion", _in_force(tol))
 
 
+@_check(solution_tolerance)
 def bang_per_buck(result: Equilibrium, tol: float | None = None) -> Residual:
     r"""Buyers spend only on goods of maximum utility per price.
 
@@ -180,48 +273,56 @@ def bang_per_buck(result: Equilibrium, tol: float | None = None) -> Residual:
         waste = np.where(u > 0, x * (p[None, :] - u / best[:, None]), 0.0)
     waste = np.where(np.isinf(best)[:, None], np.inf, waste)
     per_buyer = waste.sum(axis=1) / market.budgets
-    worst = _worst(per_buyer, "bang_per_buck", solution_tolerance(result) if tol is None else tol)
+    worst = _worst(per_buyer, "bang_per_buck", _in_force(tol))
     if not worst.where:
         return worst
     i = worst.where[0]
     entry = np.unravel_index(int(np.argmax(waste[i])), market.shape[1:])
-    return Residual(worst.name, worst.value, (i, int(entry[0]), int(entry[1])), worst.tolerance)
+    return Residual(worst.name, worst.value, (i, int(entry[0]), int(entry[1])), worst.tolerance, worst.note)
 
 
+@_check(objective_tolerance)
 def duality_gap(result: Equilibrium, tol: float | None = None) -> Residual:
     r"""The duality gap :math:`|g(p) - \text{NSWOT}(x)| / \sum_i B_i` (see `vfm.duality`).
 
-    `where` is ``(i,)``, the buyer with the largest regret at the prices.
+    The market-wide measure; `buyer_optimality` and `price_complementarity` split it by buyer
+    and by good. `where` is ``(i,)``, the buyer with the largest regret at the prices.
     """
     regret = result.gap.regret
     where = (int(np.argmax(np.where(np.isnan(regret), np.inf, regret))),)
     value = abs(result.relative_gap)
-    return Residual("duality_gap", value if np.isfinite(value) else np.inf, where,
-                    objective_tolerance(result) if tol is None else tol)
+    if np.isfinite(value):
+        return Residual("duality_gap", value, where, _in_force(tol))
+    return Residual("duality_gap", value, where, _in_force(tol), "the gap is not finite")
 
 
+@_check(objective_tolerance)
 def buyer_optimality(result: Equilibrium, tol: float | None = None) -> Residual:
     r"""Each bundle is optimal for its buyer at the prices (KKT stationarity and cap slackness).
 
-    Value: :math:`\max_i \text{regret}_i / \sum_k B_k`, where the regret
+    Value: :math:`\max_i \text{regret}_i / B_i`, where the regret
     :math:`\varphi_i^*(p) - (B_i \log U_i(x_i) - p \cdot x_i)` is what buyer `i` gains by
-    re-optimizing alone within its caps. `where` is ``(i,)``.
+    re-optimizing alone within its caps. Divided by the buyer's own budget it is a change of
+    :math:`\log U_i` (net of spending), so every buyer, however small, is held to the same
+    relative accuracy of its own utility. `where` is ``(i,)``.
     """
-    regret = np.abs(result.gap.regret) / result.market.budgets.sum()
-    return _worst(regret, "buyer_optimality", objective_tolerance(result) if tol is None else tol)
+    regret = np.abs(result.gap.regret) / result.market.budgets
+    return _worst(regret, "buyer_optimality", _in_force(tol))
 
 
+@_check(feasibility_tolerance)
 def feasibility(result: Equilibrium, tol: float | None = None) -> Residual:
     r"""Primal feasibility of the whole program: supply, :math:`0 \le x \le d`, :math:`U \le \bar U`.
 
-    Value: the worst of `market_clearing`, cap excess relative to the cap and utility-cap
-    excess relative to the utility cap. `where` is ``(j, t)``, ``(i, j, t)`` or ``(i,)``.
+    Value: the worst of `market_clearing`, cap excess relative to the good's supply (the unit in
+    which the solver bounds it) and utility-cap excess relative to the utility cap. `where` is
+    ``(j, t)``, ``(i, j, t)`` or ``(i,)``.
     """
     market = result.market
-    tolerance = objective_tolerance(result) if tol is None else tol
+    tolerance = _in_force(tol)
     with np.errstate(divide="ignore", invalid="ignore"):
         cap_excess = np.where(np.isfinite(market.caps),
-                              (result.allocation - market.caps) / np.maximum(market.caps, 1.0), 0.0)
+                              (result.allocation - market.caps) / _per_good_scale(market)[None], 0.0)
         utility_excess = np.where(np.isfinite(market.utility_cap),
                                   (result.utilities - market.utility_cap) / market.utility_cap, 0.0)
     parts = [
@@ -229,8 +330,8 @@ def feasibility(result: Equilibrium, tol: float | None = None) -> Residual:
         _worst(cap_excess, "caps", tolerance),
         _worst(utility_excess, "utility_cap", tolerance),
     ]
-    worst = max(parts, key=lambda r: r.value)
-    return Residual("feasibility", worst.value, worst.where, tolerance)
+    worst = max(parts, key=lambda r: np.inf if np.isnan(r.value) else r.value)
+    return Residual("feasibility", worst.value, worst.where, tolerance, worst.note)
 
 
 def equilibrium_conditions(result: Equilibrium) -> Certificate:
@@ -282,6 +383,7 @@ def certify(result: Equilibrium) -> Certificate:
 # --- properties -------------------------------------------------------------------------------
 
 
+@_check(solution_tolerance)
 def envy_freeness(result: Equilibrium, tol: float | None = None) -> Residual:
     r"""(Budget-weighted) envy-freeness on cumulative utility.
 
@@ -300,9 +402,10 @@ def envy_freeness(result: Equilibrium, tol: float | None = None) -> Residual:
     own = np.diag(weighted)[:, None]
     with np.errstate(divide="ignore", invalid="ignore"):
         envy = weighted / own - 1.0
-    return _worst(envy, "envy_freeness", solution_tolerance(result) if tol is None else tol)
+    return _worst(envy, "envy_freeness", _in_force(tol))
 
 
+@_check(solution_tolerance)
 def proportionality(result: Equilibrium, tol: float | None = None) -> Residual:
     r"""Each buyer is at least as well off as with its budget share of every good.
 
@@ -316,9 +419,10 @@ def proportionality(result: Equilibrium, tol: float | None = None) -> Residual:
     reference = np.minimum(market.utility_of(np.minimum(share, market.caps)), market.utility_cap)
     with np.errstate(divide="ignore", invalid="ignore"):
         shortfall = reference / result.utilities - 1.0
-    return _worst(shortfall, "proportionality", solution_tolerance(result) if tol is None else tol)
+    return _worst(shortfall, "proportionality", _in_force(tol))
 
 
+@_check(solution_tolerance)
 def pareto_optimality(result: Equilibrium, tol: float | None = None) -> Residual:
     r"""Search for a Pareto improvement with a linear program.
 
@@ -336,9 +440,10 @@ def pareto_optimality(result: Equilibrium, tol: float | None = None) -> Residual
     optimum; `where` is ``(i,)``, the buyer who gains most.
 
     Holds for every market `vfm.solve` accepts (caps, base utility and utility caps included),
-    relative to the market's own feasible set.
+    relative to the market's own feasible set. A point the LP cannot take (not finite) fails
+    with value NaN or inf, never raises.
     """
-    tolerance = solution_tolerance(result) if tol is None else tol
+    tolerance = _in_force(tol)
     slack = tolerance / 10.0
     market = result.market
     program = ScaledProgram.from_market(market)
@@ -357,19 +462,22 @@ def pareto_optimality(result: Equilibrium, tol: float | None = None) -> Residual
         np.column_stack([np.zeros(nnz), np.minimum(program.upper, 1.0)]),
         np.column_stack([np.full(n, -slack), np.full(n, np.inf)]),
     ])
-    lp = scipy.optimize.linprog(
-        objective,
-        A_ub=sp.vstack(rows, format="csr"),
-        b_ub=np.concatenate(upper),
-        A_eq=equality,
-        b_eq=current - program.base,
-        bounds=bounds,
-        method="highs",
-    )
+    try:
+        lp = scipy.optimize.linprog(
+            objective,
+            A_ub=sp.vstack(rows, format="csr"),
+            b_ub=np.concatenate(upper),
+            A_eq=equality,
+            b_eq=current - program.base,
+            bounds=bounds,
+            method="highs",
+        )
+    except ValueError as exc:  # scipy's "Invalid input for linprog" (e.g. utilities that overflow)
+        return Residual("pareto_optimality", np.inf, (), tolerance, f"the LP could not be posed: {exc}")
     if lp.status != 0:
         # Infeasible means the allocation under test is itself outside the feasible set by more
         # than the slack: no valid comparison exists, which is a violation, not a pass.
-        return Residual("pareto_optimality", np.inf, (), tolerance)
+        return Residual("pareto_optimality", np.inf, (), tolerance, f"the LP ended without a solution: {lp.message}")
     gains = lp.x[nnz:]
     return Residual("pareto_optimality", float(max(-lp.fun, 0.0)), (int(np.argmax(gains)),), tolerance)
 

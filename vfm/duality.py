@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from vfm._validation import FloatArray
+from vfm._validation import FloatArray, frozen
 from vfm.market import VolatileFisherMarket
 
 
@@ -96,7 +96,7 @@ def best_response_values(market: VolatileFisherMarket, prices: ArrayLike) -> Flo
 
 @dataclass(frozen=True)
 class GapDecomposition:
-    """The duality gap of an allocation and prices, split by cause.
+    """The duality gap of an allocation and prices, split by cause (its arrays are read-only).
 
     Attributes
     ----------
@@ -141,8 +141,8 @@ def duality_gap(market: VolatileFisherMarket, allocation: ArrayLike, prices: Arr
     unsold_value = price * (market.supply - x.sum(axis=0))
     dual_bound = float(best.sum() + (price * market.supply).sum())
     return GapDecomposition(
-        regret=regret,
-        unsold_value=unsold_value,
+        regret=frozen(regret),
+        unsold_value=frozen(unsold_value),
         total=float(regret.sum() + unsold_value.sum()),
         dual_bound=dual_bound,
     )

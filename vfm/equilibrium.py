@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from vfm._validation import FloatArray
+from vfm._validation import FloatArray, frozen
 from vfm.duality import GapDecomposition, duality_gap
 from vfm.errors import SolverError
 from vfm.market import VolatileFisherMarket
@@ -59,6 +59,17 @@ class Equilibrium:
     accuracy : float
         The relative accuracy the solver was asked for (its gap and feasibility tolerance on the
         scaled program); `vfm.check` derives its default tolerances from it.
+    attempts : tuple of (str, str)
+        ``(backend, reason)`` for every other backend `vfm.solve` tried that did not give a
+        certified result, in the order tried (empty when the first backend succeeded or a solver
+        was named). When every backend failed, the result is the most useful of their answers
+        (one with a point, if any) and `attempts` holds the reasons of all the others.
+
+    Notes
+    -----
+    Every array a result hands out (`allocation`, `prices`, `utilities`, the arrays of `gap`) is
+    read-only for good: ``setflags(write=True)`` raises, so cached quantities cannot go stale.
+    The constructor copies `allocation` and `prices` once unless they are already frozen.
     """
 
     market: VolatileFisherMarket
@@ -71,6 +82,13 @@ class Equilibrium:
     solve_time: float = float("nan")
     wall_time: float = float("nan")
     accuracy: float = 1e-8
+    attempts: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        # A private immutable copy: a caller's later writes to the arrays it passed, or writes
+        # through the result, would leave the cached utilities, objective and gap stale.
+        object.__setattr__(self, "allocation", frozen(self.allocation))
+        object.__setattr__(self, "prices", frozen(self.prices))
 
     @property
     def success(self) -> bool:
@@ -111,7 +129,7 @@ class Equilibrium:
     @cached_property
     def utilities(self) -> FloatArray:
         """:math:`U_i(x)`, shape (n,)."""
-        return self.market.utility_of(self.allocation)
+        return frozen(self.market.utility_of(self.allocation))
 
     @cached_property
     def objective(self) -> float:

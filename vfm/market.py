@@ -8,8 +8,16 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import ArrayLike
 
-from vfm._validation import FloatArray, as_real_array, require_nonnegative, require_positive
+from vfm._validation import FloatArray, as_real_array, frozen, require_nonnegative, require_positive
 from vfm.errors import InfeasibleMarketError, ValidationError
+
+#: The largest budget total, reachable utility and price scale a market may have. The program and
+#: its certificate multiply these by logarithms (at most about 745 in magnitude in float64) and
+#: sum them over buyers and goods; below 1e300 every such product is finite.
+LARGEST = 1e300
+#: The smallest utility a buyer without base utility may be able to reach: below it, utility
+#: times supply has underflowed and the buyer's scaled utilities are 0 / 0.
+SMALLEST = 1e-300
 
 
 @dataclass(frozen=True, eq=False, init=False)
@@ -109,9 +117,9 @@ class VolatileFisherMarket:
             ("utilities", u), ("budgets", b), ("supply", s),
             ("base_utility", c), ("caps", d), ("utility_cap", cap),
         ):
-            value.setflags(write=False)
-            object.__setattr__(self, name, value)
+            object.__setattr__(self, name, frozen(value))
         self._check_feasible()
+        self._check_range()
 
     def _check_feasible(self) -> None:
         """Reject markets whose NSWOT is -inf for every allocation or which have no feasible point."""
@@ -129,6 +137,49 @@ class VolatileFisherMarket:
                 f"buyer {i} can reach no positive utility: utilities[{i}] is zero wherever supply "
                 f"and caps[{i}] allow a purchase, and base_utility[{i}] is 0, so log U_{i} = -inf. "
                 f"Give buyer {i} a positive utility for some available good, or remove it"
+            )
+
+    def _check_range(self) -> None:
+        """Reject markets whose program overflows or underflows float64 (see `LARGEST`).
+
+        Rescaling cannot rescue them exactly in general: every buyer's utilities may be scaled
+        by its own factor and all budgets by one factor without changing the allocation, and the
+        messages say so, but the prices of the result would still have to be represented.
+        """
+        with np.errstate(over="ignore"):
+            total = float(np.sum(self.budgets))
+        if not total <= LARGEST:
+            raise ValidationError(
+                f"budgets sum to {total:g}, above {LARGEST:g}: NSWOT and the prices multiply the budget "
+                "total by log-utilities and divide it by supplies, which must stay finite in float64. "
+                "Divide every budget by one common factor (the allocation does not change; prices scale with it)"
+            )
+        n = self.n_buyers
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+            bundle = np.where(self.reachable, self.utilities * np.minimum(self.supply[None], self.caps), 0.0)
+            reach = self.base_utility + bundle.reshape(n, -1).sum(axis=1)
+        high = ~(reach <= LARGEST)
+        if high.any():
+            i = int(np.argmax(high))
+            raise ValidationError(
+                f"utilities[{i}] times supply overflow float64: buyer {i} can reach utility {reach[i]:g}, above "
+                f"{LARGEST:g}, and the program needs its utilities finite. Divide utilities[{i}] (with "
+                f"base_utility[{i}] and utility_cap[{i}]) by a common factor, which changes neither the "
+                "allocation nor the prices, or measure supply in larger units"
+            )
+        low = (self.base_utility == 0) & (reach < SMALLEST)
+        if low.any():
+            i = int(np.argmax(low))
+            raise ValidationError(
+                f"utilities[{i}] times supply underflow float64: buyer {i} can reach utility {reach[i]:g}, below "
+                f"{SMALLEST:g}. Multiply utilities[{i}] by a common factor (the allocation and prices do not change)"
+            )
+        sold = self.supply[self.reachable.any(axis=0)]
+        if sold.size and not total / float(sold.min()) <= LARGEST:
+            raise ValidationError(
+                f"supply has an entry of {float(sold.min()):g} while budgets sum to {total:g}: its price (up to the "
+                f"budget total over the supply) would exceed {LARGEST:g}. Measure supply in larger units or "
+                "divide every budget by one common factor"
             )
 
     @classmethod
@@ -216,8 +267,7 @@ class VolatileFisherMarket:
     def reachable(self) -> np.ndarray:
         """Boolean (n, m, T): entries where buyer `i` can buy something it values."""
         mask = (self.utilities > 0) & (self.caps > 0) & (self.supply > 0)[None]
-        mask.setflags(write=False)
-        return mask
+        return frozen(mask, dtype=np.bool_)
 
     def utility_of(self, allocation: ArrayLike) -> FloatArray:
         """Cumulative utilities :math:`U_i(x) = c_i + \\sum_{j,t} u_{ijt} x_{ijt}`, shape (n,).

@@ -7,14 +7,14 @@ from typing import Any
 
 import numpy as np
 
-from vfm.check import kkt
+from vfm.check import Residual, certify
 from vfm.duality import duality_gap, stationary_prices
 from vfm.equilibrium import Equilibrium, Status, failed
 from vfm.errors import ValidationError
 from vfm.market import VolatileFisherMarket
 from vfm.program import ScaledProgram
 from vfm.solvers.base import Backend
-from vfm.solvers.registry import candidates, select
+from vfm.solvers.registry import candidates, check_options, select
 
 
 def require_market(market: object) -> VolatileFisherMarket:
@@ -27,7 +27,8 @@ def require_market(market: object) -> VolatileFisherMarket:
     return market
 
 
-def solve(market: VolatileFisherMarket, solver: str | None = None, **options: Any) -> Equilibrium:
+def solve(market: VolatileFisherMarket, solver: str | None = None, *, polish: bool = True,
+          **options: Any) -> Equilibrium:
     r"""Compute the market's equilibrium by maximizing Nash social welfare over time.
 
     Solves the exponential-cone program
@@ -47,12 +48,22 @@ def solve(market: VolatileFisherMarket, solver: str | None = None, **options: An
     solver : str, optional
         A name from `vfm.available_solvers()` (case-insensitive, e.g. ``"schur-ipm"``,
         ``"clarabel"``, ``"ecos"``, ``"scs"``). Default: the installed backends that support the
-        market, fastest first; the first certified result is returned, and its message lists
-        the backends that were tried before it.
+        market, fastest first; the first certified result is returned, its message lists the
+        backends that were tried before it and `Equilibrium.attempts` their reasons. A backend
+        that fails in any way (a status short of certified, or an exception inside it) passes
+        the market on to the next.
+    polish : bool
+        For a plain market (no caps, base utility or utility caps), polish the interior-point
+        answer to the exact equilibrium (`vfm.exact.polished`: identify the support, solve the
+        equilibrium's linear system on it, verify; default True). A polished result is within a
+        relative 1e-9 of the exact equilibrium (an interior point alone is within about
+        :math:`\sqrt{\epsilon}`, 1e-3 on generated markets); when no guess of the support
+        verifies, the interior-point answer is returned with the reason in its message.
     **options
         Passed to the backend named by `solver` (options without a solver are rejected, since
-        each backend has its own); for CVXPY solvers, the solver's own options (e.g.
-        ``max_iter=50``, ``tol_gap_rel=1e-10`` for Clarabel).
+        each backend has its own). Every market backend takes ``tol`` (its relative accuracy, in
+        (0, 1)) and ``max_iter`` (a whole number >= 1), and its own options (e.g.
+        ``tol_gap_rel=1e-10`` for Clarabel, ``eps_abs`` for SCS). Checked before any solve.
 
     Returns
     -------
@@ -63,7 +74,9 @@ def solve(market: VolatileFisherMarket, solver: str | None = None, **options: An
     Raises
     ------
     vfm.errors.ValidationError
-        If `market` is not a market or `solver` is unknown, not installed or unsupported.
+        If `market` is not a market, `solver` is unknown, not installed or unsupported, or an
+        option is not one the backend takes or has a value of the wrong kind (the message names
+        the option and the backend).
 
     Examples
     --------
@@ -89,6 +102,8 @@ def solve(market: VolatileFisherMarket, solver: str | None = None, **options: An
     # A named solver is used alone; by default the backends that support the market are tried
     # fastest first, and the first certified result wins (a scheduler needs an answer every round).
     backends = [select(market, solver)] if solver is not None else candidates(market)
+    if solver is not None:
+        check_options(backends[0], options)
     program = ScaledProgram.from_market(market)
     if program.n_entries == 0:
         # Every buyer lives on its base utility alone: nothing can be traded.
@@ -103,15 +118,53 @@ def solve(market: VolatileFisherMarket, solver: str | None = None, **options: An
             solve_time=0.0,
             wall_time=time.perf_counter() - started,
         )
-    attempts: list[str] = []
+    results: list[Equilibrium] = []
     for backend in backends:
-        result = _solve_with(backend, program, options)
-        if result.success or backend is backends[-1]:
+        results.append(_attempt(backend, program, options))
+        if results[-1].success:
             break
-        attempts.append(f"{backend.name} ended '{result.status}' ({result.message})")
-    if attempts:
-        result = result.relabel(message=result.message + "; tried first: " + "; ".join(attempts))
+    result = _report(results)
+    if polish and market.is_plain and result.status in (Status.OPTIMAL, Status.INACCURATE):
+        from vfm.exact import polished  # here, not at the top: vfm.exact builds on this module
+
+        result = polished(market, result)
     return result.relabel(wall_time=time.perf_counter() - started)
+
+
+def _report(results: list[Equilibrium]) -> Equilibrium:
+    """The result to return from the backends' `results` (in the order tried), with the others'
+    reasons in `attempts` and the message.
+
+    The last is the certified one if any is; else every backend failed, and the first that
+    returned a point (an inexact answer is more use than none) is reported.
+    """
+    if results[-1].success:
+        chosen = results[-1]
+    else:
+        with_point = [r for r in results if np.isfinite(r.allocation).all() and np.isfinite(r.prices).all()]
+        chosen = with_point[0] if with_point else results[-1]
+    others = [r for r in results if r is not chosen]
+    if not others:
+        return chosen
+    attempts = tuple((r.solver, f"ended '{r.status}' ({r.message})") for r in others)
+    lead = "tried first" if chosen.success else "every backend failed; the others"
+    message = chosen.message + f"; {lead}: " + "; ".join(f"{name} {reason}" for name, reason in attempts)
+    return chosen.relabel(message=message, attempts=attempts)
+
+
+def _attempt(backend: Backend, program: ScaledProgram, options: dict[str, Any]) -> Equilibrium:
+    """`_solve_with`, with an exception inside the backend turned into its failure (status
+    ``error``, the exception as the reason). A `ValidationError` is the caller's and is raised."""
+    started = time.perf_counter()
+    try:
+        with np.errstate(all="ignore"):  # a failing backend's overflow is reported by its status
+            return _solve_with(backend, program, options)
+    except ValidationError:
+        raise
+    except Exception as exc:
+        return failed(program.market, backend.name, Status.ERROR,
+                      f"{backend.name} raised {type(exc).__name__}: {exc}",
+                      solve_time=time.perf_counter() - started)
 
 
 def _solve_with(backend: Backend, program: ScaledProgram, options: dict[str, Any]) -> Equilibrium:
@@ -145,25 +198,39 @@ def _solve_with(backend: Backend, program: ScaledProgram, options: dict[str, Any
 
 
 def certified(result: Equilibrium) -> Equilibrium:
-    """Set the status of a solved point by vfm's own certificate, `vfm.check.kkt`.
+    """Set the status of a solved point by vfm's own certificate, `vfm.check.certify`.
 
     Solvers judge convergence on their own conic reformulation, whose extra dual variables
     (caps, utility caps, cone duals) can lag behind the allocation and prices that matter here;
     on degenerate markets (many jobs that can finish inside the window, rounds with identical
     forecasts) Clarabel then stops with "almost solved". The certificate instead measures the
-    exact duality gap of (allocation, prices) and their feasibility. So `OPTIMAL` means the
-    certificate holds at its default tolerances, whatever the solver said, and a point the
-    solver called optimal that fails it is downgraded to `INACCURATE`; the message says which.
+    exact duality gap of (allocation, prices) and their feasibility, buyer by buyer (each
+    relative to its own budget) and good by good (each relative to its own supply), at the
+    tolerances derived from the accuracy the solver was asked for (`vfm.check`). So `OPTIMAL`
+    means the certificate holds, whatever the solver said, and a point the solver called
+    optimal that fails it is downgraded to `INACCURATE`; the message gives the residual
+    furthest beyond its tolerance, then every other violated one.
     """
     if result.status not in (Status.OPTIMAL, Status.INACCURATE):
         return result
-    certificate = kkt(result)
+    certificate = certify(result)
     if certificate.holds:
         if result.status is Status.OPTIMAL:
             return result
         note = (f"; vfm's certificate verifies the requested accuracy anyway "
                 f"(relative duality gap {result.relative_gap:.1e})")
         return result.relabel(status=Status.OPTIMAL, message=result.message + note)
-    worst = max(certificate, key=lambda residual: residual.value / residual.tolerance)
+    violated = sorted((r for r in certificate if not r.holds), key=_excess, reverse=True)
+    worst, *others = violated
     note = f"; vfm's certificate does not hold: {worst}"
+    if others:
+        note += " (also violated: " + ", ".join(
+            f"{r.name} {r.value:.1e} > {r.tolerance:.1e} at {r.where}" for r in others) + ")"
     return result.relabel(status=Status.INACCURATE, message=result.message + note)
+
+
+def _excess(residual: Residual) -> float:
+    """How far beyond its tolerance a residual is (inf when it is not finite)."""
+    if not np.isfinite(residual.value):
+        return np.inf
+    return residual.value / residual.tolerance if residual.tolerance > 0 else np.inf

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -54,7 +56,10 @@ def replan(rng: np.random.Generator, binding: bool = True) -> VolatileFisherMark
 def test_declares_a_full_backend():
     backend = ClarabelDirectBackend()
     assert backend.name == "clarabel-direct"
-    assert backend.capabilities == Capabilities()
+    # Every feature, and its options declared (checked by vfm.solve before solving).
+    assert dataclasses.replace(backend.capabilities, options=None) == Capabilities()
+    kinds = backend.capabilities.option_kinds()
+    assert kinds is not None and kinds["tol"] == "tolerance" and kinds["max_iter"] == "count"
     assert backend.is_installed()
     assert backend.cache_stats == CacheStats(builds=0, updates=0)
 

@@ -128,3 +128,35 @@ def test_a_planning_backend_reports_options_it_does_not_take():
         solution = registry.select(_window(), name).solve(_window(), tol=1e-8, max_iter=5)
         assert solution.status is vfm.Status.ERROR and solution.x is None
         assert solution.message == f"{name} got unknown options: max_iter"
+
+
+# --- option declarations: one check for every backend ---------------------------------------------
+
+
+def test_every_market_backend_declares_its_options_with_tol_and_max_iter():
+    for name in vfm.available_solvers():
+        kinds = registry._REGISTRY[name].capabilities.option_kinds()
+        assert kinds is not None, name
+        assert kinds["tol"] == "tolerance" and kinds["max_iter"] == "count", name
+
+
+def test_undeclared_options_are_passed_on_unchecked(limited_backend):
+    assert limited_backend.capabilities.options is None
+    registry.check_options(limited_backend, {"anything": object()})
+    result = vfm.solve(VolatileFisherMarket.static([[1.0]]), "limited", tol_gap_rel=1e-9, tol_feas=1e-9)
+    assert result.success and result.accuracy == 1e-9
+
+
+@pytest.mark.parametrize(("kind", "good", "bad"), [
+    ("tolerance", [1e-12, 0.5, np.float32(1e-3)], [0, 1, -1e-9, float("nan"), float("inf"), "1e-6", True, None]),
+    ("count", [1, np.int64(10)], [0, -1, 1.0, True, "3", None]),
+    ("seconds", [0.5, 3, float("inf")], [0, -1.0, float("nan"), "1", False]),
+    ("flag", [True, False], [0, 1, "yes", None]),
+])
+def test_option_kinds(kind, good, bad):
+    backend = dataclasses.replace(registry._REGISTRY["schur-ipm"], capabilities=Capabilities(options=(("x", kind),)))
+    for value in good:
+        registry.check_options(backend, {"x": value})
+    for value in bad:
+        with pytest.raises(ValidationError, match=r"option x=.* of solver='schur-ipm' must be"):
+            registry.check_options(backend, {"x": value})

@@ -50,3 +50,16 @@ def test_iteration_limit_and_bad_options_are_statuses():
     assert stopped.status is Status.ITERATION_LIMIT and stopped.x is not None
     wrong = SchurIPMBackend().solve(program, tolerance=1e-3)
     assert wrong.status is Status.ERROR and "unknown options: tolerance" in wrong.message
+
+
+@pytest.mark.parametrize("shape", [(2, 1, 1), (2, 2, 3)])
+def test_a_buyer_already_at_its_utility_cap_gets_nothing(shape):
+    """Its headroom is 0: before, every scaling of its rows was 0 / 0 and the solve ended in NaN."""
+    market = vfm.VolatileFisherMarket(np.ones(shape), base_utility=[0.5, 0.0], utility_cap=[0.5, 10.0])
+    solution = SchurIPMBackend().solve(ScaledProgram.from_market(market))
+    assert solution.status is Status.OPTIMAL and np.isfinite(solution.x).all(), solution.message
+    result = vfm.solve(market, "schur-ipm")
+    assert result.success, result.message
+    np.testing.assert_array_equal(result.allocation[0], 0.0)
+    np.testing.assert_allclose(result.allocation[1], 1.0, atol=1e-6)
+    check.kkt(result).assert_holds()

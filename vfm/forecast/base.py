@@ -35,9 +35,17 @@ from typing import Literal, Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from vfm._validation import FloatArray, as_real_array, is_whole, job_name, real_array, require_per_job
+from vfm._validation import (
+    FloatArray,
+    as_real_array,
+    is_whole,
+    job_name,
+    read_only,
+    real_array,
+    reject_masked,
+    require_per_job,
+)
 from vfm.errors import ValidationError
-from vfm.forecast._arrays import read_only, reject_masked
 
 BoolArray = NDArray[np.bool_]
 SeedLike = int | np.random.SeedSequence | np.random.Generator | None

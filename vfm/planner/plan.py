@@ -24,11 +24,10 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
-from vfm._validation import FloatArray, as_real_array, require_per_job
+from vfm._validation import FloatArray, as_real_array, read_only, reject_masked, require_per_job
 from vfm.equilibrium import Status
 from vfm.errors import ValidationError
 from vfm.forecast import DirichletForecaster, Forecaster, JobStates, SeedLike
-from vfm.forecast._arrays import read_only, reject_masked
 from vfm.planner import recourse, shockwave
 from vfm.planner.options import PlanOptions
 from vfm.planner.program import PlanningProgram
@@ -94,7 +93,7 @@ class Plan:
 
     def __post_init__(self) -> None:
         # A plan is shared (a policy serves rounds from it): its arrays are read-only for good
-        # (`vfm.forecast._arrays.read_only`: no setflags(write=True) undoes it), its timings a
+        # (`vfm._validation.read_only`: no setflags(write=True) undoes it), its timings a
         # read-only mapping.
         for name in ("schedule", "relaxed", "prices"):
             object.__setattr__(self, name, read_only(np.asarray(getattr(self, name))))

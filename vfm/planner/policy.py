@@ -33,10 +33,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from vfm._validation import FloatArray, first_bad, is_whole
+from vfm._validation import FloatArray, first_bad, is_whole, read_only, reject_masked
 from vfm.errors import ValidationError
 from vfm.forecast import DirichletForecaster, Forecaster, JobStates, LearningForecaster, Trajectory
-from vfm.forecast._arrays import read_only, reject_masked
 from vfm.jobs import equal_share
 from vfm.planner import shockwave
 from vfm.planner.options import PlanOptions

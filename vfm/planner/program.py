@@ -45,8 +45,7 @@ import scipy.sparse
 import scipy.sparse.csgraph
 
 from vfm import utility
-from vfm._validation import FloatArray
-from vfm.forecast._arrays import read_only
+from vfm._validation import FloatArray, read_only
 
 #: The array fields of `PlanningProgram` (made read-only on construction).
 _ARRAYS = ("progress", "base", "weights", "gpus", "capacity", "remaining_s", "leftover_limit_s", "upper")

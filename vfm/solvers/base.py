@@ -14,6 +14,17 @@ if TYPE_CHECKING:  # the planner imports this module: no import at run time
     from vfm.planner.program import PlanningProgram
 
 
+#: The kinds of solver option a backend can declare (`Capabilities.options`), each checked the
+#: same way for every backend by `vfm.solvers.registry.check_options`:
+#: ``"tolerance"`` a real number in (0, 1); ``"count"`` a whole number >= 1; ``"seconds"`` a
+#: real number > 0; ``"flag"`` a bool; ``"any"`` passed on unchecked (the backend checks it).
+OptionKind = Literal["tolerance", "count", "seconds", "flag", "any"]
+
+#: The options every market backend takes, whatever its own names for them: ``tol`` (the
+#: relative accuracy, set on all the backend's gap and feasibility tolerances) and ``max_iter``.
+COMMON_OPTIONS: tuple[tuple[str, OptionKind], ...] = (("tol", "tolerance"), ("max_iter", "count"))
+
+
 @dataclass(frozen=True)
 class Capabilities:
     """What a backend solves: one problem type and the features of it that it handles.
@@ -21,6 +32,10 @@ class Capabilities:
     `problem` is ``"market"`` (a `VolatileFisherMarket`, through its scaled program; `vfm.solve`)
     or ``"planning"`` (a `vfm.planner.PlanningProgram`; `vfm.planner.plan`). The registry never
     hands a backend a problem of the other type or with a feature it lacks.
+
+    `options` declares the solver options the backend takes, as ``(name, kind)`` pairs (kinds:
+    `OptionKind`); `vfm.solve` rejects any other name, and any value of the wrong kind, before
+    solving. None (the default) declares nothing: options are passed on unchecked.
     """
 
     problem: Literal["market", "planning"] = "market"
@@ -35,6 +50,11 @@ class Capabilities:
     fairness: bool = True
     spread: bool = True
     warm_start: bool = False
+    options: tuple[tuple[str, OptionKind], ...] | None = None
+
+    def option_kinds(self) -> dict[str, OptionKind] | None:
+        """`options` as a dict from name to kind (None if undeclared)."""
+        return None if self.options is None else dict(self.options)
 
     def unsupported(self, problem: VolatileFisherMarket | PlanningProgram) -> list[str]:
         """The features `problem` uses that these capabilities lack (its type first, if it is not `problem`)."""

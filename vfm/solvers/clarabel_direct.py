@@ -57,7 +57,7 @@ import scipy.sparse as sp
 from vfm.equilibrium import Status
 from vfm.errors import ValidationError
 from vfm.program import ScaledProgram
-from vfm.solvers.base import Capabilities, Solution
+from vfm.solvers.base import COMMON_OPTIONS, Capabilities, OptionKind, Solution
 
 try:
     import clarabel
@@ -81,6 +81,29 @@ _STATUS: dict[str, tuple[Status, str]] = {
 # it with the limit status and does not certify it), as CVXPY's SOLUTION_PRESENT.
 _HAS_POINT = frozenset({"Solved", "AlmostSolved", "MaxIterations", "MaxTime"})
 
+#: Clarabel's settings (``clarabel.DefaultSettings``) that `vfm` checks, by kind; every other
+#: setting is passed on for Clarabel to check (shared with Clarabel through CVXPY).
+CLARABEL_SETTINGS: tuple[tuple[str, OptionKind], ...] = (
+    ("tol_gap_rel", "tolerance"), ("tol_gap_abs", "tolerance"), ("tol_feas", "tolerance"),
+    ("tol_infeas_abs", "tolerance"), ("tol_infeas_rel", "tolerance"), ("tol_ktratio", "tolerance"),
+    ("max_iter", "count"), ("time_limit", "seconds"), ("verbose", "flag"),
+    *((name, "any") for name in (
+        "chordal_decomposition_compact", "chordal_decomposition_complete_dual", "chordal_decomposition_enable",
+        "chordal_decomposition_merge_method", "direct_kkt_solver", "direct_solve_method",
+        "dynamic_regularization_delta", "dynamic_regularization_enable", "dynamic_regularization_eps",
+        "equilibrate_enable", "equilibrate_max_iter", "equilibrate_max_scaling", "equilibrate_min_scaling",
+        "input_sparse_dropzeros", "iterative_refinement_abstol", "iterative_refinement_enable",
+        "iterative_refinement_max_iter", "iterative_refinement_reltol", "iterative_refinement_stop_ratio",
+        "linesearch_backtrack_step", "max_step_fraction", "max_threads", "min_switch_step_length",
+        "min_terminate_step_length", "pardiso_iparm", "pardiso_verbose", "presolve_enable",
+        "reduced_tol_feas", "reduced_tol_gap_abs", "reduced_tol_gap_rel", "reduced_tol_infeas_abs",
+        "reduced_tol_infeas_rel", "reduced_tol_ktratio", "static_regularization_constant",
+        "static_regularization_enable", "static_regularization_proportional",
+    )),
+)
+#: Clarabel's names for `tol`: its gap (relative and absolute: the scaled objective is of order
+#: one) and feasibility tolerances.
+CLARABEL_TOL = ("tol_gap_rel", "tol_gap_abs", "tol_feas")
 # Clarabel's own default is verbose; vfm backends are quiet unless asked.
 _DEFAULT_OPTIONS: dict[str, Any] = {"verbose": False}
 
@@ -276,8 +299,9 @@ class ClarabelDirectBackend:
 
     Options of `solve` are Clarabel settings (``DefaultSettings`` attributes, e.g. ``max_iter``,
     ``tol_gap_rel``, ``tol_feas``, ``time_limit``, ``verbose``), with Clarabel's defaults except
-    ``verbose=False``. The reported accuracy is ``max(tol_gap_rel, tol_feas)`` in force
-    (``1e-8`` by default).
+    ``verbose=False``, and ``tol``, which sets ``tol_gap_rel``, ``tol_gap_abs`` and ``tol_feas``
+    at once (a setting named explicitly wins). The reported accuracy is
+    ``max(tol_gap_rel, tol_feas)`` in force (``1e-8`` by default).
 
     Notes
     -----
@@ -310,7 +334,7 @@ class ClarabelDirectBackend:
     """
 
     name = "clarabel-direct"
-    capabilities = Capabilities()
+    capabilities = Capabilities(options=tuple({**dict(COMMON_OPTIONS), **dict(CLARABEL_SETTINGS)}.items()))
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -345,7 +369,9 @@ class ClarabelDirectBackend:
             If an option is not a Clarabel setting or has the wrong type.
         """
         settings = clarabel.DefaultSettings()
-        for key, value in {**_DEFAULT_OPTIONS, **options}.items():
+        tol = {name: options["tol"] for name in CLARABEL_TOL} if "tol" in options else {}
+        own = {key: value for key, value in options.items() if key != "tol"}
+        for key, value in {**_DEFAULT_OPTIONS, **tol, **own}.items():
             try:
                 setattr(settings, key, value)
             except AttributeError as exc:

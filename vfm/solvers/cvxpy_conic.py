@@ -18,7 +18,8 @@ import numpy as np
 
 from vfm.equilibrium import Status
 from vfm.program import ScaledProgram
-from vfm.solvers.base import Capabilities, Solution
+from vfm.solvers.base import COMMON_OPTIONS, Capabilities, OptionKind, Solution
+from vfm.solvers.clarabel_direct import CLARABEL_SETTINGS, CLARABEL_TOL
 
 _STATUS = {
     cp.OPTIMAL: (Status.OPTIMAL, "converged to the requested accuracy"),
@@ -50,12 +51,26 @@ class CvxpyConicBackend:
     accuracy_options : dict of str to float
         The solver options that set its relative gap / feasibility tolerances, with the
         defaults CVXPY uses; the largest in force is reported as `Equilibrium.accuracy`.
+    capabilities : Capabilities
+        With the options the solver takes (its own, CVXPY's and `COMMON_OPTIONS`).
+    aliases : dict of str to tuple of str
+        The solver's own names for the common options: ``tol`` sets every name it maps to
+        (the solver's gap and feasibility tolerances), ``max_iter`` its iteration limit. An
+        option given under the solver's own name wins over the alias.
     """
 
     name: str
     cvxpy_name: str
     accuracy_options: dict[str, float] = field(default_factory=dict)
     capabilities: Capabilities = field(default_factory=Capabilities)
+    aliases: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def translate(self, options: dict[str, Any]) -> dict[str, Any]:
+        """`options` with the common names (`aliases`) replaced by the solver's own."""
+        own = {key: value for key, value in options.items() if key not in self.aliases}
+        common = {target: options[alias] for alias, targets in self.aliases.items() if alias in options
+                  for target in targets}
+        return {**common, **own}
 
     def is_installed(self) -> bool:
         return self.cvxpy_name in cp.installed_solvers()
@@ -81,6 +96,7 @@ class CvxpyConicBackend:
         return problem, z, supply
 
     def solve(self, program: ScaledProgram, **options: Any) -> Solution:
+        options = self.translate(options)
         problem, z, supply = self.build(program)
         started = time.perf_counter()
         try:
@@ -112,12 +128,46 @@ class CvxpyConicBackend:
         )
 
 
+#: Options of `cvxpy.Problem.solve` itself, taken with every CVXPY solver.
+_CVXPY_OPTIONS: tuple[tuple[str, OptionKind], ...] = (
+    ("verbose", "flag"), ("warm_start", "flag"), ("ignore_dpp", "flag"), ("enforce_dpp", "flag"),
+    ("canon_backend", "any"),
+)
+_SCS_OPTIONS: tuple[tuple[str, OptionKind], ...] = (
+    ("eps_rel", "tolerance"), ("eps_abs", "tolerance"), ("eps_infeas", "tolerance"), ("max_iters", "count"),
+    ("time_limit_secs", "seconds"),
+    *((name, "any") for name in (
+        "alpha", "rho_x", "scale", "adaptive_scale", "normalize", "acceleration_lookback",
+        "acceleration_interval", "write_data_filename", "log_csv_filename", "use_indirect", "gpu", "mkl",
+    )),
+)
+_ECOS_OPTIONS: tuple[tuple[str, OptionKind], ...] = (
+    ("abstol", "tolerance"), ("reltol", "tolerance"), ("feastol", "tolerance"), ("abstol_inacc", "tolerance"),
+    ("reltol_inacc", "tolerance"), ("feastol_inacc", "tolerance"), ("max_iters", "count"),
+)
+_MOSEK_OPTIONS: tuple[tuple[str, OptionKind], ...] = (
+    ("eps", "tolerance"), ("mosek_params", "any"), ("save_file", "any"), ("bfs", "flag"), ("accept_unknown", "flag"),
+)
+
+
+def _declared(*groups: tuple[tuple[str, OptionKind], ...]) -> Capabilities:
+    """Capabilities of a market backend taking the options of `groups` (later groups win)."""
+    return Capabilities(options=tuple({name: kind for group in groups for name, kind in group}.items()))
+
+
 #: The CVXPY solvers `vfm` knows to have the exponential cone, in order of preference, with the
 #: options that set their accuracy and CVXPY's defaults for them.
 CVXPY_BACKENDS = (
-    CvxpyConicBackend("clarabel", "CLARABEL", {"tol_gap_rel": 1e-8, "tol_feas": 1e-8}),
-    CvxpyConicBackend("mosek", "MOSEK", {}),
-    CvxpyConicBackend("scs", "SCS", {"eps_rel": 1e-5, "eps_abs": 1e-5}),
+    CvxpyConicBackend("clarabel", "CLARABEL", {"tol_gap_rel": 1e-8, "tol_feas": 1e-8},
+                      _declared(COMMON_OPTIONS, _CVXPY_OPTIONS, CLARABEL_SETTINGS), {"tol": CLARABEL_TOL}),
+    # MOSEK has no iteration limit option through CVXPY; `tol` sets its `eps`.
+    CvxpyConicBackend("mosek", "MOSEK", {}, _declared(COMMON_OPTIONS[:1], _CVXPY_OPTIONS, _MOSEK_OPTIONS),
+                      {"tol": ("eps",)}),
+    CvxpyConicBackend("scs", "SCS", {"eps_rel": 1e-5, "eps_abs": 1e-5},
+                      _declared(COMMON_OPTIONS, _CVXPY_OPTIONS, _SCS_OPTIONS),
+                      {"tol": ("eps_rel", "eps_abs"), "max_iter": ("max_iters",)}),
     # Last: on every job window of benchmarks/solve.py its line search stalls ("NUMERICAL PROBLEMS").
-    CvxpyConicBackend("ecos", "ECOS", {"reltol": 1e-8, "feastol": 1e-8}),
+    CvxpyConicBackend("ecos", "ECOS", {"reltol": 1e-8, "feastol": 1e-8},
+                      _declared(COMMON_OPTIONS, _CVXPY_OPTIONS, _ECOS_OPTIONS),
+                      {"tol": ("reltol", "abstol", "feastol"), "max_iter": ("max_iters",)}),
 )

@@ -6,11 +6,13 @@ programs (`vfm.planner.plan`, whose backends `vfm.planner.backends` registers on
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+import math
+from typing import TYPE_CHECKING, Any, Literal
 
-from vfm.errors import UnknownSolverError, UnsupportedMarketError
+from vfm._validation import is_real, is_whole
+from vfm.errors import UnknownSolverError, UnsupportedMarketError, ValidationError
 from vfm.market import VolatileFisherMarket
-from vfm.solvers.base import Backend
+from vfm.solvers.base import Backend, OptionKind
 from vfm.solvers.clarabel_direct import ClarabelDirectBackend
 from vfm.solvers.cvxpy_conic import CVXPY_BACKENDS
 from vfm.solvers.schur_ipm import SchurIPMBackend
@@ -106,3 +108,52 @@ def select(market: VolatileFisherMarket | PlanningProgram, solver: str | None = 
     if missing:
         raise UnsupportedMarketError(f"solver={solver!r} does not support {', '.join(missing)}, which this {kind} uses")
     return backend
+
+
+#: What each option kind must be, as messages state it.
+_RULES: dict[OptionKind, str] = {
+    "tolerance": "a real number in (0, 1) (a relative accuracy; 1 or more would accept any point)",
+    "count": "a whole number >= 1",
+    "seconds": "a real number > 0",
+    "flag": "True or False",
+    "any": "anything",
+}
+
+
+def _fits(kind: OptionKind, value: Any) -> bool:
+    if kind == "tolerance":
+        return is_real(value) and 0.0 < float(value) < 1.0  # NaN fails both comparisons
+    if kind == "count":
+        return is_whole(value) and int(value) >= 1
+    if kind == "seconds":
+        return is_real(value) and float(value) > 0.0 and not math.isnan(float(value))
+    if kind == "flag":
+        return isinstance(value, bool)
+    return True
+
+
+def check_options(backend: Backend, options: dict[str, Any]) -> None:
+    """Check `options` against what `backend` declares (`Capabilities.options`), before any solve.
+
+    One check for every backend: an option the backend does not declare, or a value not of its
+    kind (`vfm.solvers.base.OptionKind`), is a caller's error. A backend that declares nothing
+    gets its options unchecked.
+
+    Raises
+    ------
+    vfm.errors.ValidationError
+        Naming the option, the backend and what the option must be (or the options it takes).
+    """
+    kinds = backend.capabilities.option_kinds()
+    if kinds is None:
+        return
+    for name, value in options.items():
+        if name not in kinds:
+            raise ValidationError(
+                f"{name!r} is not an option of solver={backend.name!r}; it takes: {', '.join(sorted(kinds))}"
+            )
+        kind = kinds[name]
+        if not _fits(kind, value):
+            raise ValidationError(
+                f"option {name}={value!r} of solver={backend.name!r} must be {_RULES[kind]}"
+            )

@@ -58,7 +58,7 @@ from vfm._linalg import preconditioned_cg
 from vfm.duality import duality_gap
 from vfm.equilibrium import Status
 from vfm.program import ScaledProgram
-from vfm.solvers.base import Capabilities, Solution
+from vfm.solvers.base import COMMON_OPTIONS, Capabilities, Solution
 
 _WARM_MIX = 0.6
 _START_SHARE = 0.9
@@ -104,16 +104,23 @@ class _Inequalities:
     @classmethod
     def from_program(cls, program: ScaledProgram) -> _Inequalities:
         shape = (program.market.n_buyers, program.traded.size)
-        entries = (program.buyer, program.supply_row)
+        saturable = np.isfinite(program.utility_cap)
+        headroom = np.where(saturable, program.utility_cap - program.base, 1.0)
+        # A buyer whose base utility already reaches its utility cap can gain nothing: its
+        # entries are fixed at 0 (an interior point needs headroom > 0, and a zero slack would
+        # make every scaling of its constraints 0 / 0).
+        full = saturable & (headroom <= 0.0)
+        keep = ~full[program.buyer]
+        entries = (program.buyer[keep], program.supply_row[keep])
         utility = np.zeros(shape)
-        utility[entries] = program.utility
+        utility[entries] = program.utility[keep]
         active = np.zeros(shape, dtype=bool)
         active[entries] = True
         upper = np.ones(shape)
-        upper[entries] = np.minimum(program.upper, 1.0)
+        upper[entries] = np.minimum(program.upper[keep], 1.0)
         capped = active & (upper < 1.0)
-        saturable = np.isfinite(program.utility_cap)
-        headroom = np.where(saturable, program.utility_cap - program.base, 1.0)
+        saturable = saturable & ~full
+        headroom = np.where(saturable, headroom, 1.0)
         count = shape[1] + int(active.sum()) + int(capped.sum()) + int(saturable.sum())
         return cls(utility, active, capped, np.where(capped, upper, 1.0), saturable, headroom, count,
                    np.ones(shape[1]), np.ones(shape[0]), bool(active.all()))
@@ -279,7 +286,9 @@ class SchurIPMBackend:
     """
 
     name: str = "schur-ipm"
-    capabilities: Capabilities = field(default_factory=Capabilities)
+    capabilities: Capabilities = field(default_factory=lambda: Capabilities(options=(
+        *COMMON_OPTIONS, ("gap_tol", "tolerance"), ("verbose", "flag"), ("warm_start", "any"),
+    )))
 
     def is_installed(self) -> bool:
         return True
