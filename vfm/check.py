@@ -32,7 +32,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 import numpy as np
 import scipy.optimize
@@ -101,16 +101,30 @@ class Residual:
         return f"{self.name:<24} {self.value:10.3e}  (tol {self.tolerance:.1e}) at {self.where}  {verdict}{note}"
 
 
+class _Verdict(Protocol):
+    """What a certificate needs of a residual: its name, and whether it holds."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def holds(self) -> bool: ...
+
+
+ResidualT = TypeVar("ResidualT", bound=_Verdict)
+
+
 @dataclass(frozen=True)
-class Certificate:
-    """Several residuals that together certify a solution."""
+class Certificate(Generic[ResidualT]):
+    """Several residuals that together certify a solution: `Residual` (floating point, against
+    tolerances) here, `vfm.exact.ExactResidual` (rational, exact) in `vfm.exact`."""
 
-    residuals: tuple[Residual, ...]
+    residuals: tuple[ResidualT, ...]
 
-    def __iter__(self) -> Iterator[Residual]:
+    def __iter__(self) -> Iterator[ResidualT]:
         return iter(self.residuals)
 
-    def __getitem__(self, name: str) -> Residual:
+    def __getitem__(self, name: str) -> ResidualT:
         for residual in self.residuals:
             if residual.name == name:
                 return residual
@@ -120,7 +134,7 @@ class Certificate:
     def holds(self) -> bool:
         return all(r.holds for r in self.residuals)
 
-    def assert_holds(self) -> Certificate:
+    def assert_holds(self) -> Certificate[ResidualT]:
         """Return `self`, or raise `vfm.errors.CertificateError` listing what is violated."""
         broken = [str(r) for r in self.residuals if not r.holds]
         if broken:

@@ -57,8 +57,9 @@ import scipy.optimize
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
+from vfm.check import Certificate
 from vfm.equilibrium import Equilibrium, Status
-from vfm.errors import CertificateError, SolverError, ValidationError
+from vfm.errors import SolverError, ValidationError
 from vfm.market import VolatileFisherMarket
 from vfm.nswot import certified, require_market, solve
 
@@ -163,34 +164,8 @@ class ExactResidual:
         return f"{self.name:<24} {float(self.value):10.3e}  at {self.where}  {verdict}"
 
 
-@dataclass(frozen=True)
-class ExactCertificate:
-    """The residuals of `exact_certificate`; it holds only if every one is exactly 0."""
-
-    residuals: tuple[ExactResidual, ...]
-
-    def __iter__(self) -> Iterator[ExactResidual]:
-        return iter(self.residuals)
-
-    def __getitem__(self, name: str) -> ExactResidual:
-        for residual in self.residuals:
-            if residual.name == name:
-                return residual
-        raise KeyError(name)
-
-    @property
-    def holds(self) -> bool:
-        return all(r.holds for r in self.residuals)
-
-    def assert_holds(self) -> ExactCertificate:
-        """Return `self`, or raise `vfm.errors.CertificateError` listing what is violated."""
-        broken = [str(r) for r in self.residuals if not r.holds]
-        if broken:
-            raise CertificateError("exact certificate violated:\n" + "\n".join(broken))
-        return self
-
-    def __str__(self) -> str:
-        return "\n".join(str(r) for r in self.residuals)
+#: The residuals of `exact_certificate`: it holds only if every one is exactly 0.
+ExactCertificate = Certificate[ExactResidual]
 
 
 # --- plain markets and their data ----------------------------------------------------------------
