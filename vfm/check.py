@@ -14,7 +14,7 @@ Tolerances
 A solver asked for relative accuracy :math:`\epsilon` (`Equilibrium.accuracy`) returns a
 primal-dual point whose *objective* is within about :math:`\epsilon` of the optimum. Near
 its maximum NSWOT is quadratic, so the *point itself* (allocation and prices) is only accurate
-to about :math:`\sqrt{\epsilon}`. The checks therefore have two tiers:
+to about :math:`\sqrt{\epsilon}`. The checks therefore have three tiers:
 
 * primal feasibility (market clearing, caps, utility caps), which the solver enforces to its
   own feasibility tolerance: ``tolerance = FEASIBILITY_FACTOR * accuracy``;
