@@ -176,3 +176,17 @@ def test_first_fit_matches_the_sequential_loop():
                 expect.append(i)
                 left -= gpus[i]
         assert first_fit(order, gpus, capacity).tolist() == expect
+
+
+def test_a_fresh_job_gets_its_first_round_where_every_scenario_credits_progress():
+    # Job 0 has no progress yet and is planned for round 2, where some scenario forecasts it has
+    # already finished (progress 0 there): rounded there, its utility is 0 in that scenario. Its
+    # only round with progress in every scenario is round 0, so its owed round goes there.
+    relaxed = np.array([[0.0, 0.0, 1.0], [1.0, 1.0, 0.0]])
+    covering = np.array([[True, False, False], [True, True, True]])
+    common = dict(gpus=np.array([1, 1]), capacity=np.array([1, 1, 1]), remaining_s=np.array([360.0, 360.0]),
+                  round_s=120.0, base=np.array([0.0, 0.5]), useful=np.ones((2, 3), dtype=bool))
+    without = round_schedule(relaxed, **common)
+    assert not without[0, 0] and without[0, 2]  # what happened before: the round earns nothing somewhere
+    schedule = round_schedule(relaxed, covering=covering, **common)
+    assert schedule[0, 0] and schedule[0].sum() == 1 and schedule[1, 1:].all()

@@ -299,7 +299,8 @@ def plan(
     relaxed = solution.x if solution.x is not None else np.zeros((n, rounds))
     prices = solution.prices if solution.prices is not None else np.full(rounds, np.nan)
     schedule = round_schedule(relaxed, width, supply, np.where(finished, 0.0, remaining_s),
-                              float(round_s), lateness, program.base, program.progress.max(axis=0) > 0) & fits
+                              float(round_s), lateness, program.base, program.progress.max(axis=0) > 0,
+                              program.progress.min(axis=0) > 0) & fits
     relaxed_objective = program.objective(relaxed)
     gap = solution.gap  # certified for the objective without the tie-breaking term, by every backend
     total_s = time.perf_counter() - started

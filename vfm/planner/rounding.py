@@ -5,7 +5,8 @@ vectorized over jobs). In round `t`:
 
 1. **Planned rounds first.** Job `i` is owed :math:`q_i = \operatorname{round}(\sum_t y_{it})`
    whole rounds (at most the rounds it fits and makes forecast progress in; at least one if it
-   has made no progress yet and :math:`\sum_t y_{it} > 0`, or its utility would be 0). Among
+   has made no progress yet and :math:`\sum_t y_{it} > 0`, or its utility would be 0; that
+   first round in a round where every scenario credits it progress, `covering`). Among
    the jobs still owed a round, those that must run now to receive all of them (owed as many as
    the rounds left) come first, and among them the jobs with no progress that have had no round
    yet (one round is what keeps their utility above 0); then
@@ -54,6 +55,7 @@ def round_schedule(
     lateness: FloatArray | None = None,
     base: FloatArray | None = None,
     useful: np.ndarray | None = None,
+    covering: np.ndarray | None = None,
 ) -> BoolArray:
     """Round a fractional schedule to whole rounds (module docstring).
 
@@ -81,6 +83,11 @@ def round_schedule(
         Rounds in which running makes forecast progress (default: every round the job fits).
         Owed rounds are served only there; the forecast of "epochs in round t if the job runs
         all rounds up to t" is 0 after its forecast end, so a round there would earn nothing.
+    covering : ndarray of bool, shape (n, T), optional
+        Rounds in which running makes progress in *every* scenario (default: `useful`). A job
+        with no progress yet (`base` 0) is served its first owed round only there when it has
+        such a round: a round that earns nothing in one scenario leaves its utility 0 (log
+        utility -inf) in that scenario. Its later rounds may be any `useful` ones.
 
     Returns
     -------
@@ -104,6 +111,9 @@ def round_schedule(
     n, rounds = relaxed.shape
     fits = gpus[:, None] <= capacity[None, :]
     serves = fits if useful is None else fits & useful
+    first = serves if covering is None else serves & covering
+    # Covered: progress already (base > 0), or no covering round to give; the others need one.
+    covered = np.ones(n, dtype=bool) if base is None else (base > 0) | ~first.any(axis=1)
     rounds_that_fit = serves.sum(axis=1)
     planned = relaxed.sum(axis=1)
     owed = np.floor(planned + 0.5)
@@ -117,8 +127,9 @@ def round_schedule(
     schedule = np.zeros((n, rounds), dtype=bool)
     given = np.zeros(n)
     for t in range(rounds):
-        fits_later = serves[:, t:].sum(axis=1)
-        candidates = np.flatnonzero((owed > 0) & serves[:, t])
+        eligible = np.where(covered[:, None], serves[:, t:], first[:, t:])
+        fits_later = eligible.sum(axis=1)
+        candidates = np.flatnonzero((owed > 0) & eligible[:, 0])
         must = owed[candidates] >= fits_later[candidates]
         # A fresh job with no round yet that must run now: without this round its utility is 0.
         starving = must & fresh[candidates] & (given[candidates] == 0)
@@ -137,6 +148,7 @@ def round_schedule(
 
         schedule[running, t] = True
         schedule[filled, t] = True
+        covered |= schedule[:, t] & first[:, t]
         owed[running] -= 1
         given[running] += 1
         given[filled] += 1
