@@ -242,3 +242,27 @@ def test_cap_excess_is_relative_to_the_supply():
     broken = perturbed(result, allocation=result.allocation + np.array([[[1e-6]], [[-1e-6]]]))
     assert not check.feasibility(broken).holds
     assert check.feasibility(broken).value == pytest.approx(1e-3, rel=1e-6)
+
+
+# --- issue 15: a check given something other than a result, or a bad tolerance ------------------
+
+
+@pytest.mark.parametrize(
+    ("call", "pattern"),
+    [
+        (lambda r: check.market_clearing(None), r"vfm.check.market_clearing checks an Equilibrium .* got NoneType"),
+        (lambda r: check.certify(r.market), r"vfm.check.certify checks an Equilibrium .* got VolatileFisherMarket: "
+                                            r"solve the market first"),
+        (lambda r: check.kkt("x"), r"vfm.check.kkt checks an Equilibrium"),
+        (lambda r: check.properties(3), r"vfm.check.properties checks an Equilibrium"),
+        (lambda r: check.equilibrium_conditions({}), r"vfm.check.equilibrium_conditions checks an Equilibrium"),
+        (lambda r: check.duality_gap(r, tol=-1), r"tol of vfm.check.duality_gap must be a finite number >= 0"),
+        (lambda r: check.feasibility(r, tol="a"), r"tol of vfm.check.feasibility must be a finite number >= 0"),
+        (lambda r: check.pareto_optimality(r, tol=float("nan")), r"tol of vfm.check.pareto_optimality must be"),
+        (lambda r: check.envy_freeness(r, tol=True), r"tol of vfm.check.envy_freeness must be"),
+    ],
+)
+def test_checks_reject_what_is_not_a_result_or_a_tolerance(call, pattern):
+    result = vfm.solve(VolatileFisherMarket.static([[1.0, 2.0], [3.0, 1.0]]))
+    with pytest.raises(ValidationError, match=pattern):
+        call(result)

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 import vfm
 from vfm.errors import ValidationError
-from vfm.jobs import window_market
+from vfm.jobs import equal_share, shift_rounds, window_market
 
 JOB = {"gpus": [1, 2], "epochs": [10, 20], "epochs_done": [0, 5], "epochs_per_round": [[1, 1], [2, 2]],
        "capacity": 2}
@@ -79,3 +79,27 @@ def test_schedule_respects_capacity_gangs_and_completion(jobs, capacity):
     assert (window_.progress(result) <= 1 + tolerance).all()
     np.testing.assert_allclose(window_.job_prices(result), gpus[:, None] * result.prices[0][None, :])
     vfm.check.kkt(result).assert_holds()
+
+
+# --- issue 15: equal_share and shift_rounds check their arguments ---------------------------------
+
+
+@pytest.mark.parametrize(
+    ("call", "pattern"),
+    [
+        (lambda: equal_share(0, 32), r"n_jobs must be a positive whole number of jobs, got 0"),
+        (lambda: equal_share(True, 32), r"n_jobs must be a positive whole number of jobs, got True"),
+        (lambda: equal_share("2", 32), r"n_jobs must be a positive whole number of jobs, got '2'"),
+        (lambda: equal_share(2, -32), r"gpus must be a finite number of GPUs > 0, got -32"),
+        (lambda: equal_share(2, float("nan")), r"gpus must be a finite number of GPUs > 0, got nan"),
+        (lambda: equal_share(2, 32, gang=0), r"gang must be > 0 GPUs, got 0"),
+        (lambda: equal_share(2, 32, gang="a"), r"gang must hold real numbers"),
+        (lambda: window_market([True], [10], [0], [[1]], capacity=2), r"gpus must hold numbers, got booleans"),
+        (lambda: shift_rounds("result"), r"result must be an Equilibrium \(the result of vfm.solve\), got str"),
+        (lambda: shift_rounds(vfm.solve(window_market([1], [10], [0], [[1, 1, 1]], capacity=1).market), True),
+         r"rounds must be a whole number from 1 to 2, got True"),
+    ],
+)
+def test_bad_share_and_shift_arguments_are_rejected(call, pattern):
+    with pytest.raises(ValidationError, match=pattern):
+        call()

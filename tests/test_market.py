@@ -203,3 +203,20 @@ def test_products_outside_float64_are_rejected_by_name(arguments, pattern):
 def test_wide_but_representable_markets_are_accepted():
     market = VolatileFisherMarket.static([[1e150, 1.0], [1.0, 1e-150]], budgets=[1e100, 1e-100], supply=[1e100, 1e-100])
     assert market.shape == (2, 2, 1)
+
+
+# --- issue 15: booleans and unknown extensions are rejected by name -----------------------------
+
+
+@pytest.mark.parametrize(
+    ("call", "pattern"),
+    [
+        (lambda: VolatileFisherMarket([[[1.0]]], budgets=[True]), r"budgets must hold numbers, got booleans"),
+        (lambda: VolatileFisherMarket([[[True]]]), r"utilities must hold numbers, got booleans"),
+        (lambda: VolatileFisherMarket.static([[1.0, 2.0]], foo=[1.0]),
+         r"foo is not an argument of VolatileFisherMarket.static; the extensions are base_utility"),
+    ],
+)
+def test_booleans_and_unknown_extensions_are_rejected(call, pattern):
+    with pytest.raises(ValidationError, match=pattern):
+        call()

@@ -359,3 +359,9 @@ def test_a_caller_error_inside_a_backend_is_raised_not_swallowed(crashing_first,
     monkeypatch.setattr(registry._REGISTRY["crashing"], "solve", refuse)
     with pytest.raises(ValidationError, match="bad argument"):
         vfm.solve(VolatileFisherMarket.static([[1.0]]))
+
+
+def test_polish_must_be_a_bool():
+    market = VolatileFisherMarket.static([[1.0, 2.0], [3.0, 1.0]])
+    with pytest.raises(ValidationError, match=r"polish must be True or False, got 'yes'"):
+        vfm.solve(market, polish="yes")

@@ -21,17 +21,17 @@ def real_array(value: ArrayLike, name: str) -> FloatArray:
     Raises
     ------
     ValidationError
-        If numpy cannot read it, or it does not hold real numbers (integers, floats, booleans).
+        If numpy cannot read it, or it does not hold real numbers (integers, floats): booleans
+        are rejected too, since True read as 1 is a mistake wherever a number is meant.
     """
     try:
         raw = np.asarray(value)
     except Exception as exc:  # ragged lists and other objects numpy cannot take
         raise ValidationError(f"{name} must be a numeric array; numpy could not read it ({exc})") from exc
-    if raw.dtype == object or not (
-        np.issubdtype(raw.dtype, np.integer)
-        or np.issubdtype(raw.dtype, np.floating)
-        or np.issubdtype(raw.dtype, np.bool_)
-    ):
+    if raw.dtype == np.bool_:
+        raise ValidationError(f"{name} must hold numbers, got booleans (dtype bool): True and False are not "
+                              f"read as 1 and 0")
+    if raw.dtype == object or not (np.issubdtype(raw.dtype, np.integer) or np.issubdtype(raw.dtype, np.floating)):
         raise ValidationError(f"{name} must hold real numbers, got dtype {raw.dtype}")
     return np.asarray(raw, dtype=np.float64)
 
@@ -165,6 +165,19 @@ def reject_masked(value: object, name: str) -> None:
         raise ValidationError(f"{name} is a numpy masked array; vfm does not read masks (the masked entries "
                               f"would be used as they are): pass a plain array, e.g. the masked array's "
                               f".compressed() or .filled(value)")
+
+
+def random_generator(seed: Any, name: str = "seed") -> np.random.Generator:
+    """`numpy.random.default_rng(seed)`, or a `ValidationError` naming `name` for what numpy
+    cannot seed from (a string, a negative or fractional number, ...)."""
+    if isinstance(seed, bool | np.bool_):
+        raise ValidationError(f"{name} must be None, a whole number >= 0, a numpy SeedSequence or Generator, "
+                              f"got {seed!r}")
+    try:
+        return np.random.default_rng(seed)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"{name} must be None, a whole number >= 0, a numpy SeedSequence or Generator, "
+                              f"got {seed!r} ({exc})") from None
 
 
 def is_real(value: object) -> bool:

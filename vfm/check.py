@@ -38,6 +38,7 @@ import numpy as np
 import scipy.optimize
 import scipy.sparse as sp
 
+from vfm._validation import is_real
 from vfm.equilibrium import Equilibrium
 from vfm.errors import CertificateError, ValidationError
 from vfm.market import VolatileFisherMarket
@@ -183,6 +184,14 @@ class Check(Protocol):
     def __call__(self, result: Equilibrium, tol: float | None = None) -> Residual: ...
 
 
+def require_result(result: object, where: str) -> None:
+    """Raise `ValidationError` unless `result` is an `Equilibrium` (what `vfm.solve` returns)."""
+    if not isinstance(result, Equilibrium):
+        hint = ": solve the market first, vfm.solve(market)" if isinstance(result, VolatileFisherMarket) else ""
+        raise ValidationError(f"{where} checks an Equilibrium (the result of vfm.solve), got "
+                              f"{type(result).__name__}{hint}")
+
+
 def _in_force(tol: float | None) -> float:
     """The tolerance a check decorated with `_check` receives: never None (the default is filled in)."""
     if tol is None:
@@ -198,7 +207,11 @@ def _check(tier: Callable[[Equilibrium], float]) -> Callable[[Check], Check]:
     def decorate(check: Check) -> Check:
         @functools.wraps(check)
         def checked(result: Equilibrium, tol: float | None = None) -> Residual:
-            tolerance = tier(result) if tol is None else tol
+            require_result(result, f"vfm.check.{check.__name__}")
+            if tol is not None and not (is_real(tol) and 0 <= tol < np.inf):
+                raise ValidationError(f"tol of vfm.check.{check.__name__} must be a finite number >= 0 or None "
+                                      f"(the default tolerance), got {tol!r}")
+            tolerance = tier(result) if tol is None else float(tol)
             broken = _nonfinite(result, check.__name__, tolerance)
             return broken if broken is not None else check(result, tolerance)
         return checked
@@ -357,6 +370,7 @@ def equilibrium_conditions(result: Equilibrium) -> Certificate:
     vfm.errors.ValidationError
         If the market has caps, base utility or utility caps: use `kkt` for those.
     """
+    require_result(result, "vfm.check.equilibrium_conditions")
     if not result.market.is_plain:
         raise ValidationError(
             "equilibrium_conditions apply to plain markets only (no caps, base_utility or utility_cap); "
@@ -373,6 +387,7 @@ def equilibrium_conditions(result: Equilibrium) -> Certificate:
 
 def kkt(result: Equilibrium) -> Certificate:
     """The KKT system of the NSWOT program, for any market (see ``docs/model.md``)."""
+    require_result(result, "vfm.check.kkt")
     return Certificate((
         feasibility(result),
         price_complementarity(result),
@@ -391,6 +406,7 @@ def certify(result: Equilibrium) -> Certificate:
     >>> vfm.check.certify(result).holds
     True
     """
+    require_result(result, "vfm.check.certify")
     return equilibrium_conditions(result) if result.market.is_plain else kkt(result)
 
 
@@ -498,4 +514,5 @@ def pareto_optimality(result: Equilibrium, tol: float | None = None) -> Residual
 
 def properties(result: Equilibrium) -> Certificate:
     """Envy-freeness, proportionality and Pareto optimality of `result`."""
+    require_result(result, "vfm.check.properties")
     return Certificate((envy_freeness(result), proportionality(result), pareto_optimality(result)))

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from vfm._validation import FloatArray, as_real_array, require_per_job
+from vfm._validation import FloatArray, as_real_array, is_real, is_whole, require_per_job
 from vfm.equilibrium import Equilibrium
 from vfm.errors import ValidationError
 from vfm.market import VolatileFisherMarket
@@ -78,7 +78,14 @@ ho = JCT / (T^{iso} / \min(1, G/N))`) and Shockwave's
     >>> equal_share(120, 32), equal_share(10, 32), equal_share(16, 32, [1, 4]).tolist()
     (0.26666666666666666, 1.0, [1.0, 0.5])
     """
-    share = np.minimum(1.0, gpus / (n_jobs * np.asarray(gang, dtype=float)))
+    if not is_whole(n_jobs) or n_jobs < 1:
+        raise ValidationError(f"n_jobs must be a positive whole number of jobs, got {n_jobs!r}")
+    if not (is_real(gpus) and 0 < gpus < np.inf):
+        raise ValidationError(f"gpus must be a finite number of GPUs > 0, got {gpus!r}")
+    width = as_real_array(gang, "gang", np.shape(gang) if np.ndim(gang) else ())
+    if (width <= 0).any():
+        raise ValidationError(f"gang must be > 0 GPUs, got {width.min():g}")
+    share = np.minimum(1.0, gpus / (n_jobs * width))
     return float(share) if share.ndim == 0 else share
 
 
@@ -201,8 +208,10 @@ def shift_rounds(result: Equilibrium, rounds: int = 1) -> tuple[FloatArray, Floa
     >>> allocation.shape, prices.shape
     ((2, 1, 3), (1, 3))
     """
+    if not isinstance(result, Equilibrium):
+        raise ValidationError(f"result must be an Equilibrium (the result of vfm.solve), got {type(result).__name__}")
     periods = result.market.n_periods
-    if not isinstance(rounds, int | np.integer) or not 1 <= rounds < periods:
+    if not is_whole(rounds) or not 1 <= rounds < periods:
         raise ValidationError(f"rounds must be a whole number from 1 to {periods - 1}, got {rounds!r}")
     keep = np.arange(periods) + rounds
     keep = np.minimum(keep, periods - 1)

@@ -206,6 +206,10 @@ class VolatileFisherMarket:
         >>> VolatileFisherMarket.static([[1.0, 2.0], [3.0, 1.0]]).shape
         (2, 2, 1)
         """
+        unknown = sorted(set(extensions) - {"base_utility", "caps", "utility_cap"})
+        if unknown:
+            raise ValidationError(f"{', '.join(unknown)} is not an argument of VolatileFisherMarket.static; the "
+                                  f"extensions are base_utility, caps and utility_cap")
         u = as_real_array(utilities, "utilities", (None, None))
         s = None if supply is None else as_real_array(supply, "supply", (u.shape[1],))[:, None]
         caps = extensions.get("caps")

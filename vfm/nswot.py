@@ -95,6 +95,8 @@ def solve(market: VolatileFisherMarket, solver: str | None = None, *, polish: bo
     """
     started = time.perf_counter()
     market = require_market(market)
+    if not isinstance(polish, bool | np.bool_):
+        raise ValidationError(f"polish must be True or False, got {polish!r}")
     if options and solver is None:
         raise ValidationError(
             f"solver options ({', '.join(sorted(options))}) belong to one backend: name it with solver=..."

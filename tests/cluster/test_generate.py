@@ -320,3 +320,20 @@ def test_uncertainty_fields_are_normalized_and_the_spec_checks_its_type() -> Non
     assert Uncertainty(np.float64(0.5), 1, np.bool_(True)) == Uncertainty(0.5, 1.0, True)
     with pytest.raises(ValidationError, match="uncertainty must be an Uncertainty or None, got dict"):
         WorkloadSpec(jobs=4, gpus=8, uncertainty={"epoch_noise": 0.2})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("call", "pattern"),
+    [
+        (lambda: WorkloadSpec(10, 8, gang_mix=3), r"gang_mix must be a non-empty mapping of values to weights, got 3"),
+        (lambda: WorkloadSpec(10, 8, adaptation_mix=None), r"adaptation_mix must be a non-empty mapping"),
+        (lambda: generate_workload(WorkloadSpec(3, 2), seed=-1),
+         r"seed must be a whole number >= 0 or a numpy SeedSequence, got -1"),
+        (lambda: generate_workload(WorkloadSpec(3, 2), seed="x"), r"seed must be a whole number >= 0"),
+        (lambda: resample_workload("shockwave_120jobs_32gpus", WorkloadSpec(3, 8), seed=1.5),
+         r"seed must be a whole number >= 0"),
+    ],
+)
+def test_malformed_mixes_and_seeds_are_rejected_by_name(call, pattern):
+    with pytest.raises(ValidationError, match=pattern):
+        call()

@@ -605,3 +605,34 @@ def test_the_simulator_tells_a_policy_each_jobs_kind() -> None:
     recorder = Recorder(Fifo(1))
     simulate(untrained, recorder)
     assert recorder.kinds == {"x": None}
+
+
+# --- issue 15: simulate's own arguments -----------------------------------------------------------
+
+
+def _policy_for(workload: Workload) -> Any:
+    from vfm.planner import Policy
+
+    return Policy(workload.gpus)
+
+
+@pytest.mark.parametrize(
+    ("call", "pattern"),
+    [
+        (lambda w, p: simulate("workload", p), r"workload must be a vfm.cluster.Workload .* got str"),  # type: ignore[arg-type]
+        (lambda w, p: simulate(w, "policy"),  # type: ignore[arg-type]
+         r"policy must implement vfm.cluster.SchedulingPolicy \(add_job, .*\), got str"),
+        (lambda w, p: simulate(w, type(p)),  # type: ignore[arg-type]
+         r"policy must be a policy object, got the class Policy; pass an instance .* as Policy\(32\)"),
+        (lambda w, p: simulate(w, p, progress=3), r"progress must be a callable .* got int"),  # type: ignore[arg-type]
+        (lambda w, p: simulate(w, p, round_s="x"), r"round_s must be a finite number of seconds > 0 or None"),  # type: ignore[arg-type]
+        (lambda w, p: simulate(w, p, round_s=True), r"round_s must be a finite number of seconds > 0 .* got True"),
+        (lambda w, p: simulate(w, p, restart_s="x"), r"restart_s must be a number of seconds in \[0, round_s = 120\)"),  # type: ignore[arg-type]
+        (lambda w, p: simulate(w, p, restart_s=True), r"restart_s must be a number of seconds .* got True"),
+        (lambda w, p: simulate(w, p, restart_s=None), r"restart_s must be a number of seconds .* got None"),  # type: ignore[arg-type]
+    ],
+)
+def test_bad_simulate_arguments_are_rejected_by_name(call, pattern):
+    workload = load_workload("shockwave_120jobs_32gpus").head(2)
+    with pytest.raises(ValidationError, match=pattern):
+        call(workload, _policy_for(workload))

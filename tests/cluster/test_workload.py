@@ -136,3 +136,8 @@ def test_a_workload_with_absurdly_many_epochs_is_rejected_at_load_stating_the_li
         workload_from_dict(raw)
     raw["jobs"][0]["epochs"] = raw["jobs"][0]["phases"][0]["epochs"] = MAX_EPOCHS
     assert workload_from_dict(raw).jobs[0].epochs == MAX_EPOCHS  # the limit itself loads
+
+
+def test_a_path_that_is_not_a_string_is_rejected():
+    with pytest.raises(ValidationError, match=r"path_or_name must be a path \(str or Path\) .* got int 3"):
+        load_workload(3)  # type: ignore[arg-type]

@@ -540,3 +540,40 @@ def test_the_bisection_draws_the_same_distribution_as_epochs_drawn_one_by_one(mo
     # Means within 4 standard errors (each ~0.09 epochs) and variances within 10 %, round by round.
     assert np.abs(one_by_one.mean(axis=0) - bisected.mean(axis=0)).max() < 4 * np.sqrt(2 * 31 / 4000)
     np.testing.assert_allclose(bisected.var(axis=0), one_by_one.var(axis=0), rtol=0.1)
+
+
+# --- issue 15: strings, scalars and booleans where lists of numbers go; states and seeds ---------
+
+
+@pytest.mark.parametrize(
+    ("call", "pattern"),
+    [
+        (lambda: JobStates.from_lists([10], [{32: 60.0}], ["32"]),
+         r"observed\[0\] \(job 0\) must be a list of batch sizes, one number per epoch observed .* got str '32'"),
+        (lambda: JobStates.from_lists([10], [{32: 60.0}], [32]), r"observed\[0\] \(job 0\) must be a list"),
+        (lambda: JobStates.from_lists([10], [{32: 60.0}], [[[32]]]),
+         r"observed\[0\] \(job 0\) must be a flat list"),
+        (lambda: JobStates.from_lists([10], [{32: 60.0}], [[True]]),
+         r"observed\[0\] \(job 0\) must be a list of batch sizes \(numbers\): its entries must hold numbers"),
+        (lambda: JobStates.from_lists(10, [{32: 60.0}]), r"total_epochs must be a list with one entry .* got int"),
+        (lambda: JobStates.from_lists([True], [{32: 60.0}]), r"total_epochs must hold numbers, got booleans"),
+        (lambda: JobStates.from_lists([10], {32: 60.0}), r"regimes must be a list with one entry per job, got dict"),
+        (lambda: JobStates.from_lists([10, 10], [{32: 60.0}] * 2, job_ids="ab"),
+         r"job_ids must be a list with one entry per job, got str 'ab'"),
+        (lambda: JobStates([10, 10], [[0], [0]], [[60.0], [60.0]], [[True], [True]], job_ids="ab"),
+         r"job_ids must be a list with one entry per job, got the string 'ab'"),
+        (lambda: SHOCKWAVE.remaining_runtime(None),
+         r"states given to DirichletForecaster.remaining_runtime must be a vfm.forecast.JobStates"),
+        (lambda: SHOCKWAVE.epochs_per_round("states", 3, 120.0),
+         r"states given to DirichletForecaster.epochs_per_round must be a vfm.forecast.JobStates .*got str"),
+        (lambda: SHOCKWAVE.posterior_mean([1]),
+         r"states given to DirichletForecaster must be a vfm.forecast.JobStates"),
+        (lambda: SHOCKWAVE.sample_epochs_per_round(lists(), 3, 120.0, 2, seed="x"),
+         r"seed must be None, a whole number >= 0, a numpy SeedSequence or Generator, got 'x'"),
+        (lambda: SHOCKWAVE.sample_remaining_runtime(lists(), 2, seed=-1), r"seed must be None, a whole number >= 0"),
+        (lambda: SHOCKWAVE.sample_remaining_runtime(lists(), 2, seed=True), r"seed must be None, a whole number >= 0"),
+    ],
+)
+def test_malformed_lists_states_and_seeds_are_rejected_by_name(call, pattern):
+    with pytest.raises(ValidationError, match=pattern):
+        call()

@@ -82,3 +82,8 @@ def test_bad_durations_are_named(epoch_s, message):
         OracleForecaster(epoch_s)
     with pytest.raises(ValidationError, match="scenario_progress"):
         OracleForecaster({"a": [1.0]}, scenario_progress="exact")
+
+
+def test_states_that_are_not_job_states_are_rejected():
+    with pytest.raises(ValidationError, match=r"states given to OracleForecaster must be a vfm.forecast.JobStates"):
+        OracleForecaster({"a": [60.0]}).remaining_runtime("states")

@@ -191,3 +191,22 @@ def test_a_job_whose_references_weigh_almost_nothing_draws_its_own_references():
     assert np.isin(pair[:, 1], [2, 3]).all()
     assert abs((pair[:, 1] == 3).mean() - 2 / 3) < 0.05  # by weight: 2e-16 of 3e-16 (4.7 standard errors)
     assert np.isin(pair[:, 0], [0, 1]).all() and (pair[:, 2] == 4).all()
+
+
+@pytest.mark.parametrize(
+    ("call", "pattern"),
+    [
+        (lambda: PopulationForecaster(options=3), r"options must be a vfm.forecast.PopulationOptions, got int"),
+        (lambda: PopulationForecaster(population=[1, 2]), r"population must be a vfm.forecast.Population, got list"),
+        (lambda: PopulationForecaster(prior="dirichlet"), r"prior must be a vfm.forecast.DirichletForecaster, got str"),
+        (lambda: PopulationForecaster().learned(Trajectory("a", [32])),
+         r"trajectories must be a list of vfm.forecast.Trajectory, got Trajectory \(wrap one trajectory in a list\)"),
+        (lambda: PopulationForecaster().remaining_runtime("states"),
+         r"states given to PopulationForecaster must be a vfm.forecast.JobStates .*got str"),
+        (lambda: PopulationForecaster().sample_remaining_runtime(
+            JobStates.from_lists([10], [{32: 60.0}]), 2, seed="x"), r"seed must be None, a whole number >= 0"),
+    ],
+)
+def test_malformed_forecaster_parts_are_rejected_by_name(call, pattern):
+    with pytest.raises(ValidationError, match=pattern):
+        call()

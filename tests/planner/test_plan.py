@@ -676,3 +676,19 @@ def test_a_plan_pickles_and_comes_back_read_only():
     for array in (result.schedule, result.relaxed, result.program.progress):
         with pytest.raises(ValueError):
             array.setflags(write=True)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "pattern"),
+    [
+        ({"gpus": [True, True]}, r"gpus must hold numbers, got booleans"),
+        ({"capacity": True}, r"capacity must hold numbers, got booleans"),
+        ({"seed": "x", "scenarios": 2}, r"seed must be None, a whole number >= 0, a numpy SeedSequence or Generator"),
+        ({"seed": -1, "scenarios": 2}, r"seed must be None, a whole number >= 0"),
+    ],
+)
+def test_booleans_and_bad_seeds_are_rejected_by_name(overrides, pattern):
+    states = JobStates.from_lists([10, 10], [{32: 60.0}, {32: 30.0}])
+    arguments = {"gpus": [1, 1], "capacity": 2, "rounds": 3, **overrides}
+    with pytest.raises(ValidationError, match=pattern):
+        vfm.planner.plan(states, **arguments)

@@ -264,7 +264,7 @@ class RoundPolicy(ABC):
         `w_i` runs a fraction ``G / (N w_i)`` of the time, at most all of it.
         """
         gpus = self.table.col("gpus")
-        return np.asarray(equal_share(gpus.size, self.capacity, gpus))
+        return np.asarray(equal_share(gpus.size, self.capacity, gpus)) if gpus.size else np.ones(0)
 
 
 class PriorityRoundPolicy(RoundPolicy):

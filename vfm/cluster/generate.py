@@ -84,7 +84,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -250,8 +250,15 @@ def _finite(name: str, value: Any, in_range: Any, what: str) -> None:
         raise ValidationError(f"{name} must be a finite number {what}, got {value!r}")
 
 
+def _check_seed(seed: Any) -> None:
+    if not (isinstance(seed, np.random.SeedSequence) or (is_whole(seed) and seed >= 0)):
+        raise ValidationError(f"seed must be a whole number >= 0 or a numpy SeedSequence, got {seed!r}")
+
+
 def _mix(name: str, mix: Any) -> tuple[tuple[Any, float], ...]:
     """A mix as ``((value, probability), ...)``, probabilities normalized."""
+    if isinstance(mix, str | bytes) or not isinstance(mix, Mapping | Sequence):
+        raise ValidationError(f"{name} must be a non-empty mapping of values to weights, got {mix!r}")
     pairs = tuple(mix.items()) if isinstance(mix, Mapping) else tuple(mix)
     if not pairs or not all(isinstance(p, tuple) and len(p) == 2 for p in pairs):
         raise ValidationError(f"{name} must be a non-empty mapping of values to weights, got {mix!r}")
@@ -376,6 +383,7 @@ def generate_workload(spec: WorkloadSpec, seed: int | np.random.SeedSequence = 0
     """
     if not isinstance(spec, WorkloadSpec):
         raise ValidationError(f"spec must be a WorkloadSpec, got {type(spec).__name__}")
+    _check_seed(seed)
     rng = np.random.default_rng(seed)
     table = throughput_table(spec.throughputs, "v100")
     gangs = _draw(rng, spec.gang_weights, spec.jobs)
@@ -450,6 +458,7 @@ def resample_workload(source: Workload | str | Path, spec: WorkloadSpec,
     """
     if not isinstance(spec, WorkloadSpec):
         raise ValidationError(f"spec must be a WorkloadSpec, got {type(spec).__name__}")
+    _check_seed(seed)
     workload = source if isinstance(source, Workload) else load_workload(source)
     rng = np.random.default_rng(seed)
     table = throughput_table(workload.throughputs or spec.throughputs, "v100")

@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from vfm._validation import first_bad, is_whole
+from vfm._validation import first_bad, is_real, is_whole
 from vfm.cluster.protocol import SchedulingPolicy
 from vfm.cluster.workload import MAX_ROUNDS, Workload
 from vfm.errors import PolicyError, ValidationError
@@ -237,11 +237,25 @@ def simulate(workload: Workload, policy: SchedulingPolicy, *, round_s: float | N
     ValidationError
         For a bad `round_s`, `restart_s` or `max_rounds`.
     """
+    if not isinstance(workload, Workload):
+        raise ValidationError(f"workload must be a vfm.cluster.Workload (load_workload or generate_workload makes "
+                              f"one), got {type(workload).__name__}")
+    if isinstance(policy, type):
+        raise ValidationError(f"policy must be a policy object, got the class {policy.__name__}; pass an instance "
+                              f"for this workload's cluster, as {policy.__name__}({workload.gpus})")
+    if not isinstance(policy, SchedulingPolicy):
+        raise ValidationError(f"policy must implement vfm.cluster.SchedulingPolicy (add_job, remove_job, "
+                              f"report_progress, next_round), got {type(policy).__name__}")
+    if progress is not None and not callable(progress):
+        raise ValidationError(f"progress must be a callable progress(round_index, finished_jobs, total_jobs) or "
+                              f"None, got {type(progress).__name__}")
+    if round_s is not None and not (is_real(round_s) and math.isfinite(round_s) and round_s > 0):
+        raise ValidationError(f"round_s must be a finite number of seconds > 0 or None (the workload's), "
+                              f"got {round_s!r}")
     round_s = workload.round_s if round_s is None else float(round_s)
-    if not (math.isfinite(round_s) and round_s > 0):
-        raise ValidationError(f"round_s must be > 0, got {round_s!r}")
-    if not (math.isfinite(restart_s) and 0 <= restart_s < round_s):
-        raise ValidationError(f"restart_s must be in [0, round_s = {round_s:g}), got {restart_s!r}")
+    if not (is_real(restart_s) and math.isfinite(restart_s) and 0 <= restart_s < round_s):
+        raise ValidationError(f"restart_s must be a number of seconds in [0, round_s = {round_s:g}), "
+                              f"got {restart_s!r}")
     if float(workload.arrival_s.max()) / round_s >= MAX_ROUNDS:
         raise ValidationError(f"round_s = {round_s:g} puts the last arrival more than {MAX_ROUNDS:.3g} rounds away, "
                               f"past the rounds whose starts are exact in floating point; use longer rounds")

@@ -674,6 +674,9 @@ def load_workload(path_or_name: str | Path) -> Workload:
     FileNotFoundError
         If there is no such file or shipped workload.
     """
+    if not isinstance(path_or_name, str | Path):
+        raise ValidationError(f"path_or_name must be a path (str or Path) or a shipped workload's name, got "
+                              f"{type(path_or_name).__name__} {path_or_name!r}")
     path = Path(path_or_name)
     if not path.exists() and path.parent == Path("."):
         path = SHIPPED / (path.name if path.suffix == ".json" else f"{path.name}.json")

@@ -143,6 +143,9 @@ class JobStates:
         n = total.size
         if n == 0:
             raise ValidationError("total_epochs must list at least one job, got an empty array")
+        for name, listed in (("job_ids", job_ids), ("groups", groups)):
+            if isinstance(listed, str | bytes):
+                raise ValidationError(f"{name} must be a list with one entry per job, got the string {listed!r}")
         ids = None if job_ids is None else tuple(job_ids)
         if ids is not None and len(ids) != n:
             raise ValidationError(f"job_ids must name the {n} jobs of total_epochs, got {len(ids)} ids")
@@ -252,6 +255,12 @@ class JobStates:
         """
         reject_masked(total_epochs, "total_epochs")
         reject_masked(observed, "observed")
+        for name, value in (("total_epochs", total_epochs), ("regimes", regimes), ("observed", observed),
+                            ("job_ids", job_ids), ("groups", groups)):
+            if value is not None and (isinstance(value, str | bytes | Mapping)
+                                      or not isinstance(value, Sequence | np.ndarray)):
+                raise ValidationError(f"{name} must be a list with one entry per job, got {type(value).__name__} "
+                                      f"{value!r}")
         n = len(total_epochs)
         if n == 0:
             raise ValidationError("total_epochs must list at least one job, got an empty list")
@@ -472,15 +481,27 @@ def _regime_pairs(regime_set: RegimeSet, job: int, ids: tuple[Hashable, ...] | N
 
 
 def _batch_sizes(epochs: Sequence[float], job: int, ids: tuple[Hashable, ...] | None) -> FloatArray:
-    """One job's observed batch sizes as a flat float array."""
-    reject_masked(epochs, f"observed[{job}] ({job_name(job, ids)})")
+    """One job's observed batch sizes as a flat float array: a string (whose characters numpy
+    would read as digits), a scalar, a mapping or nested lists are rejected, naming the job."""
+    what = f"observed[{job}] ({job_name(job, ids)})"
+    reject_masked(epochs, what)
+    if isinstance(epochs, str | bytes | Mapping) or not isinstance(epochs, Sequence | np.ndarray):
+        raise ValidationError(f"{what} must be a list of batch sizes, one number per epoch observed (as [32, 32]), "
+                              f"got {type(epochs).__name__} {epochs!r}")
     try:
-        sizes = np.asarray(epochs, dtype=np.float64).ravel()
-    except (TypeError, ValueError) as exc:
-        raise ValidationError(
-            f"observed[{job}] ({job_name(job, ids)}) must be a list of batch sizes (numbers) ({exc})"
-        ) from exc
+        sizes = real_array(epochs, "its entries")
+    except ValidationError as exc:
+        raise ValidationError(f"{what} must be a list of batch sizes (numbers): {exc}") from None
+    if sizes.ndim != 1:
+        raise ValidationError(f"{what} must be a flat list, one batch size per epoch, got shape {sizes.shape}")
     return sizes
+
+
+def check_states(states: object, where: str) -> None:
+    """Raise `ValidationError` unless `states` is a `JobStates` (`where` names the forecaster)."""
+    if not isinstance(states, JobStates):
+        raise ValidationError(f"states given to {where} must be a vfm.forecast.JobStates (build one with "
+                              f"JobStates.from_lists), got {type(states).__name__}")
 
 
 def check_scenario_progress(value: object) -> None:

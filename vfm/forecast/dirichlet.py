@@ -76,7 +76,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from vfm._validation import FloatArray
+from vfm._validation import FloatArray, random_generator
 from vfm.errors import ValidationError
 from vfm.forecast.base import (
     JobStates,
@@ -84,6 +84,7 @@ from vfm.forecast.base import (
     SeedLike,
     check_horizon,
     check_scenario_progress,
+    check_states,
     fluid_epochs_per_round,
 )
 
@@ -171,6 +172,7 @@ class DirichletForecaster:
 
     def posterior(self, states: JobStates) -> FloatArray:
         r"""Dirichlet posterior concentrations :math:`\alpha_b = w / R + c_b`, shape (n, R); 0 where padded."""
+        check_states(states, "DirichletForecaster")
         weight = states.total_epochs if self.prior_weight is None else np.full(states.n_jobs, self.prior_weight)
         prior = weight / states.regimes_per_job
         return np.where(states.regime_mask, prior[:, None] + states.regime_counts, 0.0)
@@ -196,6 +198,7 @@ class DirichletForecaster:
         duration. With ``split="shockwave"`` and no exhausted quota this is
         :math:`\sum_b (E m_b - c_b)\, d_b`, Shockwave's estimate (module docstring, items 1-2).
         """
+        check_states(states, "DirichletForecaster.remaining_runtime")
         return states.remaining_epochs * self.expected_epoch_duration(states)
 
     def expected_epoch_duration(self, states: JobStates) -> FloatArray:
@@ -238,6 +241,7 @@ class DirichletForecaster:
         ndarray, shape (n, rounds)
             :math:`r_{it} \ge 0`, summing over `t` to at most :math:`E_i - e_i`.
         """
+        check_states(states, "DirichletForecaster.epochs_per_round")
         check_horizon(rounds, round_s)
         return fluid_epochs_per_round(self.expected_epoch_duration(states), states.remaining_epochs, rounds,
                                       float(round_s))
@@ -314,8 +318,9 @@ class DirichletForecaster:
             Whole numbers :math:`\ge 0` (fractions with ``scenario_progress="fluid"``); over `t`
             they sum to at most :math:`E_i - e_i`.
         """
+        check_states(states, "DirichletForecaster.sample_epochs_per_round")
         check_horizon(rounds, round_s, scenarios)
-        rng = np.random.default_rng(seed)
+        rng = random_generator(seed)
         n, n_regimes = states.n_jobs, states.n_regimes
         if self.scenario_progress == "fluid":
             seconds = (self._sample_mix(states, rng, scenarios) * states.regime_durations).sum(axis=2)
@@ -339,8 +344,9 @@ class DirichletForecaster:
         counts :math:`\sim \mathrm{Multinomial}(E - e, q(p^s))`, and the runtime
         :math:`\sum_b n_b d_b`. Its 10 and 90 % quantiles are the forecast's 80 % band.
         """
+        check_states(states, "DirichletForecaster.sample_remaining_runtime")
         check_horizon(1, 1.0, scenarios)
-        rng = np.random.default_rng(seed)
+        rng = random_generator(seed)
         mix = self._sample_mix(states, rng, scenarios)
         counts = rng.multinomial(np.rint(states.remaining_epochs).astype(np.int64), mix)
         return (counts * states.regime_durations).sum(axis=2)

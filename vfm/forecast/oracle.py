@@ -30,7 +30,14 @@ from numpy.typing import ArrayLike, NDArray
 
 from vfm._validation import FloatArray
 from vfm.errors import ValidationError
-from vfm.forecast.base import JobStates, ScenarioProgress, SeedLike, check_horizon, check_scenario_progress
+from vfm.forecast.base import (
+    JobStates,
+    ScenarioProgress,
+    SeedLike,
+    check_horizon,
+    check_scenario_progress,
+    check_states,
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -125,6 +132,7 @@ class OracleForecaster:
         return np.maximum(position - first, 0.0)
 
     def _rows(self, states: JobStates) -> NDArray[np.int64]:
+        check_states(states, "OracleForecaster")
         if states.job_ids is None:
             raise ValidationError("OracleForecaster needs JobStates with job_ids, to find each job's future")
         rows = np.array([self._row.get(job, -1) for job in states.job_ids], dtype=np.int64)

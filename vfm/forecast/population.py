@@ -59,7 +59,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from vfm._validation import FloatArray
+from vfm._validation import FloatArray, random_generator
 from vfm.errors import ValidationError
 from vfm.forecast.base import (
     JobStates,
@@ -68,6 +68,7 @@ from vfm.forecast.base import (
     Trajectory,
     check_horizon,
     check_scenario_progress,
+    check_states,
 )
 from vfm.forecast.dirichlet import DirichletForecaster
 
@@ -287,9 +288,17 @@ class PopulationForecaster:
 
     def __post_init__(self) -> None:
         check_scenario_progress(self.scenario_progress)
+        for name, kind in (("population", Population), ("options", PopulationOptions),
+                           ("prior", DirichletForecaster)):
+            if not isinstance(getattr(self, name), kind):
+                raise ValidationError(f"{name} must be a vfm.forecast.{kind.__name__}, got "
+                                      f"{type(getattr(self, name)).__name__}")
 
     def learned(self, trajectories: Sequence[Trajectory]) -> PopulationForecaster:
         """This forecaster with `trajectories` (finished jobs) added to its references."""
+        if isinstance(trajectories, Trajectory) or not isinstance(trajectories, Sequence | np.ndarray):
+            raise ValidationError(f"trajectories must be a list of vfm.forecast.Trajectory, got "
+                                  f"{type(trajectories).__name__} (wrap one trajectory in a list)")
         for k, t in enumerate(trajectories):
             if not isinstance(t, Trajectory):
                 raise ValidationError(f"trajectories[{k}] must be a vfm.forecast.Trajectory, got {type(t).__name__}")
@@ -315,7 +324,7 @@ class PopulationForecaster:
         reference drawn by weight, or a Dirichlet scenario with the prior's share; whole epochs
         or fluid progress as `scenario_progress` says."""
         check_horizon(rounds, round_s, scenarios)
-        rng = np.random.default_rng(seed)
+        rng = random_generator(seed)
         match = self._match(states)
         pair = self._draw(match, rng, scenarios)
         prior = replace(self.prior, scenario_progress=self.scenario_progress)
@@ -332,7 +341,7 @@ class PopulationForecaster:
         calibration): a drawn reference's forecast times a log-normal factor of spread
         :math:`\sigma`, or a Dirichlet scenario with the prior's share."""
         check_horizon(1, 1.0, scenarios)
-        rng = np.random.default_rng(seed)
+        rng = random_generator(seed)
         match = self._match(states)
         pair = self._draw(match, rng, scenarios)
         fallback = self.prior.sample_remaining_runtime(states, scenarios, seed=rng)
@@ -376,6 +385,7 @@ class PopulationForecaster:
         return np.where((point >= 0) & (stop > start) & (match.total_weight > 0), index, -1).astype(np.int64)
 
     def _match(self, states: JobStates) -> _Match:
+        check_states(states, "PopulationForecaster")
         refs, options, n = self.population, self.options, states.n_jobs
         width = max(states.n_regimes, refs.labels.shape[1])
         labels = _pad_width(states.regime_labels, width, np.nan)
