@@ -338,12 +338,12 @@ def test_a_job_id_is_unique_over_the_policys_life():
 
 
 @pytest.mark.parametrize(("batch_sizes", "message"), [
-    ("32", r"must be a list of batch sizes, one number per epoch finished \(as \[32, 32\]\), got str '32'"),
+    ("32", r"must be a list of batch sizes, one number per epoch \(as \[32, 32\]\), got str '32'"),
     (b"32", "got bytes"),
     (32, "got int 32"),
     ({32: 1}, "got dict"),
     ([[32]], r"must be a flat list, one batch size per epoch, got shape \(1, 1\)"),
-    ([float("nan")], r"batch_sizes\[0\] of job 'a' is nan, not a batch size"),
+    ([float("nan")], r"batch_sizes of job 'a': entry 0 is nan, not a batch size"),
     ([32, None], "must be a list of batch sizes \\(real numbers\\)"),
     ([True], "must be a list of batch sizes \\(real numbers\\)"),
     (np.ma.masked_array([32, 64], mask=[False, True]), "is a numpy masked array"),

@@ -38,6 +38,7 @@ from numpy.typing import ArrayLike, NDArray
 from vfm._validation import (
     FloatArray,
     as_real_array,
+    first_bad,
     is_whole,
     job_name,
     read_only,
@@ -276,7 +277,8 @@ class JobStates:
 
         # Unpacking Python lists is per job by nature; everything after it is vectorized.
         pairs = [_regime_pairs(regime_set, job, ids) for job, regime_set in enumerate(regimes)]
-        observed_arrays = [_batch_sizes(epochs, job, ids) for job, epochs in enumerate(seen)]
+        observed_arrays = [batch_sizes(epochs, f"observed[{job}] ({job_name(job, ids)})")
+                           for job, epochs in enumerate(seen)]
         n_regimes = max(len(p) for p in pairs)
         labels = np.full((n, n_regimes), np.nan)
         durations = np.zeros((n, n_regimes))
@@ -480,20 +482,25 @@ def _regime_pairs(regime_set: RegimeSet, job: int, ids: tuple[Hashable, ...] | N
     return pairs
 
 
-def _batch_sizes(epochs: Sequence[float], job: int, ids: tuple[Hashable, ...] | None) -> FloatArray:
-    """One job's observed batch sizes as a flat float array: a string (whose characters numpy
-    would read as digits), a scalar, a mapping or nested lists are rejected, naming the job."""
-    what = f"observed[{job}] ({job_name(job, ids)})"
-    reject_masked(epochs, what)
-    if isinstance(epochs, str | bytes | Mapping) or not isinstance(epochs, Sequence | np.ndarray):
-        raise ValidationError(f"{what} must be a list of batch sizes, one number per epoch observed (as [32, 32]), "
-                              f"got {type(epochs).__name__} {epochs!r}")
+def batch_sizes(value: object, what: str) -> FloatArray:
+    """A list of batch sizes, one per epoch, as a flat float array of finite numbers.
+
+    Raises a `ValidationError` starting with `what` (the argument as the caller wrote it) for a
+    string or bytes (whose characters numpy would read as digits), a scalar, a mapping, a masked
+    array, nested lists, or entries that are not finite real numbers (booleans included).
+    """
+    reject_masked(value, what)
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Sequence | np.ndarray):
+        raise ValidationError(f"{what} must be a list of batch sizes, one number per epoch (as [32, 32]), "
+                              f"got {type(value).__name__} {value!r}")
     try:
-        sizes = real_array(epochs, "its entries")
+        sizes = real_array(value, "its entries")
     except ValidationError as exc:
-        raise ValidationError(f"{what} must be a list of batch sizes (numbers): {exc}") from None
+        raise ValidationError(f"{what} must be a list of batch sizes (real numbers): {exc}") from None
     if sizes.ndim != 1:
         raise ValidationError(f"{what} must be a flat list, one batch size per epoch, got shape {sizes.shape}")
+    if (k := first_bad(~np.isfinite(sizes))) is not None:
+        raise ValidationError(f"{what}: entry {k} is {sizes[k]}, not a batch size (a finite number)")
     return sizes
 
 

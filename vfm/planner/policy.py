@@ -33,9 +33,10 @@ from typing import Any, Literal
 
 import numpy as np
 
-from vfm._validation import FloatArray, first_bad, is_whole, read_only, reject_masked
+from vfm._validation import FloatArray, is_whole, read_only
 from vfm.errors import ValidationError
 from vfm.forecast import DirichletForecaster, Forecaster, JobStates, LearningForecaster, Trajectory
+from vfm.forecast.base import batch_sizes as read_batch_sizes
 from vfm.jobs import equal_share
 from vfm.planner import shockwave
 from vfm.planner.options import PlanOptions
@@ -230,7 +231,7 @@ def remove_job(state: PolicyState, job_id: Hashable) -> PolicyState:
 def report_progress(state: PolicyState, job_id: Hashable, batch_sizes: Sequence[float]) -> PolicyState:
     """The state after job `job_id` reports finished epochs (`Policy.report_progress`)."""
     job = _job(state, job_id)
-    sizes = _batch_sizes(job_id, batch_sizes)
+    sizes = read_batch_sizes(batch_sizes, f"batch_sizes of job {job_id!r}")
     labels = np.array([b for b, _ in job.regimes])
     match = sizes[:, None] == labels
     unknown = ~match.any(axis=1)
@@ -249,29 +250,6 @@ def report_progress(state: PolicyState, job_id: Hashable, batch_sizes: Sequence[
         return _with_jobs(state, {key: other for key, other in state.jobs.items() if key != job_id},
                           completed=(*state.completed, job_id), stale=True, finished=state.finished + taught)
     return _with_jobs(state, {**state.jobs, job_id: job})
-
-
-def _batch_sizes(job_id: Hashable, batch_sizes: Sequence[float]) -> FloatArray:
-    """`batch_sizes` as a flat float array, or a ValidationError naming the job: a string, a
-    scalar, a mapping, a masked array, nested lists, or entries that are not finite real numbers."""
-    what = f"batch_sizes of job {job_id!r}"
-    reject_masked(batch_sizes, what)
-    if isinstance(batch_sizes, str | bytes | Mapping) or not isinstance(batch_sizes, Sequence | np.ndarray):
-        raise ValidationError(f"{what} must be a list of batch sizes, one number per epoch finished (as [32, 32]), "
-                              f"got {type(batch_sizes).__name__} {batch_sizes!r}")
-    try:
-        raw = np.asarray(batch_sizes)
-    except (TypeError, ValueError) as exc:
-        raise ValidationError(f"{what} must be a flat list of numbers ({exc})") from None
-    if raw.size and not (np.issubdtype(raw.dtype, np.integer) or np.issubdtype(raw.dtype, np.floating)):
-        raise ValidationError(f"{what} must be a list of batch sizes (real numbers), got entries of dtype "
-                              f"{raw.dtype}: {list(batch_sizes)[:3]!r}")
-    if raw.ndim != 1:
-        raise ValidationError(f"{what} must be a flat list, one batch size per epoch, got shape {raw.shape}")
-    sizes = raw.astype(np.float64)
-    if (k := first_bad(~np.isfinite(sizes))) is not None:
-        raise ValidationError(f"batch_sizes[{k}] of job {job_id!r} is {sizes[k]}, not a batch size (a finite number)")
-    return sizes
 
 
 def _runs(stages: tuple[tuple[int, int], ...], columns: np.ndarray) -> tuple[tuple[int, int], ...]:
