@@ -42,7 +42,7 @@ from benchmarks._executors import make_executor
 from benchmarks.reproduce import vfm_policy
 from vfm.cluster import Workload, load_workload, simulate, summarize
 from vfm.cluster.generate import Uncertainty, WorkloadSpec, generate_workload
-from vfm.forecast import DirichletForecaster, Forecaster, OracleForecaster
+from vfm.forecast import DirichletForecaster, Forecaster, OracleForecaster, ScenarioProgress
 
 #: The uncertain generated workloads: the 120-job trace's size and load, adaptation made uncertain.
 UNCERTAIN_SPEC = WorkloadSpec(jobs=120, gpus=32, uncertainty=Uncertainty(change_jitter=0.3, epoch_noise=0.2,
@@ -54,8 +54,8 @@ REPORTED_ON = ("shockwave_220jobs_64gpus", "shockwave_460jobs_128gpus", "shockwa
 METRICS = ("makespan_s", "avg_jct_s", "worst_ftf", "unfair_pct", "utilization")
 
 
-def _dirichlet(progress: str) -> Callable[[Workload], Forecaster]:
-    return lambda workload: DirichletForecaster(scenario_progress=progress)  # type: ignore[arg-type]
+def _dirichlet(progress: ScenarioProgress) -> Callable[[Workload], Forecaster]:
+    return lambda workload: DirichletForecaster(scenario_progress=progress)
 
 
 def _oracle(workload: Workload) -> Forecaster:
