@@ -4,6 +4,9 @@ and the baselines.
 - `vfm.cluster.workload`: the validated workload format (`load_workload`, `Workload`, `Job`;
   `workload_to_dict` writes it) and its arrays view (`WorkloadArrays`); the Shockwave artifact's
   four traces ship with the package.
+- `vfm.cluster.gpu_types`: GPU types as goods: a cluster's GPUs by type (`ClusterTypes`, a
+  workload's optional ``cluster``) and each job's epoch times per type by the throughput ratio of
+  the shipped profiles (`epoch_seconds_by_type`, `fastest_isolated_s`).
 - `vfm.cluster.generate`: seeded workload generation (`generate_workload`, Shockwave-style, with
   optionally uncertain adaptation, `Uncertainty`) and resampling of traces onto other loads,
   clusters and gang mixes (`resample_workload`).
@@ -37,6 +40,7 @@ True
 from vfm.cluster import metrics
 from vfm.cluster.baselines import BASELINES
 from vfm.cluster.generate import Uncertainty, WorkloadSpec, generate_workload, resample_workload
+from vfm.cluster.gpu_types import GPU_TYPES, ClusterTypes, epoch_seconds_by_type, fastest_isolated_s
 from vfm.cluster.metrics import summarize
 from vfm.cluster.protocol import SchedulingPolicy
 from vfm.cluster.simulator import Round, Simulation, simulate
@@ -44,6 +48,8 @@ from vfm.cluster.workload import Job, Workload, WorkloadArrays, load_workload, w
 
 __all__ = [
     "BASELINES",
+    "GPU_TYPES",
+    "ClusterTypes",
     "Job",
     "Round",
     "SchedulingPolicy",
@@ -52,6 +58,8 @@ __all__ = [
     "Workload",
     "WorkloadArrays",
     "WorkloadSpec",
+    "epoch_seconds_by_type",
+    "fastest_isolated_s",
     "generate_workload",
     "load_workload",
     "metrics",

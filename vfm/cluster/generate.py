@@ -82,7 +82,6 @@ True
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -93,10 +92,9 @@ import numpy as np
 
 from vfm._validation import is_whole
 from vfm.cluster.artifact._adaptation import LARGEST, SCALED, accordion_critical, gns_schedules
-from vfm.cluster.artifact.mechanics import throughput_table
+from vfm.cluster.gpu_types import throughput_sets, throughput_table
 from vfm.cluster.workload import (
     ADAPTATIONS,
-    SHIPPED,
     Job,
     Workload,
     derived_profile,
@@ -267,12 +265,6 @@ def _mix(name: str, mix: Any) -> tuple[tuple[Any, float], ...]:
         raise ValidationError(f"{name}'s weights must be finite numbers >= 0, not all 0, got {weights!r}")
     total = float(sum(weights))
     return tuple((value, float(w) / total) for value, w in pairs)
-
-
-def throughput_sets() -> tuple[str, ...]:
-    """The throughput sets of the shipped profiles."""
-    with open(SHIPPED / "gpu_types_throughputs.json") as handle:
-        return tuple(json.load(handle)["sets"])
 
 
 def _draw(rng: np.random.Generator, mix: tuple[tuple[Any, float], ...], size: int) -> list[Any]:

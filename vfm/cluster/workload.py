@@ -7,6 +7,10 @@ A workload file is a JSON object::
                "phases": [{"epochs": 10, "batch_size": 32, "epoch_s": 51.2}, ...],
                "profile": [{"batch_size": 32, "epoch_s": 51.2}, ...]}, ...]}
 
+An optional ``"cluster": {"v100": 86, "p100": 85, "k80": 85}`` gives the cluster's GPUs by type
+(`vfm.cluster.gpu_types.ClusterTypes`; they must sum to ``gpus``); without it the cluster is
+``gpus`` V100s, as the jobs' epoch times are (docs/simulation.md, "GPU types").
+
 A job's ``phases`` are what it truly runs: its batch size and seconds of each epoch, as runs of
 equal epochs. Its optional ``profile`` is what a scheduler is told on arrival: the nominal seconds
 per epoch of every batch size the job may run (`Job.regimes`). Without a profile, a batch size has
@@ -44,6 +48,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from vfm._validation import first_bad, is_whole
+from vfm.cluster.gpu_types import ClusterTypes
 from vfm.errors import ValidationError
 
 FloatArray = NDArray[np.float64]
@@ -162,6 +167,10 @@ class Workload:
     throughputs : str or None
         The throughput set (of ``gpu_types_throughputs.json``) the jobs' profiles come from,
         when the file names one (``"tacc"`` for the shipped workloads).
+    cluster : ClusterTypes or None
+        The cluster's GPUs by type, totalling `gpus`, when the file gives them (its
+        ``"cluster"`` field); None for the homogeneous cluster of `gpus` V100s (the shipped
+        workloads). The simulator and the policies do not read it yet (single-type).
     """
 
     name: str
@@ -169,6 +178,16 @@ class Workload:
     round_s: float
     jobs: tuple[Job, ...]
     throughputs: str | None = None
+    cluster: ClusterTypes | None = None
+
+    def __post_init__(self) -> None:
+        if self.cluster is not None:
+            if not isinstance(self.cluster, ClusterTypes):
+                raise ValidationError(f"workload: cluster must be a ClusterTypes or None, got "
+                                      f"{type(self.cluster).__name__} {self.cluster!r}")
+            if self.cluster.total != self.gpus:
+                raise ValidationError(f"workload: cluster has {self.cluster.total} GPUs ({dict(self.cluster)}) but "
+                                      f"gpus is {self.gpus}; make the cluster's counts sum to gpus")
 
     @property
     def n_jobs(self) -> int:
@@ -189,7 +208,7 @@ class Workload:
         if not is_whole(jobs) or jobs < 1:
             raise ValidationError(f"jobs must be a positive whole number, got {jobs!r}")
         return Workload(name=f"{self.name}[:{jobs}]", gpus=self.gpus, round_s=self.round_s, jobs=self.jobs[:jobs],
-                        throughputs=self.throughputs)
+                        throughputs=self.throughputs, cluster=self.cluster)
 
     def arrays(self) -> WorkloadArrays:
         """The workload as arrays (`WorkloadArrays`)."""
@@ -602,7 +621,21 @@ def workload_from_dict(raw: Any, default_name: str = "workload") -> Workload:
     if throughputs is not None and not isinstance(throughputs, str):
         raise ValidationError(f"workload: throughputs must name a throughput set (a string), got {throughputs!r}")
     return Workload(name=name, gpus=int(capacity), round_s=float(round_s), jobs=tuple(built),
-                    throughputs=throughputs)
+                    throughputs=throughputs, cluster=_read_cluster(raw))
+
+
+def _read_cluster(raw: Mapping[str, Any]) -> ClusterTypes | None:
+    """The file's ``cluster`` (GPU type -> count), None when it gives none."""
+    if raw.get("cluster") is None:
+        return None
+    given = raw["cluster"]
+    if not isinstance(given, Mapping):
+        raise ValidationError(f"workload: cluster must be a JSON object of GPU type -> count "
+                              f"(e.g. {{\"v100\": 16, \"k80\": 16}}), got {given!r}")
+    try:  # a JSON number with a zero fraction (16.0) is a whole count, as gpus may be
+        return ClusterTypes({t: int(c) if _whole(c) else c for t, c in given.items()})
+    except ValidationError as exc:
+        raise ValidationError(f"workload: cluster: {exc}") from exc
 
 
 def epoch_records(batch_size: FloatArray, epoch_s: FloatArray,
@@ -638,6 +671,8 @@ def workload_to_dict(workload: Workload) -> dict[str, Any]:
     raw: dict[str, Any] = {"name": workload.name, "gpus": workload.gpus, "round_s": workload.round_s}
     if workload.throughputs is not None:
         raw["throughputs"] = workload.throughputs
+    if workload.cluster is not None:
+        raw["cluster"] = dict(workload.cluster)
     return raw | {"jobs": jobs}
 
 
@@ -670,7 +705,8 @@ def load_workload(path_or_name: str | Path) -> Workload:
         stated ``isolated_s`` that is not the sum of the epoch durations, a repeated id; a
         ``profile`` that is not a non-empty list of objects, repeats a batch size or does not
         list a batch size the phases run; more than `MAX_EPOCHS` epochs in all; an arrival more
-        than 2^53 rounds away.
+        than 2^53 rounds away; a ``cluster`` that does not map known GPU types to positive whole
+        counts or does not sum to ``gpus``.
     FileNotFoundError
         If there is no such file or shipped workload.
     """

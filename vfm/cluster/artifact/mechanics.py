@@ -24,7 +24,6 @@ lists every rule with its reason; in brief:
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,9 +33,10 @@ from numpy.typing import NDArray
 
 from vfm.cluster.artifact._adaptation import Rules, ceil_div, rescale, wanted
 from vfm.cluster.artifact.allocations import AllocationInputs, Allocator, make_allocator
+from vfm.cluster.gpu_types import throughput_table
 from vfm.cluster.protocol import SchedulingPolicy
 from vfm.cluster.simulator import Round, Simulation, _ask, _check_answer
-from vfm.cluster.workload import SHIPPED, Workload
+from vfm.cluster.workload import Workload
 from vfm.errors import ValidationError
 from vfm.planner.rounding import first_fit
 
@@ -75,16 +75,6 @@ class ArtifactOptions:
     max_failures: int = 5
     deadline_factor: float = 1.5
     gpu_type: str = "v100"
-
-
-def throughput_table(throughput_set: str = "tacc", gpu_type: str = "v100") -> dict[str, float]:
-    """Steps/s of each ``"<model> (batch size b)|<gang>"`` in a set of the shipped
-    ``gpu_types_throughputs.json`` (the artifact's profiles), for one GPU type."""
-    with open(SHIPPED / "gpu_types_throughputs.json") as handle:
-        sets = json.load(handle)["sets"]
-    if throughput_set not in sets:
-        raise ValidationError(f"unknown throughput set {throughput_set!r}; the shipped ones are {', '.join(sets)}")
-    return {key: float(row[gpu_type]) for key, row in sets[throughput_set].items() if row.get(gpu_type)}
 
 
 def _rules(workload: Workload, gpu_type: str) -> tuple[Rules, FloatArray, IntArray]:

@@ -1,0 +1,356 @@
+"""GPU types as goods: a heterogeneous cluster's GPU counts and each job's epoch times per type.
+
+The data is the Shockwave artifact's throughput profiles, ``gpu_types_throughputs.json`` in
+``vfm/cluster/data/shockwave`` (uw-mad-dash/shockwave, MIT: see the LICENSE and README there):
+per throughput set (``"tacc"``, ``"wisr"``) and per ``"<model> (batch size <b>)|<gang>"``, the
+training steps per second of the whole gang, one job alone on ``gang`` GPUs of each type
+(`GPU_TYPES`), null where that type cannot run the job. This module is the one reader of that
+file (`throughput_sets`, `throughput_table`; `vfm.cluster.artifact` and `vfm.cluster.generate`
+use them).
+
+**The ratio rule.** A workload's epoch times are V100 times on the throughput set its
+``throughputs`` field names. An epoch of batch size ``b`` of a job of gang ``g`` takes, on GPU
+type ``t``::
+
+    epoch_s * thr_v100(b, g) / thr_t(b, g)
+
+(`epoch_seconds_by_type`). Where the ratio is unknown the job keeps what is known for sure:
+
+* On V100 a job always takes its own ``epoch_s`` (the workload's times are the truth for V100),
+  even at a batch size the table has no V100 throughput for.
+* ``inf`` on type ``t`` (the job cannot run there) where the table has null (or 0) for ``t``, or
+  has no V100 throughput to carry the time over with, or has no entry for the model, batch size
+  and gang at all; and on every type but V100 for a job without `Training` (its model is
+  unknown, so only its V100 times are).
+
+`ClusterTypes` is a cluster's GPU count per type (a workload file's optional ``"cluster"``
+field, `vfm.cluster.workload.Workload.cluster`). The simulator, the policies and the metrics are
+still single-type (docs/simulation.md, "GPU types").
+
+Examples
+--------
+>>> from vfm.cluster.workload import load_workload
+>>> cluster = ClusterTypes.split(256, {"v100": 1, "p100": 1, "k80": 1})
+>>> dict(cluster), cluster.total
+({'v100': 86, 'p100': 85, 'k80': 85}, 256)
+>>> job = load_workload("shockwave_120jobs_32gpus").jobs[0]
+>>> seconds = epoch_seconds_by_type(job, "tacc", cluster)
+>>> seconds.shape == (3, job.epochs), bool((seconds[0] == job.epoch_s).all())
+(True, True)
+>>> fastest_isolated_s(job, "tacc", cluster) == job.isolated_s  # V100 is this job's fastest type
+True
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from fractions import Fraction
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from vfm._validation import is_whole, read_only
+from vfm.errors import ValidationError
+
+if TYPE_CHECKING:
+    from vfm.cluster.workload import Job
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+__all__ = ["GPU_TYPES", "THROUGHPUTS_FILE", "ClusterTypes", "epoch_seconds_by_type", "fastest_isolated_s",
+           "throughput_sets", "throughput_table"]
+
+#: The shipped throughput profiles (the Shockwave artifact's, MIT).
+THROUGHPUTS_FILE = Path(__file__).resolve().parent / "data" / "shockwave" / "gpu_types_throughputs.json"
+
+#: The GPU types of the throughput profiles (the file's ``types``), fastest first; the
+#: workloads' epoch times are times on the first.
+GPU_TYPES: tuple[str, ...] = ("v100", "p100", "k80")
+
+
+@lru_cache(maxsize=1)
+def _profiles() -> dict[str, Any]:
+    """The parsed throughput file, read once (callers copy what they hand out)."""
+    with open(THROUGHPUTS_FILE) as handle:
+        raw: dict[str, Any] = json.load(handle)
+    return raw
+
+
+def throughput_sets() -> tuple[str, ...]:
+    """The throughput sets of the shipped profiles."""
+    return tuple(_profiles()["sets"])
+
+
+def _rows(throughput_set: str) -> Mapping[str, Mapping[str, float | None]]:
+    sets = _profiles()["sets"]
+    if throughput_set not in sets:
+        raise ValidationError(f"unknown throughput set {throughput_set!r}; the shipped ones are {', '.join(sets)}")
+    rows: Mapping[str, Mapping[str, float | None]] = sets[throughput_set]
+    return rows
+
+
+def throughput_table(throughput_set: str = "tacc", gpu_type: str = "v100") -> dict[str, float]:
+    """Steps/s of each ``"<model> (batch size b)|<gang>"`` in a set of the shipped
+    ``gpu_types_throughputs.json`` (the artifact's profiles), for one GPU type."""
+    return {key: float(row[gpu_type]) for key, row in _rows(throughput_set).items()  # type: ignore[arg-type]
+            if row.get(gpu_type)}
+
+
+def _check_type(name: str, gpu_type: Any) -> str:
+    if not isinstance(gpu_type, str) or gpu_type not in GPU_TYPES:
+        raise ValidationError(f"{name}: unknown GPU type {gpu_type!r}; the known types are {', '.join(GPU_TYPES)}")
+    return gpu_type
+
+
+class ClusterTypes(Mapping[str, int]):
+    """A cluster's GPUs by type: a read-only mapping GPU type -> count, validated on construction.
+
+    Types are kept in `GPU_TYPES` order (fastest first) whatever order they are given in, so two
+    clusters of the same counts are equal (and hash alike), and iteration, `types` and `counts`
+    agree.
+
+    Parameters
+    ----------
+    counts : Mapping[str, int]
+        GPU type (one of `GPU_TYPES`) -> how many GPUs of it, each a positive whole number; at
+        least one type.
+
+    Attributes
+    ----------
+    types : tuple of str
+        The cluster's types, in `GPU_TYPES` order.
+    counts : ndarray of int, shape (len(types),)
+        The count of each of `types`; read-only.
+    total : int
+        All the cluster's GPUs.
+
+    Raises
+    ------
+    ValidationError
+        For a non-mapping, no types, an unknown type (naming it and the known ones) or a count
+        that is not a positive whole number (naming the type).
+
+    Examples
+    --------
+    >>> ClusterTypes({"k80": 4, "v100": 8})
+    ClusterTypes({'v100': 8, 'k80': 4})
+    >>> ClusterTypes.single(32).total
+    32
+    """
+
+    __slots__ = ("_counts", "_total", "_types")
+
+    def __init__(self, counts: Mapping[str, int]) -> None:
+        if not isinstance(counts, Mapping):
+            raise ValidationError(f"counts must map GPU types ({', '.join(GPU_TYPES)}) to GPU counts, got "
+                                  f"{type(counts).__name__} {counts!r}")
+        if not counts:
+            raise ValidationError(f"counts must give at least one GPU type ({', '.join(GPU_TYPES)}), got none")
+        for gpu_type, count in counts.items():
+            _check_type("counts", gpu_type)
+            if not is_whole(count) or count < 1:
+                raise ValidationError(f"counts[{gpu_type!r}] must be a positive whole number of GPUs, got {count!r} "
+                                      f"(leave a type out rather than giving it 0)")
+        types = tuple(t for t in GPU_TYPES if t in counts)
+        self._types = types
+        self._counts: IntArray = read_only(np.array([int(counts[t]) for t in types], dtype=np.int64))
+        self._total = int(self._counts.sum())
+
+    @classmethod
+    def single(cls, gpus: int, gpu_type: str = "v100") -> ClusterTypes:
+        """A homogeneous cluster: `gpus` GPUs of `gpu_type` (what a workload without a
+        ``cluster`` field is, on V100)."""
+        _check_positive("gpus", gpus)
+        return cls({_check_type("gpu_type", gpu_type): int(gpus)})
+
+    @classmethod
+    def split(cls, gpus: int, shares: Mapping[str, float]) -> ClusterTypes:
+        """`gpus` GPUs split across types by `shares`, in whole counts summing exactly to `gpus`.
+
+        The rule is the largest remainder (Hamilton's method): type ``t``'s quota is
+        ``gpus * shares[t] / sum(shares)``, computed exactly (as fractions); each type gets the
+        whole part of its quota, and the GPUs left over go one each to the types of the largest
+        fractional parts, ties to the type first in `GPU_TYPES` (the faster). A type whose count
+        comes out 0 (a zero share, or too few GPUs to go round) is left out.
+
+        Parameters
+        ----------
+        gpus : int
+            All the cluster's GPUs, a positive whole number.
+        shares : Mapping[str, float]
+            GPU type -> its share, finite and >= 0, at least one > 0; only the ratios matter.
+
+        Examples
+        --------
+        >>> dict(ClusterTypes.split(256, {"v100": 1, "p100": 1, "k80": 1}))
+        {'v100': 86, 'p100': 85, 'k80': 85}
+        >>> dict(ClusterTypes.split(10, {"v100": 0.25, "k80": 0.75}))  # quotas 2.5 and 7.5: a tie
+        {'v100': 3, 'k80': 7}
+        """
+        _check_positive("gpus", gpus)
+        if not isinstance(shares, Mapping) or not shares:
+            raise ValidationError(f"shares must map GPU types ({', '.join(GPU_TYPES)}) to their shares, got {shares!r}")
+        for gpu_type, share in shares.items():
+            _check_type("shares", gpu_type)
+            if isinstance(share, bool) or not isinstance(share, int | float | np.integer | np.floating) \
+                    or not math.isfinite(share) or share < 0:
+                raise ValidationError(f"shares[{gpu_type!r}] must be a finite number >= 0, got {share!r}")
+        types = [t for t in GPU_TYPES if t in shares]
+        exact = [Fraction(float(shares[t])) for t in types]
+        if sum(exact) == 0:
+            raise ValidationError(f"shares must give some type a share > 0, got {dict(shares)!r}")
+        quotas = [int(gpus) * s / sum(exact) for s in exact]
+        counts = [math.floor(q) for q in quotas]
+        left = int(gpus) - sum(counts)
+        # Largest fractional part first; `sorted` is stable, so ties keep GPU_TYPES order.
+        for i in sorted(range(len(types)), key=lambda i: quotas[i] - counts[i], reverse=True)[:left]:
+            counts[i] += 1
+        return cls({t: c for t, c in zip(types, counts, strict=True) if c > 0})
+
+    @property
+    def types(self) -> tuple[str, ...]:
+        return self._types
+
+    @property
+    def counts(self) -> IntArray:
+        return self._counts
+
+    @property
+    def total(self) -> int:
+        return self._total
+
+    def __getitem__(self, gpu_type: str) -> int:
+        if gpu_type not in self._types:
+            raise KeyError(gpu_type)
+        return int(self._counts[self._types.index(gpu_type)])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._types)
+
+    def __len__(self) -> int:
+        return len(self._types)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ClusterTypes):
+            return self._types == other._types and bool((self._counts == other._counts).all())
+        return super().__eq__(other)
+
+    def __hash__(self) -> int:
+        return hash((self._types, tuple(self._counts.tolist())))
+
+    def __repr__(self) -> str:
+        return f"ClusterTypes({dict(self)!r})"
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if hasattr(self, "_total"):
+            raise AttributeError(f"ClusterTypes is read-only; cannot set {name!r}")
+        super().__setattr__(name, value)
+
+
+def _check_positive(name: str, value: Any) -> None:
+    if not is_whole(value) or value < 1:
+        raise ValidationError(f"{name} must be a positive whole number of GPUs, got {value!r}")
+
+
+def _resolve_types(types: ClusterTypes | Sequence[str]) -> tuple[str, ...]:
+    """The type names of `types` (a `ClusterTypes` or a sequence of `GPU_TYPES` names)."""
+    if isinstance(types, ClusterTypes):
+        return types.types
+    if isinstance(types, str) or not isinstance(types, Sequence):
+        raise ValidationError(f"types must be a ClusterTypes or a sequence of GPU type names (e.g. {GPU_TYPES!r}), "
+                              f"got {type(types).__name__} {types!r}")
+    if not types:
+        raise ValidationError(f"types must name at least one GPU type ({', '.join(GPU_TYPES)}), got none")
+    for gpu_type in types:
+        _check_type("types", gpu_type)
+    if len(set(types)) < len(types):
+        raise ValidationError(f"types must not repeat a type, got {list(types)!r}")
+    return tuple(types)
+
+
+def _check_job(job: Any, throughputs: Any) -> None:
+    from vfm.cluster.workload import Job  # here: vfm.cluster.workload imports this module
+
+    if not isinstance(job, Job):
+        raise ValidationError(f"job must be a vfm.cluster.Job (a workload's jobs), got {type(job).__name__}")
+    if not isinstance(throughputs, str) or throughputs not in throughput_sets():
+        raise ValidationError(f"throughputs (for job id {job.id!r}) must name a shipped throughput set "
+                              f"({', '.join(throughput_sets())}), got {throughputs!r}; pass the workload's "
+                              f"`throughputs`")
+
+
+def _size_key(model: str, batch_size: float, gang: int) -> str:
+    size = int(batch_size) if float(batch_size).is_integer() else batch_size
+    return f"{model} (batch size {size})|{gang}"
+
+
+def epoch_seconds_by_type(job: Job, throughputs: str, types: ClusterTypes | Sequence[str] = GPU_TYPES) -> FloatArray:
+    """Each of `job`'s epochs' seconds on each GPU type, by the ratio rule (module docstring).
+
+    Parameters
+    ----------
+    job : Job
+        A workload's job; its ``epoch_s`` are V100 times on the throughput set `throughputs`.
+    throughputs : str
+        The throughput set (`throughput_sets`) the job's workload names (`Workload.throughputs`).
+    types : ClusterTypes or sequence of str
+        The GPU types, in the rows' order (a `ClusterTypes`'s `~ClusterTypes.types`);
+        `GPU_TYPES` by default.
+
+    Returns
+    -------
+    ndarray, shape (len(types), job.epochs)
+        ``job.epoch_s`` exactly on the V100 row; ``epoch_s * thr_v100 / thr_t`` on type ``t``,
+        ``inf`` where ``t`` cannot run the epoch or the ratio is unknown (module docstring). Each
+        distinct batch size is looked up once.
+
+    Raises
+    ------
+    ValidationError
+        For a `job` that is not a `Job`, an unknown throughput set, or `types` that are not
+        known GPU types (or repeat one).
+    """
+    names = _resolve_types(types)
+    _check_job(job, throughputs)
+    seconds = np.full((len(names), job.epochs), np.inf)
+    others = [i for i, t in enumerate(names) if t != "v100"]
+    if "v100" in names:
+        seconds[names.index("v100")] = job.epoch_s
+    if job.training is None or not others:
+        return seconds
+    rows = _rows(throughputs)
+    sizes, inverse = np.unique(job.batch_size, return_inverse=True)
+    entries = [rows.get(_size_key(job.training.model, b, job.gpus), {}) for b in sizes.tolist()]
+    inverse = inverse.reshape(-1)
+    # null or 0 (cannot run), or no entry: NaN, and NaN times become inf below.
+    v100 = np.array([row.get("v100") or np.nan for row in entries])[inverse]
+    for i in others:
+        thr = np.array([row.get(names[i]) or np.nan for row in entries])[inverse]
+        times = job.epoch_s * v100 / thr  # in the rule's order of operations
+        seconds[i] = np.where(np.isnan(times), np.inf, times)
+    return seconds
+
+
+def fastest_isolated_s(job: Job, throughputs: str, types: ClusterTypes | Sequence[str] = GPU_TYPES) -> float:
+    """`job`'s isolated time on the fastest of `types` for it: ``min`` over the types of the sum
+    of its epochs' seconds there (`epoch_seconds_by_type`); ``inf`` if no type can run it.
+
+    A job runs on one type in a round (its gang is never split across types), so alone on this
+    cluster its best is its whole run on its fastest type. That is the reference finish-time
+    fairness will compare a job's time in the cluster to (a later step of issue 16): the
+    job's best possible time in isolation on this cluster's types, so that a cluster of slower
+    types does not count against the scheduler. On V100 the time is ``job.isolated_s`` exactly.
+
+    Parameters and errors as `epoch_seconds_by_type`.
+    """
+    names = _resolve_types(types)
+    totals = epoch_seconds_by_type(job, throughputs, names).sum(axis=1)
+    if "v100" in names:
+        totals[names.index("v100")] = job.isolated_s
+    return float(totals.min())
