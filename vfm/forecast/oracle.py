@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from vfm._validation import FloatArray
+from vfm._validation import FloatArray, real_array
 from vfm.errors import ValidationError
 from vfm.forecast.base import (
     JobStates,
@@ -79,10 +79,13 @@ class OracleForecaster:
             raise ValidationError("epoch_s must map each job id to its epochs' durations (a non-empty mapping)")
         sequences = []
         for job, seconds in self.epoch_s.items():
-            values = np.asarray(seconds, dtype=np.float64) if _numeric(seconds) else None
-            if values is None or values.ndim != 1 or values.size == 0 or not np.all(np.isfinite(values) & (values > 0)):
-                raise ValidationError(f"epoch_s[{job!r}] must list the job's epoch durations as positive, finite "
-                                      f"seconds (a non-empty 1-D sequence)")
+            what = f"epoch_s[{job!r}] must list the job's epoch durations as positive, finite seconds"
+            try:
+                values = real_array(seconds, f"epoch_s[{job!r}]")
+            except ValidationError as exc:
+                raise ValidationError(f"{what} ({exc})") from None
+            if values.ndim != 1 or values.size == 0 or not np.all(np.isfinite(values) & (values > 0)):
+                raise ValidationError(f"{what} (a non-empty 1-D sequence)")
             sequences.append(values)
         lengths = np.array([s.size for s in sequences], dtype=np.int64)
         # All jobs' epochs on one line: epoch k of row r ends at _ends[_start[r] + k].
@@ -94,7 +97,7 @@ class OracleForecaster:
 
     def remaining_runtime(self, states: JobStates) -> FloatArray:
         """Exact remaining runtime, shape (n,) seconds."""
-        now, last = self._span(states)
+        _, now, last = self._span(states)
         return self._ends[last] - now
 
     def epochs_per_round(self, states: JobStates, rounds: int, round_s: float) -> FloatArray:
@@ -112,24 +115,24 @@ class OracleForecaster:
             done = np.floor(done + 1e-9)
         return np.broadcast_to(np.diff(done, axis=1), (scenarios, *done.shape[:1], rounds)).copy()
 
-    def _span(self, states: JobStates) -> tuple[FloatArray, NDArray[np.int64]]:
-        """Each job's position on the line (seconds) and the line index of its last epoch."""
+    def _span(self, states: JobStates) -> tuple[NDArray[np.int64], FloatArray, NDArray[np.int64]]:
+        """Each job's line index of its first unfinished epoch, its position on the line
+        (seconds), and the line index of its last epoch."""
         rows = self._rows(states)
         first = self._start[rows] + states.epochs_done.astype(np.int64)
         now = np.where(first > 0, self._ends[np.maximum(first - 1, 0)], 0.0)
-        return now, self._start[rows] + states.total_epochs.astype(np.int64) - 1
+        return first, now, self._start[rows] + states.total_epochs.astype(np.int64) - 1
 
     def _done(self, states: JobStates, rounds: int, round_s: float) -> FloatArray:
         """Epochs done by each round's end, from the window's start, shape (n, rounds + 1)."""
-        now, last = self._span(states)
+        first, now, last = self._span(states)
         clock = now[:, None] + round_s * np.arange(rounds + 1)
         ended = np.searchsorted(self._ends, clock, side="right")  # line index of the running epoch
         running = np.minimum(ended, last[:, None])
         begun = np.where(running > 0, self._ends[np.maximum(running - 1, 0)], 0.0)
         fraction = (clock - begun) / (self._ends[running] - begun)
         position = np.minimum(ended + np.minimum(fraction, 1.0), last[:, None] + 1.0)
-        first = (self._start[self._rows(states)] + states.epochs_done)[:, None]
-        return np.maximum(position - first, 0.0)
+        return np.maximum(position - first[:, None], 0.0)
 
     def _rows(self, states: JobStates) -> NDArray[np.int64]:
         check_states(states, "OracleForecaster")
@@ -145,10 +148,3 @@ class OracleForecaster:
                                   f"{states.total_epochs[job]:g}")
         return rows
 
-
-def _numeric(value: object) -> bool:
-    try:
-        np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        return False
-    return True
