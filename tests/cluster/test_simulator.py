@@ -14,7 +14,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vfm.cluster import Round, Simulation, Workload, load_workload, simulate, summarize, workload_from_dict
+from vfm.cluster import (
+    ClusterTypes,
+    Round,
+    Simulation,
+    Workload,
+    load_workload,
+    simulate,
+    summarize,
+    workload_from_dict,
+)
 from vfm.cluster.protocol import SchedulingPolicy
 from vfm.errors import PolicyError, ValidationError
 
@@ -345,7 +354,8 @@ def _stepped(workload: Workload) -> Simulation:
     round at a time in plain Python, empty rounds included (recorded with ``planner_busy`` False)."""
     from vfm.cluster.simulator import _Trace
 
-    trace = _Trace(workload)
+    trace = _Trace(workload, ClusterTypes.single(workload.gpus))
+    isolated, ends, origin = trace.isolated_s[0], trace.ends[0], trace.origin[0]
     round_s, restart_s, n = workload.round_s, 20.0, workload.n_jobs
     policy = Fifo(workload.gpus)
     ids = [job.id for job in workload.jobs]
@@ -373,16 +383,16 @@ def _stepped(workload: Workload) -> Simulation:
             restarting = not ran_last[j]
             restarts[j] += restarting
             begin = start + (restart_s if restarting else 0.0)
-            need = trace.isolated_s[j] - work[j]
+            need = isolated[j] - work[j]
             if need <= start + round_s - begin:
                 finish[j] = begin + need
-                work[j] = trace.isolated_s[j]
+                work[j] = isolated[j]
                 held[j] += finish[j] - start
                 finished += 1
             else:
                 work[j] += start + round_s - begin
                 held[j] += round_s
-            after = np.searchsorted(trace.ends, trace.origin[j] + work[j], side="right") - trace.offset[j]
+            after = np.searchsorted(ends, origin[j] + work[j], side="right") - trace.offset[j]
             after = trace.epochs[j] if not np.isnan(finish[j]) else min(max(after, done[j]), trace.epochs[j] - 1)
             if after > done[j]:
                 policy.report_progress(ids[j], trace.batch_size[trace.offset[j] + done[j]:trace.offset[j] + after])
@@ -392,7 +402,7 @@ def _stepped(workload: Workload) -> Simulation:
         k += 1
     return Simulation(workload=workload.name, policy="Fifo", gpus=workload.gpus, n_jobs=n, round_s=round_s,
                       restart_s=restart_s, job_id=np.array(ids), arrival_s=workload.arrival_s, finish_s=finish,
-                      isolated_s=trace.isolated_s, restarts=restarts, held_s=held, rounds=tuple(rounds),
+                      isolated_s=isolated, restarts=restarts, held_s=held, rounds=tuple(rounds),
                       planner_s=np.zeros(len(rounds)), planner_busy=np.array(busy), busy_gpu_s=float(
                           (trace.gpus * held).sum()))
 

@@ -6,12 +6,14 @@ and the baselines.
   four traces ship with the package.
 - `vfm.cluster.gpu_types`: GPU types as goods: a cluster's GPUs by type (`ClusterTypes`, a
   workload's optional ``cluster``) and each job's epoch times per type by the throughput ratio of
-  the shipped profiles (`epoch_seconds_by_type`, `fastest_isolated_s`).
+  the shipped profiles (`epoch_seconds_by_type`, `fastest_isolated_s`; what a scheduler is told,
+  `type_regimes`, and the types that can host a job, `job_types`).
 - `vfm.cluster.generate`: seeded workload generation (`generate_workload`, Shockwave-style, with
   optionally uncertain adaptation, `Uncertainty`) and resampling of traces onto other loads,
   clusters and gang mixes (`resample_workload`).
 - `vfm.cluster.protocol`: `SchedulingPolicy`, the interface a scheduler drives (every policy
-  here implements it, `vfm.planner.Policy` included).
+  here implements it, `vfm.planner.Policy` included), and `TypedSchedulingPolicy`, its form for
+  clusters of several GPU types (a policy with a `cluster` places each job on a type).
 - `vfm.cluster.simulator`: `simulate` runs a policy on a workload round by round.
 - `vfm.cluster.metrics`: makespan, JCT, finish-time fairness, utilization; `summarize`.
 - `vfm.cluster.baselines`: the paper's baselines (`BASELINES`) and the static market.
@@ -40,9 +42,16 @@ True
 from vfm.cluster import metrics
 from vfm.cluster.baselines import BASELINES
 from vfm.cluster.generate import Uncertainty, WorkloadSpec, generate_workload, resample_workload
-from vfm.cluster.gpu_types import GPU_TYPES, ClusterTypes, epoch_seconds_by_type, fastest_isolated_s
+from vfm.cluster.gpu_types import (
+    GPU_TYPES,
+    ClusterTypes,
+    epoch_seconds_by_type,
+    fastest_isolated_s,
+    job_types,
+    type_regimes,
+)
 from vfm.cluster.metrics import summarize
-from vfm.cluster.protocol import SchedulingPolicy
+from vfm.cluster.protocol import SchedulingPolicy, TypedSchedulingPolicy
 from vfm.cluster.simulator import Round, Simulation, simulate
 from vfm.cluster.workload import Job, Workload, WorkloadArrays, load_workload, workload_from_dict, workload_to_dict
 
@@ -54,6 +63,7 @@ __all__ = [
     "Round",
     "SchedulingPolicy",
     "Simulation",
+    "TypedSchedulingPolicy",
     "Uncertainty",
     "Workload",
     "WorkloadArrays",
@@ -61,11 +71,13 @@ __all__ = [
     "epoch_seconds_by_type",
     "fastest_isolated_s",
     "generate_workload",
+    "job_types",
     "load_workload",
     "metrics",
     "resample_workload",
     "simulate",
     "summarize",
+    "type_regimes",
     "workload_from_dict",
     "workload_to_dict",
 ]

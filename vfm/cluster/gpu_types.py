@@ -64,7 +64,7 @@ FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
 __all__ = ["GPU_TYPES", "THROUGHPUTS_FILE", "ClusterTypes", "epoch_seconds_by_type", "fastest_isolated_s",
-           "throughput_sets", "throughput_table"]
+           "isolated_s_by_type", "job_types", "throughput_sets", "throughput_table", "type_regimes"]
 
 #: The shipped throughput profiles (the Shockwave artifact's, MIT).
 THROUGHPUTS_FILE = Path(__file__).resolve().parent / "data" / "shockwave" / "gpu_types_throughputs.json"
@@ -318,23 +318,71 @@ def epoch_seconds_by_type(job: Job, throughputs: str, types: ClusterTypes | Sequ
     """
     names = _resolve_types(types)
     _check_job(job, throughputs)
-    seconds = np.full((len(names), job.epochs), np.inf)
+    return _by_ratio(job, throughputs, names, job.batch_size, job.epoch_s)
+
+
+def _by_ratio(job: Job, throughputs: str, names: tuple[str, ...], batch_size: FloatArray,
+              seconds: FloatArray) -> FloatArray:
+    """V100 `seconds` at `batch_size` (both shape (k,)) of `job`'s model and gang on each of
+    `names`, shape (len(names), k), by the ratio rule ``seconds * thr_v100 / thr_t`` in that order
+    of operations: exactly `seconds` on V100, ``inf`` where the rule gives no time (module
+    docstring). Each distinct batch size is looked up once."""
+    out = np.full((len(names), seconds.size), np.inf)
     others = [i for i, t in enumerate(names) if t != "v100"]
     if "v100" in names:
-        seconds[names.index("v100")] = job.epoch_s
+        out[names.index("v100")] = seconds
     if job.training is None or not others:
-        return seconds
+        return out
     rows = _rows(throughputs)
-    sizes, inverse = np.unique(job.batch_size, return_inverse=True)
+    sizes, inverse = np.unique(batch_size, return_inverse=True)
     entries = [rows.get(_size_key(job.training.model, b, job.gpus), {}) for b in sizes.tolist()]
     inverse = inverse.reshape(-1)
     # null or 0 (cannot run), or no entry: NaN, and NaN times become inf below.
     v100 = np.array([row.get("v100") or np.nan for row in entries])[inverse]
     for i in others:
-        thr = np.array([row.get(names[i]) or np.nan for row in entries])[inverse]
-        times = job.epoch_s * v100 / thr  # in the rule's order of operations
-        seconds[i] = np.where(np.isnan(times), np.inf, times)
-    return seconds
+        times = seconds * v100 / np.array([row.get(names[i]) or np.nan for row in entries])[inverse]
+        out[i] = np.where(np.isnan(times), np.inf, times)
+    return out
+
+
+def type_regimes(job: Job, throughputs: str,
+                 types: ClusterTypes | Sequence[str] = GPU_TYPES) -> dict[str, dict[float, float]]:
+    """What a scheduler of a cluster of `types` is told about `job`: for each type that can run
+    every batch size of the job's profile, batch size -> seconds per epoch there.
+
+    The profile's (`Job.regimes`, V100) seconds carried over by the ratio rule (module
+    docstring). A type that cannot run one of the profile's batch sizes is left out: the job may
+    reach that batch size in any round, and the simulator never moves a gang inside a round, so
+    such a type cannot host the job (`job_types`).
+
+    Parameters and errors as `epoch_seconds_by_type`.
+
+    Examples
+    --------
+    >>> from vfm.cluster.workload import load_workload
+    >>> job = load_workload("shockwave_120jobs_32gpus").jobs[0]
+    >>> regimes = type_regimes(job, "tacc")
+    >>> regimes["v100"] == job.regimes, sorted(regimes) == sorted(job_types(job, "tacc"))
+    (True, True)
+    """
+    names = _resolve_types(types)
+    _check_job(job, throughputs)
+    sizes, nominal = np.array(job.profile, dtype=np.float64).reshape(-1, 2).T
+    seconds = _by_ratio(job, throughputs, names, sizes, nominal)
+    return {name: dict(zip(sizes.tolist(), row.tolist(), strict=True))
+            for name, row in zip(names, seconds, strict=True) if np.isfinite(row).all()}
+
+
+def job_types(job: Job, throughputs: str, types: ClusterTypes | Sequence[str] = GPU_TYPES) -> tuple[str, ...]:
+    """The types of `types` that can host `job`: those that run every batch size of its profile
+    and of its epochs (`type_regimes`, `epoch_seconds_by_type`), in the order of `types`.
+
+    Parameters and errors as `epoch_seconds_by_type`.
+    """
+    names = _resolve_types(types)
+    runs = np.all(np.isfinite(epoch_seconds_by_type(job, throughputs, names)), axis=1).tolist()
+    told = type_regimes(job, throughputs, names)
+    return tuple(name for k, name in enumerate(names) if runs[k] and name in told)
 
 
 def fastest_isolated_s(job: Job, throughputs: str, types: ClusterTypes | Sequence[str] = GPU_TYPES) -> float:
@@ -349,8 +397,18 @@ def fastest_isolated_s(job: Job, throughputs: str, types: ClusterTypes | Sequenc
 
     Parameters and errors as `epoch_seconds_by_type`.
     """
+    return float(isolated_s_by_type(job, throughputs, types).min())
+
+
+def isolated_s_by_type(job: Job, throughputs: str, types: ClusterTypes | Sequence[str] = GPU_TYPES) -> FloatArray:
+    """`job`'s isolated time on each of `types`, shape (len(types),): the sum of its epochs' seconds
+    there (`epoch_seconds_by_type`), ``job.isolated_s`` exactly on V100, ``inf`` where a type
+    cannot run one of its epochs.
+
+    Parameters and errors as `epoch_seconds_by_type`.
+    """
     names = _resolve_types(types)
     totals = epoch_seconds_by_type(job, throughputs, names).sum(axis=1)
     if "v100" in names:
         totals[names.index("v100")] = job.isolated_s
-    return float(totals.min())
+    return totals

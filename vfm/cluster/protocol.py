@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
+from vfm.cluster.gpu_types import ClusterTypes
+
 
 @runtime_checkable
 class SchedulingPolicy(Protocol):
@@ -34,3 +36,31 @@ class SchedulingPolicy(Protocol):
 
     def next_round(self) -> list[Hashable]:
         """The jobs to run in the next round, whole gangs within the cluster's capacity."""
+
+
+@runtime_checkable
+class TypedSchedulingPolicy(Protocol):
+    """A policy for a cluster of several GPU types (docs/simulation.md, "GPU types").
+
+    The same conversation as `SchedulingPolicy`, with two differences: a job's regimes are given
+    per type, and the answer places each job on a type. The simulator drives a policy through
+    this interface when the policy has a `cluster` (which is how it tells the two apart).
+    """
+
+    #: The cluster the policy schedules: its GPU count per type.
+    cluster: ClusterTypes
+
+    def add_job(self, job_id: Hashable, gpus: int, regimes: Mapping[str, Mapping[float, float]], epochs: int, *,
+                kind: Hashable = None) -> None:
+        """A job arrives; `regimes` maps each type that can host it (`vfm.cluster.gpu_types.job_types`)
+        to its batch size -> seconds per epoch there (`vfm.cluster.gpu_types.type_regimes`)."""
+
+    def remove_job(self, job_id: Hashable) -> None:
+        """A job leaves without finishing (cancelled)."""
+
+    def report_progress(self, job_id: Hashable, batch_sizes: Sequence[float]) -> None:
+        """Epochs the job finished in the last round (as `SchedulingPolicy.report_progress`)."""
+
+    def next_round(self) -> Mapping[Hashable, str]:
+        """The jobs to run in the next round, each with the type its whole gang runs on: within
+        every type's count, and only on types the job was told of."""

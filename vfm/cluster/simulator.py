@@ -32,7 +32,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from vfm._validation import first_bad, is_real, is_whole
-from vfm.cluster.protocol import SchedulingPolicy
+from vfm.cluster.gpu_types import ClusterTypes, epoch_seconds_by_type, isolated_s_by_type, type_regimes
+from vfm.cluster.protocol import SchedulingPolicy, TypedSchedulingPolicy
 from vfm.cluster.workload import MAX_ROUNDS, Workload
 from vfm.errors import PolicyError, ValidationError
 
@@ -44,10 +45,12 @@ __all__ = ["Round", "Simulation", "default_max_rounds", "simulate"]
 
 
 class Round(NamedTuple):
-    """One simulated round: its start and the jobs holding GPUs in it (the policy's order)."""
+    """One simulated round: its start, the jobs holding GPUs in it (the policy's order) and, on a
+    cluster scheduled by type (`TypedSchedulingPolicy`), the type each of them ran on (else empty)."""
 
     start_s: float
     jobs: tuple[Hashable, ...]
+    types: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, eq=False)
@@ -67,9 +70,13 @@ class Simulation:
     job_id : ndarray, shape (n,)
         int64 when every id is an integer, else object.
     arrival_s, finish_s, isolated_s : ndarray, shape (n,)
-        ``finish_s`` is the instant the job's last epoch ended.
+        ``finish_s`` is the instant the job's last epoch ended. ``isolated_s`` is the job's time
+        alone on its gang on its fastest GPU type of the cluster (`fastest_isolated_s`; on the
+        V100 cluster of a workload without types, `Job.isolated_s`): the reference of the
+        finish-time fairness metrics.
     restarts : ndarray of int, shape (n,)
-        Rounds the job started after not running in the previous round (its first included).
+        Rounds the job started after not running in the previous round (its first included) or
+        on another GPU type than in the previous round.
     held_s : ndarray, shape (n,)
         Seconds the job held its gang: from each of its rounds' start to the round's end or to
         its finish (restarts included).
@@ -87,6 +94,9 @@ class Simulation:
         For a policy with a ``last_plan`` (`vfm.planner.Policy`), one entry per re-plan: the
         backend (``solver``), the ``status`` and the seconds of each component of
         ``Plan.timings``. Empty for other policies.
+    cluster : ClusterTypes or None
+        The cluster's GPUs by type (`Workload.cluster`, or `gpus` V100s for a workload without
+        types); None only for a record built by hand.
     """
 
     workload: str
@@ -106,6 +116,7 @@ class Simulation:
     planner_busy: NDArray[np.bool_]
     busy_gpu_s: float
     replans: tuple[dict[str, Any], ...] = ()
+    cluster: ClusterTypes | None = None
 
     def __post_init__(self) -> None:
         # A record: its arrays are read-only (a caller who wants to edit one copies it).
@@ -123,35 +134,90 @@ def default_max_rounds(workload: Workload, round_s: float, restart_s: float) -> 
     """A generous bound on the rounds any policy that keeps a job running needs.
 
     After the last arrival, a policy that runs only one job at a time and restarts it every
-    round needs ``ceil(isolated_s / (round_s - restart_s))`` rounds per job; the bound is twice
+    round needs ``ceil(isolated_s / (round_s - restart_s))`` rounds per job (on a cluster of
+    several types, the job's isolated time on the slowest type that can run it); the bound is twice
     the sum of that plus the rounds up to the last arrival, plus one round per job.
     """
     work_per_round = round_s - restart_s
     isolated = workload.isolated_s
+    if workload.cluster is not None and workload.cluster.types != ("v100",) and workload.throughputs is not None:
+        # On a cluster of several types, the slowest type that can run each job.
+        by_type = np.stack([isolated_s_by_type(job, workload.throughputs, workload.cluster) for job in workload.jobs])
+        isolated = np.where(np.isfinite(by_type), by_type, 0.0).max(axis=1)
     serial = int(np.ceil(isolated / work_per_round).sum())
     last_arrival = math.ceil(float(workload.arrival_s.max()) / round_s)
     return last_arrival + 2 * serial + workload.n_jobs + 1
 
 
 class _Trace:
-    """The workload flattened for the hot path: every job's epochs on one global time line.
+    """The workload flattened for the hot path: every job's epochs on one time line per GPU type.
 
-    Job j's epochs end at ``ends[offset[j] : offset[j] + epochs[j]]``, a slice of the cumulative
-    sum of all epoch durations in workload order, so job j's work occupies the stretch that
-    starts at ``origin[j]`` (the previous job's last epoch end). The epochs all running jobs have
-    finished are then one `searchsorted` of ``origin + work done``. The work itself is kept per
-    job (seconds done out of ``isolated_s``) so that finish times carry no rounding from the
-    global sum; the global line is only used to count epochs.
+    On type k, job j's epochs end at ``ends[k, offset[j] : offset[j] + epochs[j]]``, a slice of the
+    cumulative sum of all epoch durations on that type in workload order, so job j's work there
+    occupies the stretch that starts at ``origin[k, j]`` (the previous job's last epoch end). The
+    epochs all running jobs have finished are then one `searchsorted` of ``origin + work done`` per
+    type. The work itself is kept per job (seconds done on the type it last ran on, out of
+    ``isolated_s[k, j]``) so that finish times carry no rounding from the global sum; the lines
+    only count epochs and carry a job's position in its current epoch over to another type.
+    Epochs a type cannot run (``inf``, `vfm.cluster.gpu_types.epoch_seconds_by_type`) take no time
+    on its line: the jobs they belong to never run there (``hosts``).
     """
 
-    def __init__(self, workload: Workload) -> None:
-        self.epochs = np.array([job.epochs for job in workload.jobs], dtype=np.int64)
-        self.gpus = np.array([job.gpus for job in workload.jobs], dtype=np.int64)
-        self.isolated_s = workload.isolated_s
-        self.batch_size = np.concatenate([job.batch_size for job in workload.jobs])
-        self.ends = np.cumsum(np.concatenate([job.epoch_s for job in workload.jobs]))
+    def __init__(self, workload: Workload, cluster: ClusterTypes) -> None:
+        jobs = workload.jobs
+        self.epochs = np.array([job.epochs for job in jobs], dtype=np.int64)
+        self.gpus = np.array([job.gpus for job in jobs], dtype=np.int64)
+        self.batch_size = np.concatenate([job.batch_size for job in jobs])
         self.offset = np.cumsum(self.epochs) - self.epochs
-        self.origin = np.concatenate([[0.0], self.ends[self.offset[1:] - 1]])
+        if cluster.types == ("v100",):
+            seconds = np.concatenate([job.epoch_s for job in jobs])[None, :]
+            isolated = workload.isolated_s[None, :]
+        elif workload.throughputs is None:  # no profiles to carry the V100 times over with: V100 only
+            rows = np.asarray(cluster.types)[:, None] == "v100"
+            seconds = np.where(rows, np.concatenate([job.epoch_s for job in jobs])[None, :], np.inf)
+            isolated = np.where(rows, workload.isolated_s[None, :], np.inf)
+        else:
+            seconds = np.concatenate([epoch_seconds_by_type(job, workload.throughputs, cluster) for job in jobs],
+                                     axis=1)
+            isolated = np.stack([isolated_s_by_type(job, workload.throughputs, cluster) for job in jobs], axis=1)
+        runs = np.isfinite(seconds)
+        self.seconds = np.where(runs, seconds, 0.0)
+        self.ends = np.cumsum(self.seconds, axis=1)
+        # Each epoch's start is the previous one's end, the very number (not ends - seconds).
+        self.starts = np.concatenate([np.zeros((len(cluster), 1)), self.ends[:, :-1]], axis=1)
+        self.origin = self.starts[:, self.offset]
+        # Per job and type: every epoch runs there, and the scheduler was told so (`type_regimes`).
+        told = self._told(workload, cluster)
+        listed = np.array([[t in regimes for regimes in told] for t in cluster.types], dtype=bool)
+        self.hosts = np.logical_and.reduceat(runs, self.offset, axis=1) & listed.reshape(len(cluster), -1)
+        # Seconds alone on each type (`isolated_s_by_type`: the workload's own isolated_s on V100).
+        self.isolated_s = np.where(self.hosts, isolated, np.inf)
+        # What a typed policy is told of each job: its regimes on each type that hosts it.
+        self.regimes = [{t: r for t, r in regimes.items() if self.hosts[cluster.types.index(t), j]}
+                        for j, regimes in enumerate(told)]
+
+    @staticmethod
+    def _told(workload: Workload, cluster: ClusterTypes) -> list[dict[str, dict[float, float]]]:
+        """Each job's regimes per type (`type_regimes`); V100 only without throughput profiles."""
+        if cluster.types == ("v100",) or workload.throughputs is None:
+            return [{"v100": job.regimes} if "v100" in cluster.types else {} for job in workload.jobs]
+        return [type_regimes(job, workload.throughputs, cluster) for job in workload.jobs]
+
+    def carried(self, jobs: IntArray, old: IntArray, new: IntArray, work_s: FloatArray, done: IntArray) -> FloatArray:
+        """The work of `jobs` moving from types `old` to `new` (all shape (m,)): seconds on the new
+        type up to the same fraction of the same epoch (`done` epochs finished)."""
+        epoch = self.offset[jobs] + done
+        into = self.origin[old, jobs] + work_s - self.starts[old, epoch]
+        fraction = np.clip(into / self.seconds[old, epoch], 0.0, 1.0)
+        return self.starts[new, epoch] - self.origin[new, jobs] + fraction * self.seconds[new, epoch]
+
+    def epochs_done(self, jobs: IntArray, types: IntArray, work_s: FloatArray) -> IntArray:
+        """Epoch ends on each job's line at or before its position (unclipped)."""
+        after = np.empty(jobs.size, dtype=np.int64)
+        for k in np.unique(types).tolist():  # one searchsorted per type present
+            on = types == k
+            after[on] = np.searchsorted(self.ends[k], self.origin[k, jobs[on]] + work_s[on], side="right")
+        return after - self.offset[jobs]
 
 
 def _ask(policy: SchedulingPolicy) -> tuple[Any, float, dict[str, Any] | None]:
@@ -167,11 +233,11 @@ def _ask(policy: SchedulingPolicy) -> tuple[Any, float, dict[str, Any] | None]:
     return answer, seconds, {"solver": fresh.solver, "status": str(fresh.status), **fresh.timings}
 
 
-def _check_answer(answer: Any, policy: SchedulingPolicy, round_index: int, index_of: Mapping[Hashable, int],
+def _check_answer(answer: Any, policy: object, round_index: int, index_of: Mapping[Hashable, int],
                   present: NDArray[np.bool_], finished: NDArray[np.bool_], gpus: IntArray,
                   capacity: int) -> IntArray:
     """The indices of the jobs in a policy's answer, or a PolicyError saying what is wrong."""
-    who = f"{type(policy).__name__}.next_round() in round {round_index}"
+    who = _who(policy, round_index)
     if isinstance(answer, str | bytes) or not isinstance(answer, Sequence):
         raise PolicyError(f"{who} must return a list of job ids, got {type(answer).__name__}")
     picked = np.empty(len(answer), dtype=np.int64)
@@ -190,6 +256,36 @@ def _check_answer(answer: Any, policy: SchedulingPolicy, round_index: int, index
     if used > capacity:
         raise PolicyError(f"{who} asked for {used} GPUs (jobs {list(answer)!r}); the cluster has {capacity}")
     return picked
+
+
+def _who(policy: object, round_index: int) -> str:
+    return f"{type(policy).__name__}.next_round() in round {round_index}"
+
+
+def _check_placement(answer: Any, policy: object, round_index: int, index_of: Mapping[Hashable, int],
+                     present: NDArray[np.bool_], finished: NDArray[np.bool_], trace: _Trace,
+                     cluster: ClusterTypes) -> tuple[IntArray, IntArray]:
+    """A typed policy's answer as job indices and the index of each one's type (`_check_answer`
+    for the jobs, then the types: known, able to run the job, within each type's count)."""
+    who = _who(policy, round_index)
+    if not isinstance(answer, Mapping):
+        raise PolicyError(f"{who} must return a mapping job id -> GPU type, got {type(answer).__name__}")
+    jobs, types = list(answer.keys()), list(answer.values())
+    picked = _check_answer(jobs, policy, round_index, index_of, present, finished, trace.gpus, cluster.total)
+    placed = np.empty(picked.size, dtype=np.int64)
+    for k, gpu_type in enumerate(types):
+        if not isinstance(gpu_type, str) or gpu_type not in cluster.types:
+            raise PolicyError(f"{who} placed job {jobs[k]!r} on {gpu_type!r}, not a GPU type of the cluster "
+                              f"({', '.join(cluster.types)})")
+        placed[k] = cluster.types.index(gpu_type)
+    if (p := first_bad(~trace.hosts[placed, picked])) is not None:
+        raise PolicyError(f"{who} placed job {jobs[p]!r} on {types[p]}, which cannot run it (it was told the "
+                          f"types {', '.join(trace.regimes[picked[p]])})")
+    used = np.bincount(placed, weights=trace.gpus[picked], minlength=len(cluster))
+    if (over := first_bad(used > cluster.counts)) is not None:
+        raise PolicyError(f"{who} asked for {int(used[over])} GPUs of type {cluster.types[over]} (jobs {jobs!r}); "
+                          f"the cluster has {int(cluster.counts[over])}")
+    return picked, placed
 
 
 def _first_round_at(arrival_s: float, round_s: float, at_least: int) -> int:
@@ -246,6 +342,15 @@ def simulate(workload: Workload, policy: SchedulingPolicy, *, round_s: float | N
     if not isinstance(policy, SchedulingPolicy):
         raise ValidationError(f"policy must implement vfm.cluster.SchedulingPolicy (add_job, remove_job, "
                               f"report_progress, next_round), got {type(policy).__name__}")
+    cluster = workload.cluster if workload.cluster is not None else ClusterTypes.single(workload.gpus)
+    typed = isinstance(policy, TypedSchedulingPolicy)
+    if isinstance(policy, TypedSchedulingPolicy) and policy.cluster != cluster:
+        raise ValidationError(f"policy.cluster is {policy.cluster!r} but the workload's cluster is {cluster!r}; "
+                              f"build the policy for the workload's cluster")
+    if not typed and cluster.types != ("v100",):
+        raise ValidationError(f"{type(policy).__name__} schedules a cluster of one GPU type, but the workload's "
+                              f"cluster is {dict(cluster)}; use a policy with a `cluster` "
+                              f"(vfm.cluster.TypedSchedulingPolicy)")
     if progress is not None and not callable(progress):
         raise ValidationError(f"progress must be a callable progress(round_index, finished_jobs, total_jobs) or "
                               f"None, got {type(progress).__name__}")
@@ -264,19 +369,24 @@ def simulate(workload: Workload, policy: SchedulingPolicy, *, round_s: float | N
     elif not is_whole(max_rounds) or max_rounds < 1:
         raise ValidationError(f"max_rounds must be a positive integer, got {max_rounds!r}")
 
-    trace = _Trace(workload)
+    trace = _Trace(workload, cluster)
+    reference_s = trace.isolated_s.min(axis=0)
+    if (j := first_bad(~np.isfinite(reference_s))) is not None:
+        raise ValidationError(f"job {workload.jobs[j].id!r} cannot run on any GPU type of the cluster "
+                              f"({', '.join(cluster.types)}): no type runs every batch size of its profile and epochs")
     n = workload.n_jobs
     ids = [job.id for job in workload.jobs]
     index_of = {job_id: j for j, job_id in enumerate(ids)}
     arrival = workload.arrival_s
     arrival_order = np.argsort(arrival, kind="stable")  # ties keep file order
-    regimes = [job.regimes for job in workload.jobs]
+    regimes: list[Any] = trace.regimes if typed else [job.regimes for job in workload.jobs]
 
     work_s = np.zeros(n)  # (n,) seconds of isolated work each job has done
     done_epochs = np.zeros(n, dtype=np.int64)
     added = np.zeros(n, dtype=bool)
     finished = np.zeros(n, dtype=bool)
     ran_last = np.zeros(n, dtype=bool)
+    last_type = np.zeros(n, dtype=np.int64)  # the type of each job's last round; its work_s is seconds there
     finish_s = np.full(n, np.nan)
     restarts = np.zeros(n, dtype=np.int64)
     held_s = np.zeros(n)
@@ -314,17 +424,29 @@ def simulate(workload: Workload, policy: SchedulingPolicy, *, round_s: float | N
         if replan is not None:
             replans.append(replan)
         planner_busy.append(bool(present.any()))
-        run = _check_answer(answer, policy, round_index, index_of, present, finished, trace.gpus, workload.gpus)
-        rounds.append(Round(start, tuple(ids[j] for j in run.tolist())))
+        if typed:
+            run, placed = _check_placement(answer, policy, round_index, index_of, present, finished, trace, cluster)
+        else:
+            run = _check_answer(answer, policy, round_index, index_of, present, finished, trace.gpus, workload.gpus)
+            placed = np.zeros(run.size, dtype=np.int64)
+        rounds.append(Round(start, tuple(ids[j] for j in run.tolist()),
+                            tuple(cluster.types[k] for k in placed.tolist()) if typed else ()))
 
-        # The round for every scheduled job at once.
-        restarting = ~ran_last[run]
+        # A job moving to another type continues its epoch there, from the same fraction.
+        moved = (placed != last_type[run]) & (work_s[run] > 0)
+        if moved.any():
+            jobs = run[moved]
+            work_s[jobs] = trace.carried(jobs, last_type[jobs], placed[moved], work_s[jobs], done_epochs[jobs])
+        # The round for every scheduled job at once; a change of type is a restart.
+        restarting = ~ran_last[run] | (placed != last_type[run])
         restarts[run] += restarting
         work_from = start + np.where(restarting, restart_s, 0.0)
-        need = trace.isolated_s[run] - work_s[run]
+        isolated = trace.isolated_s[placed, run]
+        need = isolated - work_s[run]
         completes = need <= end - work_from
         done_at = np.where(completes, work_from + need, end)
-        work_s[run] = np.where(completes, trace.isolated_s[run], work_s[run] + (end - work_from))
+        work_s[run] = np.where(completes, isolated, work_s[run] + (end - work_from))
+        last_type[run] = placed
         held_s[run] += done_at - start
         finish_s[run[completes]] = done_at[completes]
         finished[run[completes]] = True
@@ -335,7 +457,7 @@ def simulate(workload: Workload, policy: SchedulingPolicy, *, round_s: float | N
         # Epochs finished so far: epoch ends on the global line at or before the job's position.
         # A completed job has all its epochs by definition (no rounding can leave one behind).
         before = done_epochs[run]
-        after = np.searchsorted(trace.ends, trace.origin[run] + work_s[run], side="right") - trace.offset[run]
+        after = trace.epochs_done(run, placed, work_s[run])
         after = np.where(completes, trace.epochs[run], np.clip(after, before, trace.epochs[run] - 1))
         done_epochs[run] = after
         # The policy sees finished epochs only: one call per job that finished any.
@@ -355,7 +477,7 @@ def simulate(workload: Workload, policy: SchedulingPolicy, *, round_s: float | N
     return Simulation(
         workload=workload.name, policy=type(policy).__name__, gpus=workload.gpus, n_jobs=n, round_s=round_s,
         restart_s=float(restart_s), job_id=job_id, arrival_s=arrival, finish_s=finish_s,
-        isolated_s=trace.isolated_s, restarts=restarts, held_s=held_s, rounds=tuple(rounds),
+        isolated_s=reference_s, restarts=restarts, held_s=held_s, rounds=tuple(rounds),
         planner_s=np.array(planner_s), planner_busy=np.array(planner_busy, dtype=bool),
-        busy_gpu_s=float((trace.gpus * held_s).sum()), replans=tuple(replans),
+        busy_gpu_s=float((trace.gpus * held_s).sum()), replans=tuple(replans), cluster=cluster,
     )
