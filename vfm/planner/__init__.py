@@ -3,7 +3,8 @@
 `plan` re-plans a window once: forecast, solve the expected-NSWOT relaxation exactly, round to
 whole gangs. `PlanningProgram` is the program, `recourse` its two-stage form (the first round
 shared by the scenarios, the later ones per scenario), `round_schedule` the rounding. `Policy` is the
-object a scheduler drives round by round: it re-plans on arrivals, completions and every K rounds.
+object a scheduler drives round by round: it re-plans on arrivals, completions and every K rounds;
+`TypedPolicy` the same on a cluster of several GPU types (goods (type, round), `vfm.planner.typed`).
 """
 
 from vfm.planner import backends as backends  # registers the planning backends
@@ -12,5 +13,6 @@ from vfm.planner.plan import Plan, plan
 from vfm.planner.policy import Policy
 from vfm.planner.program import PlanningProgram
 from vfm.planner.rounding import round_schedule
+from vfm.planner.typed_policy import TypedPolicy
 
-__all__ = ["Plan", "PlanOptions", "PlanningProgram", "Policy", "plan", "round_schedule"]
+__all__ = ["Plan", "PlanOptions", "PlanningProgram", "Policy", "TypedPolicy", "plan", "round_schedule"]

@@ -28,10 +28,10 @@ from vfm._validation import FloatArray, as_real_array, read_only, reject_masked,
 from vfm.equilibrium import Status
 from vfm.errors import ValidationError
 from vfm.forecast import DirichletForecaster, Forecaster, JobStates, SeedLike
-from vfm.planner import recourse, shockwave
+from vfm.planner import recourse, shockwave, typed
 from vfm.planner.options import PlanOptions
 from vfm.planner.program import PlanningProgram
-from vfm.planner.rounding import round_schedule
+from vfm.planner.rounding import round_placement, round_schedule
 from vfm.solvers.base import Solution
 from vfm.solvers.registry import candidates, select
 
@@ -96,6 +96,10 @@ class Plan:
         maximum flow that checks the FTF rows have room), ``solve``
         (with the relaxation's fallback solve, if any), ``rounding`` and in ``total``.
     job_ids : tuple of hashable, or None
+    placement : ndarray of int, shape (n, T), or None
+        With GPU types (`plan`'s ``speed``): the type each job runs on in each round, -1 where it
+        does not run; `schedule`, `relaxed` and `prices` are then over the goods (type, round),
+        K T columns type-major. None on one type.
     """
 
     schedule: np.ndarray
@@ -112,13 +116,15 @@ class Plan:
     solver: str
     timings: Mapping[str, float] = field(default_factory=dict)
     job_ids: tuple[Hashable, ...] | None = None
+    placement: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         # A plan is shared (a policy serves rounds from it): its arrays are read-only for good
         # (`vfm._validation.read_only`: no setflags(write=True) undoes it), its timings a
         # read-only mapping.
-        for name in ("schedule", "relaxed", "prices"):
-            object.__setattr__(self, name, read_only(np.asarray(getattr(self, name))))
+        for name in ("schedule", "relaxed", "prices", "placement"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, read_only(np.asarray(getattr(self, name))))
         object.__setattr__(self, "timings", MappingProxyType(dict(self.timings)))
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -140,7 +146,8 @@ class Plan:
 
     def jobs_in_round(self, round_index: int = 0) -> list[Hashable]:
         """The jobs that run in round `round_index` (their ids if given, else their indices)."""
-        rows = np.flatnonzero(self.schedule[:, round_index])
+        rows = np.flatnonzero(self.schedule[:, round_index] if self.placement is None
+                              else self.placement[:, round_index] >= 0)
         return [int(i) for i in rows] if self.job_ids is None else [self.job_ids[i] for i in rows]
 
 
@@ -155,6 +162,7 @@ def plan(
     budgets: ArrayLike | None = None,
     fair_finish_s: ArrayLike | None = None,
     warm_start: FloatArray | None = None,
+    speed: ArrayLike | None = None,
     **overrides: Any,
 ) -> Plan:
     r"""Plan the next `rounds` rounds: forecast, solve expected NSWOT exactly, round to whole gangs.
@@ -195,6 +203,13 @@ def plan(
         the reserve is left to the objective (the efficiency term).
     warm_start : ndarray, shape (n, T), optional
         A previous relaxed schedule shifted to this window (``"saa-ipm"`` only; ignored otherwise).
+    speed : array_like, shape (n, K), optional
+        A cluster of `K` GPU types (`vfm.planner.typed`): job `i`'s speed on type `k` relative to
+        the type its forecast is on, in [0, 1] (0: the type cannot host it). `capacity` then
+        gives the GPUs of each type, shape (K,) or (K, rounds); the program's goods are (type,
+        round), `Plan.relaxed`, `schedule` and `prices` have K T columns (type-major) and
+        `Plan.placement` says on which type each job runs in each round. Not yet with
+        `fair_finish_s`, ``recourse`` or `warm_start` (a `ValidationError` says so).
     **overrides
         Options that replace those of `options` (``plan(..., rounds=10)`` is
         ``plan(..., PlanOptions(rounds=10))``).
@@ -238,15 +253,24 @@ def plan(
                               f"epochs_per_round, sample_epochs_per_round), got {what}")
     n = states.n_jobs
     for name, value in (("gpus", gpus), ("capacity", capacity), ("budgets", budgets),
-                        ("fair_finish_s", fair_finish_s), ("warm_start", warm_start)):
+                        ("fair_finish_s", fair_finish_s), ("warm_start", warm_start), ("speed", speed)):
         reject_masked(value, name)
     width = as_real_array(gpus, "gpus", (n,))
-    raw_capacity = np.asarray(capacity)
-    supply = as_real_array(np.broadcast_to(raw_capacity, (rounds,)) if raw_capacity.ndim == 0 else raw_capacity,
-                           "capacity", (rounds,))
-    if (supply < 0).any():
-        t = int(np.argmax(supply < 0))
-        raise ValidationError(f"capacity[{t}] must be >= 0 GPUs, got {supply[t]:g}")
+    window = None
+    if speed is None:
+        raw_capacity = np.asarray(capacity)
+        supply = as_real_array(np.broadcast_to(raw_capacity, (rounds,)) if raw_capacity.ndim == 0 else raw_capacity,
+                               "capacity", (rounds,))
+        if (supply < 0).any():
+            t = int(np.argmax(supply < 0))
+            raise ValidationError(f"capacity[{t}] must be >= 0 GPUs, got {supply[t]:g}")
+    else:
+        window = typed.TypeWindow.of(speed, capacity, n, rounds, states.job_ids)
+        supply = window.capacity.max(axis=0)  # the widest gang each round can hold
+        for name, given in (("fair_finish_s", fair_finish_s), ("warm_start", warm_start),
+                            ("recourse", opts.recourse or None)):
+            if given is not None:
+                raise ValidationError(f"{name} is not supported with GPU types (speed) yet; plan without it")
     require_per_job("gpus", width, (width < 1) | (width != np.round(width)),
                     "must be a positive whole number of GPUs", ids=states.job_ids)
     require_per_job("gpus", width, width > supply.max(),
@@ -262,7 +286,8 @@ def plan(
     model = DirichletForecaster() if forecaster is None else forecaster
     remaining_s = checked_forecast(model, "remaining_runtime", model.remaining_runtime(states), states, (n,))
     finished = states.remaining_epochs <= 0
-    fits = (width[:, None] <= supply[None, :]) & ~finished[:, None]
+    fits = (width[:, None] <= supply[None, :]) if window is None else window.hosts(width).any(axis=1)
+    fits &= ~finished[:, None]
     point = _in_fitting_rounds(checked_forecast(
         model, "epochs_per_round", model.epochs_per_round(states, rounds, round_s), states, (n, rounds)), fits)
     if scenarios == 1:
@@ -290,6 +315,9 @@ def plan(
         efficiency=float(opts.efficiency) * float(weights[~finished].sum()) / (rounds * round_s),
         spread=float(opts.spread),
     )
+    per_round = program.progress  # (S, n, T): on the jobs' reference types
+    if window is not None:
+        program = window.program(program)
     stuck = ~finished & (program.base == 0) & (program.progress.sum(axis=(0, 2)) == 0)
     require_per_job("epochs", program.base, stuck,
                     "cannot progress: the forecast gives it no epoch in any round it fits and it has done none",
@@ -318,11 +346,20 @@ def plan(
     solve_s = time.perf_counter() - started - forecast_s - build_s
 
     # A backend that produced no point (an error on both): nothing runs, and the status says why.
-    relaxed = solution.x if solution.x is not None else np.zeros((n, rounds))
-    prices = solution.prices if solution.prices is not None else np.full(rounds, np.nan)
-    schedule = round_schedule(relaxed, width, supply, np.where(finished, 0.0, remaining_s),
-                              float(round_s), lateness, program.base, owed_rounds(program.progress),
-                              program.progress.min(axis=0) > 0) & fits
+    goods = program.shape[2]
+    relaxed = solution.x if solution.x is not None else np.zeros((n, goods))
+    prices = solution.prices if solution.prices is not None else np.full(goods, np.nan)
+    placement = None
+    if window is None:
+        schedule = round_schedule(relaxed, width, supply, np.where(finished, 0.0, remaining_s),
+                                  float(round_s), lateness, program.base, owed_rounds(per_round),
+                                  per_round.min(axis=0) > 0) & fits
+    else:
+        placement = np.where(fits, round_placement(
+            relaxed.reshape(n, window.types, rounds), width, window.capacity, np.where(finished, 0.0, remaining_s),
+            float(round_s), lateness, program.base, owed_rounds(per_round), per_round.min(axis=0) > 0, window.pace),
+            -1)
+        schedule = window.schedule(placement)
     relaxed_objective = program.objective(relaxed)
     gap = solution.gap  # certified for the objective without the tie-breaking term, by every backend
     total_s = time.perf_counter() - started
@@ -342,6 +379,7 @@ def plan(
         timings={"forecast": forecast_s, "build": build_s, "solve": solve_s,
                  "rounding": total_s - forecast_s - build_s - solve_s, "total": total_s},
         job_ids=states.job_ids,
+        placement=placement,
     )
 
 

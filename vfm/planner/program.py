@@ -20,6 +20,16 @@ window (:math:`W` seconds per round). A job whose gang does not fit a round's ca
 forecaster never forecasts more epochs than a job has left, so
 :math:`U_{si}(y) \le 1` on the whole box.
 
+GPU types
+    On a cluster of several GPU types the program's columns are *goods*: GPUs of type `k` in
+    round `t` (`good_round` maps each good to its round). A job's gang runs on one type in a
+    round, so the program adds, for every job and round with several goods,
+    :math:`\sum_{g \in t} y_{ig} \le 1` (:math:`u_t`), and a fraction of good `g` counts
+    :math:`W p_{ig}` seconds of the job's running time (`speed` :math:`p`, its type's speed
+    relative to the type `remaining_s` is measured on): :math:`S_i(y) = \hat T_i - W \sum_g p_{ig}
+    y_{ig}`, and the FTF rows read :math:`\sum_g p_{ig} y_{ig} \ge m_i`. With one good per round and
+    :math:`p = 1` this is the program above.
+
 Choosing among optimal schedules
     The program has many optimal schedules: a job whose progress per round is the same in several
     rounds is indifferent between them, so only its total is determined. The solvers therefore
@@ -41,6 +51,7 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
+import scipy.optimize
 import scipy.sparse
 import scipy.sparse.csgraph
 
@@ -48,7 +59,7 @@ from vfm import utility
 from vfm._validation import FloatArray, read_only
 
 #: The array fields of `PlanningProgram` (made read-only on construction).
-_ARRAYS = ("progress", "base", "weights", "gpus", "capacity", "remaining_s", "leftover_limit_s", "upper")
+_ARRAYS = ("progress", "base", "weights", "gpus", "capacity", "remaining_s", "leftover_limit_s", "upper", "speed")
 
 
 @dataclass(frozen=True, eq=False)
@@ -82,6 +93,13 @@ class PlanningProgram:
         The most of round `t` a job can run, :math:`y_{it} \le u_t` (None: 1 in every round).
         Larger than 1 only in a program whose "round" stands for several (the shared first round
         of `vfm.planner.recourse.lifted`, counted once per scenario).
+    good_round : ndarray of int, shape (T,), or None
+        With GPU types (module docstring), the round of each column, which is then a good (type,
+        round); rounds numbered from 0, each with at least one good. None: column `t` is round `t`.
+    speed : ndarray, shape (n, T), or None
+        :math:`p_{ig} \ge 0`, the running time one round of good `g` gives job `i`, relative to a
+        round on the type `remaining_s` is measured on (None: 1 everywhere). A good with
+        :math:`p_{ig} = 0` cannot host job `i` (`fits` is False there).
     """
 
     progress: FloatArray
@@ -95,6 +113,8 @@ class PlanningProgram:
     leftover_limit_s: FloatArray | None = None
     spread: float = 0.0
     upper: FloatArray | None = None
+    good_round: np.ndarray | None = None
+    speed: FloatArray | None = None
 
     def __post_init__(self) -> None:
         # A plan hands its program out: its arrays are read-only for good (`read_only`).
@@ -102,6 +122,8 @@ class PlanningProgram:
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, read_only(np.asarray(value, dtype=np.float64)))
+        if self.good_round is not None:
+            object.__setattr__(self, "good_round", read_only(np.asarray(self.good_round, dtype=np.int64)))
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Rebuilt through the constructor: the arrays are read-only again, the cached values recomputed.
@@ -114,15 +136,39 @@ class PlanningProgram:
         return s, n, t
 
     @cached_property
+    def typed(self) -> bool:
+        """Whether some round has several goods (GPU types, module docstring): the program then has
+        the one-type-per-round rows, which `saa-ipm` does not solve (`vfm.solvers.Capabilities`)."""
+        return self.good_round is not None and np.unique(self.good_round).size < self.good_round.size
+
+    @cached_property
+    def pace(self) -> FloatArray:
+        """:math:`p_{ig}`, the running time per round of each good, shape (n, T) (`speed`, or ones)."""
+        return read_only(np.ones(self.shape[1:])) if self.speed is None else self.speed
+
+    @cached_property
+    def round_index(self) -> np.ndarray:
+        """The round of each good, shape (T,) (`good_round`, or ``arange(T)``)."""
+        return read_only(np.arange(self.shape[2])) if self.good_round is None else self.good_round
+
+    @cached_property
+    def rounds_of_goods(self) -> scipy.sparse.csr_array:
+        """The (T, R) 0/1 matrix of goods to their rounds (`round_index`)."""
+        goods = self.shape[2]
+        return scipy.sparse.csr_array((np.ones(goods), (np.arange(goods), self.round_index)),
+                                      shape=(goods, int(self.round_index.max()) + 1))
+
+    @cached_property
     def bounds(self) -> FloatArray:
         """:math:`u_t`, the upper bound of every job's :math:`y_{it}`, shape (T,) (`upper`, or ones)."""
         return read_only(np.ones(self.shape[2])) if self.upper is None else self.upper
 
     @cached_property
     def fits(self) -> np.ndarray:
-        """Whether job `i` can run in round `t`: its gang fits the round's capacity and it has
-        epochs left (:math:`c_i < 1`), shape (n, T) bool."""
-        return read_only((self.gpus[:, None] <= self.capacity[None, :]) & (self.base < 1.0)[:, None])
+        """Whether job `i` can run in round `t`: its gang fits the round's capacity, it has epochs
+        left (:math:`c_i < 1`) and (with GPU types) the good can host it, shape (n, T) bool."""
+        return read_only((self.gpus[:, None] <= self.capacity[None, :]) & (self.base < 1.0)[:, None]
+                         & (self.pace > 0))
 
     @cached_property
     def runnable(self) -> np.ndarray:
@@ -132,10 +178,10 @@ class PlanningProgram:
         return read_only(self.fits & (self.progress > 0).any(axis=0))
 
     def leftover_s(self, schedule: FloatArray) -> FloatArray:
-        r""":math:`S_i = \max(0, \hat T_i - W \sum_t y_{it})` for `schedule` of shape (n, T),
+        r""":math:`S_i = \max(0, \hat T_i - W \sum_t p_{it} y_{it})` for `schedule` of shape (n, T),
         counting only `runnable` entries: a round in which the forecast gives the job no progress
         does not shorten the time it has left."""
-        return np.maximum(self.remaining_s - self.round_s * (schedule * self.runnable).sum(axis=1), 0.0)
+        return np.maximum(self.remaining_s - self.round_s * (schedule * self.runnable * self.pace).sum(axis=1), 0.0)
 
     def objective(self, schedule: FloatArray) -> float:
         """The program's objective at `schedule` (fractional or integral), shape (n, T)."""
@@ -186,6 +232,8 @@ class PlanningProgram:
         jobs = np.flatnonzero(floor > 0)
         if jobs.size == 0:
             return True
+        if self.typed or self.speed is not None:
+            return self._typed_room(jobs, margin)
         job, period = np.nonzero(self.runnable & (floor > 0)[:, None])
         if not np.isin(jobs, job).all():
             return False
@@ -207,6 +255,47 @@ class PlanningProgram:
             return False
         self._room_proven[0] = margin
         return True
+
+    def _typed_room(self, jobs: np.ndarray, margin: float) -> bool:
+        r"""`fairness_room` with GPU types: one LP (rows weighted by `pace` are no flow), the
+        largest :math:`\epsilon \le` `margin` with :math:`\sum_g p_{ig} y_{ig} \ge m_i + \epsilon`
+        within the capacity, the one-type-per-round rows and the box; room when it reaches `margin`."""
+        _, n, goods = self.shape
+        job, good = np.nonzero(self.runnable)
+        entries, rounds = job.size, self.rounds_of_goods.shape[1]
+        columns = np.arange(entries)
+        constrained = np.zeros(n, dtype=bool)
+        constrained[jobs] = True
+        keep = constrained[job]
+        row_of_job = np.cumsum(constrained) - 1
+        blocks = [  # capacity; one type per job and round; -(sum p y) + eps <= -m
+            scipy.sparse.csr_array((self.gpus[job], (good, columns)), shape=(goods, entries + 1)),
+            scipy.sparse.csr_array((np.ones(entries), (job * rounds + self.round_index[good], columns)),
+                                   shape=(n * rounds, entries + 1)),
+            scipy.sparse.csr_array(
+                (np.concatenate([-self.pace[job, good][keep], np.ones(jobs.size)]),
+                 (np.concatenate([row_of_job[job[keep]], np.arange(jobs.size)]),
+                  np.concatenate([columns[keep], np.full(jobs.size, entries)]))),
+                shape=(jobs.size, entries + 1)),
+        ]
+        upper = np.concatenate([self.capacity, np.tile(self._round_bounds, n), -self.fairness_floor[jobs]])
+        # Maximize eps, up to the margin asked (a bounded LP whatever the data).
+        cost = np.zeros(entries + 1)
+        cost[-1] = -1.0
+        box = np.column_stack([np.zeros(entries + 1), np.append(self.bounds[good], margin)])
+        result = scipy.optimize.linprog(cost, A_ub=scipy.sparse.vstack(blocks, format="csr"), b_ub=upper,
+                                        bounds=box, method="highs")
+        if result.status != 0 or -result.fun < margin * (1.0 - 1e-9):
+            return False
+        self._room_proven[0] = margin
+        return True
+
+    @cached_property
+    def _round_bounds(self) -> FloatArray:
+        """The most of each round a job can run, shape (R,): its goods' bound (`bounds`)."""
+        out = np.ones(self.rounds_of_goods.shape[1])
+        out[self.round_index] = self.bounds
+        return out
 
     @cached_property
     def _room_proven(self) -> list[float]:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from vfm._validation import FloatArray
+from vfm.planner.typed import hosting
 
 BoolArray = np.ndarray
 
@@ -107,15 +108,60 @@ def round_schedule(
            [1, 0],
            [0, 1]])
     """
+    placement = round_placement(relaxed[:, None, :], gpus, capacity[None, :], remaining_s, round_s, lateness, base,
+                                useful, covering)
+    return placement >= 0
+
+
+def round_placement(
+    relaxed: FloatArray,
+    gpus: FloatArray,
+    capacity: FloatArray,
+    remaining_s: FloatArray,
+    round_s: float,
+    lateness: FloatArray | None = None,
+    base: FloatArray | None = None,
+    useful: np.ndarray | None = None,
+    covering: np.ndarray | None = None,
+    speed: FloatArray | None = None,
+) -> np.ndarray:
+    r"""`round_schedule` on a cluster of GPU types: whole rounds, each gang on one type.
+
+    The same walk (module docstring) with a job's fraction of round `t` the sum over types
+    :math:`\sum_k y_{ikt}`; admitting a job places it on a type (`place`): the owed jobs on the
+    types of their largest planned fractions, the work-conserving fill on their fastest types.
+    With one type it is `round_schedule`.
+
+    Parameters
+    ----------
+    relaxed : ndarray, shape (n, K, T)
+        Fractions :math:`y_{ikt}` of round `t` job `i` runs on type `k`.
+    gpus : ndarray, shape (n,)
+    capacity : ndarray, shape (K, T)
+        GPUs of each type in each round.
+    remaining_s, round_s, lateness, base, useful, covering
+        As in `round_schedule` (`useful` and `covering` per round, shape (n, T)).
+    speed : ndarray, shape (n, K), optional
+        Each job's running time per round on each type relative to the type `remaining_s` is
+        measured on (default 1); 0 where a type cannot host the job.
+
+    Returns
+    -------
+    ndarray of int, shape (n, T)
+        The type each job runs on in each round, -1 where it does not run.
+    """
     relaxed = quantize(relaxed)
-    n, rounds = relaxed.shape
-    fits = gpus[:, None] <= capacity[None, :]
-    serves = fits if useful is None else fits & useful
-    first = serves if covering is None else serves & covering
+    n, types, rounds = relaxed.shape
+    pace = np.ones((n, types)) if speed is None else speed
+    hosts = hosting(gpus, capacity, pace)  # (n, K, T)
+    fits: BoolArray = np.any(hosts, axis=1)
+    serves: BoolArray = fits if useful is None else fits & useful
+    first: BoolArray = serves if covering is None else serves & covering
     # Covered: progress already (base > 0), or no covering round to give; the others need one.
     covered = np.ones(n, dtype=bool) if base is None else (base > 0) | ~first.any(axis=1)
     rounds_that_fit = serves.sum(axis=1)
-    planned = relaxed.sum(axis=1)
+    share = relaxed.sum(axis=1)  # (n, T): each job's fraction of each round
+    planned = share.sum(axis=1)
     owed = np.floor(planned + 0.5)
     if base is not None:
         # A job with no progress yet and none in the window has utility 0 (log utility -inf):
@@ -124,8 +170,13 @@ def round_schedule(
     owed = np.minimum(owed, rounds_that_fit)
     late = np.zeros(n) if lateness is None else lateness
     fresh = np.zeros(n, dtype=bool) if base is None else base == 0
-    schedule = np.zeros((n, rounds), dtype=bool)
+    placement = np.full((n, rounds), -1, dtype=np.int64)
     given = np.zeros(n)
+    # Running time given, in rounds of the type `remaining_s` is measured on (the rounds themselves
+    # without speeds).
+    given_s = given if speed is None else np.zeros(n)
+    # The fill's preference: fastest type first (ties: the type order).
+    fastest = np.argsort(-pace, axis=1, kind="stable")
     for t in range(rounds):
         eligible = np.where(covered[:, None], serves[:, t:], first[:, t:])
         fits_later = eligible.sum(axis=1)
@@ -134,25 +185,81 @@ def round_schedule(
         # A fresh job with no round yet that must run now: without this round its utility is 0.
         starving = must & fresh[candidates] & (given[candidates] == 0)
         # np.lexsort sorts by its last key first; negate to put the largest first.
-        order = candidates[np.lexsort((-relaxed[candidates, t], -late[candidates], ~starving, ~must))]
-        running = first_fit(order, gpus, float(capacity[t]))
-        free = float(capacity[t]) - float(gpus[running].sum())
+        order = candidates[np.lexsort((-share[candidates, t], -late[candidates], ~starving, ~must))]
+        # The owed jobs' preference: the type of the largest planned fraction, then the fastest.
+        planned_types = fastest if types == 1 else np.lexsort(
+            (np.broadcast_to(np.arange(types), (n, types)), -pace, -relaxed[:, :, t]), axis=1)
+        free = capacity[:, t].astype(np.float64).copy()
+        running = place(order, gpus, free, planned_types, hosts[:, :, t])
 
-        left_s = remaining_s - round_s * given
+        left_s = remaining_s - round_s * given_s
         idle = np.ones(n, dtype=bool)
-        idle[running] = False
+        idle[running[0]] = False
         # Every unfinished job may fill idle GPUs, even one whose forecast time is used up: the
         # forecast can be short, and an idle GPU earns nothing (longest forecast time left first).
         waiting = np.flatnonzero(idle & fits[:, t] & (remaining_s > 0))
-        filled = first_fit(waiting[np.argsort(-left_s[waiting], kind="stable")], gpus, free)
+        filled = place(waiting[np.argsort(-left_s[waiting], kind="stable")], gpus, free, fastest, hosts[:, :, t])
 
-        schedule[running, t] = True
-        schedule[filled, t] = True
-        covered |= schedule[:, t] & first[:, t]
-        owed[running] -= 1
-        given[running] += 1
-        given[filled] += 1
-    return schedule
+        placement[running[0], t] = running[1]
+        placement[filled[0], t] = filled[1]
+        ran = placement[:, t] >= 0
+        covered |= ran & first[:, t]
+        owed[running[0]] -= 1
+        given[running[0]] += 1
+        given[filled[0]] += 1
+        if speed is not None:
+            given_s[ran] += pace[ran, placement[ran, t]]
+    return placement
+
+
+def place(order: np.ndarray, gpus: FloatArray, free: FloatArray, preference: np.ndarray,
+          hosts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The jobs of `order` placed first-fit on GPU types, and the type of each.
+
+    In passes: pass `p` offers every job still unplaced its `p`-th preferred type, and each type
+    admits, first-fit in `order` (`first_fit`), the jobs offered it. With one type this is
+    `first_fit`. `free` (shape (K,)) is decreased by the GPUs taken.
+
+    Parameters
+    ----------
+    order : ndarray of int
+        Jobs in priority order.
+    gpus : ndarray, shape (n,)
+    free : ndarray, shape (K,)
+        GPUs of each type still free (updated in place).
+    preference : ndarray of int, shape (n, K)
+        Each job's types, most preferred first.
+    hosts : ndarray of bool, shape (n, K)
+        Whether each type can host each job this round.
+
+    Returns
+    -------
+    (ndarray of int, ndarray of int)
+        The jobs placed (in placement order) and their types.
+    """
+    if free.size == 1:  # one type: first fit itself
+        admitted = first_fit(order[hosts[order, 0]], gpus, float(free[0]))
+        free[0] -= float(gpus[admitted].sum())
+        return admitted, np.zeros(admitted.size, dtype=np.int64)
+    jobs, kinds = [], []
+    queue = order
+    for rank in range(preference.shape[1]):
+        offered = preference[queue, rank]
+        taken = np.zeros(queue.size, dtype=bool)
+        for k in range(free.size):  # a few types: one vectorized first fit each
+            mine = np.flatnonzero((offered == k) & hosts[queue, k])
+            admitted = first_fit(queue[mine], gpus, float(free[k]))
+            if admitted.size:
+                free[k] -= float(gpus[admitted].sum())
+                taken[mine[np.isin(queue[mine], admitted)]] = True
+                jobs.append(admitted)
+                kinds.append(np.full(admitted.size, k, dtype=np.int64))
+        queue = queue[~taken]
+        if not queue.size:
+            break
+    if not jobs:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return np.concatenate(jobs), np.concatenate(kinds)
 
 
 def first_fit(order: np.ndarray, gpus: FloatArray, free: float) -> np.ndarray:

@@ -24,7 +24,8 @@ from vfm.solvers.cvxpy_conic import cvxpy_status
 
 def solve_saa_cvxpy(program: PlanningProgram, solver: str = "CLARABEL", **options: Any) -> Solution:
     """Solve any `PlanningProgram` with CVXPY; the gap is certified from the solver's multipliers
-    (`vfm.planner.saa_ipm.certified_gap`), for the objective without the tie-breaking term."""
+    (`vfm.planner.saa_ipm.certified_gap`; over GPU types, `_typed_gap`), for the objective without
+    the tie-breaking term."""
     started = time.perf_counter()
     n_scenarios, n, rounds = program.shape
     y = cp.Variable((n, rounds), nonneg=True)
@@ -45,7 +46,10 @@ def solve_saa_cvxpy(program: PlanningProgram, solver: str = "CLARABEL", **option
         objective = objective - cp.sum(cp.multiply(coefficient[:, None] * program.runnable, cp.square(y)))
     capacity = program.gpus @ y <= program.capacity
     constraints = [capacity, y <= program.runnable * program.bounds[None, :]]
-    leftover_rounds = program.remaining_s / program.round_s - cp.sum(y, axis=1)
+    if program.typed:
+        # One type per job and round: the goods of a round share the job's time in it.
+        constraints.append(y @ program.rounds_of_goods <= program._round_bounds[None, :])
+    leftover_rounds = program.remaining_s / program.round_s - cp.sum(cp.multiply(program.pace, y), axis=1)
     efficiency = fairness = None
     if program.efficiency:
         longest = cp.Variable(nonneg=True)
@@ -66,6 +70,12 @@ def solve_saa_cvxpy(program: PlanningProgram, solver: str = "CLARABEL", **option
     stats = problem.solver_stats
     # Interior-point output sits up to the solver's tolerance outside the box: clip that noise.
     x = np.clip(y.value, 0.0, program.bounds[None, :]) * program.runnable
+    ftf, longest_rows = _multipliers(fairness, n), _multipliers(efficiency, n)
+    if program.good_round is None and program.speed is None:
+        gap = certified_gap(program, x, ftf, longest_rows)
+    else:
+        prices = scale * np.maximum(np.asarray(capacity.dual_value, dtype=np.float64), 0.0)
+        gap = _typed_gap(program, x, ftf, longest_rows, prices)
     return Solution(
         x=x,
         prices=scale * np.asarray(capacity.dual_value, dtype=np.float64),
@@ -74,8 +84,48 @@ def solve_saa_cvxpy(program: PlanningProgram, solver: str = "CLARABEL", **option
         iterations=int(stats.num_iters) if stats.num_iters is not None else -1,
         solve_time=time.perf_counter() - started,
         accuracy=_accuracy(options),
-        gap=certified_gap(program, x, _multipliers(fairness, n), _multipliers(efficiency, n)),
+        gap=gap,
     )
+
+
+def _typed_gap(program: PlanningProgram, x: np.ndarray, ftf: np.ndarray, efficiency: np.ndarray,
+               prices: np.ndarray) -> float:
+    r"""A certified gap of `x` for a program over GPU types, from the solver's multipliers.
+
+    Weak duality with the capacity, FTF and efficiency rows dualized (`prices` per GPU, `ftf` and
+    `efficiency` in the objective divided by the budgets' sum, negative ones read as 0) and the box
+    and one-type-per-round rows kept: with :math:`c = \nabla F(x) - w \lambda^\top + (z^f +
+    z^e) p`, every feasible :math:`y^*` has
+
+    .. math:: \Phi(y^*) \le F(x) - \nabla F(x)^\top x + \lambda^\top G - {z^f}^\top m - {z^e}^\top r
+              + \sum_{i,t} u_t \max(0, \max_{g \in t} c_{ig}) + \zeta_{\max} \max(0, \textstyle\sum z^e - \kappa)
+
+    (the inner maximum over a job's goods in a round is over a simplex), so that minus
+    :math:`\Phi(x)` is the gap, for the objective without the tie-breaking term, whether or not
+    `x` meets the rows.
+    """
+    scale = float(program.weights.sum())
+    n_scenarios, n, _ = program.shape
+    runnable = program.runnable
+    y = np.where(runnable, np.clip(x, 0.0, program.bounds[None, :]), 0.0)
+    progress = np.where(runnable[None], program.progress, 0.0)
+    utilities = program.base[None, :] + np.einsum("sng,ng->sn", progress, y)
+    gradient = np.einsum("sng,sn->ng", progress, program.weights[None, :] / (n_scenarios * utilities))
+    floor = program.fairness_floor
+    leftover = np.where(program.base < 1.0, program.remaining_s / program.round_s, 0.0)
+    z_f = scale * np.where(floor > 0, np.maximum(ftf, 0.0), 0.0)
+    kappa = program.efficiency * program.round_s
+    z_e = scale * np.where((leftover > 0) & (kappa > 0), np.maximum(efficiency, 0.0), 0.0)
+    c = np.where(runnable, gradient - program.gpus[:, None] * prices[None, :] + (z_f + z_e)[:, None] * program.pace,
+                 0.0)
+    best = np.zeros((program.rounds_of_goods.shape[1], n))
+    np.maximum.at(best, program.round_index, c.T)  # max(0, max over a round's goods), per round and job
+    best = best.T
+    value = float(program.weights @ np.log(utilities).mean(axis=0))
+    bound = (value - float((gradient * y).sum()) + float(prices @ program.capacity) - float(z_f @ floor)
+             - float(z_e @ leftover) + float((best * program._round_bounds[None, :]).sum())
+             + float(leftover.max(initial=0.0)) * max(0.0, float(z_e.sum()) - kappa))
+    return bound - program.objective(x)
 
 
 def _multipliers(constraint: Any, n: int) -> np.ndarray:

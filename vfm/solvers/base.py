@@ -49,6 +49,7 @@ class Capabilities:
     efficiency: bool = True
     fairness: bool = True
     spread: bool = True
+    gpu_types: bool = True  # goods of several types per round, or a running time per good (`PlanningProgram.speed`)
     warm_start: bool = False
     options: tuple[tuple[str, OptionKind], ...] | None = None
 
@@ -73,6 +74,7 @@ class Capabilities:
                 "efficiency": problem.efficiency > 0,
                 "fairness": problem.leftover_limit_s is not None,
                 "spread": problem.spread > 0,
+                "gpu_types": problem.good_round is not None or problem.speed is not None,
             }
         if kind != self.problem:
             return [f"{kind} problems (it solves {self.problem} problems)"]

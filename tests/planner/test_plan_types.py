@@ -1,0 +1,113 @@
+"""`plan` and the rounding on a cluster of GPU types: with one type the homogeneous answers; whole
+gangs on one type each within every type's GPUs; bad input named."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vfm.errors import ValidationError
+from vfm.forecast import JobStates
+from vfm.planner import plan, round_schedule
+from vfm.planner.rounding import round_placement
+
+from .strategies import JobSet, job_sets
+from .test_rounding import ROUND_S, fractional_inputs
+
+
+@given(fractional_inputs())
+def test_rounding_on_one_type_is_round_schedule(inputs):
+    relaxed, gpus, capacity, remaining_s, lateness, base, useful = inputs
+    placement = round_placement(relaxed[:, None, :], gpus, capacity[None, :], remaining_s, ROUND_S, lateness, base,
+                                useful)
+    expected = round_schedule(relaxed, gpus, capacity, remaining_s, ROUND_S, lateness, base, useful)
+    np.testing.assert_array_equal(placement >= 0, expected)
+    assert set(np.unique(placement)) <= {-1, 0}
+
+
+@given(inputs=fractional_inputs(), types=st.integers(2, 3), data=st.data())
+def test_rounding_places_whole_gangs_on_hosting_types_within_each_count(inputs, types, data):
+    relaxed, gpus, capacity, remaining_s, lateness, base, useful = inputs
+    n, rounds = relaxed.shape
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**31)))
+    split = rng.dirichlet(np.ones(types), rounds).T  # each type's share of the round's fraction
+    per_type = np.floor(capacity[None, :] * rng.uniform(0.3, 1.0, (types, rounds)))
+    speed = rng.uniform(0.0, 1.0, (n, types)) * (rng.random((n, types)) < 0.8)
+    placement = round_placement(relaxed[:, None, :] * split[None], gpus, per_type, remaining_s, ROUND_S, lateness,
+                                base, useful, speed=speed)
+    for t in range(rounds):
+        for k in range(types):
+            on = placement[:, t] == k
+            assert gpus[on].sum() <= per_type[k, t]
+            assert (speed[on, k] > 0).all()
+    # Work conservation per type: a job not running that some type could still take is never left
+    # waiting while its gang fits that type's idle GPUs (when it has time left).
+    for t in range(rounds):
+        free = per_type[:, t] - np.array([gpus[placement[:, t] == k].sum() for k in range(types)])
+        waiting = (placement[:, t] < 0) & (remaining_s > 0)
+        can = (gpus[:, None] <= free[None, :]) & (speed > 0)
+        assert not (waiting[:, None] & can).any()
+
+
+def _two_types(case: JobSet, speed_of_second: np.ndarray):
+    """`case`'s capacity (every gang fits it) and half as many of a second type, slower for each job by
+    `speed_of_second`."""
+    return (np.vstack([case.capacity, np.floor(case.capacity / 2)]),
+            np.column_stack([np.ones(case.states.n_jobs), speed_of_second]))
+
+
+@settings(max_examples=15, deadline=None)
+@given(case=job_sets(max_jobs=8, max_rounds=4, scenarios=(1, 3), varying_capacity=False))
+def test_one_type_through_speed_gives_the_homogeneous_plan(case):
+    plain = plan(case.states, case.gpus, case.capacity, solver="cvxpy", **case.kwargs())
+    typed = plan(case.states, case.gpus, case.capacity[None, :], solver="cvxpy",
+                 speed=np.ones((case.states.n_jobs, 1)), **case.kwargs())
+    np.testing.assert_array_equal(typed.schedule, plain.schedule)
+    np.testing.assert_array_equal(typed.placement >= 0, plain.schedule)
+    np.testing.assert_allclose(typed.relaxed, plain.relaxed, atol=1e-9)
+    assert typed.jobs_in_round(0) == plain.jobs_in_round(0)
+
+
+@settings(max_examples=15, deadline=None)
+@given(case=job_sets(max_jobs=8, max_rounds=4, scenarios=(1, 3), varying_capacity=False), data=st.data())
+def test_a_plan_on_two_types_places_whole_gangs_within_each_types_gpus(case, data):
+    n = case.states.n_jobs
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**31)))
+    per_type, speed = _two_types(case, rng.uniform(0.0, 1.0, n) * (rng.random(n) < 0.8))
+    result = plan(case.states, case.gpus, per_type, speed=speed, **case.kwargs())
+    assert result.solver == "cvxpy" and result.schedule.shape == (n, 2 * case.rounds)
+    relaxed = result.relaxed.reshape(n, 2, case.rounds)
+    assert relaxed.sum(axis=1).max() <= 1.0 + 1e-6  # one type per job and round
+    assert (relaxed[:, 1][speed[:, 1] == 0] == 0).all()
+    placement = result.placement
+    for k in range(2):
+        used = (case.gpus[:, None] * (placement == k)).sum(axis=0)
+        assert (used <= per_type[k]).all()
+    assert (placement[speed[:, 1] == 0] != 1).all()
+    assert (placement[case.states.remaining_epochs <= 0] == -1).all()
+    if result.status.value == "optimal":
+        assert result.rounded_objective <= result.bound + 1e-9
+
+
+def test_a_slow_type_goes_to_the_job_that_loses_least_on_it():
+    # Two identical one-GPU jobs but job 1 runs at 0.9 on the second type, job 0 at 0.2: with one
+    # GPU of each type, job 0 gets the fast type and job 1 the slow one in every round.
+    states = JobStates.from_lists([100, 100], [{32: 60.0}, {32: 60.0}])
+    result = plan(states, [1, 1], [1, 1], speed=[[1.0, 0.2], [1.0, 0.9]], rounds=3)
+    np.testing.assert_array_equal(result.placement, [[0, 0, 0], [1, 1, 1]])
+
+
+@pytest.mark.parametrize(("kwargs", "pattern"), [
+    ({"speed": [[1.0, 0.5]]}, r"speed must have shape \(n, K\) = \(2, number of GPU types\)"),
+    ({"speed": [[1.0, 1.5], [1.0, 0.5]]}, r"speed\[0, 1\] \(job 0\) must be in \[0, 1\]"),
+    ({"speed": [[1.0, 0.5], [1.0, 0.5]], "capacity": [1, 1, 1]}, r"capacity must have shape \(2, 2\)"),
+    ({"speed": [[1.0, 0.5], [1.0, 0.5]], "fair_finish_s": [1e4, 1e4]},
+     "fair_finish_s is not supported with GPU types"),
+])
+def test_bad_typed_arguments_are_named(kwargs, pattern):
+    states = JobStates.from_lists([10, 10], [{32: 60.0}, {32: 60.0}])
+    arguments = {"capacity": [1, 1], **kwargs}
+    with pytest.raises(ValidationError, match=pattern):
+        plan(states, [1, 1], arguments.pop("capacity"), rounds=2, **arguments)

@@ -1,0 +1,103 @@
+"""Planning programs over GPU types: goods (type, round), one type per job and round, running time
+by speed; solved by the CVXPY backend with a certified gap, refused by saa-ipm, and with one good
+per round the one-type program."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vfm.errors import UnsupportedMarketError
+from vfm.planner import PlanningProgram
+from vfm.planner.saa_cvxpy import solve_saa_cvxpy
+from vfm.solvers import registry
+
+TIGHT = {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10}
+
+
+def typed_program(seed: int, n: int = 6, types: int = 2, rounds: int = 4, scenarios: int = 2,
+                  **extra: object) -> PlanningProgram:
+    """A random window on `types` GPU types: goods ordered type-major (good k T + t is type k, round t)."""
+    rng = np.random.default_rng(seed)
+    speed = np.column_stack([np.ones(n), rng.uniform(0.2, 0.9, (n, types - 1))])
+    speed[rng.random((n, types)) < 0.15] = 0.0  # a type that cannot host the job
+    speed[:, 0] = 1.0
+    per_round = rng.uniform(0.01, 0.2, (scenarios, n, rounds)) * (rng.random((scenarios, n, rounds)) < 0.9)
+    per_round[:, :, 0] += 0.01
+    progress = (per_round[:, :, None, :] * speed[None, :, :, None]).reshape(scenarios, n, types * rounds)
+    return PlanningProgram(
+        progress=progress, base=np.where(rng.random(n) < 0.3, 0.0, 0.05), weights=rng.uniform(0.5, 2.0, n),
+        gpus=rng.integers(1, 3, n).astype(float), capacity=np.repeat(rng.integers(2, 5, types), rounds).astype(float),
+        round_s=120.0, remaining_s=rng.uniform(300.0, 3000.0, n), good_round=np.tile(np.arange(rounds), types),
+        speed=np.repeat(speed, rounds, axis=1), **extra)
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**31), types=st.integers(2, 3), efficiency=st.sampled_from([0.0, 1e-3]))
+def test_a_typed_program_is_solved_within_capacity_one_type_per_round_with_a_certified_gap(seed, types, efficiency):
+    program = typed_program(seed, types=types, efficiency=efficiency)
+    assert program.typed
+    solution = solve_saa_cvxpy(program, **TIGHT)
+    n, goods = program.shape[1:]
+    x = solution.x
+    assert (program.gpus @ x <= program.capacity + 1e-7).all()
+    per_round = x.reshape(n, types, goods // types).sum(axis=1)
+    assert per_round.max() <= 1.0 + 1e-7
+    assert (x[~program.fits] == 0).all()
+    # The gap bounds the optimum: a feasible point found independently (the optimum of a
+    # perturbed solve, scaled into the constraints) is never above objective + gap.
+    assert 0.0 <= solution.gap <= 1e-5 * (1.0 + abs(program.objective(x)))
+    rng = np.random.default_rng(seed)
+    other = x * rng.uniform(0.5, 1.0, x.shape)
+    assert program.objective(other) <= program.objective(x) + solution.gap + 1e-12
+
+
+def test_one_good_per_round_with_unit_speed_is_the_one_type_program():
+    program = typed_program(3, types=2)
+    plain = PlanningProgram(progress=program.progress[:, :, :4], base=program.base, weights=program.weights,
+                            gpus=program.gpus, capacity=program.capacity[:4], round_s=120.0,
+                            remaining_s=program.remaining_s)
+    same = PlanningProgram(progress=plain.progress, base=plain.base, weights=plain.weights, gpus=plain.gpus,
+                           capacity=plain.capacity, round_s=120.0, remaining_s=plain.remaining_s,
+                           good_round=np.arange(4), speed=np.ones((6, 4)))
+    assert not same.typed
+    a, b = solve_saa_cvxpy(plain, **TIGHT), solve_saa_cvxpy(same, **TIGHT)
+    np.testing.assert_allclose(a.x, b.x, atol=1e-6)
+    assert abs(a.gap - b.gap) <= 1e-6 and b.gap >= 0.0
+
+
+def test_running_time_counts_by_speed():
+    program = typed_program(5, types=2)
+    schedule = np.zeros(program.shape[1:])
+    schedule[:, 4] = 1.0  # every job one round of the second type
+    expected = np.maximum(program.remaining_s - 120.0 * program.speed[:, 4] * program.runnable[:, 4], 0.0)
+    np.testing.assert_allclose(program.leftover_s(schedule), expected)
+
+
+def test_a_job_cannot_use_a_good_of_speed_zero():
+    program = typed_program(7, types=3)
+    assert not program.fits[program.pace == 0].any()
+
+
+def test_fairness_room_over_types_is_one_lp():
+    program = typed_program(11, types=2, leftover_limit_s=None)
+    # Each job must run at least 1.5 rounds' worth of its fastest type: room only if the capacity allows.
+    generous = PlanningProgram(**{**_fields(program), "leftover_limit_s": program.remaining_s - 60.0})
+    assert generous.fairness_room(1e-3)
+    impossible = PlanningProgram(**{**_fields(program), "leftover_limit_s": program.remaining_s - 120.0 * 5})
+    assert not impossible.fairness_room(1e-3)
+
+
+def _fields(program: PlanningProgram) -> dict[str, object]:
+    from dataclasses import fields
+
+    return {f.name: getattr(program, f.name) for f in fields(program)}
+
+
+def test_saa_ipm_refuses_a_typed_program_and_the_registry_picks_cvxpy():
+    program = typed_program(1)
+    assert registry.select(program).name == "cvxpy"
+    with pytest.raises(UnsupportedMarketError, match="gpu_types"):
+        registry.select(program, "saa-ipm")

@@ -1,0 +1,65 @@
+"""`vfm.planner.typed_policy.TypedPolicy`: the vfm policy on GPU types, driven by the simulator;
+with one type the one-type policy's runs; bad input named."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from vfm.cluster import ClusterTypes, TypedSchedulingPolicy, load_workload, simulate
+from vfm.errors import ValidationError
+from vfm.planner import Policy, TypedPolicy
+
+
+def test_one_type_gives_the_one_type_policys_run():
+    trace = load_workload("shockwave_120jobs_32gpus").head(10)
+    single = dataclasses.replace(trace, cluster=ClusterTypes.single(trace.gpus))
+    typed = simulate(single, TypedPolicy(single.cluster, rounds=6))
+    plain = simulate(trace, Policy(trace.gpus, rounds=6, execution="window", solver="cvxpy", max_wait=None))
+    np.testing.assert_array_equal(typed.finish_s, plain.finish_s)
+    assert [r.jobs for r in typed.rounds] == [r.jobs for r in plain.rounds]
+
+
+def test_a_mixed_cluster_runs_to_the_end_on_every_type():
+    trace = load_workload("shockwave_120jobs_32gpus").head(16)
+    cluster = ClusterTypes({"v100": 4, "p100": 2, "k80": 2})
+    workload = dataclasses.replace(trace, cluster=cluster, gpus=cluster.total)
+    policy = TypedPolicy(cluster, rounds=6)
+    assert isinstance(policy, TypedSchedulingPolicy)
+    sim = simulate(workload, policy)
+    assert np.isfinite(sim.finish_s).all()
+    assert {t for r in sim.rounds for t in r.types} == {"v100", "p100", "k80"}
+    assert policy.last_plan.solver == "cvxpy" and policy.jobs == []
+
+
+def test_the_reference_type_is_the_fastest_and_speeds_are_ratios_of_the_current_regime():
+    policy = TypedPolicy(ClusterTypes({"v100": 2, "k80": 2}), rounds=3)
+    policy.add_job("a", 1, {"k80": {32: 100.0, 64: 80.0}, "v100": {32: 50.0, 64: 20.0}}, epochs=40)
+    policy.report_progress("a", [64])
+    assert policy._state.jobs["a"].regimes == ((32.0, 50.0), (64.0, 20.0))
+    jobs = [policy._state.jobs["a"]]
+    np.testing.assert_allclose(policy._speed(("a",), jobs), [[1.0, 20.0 / 80.0]])
+
+
+@pytest.mark.parametrize(("regimes", "gpus", "pattern"), [
+    ({"a100": {32: 1.0}}, 1, r"regimes of job 'x' name 'a100', not a GPU type of the cluster \(v100, k80\)"),
+    ({"v100": {32: 1.0}, "k80": {64: 2.0}}, 1, r"on k80 must give the same batch sizes"),
+    ({"v100": {32: -1.0}}, 1, r"must give seconds per epoch > 0"),
+    ({"v100": {32: "slow"}}, 1, r"on v100 must map batch sizes to seconds per epoch"),
+    ({"k80": {32: 1.0}}, 3, r"gpus of job 'x' \(3\) fits none of its types \(k80: 2 GPUs\)"),
+    ({}, 1, r"regimes of job 'x' must map GPU types"),
+])
+def test_bad_jobs_are_named(regimes, gpus, pattern):
+    policy = TypedPolicy(ClusterTypes({"v100": 4, "k80": 2}))
+    with pytest.raises(ValidationError, match=pattern):
+        policy.add_job("x", gpus, regimes, epochs=10)
+    assert policy.jobs == []
+
+
+def test_options_not_supported_yet_are_named():
+    with pytest.raises(ValidationError, match="fairness is not supported by TypedPolicy yet"):
+        TypedPolicy(ClusterTypes({"v100": 4}), fairness=True)
+    with pytest.raises(ValidationError, match=r"cluster must be a vfm\.cluster\.ClusterTypes"):
+        TypedPolicy(8)  # type: ignore[arg-type]

@@ -1,0 +1,203 @@
+"""The vfm policy on a cluster of several GPU types (a `vfm.cluster.TypedSchedulingPolicy`).
+
+`TypedPolicy` is `vfm.planner.Policy`'s receding-horizon loop with goods (type, round): it keeps
+the same job records (on each job's *reference* type, below) and re-plans with
+`vfm.planner.plan`'s ``speed`` (docs/planning.md, "GPU types"), on arrivals, completions and every
+`replan_every` rounds, and serves each round the standing plan's placement (the rounded
+schedule: whole gangs, one type each, within every type's GPUs).
+
+A job is told its regimes on each type that can host it. Its reference type is the one of its
+shortest mean epoch time (ties: the cluster's type order); the forecaster sees its regimes there,
+and its speed on type `k` is the ratio of its current regime's epoch times, reference over `k`
+(the regime of its last observed epoch, before any the mean over its regimes), at most 1 (a type
+faster than the reference at the current regime counts as the reference's speed).
+
+Not yet (a `ValidationError` says so): finish-time fairness (``fairness=True``) and the credit
+execution, which `vfm.planner.Policy` has on one type.
+
+Examples
+--------
+>>> from vfm.cluster import ClusterTypes
+>>> policy = TypedPolicy(ClusterTypes({"v100": 1, "k80": 1}), rounds=4)
+>>> policy.add_job("a", 1, {"v100": {32: 60.0}, "k80": {32: 240.0}}, epochs=20)
+>>> policy.add_job("b", 1, {"v100": {32: 60.0}, "k80": {32: 75.0}}, epochs=20)
+>>> policy.next_round()  # b loses least on the K80
+{'a': 'v100', 'b': 'k80'}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from vfm._validation import FloatArray, is_whole
+from vfm.cluster.gpu_types import ClusterTypes
+from vfm.errors import ValidationError
+from vfm.forecast import Forecaster
+from vfm.planner import policy as homogeneous
+from vfm.planner.options import PlanOptions
+from vfm.planner.plan import plan
+from vfm.planner.policy import PolicyConfig, PolicyState
+
+
+@dataclass(frozen=True)
+class TypedJob:
+    """A job's epoch seconds on each type that can host it: a (K, R) array over the cluster's types
+    and its regimes (in its record's order), ``inf`` where a type cannot host it."""
+
+    seconds: FloatArray
+
+
+class TypedPolicy:
+    """vfm's policy on a cluster of GPU types (module docstring).
+
+    Parameters
+    ----------
+    cluster : vfm.cluster.ClusterTypes
+        The cluster's GPUs by type.
+    options : vfm.planner.PlanOptions, optional
+        How each re-plan plans (keyword overrides of its fields accepted, as in `Policy`).
+    replan_every : int
+        Re-plan at least every this many rounds (default 8), besides arrivals and completions.
+    forecaster : vfm.forecast.Forecaster, optional
+        Default `vfm.forecast.DirichletForecaster()`; forecasts on each job's reference type.
+    seed : int
+        Scenarios of the `k`-th re-plan are drawn from ``(seed, k)``.
+    """
+
+    def __init__(self, cluster: ClusterTypes, options: PlanOptions | None = None, *, replan_every: int = 8,
+                 forecaster: Forecaster | None = None, seed: int = 0, **overrides: Any) -> None:
+        if not isinstance(cluster, ClusterTypes):
+            raise ValidationError(f"cluster must be a vfm.cluster.ClusterTypes (GPU type -> count), got "
+                                  f"{type(cluster).__name__} {cluster!r}")
+        for name in ("fairness", "execution", "max_wait", "continuity"):
+            if name in overrides:
+                raise ValidationError(f"{name} is not supported by TypedPolicy yet (finish-time fairness and the "
+                                      f"credit execution on GPU types are the next steps); leave it out")
+        # The one-type policy's argument checks, on the widest type (a gang must fit some type).
+        shell = homogeneous.Policy(int(cluster.counts.max()), options, replan_every=replan_every,
+                                   forecaster=forecaster, seed=seed, execution="window", **overrides)
+        self.cluster = cluster
+        self.config: PolicyConfig = shell.config
+        self._state = PolicyState()
+        self._typed: Mapping[Hashable, TypedJob] = MappingProxyType({})
+
+    @property
+    def options(self) -> PlanOptions:
+        return self.config.options
+
+    @property
+    def jobs(self) -> list[Hashable]:
+        """The jobs in the policy, in arrival order."""
+        return list(self._state.jobs)
+
+    @property
+    def completed(self) -> list[Hashable]:
+        return list(self._state.completed)
+
+    @property
+    def last_plan(self) -> Any:
+        """The standing plan (`vfm.planner.Plan`, with `placement`), None before the first round."""
+        return self._state.plan
+
+    def add_job(self, job_id: Hashable, gpus: int, regimes: Mapping[str, Mapping[float, float]], epochs: int,
+                budget: float = 1.0, *, kind: Hashable = None) -> None:
+        """A job arrives with its regimes on each type that can host it (type -> batch size -> seconds).
+
+        Raises
+        ------
+        vfm.errors.ValidationError
+            Naming the job: `regimes` not a mapping of the cluster's types, types whose batch sizes
+            differ, a gang no type it names can hold; and whatever `vfm.planner.Policy.add_job`
+            refuses.
+        """
+        seconds, reference = _typed_regimes(self.cluster, job_id, gpus, regimes)
+        state = homogeneous.add_job(self.config, self._state, job_id, gpus, reference, epochs, budget, kind)
+        self._state = state
+        self._typed = MappingProxyType({**self._typed, job_id: TypedJob(seconds)})
+
+    def remove_job(self, job_id: Hashable) -> None:
+        self._state = homogeneous.remove_job(self._state, job_id)
+        self._typed = MappingProxyType({k: v for k, v in self._typed.items() if k != job_id})
+
+    def report_progress(self, job_id: Hashable, batch_sizes: Sequence[float]) -> None:
+        """Epochs the job finished, one batch size per epoch (as `vfm.planner.Policy.report_progress`)."""
+        self._state = homogeneous.report_progress(self._state, job_id, batch_sizes)
+
+    def next_round(self) -> dict[Hashable, str]:
+        """The jobs to run in the next round, each with its type, re-planning if due."""
+        state = self._state
+        if not state.jobs:
+            self._state = replace(state, round_index=state.round_index + 1)
+            return {}
+        if state.stale or state.plan is None or state.since_plan >= self.config.replan_every:
+            state = self._replan(state)
+        standing = state.plan
+        assert standing is not None and standing.placement is not None and standing.job_ids is not None
+        ids = standing.job_ids
+        placement = standing.placement[:, state.since_plan].tolist()
+        running = {ids[i]: self.cluster.types[k] for i, k in enumerate(placement) if k >= 0}
+        self._state = replace(state, since_plan=state.since_plan + 1, round_index=state.round_index + 1)
+        return running
+
+    def _replan(self, state: PolicyState) -> PolicyState:
+        ids = tuple(state.jobs)
+        jobs = [state.jobs[i] for i in ids]
+        forecaster = homogeneous._taught_forecaster(self.config, state)
+        new_plan = plan(
+            homogeneous._states(jobs, ids), np.array([j.gpus for j in jobs]), self.cluster.counts.astype(np.float64),
+            self.config.options, forecaster=forecaster, seed=np.random.SeedSequence((self.config.seed, state.replans)),
+            budgets=[j.budget for j in jobs], speed=self._speed(ids, jobs))
+        return replace(state, plan=new_plan, since_plan=0, stale=False, replans=state.replans + 1,
+                       forecaster=forecaster, finished=())
+
+    def _speed(self, ids: tuple[Hashable, ...], jobs: list[homogeneous.JobRecord]) -> FloatArray:
+        """Each job's speed on each type at its current regime relative to its reference, shape (n, K)."""
+        speed = np.empty((len(ids), len(self.cluster)))
+        for row, (job_id, job) in enumerate(zip(ids, jobs, strict=True)):  # per job: records are per job
+            seconds = self._typed[job_id].seconds  # (K, R)
+            column = job.recent[0]
+            now = seconds[:, column] if column >= 0 else np.where(np.isfinite(seconds), seconds, np.nan).mean(axis=1)
+            reference = np.array([d for _, d in job.regimes])
+            on_reference = reference[column] if column >= 0 else reference.mean()
+            speed[row] = np.where(np.isfinite(now), np.minimum(on_reference / now, 1.0), 0.0)
+        return speed
+
+
+def _typed_regimes(cluster: ClusterTypes, job_id: Hashable, gpus: int,
+                   regimes: Mapping[str, Mapping[float, float]]) -> tuple[FloatArray, dict[float, float]]:
+    """A job's regimes per type as a (K, R) array over the cluster's types (inf: cannot host), and its
+    regimes on its reference type (module docstring), or a `ValidationError` naming the job."""
+    if not isinstance(regimes, Mapping) or not regimes:
+        raise ValidationError(f"regimes of job {job_id!r} must map GPU types ({', '.join(cluster.types)}) to "
+                              f"{{batch size: seconds per epoch}}, got {regimes!r}")
+    unknown = [t for t in regimes if t not in cluster.types]
+    if unknown:
+        raise ValidationError(f"regimes of job {job_id!r} name {unknown[0]!r}, not a GPU type of the cluster "
+                              f"({', '.join(cluster.types)})")
+    sizes = sorted(float(b) for b in next(iter(regimes.values())))
+    for gpu_type, per_type in regimes.items():
+        if not isinstance(per_type, Mapping) or sorted(float(b) for b in per_type) != sizes:
+            raise ValidationError(f"regimes of job {job_id!r} on {gpu_type} must give the same batch sizes as on "
+                                  f"its other types ({sizes}), got {per_type!r}")
+    seconds = np.full((len(cluster), len(sizes)), np.inf)
+    for gpu_type, per_type in regimes.items():
+        try:
+            values = {float(b): float(d) for b, d in per_type.items()}
+        except (TypeError, ValueError):
+            raise ValidationError(f"regimes of job {job_id!r} on {gpu_type} must map batch sizes to seconds per "
+                                  f"epoch (numbers), got {per_type!r}") from None
+        seconds[cluster.types.index(gpu_type)] = [values[b] for b in sizes]
+    if not (seconds > 0).all():  # NaN, 0 or negative (inf: a type not named, which cannot host the job)
+        raise ValidationError(f"regimes of job {job_id!r} must give seconds per epoch > 0, got {dict(regimes)!r}")
+    # A type whose GPUs cannot hold the gang cannot host the job either.
+    seconds[~(np.asarray(is_whole(gpus)) & (gpus <= cluster.counts))] = np.inf
+    if not np.isfinite(seconds).any():
+        raise ValidationError(f"gpus of job {job_id!r} ({gpus!r}) fits none of its types "
+                              f"({', '.join(f'{t}: {cluster[t]} GPUs' for t in regimes)})")
+    reference = int(np.argmin(seconds.mean(axis=1)))  # the shortest mean epoch; inf rows never win
+    return seconds, dict(zip(sizes, seconds[reference].tolist(), strict=True))
