@@ -7,7 +7,8 @@ import importlib
 
 import pytest
 
-COMMANDS = ["reproduce", "determinism", "plan", "solve", "demo", "warm_start", "calibrate_tolerances"]
+COMMANDS = ["reproduce", "determinism", "plan", "solve", "demo", "warm_start", "calibrate_tolerances", "uncertainty",
+            "heterogeneous"]
 
 
 @pytest.mark.parametrize("name", COMMANDS)
@@ -34,3 +35,25 @@ def test_a_missing_workload_is_one_line(name, capsys):
     assert stop.value.code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no workload file 'no_such_workload'" in err
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--workloads", "no_such_workload"], "no workload file 'no_such_workload'"),
+    (["--mixes", "all-k80"], "unknown mix 'all-k80'; choose from thirds, v100-heavy"),
+    (["--policies", "fifo"], "unknown policy 'fifo'; choose from vfm, gavel"),
+])
+def test_heterogeneous_bad_choices_are_one_line(argv, message, capsys, tmp_path):
+    with pytest.raises(SystemExit) as stop:
+        importlib.import_module("benchmarks.heterogeneous").main([*argv, "--out", str(tmp_path)])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err
+
+
+def test_heterogeneous_runs_a_slice_and_reports_the_targets(tmp_path, capsys):
+    importlib.import_module("benchmarks.heterogeneous").main(
+        ["--workloads", "shockwave_120jobs_32gpus", "--mixes", "thirds", "--jobs", "6", "--workers", "1",
+         "--out", str(tmp_path)])
+    table = (tmp_path / "table.txt").read_text()
+    assert "thirds      vfm" in table and "thirds      gavel" in table
+    assert "shockwave_120jobs_32gpus thirds: makespan" in table and "worst FTF" in table

@@ -17,6 +17,8 @@ and the baselines.
 - `vfm.cluster.simulator`: `simulate` runs a policy on a workload round by round.
 - `vfm.cluster.metrics`: makespan, JCT, finish-time fairness, utilization; `summarize`.
 - `vfm.cluster.baselines`: the paper's baselines (`BASELINES`) and the static market.
+- `vfm.cluster.typed_baselines`: baselines for clusters of several GPU types (`TYPED_BASELINES`;
+  Gavel's heterogeneity-aware max-min fairness, `HeterogeneousMaxMinFairness`).
 - `vfm.cluster.windows`: planning windows built from a workload (benchmark and test instances).
 - `vfm.cluster.artifact`: the Shockwave artifact's simulator mechanics and its baselines as it
   runs them, which reproduce the paper's published baseline numbers.
@@ -53,12 +55,15 @@ from vfm.cluster.gpu_types import (
 from vfm.cluster.metrics import summarize
 from vfm.cluster.protocol import SchedulingPolicy, TypedSchedulingPolicy
 from vfm.cluster.simulator import Round, Simulation, simulate
+from vfm.cluster.typed_baselines import TYPED_BASELINES, HeterogeneousMaxMinFairness
 from vfm.cluster.workload import Job, Workload, WorkloadArrays, load_workload, workload_from_dict, workload_to_dict
 
 __all__ = [
     "BASELINES",
     "GPU_TYPES",
+    "TYPED_BASELINES",
     "ClusterTypes",
+    "HeterogeneousMaxMinFairness",
     "Job",
     "Round",
     "SchedulingPolicy",

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -37,56 +38,42 @@ IntArray = NDArray[np.int64]
 BoolArray = NDArray[np.bool_]
 
 
-class PresentJobs:
-    """Present jobs as rows of numpy arrays (see the module docstring).
+class RowTable:
+    """Present jobs as rows of numpy columns, each of shape ``(n, *shape)``, plus one object per row
+    (``regimes``); a row is removed by moving the last row into its place. The one home of the
+    baselines' job tables (`PresentJobs`; `vfm.cluster.typed_baselines`'s per-type table).
 
-    Columns (all of length `n`, the number of present jobs): ``gpus``, ``epochs`` (total),
-    ``done`` (epochs finished), ``epoch_s`` (current estimate: profiled epoch time of the last
-    observed batch size, or the regimes' mean before any observation), ``done_iso_s`` (isolated
-    seconds of the finished epochs, from the regimes), ``arrival_s`` (policy clock when added),
-    ``seq`` (arrival order, the final tie-breaker), ``ran`` (selected in the previous round), and
-    the per-policy counters ``job_time``, ``should``, ``deficit``, ``pass_``.
+    Parameters
+    ----------
+    columns : mapping of str to (dtype, shape)
+        Each column's dtype and the shape of one row's entry (``()`` for a scalar per job).
     """
 
-    _FLOAT = ("epochs", "done", "epoch_s", "done_iso_s", "arrival_s", "job_time", "should", "deficit", "pass_")
-    _INT = ("gpus", "seq")
-
-    def __init__(self) -> None:
+    def __init__(self, columns: Mapping[str, tuple[Any, tuple[int, ...]]]) -> None:
         self.n = 0
         self._cap = 16
         self.ids: list[Hashable] = []
         self.row: dict[Hashable, int] = {}
-        self.regimes: list[dict[float, float]] = []
-        self._cols: dict[str, np.ndarray] = {}
-        for name in self._FLOAT:
-            self._cols[name] = np.zeros(self._cap)
-        for name in self._INT:
-            self._cols[name] = np.zeros(self._cap, dtype=np.int64)
-        self._cols["ran"] = np.zeros(self._cap, dtype=bool)
+        self.regimes: list[Any] = []
+        self._cols: dict[str, np.ndarray] = {name: np.zeros((self._cap, *shape), dtype=dtype)
+                                             for name, (dtype, shape) in columns.items()}
 
     def col(self, name: str) -> np.ndarray:
         """A writable view of column `name` over the present rows."""
         return self._cols[name][: self.n]
 
-    def add(self, job_id: Hashable, gpus: int, regimes: dict[float, float], epochs: int, arrival_s: float,
-            seq: int) -> int:
-        """Append a row; return its index."""
+    def append(self, job_id: Hashable, regimes: Any, values: Mapping[str, Any]) -> int:
+        """Append a row (columns not in `values` are 0); return its index."""
         if self.n == self._cap:
             self._cap *= 2
             for name, arr in self._cols.items():
-                grown = np.zeros(self._cap, dtype=arr.dtype)
+                grown = np.zeros((self._cap, *arr.shape[1:]), dtype=arr.dtype)
                 grown[: self.n] = arr[: self.n]
                 self._cols[name] = grown
         i = self.n
         self.n += 1
-        for arr in self._cols.values():
-            arr[i] = 0
-        c = self._cols
-        c["gpus"][i] = gpus
-        c["seq"][i] = seq
-        c["epochs"][i] = epochs
-        c["epoch_s"][i] = float(np.mean(list(regimes.values())))
-        c["arrival_s"][i] = arrival_s
+        for name, arr in self._cols.items():
+            arr[i] = values.get(name, 0)
         self.ids.append(job_id)
         self.regimes.append(regimes)
         self.row[job_id] = i
@@ -106,6 +93,31 @@ class PresentJobs:
         self.ids.pop()
         self.regimes.pop()
         self.n = last
+
+
+class PresentJobs(RowTable):
+    """Present jobs as rows of numpy arrays (see the module docstring).
+
+    Columns (all of length `n`, the number of present jobs): ``gpus``, ``epochs`` (total),
+    ``done`` (epochs finished), ``epoch_s`` (current estimate: profiled epoch time of the last
+    observed batch size, or the regimes' mean before any observation), ``done_iso_s`` (isolated
+    seconds of the finished epochs, from the regimes), ``arrival_s`` (policy clock when added),
+    ``seq`` (arrival order, the final tie-breaker), ``ran`` (selected in the previous round), and
+    the per-policy counters ``job_time``, ``should``, ``deficit``, ``pass_``.
+    """
+
+    _FLOAT = ("epochs", "done", "epoch_s", "done_iso_s", "arrival_s", "job_time", "should", "deficit", "pass_")
+    _INT = ("gpus", "seq")
+
+    def __init__(self) -> None:
+        super().__init__({**{name: (np.float64, ()) for name in self._FLOAT},
+                          **{name: (np.int64, ()) for name in self._INT}, "ran": (np.bool_, ())})
+
+    def add(self, job_id: Hashable, gpus: int, regimes: dict[float, float], epochs: int, arrival_s: float,
+            seq: int) -> int:
+        """Append a row; return its index."""
+        return self.append(job_id, regimes, {"gpus": gpus, "seq": seq, "epochs": epochs, "arrival_s": arrival_s,
+                                             "epoch_s": float(np.mean(list(regimes.values())))})
 
 
 class RoundPolicy(ABC):

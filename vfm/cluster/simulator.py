@@ -300,7 +300,7 @@ def _first_round_at(arrival_s: float, round_s: float, at_least: int) -> int:
     return r
 
 
-def simulate(workload: Workload, policy: SchedulingPolicy, *, round_s: float | None = None,
+def simulate(workload: Workload, policy: SchedulingPolicy | TypedSchedulingPolicy, *, round_s: float | None = None,
              restart_s: float = 20.0, max_rounds: int | None = None,
              progress: Callable[[int, int, int], None] | None = None) -> Simulation:
     """Run `policy` on `workload`, round by round, until every job has finished.

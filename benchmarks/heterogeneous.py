@@ -1,0 +1,147 @@
+"""The Shockwave workloads on clusters of several GPU types: vfm against Gavel's heterogeneity-aware max-min.
+
+Run from the repository root::
+
+    python -m benchmarks.heterogeneous [--workloads NAME,...] [--mixes NAME,...] [--policies NAME,...]
+                                       [--workers 2] [--jobs N] [--out DIR]
+
+Each workload keeps its jobs and GPU count and gets a cluster of V100, P100 and K80 GPUs
+(`vfm.cluster.ClusterTypes.split` of its GPUs by the mix's shares): ``thirds`` (equal thirds)
+and ``v100-heavy`` (half V100, a quarter each of P100 and K80). The jobs' epoch times on each
+type come from the artifact's throughput profiles by the ratio rule
+(`vfm.cluster.gpu_types`); finish-time fairness compares each job's time with its time alone
+on its fastest type of the cluster.
+
+Policies: ``vfm`` (`vfm.planner.TypedPolicy`: goods (type, round), a 20-round window, the
+default program, window execution; solved by CVXPY until the structured interior point handles
+several goods per round) and ``gavel`` (`vfm.cluster.typed_baselines.HeterogeneousMaxMinFairness`).
+
+Prints one row per workload, mix and policy (makespan, mean JCT, worst FTF ratio, unfair share,
+utilization, median and max seconds of a ``next_round`` call) and, per workload and mix, the
+targets of issue 16 (vfm at least 1.2x better makespan and 1.5x better worst FTF than gavel,
+unfair share no higher); writes ``table.txt`` and ``results.json`` to ``--out`` (default
+``benchmarks/results/heterogeneous``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable, Sequence
+from concurrent import futures
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from benchmarks._cli import Parser
+from benchmarks._executors import make_executor
+from vfm.cluster import ClusterTypes, Workload, load_workload, simulate, summarize
+from vfm.cluster.protocol import TypedSchedulingPolicy
+from vfm.cluster.typed_baselines import HeterogeneousMaxMinFairness
+from vfm.planner import TypedPolicy
+
+#: Mix name -> shares of the cluster's GPUs by type.
+MIXES: dict[str, dict[str, float]] = {
+    "thirds": {"v100": 1.0, "p100": 1.0, "k80": 1.0},
+    "v100-heavy": {"v100": 2.0, "p100": 1.0, "k80": 1.0},
+}
+WORKLOADS = ("shockwave_120jobs_32gpus", "shockwave_220jobs_64gpus")
+METRICS = ("makespan_s", "avg_jct_s", "worst_ftf", "unfair_pct", "utilization")
+
+#: Policy name -> factory(cluster, round_s).
+POLICIES: dict[str, Callable[[ClusterTypes, float], TypedSchedulingPolicy]] = {
+    "vfm": lambda cluster, round_s: TypedPolicy(cluster, rounds=20, round_s=round_s),
+    "gavel": lambda cluster, round_s: HeterogeneousMaxMinFairness(cluster, round_s),
+}
+
+
+def mixed(name: str, mix: str, jobs: int | None = None) -> Workload:
+    """Workload `name` (its first `jobs` jobs if given) on its GPUs split by `mix`."""
+    workload = load_workload(name) if jobs is None else load_workload(name).head(jobs)
+    return dataclasses.replace(workload, cluster=ClusterTypes.split(workload.gpus, MIXES[mix]))
+
+
+def run_one(name: str, mix: str, policy: str, jobs: int | None = None) -> dict[str, Any]:
+    """Simulate one policy on one workload and mix; the headline metrics and decision times."""
+    workload = mixed(name, mix, jobs)
+    assert workload.cluster is not None
+    sim = simulate(workload, POLICIES[policy](workload.cluster, workload.round_s))
+    summary = summarize(sim)
+    times = sim.planner_s[sim.planner_busy]
+    return {**{key: summary[key] for key in METRICS}, "cluster": dict(workload.cluster),
+            "decision_s": {"median": float(_median(times)), "max": float(times.max(initial=0.0))}}
+
+
+def _median(values: Any) -> float:
+    import numpy as np
+
+    return float(np.median(values)) if len(values) else float("nan")
+
+
+def targets(results: dict[str, dict[str, Any]]) -> str:
+    """Issue 16's targets for one workload and mix: gavel / vfm makespan and worst FTF, unfair shares."""
+    if "vfm" not in results or "gavel" not in results:
+        return ""
+    ours, theirs = results["vfm"], results["gavel"]
+    makespan = theirs["makespan_s"] / ours["makespan_s"]
+    ftf = theirs["worst_ftf"] / ours["worst_ftf"]
+    fair = ours["unfair_pct"] <= theirs["unfair_pct"]
+    return (f"makespan {makespan:.2f}x ({'met' if makespan >= 1.2 else 'missed'}, >= 1.2x); worst FTF {ftf:.2f}x "
+            f"({'met' if ftf >= 1.5 else 'missed'}, >= 1.5x); unfair {ours['unfair_pct']:.2f} vs "
+            f"{theirs['unfair_pct']:.2f} % ({'met' if fair else 'missed'}, no higher)")
+
+
+HEADER = (f"{'workload':<26} {'mix':<11} {'policy':<7} {'makespan':>9} {'JCT':>8} {'FTF':>6} {'unfair%':>7} "
+          f"{'util':>6} {'decide s':>8} {'max':>7}")
+
+
+def format_row(name: str, mix: str, policy: str, r: dict[str, Any]) -> str:
+    return (f"{name:<26} {mix:<11} {policy:<7} {r['makespan_s']:>9.0f} {r['avg_jct_s']:>8.0f} {r['worst_ftf']:>6.3f} "
+            f"{r['unfair_pct']:>7.2f} {r['utilization']:>6.3f} {r['decision_s']['median']:>8.3f} "
+            f"{r['decision_s']['max']:>7.2f}")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = Parser("benchmarks.heterogeneous", __doc__)
+    parser.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated shipped trace names")
+    parser.add_argument("--mixes", default=",".join(MIXES), help=f"comma-separated of {', '.join(MIXES)}")
+    parser.add_argument("--policies", default=",".join(POLICIES), help=f"comma-separated of {', '.join(POLICIES)}")
+    parser.add_argument("--workers", type=int, default=2, help="parallel simulations (default 2)")
+    parser.add_argument("--jobs", type=int, help="simulate only each workload's first JOBS jobs (a slice)")
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/heterogeneous"))
+    args = parser.parse_args(argv)
+    with parser.reporting():
+        names = [n.strip() for n in args.workloads.split(",") if n.strip()]
+        mixes = [m.strip() for m in args.mixes.split(",") if m.strip()]
+        policies = [p.strip() for p in args.policies.split(",") if p.strip()]
+        for label, chosen, known in (("mix", mixes, MIXES), ("policy", policies, POLICIES)):
+            if unknown := [c for c in chosen if c not in known]:
+                raise ValueError(f"unknown {label} {unknown[0]!r}; choose from {', '.join(known)}")
+        for name in names:
+            mixed(name, mixes[0], args.jobs)  # a bad name fails here, before any simulation
+        args.out.mkdir(parents=True, exist_ok=True)
+        results: dict[str, dict[str, dict[str, Any]]] = {f"{n}/{m}": {} for n in names for m in mixes}
+        print(HEADER, flush=True)
+        with ExitStack() as stack:
+            executor = make_executor("process", args.workers, stack)
+            tasks = {executor.submit(run_one, name, mix, policy, args.jobs): (name, mix, policy)
+                     for name in names for mix in mixes for policy in policies}
+            for task in futures.as_completed(tasks):
+                name, mix, policy = tasks[task]
+                results[f"{name}/{mix}"][policy] = task.result()
+                print(format_row(name, mix, policy, results[f"{name}/{mix}"][policy]), flush=True)
+                (args.out / "results.json").write_text(json.dumps({"jobs": args.jobs, "results": results}, indent=1))
+        lines = [HEADER]
+        for name in names:
+            for mix in mixes:
+                done = results[f"{name}/{mix}"]
+                lines += [format_row(name, mix, p, done[p]) for p in policies]
+                if verdict := targets(done):
+                    lines.append(f"  {name} {mix}: {verdict}")
+        (args.out / "table.txt").write_text("\n".join(lines) + "\n")
+        print("\n".join(lines[1:]))
+        print(f"wrote {args.out}/: table.txt, results.json")
+
+
+if __name__ == "__main__":
+    main()
