@@ -12,9 +12,11 @@ type come from the artifact's throughput profiles by the ratio rule
 (`vfm.cluster.gpu_types`); finish-time fairness compares each job's time with its time alone
 on its fastest type of the cluster.
 
-Policies: ``vfm`` (`vfm.planner.TypedPolicy`: goods (type, round), a 20-round window, the
-default program, window execution; solved by CVXPY until the structured interior point handles
-several goods per round) and ``gavel`` (`vfm.cluster.typed_baselines.HeterogeneousMaxMinFairness`).
+Policies: ``vfm`` (`vfm.planner.TypedPolicy.shockwave`: goods (type, round), the reproduction's
+configuration (20-round window, finish-time targets against each job's fastest type, priority
+relaxation, efficiency term, reserve) with window execution; solved by CVXPY until the structured
+interior point handles several goods per round), ``vfm-plain`` (`vfm.planner.TypedPolicy`: the
+plain NSWOT program) and ``gavel`` (`vfm.cluster.typed_baselines.HeterogeneousMaxMinFairness`).
 
 Prints one row per workload, mix and policy (makespan, mean JCT, worst FTF ratio, unfair share,
 utilization, median and max seconds of a ``next_round`` call) and, per workload and mix, the
@@ -50,7 +52,8 @@ METRICS = ("makespan_s", "avg_jct_s", "worst_ftf", "unfair_pct", "utilization")
 
 #: Policy name -> factory(cluster, round_s).
 POLICIES: dict[str, Callable[[ClusterTypes, float], TypedSchedulingPolicy]] = {
-    "vfm": lambda cluster, round_s: TypedPolicy(cluster, rounds=20, round_s=round_s),
+    "vfm": lambda cluster, round_s: TypedPolicy.shockwave(cluster, round_s),
+    "vfm-plain": lambda cluster, round_s: TypedPolicy(cluster, rounds=20, round_s=round_s),
     "gavel": lambda cluster, round_s: HeterogeneousMaxMinFairness(cluster, round_s),
 }
 
@@ -91,12 +94,12 @@ def targets(results: dict[str, dict[str, Any]]) -> str:
             f"{theirs['unfair_pct']:.2f} % ({'met' if fair else 'missed'}, no higher)")
 
 
-HEADER = (f"{'workload':<26} {'mix':<11} {'policy':<7} {'makespan':>9} {'JCT':>8} {'FTF':>6} {'unfair%':>7} "
+HEADER = (f"{'workload':<26} {'mix':<11} {'policy':<9} {'makespan':>9} {'JCT':>8} {'FTF':>6} {'unfair%':>7} "
           f"{'util':>6} {'decide s':>8} {'max':>7}")
 
 
 def format_row(name: str, mix: str, policy: str, r: dict[str, Any]) -> str:
-    return (f"{name:<26} {mix:<11} {policy:<7} {r['makespan_s']:>9.0f} {r['avg_jct_s']:>8.0f} {r['worst_ftf']:>6.3f} "
+    return (f"{name:<26} {mix:<11} {policy:<9} {r['makespan_s']:>9.0f} {r['avg_jct_s']:>8.0f} {r['worst_ftf']:>6.3f} "
             f"{r['unfair_pct']:>7.2f} {r['utilization']:>6.3f} {r['decision_s']['median']:>8.3f} "
             f"{r['decision_s']['max']:>7.2f}")
 

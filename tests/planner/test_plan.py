@@ -17,7 +17,7 @@ from vfm.forecast import DirichletForecaster, JobStates
 from vfm.jobs import window_market
 from vfm.planner import plan
 from vfm.planner.plan import OWED_PROGRESS_SHARE, owed_rounds
-from vfm.planner.shockwave import _MIN_FAIRNESS_MARGIN
+from vfm.planner.shockwave import FAIRNESS_MARGIN
 
 from .strategies import FORECASTER, JobSet, job_sets
 
@@ -285,7 +285,7 @@ def test_impossible_fair_finish_targets_become_priorities(case, data):
     # exceeds the rounds it can progress in, less the margin that keeps a constraint's interior
     # nonempty (a job that needs all of them loses its constraint too).
     program = result.program
-    rounds_left = program.runnable.sum(axis=1) - _MIN_FAIRNESS_MARGIN
+    rounds_left = program.runnable.sum(axis=1) - FAIRNESS_MARGIN
     cannot = tiny & ~finished & (remaining > case.round_s * rounds_left * (1 + 1e-9))
     np.testing.assert_array_equal(~np.isfinite(program.leftover_limit_s[~finished]), cannot[~finished])
     lateness = np.where(finished, 0.0, remaining / share / targets)

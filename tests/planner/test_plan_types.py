@@ -103,11 +103,27 @@ def test_a_slow_type_goes_to_the_job_that_loses_least_on_it():
     ({"speed": [[1.0, 0.5]]}, r"speed must have shape \(n, K\) = \(2, number of GPU types\)"),
     ({"speed": [[1.0, 1.5], [1.0, 0.5]]}, r"speed\[0, 1\] \(job 0\) must be in \[0, 1\]"),
     ({"speed": [[1.0, 0.5], [1.0, 0.5]], "capacity": [1, 1, 1]}, r"capacity must have shape \(2, 2\)"),
-    ({"speed": [[1.0, 0.5], [1.0, 0.5]], "fair_finish_s": [1e4, 1e4]},
-     "fair_finish_s is not supported with GPU types"),
+    ({"speed": [[1.0, 0.5], [1.0, 0.5]], "recourse": True, "scenarios": 2},
+     "recourse is not supported with GPU types"),
 ])
 def test_bad_typed_arguments_are_named(kwargs, pattern):
     states = JobStates.from_lists([10, 10], [{32: 60.0}, {32: 60.0}])
     arguments = {"capacity": [1, 1], **kwargs}
     with pytest.raises(ValidationError, match=pattern):
         plan(states, [1, 1], arguments.pop("capacity"), rounds=2, **arguments)
+
+
+def test_finish_time_targets_on_types_hold_in_running_time_by_speed():
+    # Four one-GPU jobs of 12,000 s, one V100 and two K80s at half speed: 2 reference GPUs, an
+    # equal share of 0.5. A target of 24,300 s leaves b = 0.5 (24,300 - 720) = 11,790 s after the
+    # 6-round window: each job must run 1.75 rounds' worth (of the 3 the cluster has per job), and
+    # does, counting K80 rounds at half.
+    states = JobStates.from_lists([200] * 4, [{32: 60.0}] * 4)
+    speed = np.array([[1.0, 0.5]] * 4)
+    result = plan(states, [1] * 4, [1, 2], speed=speed, rounds=6, fair_finish_s=np.full(4, 24300.0),
+                  budgets=[8.0, 1.0, 1.0, 1.0])
+    np.testing.assert_allclose(result.program.fairness_floor, 1.75)
+    assert result.fairness == "constraints"
+    program = result.program
+    running = (program.pace * result.relaxed).sum(axis=1)
+    assert (running >= program.fairness_floor - 1e-6).all() and program.fairness_floor.max() > 0

@@ -58,8 +58,29 @@ def test_bad_jobs_are_named(regimes, gpus, pattern):
     assert policy.jobs == []
 
 
+def test_the_shockwave_configuration_runs_on_types_with_finish_time_targets():
+    trace = load_workload("shockwave_120jobs_32gpus").head(16)
+    cluster = ClusterTypes({"v100": 4, "p100": 2, "k80": 2})
+    workload = dataclasses.replace(trace, cluster=cluster, gpus=cluster.total)
+    policy = TypedPolicy.shockwave(cluster, rounds=6)
+    assert policy.config.fairness and policy.options.efficiency > 0
+    fairness = []
+    original = policy._replan
+
+    def recording(state):
+        new = original(state)
+        fairness.append(new.plan.fairness)
+        assert np.isfinite(new.jobs[new.plan.job_ids[0]].fair_finish_at_s)
+        return new
+
+    policy._replan = recording
+    sim = simulate(workload, policy)
+    assert np.isfinite(sim.finish_s).all()
+    assert set(fairness) <= {"constraints", "relaxed"} and "constraints" in fairness
+
+
 def test_options_not_supported_yet_are_named():
-    with pytest.raises(ValidationError, match="fairness is not supported by TypedPolicy yet"):
-        TypedPolicy(ClusterTypes({"v100": 4}), fairness=True)
+    with pytest.raises(ValidationError, match="execution is not supported by TypedPolicy yet"):
+        TypedPolicy(ClusterTypes({"v100": 4}), execution="credit")
     with pytest.raises(ValidationError, match=r"cluster must be a vfm\.cluster\.ClusterTypes"):
         TypedPolicy(8)  # type: ignore[arg-type]

@@ -209,7 +209,7 @@ def plan(
         gives the GPUs of each type, shape (K,) or (K, rounds); the program's goods are (type,
         round), `Plan.relaxed`, `schedule` and `prices` have K T columns (type-major) and
         `Plan.placement` says on which type each job runs in each round. Not yet with
-        `fair_finish_s`, ``recourse`` or `warm_start` (a `ValidationError` says so).
+        ``recourse`` or `warm_start` (a `ValidationError` says so).
     **overrides
         Options that replace those of `options` (``plan(..., rounds=10)`` is
         ``plan(..., PlanOptions(rounds=10))``).
@@ -267,8 +267,7 @@ def plan(
     else:
         window = typed.TypeWindow.of(speed, capacity, n, rounds, states.job_ids)
         supply = window.capacity.max(axis=0)  # the widest gang each round can hold
-        for name, given in (("fair_finish_s", fair_finish_s), ("warm_start", warm_start),
-                            ("recourse", opts.recourse or None)):
+        for name, given in (("warm_start", warm_start), ("recourse", opts.recourse or None)):
             if given is not None:
                 raise ValidationError(f"{name} is not supported with GPU types (speed) yet; plan without it")
     require_per_job("gpus", width, (width < 1) | (width != np.round(width)),
@@ -316,8 +315,6 @@ def plan(
         spread=float(opts.spread),
     )
     per_round = program.progress  # (S, n, T): on the jobs' reference types
-    if window is not None:
-        program = window.program(program)
     stuck = ~finished & (program.base == 0) & (program.progress.sum(axis=(0, 2)) == 0)
     require_per_job("epochs", program.base, stuck,
                     "cannot progress: the forecast gives it no epoch in any round it fits and it has done none",
@@ -328,10 +325,17 @@ def plan(
     ftf_bound = float("nan")
     has_room = False
     if targets is not None:
-        decision = shockwave.constrain(program, targets, finished, remaining_s, supply, opts)
+        # On types, the bound and the room are first judged on the reference types at the
+        # cluster's effective capacity (`TypeWindow.effective_capacity`), then the room again over
+        # the types (one LP).
+        decision = shockwave.constrain(program, targets, finished, remaining_s,
+                                       supply if window is None else window.effective_capacity(fits), opts)
         program, lateness, ftf_bound, has_room = (decision.program, decision.lateness, decision.ftf_bound,
                                                   decision.has_room)
         fairness = "constraints"
+    if window is not None:
+        program = window.program(program)
+        has_room = has_room and program.fairness_room(shockwave.FAIRNESS_MARGIN)
     build_s = time.perf_counter() - started - forecast_s
     solution = None
     if fairness == "constraints":

@@ -71,7 +71,7 @@ def updated_targets(previous_at_s: FloatArray, estimate_at_s: FloatArray) -> Flo
 
 #: `plan` relaxes the FTF constraints for every backend when no schedule meets them all with this
 #: margin (rounds, `PlanningProgram.fairness_room`).
-_MIN_FAIRNESS_MARGIN = 1e-3
+FAIRNESS_MARGIN = 1e-3
 
 #: Share of the GPU-rounds available to the FTF constraints that a relaxed bound leaves free.
 _RELAXED_BOUND_MARGIN = 0.01
@@ -106,11 +106,11 @@ class FairFinishLimits:
         return self.rounds_needed(bound) > self.program.runnable.sum(axis=1) + 1e-9
 
     def without_room(self, bound: float) -> np.ndarray:
-        r"""Jobs that meet :math:`b_i(\theta)` only by running all but `_MIN_FAIRNESS_MARGIN` of every
+        r"""Jobs that meet :math:`b_i(\theta)` only by running all but `FAIRNESS_MARGIN` of every
         round they can progress in: their constraint leaves no interior, which backends resolve
         differently (and saa-ipm not at all)."""
         needed = self.rounds_needed(bound)
-        return (needed > 0) & (needed > self.program.runnable.sum(axis=1) - _MIN_FAIRNESS_MARGIN)
+        return (needed > 0) & (needed > self.program.runnable.sum(axis=1) - FAIRNESS_MARGIN)
 
     def tightest_bound(self, rho_max: float, excluded: np.ndarray, gpu_rounds: FloatArray) -> float:
         r"""The smallest :math:`\theta \ge \rho_{\max}` at which the jobs not `excluded` fit
@@ -173,7 +173,7 @@ def priority_weights(lateness: FloatArray, rho_max: float, exponent: float) -> F
 class FairnessDecision:
     """What `constrain` makes of a program: the program with its FTF constraints and weights, each
     job's projected FTF ratio (``lateness``, 0 for finished jobs), the bound :math:`\theta`, and
-    whether the constraints leave a schedule room to meet them all (`_MIN_FAIRNESS_MARGIN`)."""
+    whether the constraints leave a schedule room to meet them all (`FAIRNESS_MARGIN`)."""
 
     program: PlanningProgram
     lateness: FloatArray
@@ -202,7 +202,7 @@ def constrain(program: PlanningProgram, targets_s: FloatArray, finished: np.ndar
                           weights=weights)
     # Rows infeasible, or feasible only in a sliver that backends resolve differently, are relaxed
     # before any backend sees them, the same for all (one maximum flow).
-    return FairnessDecision(constrained, lateness, bound, constrained.fairness_room(_MIN_FAIRNESS_MARGIN))
+    return FairnessDecision(constrained, lateness, bound, constrained.fairness_room(FAIRNESS_MARGIN))
 
 
 def relax(program: PlanningProgram, budgets: FloatArray, lateness: FloatArray, options: PlanOptions) -> PlanningProgram:

@@ -57,6 +57,15 @@ class TypeWindow:
         """`hosting` on this window, shape (n, K, T)."""
         return hosting(gpus, self.capacity, self.pace)
 
+    def effective_capacity(self, fits: np.ndarray) -> FloatArray:
+        """The cluster's GPUs per round in units of the jobs' reference types, shape (T,): each
+        type's GPUs times the median speed there of the jobs that fit some round (`fits`, (n, T)),
+        what the finish-time-fairness bound's equal share and earliest-deadline check count
+        (an approximation: the median job's view of a slower type)."""
+        present = fits.any(axis=1)
+        typical = np.median(self.pace[present], axis=0) if present.any() else np.ones(self.types)
+        return typical @ self.capacity
+
     def program(self, program: PlanningProgram) -> PlanningProgram:
         """`program` (one good per round, on each job's reference type, shape (S, n, T); its
         `capacity` ignored) over the types: shape (S, n, K T), goods type-major, progress

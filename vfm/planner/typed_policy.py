@@ -12,8 +12,11 @@ and its speed on type `k` is the ratio of its current regime's epoch times, refe
 (the regime of its last observed epoch, before any the mean over its regimes), at most 1 (a type
 faster than the reference at the current regime counts as the reference's speed).
 
-Not yet (a `ValidationError` says so): finish-time fairness (``fairness=True``) and the credit
-execution, which `vfm.planner.Policy` has on one type.
+With ``fairness=True`` (`TypedPolicy.shockwave`) it keeps Shockwave's finish-time targets on the
+reference types (each job's fastest: what finish-time fairness measures against) with the equal
+share of all the cluster's GPUs, and plans with them (`vfm.planner.plan`'s ``fair_finish_s`` on
+types). Not yet (a `ValidationError` says so): the credit execution and the wait guarantee
+(``execution``, ``max_wait``, ``continuity``), which `vfm.planner.Policy` has on one type.
 
 Examples
 --------
@@ -42,6 +45,7 @@ from vfm.planner import policy as homogeneous
 from vfm.planner.options import PlanOptions
 from vfm.planner.plan import plan
 from vfm.planner.policy import PolicyConfig, PolicyState
+from vfm.planner.shockwave import SHOCKWAVE_EFFICIENCY, SHOCKWAVE_PRIORITY_EXPONENT, SHOCKWAVE_RESERVE
 
 
 @dataclass(frozen=True)
@@ -74,17 +78,28 @@ class TypedPolicy:
         if not isinstance(cluster, ClusterTypes):
             raise ValidationError(f"cluster must be a vfm.cluster.ClusterTypes (GPU type -> count), got "
                                   f"{type(cluster).__name__} {cluster!r}")
-        for name in ("fairness", "execution", "max_wait", "continuity"):
+        for name in ("execution", "max_wait", "continuity"):
             if name in overrides:
-                raise ValidationError(f"{name} is not supported by TypedPolicy yet (finish-time fairness and the "
-                                      f"credit execution on GPU types are the next steps); leave it out")
-        # The one-type policy's argument checks, on the widest type (a gang must fit some type).
-        shell = homogeneous.Policy(int(cluster.counts.max()), options, replan_every=replan_every,
-                                   forecaster=forecaster, seed=seed, execution="window", **overrides)
+                raise ValidationError(f"{name} is not supported by TypedPolicy yet (the credit execution and the "
+                                      f"wait guarantee on GPU types are the next steps); leave it out")
+        # The one-type policy's argument checks; its capacity is all the cluster's GPUs, which the
+        # equal share of the finish-time-fairness targets counts (a gang must fit one type: `add_job`).
+        shell = homogeneous.Policy(cluster.total, options, replan_every=replan_every, forecaster=forecaster,
+                                   seed=seed, execution="window", max_wait=None, **overrides)
         self.cluster = cluster
         self.config: PolicyConfig = shell.config
         self._state = PolicyState()
         self._typed: Mapping[Hashable, TypedJob] = MappingProxyType({})
+
+    @classmethod
+    def shockwave(cls, cluster: ClusterTypes, round_s: float = 120.0, **overrides: Any) -> TypedPolicy:
+        """`vfm.planner.Policy.shockwave`'s configuration on GPU types (finish-time-fairness targets,
+        the priority relaxation, the efficiency term and the reserve), with the window execution."""
+        configuration: dict[str, Any] = {
+            "rounds": 20, "round_s": round_s, "replan_every": 8, "fairness": True, "rho_max": 1.0,
+            "priority_exponent": SHOCKWAVE_PRIORITY_EXPONENT, "efficiency": SHOCKWAVE_EFFICIENCY,
+            "reserve": SHOCKWAVE_RESERVE}
+        return cls(cluster, **{**configuration, **overrides})
 
     @property
     def options(self) -> PlanOptions:
@@ -148,12 +163,17 @@ class TypedPolicy:
         ids = tuple(state.jobs)
         jobs = [state.jobs[i] for i in ids]
         forecaster = homogeneous._taught_forecaster(self.config, state)
+        states = homogeneous._states(jobs, ids)
+        targets = None
+        if self.config.fairness:
+            # On the reference types: each job's fastest, which finish-time fairness measures against.
+            jobs, targets = homogeneous._fair_finish(self.config, forecaster, state.round_index, states, jobs)
         new_plan = plan(
-            homogeneous._states(jobs, ids), np.array([j.gpus for j in jobs]), self.cluster.counts.astype(np.float64),
-            self.config.options, forecaster=forecaster, seed=np.random.SeedSequence((self.config.seed, state.replans)),
-            budgets=[j.budget for j in jobs], speed=self._speed(ids, jobs))
-        return replace(state, plan=new_plan, since_plan=0, stale=False, replans=state.replans + 1,
-                       forecaster=forecaster, finished=())
+            states, np.array([j.gpus for j in jobs]), self.cluster.counts.astype(np.float64), self.config.options,
+            forecaster=forecaster, seed=np.random.SeedSequence((self.config.seed, state.replans)),
+            budgets=[j.budget for j in jobs], fair_finish_s=targets, speed=self._speed(ids, jobs))
+        return homogeneous._with_jobs(state, dict(zip(ids, jobs, strict=True)), plan=new_plan, since_plan=0,
+                                      stale=False, replans=state.replans + 1, forecaster=forecaster, finished=())
 
     def _speed(self, ids: tuple[Hashable, ...], jobs: list[homogeneous.JobRecord]) -> FloatArray:
         """Each job's speed on each type at its current regime relative to its reference, shape (n, K)."""
