@@ -14,9 +14,9 @@ on its fastest type of the cluster.
 
 Policies: ``vfm`` (`vfm.planner.TypedPolicy.shockwave`: goods (type, round), the reproduction's
 configuration (20-round window, finish-time targets against each job's fastest type, priority
-relaxation, efficiency term, reserve) with window execution; solved by CVXPY until the structured
+relaxation, efficiency term, reserve, credit execution); solved by CVXPY until the structured
 interior point handles several goods per round), ``vfm-plain`` (`vfm.planner.TypedPolicy`: the
-plain NSWOT program) and ``gavel`` (`vfm.cluster.typed_baselines.HeterogeneousMaxMinFairness`).
+plain NSWOT program, credit execution) and ``gavel`` (`vfm.cluster.typed_baselines.HeterogeneousMaxMinFairness`).
 
 Prints one row per workload, mix and policy (makespan, mean JCT, worst FTF ratio, unfair share,
 utilization, median and max seconds of a ``next_round`` call) and, per workload and mix, the

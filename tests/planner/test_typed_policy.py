@@ -13,11 +13,13 @@ from vfm.errors import ValidationError
 from vfm.planner import Policy, TypedPolicy
 
 
-def test_one_type_gives_the_one_type_policys_run():
+@pytest.mark.parametrize("settings", [{}, {"execution": "window"}, {"execution": "window", "max_wait": 3},
+                                      {"fairness": True, "efficiency": 1.0, "reserve": 0.3}])
+def test_one_type_gives_the_one_type_policys_run(settings):
     trace = load_workload("shockwave_120jobs_32gpus").head(10)
     single = dataclasses.replace(trace, cluster=ClusterTypes.single(trace.gpus))
-    typed = simulate(single, TypedPolicy(single.cluster, rounds=6))
-    plain = simulate(trace, Policy(trace.gpus, rounds=6, execution="window", solver="cvxpy", max_wait=None))
+    typed = simulate(single, TypedPolicy(single.cluster, rounds=6, **settings))
+    plain = simulate(trace, Policy(trace.gpus, rounds=6, solver="cvxpy", **settings))
     np.testing.assert_array_equal(typed.finish_s, plain.finish_s)
     assert [r.jobs for r in typed.rounds] == [r.jobs for r in plain.rounds]
 
@@ -79,8 +81,8 @@ def test_the_shockwave_configuration_runs_on_types_with_finish_time_targets():
     assert set(fairness) <= {"constraints", "relaxed"} and "constraints" in fairness
 
 
-def test_options_not_supported_yet_are_named():
-    with pytest.raises(ValidationError, match="execution is not supported by TypedPolicy yet"):
-        TypedPolicy(ClusterTypes({"v100": 4}), execution="credit")
+def test_bad_options_are_named():
+    with pytest.raises(ValidationError, match="execution must be 'credit' or 'window'"):
+        TypedPolicy(ClusterTypes({"v100": 4}), execution="fifo")
     with pytest.raises(ValidationError, match=r"cluster must be a vfm\.cluster\.ClusterTypes"):
         TypedPolicy(8)  # type: ignore[arg-type]

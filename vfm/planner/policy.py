@@ -318,7 +318,14 @@ def _replan(config: PolicyConfig, state: PolicyState) -> PolicyState:
         seed=np.random.SeedSequence((config.seed, state.replans)), budgets=[j.budget for j in jobs],
         fair_finish_s=targets, warm_start=warm,
     )
-    # The credit, waits and last round of the jobs still present carry into the new plan's order.
+    return _replanned(state, ids, jobs, new_plan, forecaster)
+
+
+def _replanned(state: PolicyState, ids: tuple[Hashable, ...], jobs: list[JobRecord], new_plan: Plan,
+               forecaster: Forecaster) -> PolicyState:
+    """The state after a re-plan: the new plan, and the credit, waits and last round of the jobs
+    still present carried into its order (`ids`)."""
+    planned = () if state.plan is None or state.plan.job_ids is None else state.plan.job_ids
     row = {job: k for k, job in enumerate(planned)}
     old = np.array([row.get(job, -1) for job in ids], dtype=np.int64)
     kept = old >= 0

@@ -240,6 +240,27 @@ def wait_bound(max_wait: int, capacity: float, gang: int | np.ndarray, demand: f
     return max_wait + np.floor_divide(np.maximum(demand - gang, 0), capacity - gang + 1).astype(np.int64)
 
 
+def credit_order(program: PlanningProgram, planned: FloatArray, credit: FloatArray, *,
+                 first: np.ndarray | None = None, ran_last: np.ndarray | None = None,
+                 continuity: float = 0.0) -> tuple[FloatArray, np.ndarray]:
+    """What each job is owed this round (credit plus `planned`, read to `RESOLUTION`) and the jobs
+    with a claim in the order `serve_with_credit` serves them (arguments as there)."""
+    want = quantize(credit + planned)
+    claim = want if ran_last is None else quantize(want + continuity * ran_last)
+    remaining = np.where(program.base < 1.0, program.remaining_s, 0.0)
+    # Most credit first, counted in rounds the job can use: a job that needs a tenth of a round
+    # to finish and is owed that tenth is owed all it can use, as much as a job owed a whole
+    # round (without this, a job one epoch from the end is owed a hundredth of a round per
+    # round and waits for dozens). Read to vfm.planner.rounding.RESOLUTION; ties to the longest
+    # forecast time left, then to arrival order.
+    usable = np.clip(remaining / program.round_s, RESOLUTION, 1.0)
+    order = np.lexsort((-remaining, -quantize(claim / usable)))  # stable
+    order = order[(claim[order] > 0) & (remaining[order] > 0)]
+    if first is not None:
+        order = served_first(first, order)
+    return want, order
+
+
 def serve_with_credit(program: PlanningProgram, planned: FloatArray, credit: FloatArray, capacity: float, *,
                       first: np.ndarray | None = None, ran_last: np.ndarray | None = None,
                       continuity: float = 0.0) -> tuple[np.ndarray, FloatArray]:
@@ -270,20 +291,9 @@ def serve_with_credit(program: PlanningProgram, planned: FloatArray, credit: Flo
     credit : ndarray, shape (n,)
         The credit after this round: owed plus planned minus run, at least `CREDIT_FLOOR`.
     """
-    want = quantize(credit + planned)
-    claim = want if ran_last is None else quantize(want + continuity * ran_last)
-    remaining = np.where(program.base < 1.0, program.remaining_s, 0.0)
-    # Most credit first, counted in rounds the job can use: a job that needs a tenth of a round
-    # to finish and is owed that tenth is owed all it can use, as much as a job owed a whole
-    # round (without this, a job one epoch from the end is owed a hundredth of a round per
-    # round and waits for dozens). Read to vfm.planner.rounding.RESOLUTION; ties to the longest
-    # forecast time left, then to arrival order.
-    usable = np.clip(remaining / program.round_s, RESOLUTION, 1.0)
-    order = np.lexsort((-remaining, -quantize(claim / usable)))  # stable
-    order = order[(claim[order] > 0) & (remaining[order] > 0)]
-    if first is not None:
-        order = served_first(first, order)
+    want, order = credit_order(program, planned, credit, first=first, ran_last=ran_last, continuity=continuity)
     chosen = first_fit(order, program.gpus, capacity)
+    remaining = np.where(program.base < 1.0, program.remaining_s, 0.0)
     ran = np.zeros(want.size, dtype=bool)
     ran[chosen] = True
     waiting = np.flatnonzero(~ran & (program.base < 1.0))

@@ -1,22 +1,28 @@
 """The vfm policy on a cluster of several GPU types (a `vfm.cluster.TypedSchedulingPolicy`).
 
-`TypedPolicy` is `vfm.planner.Policy`'s receding-horizon loop with goods (type, round): it keeps
-the same job records (on each job's *reference* type, below) and re-plans with
-`vfm.planner.plan`'s ``speed`` (docs/planning.md, "GPU types"), on arrivals, completions and every
-`replan_every` rounds, and serves each round the standing plan's placement (the rounded
-schedule: whole gangs, one type each, within every type's GPUs).
+`TypedPolicy` is `vfm.planner.Policy`'s receding-horizon loop with goods (type, round): the same
+job records (on each job's *reference* type, below), re-planned with `vfm.planner.plan`'s
+``speed`` (docs/planning.md, "GPU types") on arrivals, completions and every `replan_every`
+rounds, and the same executions:
+
+- ``"credit"`` (default): `vfm.planner.shockwave.serve_with_credit` over types: credit counted in
+  rounds of the reference type (a K80 round at speed 0.4 pays 0.4 of a round owed), the jobs
+  with the most first, each on the type of its largest planned fraction that has room
+  (`vfm.planner.rounding.place`), then idle GPUs to the waiting jobs on their fastest types;
+- ``"window"``: the plan's own placement (`vfm.planner.Plan.placement`).
+
+Overdue jobs (`max_wait`) are served first in both. With one type every execution and option
+gives `Policy`'s run exactly (a test).
 
 A job is told its regimes on each type that can host it. Its reference type is the one of its
 shortest mean epoch time (ties: the cluster's type order); the forecaster sees its regimes there,
 and its speed on type `k` is the ratio of its current regime's epoch times, reference over `k`
 (the regime of its last observed epoch, before any the mean over its regimes), at most 1 (a type
-faster than the reference at the current regime counts as the reference's speed).
-
-With ``fairness=True`` (`TypedPolicy.shockwave`) it keeps Shockwave's finish-time targets on the
+faster than the reference at the current regime counts as the reference's speed). With
+``fairness=True`` (`TypedPolicy.shockwave`) it keeps Shockwave's finish-time targets on the
 reference types (each job's fastest: what finish-time fairness measures against) with the equal
 share of all the cluster's GPUs, and plans with them (`vfm.planner.plan`'s ``fair_finish_s`` on
-types). Not yet (a `ValidationError` says so): the credit execution and the wait guarantee
-(``execution``, ``max_wait``, ``continuity``), which `vfm.planner.Policy` has on one type.
+types).
 
 Examples
 --------
@@ -37,15 +43,18 @@ from typing import Any
 
 import numpy as np
 
-from vfm._validation import FloatArray, is_whole
+from vfm._validation import FloatArray, is_whole, read_only
 from vfm.cluster.gpu_types import ClusterTypes
 from vfm.errors import ValidationError
 from vfm.forecast import Forecaster
 from vfm.planner import policy as homogeneous
+from vfm.planner import shockwave
 from vfm.planner.options import PlanOptions
-from vfm.planner.plan import plan
+from vfm.planner.plan import Plan, plan
 from vfm.planner.policy import PolicyConfig, PolicyState
+from vfm.planner.rounding import place
 from vfm.planner.shockwave import SHOCKWAVE_EFFICIENCY, SHOCKWAVE_PRIORITY_EXPONENT, SHOCKWAVE_RESERVE
+from vfm.planner.typed import hosting
 
 
 @dataclass(frozen=True)
@@ -78,14 +87,10 @@ class TypedPolicy:
         if not isinstance(cluster, ClusterTypes):
             raise ValidationError(f"cluster must be a vfm.cluster.ClusterTypes (GPU type -> count), got "
                                   f"{type(cluster).__name__} {cluster!r}")
-        for name in ("execution", "max_wait", "continuity"):
-            if name in overrides:
-                raise ValidationError(f"{name} is not supported by TypedPolicy yet (the credit execution and the "
-                                      f"wait guarantee on GPU types are the next steps); leave it out")
         # The one-type policy's argument checks; its capacity is all the cluster's GPUs, which the
         # equal share of the finish-time-fairness targets counts (a gang must fit one type: `add_job`).
         shell = homogeneous.Policy(cluster.total, options, replan_every=replan_every, forecaster=forecaster,
-                                   seed=seed, execution="window", max_wait=None, **overrides)
+                                   seed=seed, **overrides)
         self.cluster = cluster
         self.config: PolicyConfig = shell.config
         self._state = PolicyState()
@@ -94,7 +99,7 @@ class TypedPolicy:
     @classmethod
     def shockwave(cls, cluster: ClusterTypes, round_s: float = 120.0, **overrides: Any) -> TypedPolicy:
         """`vfm.planner.Policy.shockwave`'s configuration on GPU types (finish-time-fairness targets,
-        the priority relaxation, the efficiency term and the reserve), with the window execution."""
+        the priority relaxation, the efficiency term, the reserve, credit execution)."""
         configuration: dict[str, Any] = {
             "rounds": 20, "round_s": round_s, "replan_every": 8, "fairness": True, "rho_max": 1.0,
             "priority_exponent": SHOCKWAVE_PRIORITY_EXPONENT, "efficiency": SHOCKWAVE_EFFICIENCY,
@@ -153,11 +158,65 @@ class TypedPolicy:
             state = self._replan(state)
         standing = state.plan
         assert standing is not None and standing.placement is not None and standing.job_ids is not None
+        open_ = standing.program.base < 1.0
+        first = shockwave.overdue_order(state.waited, open_, self.config.max_wait)
+        if self.config.execution == "window":
+            placed, credit = self._serve_window(state, first), state.credit
+        else:
+            placed, credit = self._serve_credit(state, first)
+        ran = placed >= 0
+        waited = np.where(ran | ~open_, 0, state.waited + 1)
+        self._state = replace(state, credit=read_only(credit), waited=read_only(waited), ran_last=read_only(ran),
+                              since_plan=state.since_plan + 1, round_index=state.round_index + 1)
         ids = standing.job_ids
-        placement = standing.placement[:, state.since_plan].tolist()
-        running = {ids[i]: self.cluster.types[k] for i, k in enumerate(placement) if k >= 0}
-        self._state = replace(state, since_plan=state.since_plan + 1, round_index=state.round_index + 1)
-        return running
+        return {ids[i]: self.cluster.types[k] for i, k in enumerate(placed.tolist()) if k >= 0}
+
+    def _round_view(self, state: PolicyState) -> tuple[Plan, FloatArray, FloatArray, np.ndarray]:
+        """The standing plan, its fractions of this round per type (n, K), the speeds (n, K) and
+        which types can host each job (n, K)."""
+        standing = state.plan
+        assert standing is not None
+        n, types = standing.program.shape[1], len(self.cluster)
+        rounds = standing.program.shape[2] // types
+        fractions = standing.relaxed.reshape(n, types, rounds)[:, :, state.since_plan]
+        pace = standing.program.pace.reshape(n, types, rounds)[:, :, 0]
+        hosts = hosting(standing.program.gpus, self.cluster.counts[:, None].astype(np.float64), pace)[:, :, 0]
+        return standing, fractions, pace, hosts
+
+    def _serve_window(self, state: PolicyState, first: np.ndarray) -> np.ndarray:
+        """The plan's own placement for this round, the overdue jobs (`first`) placed before it."""
+        standing, fractions, pace, hosts = self._round_view(state)
+        assert standing.placement is not None
+        planned = standing.placement[:, state.since_plan]
+        if not first.size:
+            return planned.copy()
+        order = shockwave.served_first(first, np.flatnonzero(planned >= 0))
+        # A planned job keeps its planned type if it can; an overdue one takes its fastest with room.
+        on_plan = fractions + 2.0 * (planned[:, None] == np.arange(len(self.cluster)))
+        preference = np.where(planned[:, None] >= 0, _preference(on_plan, pace), _fastest(pace))
+        return _placed(order, standing.program.gpus, self.cluster, preference, hosts)
+
+    def _serve_credit(self, state: PolicyState, first: np.ndarray) -> tuple[np.ndarray, FloatArray]:
+        """One round by carried credit (`vfm.planner.shockwave.serve_with_credit` over types): credit
+        in rounds of the reference type, each job placed on the type of its largest planned fraction
+        that has room, then idle GPUs to the waiting jobs on their fastest types."""
+        standing, fractions, pace, hosts = self._round_view(state)
+        program, gpus = standing.program, standing.program.gpus
+        planned = (pace * fractions).sum(axis=1)  # reference rounds planned this round
+        continuity = self.config.continuity
+        want, order = shockwave.credit_order(program, planned, state.credit, first=first, ran_last=state.ran_last,
+                                             continuity=continuity)
+        free = self.cluster.counts.astype(np.float64)
+        placed = np.full(planned.size, -1, dtype=np.int64)
+        jobs, kinds = place(order, gpus, free, _preference(fractions, pace), hosts)
+        placed[jobs] = kinds
+        remaining = np.where(program.base < 1.0, program.remaining_s, 0.0)
+        waiting = np.flatnonzero((placed < 0) & (program.base < 1.0))
+        jobs, kinds = place(waiting[np.argsort(-remaining[waiting], kind="stable")], gpus, free, _fastest(pace), hosts)
+        placed[jobs] = kinds
+        work = np.where(placed >= 0, np.take_along_axis(pace, np.maximum(placed, 0)[:, None], axis=1)[:, 0], 0.0)
+        # A job that ran beyond its plan (idle GPUs) owes at most `CREDIT_FLOOR` rounds for it.
+        return placed, np.maximum(want - work, shockwave.CREDIT_FLOOR)
 
     def _replan(self, state: PolicyState) -> PolicyState:
         ids = tuple(state.jobs)
@@ -172,8 +231,7 @@ class TypedPolicy:
             states, np.array([j.gpus for j in jobs]), self.cluster.counts.astype(np.float64), self.config.options,
             forecaster=forecaster, seed=np.random.SeedSequence((self.config.seed, state.replans)),
             budgets=[j.budget for j in jobs], fair_finish_s=targets, speed=self._speed(ids, jobs))
-        return homogeneous._with_jobs(state, dict(zip(ids, jobs, strict=True)), plan=new_plan, since_plan=0,
-                                      stale=False, replans=state.replans + 1, forecaster=forecaster, finished=())
+        return homogeneous._replanned(state, ids, jobs, new_plan, forecaster)
 
     def _speed(self, ids: tuple[Hashable, ...], jobs: list[homogeneous.JobRecord]) -> FloatArray:
         """Each job's speed on each type at its current regime relative to its reference, shape (n, K)."""
@@ -221,3 +279,23 @@ def _typed_regimes(cluster: ClusterTypes, job_id: Hashable, gpus: int,
                               f"({', '.join(f'{t}: {cluster[t]} GPUs' for t in regimes)})")
     reference = int(np.argmin(seconds.mean(axis=1)))  # the shortest mean epoch; inf rows never win
     return seconds, dict(zip(sizes, seconds[reference].tolist(), strict=True))
+
+
+def _fastest(pace: FloatArray) -> np.ndarray:
+    """Each job's types, fastest first (ties: the cluster's order), shape (n, K)."""
+    return np.argsort(-pace, axis=1, kind="stable")
+
+
+def _preference(fractions: FloatArray, pace: FloatArray) -> np.ndarray:
+    """Each job's types, the largest planned fraction first, then the fastest, shape (n, K)."""
+    types = pace.shape[1]
+    return np.lexsort((np.broadcast_to(np.arange(types), pace.shape), -pace, -fractions), axis=1)
+
+
+def _placed(order: np.ndarray, gpus: FloatArray, cluster: ClusterTypes, preference: np.ndarray,
+            hosts: np.ndarray) -> np.ndarray:
+    """The type of each job placed by `vfm.planner.rounding.place` in `order` (-1: none), shape (n,)."""
+    placed = np.full(gpus.size, -1, dtype=np.int64)
+    jobs, kinds = place(order, gpus, cluster.counts.astype(np.float64), preference, hosts)
+    placed[jobs] = kinds
+    return placed
