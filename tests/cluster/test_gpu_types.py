@@ -15,6 +15,8 @@ from vfm.cluster.gpu_types import (
     THROUGHPUTS_FILE,
     epoch_seconds_by_type,
     fastest_isolated_s,
+    isolated_s_by_type,
+    job_types,
     throughput_sets,
     throughput_table,
 )
@@ -204,3 +206,26 @@ def test_shipped_workloads_load_unchanged_without_a_cluster(name: str) -> None:
     workload = load_workload(name)
     assert workload.cluster is None
     assert "cluster" not in workload_to_dict(workload)
+
+
+def test_the_proportional_reference_blends_the_types_rates_by_their_counts():
+    from vfm.cluster import proportional_isolated_s
+
+    workload = load_workload("shockwave_120jobs_32gpus")
+    cluster = ClusterTypes({"v100": 2, "p100": 1, "k80": 1})
+    checked = 0
+    for job in workload.jobs[:40]:
+        seconds = epoch_seconds_by_type(job, "tacc", cluster)
+        if job.gpus > 1 or not np.isfinite(seconds).all() or len(job_types(job, "tacc", cluster)) < 3:
+            continue  # a type that cannot host the job (or hold its gang) adds nothing: below
+        # Epoch by epoch: half the rate of V100, a quarter each of P100 and K80.
+        expected = sum(1.0 / (0.5 / a + 0.25 / b + 0.25 / c) for a, b, c in seconds.T)
+        assert proportional_isolated_s(job, "tacc", cluster) == pytest.approx(expected, rel=1e-12)
+        assert isolated_s_by_type(job, "tacc", cluster).min() <= expected
+        checked += 1
+    assert checked > 10
+    job = workload.jobs[0]
+    assert proportional_isolated_s(job, "tacc", ClusterTypes.single(8)) == job.isolated_s
+    # A gang wider than the P100s and K80s runs on V100 alone, at half the cluster's rate.
+    wide = next(j for j in workload.jobs if j.gpus == 2 and "v100" in job_types(j, "tacc", cluster))
+    assert proportional_isolated_s(wide, "tacc", cluster) == pytest.approx(2.0 * wide.isolated_s, rel=1e-12)

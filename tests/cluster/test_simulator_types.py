@@ -18,9 +18,10 @@ from vfm.cluster import (
     TypedSchedulingPolicy,
     Workload,
     epoch_seconds_by_type,
-    fastest_isolated_s,
+    isolated_s_by_type,
     job_types,
     load_workload,
+    proportional_isolated_s,
     simulate,
     summarize,
     type_regimes,
@@ -139,13 +140,15 @@ def test_a_mixed_cluster_runs_every_job_within_each_types_count() -> None:
         used = {t: sum(gang[j] for j, u in zip(r.jobs, r.types, strict=True) if u == t) for t in workload.cluster}
         assert all(used[t] <= workload.cluster[t] for t in workload.cluster)
     assert {u for r in sim.rounds for u in r.types} == {"v100", "p100", "k80"}
-    # The FTF reference is each job's fastest type of this cluster; what the policy was told is type_regimes.
-    expected = [fastest_isolated_s(job, "tacc", workload.cluster) for job in workload.jobs]
+    # The FTF reference is each job's time on a proportional slice of the cluster; what the policy
+    # was told is type_regimes.
+    expected = [proportional_isolated_s(job, "tacc", workload.cluster) for job in workload.jobs]
     np.testing.assert_array_equal(sim.isolated_s, expected)
     for job in workload.jobs:
         told = type_regimes(job, "tacc", workload.cluster)
         assert policy.told[job.id] == {t: told[t] for t in job_types(job, "tacc", workload.cluster)}
-    assert (sim.finish_s - sim.arrival_s >= sim.isolated_s).all()
+    fastest = np.array([isolated_s_by_type(job, "tacc", workload.cluster).min() for job in workload.jobs])
+    assert (sim.finish_s - sim.arrival_s >= fastest).all() and (sim.isolated_s >= fastest).all()
 
 
 def test_a_change_of_type_restarts_and_carries_the_epochs_fraction_over() -> None:

@@ -49,7 +49,9 @@ from vfm.cluster.gpu_types import (
     ClusterTypes,
     epoch_seconds_by_type,
     fastest_isolated_s,
+    isolated_s_by_type,
     job_types,
+    proportional_isolated_s,
     type_regimes,
 )
 from vfm.cluster.metrics import summarize
@@ -76,9 +78,11 @@ __all__ = [
     "epoch_seconds_by_type",
     "fastest_isolated_s",
     "generate_workload",
+    "isolated_s_by_type",
     "job_types",
     "load_workload",
     "metrics",
+    "proportional_isolated_s",
     "resample_workload",
     "simulate",
     "summarize",

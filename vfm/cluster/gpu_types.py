@@ -64,7 +64,8 @@ FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
 __all__ = ["GPU_TYPES", "THROUGHPUTS_FILE", "ClusterTypes", "epoch_seconds_by_type", "fastest_isolated_s",
-           "isolated_s_by_type", "job_types", "throughput_sets", "throughput_table", "type_regimes"]
+           "isolated_s_by_type", "job_types", "proportional_isolated_s", "throughput_sets", "throughput_table",
+           "type_regimes"]
 
 #: The shipped throughput profiles (the Shockwave artifact's, MIT).
 THROUGHPUTS_FILE = Path(__file__).resolve().parent / "data" / "shockwave" / "gpu_types_throughputs.json"
@@ -390,14 +391,41 @@ def fastest_isolated_s(job: Job, throughputs: str, types: ClusterTypes | Sequenc
     of its epochs' seconds there (`epoch_seconds_by_type`); ``inf`` if no type can run it.
 
     A job runs on one type in a round (its gang is never split across types), so alone on this
-    cluster its best is its whole run on its fastest type. That is the reference finish-time
-    fairness will compare a job's time in the cluster to (a later step of issue 16): the
-    job's best possible time in isolation on this cluster's types, so that a cluster of slower
-    types does not count against the scheduler. On V100 the time is ``job.isolated_s`` exactly.
+    cluster its best is its whole run on its fastest type: the reference type of
+    `vfm.planner.TypedPolicy` (whose forecasts are there). Finish-time fairness measures against
+    `proportional_isolated_s` instead: no fair split gives every job its fastest type. On V100
+    the time is ``job.isolated_s`` exactly.
 
     Parameters and errors as `epoch_seconds_by_type`.
     """
     return float(isolated_s_by_type(job, throughputs, types).min())
+
+
+def proportional_isolated_s(job: Job, throughputs: str, cluster: ClusterTypes) -> float:
+    r"""`job`'s isolated time on a slice of `cluster` proportional to it: every epoch at the rate
+    :math:`\sum_k (c_k / G) / s_{ke}`, the cluster's types in proportion to their GPU counts
+    :math:`c_k` (:math:`G` all of them), :math:`s_{ke}` the epoch's seconds on type `k` (a type that
+    cannot host the job, `job_types`, or whose GPUs cannot hold its gang, adds nothing).
+
+    The reference of finish-time fairness on a cluster of types (docs/simulation.md, "GPU
+    types"): the job's time with an equal share of every type, which is what a fair split of a
+    mixed cluster can give it (Gavel normalizes its heterogeneous max-min the same way). On one
+    type it is the job's isolated time there (`isolated_s_by_type`; ``job.isolated_s`` on V100);
+    ``inf`` if no type of the cluster can host the job.
+
+    Parameters and errors as `epoch_seconds_by_type` (`cluster` a `ClusterTypes`).
+    """
+    if not isinstance(cluster, ClusterTypes):
+        raise ValidationError(f"cluster must be a ClusterTypes (the counts weigh the types), got "
+                              f"{type(cluster).__name__} {cluster!r}")
+    if len(cluster) == 1:
+        return float(isolated_s_by_type(job, throughputs, cluster)[0])
+    seconds = epoch_seconds_by_type(job, throughputs, cluster)
+    hosts = np.isin(cluster.types, job_types(job, throughputs, cluster)) & (job.gpus <= cluster.counts)
+    if not hosts.any():
+        return float("inf")
+    rates = np.where(hosts[:, None], 1.0 / seconds, 0.0)
+    return float((1.0 / ((cluster.counts / cluster.total) @ rates)).sum())
 
 
 def isolated_s_by_type(job: Job, throughputs: str, types: ClusterTypes | Sequence[str] = GPU_TYPES) -> FloatArray:

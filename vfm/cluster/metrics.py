@@ -14,9 +14,9 @@ Every function takes arrays over the n jobs of one run, in any consistent order:
 
 ``N_jobs`` is the number of jobs in the *workload* (not those present at some moment), as in the
 Shockwave artifact's published results (``canonical_results_120jobs_32gpus.json``). On a cluster
-of several GPU types, ``isolated_s`` is the job's time alone on its fastest type of the cluster
-(`vfm.cluster.Simulation.isolated_s`, `vfm.cluster.gpu_types.fastest_isolated_s`) and ``G`` all
-the cluster's GPUs.
+of several GPU types, ``isolated_s`` is the job's time alone on a proportional slice of the
+cluster, every type in proportion to its GPUs (`vfm.cluster.Simulation.isolated_s`,
+`vfm.cluster.gpu_types.proportional_isolated_s`), and ``G`` all the cluster's GPUs.
 """
 
 from __future__ import annotations

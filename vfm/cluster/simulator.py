@@ -32,7 +32,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from vfm._validation import first_bad, is_real, is_whole
-from vfm.cluster.gpu_types import ClusterTypes, epoch_seconds_by_type, isolated_s_by_type, type_regimes
+from vfm.cluster.gpu_types import (
+    ClusterTypes,
+    epoch_seconds_by_type,
+    isolated_s_by_type,
+    proportional_isolated_s,
+    type_regimes,
+)
 from vfm.cluster.protocol import SchedulingPolicy, TypedSchedulingPolicy
 from vfm.cluster.workload import MAX_ROUNDS, Workload
 from vfm.errors import PolicyError, ValidationError
@@ -70,10 +76,10 @@ class Simulation:
     job_id : ndarray, shape (n,)
         int64 when every id is an integer, else object.
     arrival_s, finish_s, isolated_s : ndarray, shape (n,)
-        ``finish_s`` is the instant the job's last epoch ended. ``isolated_s`` is the job's time
-        alone on its gang on its fastest GPU type of the cluster (`fastest_isolated_s`; on the
-        V100 cluster of a workload without types, `Job.isolated_s`): the reference of the
-        finish-time fairness metrics.
+        ``finish_s`` is the instant the job's last epoch ended. ``isolated_s`` is the reference of
+        the finish-time fairness metrics: `Job.isolated_s` on the V100 cluster of a workload
+        without types; on a cluster of several, the job's time alone on a proportional slice of
+        the cluster (`proportional_isolated_s`).
     restarts : ndarray of int, shape (n,)
         Rounds the job started after not running in the previous round (its first included) or
         on another GPU type than in the previous round.
@@ -186,10 +192,12 @@ class _Trace:
         # Each epoch's start is the previous one's end, the very number (not ends - seconds).
         self.starts = np.concatenate([np.zeros((len(cluster), 1)), self.ends[:, :-1]], axis=1)
         self.origin = self.starts[:, self.offset]
-        # Per job and type: every epoch runs there, and the scheduler was told so (`type_regimes`).
+        # Per job and type: every epoch runs there, the scheduler was told so (`type_regimes`), and
+        # the type's GPUs can hold the gang.
         told = self._told(workload, cluster)
         listed = np.array([[t in regimes for regimes in told] for t in cluster.types], dtype=bool)
-        self.hosts = np.logical_and.reduceat(runs, self.offset, axis=1) & listed.reshape(len(cluster), -1)
+        self.hosts = (np.logical_and.reduceat(runs, self.offset, axis=1) & listed.reshape(len(cluster), -1)
+                      & (self.gpus[None, :] <= cluster.counts[:, None]))
         # Seconds alone on each type (`isolated_s_by_type`: the workload's own isolated_s on V100).
         self.isolated_s = np.where(self.hosts, isolated, np.inf)
         # What a typed policy is told of each job: its regimes on each type that hosts it.
@@ -202,6 +210,18 @@ class _Trace:
         if cluster.types == ("v100",) or workload.throughputs is None:
             return [{"v100": job.regimes} if "v100" in cluster.types else {} for job in workload.jobs]
         return [type_regimes(job, workload.throughputs, cluster) for job in workload.jobs]
+
+    def reference_s(self, workload: Workload, cluster: ClusterTypes) -> FloatArray:
+        """Each job's finish-time-fairness reference (`proportional_isolated_s`; ``isolated_s`` on
+        one type; without throughput profiles, V100 time over V100's share of the GPUs), ``inf``
+        where no type hosts it, shape (n,)."""
+        if len(cluster) == 1:
+            return self.isolated_s[0]
+        if workload.throughputs is None:
+            share = cluster["v100"] / cluster.total if "v100" in cluster.types else 0.0
+            with np.errstate(divide="ignore"):
+                return np.where(self.hosts.any(axis=0), workload.isolated_s / share, np.inf)
+        return np.array([proportional_isolated_s(job, workload.throughputs, cluster) for job in workload.jobs])
 
     def carried(self, jobs: IntArray, old: IntArray, new: IntArray, work_s: FloatArray, done: IntArray) -> FloatArray:
         """The work of `jobs` moving from types `old` to `new` (all shape (m,)): seconds on the new
@@ -370,7 +390,7 @@ def simulate(workload: Workload, policy: SchedulingPolicy | TypedSchedulingPolic
         raise ValidationError(f"max_rounds must be a positive integer, got {max_rounds!r}")
 
     trace = _Trace(workload, cluster)
-    reference_s = trace.isolated_s.min(axis=0)
+    reference_s = trace.reference_s(workload, cluster)
     if (j := first_bad(~np.isfinite(reference_s))) is not None:
         raise ValidationError(f"job {workload.jobs[j].id!r} cannot run on any GPU type of the cluster "
                               f"({', '.join(cluster.types)}): no type runs every batch size of its profile and epochs")

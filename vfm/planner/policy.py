@@ -339,12 +339,17 @@ def _replanned(state: PolicyState, ids: tuple[Hashable, ...], jobs: list[JobReco
 
 
 def _fair_finish(config: PolicyConfig, forecaster: Forecaster, round_index: int, states: JobStates,
-                 jobs: list[JobRecord]) -> tuple[list[JobRecord], FloatArray]:
-    """The jobs with their updated finish-time targets, and FT* of each in seconds from now."""
+                 jobs: list[JobRecord], slowdown: FloatArray | None = None) -> tuple[list[JobRecord], FloatArray]:
+    """The jobs with their updated finish-time targets, and FT* of each in seconds from now.
+
+    `slowdown` (n,): how much longer than the forecast's remaining time each job takes at its
+    fair pace (on GPU types: on a proportional slice of the cluster, `vfm.planner.TypedPolicy`);
+    default 1."""
     now = round_index * config.options.round_s
     share = equal_share(len(jobs), config.capacity)
-    estimate = now + checked_forecast(forecaster, "remaining_runtime", forecaster.remaining_runtime(states), states,
-                                      (states.n_jobs,)) / share
+    remaining = checked_forecast(forecaster, "remaining_runtime", forecaster.remaining_runtime(states), states,
+                                 (states.n_jobs,))
+    estimate = now + (remaining if slowdown is None else remaining * slowdown) / share
     targets = shockwave.updated_targets(np.array([job.fair_finish_at_s for job in jobs]), estimate)
     jobs = [replace(job, fair_finish_at_s=at) for job, at in zip(jobs, targets.tolist(), strict=True)]
     # A target already passed cannot be met: it counts as due in one second, which makes the

@@ -19,10 +19,11 @@ shortest mean epoch time (ties: the cluster's type order); the forecaster sees i
 and its speed on type `k` is the ratio of its current regime's epoch times, reference over `k`
 (the regime of its last observed epoch, before any the mean over its regimes), at most 1 (a type
 faster than the reference at the current regime counts as the reference's speed). With
-``fairness=True`` (`TypedPolicy.shockwave`) it keeps Shockwave's finish-time targets on the
-reference types (each job's fastest: what finish-time fairness measures against) with the equal
-share of all the cluster's GPUs, and plans with them (`vfm.planner.plan`'s ``fair_finish_s`` on
-types).
+``fairness=True`` (`TypedPolicy.shockwave`) it keeps Shockwave's finish-time targets with the
+equal share of all the cluster's GPUs, each job at its pace on a proportional slice of the cluster
+(its speeds weighted by the types' GPU counts: what finish-time fairness measures against,
+`vfm.cluster.proportional_isolated_s`), and plans with them (`vfm.planner.plan`'s
+``fair_finish_s`` on types).
 
 Examples
 --------
@@ -223,14 +224,18 @@ class TypedPolicy:
         jobs = [state.jobs[i] for i in ids]
         forecaster = homogeneous._taught_forecaster(self.config, state)
         states = homogeneous._states(jobs, ids)
+        speed = self._speed(ids, jobs)
         targets = None
         if self.config.fairness:
-            # On the reference types: each job's fastest, which finish-time fairness measures against.
-            jobs, targets = homogeneous._fair_finish(self.config, forecaster, state.round_index, states, jobs)
+            # The equal share of all the GPUs, each job at its pace on a proportional slice of the
+            # cluster: the reference of finish-time fairness (`vfm.cluster.proportional_isolated_s`).
+            proportional = speed @ (self.cluster.counts / self.cluster.total)
+            jobs, targets = homogeneous._fair_finish(self.config, forecaster, state.round_index, states, jobs,
+                                                     slowdown=1.0 / proportional)
         new_plan = plan(
             states, np.array([j.gpus for j in jobs]), self.cluster.counts.astype(np.float64), self.config.options,
             forecaster=forecaster, seed=np.random.SeedSequence((self.config.seed, state.replans)),
-            budgets=[j.budget for j in jobs], fair_finish_s=targets, speed=self._speed(ids, jobs))
+            budgets=[j.budget for j in jobs], fair_finish_s=targets, speed=speed)
         return homogeneous._replanned(state, ids, jobs, new_plan, forecaster)
 
     def _speed(self, ids: tuple[Hashable, ...], jobs: list[homogeneous.JobRecord]) -> FloatArray:
