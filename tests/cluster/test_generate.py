@@ -14,7 +14,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from vfm.cluster import Workload, load_workload, simulate, summarize, workload_from_dict, workload_to_dict
+from vfm.cluster import (
+    ClusterTypes,
+    Workload,
+    load_workload,
+    simulate,
+    summarize,
+    workload_from_dict,
+    workload_to_dict,
+)
 from vfm.cluster.artifact import simulate as artifact_simulate
 from vfm.cluster.artifact import throughput_table
 from vfm.cluster.artifact._adaptation import LARGEST, SCALED, accordion_critical
@@ -337,3 +345,11 @@ def test_uncertainty_fields_are_normalized_and_the_spec_checks_its_type() -> Non
 def test_malformed_mixes_and_seeds_are_rejected_by_name(call, pattern):
     with pytest.raises(ValidationError, match=pattern):
         call()
+
+
+def test_resampling_a_workload_with_gpu_types_keeps_its_mix():
+    source = replace(load_workload("shockwave_120jobs_32gpus"),
+                                 cluster=ClusterTypes({"v100": 16, "p100": 8, "k80": 8}))
+    resampled = resample_workload(source, WorkloadSpec(jobs=20, gpus=64), seed=1)
+    assert dict(resampled.cluster) == {"v100": 32, "p100": 16, "k80": 16}
+    assert resample_workload(load_workload("shockwave_120jobs_32gpus"), WorkloadSpec(jobs=20, gpus=64)).cluster is None

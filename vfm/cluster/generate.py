@@ -92,7 +92,7 @@ import numpy as np
 
 from vfm._validation import is_whole
 from vfm.cluster.artifact._adaptation import LARGEST, SCALED, accordion_critical, gns_schedules
-from vfm.cluster.gpu_types import throughput_sets, throughput_table
+from vfm.cluster.gpu_types import ClusterTypes, throughput_sets, throughput_table
 from vfm.cluster.workload import (
     ADAPTATIONS,
     Job,
@@ -439,7 +439,8 @@ def resample_workload(source: Workload | str | Path, spec: WorkloadSpec,
     Returns
     -------
     Workload
-        Jobs in arrival order, ids 0..jobs-1; a job keeps its told profile (`Job.profile`),
+        On `spec.gpus` GPUs, of the source's GPU types in its proportions if it has types
+        (`ClusterTypes.split`). Jobs in arrival order, ids 0..jobs-1; a job keeps its told profile (`Job.profile`),
         scaled by the throughput ratio as its epochs are. A job of `source` moved to a gang its
         profile does not cover (a job without `Training`, to any other gang) is never drawn for it.
 
@@ -487,5 +488,8 @@ def resample_workload(source: Workload | str | Path, spec: WorkloadSpec,
                        "samples_per_epoch": t.samples_per_epoch}
         jobs.append(record)
     label = name or f"{workload.name}-resampled-{spec.jobs}jobs-{spec.gpus}gpus-seed{seed}"
+    # A source with GPU types keeps its mix: `spec.gpus` split in the source's proportions.
+    cluster = {} if workload.cluster is None else {
+        "cluster": dict(ClusterTypes.split(spec.gpus, {t: float(c) for t, c in workload.cluster.items()}))}
     return workload_from_dict({"name": label, "gpus": spec.gpus, "round_s": spec.round_s,
-                               "throughputs": workload.throughputs or spec.throughputs, "jobs": jobs})
+                               "throughputs": workload.throughputs or spec.throughputs, "jobs": jobs, **cluster})

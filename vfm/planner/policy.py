@@ -372,6 +372,13 @@ def _states(jobs: list[JobRecord], ids: tuple[Hashable, ...]) -> JobStates:
                      regime_labels=labels, job_ids=ids, groups=[job.kind for job in jobs], recent=tuple(recent))
 
 
+def shockwave_configuration(round_s: float) -> dict[str, Any]:
+    """The arguments of `Policy.shockwave` (and `vfm.planner.TypedPolicy.shockwave`) for rounds of `round_s`."""
+    return {"rounds": 20, "round_s": round_s, "replan_every": 8, "fairness": True, "rho_max": 1.0,
+            "priority_exponent": SHOCKWAVE_PRIORITY_EXPONENT, "efficiency": SHOCKWAVE_EFFICIENCY,
+            "reserve": SHOCKWAVE_RESERVE, "execution": "credit"}
+
+
 class Policy:
     """A receding-horizon planner a scheduler drives round by round (module docstring).
 
@@ -484,11 +491,7 @@ class Policy:
         >>> policy.fairness, policy.options.efficiency, policy.options.priority_exponent
         (True, 1.0, 15.0)
         """
-        configuration: dict[str, Any] = {
-            "rounds": 20, "round_s": round_s, "replan_every": 8, "fairness": True, "rho_max": 1.0,
-            "priority_exponent": SHOCKWAVE_PRIORITY_EXPONENT, "efficiency": SHOCKWAVE_EFFICIENCY,
-            "reserve": SHOCKWAVE_RESERVE, "execution": "credit"}
-        return cls(capacity, **{**configuration, **overrides})
+        return cls(capacity, **{**shockwave_configuration(round_s), **overrides})
 
     # --- the state --------------------------------------------------------------------------------
 

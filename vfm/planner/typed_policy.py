@@ -54,7 +54,6 @@ from vfm.planner.options import PlanOptions
 from vfm.planner.plan import Plan, plan
 from vfm.planner.policy import PolicyConfig, PolicyState
 from vfm.planner.rounding import place
-from vfm.planner.shockwave import SHOCKWAVE_EFFICIENCY, SHOCKWAVE_PRIORITY_EXPONENT, SHOCKWAVE_RESERVE
 from vfm.planner.typed import hosting
 
 
@@ -101,11 +100,7 @@ class TypedPolicy:
     def shockwave(cls, cluster: ClusterTypes, round_s: float = 120.0, **overrides: Any) -> TypedPolicy:
         """`vfm.planner.Policy.shockwave`'s configuration on GPU types (finish-time-fairness targets,
         the priority relaxation, the efficiency term, the reserve, credit execution)."""
-        configuration: dict[str, Any] = {
-            "rounds": 20, "round_s": round_s, "replan_every": 8, "fairness": True, "rho_max": 1.0,
-            "priority_exponent": SHOCKWAVE_PRIORITY_EXPONENT, "efficiency": SHOCKWAVE_EFFICIENCY,
-            "reserve": SHOCKWAVE_RESERVE}
-        return cls(cluster, **{**configuration, **overrides})
+        return cls(cluster, **{**homogeneous.shockwave_configuration(round_s), **overrides})
 
     @property
     def options(self) -> PlanOptions:
