@@ -2,7 +2,7 @@
 
 Run from the repository root::
 
-    python -m benchmarks.plan [--sizes 120,460,900] [--runs 5] [--out benchmarks/results] [--synthetic]
+    python -m benchmarks.plan [--sizes 120,460,900] [--runs 5] [--out benchmarks/results] [--synthetic] [--types]
 
 What is measured
     The wall time of one call of `vfm.planner.plan` (``vfm.planner.plan.plan``) with the default
@@ -42,6 +42,13 @@ The Shockwave configuration at 900 jobs (column ``config``)
     synthetic window below), and printed against the same 150 ms limit: it is the re-plan a policy
     with ``scenarios=16`` would make.
 
+Three GPU types (``--types``)
+    At 900 jobs the ``S = 1`` re-plan is also timed on the same 256 GPUs in equal thirds of V100,
+    P100 and K80 (``config`` ``3 types``; `vfm.planner.plan` with ``speed``, each job's speed on a
+    type the ratio of its mean epoch time over its regimes there and on V100, by the artifact's
+    throughput profiles), against issue 16's target: at most twice the one-type ``S = 1`` median of
+    the same run. Until `saa-ipm` handles several goods per round this is a CVXPY solve.
+
 The synthetic window (``--synthetic``)
     The busiest 900-job window tiled to 10,000 jobs on 2,560 GPUs, planned in the full Shockwave
     configuration of the reproduction's `vfm` policy (`vfm.planner.Policy.shockwave`: finish-time
@@ -74,7 +81,7 @@ import numpy as np
 
 from benchmarks._cli import Parser
 from benchmarks.solve import _jsonable
-from vfm.cluster import windows
+from vfm.cluster import ClusterTypes, type_regimes, windows
 from vfm.cluster.workload import load_workload
 from vfm.forecast import DirichletForecaster, JobStates
 from vfm.jobs import equal_share
@@ -96,6 +103,8 @@ TARGET_SIZE = 900
 TARGET_SECONDS: dict[int, float] = {16: 0.150, 1: 0.060}
 TARGET_ROUNDING_GAP = 0.01
 MIN_RUNS = 5
+#: A three-type re-plan at TARGET_SIZE may take at most this many times the one-type one (issue 16).
+TYPED_FACTOR = 2.0
 #: The synthetic window (module docstring): jobs, GPUs, and its target median seconds.
 SYNTHETIC_JOBS, SYNTHETIC_GPUS, TARGET_SYNTHETIC_SECONDS = 10_000, 2_560, 1.0
 
@@ -115,6 +124,22 @@ def tiled_window(jobs: int = SYNTHETIC_JOBS, gpus: int = SYNTHETIC_GPUS,
     return tiled, widths[index], gpus
 
 
+def typed_window(name: str = SIZES[900]) -> tuple[JobStates, np.ndarray, ClusterTypes, np.ndarray]:
+    """Workload `name`'s busiest window on its GPUs in equal thirds of V100, P100 and K80: the
+    states, gangs, cluster and each job's speed per type (module docstring, "Three GPU types")."""
+    workload = load_workload(name)
+    states, gpus, capacity = windows.busiest_states(workload)
+    cluster = ClusterTypes.split(capacity, {"v100": 1.0, "p100": 1.0, "k80": 1.0})
+    by_id = {job.id: job for job in workload.jobs}
+    speed = np.zeros((states.n_jobs, len(cluster)))
+    for row, job_id in enumerate(states.job_ids or ()):  # setup, per job: its profile per type
+        regimes = type_regimes(by_id[job_id], workload.throughputs or "tacc", cluster)
+        mean = {t: float(np.mean(list(r.values()))) for t, r in regimes.items()}
+        speed[row] = [min(1.0, mean["v100"] / mean[t]) if t in mean and "v100" in mean else 0.0
+                      for t in cluster.types]
+    return states, gpus, cluster, speed
+
+
 def shockwave_options(states: JobStates, capacity: int) -> dict[str, Any]:
     """`plan` arguments of the reproduction's `vfm` policy (`Policy.shockwave`'s planning options
     on `capacity` GPUs), with each job's equal-share finish from now as its finish-time target."""
@@ -123,7 +148,7 @@ def shockwave_options(states: JobStates, capacity: int) -> dict[str, Any]:
     return {"options": Policy.shockwave(capacity).options, "fair_finish_s": targets}
 
 
-def time_plans(states: JobStates, gpus: np.ndarray, capacity: int, scenarios: int, runs: int,
+def time_plans(states: JobStates, gpus: np.ndarray, capacity: int | np.ndarray, scenarios: int, runs: int,
                **options: Any) -> dict[str, Any]:
     """One untimed warm-up `plan` call, then `runs` timed ones; their times, split and rounding gaps."""
     plan(states, gpus, capacity, scenarios=scenarios, seed=runs, **options)  # warm-up, untimed, a seed not timed below
@@ -162,7 +187,14 @@ def time_plans(states: JobStates, gpus: np.ndarray, capacity: int, scenarios: in
 def evaluate_targets(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """The targets at TARGET_SIZE, each with whether it is met (absent when that size was not run)."""
     targets: list[dict[str, Any]] = []
+    one_type = {row["scenarios"]: row["median_s"] for row in rows
+                if row["size"] == TARGET_SIZE and row["config"] == "default"}
     for row in rows:
+        if row["config"] == "3 types" and 1 in one_type:
+            limit = TYPED_FACTOR * one_type[1]
+            targets.append({"what": "3 types S=1 median", "value": row["median_s"], "limit": limit, "unit": "s",
+                            "met": row["median_s"] <= limit})
+            continue
         if row["size"] == SYNTHETIC_JOBS:
             targets.append({"what": f"{SYNTHETIC_JOBS} jobs S=1 median", "value": row["median_s"],
                             "limit": TARGET_SYNTHETIC_SECONDS, "unit": "s",
@@ -221,9 +253,10 @@ def print_targets(targets: Sequence[dict[str, Any]]) -> None:
 
 
 def run(sizes: Sequence[int] = tuple(SIZES), runs: int = MIN_RUNS, out: Path | None = OUT,
-        scenarios: Sequence[int] = SCENARIOS, verbose: bool = True, synthetic: bool = False) -> list[dict[str, Any]]:
-    """Time the re-plans (and the synthetic window's if `synthetic`); print the table and targets if
-    `verbose`; write ``out / "plan.json"``.
+        scenarios: Sequence[int] = SCENARIOS, verbose: bool = True, synthetic: bool = False,
+        types: bool = False) -> list[dict[str, Any]]:
+    """Time the re-plans (and the synthetic window's if `synthetic`, the three-type one's if
+    `types`); print the table and targets if `verbose`; write ``out / "plan.json"``.
 
     Returns the rows as written to the JSON (``size`` is the workload's name size, ``jobs`` the
     jobs in its window).
@@ -256,6 +289,13 @@ def run(sizes: Sequence[int] = tuple(SIZES), runs: int = MIN_RUNS, out: Path | N
                          "gpus": capacity, "scenarios": 16, **record})
             if verbose:
                 print(f"  {SIZES[size]} S=16 shockwave: median {record['median_s'] * 1e3:.1f} ms", flush=True)
+    if types:
+        states, gpus, cluster, speed = typed_window()
+        record = time_plans(states, gpus, cluster.counts.astype(np.float64), 1, runs, speed=speed)
+        rows.append({"workload": SIZES[TARGET_SIZE], "config": "3 types", "size": TARGET_SIZE,
+                     "jobs": states.n_jobs, "gpus": cluster.total, "scenarios": 1, **record})
+        if verbose:
+            print(f"  {SIZES[TARGET_SIZE]} S=1 on 3 types: median {record['median_s'] * 1e3:.1f} ms", flush=True)
     if synthetic:
         states, gpus, capacity = tiled_window()
         record = time_plans(states, gpus, capacity, 1, runs, **shockwave_options(states, capacity))
@@ -293,6 +333,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=OUT, help="directory for plan.json (default benchmarks/results)")
     parser.add_argument("--synthetic", action="store_true",
                         help=f"also the synthetic window ({SYNTHETIC_JOBS} jobs, {SYNTHETIC_GPUS} GPUs)")
+    parser.add_argument("--types", action="store_true",
+                        help="also the 900-job S=1 re-plan on three GPU types (a CVXPY solve, several seconds)")
     args = parser.parse_args(argv)
     with parser.reporting():
         try:
@@ -303,7 +345,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             parser.error(f"--sizes must be a non-empty subset of {','.join(str(s) for s in SIZES)}, got {args.sizes!r}")
         if args.runs < 1:
             parser.error(f"--runs must be >= 1, got {args.runs}")
-        run(sizes, runs=args.runs, out=args.out, synthetic=args.synthetic)
+        run(sizes, runs=args.runs, out=args.out, synthetic=args.synthetic, types=args.types)
 
 
 if __name__ == "__main__":

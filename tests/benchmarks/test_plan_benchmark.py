@@ -55,3 +55,17 @@ def test_tiled_window_repeats_the_busiest_window() -> None:
     np.testing.assert_array_equal(states.total_epochs, original.total_epochs[index])
     np.testing.assert_array_equal(states.epochs_done, original.epochs_done[index])
     np.testing.assert_array_equal(gpus, widths[index])
+
+
+def test_the_typed_window_gives_each_job_a_hosting_type_and_the_target_compares_with_one_type() -> None:
+    from benchmarks.plan import evaluate_targets, typed_window
+
+    states, gpus, cluster, speed = typed_window()
+    assert dict(cluster) == {"v100": 86, "p100": 85, "k80": 85}
+    assert speed.shape == (states.n_jobs, 3) and (speed[:, 0] == 1.0).all()
+    assert ((speed > 0) & (gpus[:, None] <= cluster.counts[None, :])).any(axis=1).all()
+    assert ((speed >= 0) & (speed <= 1)).all()
+    rows = [{"size": 900, "config": "default", "scenarios": 1, "median_s": 0.05, "rounding_gap": 0.0},
+            {"size": 900, "config": "3 types", "scenarios": 1, "median_s": 0.3}]
+    typed = [t for t in evaluate_targets(rows) if t["what"] == "3 types S=1 median"]
+    assert typed == [{"what": "3 types S=1 median", "value": 0.3, "limit": 0.1, "unit": "s", "met": False}]
