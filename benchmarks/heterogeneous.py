@@ -12,11 +12,15 @@ type come from the artifact's throughput profiles by the ratio rule
 (`vfm.cluster.gpu_types`); finish-time fairness compares each job's time with its time alone
 on its fastest type of the cluster.
 
+Workloads: the traces by name, or ``generated-<seed>`` (`GENERATED`: 120 jobs on 32 GPUs, the
+workloads the typed configuration's efficiency weight was chosen on with ``--efficiency``).
+
 Policies: ``vfm`` (`vfm.planner.TypedPolicy.shockwave`: goods (type, round), the reproduction's
-configuration (20-round window, finish-time targets against each job's fastest type, priority
-relaxation, efficiency term, reserve, credit execution); solved by CVXPY until the structured
-interior point handles several goods per round), ``vfm-plain`` (`vfm.planner.TypedPolicy`: the
-plain NSWOT program, credit execution) and ``gavel`` (`vfm.cluster.typed_baselines.HeterogeneousMaxMinFairness`).
+configuration (20-round window, finish-time targets, priority relaxation, reserve, credit
+execution) with the efficiency weight chosen for types, `TYPED_SHOCKWAVE_EFFICIENCY`; solved by
+CVXPY until the structured interior point handles several goods per round), ``vfm-plain``
+(`vfm.planner.TypedPolicy`: the plain NSWOT program, credit execution) and ``gavel``
+(`vfm.cluster.typed_baselines.HeterogeneousMaxMinFairness`).
 
 Prints one row per workload, mix and policy (makespan, mean JCT, worst FTF ratio, unfair share,
 utilization, median and max seconds of a ``next_round`` call) and, per workload and mix, the
@@ -38,6 +42,7 @@ from typing import Any
 from benchmarks._cli import Parser
 from benchmarks._executors import make_executor
 from vfm.cluster import ClusterTypes, Workload, load_workload, simulate, summarize
+from vfm.cluster.generate import WorkloadSpec, generate_workload
 from vfm.cluster.protocol import TypedSchedulingPolicy
 from vfm.cluster.typed_baselines import HeterogeneousMaxMinFairness
 from vfm.planner import TypedPolicy
@@ -48,6 +53,8 @@ MIXES: dict[str, dict[str, float]] = {
     "v100-heavy": {"v100": 2.0, "p100": 1.0, "k80": 1.0},
 }
 WORKLOADS = ("shockwave_120jobs_32gpus", "shockwave_220jobs_64gpus")
+#: The generated workloads ``generated-<seed>``: the 120-job trace's size and load.
+GENERATED = WorkloadSpec(jobs=120, gpus=32)
 METRICS = ("makespan_s", "avg_jct_s", "worst_ftf", "unfair_pct", "utilization")
 
 #: Policy name -> factory(cluster, round_s).
@@ -58,20 +65,36 @@ POLICIES: dict[str, Callable[[ClusterTypes, float], TypedSchedulingPolicy]] = {
 }
 
 
+def workload(name: str) -> Workload:
+    """A shipped trace by name, or ``generated-<seed>``: `GENERATED` (what the typed configuration
+    was chosen on)."""
+    if name.startswith("generated-"):
+        seed = name.removeprefix("generated-")
+        if not seed.isdigit():
+            raise ValueError(f"workload {name!r}: the seed after 'generated-' must be a whole number")
+        return generate_workload(GENERATED, seed=int(seed), name=name)
+    return load_workload(name)
+
+
 def mixed(name: str, mix: str, jobs: int | None = None) -> Workload:
     """Workload `name` (its first `jobs` jobs if given) on its GPUs split by `mix`."""
-    workload = load_workload(name) if jobs is None else load_workload(name).head(jobs)
-    return dataclasses.replace(workload, cluster=ClusterTypes.split(workload.gpus, MIXES[mix]))
+    chosen = workload(name) if jobs is None else workload(name).head(jobs)
+    return dataclasses.replace(chosen, cluster=ClusterTypes.split(chosen.gpus, MIXES[mix]))
 
 
-def run_one(name: str, mix: str, policy: str, jobs: int | None = None) -> dict[str, Any]:
-    """Simulate one policy on one workload and mix; the headline metrics and decision times."""
-    workload = mixed(name, mix, jobs)
-    assert workload.cluster is not None
-    sim = simulate(workload, POLICIES[policy](workload.cluster, workload.round_s))
+def run_one(name: str, mix: str, policy: str, jobs: int | None = None,
+            efficiency: float | None = None) -> dict[str, Any]:
+    """Simulate one policy on one workload and mix (``vfm`` with `efficiency` as its kappa if given);
+    the headline metrics and decision times."""
+    job_set = mixed(name, mix, jobs)
+    assert job_set.cluster is not None
+    policy_object = (TypedPolicy.shockwave(job_set.cluster, job_set.round_s, efficiency=efficiency)
+                     if policy == "vfm" and efficiency is not None
+                     else POLICIES[policy](job_set.cluster, job_set.round_s))
+    sim = simulate(job_set, policy_object)
     summary = summarize(sim)
     times = sim.planner_s[sim.planner_busy]
-    return {**{key: summary[key] for key in METRICS}, "cluster": dict(workload.cluster),
+    return {**{key: summary[key] for key in METRICS}, "cluster": dict(job_set.cluster),
             "decision_s": {"median": float(_median(times)), "max": float(times.max(initial=0.0))}}
 
 
@@ -106,11 +129,13 @@ def format_row(name: str, mix: str, policy: str, r: dict[str, Any]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = Parser("benchmarks.heterogeneous", __doc__)
-    parser.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated shipped trace names")
+    parser.add_argument("--workloads", default=",".join(WORKLOADS),
+                        help="comma-separated shipped trace names or generated-<seed>")
     parser.add_argument("--mixes", default=",".join(MIXES), help=f"comma-separated of {', '.join(MIXES)}")
     parser.add_argument("--policies", default=",".join(POLICIES), help=f"comma-separated of {', '.join(POLICIES)}")
     parser.add_argument("--workers", type=int, default=2, help="parallel simulations (default 2)")
     parser.add_argument("--jobs", type=int, help="simulate only each workload's first JOBS jobs (a slice)")
+    parser.add_argument("--efficiency", type=float, help="kappa of the vfm policy (default: TypedPolicy.shockwave's)")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/heterogeneous"))
     args = parser.parse_args(argv)
     with parser.reporting():
@@ -127,13 +152,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(HEADER, flush=True)
         with ExitStack() as stack:
             executor = make_executor("process", args.workers, stack)
-            tasks = {executor.submit(run_one, name, mix, policy, args.jobs): (name, mix, policy)
+            tasks = {executor.submit(run_one, name, mix, policy, args.jobs, args.efficiency): (name, mix, policy)
                      for name in names for mix in mixes for policy in policies}
             for task in futures.as_completed(tasks):
                 name, mix, policy = tasks[task]
                 results[f"{name}/{mix}"][policy] = task.result()
                 print(format_row(name, mix, policy, results[f"{name}/{mix}"][policy]), flush=True)
-                (args.out / "results.json").write_text(json.dumps({"jobs": args.jobs, "results": results}, indent=1))
+                (args.out / "results.json").write_text(json.dumps(
+                    {"jobs": args.jobs, "efficiency": args.efficiency, "results": results}, indent=1))
         lines = [HEADER]
         for name in names:
             for mix in mixes:

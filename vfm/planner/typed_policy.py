@@ -56,6 +56,14 @@ from vfm.planner.policy import PolicyConfig, PolicyState
 from vfm.planner.rounding import place
 from vfm.planner.typed import hosting
 
+#: :math:`\kappa` of `TypedPolicy.shockwave` (one type: `vfm.planner.shockwave.SHOCKWAVE_EFFICIENCY`, 1).
+#: Chosen on generated workloads (``generated-0`` and ``generated-1`` of `benchmarks.heterogeneous`,
+#: 120 jobs on 32 GPUs, thirds and V100-heavy), not on the traces: against Gavel's heterogeneity-aware
+#: max-min, 0.25 met the worst-FTF and unfair-share targets on all four and gave 1.14x to 1.18x the
+#: makespan; 1 met 6 of 12 targets (unfair share on one), 0 traded makespan (1.05x to 1.09x) for
+#: fairness (docs/results.md, "Clusters of several GPU types").
+TYPED_SHOCKWAVE_EFFICIENCY = 0.25
+
 
 @dataclass(frozen=True)
 class TypedJob:
@@ -99,8 +107,10 @@ class TypedPolicy:
     @classmethod
     def shockwave(cls, cluster: ClusterTypes, round_s: float = 120.0, **overrides: Any) -> TypedPolicy:
         """`vfm.planner.Policy.shockwave`'s configuration on GPU types (finish-time-fairness targets,
-        the priority relaxation, the efficiency term, the reserve, credit execution)."""
-        return cls(cluster, **{**homogeneous.shockwave_configuration(round_s), **overrides})
+        the priority relaxation, the efficiency term, the reserve, credit execution), with the
+        efficiency term's weight `TYPED_SHOCKWAVE_EFFICIENCY`."""
+        configuration = {**homogeneous.shockwave_configuration(round_s), "efficiency": TYPED_SHOCKWAVE_EFFICIENCY}
+        return cls(cluster, **{**configuration, **overrides})
 
     @property
     def options(self) -> PlanOptions:
