@@ -379,7 +379,34 @@ def shockwave_configuration(round_s: float) -> dict[str, Any]:
             "reserve": SHOCKWAVE_RESERVE, "execution": "credit"}
 
 
-class Policy:
+class StateView:
+    """What a scheduler reads of a policy's `PolicyState` (``_state``): shared by `Policy` and
+    `vfm.planner.TypedPolicy`."""
+
+    _state: PolicyState
+
+    @property
+    def jobs(self) -> list[Hashable]:
+        """The jobs in the policy, in arrival order."""
+        return list(self._state.jobs)
+
+    @property
+    def completed(self) -> list[Hashable]:
+        """The jobs that completed all their epochs, in completion order."""
+        return list(self._state.completed)
+
+    @property
+    def last_plan(self) -> Plan | None:
+        """The standing plan (None before the first round); its arrays are read-only."""
+        return self._state.plan
+
+    @property
+    def replans(self) -> int:
+        """How many times the policy has re-planned."""
+        return self._state.replans
+
+
+class Policy(StateView):
     """A receding-horizon planner a scheduler drives round by round (module docstring).
 
     Parameters
@@ -588,26 +615,6 @@ class Policy:
         """The jobs to run in the next round (each on its whole gang), re-planning if due."""
         self._state, running = step(self.config, self._state)
         return running
-
-    @property
-    def jobs(self) -> list[Hashable]:
-        """The jobs in the policy, in arrival order."""
-        return list(self._state.jobs)
-
-    @property
-    def completed(self) -> list[Hashable]:
-        """The jobs that completed all their epochs, in completion order."""
-        return list(self._state.completed)
-
-    @property
-    def last_plan(self) -> Plan | None:
-        """The standing plan (None before the first round); its arrays are read-only."""
-        return self._state.plan
-
-    @property
-    def replans(self) -> int:
-        """How many times the policy has re-planned."""
-        return self._state.replans
 
     def regimes(self, job_id: Hashable) -> dict[float, float]:
         """Job `job_id`'s regimes (batch size -> seconds per epoch)."""

@@ -73,7 +73,7 @@ class TypedJob:
     seconds: FloatArray
 
 
-class TypedPolicy:
+class TypedPolicy(homogeneous.StateView):
     """vfm's policy on a cluster of GPU types (module docstring).
 
     Parameters
@@ -116,19 +116,6 @@ class TypedPolicy:
     def options(self) -> PlanOptions:
         return self.config.options
 
-    @property
-    def jobs(self) -> list[Hashable]:
-        """The jobs in the policy, in arrival order."""
-        return list(self._state.jobs)
-
-    @property
-    def completed(self) -> list[Hashable]:
-        return list(self._state.completed)
-
-    @property
-    def last_plan(self) -> Any:
-        """The standing plan (`vfm.planner.Plan`, with `placement`), None before the first round."""
-        return self._state.plan
 
     def add_job(self, job_id: Hashable, gpus: int, regimes: Mapping[str, Mapping[float, float]], epochs: int,
                 budget: float = 1.0, *, kind: Hashable = None) -> None:
