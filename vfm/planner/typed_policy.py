@@ -116,7 +116,6 @@ class TypedPolicy(homogeneous.StateView):
     def options(self) -> PlanOptions:
         return self.config.options
 
-
     def add_job(self, job_id: Hashable, gpus: int, regimes: Mapping[str, Mapping[float, float]], epochs: int,
                 budget: float = 1.0, *, kind: Hashable = None) -> None:
         """A job arrives with its regimes on each type that can host it (type -> batch size -> seconds).
@@ -254,23 +253,31 @@ def _typed_regimes(cluster: ClusterTypes, job_id: Hashable, gpus: int,
     if unknown:
         raise ValidationError(f"regimes of job {job_id!r} name {unknown[0]!r}, not a GPU type of the cluster "
                               f"({', '.join(cluster.types)})")
-    sizes = sorted(float(b) for b in next(iter(regimes.values())))
+    if not is_whole(gpus) or gpus < 1:
+        raise ValidationError(f"gpus of job {job_id!r} must be a positive whole number of GPUs, got {gpus!r}")
+    table: dict[str, dict[float, float]] = {}
     for gpu_type, per_type in regimes.items():
-        if not isinstance(per_type, Mapping) or sorted(float(b) for b in per_type) != sizes:
-            raise ValidationError(f"regimes of job {job_id!r} on {gpu_type} must give the same batch sizes as on "
-                                  f"its other types ({sizes}), got {per_type!r}")
-    seconds = np.full((len(cluster), len(sizes)), np.inf)
-    for gpu_type, per_type in regimes.items():
+        if not isinstance(per_type, Mapping) or not per_type:
+            raise ValidationError(f"regimes of job {job_id!r} on {gpu_type} must be a non-empty mapping batch size "
+                                  f"-> seconds per epoch, got {per_type!r}")
         try:
-            values = {float(b): float(d) for b, d in per_type.items()}
+            table[gpu_type] = {float(b): float(d) for b, d in per_type.items()}
         except (TypeError, ValueError):
             raise ValidationError(f"regimes of job {job_id!r} on {gpu_type} must map batch sizes to seconds per "
                                   f"epoch (numbers), got {per_type!r}") from None
-        seconds[cluster.types.index(gpu_type)] = [values[b] for b in sizes]
-    if not (seconds > 0).all():  # NaN, 0 or negative (inf: a type not named, which cannot host the job)
-        raise ValidationError(f"regimes of job {job_id!r} must give seconds per epoch > 0, got {dict(regimes)!r}")
+    sizes = sorted(next(iter(table.values())))
+    for gpu_type, values in table.items():
+        if sorted(values) != sizes:
+            raise ValidationError(f"regimes of job {job_id!r} on {gpu_type} must give the same batch sizes as on "
+                                  f"its other types ({sizes}), got {regimes[gpu_type]!r}")
+    given = np.array([[values[b] for b in sizes] for values in table.values()])
+    if not (np.isfinite(given) & (given > 0)).all():
+        raise ValidationError(f"regimes of job {job_id!r} must give finite seconds per epoch > 0, got "
+                              f"{dict(regimes)!r}")
+    seconds = np.full((len(cluster), len(sizes)), np.inf)  # inf: a type not named, which cannot host the job
+    seconds[[cluster.types.index(t) for t in table]] = given
     # A type whose GPUs cannot hold the gang cannot host the job either.
-    seconds[~(np.asarray(is_whole(gpus)) & (gpus <= cluster.counts))] = np.inf
+    seconds[gpus > cluster.counts] = np.inf
     if not np.isfinite(seconds).any():
         raise ValidationError(f"gpus of job {job_id!r} ({gpus!r}) fits none of its types "
                               f"({', '.join(f'{t}: {cluster[t]} GPUs' for t in regimes)})")
