@@ -39,6 +39,8 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from benchmarks._cli import Parser
 from benchmarks._executors import make_executor
 from vfm.cluster import ClusterTypes, Workload, load_workload, simulate, summarize
@@ -99,8 +101,6 @@ def run_one(name: str, mix: str, policy: str, jobs: int | None = None,
 
 
 def _median(values: Any) -> float:
-    import numpy as np
-
     return float(np.median(values)) if len(values) else float("nan")
 
 

@@ -38,7 +38,7 @@ def typed_program(seed: int, n: int = 6, types: int = 2, rounds: int = 4, scenar
 @given(seed=st.integers(0, 2**31), types=st.integers(2, 3), efficiency=st.sampled_from([0.0, 1e-3]))
 def test_a_typed_program_is_solved_within_capacity_one_type_per_round_with_a_certified_gap(seed, types, efficiency):
     program = typed_program(seed, types=types, efficiency=efficiency)
-    assert program.typed
+    assert program.several_per_round and program.over_types
     solution = solve_saa_cvxpy(program, **TIGHT)
     n, goods = program.shape[1:]
     x = solution.x
@@ -62,7 +62,7 @@ def test_one_good_per_round_with_unit_speed_is_the_one_type_program():
     same = PlanningProgram(progress=plain.progress, base=plain.base, weights=plain.weights, gpus=plain.gpus,
                            capacity=plain.capacity, round_s=120.0, remaining_s=plain.remaining_s,
                            good_round=np.arange(4), speed=np.ones((6, 4)))
-    assert not same.typed
+    assert not same.several_per_round and same.over_types
     a, b = solve_saa_cvxpy(plain, **TIGHT), solve_saa_cvxpy(same, **TIGHT)
     np.testing.assert_allclose(a.x, b.x, atol=1e-6)
     assert abs(a.gap - b.gap) <= 1e-6 and b.gap >= 0.0

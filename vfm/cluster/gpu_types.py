@@ -46,6 +46,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 from pathlib import Path
@@ -63,9 +64,21 @@ if TYPE_CHECKING:
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
-__all__ = ["GPU_TYPES", "THROUGHPUTS_FILE", "ClusterTypes", "epoch_seconds_by_type", "fastest_isolated_s",
-           "isolated_s_by_type", "job_types", "proportional_isolated_s", "throughput_sets", "throughput_table",
-           "type_regimes"]
+__all__ = [
+    "GPU_TYPES",
+    "THROUGHPUTS_FILE",
+    "ClusterTypes",
+    "TypeProfile",
+    "epoch_seconds_by_type",
+    "fastest_isolated_s",
+    "isolated_s_by_type",
+    "job_types",
+    "proportional_isolated_s",
+    "throughput_sets",
+    "throughput_table",
+    "type_profile",
+    "type_regimes",
+]
 
 #: The shipped throughput profiles (the Shockwave artifact's, MIT).
 THROUGHPUTS_FILE = Path(__file__).resolve().parent / "data" / "shockwave" / "gpu_types_throughputs.json"
@@ -381,9 +394,55 @@ def job_types(job: Job, throughputs: str, types: ClusterTypes | Sequence[str] = 
     Parameters and errors as `epoch_seconds_by_type`.
     """
     names = _resolve_types(types)
-    runs = np.all(np.isfinite(epoch_seconds_by_type(job, throughputs, names)), axis=1).tolist()
-    told = type_regimes(job, throughputs, names)
-    return tuple(name for k, name in enumerate(names) if runs[k] and name in told)
+    hosts = type_profile(job, throughputs, names).hosts
+    return tuple(name for k, name in enumerate(names) if hosts[k])
+
+
+@dataclass(frozen=True, eq=False)
+class TypeProfile:
+    """One job on a list of GPU types, computed once (`type_profile`); arrays read-only.
+
+    Attributes
+    ----------
+    types : tuple of str
+    seconds : ndarray, shape (len(types), epochs)
+        `epoch_seconds_by_type`.
+    regimes : dict
+        `type_regimes`: what a scheduler is told, per type that runs every profiled batch size.
+    hosts : ndarray of bool, shape (len(types),)
+        The types that can host the job (`job_types`): they run every epoch and are in `regimes`.
+    isolated_s : ndarray, shape (len(types),)
+        `isolated_s_by_type`: the sum of the epochs' seconds, ``job.isolated_s`` exactly on V100.
+    """
+
+    types: tuple[str, ...]
+    seconds: FloatArray
+    regimes: dict[str, dict[float, float]]
+    hosts: NDArray[np.bool_]
+    isolated_s: FloatArray
+
+    def proportional_s(self, gpus: int, cluster: ClusterTypes) -> float:
+        """`proportional_isolated_s` for a job of gang `gpus` on `cluster` (whose types these are)."""
+        if len(cluster) == 1:
+            return float(self.isolated_s[0])
+        hosts = self.hosts & (gpus <= cluster.counts)
+        if not hosts.any():
+            return float("inf")
+        rates = np.where(hosts[:, None], 1.0 / self.seconds, 0.0)
+        return float((1.0 / ((cluster.counts / cluster.total) @ rates)).sum())
+
+
+def type_profile(job: Job, throughputs: str, types: ClusterTypes | Sequence[str] = GPU_TYPES) -> TypeProfile:
+    """`job` on `types`: its epochs' seconds, told regimes, hosting types and isolated times, each
+    computed once (`TypeProfile`). Parameters and errors as `epoch_seconds_by_type`."""
+    names = _resolve_types(types)
+    seconds = epoch_seconds_by_type(job, throughputs, names)
+    regimes = type_regimes(job, throughputs, names)
+    hosts = np.isfinite(seconds).all(axis=1) & np.isin(names, list(regimes))
+    totals = seconds.sum(axis=1)
+    if "v100" in names:
+        totals[names.index("v100")] = job.isolated_s
+    return TypeProfile(names, read_only(seconds), regimes, read_only(hosts), read_only(totals))
 
 
 def fastest_isolated_s(job: Job, throughputs: str, types: ClusterTypes | Sequence[str] = GPU_TYPES) -> float:
@@ -418,14 +477,7 @@ def proportional_isolated_s(job: Job, throughputs: str, cluster: ClusterTypes) -
     if not isinstance(cluster, ClusterTypes):
         raise ValidationError(f"cluster must be a ClusterTypes (the counts weigh the types), got "
                               f"{type(cluster).__name__} {cluster!r}")
-    if len(cluster) == 1:
-        return float(isolated_s_by_type(job, throughputs, cluster)[0])
-    seconds = epoch_seconds_by_type(job, throughputs, cluster)
-    hosts = np.isin(cluster.types, job_types(job, throughputs, cluster)) & (job.gpus <= cluster.counts)
-    if not hosts.any():
-        return float("inf")
-    rates = np.where(hosts[:, None], 1.0 / seconds, 0.0)
-    return float((1.0 / ((cluster.counts / cluster.total) @ rates)).sum())
+    return type_profile(job, throughputs, cluster).proportional_s(job.gpus, cluster)
 
 
 def isolated_s_by_type(job: Job, throughputs: str, types: ClusterTypes | Sequence[str] = GPU_TYPES) -> FloatArray:
@@ -435,8 +487,4 @@ def isolated_s_by_type(job: Job, throughputs: str, types: ClusterTypes | Sequenc
 
     Parameters and errors as `epoch_seconds_by_type`.
     """
-    names = _resolve_types(types)
-    totals = epoch_seconds_by_type(job, throughputs, names).sum(axis=1)
-    if "v100" in names:
-        totals[names.index("v100")] = job.isolated_s
-    return totals
+    return type_profile(job, throughputs, types).isolated_s.copy()

@@ -32,13 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from vfm._validation import first_bad, is_real, is_whole
-from vfm.cluster.gpu_types import (
-    ClusterTypes,
-    epoch_seconds_by_type,
-    isolated_s_by_type,
-    proportional_isolated_s,
-    type_regimes,
-)
+from vfm.cluster.gpu_types import ClusterTypes, type_profile
 from vfm.cluster.protocol import SchedulingPolicy, TypedSchedulingPolicy
 from vfm.cluster.workload import MAX_ROUNDS, Workload
 from vfm.errors import PolicyError, ValidationError
@@ -144,13 +138,13 @@ def default_max_rounds(workload: Workload, round_s: float, restart_s: float) -> 
     several types, the job's isolated time on the slowest type that can run it); the bound is twice
     the sum of that plus the rounds up to the last arrival, plus one round per job.
     """
-    work_per_round = round_s - restart_s
-    isolated = workload.isolated_s
-    if workload.cluster is not None and workload.cluster.types != ("v100",) and workload.throughputs is not None:
-        # On a cluster of several types, the slowest type that can run each job.
-        by_type = np.stack([isolated_s_by_type(job, workload.throughputs, workload.cluster) for job in workload.jobs])
-        isolated = np.where(np.isfinite(by_type), by_type, 0.0).max(axis=1)
-    serial = int(np.ceil(isolated / work_per_round).sum())
+    cluster = workload.cluster if workload.cluster is not None else ClusterTypes.single(workload.gpus)
+    return _rounds_bound(workload, _Trace(workload, cluster).slowest_s, round_s, restart_s)
+
+
+def _rounds_bound(workload: Workload, slowest_s: FloatArray, round_s: float, restart_s: float) -> int:
+    """`default_max_rounds` given each job's isolated time on the slowest type that hosts it."""
+    serial = int(np.ceil(slowest_s / (round_s - restart_s)).sum())
     last_arrival = math.ceil(float(workload.arrival_s.max()) / round_s)
     return last_arrival + 2 * serial + workload.n_jobs + 1
 
@@ -175,17 +169,19 @@ class _Trace:
         self.gpus = np.array([job.gpus for job in jobs], dtype=np.int64)
         self.batch_size = np.concatenate([job.batch_size for job in jobs])
         self.offset = np.cumsum(self.epochs) - self.epochs
-        if cluster.types == ("v100",):
-            seconds = np.concatenate([job.epoch_s for job in jobs])[None, :]
-            isolated = workload.isolated_s[None, :]
-        elif workload.throughputs is None:  # no profiles to carry the V100 times over with: V100 only
+        # Each job's profile on the types, computed once (with throughput profiles and several types).
+        profiles = (None if cluster.types == ("v100",) or workload.throughputs is None
+                    else [type_profile(job, workload.throughputs, cluster) for job in jobs])
+        told: list[dict[str, dict[float, float]]]
+        if profiles is not None:
+            seconds = np.concatenate([profile.seconds for profile in profiles], axis=1)
+            isolated = np.stack([profile.isolated_s for profile in profiles], axis=1)
+            told = [profile.regimes for profile in profiles]
+        else:  # one type, or no profiles to carry the V100 times over with: V100 only
             rows = np.asarray(cluster.types)[:, None] == "v100"
             seconds = np.where(rows, np.concatenate([job.epoch_s for job in jobs])[None, :], np.inf)
             isolated = np.where(rows, workload.isolated_s[None, :], np.inf)
-        else:
-            seconds = np.concatenate([epoch_seconds_by_type(job, workload.throughputs, cluster) for job in jobs],
-                                     axis=1)
-            isolated = np.stack([isolated_s_by_type(job, workload.throughputs, cluster) for job in jobs], axis=1)
+            told = [{"v100": job.regimes} if "v100" in cluster.types else {} for job in jobs]
         runs = np.isfinite(seconds)
         self.seconds = np.where(runs, seconds, 0.0)
         self.ends = np.cumsum(self.seconds, axis=1)
@@ -194,7 +190,6 @@ class _Trace:
         self.origin = self.starts[:, self.offset]
         # Per job and type: every epoch runs there, the scheduler was told so (`type_regimes`), and
         # the type's GPUs can hold the gang.
-        told = self._told(workload, cluster)
         listed = np.array([[t in regimes for regimes in told] for t in cluster.types], dtype=bool)
         self.hosts = (np.logical_and.reduceat(runs, self.offset, axis=1) & listed.reshape(len(cluster), -1)
                       & (self.gpus[None, :] <= cluster.counts[:, None]))
@@ -203,25 +198,20 @@ class _Trace:
         # What a typed policy is told of each job: its regimes on each type that hosts it.
         self.regimes = [{t: r for t, r in regimes.items() if self.hosts[cluster.types.index(t), j]}
                         for j, regimes in enumerate(told)]
-
-    @staticmethod
-    def _told(workload: Workload, cluster: ClusterTypes) -> list[dict[str, dict[float, float]]]:
-        """Each job's regimes per type (`type_regimes`); V100 only without throughput profiles."""
-        if cluster.types == ("v100",) or workload.throughputs is None:
-            return [{"v100": job.regimes} if "v100" in cluster.types else {} for job in workload.jobs]
-        return [type_regimes(job, workload.throughputs, cluster) for job in workload.jobs]
-
-    def reference_s(self, workload: Workload, cluster: ClusterTypes) -> FloatArray:
-        """Each job's finish-time-fairness reference (`proportional_isolated_s`; ``isolated_s`` on
-        one type; without throughput profiles, V100 time over V100's share of the GPUs), ``inf``
-        where no type hosts it, shape (n,)."""
+        # Each job's isolated time on the slowest type that hosts it (`default_max_rounds`).
+        self.slowest_s = np.where(np.isfinite(self.isolated_s), self.isolated_s, 0.0).max(axis=0)
+        # Each job's finish-time-fairness reference (`proportional_isolated_s`; on one type its
+        # isolated time; without throughput profiles, V100 time over V100's share of the GPUs),
+        # inf where no type hosts it.
         if len(cluster) == 1:
-            return self.isolated_s[0]
-        if workload.throughputs is None:
+            self.reference_s = self.isolated_s[0]
+        elif profiles is not None:
+            self.reference_s = np.array([profile.proportional_s(job.gpus, cluster)
+                                         for profile, job in zip(profiles, jobs, strict=True)])
+        else:
             share = cluster["v100"] / cluster.total if "v100" in cluster.types else 0.0
             with np.errstate(divide="ignore"):
-                return np.where(self.hosts.any(axis=0), workload.isolated_s / share, np.inf)
-        return np.array([proportional_isolated_s(job, workload.throughputs, cluster) for job in workload.jobs])
+                self.reference_s = np.where(self.hosts.any(axis=0), workload.isolated_s / share, np.inf)
 
     def carried(self, jobs: IntArray, old: IntArray, new: IntArray, work_s: FloatArray, done: IntArray) -> FloatArray:
         """The work of `jobs` moving from types `old` to `new` (all shape (m,)): seconds on the new
@@ -384,13 +374,13 @@ def simulate(workload: Workload, policy: SchedulingPolicy | TypedSchedulingPolic
     if float(workload.arrival_s.max()) / round_s >= MAX_ROUNDS:
         raise ValidationError(f"round_s = {round_s:g} puts the last arrival more than {MAX_ROUNDS:.3g} rounds away, "
                               f"past the rounds whose starts are exact in floating point; use longer rounds")
-    if max_rounds is None:
-        max_rounds = default_max_rounds(workload, round_s, restart_s)
-    elif not is_whole(max_rounds) or max_rounds < 1:
+    if max_rounds is not None and (not is_whole(max_rounds) or max_rounds < 1):
         raise ValidationError(f"max_rounds must be a positive integer, got {max_rounds!r}")
 
     trace = _Trace(workload, cluster)
-    reference_s = trace.reference_s(workload, cluster)
+    if max_rounds is None:
+        max_rounds = _rounds_bound(workload, trace.slowest_s, round_s, restart_s)
+    reference_s = trace.reference_s
     if (j := first_bad(~np.isfinite(reference_s))) is not None:
         raise ValidationError(f"job {workload.jobs[j].id!r} cannot run on any GPU type of the cluster "
                               f"({', '.join(cluster.types)}): no type runs every batch size of its profile and epochs")

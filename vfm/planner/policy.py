@@ -379,6 +379,42 @@ def shockwave_configuration(round_s: float) -> dict[str, Any]:
             "reserve": SHOCKWAVE_RESERVE, "execution": "credit"}
 
 
+def policy_config(capacity: int, options: PlanOptions | None = None, *, replan_every: int = 8,
+                  forecaster: Forecaster | None = None, seed: int = 0, fairness: bool = False,
+                  execution: Literal["credit", "window"] = "credit", max_wait: int | None = shockwave.MAX_WAIT,
+                  continuity: float = shockwave.CONTINUITY, **overrides: Any) -> PolicyConfig:
+    """`Policy`'s arguments validated once (each named in its error), as a `PolicyConfig`."""
+    if not is_whole(capacity) or capacity < 1:
+        raise ValidationError(f"capacity must be a positive whole number of GPUs, got {capacity!r}")
+    if not is_whole(replan_every) or replan_every < 1:
+        raise ValidationError(f"replan_every must be a positive whole number of rounds, got {replan_every!r}")
+    if options is not None and not isinstance(options, PlanOptions):
+        raise ValidationError(f"options must be a vfm.planner.PlanOptions or None (or give its fields as keywords, "
+                              f"as Policy(8, rounds=10)), got {type(options).__name__}")
+    if isinstance(forecaster, type):
+        raise ValidationError(f"forecaster must be a forecaster object, got the class {forecaster.__name__}; "
+                              f"pass an instance, as {forecaster.__name__}()")
+    if forecaster is not None and not isinstance(forecaster, Forecaster):
+        raise ValidationError(f"forecaster must implement vfm.forecast.Forecaster (remaining_runtime, "
+                              f"epochs_per_round, sample_epochs_per_round), got {type(forecaster).__name__}")
+    if not isinstance(fairness, bool | np.bool_):
+        raise ValidationError(f"fairness must be True or False, got {fairness!r}")
+    if not is_whole(seed) or seed < 0:
+        raise ValidationError(f"seed must be a non-negative whole number, got {seed!r}")
+    if execution not in ("credit", "window"):
+        raise ValidationError(f"execution must be 'credit' or 'window', got {execution!r}")
+    if max_wait is not None and (not is_whole(max_wait) or max_wait < 1):
+        raise ValidationError(f"max_wait must be a positive whole number of rounds or None, got {max_wait!r}")
+    if isinstance(continuity, bool) or not (isinstance(continuity, int | float) and 0 <= continuity < np.inf):
+        raise ValidationError(f"continuity must be a finite number of rounds >= 0, got {continuity!r}")
+    plan_options = (PlanOptions() if options is None else options).updated(**overrides)
+    return PolicyConfig(
+        capacity=int(capacity), options=plan_options, replan_every=min(int(replan_every), plan_options.rounds),
+        forecaster=DirichletForecaster() if forecaster is None else forecaster, seed=int(seed),
+        fairness=bool(fairness), execution=execution, max_wait=None if max_wait is None else int(max_wait),
+        continuity=float(continuity))
+
+
 class StateView:
     """What a scheduler reads of a policy's `PolicyState` (``_state``): shared by `Policy` and
     `vfm.planner.TypedPolicy`."""
@@ -458,37 +494,11 @@ class Policy(StateView):
         continuity: float = shockwave.CONTINUITY,
         **overrides: Any,
     ) -> None:
-        if not is_whole(capacity) or capacity < 1:
-            raise ValidationError(f"capacity must be a positive whole number of GPUs, got {capacity!r}")
-        if not is_whole(replan_every) or replan_every < 1:
-            raise ValidationError(f"replan_every must be a positive whole number of rounds, got {replan_every!r}")
-        if options is not None and not isinstance(options, PlanOptions):
-            raise ValidationError(f"options must be a vfm.planner.PlanOptions or None (or give its fields as keywords, "
-                                  f"as Policy(8, rounds=10)), got {type(options).__name__}")
-        if isinstance(forecaster, type):
-            raise ValidationError(f"forecaster must be a forecaster object, got the class {forecaster.__name__}; "
-                                  f"pass an instance, as {forecaster.__name__}()")
-        if forecaster is not None and not isinstance(forecaster, Forecaster):
-            raise ValidationError(f"forecaster must implement vfm.forecast.Forecaster (remaining_runtime, "
-                                  f"epochs_per_round, sample_epochs_per_round), got {type(forecaster).__name__}")
-        if not isinstance(fairness, bool | np.bool_):
-            raise ValidationError(f"fairness must be True or False, got {fairness!r}")
-        if not is_whole(seed) or seed < 0:
-            raise ValidationError(f"seed must be a non-negative whole number, got {seed!r}")
-        if execution not in ("credit", "window"):
-            raise ValidationError(f"execution must be 'credit' or 'window', got {execution!r}")
-        if max_wait is not None and (not is_whole(max_wait) or max_wait < 1):
-            raise ValidationError(f"max_wait must be a positive whole number of rounds or None, got {max_wait!r}")
-        if isinstance(continuity, bool) or not (isinstance(continuity, int | float) and 0 <= continuity < np.inf):
-            raise ValidationError(f"continuity must be a finite number of rounds >= 0, got {continuity!r}")
-        plan_options = (PlanOptions() if options is None else options).updated(**overrides)
-        self.config = PolicyConfig(
-            capacity=int(capacity), options=plan_options, replan_every=min(int(replan_every), plan_options.rounds),
-            forecaster=DirichletForecaster() if forecaster is None else forecaster, seed=int(seed),
-            fairness=bool(fairness), execution=execution, max_wait=None if max_wait is None else int(max_wait),
-            continuity=float(continuity))
+        self.config = policy_config(capacity, options, replan_every=replan_every, forecaster=forecaster, seed=seed,
+                                    fairness=fairness, execution=execution, max_wait=max_wait,
+                                    continuity=continuity, **overrides)
         self._state = PolicyState()
-        if plan_options.solver in (None, "saa-ipm"):
+        if self.config.options.solver in (None, "saa-ipm"):
             load_kernels()  # here, not in the first re-plan: a scheduler's re-plans stay predictable
 
     @classmethod

@@ -135,10 +135,15 @@ class PlanningProgram:
         s, n, t = self.progress.shape
         return s, n, t
 
+    @property
+    def over_types(self) -> bool:
+        """Whether the program is over GPU types (`good_round` or `speed` given, module docstring),
+        which `saa-ipm` does not solve yet (`vfm.solvers.Capabilities.gpu_types`)."""
+        return self.good_round is not None or self.speed is not None
+
     @cached_property
-    def typed(self) -> bool:
-        """Whether some round has several goods (GPU types, module docstring): the program then has
-        the one-type-per-round rows, which `saa-ipm` does not solve (`vfm.solvers.Capabilities`)."""
+    def several_per_round(self) -> bool:
+        """Whether some round has several goods: the program then has the one-type-per-round rows."""
         return self.good_round is not None and np.unique(self.good_round).size < self.good_round.size
 
     @cached_property
@@ -232,7 +237,7 @@ class PlanningProgram:
         jobs = np.flatnonzero(floor > 0)
         if jobs.size == 0:
             return True
-        if self.typed or self.speed is not None:
+        if self.over_types:
             return self._typed_room(jobs, margin)
         job, period = np.nonzero(self.runnable & (floor > 0)[:, None])
         if not np.isin(jobs, job).all():
@@ -278,7 +283,7 @@ class PlanningProgram:
                   np.concatenate([columns[keep], np.full(jobs.size, entries)]))),
                 shape=(jobs.size, entries + 1)),
         ]
-        upper = np.concatenate([self.capacity, np.tile(self._round_bounds, n), -self.fairness_floor[jobs]])
+        upper = np.concatenate([self.capacity, np.tile(self.round_bounds, n), -self.fairness_floor[jobs]])
         # Maximize eps, up to the margin asked (a bounded LP whatever the data).
         cost = np.zeros(entries + 1)
         cost[-1] = -1.0
@@ -291,7 +296,7 @@ class PlanningProgram:
         return True
 
     @cached_property
-    def _round_bounds(self) -> FloatArray:
+    def round_bounds(self) -> FloatArray:
         """The most of each round a job can run, shape (R,): its goods' bound (`bounds`)."""
         out = np.ones(self.rounds_of_goods.shape[1])
         out[self.round_index] = self.bounds

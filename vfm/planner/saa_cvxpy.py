@@ -46,9 +46,9 @@ def solve_saa_cvxpy(program: PlanningProgram, solver: str = "CLARABEL", **option
         objective = objective - cp.sum(cp.multiply(coefficient[:, None] * program.runnable, cp.square(y)))
     capacity = program.gpus @ y <= program.capacity
     constraints = [capacity, y <= program.runnable * program.bounds[None, :]]
-    if program.typed:
+    if program.several_per_round:
         # One type per job and round: the goods of a round share the job's time in it.
-        constraints.append(y @ program.rounds_of_goods <= program._round_bounds[None, :])
+        constraints.append(y @ program.rounds_of_goods <= program.round_bounds[None, :])
     leftover_rounds = program.remaining_s / program.round_s - cp.sum(cp.multiply(program.pace, y), axis=1)
     efficiency = fairness = None
     if program.efficiency:
@@ -71,7 +71,7 @@ def solve_saa_cvxpy(program: PlanningProgram, solver: str = "CLARABEL", **option
     # Interior-point output sits up to the solver's tolerance outside the box: clip that noise.
     x = np.clip(y.value, 0.0, program.bounds[None, :]) * program.runnable
     ftf, longest_rows = _multipliers(fairness, n), _multipliers(efficiency, n)
-    if program.good_round is None and program.speed is None:
+    if not program.over_types:
         gap = certified_gap(program, x, ftf, longest_rows)
     else:
         prices = scale * np.maximum(np.asarray(capacity.dual_value, dtype=np.float64), 0.0)
@@ -123,7 +123,7 @@ def _typed_gap(program: PlanningProgram, x: np.ndarray, ftf: np.ndarray, efficie
     best = best.T
     value = float(program.weights @ np.log(utilities).mean(axis=0))
     bound = (value - float((gradient * y).sum()) + float(prices @ program.capacity) - float(z_f @ floor)
-             - float(z_e @ leftover) + float((best * program._round_bounds[None, :]).sum())
+             - float(z_e @ leftover) + float((best * program.round_bounds[None, :]).sum())
              + float(leftover.max(initial=0.0)) * max(0.0, float(z_e.sum()) - kappa))
     return bound - program.objective(x)
 

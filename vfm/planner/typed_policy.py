@@ -38,7 +38,7 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
@@ -65,14 +65,6 @@ from vfm.planner.typed import hosting
 TYPED_SHOCKWAVE_EFFICIENCY = 0.25
 
 
-@dataclass(frozen=True)
-class TypedJob:
-    """A job's epoch seconds on each type that can host it: a (K, R) array over the cluster's types
-    and its regimes (in its record's order), ``inf`` where a type cannot host it."""
-
-    seconds: FloatArray
-
-
 class TypedPolicy(homogeneous.StateView):
     """vfm's policy on a cluster of GPU types (module docstring).
 
@@ -95,14 +87,16 @@ class TypedPolicy(homogeneous.StateView):
         if not isinstance(cluster, ClusterTypes):
             raise ValidationError(f"cluster must be a vfm.cluster.ClusterTypes (GPU type -> count), got "
                                   f"{type(cluster).__name__} {cluster!r}")
-        # The one-type policy's argument checks; its capacity is all the cluster's GPUs, which the
-        # equal share of the finish-time-fairness targets counts (a gang must fit one type: `add_job`).
-        shell = homogeneous.Policy(cluster.total, options, replan_every=replan_every, forecaster=forecaster,
-                                   seed=seed, **overrides)
+        # `Policy`'s arguments, with all the cluster's GPUs as its capacity, which the equal share of
+        # the finish-time-fairness targets counts (a gang must fit one type: `add_job`). No saa-ipm
+        # kernels to load: a typed re-plan is a CVXPY solve.
         self.cluster = cluster
-        self.config: PolicyConfig = shell.config
+        self.config: PolicyConfig = homogeneous.policy_config(cluster.total, options, replan_every=replan_every,
+                                                              forecaster=forecaster, seed=seed, **overrides)
         self._state = PolicyState()
-        self._typed: Mapping[Hashable, TypedJob] = MappingProxyType({})
+        # Each job's epoch seconds per type and regime, (K, R) in its record's regime order (inf: the
+        # type cannot host it).
+        self._typed: Mapping[Hashable, FloatArray] = MappingProxyType({})
 
     @classmethod
     def shockwave(cls, cluster: ClusterTypes, round_s: float = 120.0, **overrides: Any) -> TypedPolicy:
@@ -130,7 +124,7 @@ class TypedPolicy(homogeneous.StateView):
         seconds, reference = _typed_regimes(self.cluster, job_id, gpus, regimes)
         state = homogeneous.add_job(self.config, self._state, job_id, gpus, reference, epochs, budget, kind)
         self._state = state
-        self._typed = MappingProxyType({**self._typed, job_id: TypedJob(seconds)})
+        self._typed = MappingProxyType({**self._typed, job_id: seconds})
 
     def remove_job(self, job_id: Hashable) -> None:
         self._state = homogeneous.remove_job(self._state, job_id)
@@ -233,7 +227,7 @@ class TypedPolicy(homogeneous.StateView):
         """Each job's speed on each type at its current regime relative to its reference, shape (n, K)."""
         speed = np.empty((len(ids), len(self.cluster)))
         for row, (job_id, job) in enumerate(zip(ids, jobs, strict=True)):  # per job: records are per job
-            seconds = self._typed[job_id].seconds  # (K, R)
+            seconds = self._typed[job_id]  # (K, R)
             column = job.recent[0]
             now = seconds[:, column] if column >= 0 else np.where(np.isfinite(seconds), seconds, np.nan).mean(axis=1)
             reference = np.array([d for _, d in job.regimes])

@@ -74,7 +74,7 @@ class Capabilities:
                 "efficiency": problem.efficiency > 0,
                 "fairness": problem.leftover_limit_s is not None,
                 "spread": problem.spread > 0,
-                "gpu_types": problem.good_round is not None or problem.speed is not None,
+                "gpu_types": problem.over_types,
             }
         if kind != self.problem:
             return [f"{kind} problems (it solves {self.problem} problems)"]
