@@ -47,7 +47,7 @@ Three GPU types (``--types``)
     P100 and K80 (``config`` ``3 types``; `vfm.planner.plan` with ``speed``, each job's speed on a
     type the ratio of its mean epoch time over its regimes there and on V100, by the artifact's
     throughput profiles), against issue 16's target: at most twice the one-type ``S = 1`` median of
-    the same run. Until `saa-ipm` handles several goods per round this is a CVXPY solve.
+    the same run.
 
 The synthetic window (``--synthetic``)
     The busiest 900-job window tiled to 10,000 jobs on 2,560 GPUs, planned in the full Shockwave
@@ -334,7 +334,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--synthetic", action="store_true",
                         help=f"also the synthetic window ({SYNTHETIC_JOBS} jobs, {SYNTHETIC_GPUS} GPUs)")
     parser.add_argument("--types", action="store_true",
-                        help="also the 900-job S=1 re-plan on three GPU types (a CVXPY solve, several seconds)")
+                        help="also the 900-job S=1 re-plan on three GPU types")
     args = parser.parse_args(argv)
     with parser.reporting():
         try:

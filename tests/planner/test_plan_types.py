@@ -58,11 +58,12 @@ def _two_types(case: JobSet, speed_of_second: np.ndarray):
             np.column_stack([np.ones(case.states.n_jobs), speed_of_second]))
 
 
+@pytest.mark.parametrize("solver", ["saa-ipm", "cvxpy"])
 @settings(max_examples=15, deadline=None)
 @given(case=job_sets(max_jobs=8, max_rounds=4, scenarios=(1, 3), varying_capacity=False))
-def test_one_type_through_speed_gives_the_homogeneous_plan(case):
-    plain = plan(case.states, case.gpus, case.capacity, solver="cvxpy", **case.kwargs())
-    typed = plan(case.states, case.gpus, case.capacity[None, :], solver="cvxpy",
+def test_one_type_through_speed_gives_the_homogeneous_plan(solver, case):
+    plain = plan(case.states, case.gpus, case.capacity, solver=solver, **case.kwargs())
+    typed = plan(case.states, case.gpus, case.capacity[None, :], solver=solver,
                  speed=np.ones((case.states.n_jobs, 1)), **case.kwargs())
     np.testing.assert_array_equal(typed.schedule, plain.schedule)
     np.testing.assert_array_equal(typed.placement >= 0, plain.schedule)
@@ -77,7 +78,7 @@ def test_a_plan_on_two_types_places_whole_gangs_within_each_types_gpus(case, dat
     rng = np.random.default_rng(data.draw(st.integers(0, 2**31)))
     per_type, speed = _two_types(case, rng.uniform(0.0, 1.0, n) * (rng.random(n) < 0.8))
     result = plan(case.states, case.gpus, per_type, speed=speed, **case.kwargs())
-    assert result.solver == "cvxpy" and result.schedule.shape == (n, 2 * case.rounds)
+    assert result.solver == "saa-ipm" and result.schedule.shape == (n, 2 * case.rounds)
     relaxed = result.relaxed.reshape(n, 2, case.rounds)
     assert relaxed.sum(axis=1).max() <= 1.0 + 1e-6  # one type per job and round
     assert (relaxed[:, 1][speed[:, 1] == 0] == 0).all()

@@ -13,13 +13,14 @@ from vfm.errors import ValidationError
 from vfm.planner import Policy, TypedPolicy
 
 
+@pytest.mark.parametrize("solver", ["saa-ipm", "cvxpy"])
 @pytest.mark.parametrize("settings", [{}, {"execution": "window"}, {"execution": "window", "max_wait": 3},
                                       {"fairness": True, "efficiency": 1.0, "reserve": 0.3}])
-def test_one_type_gives_the_one_type_policys_run(settings):
+def test_one_type_gives_the_one_type_policys_run(settings, solver):
     trace = load_workload("shockwave_120jobs_32gpus").head(10)
     single = dataclasses.replace(trace, cluster=ClusterTypes.single(trace.gpus))
-    typed = simulate(single, TypedPolicy(single.cluster, rounds=6, **settings))
-    plain = simulate(trace, Policy(trace.gpus, rounds=6, solver="cvxpy", **settings))
+    typed = simulate(single, TypedPolicy(single.cluster, rounds=6, solver=solver, **settings))
+    plain = simulate(trace, Policy(trace.gpus, rounds=6, solver=solver, **settings))
     np.testing.assert_array_equal(typed.finish_s, plain.finish_s)
     assert [r.jobs for r in typed.rounds] == [r.jobs for r in plain.rounds]
 
@@ -33,7 +34,7 @@ def test_a_mixed_cluster_runs_to_the_end_on_every_type():
     sim = simulate(workload, policy)
     assert np.isfinite(sim.finish_s).all()
     assert {t for r in sim.rounds for t in r.types} == {"v100", "p100", "k80"}
-    assert policy.last_plan.solver == "cvxpy" and policy.jobs == []
+    assert policy.last_plan.solver == "saa-ipm" and policy.jobs == []
 
 
 def test_the_reference_type_is_the_fastest_and_speeds_are_ratios_of_the_current_regime():

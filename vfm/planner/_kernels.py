@@ -204,14 +204,15 @@ def subtract_inverse_blocks(root: np.ndarray, columns: np.ndarray, shrink: np.nd
 
 
 @_compiled
-def scaled_columns(progress: np.ndarray, beta: np.ndarray, u: np.ndarray, row: np.ndarray, active: np.ndarray,
+def scaled_columns(progress: np.ndarray, beta: np.ndarray, u: np.ndarray, row: np.ndarray,
                    diagonal: np.ndarray, regularization: float, curvature: np.ndarray, root: np.ndarray,
                    scaled: np.ndarray) -> None:
     r"""The Hessian's columns and their scaled form, for every job.
 
     `curvature[i, s]` := :math:`\sqrt{\beta_i} / U_{si}\, a_{si}` for the S scenarios (`progress`
-    :math:`a`, shape (n, S, T)) and, when `curvature` has a column more, `row[i]` on the active
-    entries (the square root of the FTF and efficiency rows' curvature); `root` :=
+    :math:`a`, shape (n, S, T)) and, when `curvature` has a column more, `row` (n, T) (the
+    square root of the FTF and efficiency rows' curvature times the entries' pace, 0 off the
+    active entries); `root` :=
     :math:`(d + \text{regularization})^{-1/2}` and `scaled` := `curvature` times `root`
     (:math:`V_i^\top`)."""
     n, scenarios, rounds = progress.shape
@@ -227,7 +228,7 @@ def scaled_columns(progress: np.ndarray, beta: np.ndarray, u: np.ndarray, row: n
                 scaled[i, s, t] = curvature[i, s, t] * root[i, t]
         if extra:
             for t in range(rounds):
-                curvature[i, scenarios, t] = row[i] if active[i, t] else 0.0
+                curvature[i, scenarios, t] = row[i, t]
                 scaled[i, scenarios, t] = curvature[i, scenarios, t] * root[i, t]
 
 
@@ -336,13 +337,14 @@ def dense_subtract_inverse_blocks(root: np.ndarray, lower_inverse: np.ndarray, g
 @_compiled
 def evaluate_entries(progress: np.ndarray, base: np.ndarray, beta: np.ndarray, spread: np.ndarray,
                      active: np.ndarray, g: np.ndarray, y: np.ndarray, s_hi: np.ndarray, z_lo: np.ndarray,
-                     z_hi: np.ndarray, prices: np.ndarray, rows: np.ndarray, u: np.ndarray,
+                     z_hi: np.ndarray, prices: np.ndarray, rows: np.ndarray, pace: np.ndarray, u: np.ndarray,
                      dual_residual: np.ndarray, running: np.ndarray) -> tuple[float, float, float, float]:
     r"""`saa_ipm`'s point evaluation over the (n, T) entries, in one pass.
 
     Writes the utilities `u` (n, S), the dual residual :math:`q - z^{lo} + z^{hi}` (`dual_residual`,
-    0 off `active`; :math:`q = \nabla F + g \lambda - r`, `rows` :math:`r` the FTF and efficiency
-    multipliers per job) and the rows' running sums :math:`\sum_t y_{it}` (`running`); returns
+    0 off `active`; :math:`q = \nabla F + g \lambda - r`, `rows` :math:`r` (n, T) the rows'
+    multipliers' part of the gradient of the Lagrangian on each entry) and the rows' running sums
+    :math:`\sum_t p_{it} y_{it}` (`running`, `pace` :math:`p`); returns
     :math:`F(y)`, the bounds' complementarity :math:`\sum y z^{lo} + s^{hi} z^{hi}`, the dual residual
     weighted by the box :math:`\sum |q - z^{lo} + z^{hi}| \max(y, s^{hi})`, and the bounds' part of
     the certified gap :math:`\sum q^+ y + q^- s^{hi}`."""
@@ -369,14 +371,14 @@ def evaluate_entries(progress: np.ndarray, base: np.ndarray, beta: np.ndarray, s
             gradient = spread[i] * y[i, t]
             for s in range(scenarios):
                 gradient -= weight[s] * progress[i, s, t]
-            priced = gradient + g[i, t] * prices[t] - rows[i]
+            priced = gradient + g[i, t] * prices[t] - rows[i, t]
             residual = priced - z_lo[i, t] + z_hi[i, t]
             dual_residual[i, t] = residual
             complementarity += y[i, t] * z_lo[i, t] + s_hi[i, t] * z_hi[i, t]
             residual_norm += abs(residual) * max(y[i, t], s_hi[i, t])
             gap += max(priced, 0.0) * y[i, t] + max(-priced, 0.0) * s_hi[i, t]
             squares += y[i, t] * y[i, t]
-            total_y += y[i, t]
+            total_y += pace[i, t] * y[i, t]
         running[i] = total_y
         value += 0.5 * spread[i] * squares
     return value, complementarity, residual_norm, gap
@@ -391,7 +393,7 @@ def newton_rhs(active: np.ndarray, dual_residual: np.ndarray, y: np.ndarray, s_h
     :math:`\sigma\mu - w\,\Delta y \Delta z^{lo}` and :math:`\sigma\mu + w\,\Delta y \Delta z^{hi}`
     (`second_order` :math:`w`, the predictor's `dy`, `dz_lo`, `dz_hi`):
     :math:`-q + t^{lo}/y - z^{lo} - t^{hi}/s^{hi} + z^{hi} - g\,c + r`, `capacity_term` :math:`c` (T,),
-    `rows` :math:`r` (n,)."""
+    `rows` :math:`r` (n, T)."""
     n, rounds = y.shape
     for i in range(n):
         for t in range(rounds):
@@ -401,17 +403,18 @@ def newton_rhs(active: np.ndarray, dual_residual: np.ndarray, y: np.ndarray, s_h
             target_lo = sigma_mu - second_order * dy[i, t] * dz_lo[i, t]
             target_hi = sigma_mu + second_order * dy[i, t] * dz_hi[i, t]
             out[i, t] = (-dual_residual[i, t] + target_lo / y[i, t] - z_lo[i, t] - target_hi / s_hi[i, t] + z_hi[i, t]
-                         - g[i, t] * capacity_term[t] + rows[i])
+                         - g[i, t] * capacity_term[t] + rows[i, t])
 
 
 @_compiled
 def newton_back(active: np.ndarray, y: np.ndarray, s_hi: np.ndarray, z_lo: np.ndarray, z_hi: np.ndarray,
                 g: np.ndarray, sigma_mu: float, second_order: float, dy_aff: np.ndarray, dz_lo_aff: np.ndarray,
-                dz_hi_aff: np.ndarray, dy: np.ndarray, dz_lo: np.ndarray, dz_hi: np.ndarray, loads: np.ndarray,
-                running: np.ndarray) -> float:
+                dz_hi_aff: np.ndarray, pace: np.ndarray, dy: np.ndarray, dz_lo: np.ndarray, dz_hi: np.ndarray,
+                loads: np.ndarray, running: np.ndarray) -> float:
     r"""The bounds' multiplier steps from `dy` (targets as in `newton_rhs`), in one pass: zeroes `dy`
     off `active`, writes `dz_lo`, `dz_hi`, the capacity load :math:`\sum_i g_i \Delta y_i` (`loads`,
-    (T,)) and the rows' :math:`\sum_t \Delta y_{it}` (`running`, (n,)); returns the largest rate
+    (T,)) and the rows' :math:`\sum_t p_{it} \Delta y_{it}` (`running`, (n,), `pace` :math:`p`); returns
+    the largest rate
     :math:`-\Delta v / v` over the falling :math:`y, s^{hi}, z^{lo}, z^{hi}` (`largest_step`'s)."""
     n, rounds = y.shape
     rate = 0.0
@@ -432,7 +435,7 @@ def newton_back(active: np.ndarray, y: np.ndarray, s_hi: np.ndarray, z_lo: np.nd
             dz_lo[i, t] = lo
             dz_hi[i, t] = hi
             loads[t] += g[i, t] * step
-            total += step
+            total += pace[i, t] * step
             if step < 0:
                 rate = max(rate, -step / y[i, t])
             elif step > 0:
@@ -446,13 +449,15 @@ def newton_back(active: np.ndarray, y: np.ndarray, s_hi: np.ndarray, z_lo: np.nd
 
 
 @_compiled
-def row_free_loads(scaled: np.ndarray, scenarios: int, root: np.ndarray, active: np.ndarray, dense: bool,
+def row_free_loads(scaled: np.ndarray, scenarios: int, root: np.ndarray, vector: np.ndarray, dense: bool,
                    out: np.ndarray) -> None:
-    r"""`out[i]` := :math:`a_i = \mathbf 1^\top K_{0,i}^{-1} \mathbf 1` over job i's active entries,
-    :math:`K_{0,i} = D_i^{1/2} (I + V_{S,i} V_{S,i}^\top) D_i^{1/2}` its block without the rows' column
-    (the first `scenarios` columns of `scaled`, shape (n, S', T)), `root` :math:`D^{-1/2}`.
+    r"""`out[i]` := :math:`\lVert F_i D_i^{-1/2} v_i \rVert^2`, :math:`F_i^\top F_i = (I + V_{S,i}
+    V_{S,i}^\top)^{-1}` with :math:`V_{S,i}` the first `scenarios` columns of `scaled` (shape (n, S', T)),
+    `root` :math:`D^{-1/2}` and `vector` :math:`v` (n, T): with :math:`v_i` the rows' coefficients
+    (1 on job i's active entries, on one GPU type), :math:`a_i = v_i^\top K_{0,i}^{-1} v_i` for its
+    block :math:`K_{0,i} = D_i^{1/2} (I + V_{S,i} V_{S,i}^\top) D_i^{1/2}` without the rows' column.
 
-    As :math:`\lVert F x \rVert^2`, :math:`x = D^{-1/2} \mathbf 1`, with the symmetric root of
+    As :math:`\lVert F x \rVert^2`, :math:`x = D^{-1/2} v`, with the symmetric root of
     `low_rank_factor`, or (`dense`) with :math:`F = L^{-1}` by forward substitution on the
     Cholesky factor: accurate to rounding relative to :math:`a_i` itself either way. The dense
     form is for many scenarios, where the (S, S) eigendecompositions cost ~8x the factorization.
@@ -468,7 +473,7 @@ def row_free_loads(scaled: np.ndarray, scenarios: int, root: np.ndarray, active:
     lower = np.empty((rounds, rounds))
     for i in range(n):
         for t in range(rounds):
-            x[t] = root[i, t] if active[i, t] else 0.0
+            x[t] = root[i, t] * vector[i, t]
         if dense:
             if not _cholesky(scaled[i, :k], lower):
                 out[i] = np.nan
@@ -485,3 +490,123 @@ def row_free_loads(scaled: np.ndarray, scenarios: int, root: np.ndarray, active:
         for t in range(rounds):
             total += x[t] * x[t]
         out[i] = total
+
+
+@_compiled
+def add_group_outer(columns: np.ndarray, group: np.ndarray, weights: np.ndarray, out: np.ndarray) -> None:
+    r"""`out[i, a, g]` += `columns[i, a, group[g]]` `weights[i, g]` for every job: the rank-one terms
+    :math:`(F_i a_{ir}) b_{ir}^\top` of the capacity system's factor with GPU types (`saa_ipm`), each
+    :math:`b_{ir}` supported on the goods of round `r` (`group` (T,), the round of each good);
+    `columns` (n, T, R), `weights` (n, T), `out` (n, T, T)."""
+    n, rounds, _ = columns.shape
+    for i in range(n):
+        for a in range(rounds):
+            row = out[i, a]
+            source = columns[i, a]
+            for g in range(rounds):
+                row[g] += source[group[g]] * weights[i, g]
+
+
+@_compiled
+def typed_gram(columns: np.ndarray, shrink: np.ndarray, diagonal_part: np.ndarray, rank_one_left: np.ndarray,
+               rank_one_right: np.ndarray, group: np.ndarray, members: np.ndarray, scaled_q: np.ndarray,
+               blocks: np.ndarray) -> None:
+    r"""The capacity system's Gram matrix :math:`\sum_i X_i^\top F_i^2 X_i` with GPU types, in pieces
+    (`saa_ipm._TypeFold.gram`), for the low-rank factor :math:`F = I - P \operatorname{diag}(h) P^\top`
+    (`columns` :math:`P^\top` (n, S', T), `shrink` :math:`h` (n, S')) and
+    :math:`X = \operatorname{diag}(x) + \sum_r a_r b_r^\top` (`diagonal_part` :math:`x`,
+    `rank_one_left` :math:`a`, `rank_one_right` :math:`b`, each (n, T), the r-th term supported on
+    round r's goods: `group` (T,) the round of each good, `members` (R, K) the goods of each round,
+    padded with -1).
+
+    With :math:`Q = P^\top X` (S', T) and :math:`F^2 = I - P \operatorname{diag}(1 / (1 + \sigma^2)) P^\top`
+    (:math:`\sigma^2` the squared norms of P's columns), the blocks between two different rounds are
+    :math:`-Q_r^\top \operatorname{diag}(1/(1+\sigma^2)) Q_{r'}`: `scaled_q` := :math:`Q / \sqrt{1+\sigma^2}`,
+    whose Gram matrix the caller forms. A round's own block is a sum of squares, without the
+    difference: :math:`Y^\top Y + (h Q_r)^\top P_{\ne r}^\top P_{\ne r} (h Q_r)` with
+    :math:`Y = X_r - P_r h Q_r` its rows in the round and :math:`P_{\ne r}^\top P_{\ne r}` the other
+    rounds' (S', S') Gram matrices summed: `blocks` (R, K, K) += it, over the jobs."""
+    n, k, goods = columns.shape
+    rounds, width = members.shape
+    along = np.empty((k, rounds))
+    q = np.empty((k, goods))
+    per_round = np.empty((rounds, k, k))
+    before = np.empty((rounds, k, k))  # the rounds' Gram matrices summed below r, and above r
+    after = np.empty((rounds, k, k))
+    outside = np.empty((k, k))
+    y = np.empty((width, width))
+    hq = np.empty((k, width))
+    for i in range(n):
+        p_t = columns[i]
+        along[:] = 0.0
+        per_round[:] = 0.0
+        for a in range(goods):
+            r = group[a]
+            for p in range(k):
+                along[p, r] += p_t[p, a] * rank_one_left[i, a]
+                for s in range(k):
+                    per_round[r, p, s] += p_t[p, a] * p_t[s, a]
+        for p in range(k):
+            for s in range(k):
+                before[0, p, s] = 0.0
+                after[rounds - 1, p, s] = 0.0
+                for r in range(1, rounds):
+                    before[r, p, s] = before[r - 1, p, s] + per_round[r - 1, p, s]
+                    after[rounds - 1 - r, p, s] = after[rounds - r, p, s] + per_round[rounds - r, p, s]
+        for p in range(k):
+            norm = 0.0
+            for a in range(goods):
+                norm += p_t[p, a] * p_t[p, a]
+            scale = 1.0 / np.sqrt(1.0 + norm)
+            for c in range(goods):
+                value = p_t[p, c] * diagonal_part[i, c] + rank_one_right[i, c] * along[p, group[c]]
+                q[p, c] = value
+                scaled_q[i, p, c] = scale * value
+        for r in range(rounds):
+            for p in range(k):  # the other rounds', as sums (no difference)
+                for s in range(k):
+                    outside[p, s] = before[r, p, s] + after[r, p, s]
+            for m in range(width):
+                c = members[r, m]
+                for p in range(k):
+                    hq[p, m] = shrink[i, p] * q[p, c] if c >= 0 else 0.0
+            for row in range(width):
+                a = members[r, row]
+                for m in range(width):
+                    c = members[r, m]
+                    if a < 0 or c < 0:
+                        y[row, m] = 0.0
+                        continue
+                    value = rank_one_left[i, a] * rank_one_right[i, c]
+                    if a == c:
+                        value += diagonal_part[i, c]
+                    for p in range(k):
+                        value -= p_t[p, a] * hq[p, m]
+                    y[row, m] = value
+            for m in range(width):
+                for m2 in range(width):
+                    total = 0.0
+                    for row in range(width):
+                        total += y[row, m] * y[row, m2]
+                    for p in range(k):
+                        for s in range(k):
+                            total += hq[p, m] * outside[p, s] * hq[s, m2]
+                    blocks[r, m, m2] += total
+
+
+@_compiled
+def add_round_sums(vector: np.ndarray, sum_weights: np.ndarray, round_weights: np.ndarray, add_weights: np.ndarray,
+                   group: np.ndarray, out: np.ndarray) -> None:
+    r"""`out[i, j, t]` += `add_weights[i, t]` `round_weights[i, r]` :math:`\sum_{s \in r}` `sum_weights[i, s]`
+    `vector[i, j, s]`, r = `group[t]` the round of good t: the one-type rows' rank-one terms per job and
+    round (`saa_ipm._TypeFold`, the Newton matrix's product). `vector`, `out` (n, k, T); `sum_weights`,
+    `add_weights` (n, T); `round_weights` (n, R)."""
+    n, k, goods = vector.shape
+    sums = np.empty(round_weights.shape[1])
+    for i in range(n):
+        for j in range(k):
+            sums[:] = 0.0
+            for t in range(goods):
+                sums[group[t]] += sum_weights[i, t] * vector[i, j, t]
+            for t in range(goods):
+                out[i, j, t] += add_weights[i, t] * round_weights[i, group[t]] * sums[group[t]]

@@ -2,8 +2,8 @@
 
 Each declares, like the market backends, what it supports (`vfm.solvers.Capabilities` with
 ``problem="planning"``); `vfm.planner.plan` picks among them through `vfm.solvers.registry`.
-Both solve every planning program on one GPU type; only ``cvxpy`` solves programs over GPU
-types (`vfm.planner.PlanningProgram.good_round`, ``speed``), and only ``saa-ipm`` uses a warm start.
+Both solve every planning program, on one GPU type or several (`vfm.planner.PlanningProgram.good_round`,
+``speed``); only ``saa-ipm`` uses a warm start.
 """
 
 from __future__ import annotations
@@ -26,9 +26,7 @@ class SaaIpmBackend:
     """vfm's structure-exploiting interior point for the planning program (`vfm.planner.saa_ipm`)."""
 
     name: str = "saa-ipm"
-    # GPU types (several goods per round) are for a later step: its Newton blocks assume one good per round.
-    capabilities: Capabilities = field(default_factory=lambda: Capabilities(problem="planning", warm_start=True,
-                                                                            gpu_types=False))
+    capabilities: Capabilities = field(default_factory=lambda: Capabilities(problem="planning", warm_start=True))
 
     def is_installed(self) -> bool:
         return True

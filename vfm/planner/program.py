@@ -137,8 +137,8 @@ class PlanningProgram:
 
     @property
     def over_types(self) -> bool:
-        """Whether the program is over GPU types (`good_round` or `speed` given, module docstring),
-        which `saa-ipm` does not solve yet (`vfm.solvers.Capabilities.gpu_types`)."""
+        """Whether the program is over GPU types (`good_round` or `speed` given, module docstring):
+        a backend must declare `vfm.solvers.Capabilities.gpu_types` to be given it."""
         return self.good_round is not None or self.speed is not None
 
     @cached_property

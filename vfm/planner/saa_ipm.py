@@ -56,6 +56,22 @@ Linear algebra
     positive terms, job by job without the capacity rows (`_corner_without_capacity`) plus the
     capacity rows' Woodbury term.
 
+GPU types
+    Over goods (type, round) (`PlanningProgram.good_round`, ``speed``) the entries are goods, the
+    FTF and efficiency rows weigh them by the job's pace :math:`p_{it}` (their rank-one column is
+    :math:`p_i`, not :math:`\mathbf 1`), and every job with two or more active goods in a round
+    has the one-type row :math:`\sum_{t \in r} y_{it} + s^o_{ir} = u_r`, with slack and multiplier
+    like the bounds' (always primal feasible: the start gives a job's goods in a round half its
+    share between them). Its curvature :math:`(z^o / s^o)\, e_r e_r^\top` joins the job's block:
+    diagonal plus one rank-one term per round on disjoint goods, factored in closed form and
+    folded into the scaling (`_TypeFold`: :math:`K_i^{-1} = N_i^\top D_i^{-1/2} F_i^\top F_i
+    D_i^{-1/2} N_i`), so that the blocks and the capacity system keep the one-type structure over
+    the K R goods. The capacity system's Gram matrix is formed in pieces (`_TypeFold.gram`: 1 ms
+    instead of 15 ms at 874 jobs on three types) and, when its solves miss their tolerance, as
+    one product. The certified gap adds :math:`{z^o}^\top s^o` and the rows' multipliers in
+    :math:`q` (the one-type rows dualized, the box kept). On one GPU type (one good per round,
+    pace 1) every step is the one-type step, bit for bit.
+
 Iterations
     Mehrotra predictor-corrector steps with one step length for the primal and the dual (the
     gradient depends on `y`, so unequal steps would leave the stationarity residual behind):
@@ -153,6 +169,17 @@ class _Data:
     zeta_max: float  # an upper bound on the optimal zeta (the largest r_i), for the certified gap
     spread: FloatArray  # (n,) delta m_i / sum B: F has the tie-breaking term sum_i spread_i |y_i|^2 / 2
     zeros: FloatArray  # (n, T) zeros (never written): the predictor's absent second-order terms
+    pace: FloatArray  # (n, T) p_it, the running time of a round of good t on `active` (1 on one GPU type), 0 elsewhere
+    good_round: np.ndarray  # (T,) the round of each good (``arange(T)`` on one GPU type)
+    rounds_of_goods: FloatArray  # (T, R) 0/1: good t is in round r
+    shared: np.ndarray  # (n, R) bool: job i has a one-type row in round r (several active goods there)
+    round_upper: FloatArray  # (R,) u_r: the one-type rows read sum_{t in r} y_it <= u_r
+    members: np.ndarray  # (R, K) the goods of each round (K the most of a round), padded with -1
+
+    @property
+    def typed(self) -> bool:
+        """Whether the program has one-type-per-round rows (GPU types with several goods per round)."""
+        return bool(self.shared.any())
 
 
 class _Workspace:
@@ -194,6 +221,22 @@ class _Longest:
 
 
 @dataclass(frozen=True)
+class _TypeRows:
+    r"""The one-type-per-round rows at one point (or a step of them): per job and round with several
+    active goods, :math:`\sum_{t \in r} y_{it} + s_{ir} = u_r`, :math:`s, z \ge 0`."""
+
+    s: FloatArray  # (n, R) slacks; 1 off `_Data.shared`
+    z: FloatArray  # (n, R) multipliers; 0 off `_Data.shared`
+
+    def moved(self, step: _TypeRows, alpha: float) -> _TypeRows:
+        """This point moved by `alpha` times `step`."""
+        return _TypeRows(self.s + alpha * step.s, self.z + alpha * step.z)
+
+    def complementarity(self) -> float:
+        return float(np.vdot(self.s, self.z))
+
+
+@dataclass(frozen=True)
 class _Point:
     """An iterate and what the stopping test, the line search and the Newton system need of it."""
 
@@ -207,6 +250,7 @@ class _Point:
     ftf_residual: FloatArray  # (n,) sum_t y_it - m_i - s_f (the rows may start violated); 0 elsewhere
     z_f: FloatArray  # (n,) multipliers of the FTF constraints; 0 elsewhere
     longest: _Longest  # zeta, the efficiency rows' slacks and multipliers (zeta 1, slacks 1, multipliers 0 without)
+    type_rows: _TypeRows  # the one-type-per-round rows' slacks and multipliers
     u: FloatArray  # (n, S) utilities
     value: float  # F(y) + kappa zeta
     dual_residual: FloatArray  # (n, T); 0 off `active`
@@ -252,7 +296,7 @@ def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 8
     data, scale = _data(program)
     active, constrained, efficient = data.active, data.constrained, data.efficient
     n_constraints = 2 * int(active.sum()) + rounds + int(constrained.sum()) + int(efficient.sum()) \
-        + int(efficient.any())
+        + int(efficient.any()) + int(data.shared.sum())
     work = _Workspace(n, n_scenarios + int(constrained.any() or efficient.any()), rounds)
 
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -286,7 +330,7 @@ def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 8
         # The certificate is for the program's own objective (without the tie-breaking term): the
         # same multipliers, the gradient without the term (valid for any multipliers, by convexity).
         gap = scale * best.gap if not program.spread or not np.isfinite(best.gap) else \
-            scale * _certified_gap(data, best.y, best.z_f, best.longest.z_e)
+            scale * _certified_gap(data, best.y, best.z_f, best.longest.z_e, best.type_rows.z)
         if status == Status.INACCURATE and not np.isfinite(best.gap):
             # No iterate met the FTF rows: nothing certifies the schedule, which is no optimum.
             status, message = Status.ERROR, f"{message}; the FTF rows were still violated"
@@ -294,7 +338,8 @@ def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 8
     return Solution(
         x=np.where(active, best.y, 0.0),
         # Back to the unscaled objective and to GPUs: p_t = scale * lambda_t / G_t.
-        prices=scale * best.prices / program.capacity,
+        prices=np.where(program.capacity > 0,
+                        scale * best.prices / np.where(program.capacity > 0, program.capacity, 1.0), 0.0),
         status=status,
         message=message,
         iterations=outcome.iteration,
@@ -322,12 +367,14 @@ def _data(program: PlanningProgram) -> tuple[_Data, float]:
     constrained = floor > 0
     leftover = np.where(program.base < 1.0, program.remaining_s / program.round_s, 0.0)
     efficient = (leftover > 0) & (program.efficiency > 0)
+    rounds_of_goods = program.rounds_of_goods.toarray()
     data = _Data(
         active=active,
         progress=np.where(active[None], program.progress, 0.0).transpose(1, 0, 2).copy(),
         base=program.base,
         beta=program.weights / (scale * n_scenarios),
-        g=np.where(active, program.gpus[:, None] / program.capacity[None, :], 0.0),
+        # A good without GPUs (a GPU type absent in a round) is active for no job.
+        g=np.where(active, program.gpus[:, None] / np.where(program.capacity > 0, program.capacity, 1.0)[None, :], 0.0),
         upper=program.bounds,
         floor=floor,
         constrained=constrained,
@@ -338,8 +385,26 @@ def _data(program: PlanningProgram) -> tuple[_Data, float]:
         zeta_max=float(leftover.max(initial=0.0)) + 1.0,
         spread=program.spread * program.spread_weights / scale,
         zeros=np.zeros((n, rounds)),
+        pace=np.where(active, program.pace, 0.0),
+        good_round=program.round_index,
+        rounds_of_goods=rounds_of_goods,
+        # A row only where the job has two goods or more in the round (else its box bound is the row).
+        shared=active.astype(np.float64) @ rounds_of_goods >= 2,
+        round_upper=program.round_bounds,
+        members=_members(program.round_index),
     )
     return data, scale
+
+
+def _members(good_round: np.ndarray) -> np.ndarray:
+    """The goods of each round, shape (R, K) with K the most goods of a round, padded with -1."""
+    order = np.argsort(good_round, kind="stable")
+    counts = np.bincount(good_round)
+    position = np.arange(good_round.size) - np.repeat(np.cumsum(counts) - counts, counts)
+    members = np.full((counts.size, int(counts.max())), -1)
+    members[good_round[order], position] = order
+    return members
+
 
 
 @functools.cache
@@ -359,6 +424,11 @@ def load_kernels() -> None:
             round_s=60.0, remaining_s=np.array([300.0, 200.0]), efficiency=0.01,
             leftover_limit_s=np.array([1e4, 1e4]), spread=0.01)
         solve_saa_ipm(program, tol=1e-6)
+        # Two GPU types: the one-type rows' kernel.
+        typed = replace(program, progress=np.tile(program.progress, 2), capacity=np.tile(program.capacity, 2),
+                        good_round=np.tile(np.arange(rounds), 2),
+                        speed=np.repeat(np.array([[1.0, 0.5], [1.0, 0.8]]), rounds, axis=1))
+        solve_saa_ipm(typed, tol=1e-6)
 
 
 def certified_gap(program: PlanningProgram, x: FloatArray, ftf_multipliers: FloatArray,
@@ -391,11 +461,12 @@ def certified_gap(program: PlanningProgram, x: FloatArray, ftf_multipliers: Floa
 
 
 def _certified_gap(data: _Data, x: FloatArray, ftf_multipliers: FloatArray,
-                   efficiency_multipliers: FloatArray) -> float:
-    """`certified_gap` in the solver's terms (the objective scaled to budgets summing to 1)."""
+                   efficiency_multipliers: FloatArray, type_multipliers: FloatArray | None = None) -> float:
+    """`certified_gap` in the solver's terms (the objective scaled to budgets summing to 1), with the
+    one-type rows' multipliers `type_multipliers` (n, R) (None: 0, a valid but looser bound)."""
     plain = replace(data, spread=np.zeros_like(data.spread))
     y = np.where(data.active, np.clip(x, 0.0, data.upper[None, :]), 0.0)
-    running = y.sum(axis=1)
+    running = (y * data.pace).sum(axis=1)
     z_f = np.where(data.constrained, np.maximum(ftf_multipliers, 0.0), 0.0)
     z_e = np.where(data.efficient, np.maximum(efficiency_multipliers, 0.0), 0.0)
     zeta = max(0.0, float(np.max(np.where(data.efficient, data.leftover - running, 0.0), initial=0.0)))
@@ -403,11 +474,25 @@ def _certified_gap(data: _Data, x: FloatArray, ftf_multipliers: FloatArray,
     s_hi, s_cap = np.where(data.active, data.upper[None, :] - y, 1.0), 1.0 - (data.g * y).sum(axis=0)
     # The slacks as y has them (possibly negative: the identity behind the bound holds for any y).
     s_f = np.where(data.constrained, running - data.floor, 1.0)
+    z_o = np.zeros(data.shared.shape) if type_multipliers is None else \
+        np.where(data.shared, np.maximum(type_multipliers, 0.0), 0.0)
+    type_rows = _TypeRows(np.where(data.shared, data.round_upper[None, :] - y @ data.rounds_of_goods, 1.0), z_o)
     _, gradient, _ = _objective(plain, y)
-    prices = _gap_minimizing_prices(gradient - (z_f + z_e)[:, None], data.g, y, s_hi, s_cap)
+    prices = _gap_minimizing_prices(gradient - _row_terms(data, z_f + z_e, z_o), data.g, y, s_hi, s_cap)
     with np.errstate(divide="ignore", invalid="ignore"):
-        point = _evaluate(plain, y, s_hi, s_cap, data.zeros, data.zeros, prices, s_f, z_f, longest)
+        point = _evaluate(plain, y, s_hi, s_cap, data.zeros, data.zeros, prices, s_f, z_f, longest, type_rows)
     return point.gap
+
+
+def _row_terms(data: _Data, per_job: FloatArray, per_round: FloatArray) -> FloatArray:
+    r"""The rows' terms in the gradient of the Lagrangian on each entry, shape (n, T):
+    :math:`r_i p_{it} - o_{i, r(t)}` from `per_job` :math:`r` (n,) (the FTF and efficiency rows,
+    :math:`\ge` rows in :math:`\sum_t p_{it} y_{it}`) and `per_round` :math:`o` (n, R) (the one-type
+    rows, :math:`\le` rows in :math:`\sum_{t \in r} y_{it}`), subtracted from the gradient."""
+    terms = per_job[:, None] * data.pace
+    if data.typed:
+        terms -= per_round[:, data.good_round]
+    return terms
 
 
 def _start(data: _Data, warm_start: FloatArray | None, n_constraints: int) -> _Point:
@@ -417,17 +502,25 @@ def _start(data: _Data, warm_start: FloatArray | None, n_constraints: int) -> _P
     # The same share of every round for every job that fits (half its bound), half the capacity at most.
     load = g.sum(axis=0)
     y = np.where(active, np.minimum(_START_SHARE * data.upper, _START_SHARE / np.maximum(load, 1e-300))[None, :], 0.0)
+    if data.typed:
+        # The job's goods in a round share its half: the one-type rows start half slack.
+        y /= np.maximum(active.astype(np.float64) @ data.rounds_of_goods, 1.0)[:, data.good_round]
     if warm_start is not None:
-        # Scale the old schedule into 90 % of each round's capacity, then mix it half and half with
-        # the cold start: every entry stays in (0, 0.75 u] and every round under 70 % full.
+        # Scale the old schedule into 90 % of each round's capacity (and of each one-type row),
+        # then mix it half and half with the cold start: every entry stays in (0, 0.75 u] and
+        # every round under 70 % full.
         previous = np.where(active, np.clip(warm_start, 0.0, data.upper[None, :]), 0.0)
         previous = previous * np.minimum(1.0, 0.9 / np.maximum((g * previous).sum(axis=0), 1e-300))[None, :]
+        if data.typed:
+            room = np.minimum(1.0, 0.9 * data.round_upper / np.maximum(previous @ data.rounds_of_goods, 1e-300))
+            previous = previous * room[:, data.good_round]
         y = 0.5 * y + 0.5 * previous
     s_hi = np.where(active, data.upper[None, :] - y, 1.0)
     s_cap = 1.0 - (g * y).sum(axis=0)
     # The FTF rows may start infeasible: their slacks start at least 1 and the Newton steps close
     # the residual sum_t y - m - s_f (a full step closes it).
-    s_f = np.where(data.constrained, np.maximum(y.sum(axis=1) - data.floor, 1.0), 1.0)
+    running = (y * data.pace).sum(axis=1)
+    s_f = np.where(data.constrained, np.maximum(running - data.floor, 1.0), 1.0)
     _, gradient, _ = _objective(data, y)
     # Multipliers that make the start dual feasible (the Newton steps then only have to centre
     # and reduce mu, not also repair stationarity, which took a third of the iterations), shifted by
@@ -438,16 +531,17 @@ def _start(data: _Data, warm_start: FloatArray | None, n_constraints: int) -> _P
     zeta, s_e, z_e, z_zeta = 1.0, np.ones_like(s_f), np.zeros_like(s_f), 0.0
     if data.kappa:
         # The longest leftover plus a margin of a round: every efficiency row strictly satisfied.
-        running = y.sum(axis=1)
         zeta = max(0.0, float(np.max(np.where(data.efficient, data.leftover - running, 0.0)))) + 1.0
         s_e = np.where(data.efficient, running + zeta - data.leftover, 1.0)
         z_e = np.where(data.efficient, mu0 / s_e, 0.0)
         z_zeta = max(data.kappa - float(z_e.sum()), 0.0) + mu0 / zeta
-    reduced = np.where(active, gradient + g * prices[None, :] - (z_f + z_e)[:, None], 0.0)
+    s_o = np.where(data.shared, data.round_upper[None, :] - y @ data.rounds_of_goods, 1.0)
+    type_rows = _TypeRows(s_o, np.where(data.shared, mu0 / s_o, 0.0))
+    reduced = np.where(active, gradient + g * prices[None, :] - _row_terms(data, z_f + z_e, type_rows.z), 0.0)
     z_lo = np.where(active, np.maximum(reduced, 0.0) + mu0 / np.where(active, y, 1.0), 0.0)
     z_hi = np.where(active, np.maximum(-reduced, 0.0) + mu0 / s_hi, 0.0)
     return _evaluate(data, y, s_hi, s_cap, z_lo, z_hi, prices + mu0 / s_cap, s_f, z_f,
-                     _Longest(zeta, s_e, z_e, z_zeta))
+                     _Longest(zeta, s_e, z_e, z_zeta), type_rows)
 
 
 def _gap_minimizing_prices(gradient: FloatArray, g: FloatArray, y: FloatArray, s_hi: FloatArray,
@@ -478,33 +572,36 @@ def _objective(data: _Data, y: FloatArray) -> tuple[FloatArray, FloatArray, floa
     u, gradient = np.empty((n, scenarios)), np.empty((n, rounds))
     # With no prices, row multipliers or bound multipliers, the dual residual is the gradient.
     value, *_ = _kernels.evaluate_entries(data.progress, data.base, data.beta, data.spread, data.active, data.g, y, y,
-                                         data.zeros, data.zeros, np.zeros(rounds), np.zeros(n), u, gradient,
+                                         data.zeros, data.zeros, np.zeros(rounds), data.zeros, data.pace, u, gradient,
                                          np.empty(n))
     return u, gradient, value
 
 
 def _evaluate(data: _Data, y: FloatArray, s_hi: FloatArray, s_cap: FloatArray, z_lo: FloatArray,
-              z_hi: FloatArray, prices: FloatArray, s_f: FloatArray, z_f: FloatArray, longest: _Longest) -> _Point:
+              z_hi: FloatArray, prices: FloatArray, s_f: FloatArray, z_f: FloatArray, longest: _Longest,
+              type_rows: _TypeRows) -> _Point:
     """Everything the iteration needs at one point; O(n S T), one pass over the entries."""
     n, scenarios, rounds = data.progress.shape
     zeta, z_e = longest.zeta, longest.z_e
     u, dual_residual, running = np.empty((n, scenarios)), np.empty((n, rounds)), np.empty(n)
     value, bounds_complementarity, bounds_residual, bounds_gap = _kernels.evaluate_entries(
-        data.progress, data.base, data.beta, data.spread, data.active, data.g, y, s_hi, z_lo, z_hi, prices, z_f + z_e,
-        u, dual_residual, running)
+        data.progress, data.base, data.beta, data.spread, data.active, data.g, y, s_hi, z_lo, z_hi, prices,
+        _row_terms(data, z_f + z_e, type_rows.z), data.pace, u, dual_residual, running)
     reduced_zeta = data.kappa - float(z_e.sum())  # the gradient of the Lagrangian in zeta, before z_zeta
     zeta_residual = reduced_zeta - longest.z_zeta if data.kappa else 0.0
-    complementarity = bounds_complementarity + float(s_cap @ prices + s_f @ z_f) + longest.complementarity()
+    type_complementarity = type_rows.complementarity() if data.typed else 0.0
+    complementarity = bounds_complementarity + float(s_cap @ prices + s_f @ z_f) + longest.complementarity() \
+        + type_complementarity
     ftf_residual = np.where(data.constrained, running - data.floor - s_f, 0.0)
     merit = complementarity + bounds_residual + abs(zeta_residual) * max(zeta, data.zeta_max) \
         + float(np.abs(ftf_residual).sum())
-    gap = float(s_cap @ prices + (s_f + ftf_residual) @ z_f + longest.s_e @ z_e) + bounds_gap
+    gap = float(s_cap @ prices + (s_f + ftf_residual) @ z_f + longest.s_e @ z_e) + bounds_gap + type_complementarity
     if not (ftf_residual >= -_FTF_TOLERANCE * (1.0 + data.floor)).all():
         gap = np.inf  # y violates an FTF row: a lower bound on the optimum, but no certificate for y
     if data.kappa:
         # zeta* lies in [0, zeta_max]: the Lagrangian's linear term in zeta is at least this much below.
         gap += max(reduced_zeta * zeta, -reduced_zeta * (data.zeta_max - zeta))
-    return _Point(y, s_hi, s_cap, z_lo, z_hi, prices, s_f, ftf_residual, z_f, longest, u,
+    return _Point(y, s_hi, s_cap, z_lo, z_hi, prices, s_f, ftf_residual, z_f, longest, type_rows, u,
                   value + data.kappa * zeta, dual_residual, zeta_residual, complementarity, merit, gap)
 
 
@@ -518,6 +615,7 @@ class _Direction:
     ds_f: FloatArray  # (n,) 0 off the constrained jobs
     dz_f: FloatArray
     longest: _Longest  # the step of zeta, s_e, z_e, z_zeta (0 without the efficiency term)
+    type_rows: _TypeRows  # the step of the one-type rows' slacks and multipliers (0 without them)
     du: FloatArray  # (n, S) change of the utilities
     largest: float  # largest step keeping every slack, multiplier and utility nonnegative
     sigma: float
@@ -546,9 +644,13 @@ def _direction(data: _Data, point: _Point, n_constraints: int, work: _Workspace,
     """Mehrotra's predictor-corrector direction at `point` (None when it is not finite); without
     `second_order`, the corrector aims at sigma mu alone."""
     best = None
-    for regularization in _REGULARIZATIONS:
+    # With one-type rows, first the capacity system's Gram matrix in pieces, then, if its solves
+    # miss the tolerance, as one product (`_TypeFold.gram`).
+    attempts = [(_REGULARIZATIONS[0], False)] if data.typed else []
+    attempts += [(regularization, True) for regularization in _REGULARIZATIONS]
+    for regularization, stacked in attempts:
         try:
-            newton = _NewtonSystem.factor(data, point, work, regularization)
+            newton = _NewtonSystem.factor(data, point, work, regularization, stacked)
         except np.linalg.LinAlgError:
             # The capacity system lost positive definiteness to rounding: regularize more.
             if regularization == _REGULARIZATIONS[-1] and best is None:
@@ -572,14 +674,15 @@ def _mehrotra(data: _Data, point: _Point, n_constraints: int, newton: _NewtonSys
     z_lo, z_hi, prices = point.z_lo, point.z_hi, point.prices
     mu = point.complementarity / n_constraints
     predictor = newton.direction(0.0, 0.0, None, np.zeros_like(s_cap), np.zeros_like(point.s_f),
-                                 np.zeros_like(point.s_f), 0.0)
+                                 np.zeros_like(point.s_f), 0.0, np.zeros_like(point.type_rows.s))
     alpha = min(predictor.largest, 1.0)
-    step = predictor.longest
+    step, type_step = predictor.longest, predictor.type_rows
     moved = float(((y + alpha * predictor.dy) * (z_lo + alpha * predictor.dz_lo)).sum()
                   + ((s_hi - alpha * predictor.dy) * (z_hi + alpha * predictor.dz_hi)).sum()
                   + (s_cap + alpha * predictor.ds_cap) @ (prices + alpha * predictor.d_prices)
                   + (point.s_f + alpha * predictor.ds_f) @ (point.z_f + alpha * predictor.dz_f)) \
-        + point.longest.moved(step, alpha).complementarity()
+        + point.longest.moved(step, alpha).complementarity() \
+        + (point.type_rows.moved(type_step, alpha).complementarity() if data.typed else 0.0)
     sigma = centring(moved, point.complementarity)
     w = second_order
     corrector = newton.direction(
@@ -588,6 +691,7 @@ def _mehrotra(data: _Data, point: _Point, n_constraints: int, newton: _NewtonSys
         np.where(data.constrained, sigma * mu - w * predictor.ds_f * predictor.dz_f, 0.0),
         np.where(data.efficient, sigma * mu - w * step.s_e * step.z_e, 0.0),
         sigma * mu - w * step.zeta * step.z_zeta if data.kappa else 0.0,
+        np.where(data.shared, sigma * mu - w * type_step.s * type_step.z, 0.0),
         sigma,
     )
     if not (np.isfinite(corrector.largest) and np.isfinite(corrector.dy).all()):
@@ -611,6 +715,7 @@ def _line_search(data: _Data, point: _Point, direction: _Direction, n_constraint
             point.prices + alpha * direction.d_prices,
             point.s_f + alpha * direction.ds_f, point.z_f + alpha * direction.dz_f,
             point.longest.moved(direction.longest, alpha),
+            point.type_rows.moved(direction.type_rows, alpha) if data.typed else point.type_rows,
         )
         if trial.merit <= (1.0 - _SUFFICIENT_DECREASE * alpha) * point.merit:
             return trial
@@ -643,9 +748,13 @@ class _NewtonSystem:
     corner: float  # d
     coupling_solved: FloatArray  # (n, T) P_y^-1 c
     corner_schur: float  # d - c^T P_y^-1 c, floored at z_zeta / zeta (the exact value is above it)
+    fold: _TypeFold | None  # the one-type rows' curvature in the blocks' scaling (None without them)
 
     @classmethod
-    def factor(cls, data: _Data, point: _Point, work: _Workspace, regularization: float) -> _NewtonSystem:
+    def factor(cls, data: _Data, point: _Point, work: _Workspace, regularization: float,
+               stacked: bool = True) -> _NewtonSystem:
+        """The system at `point`, with `regularization` in the preconditioner; with one-type rows,
+        its capacity Gram matrix as one product if `stacked`, else in pieces (`_TypeFold.gram`)."""
         active, g = data.active, data.g
         safe_y = np.where(active, point.y, 1.0)
         diagonal = np.where(active, point.z_lo / safe_y + point.z_hi / point.s_hi + data.spread[:, None], 1.0)
@@ -655,29 +764,37 @@ class _NewtonSystem:
         # one more rank-one column (when the workspace has one).
         row = np.sqrt(point.z_f / point.s_f + row_curvature)
         curvature, root, scaled = work.curvature, np.empty_like(diagonal), work.scaled
-        _kernels.scaled_columns(data.progress, data.beta, point.u, row, active, diagonal, regularization, curvature,
-                               root, scaled)
+        _kernels.scaled_columns(data.progress, data.beta, point.u, row[:, None] * data.pace, diagonal, regularization,
+                               curvature, root, scaled)
+        fold = _TypeFold.of(data, point, root) if data.typed else None
+        if fold is not None:
+            np.multiply(root[:, None, :], fold.forward(curvature), out=scaled)  # V_i = L_i^-1 C_i
         blocks = _BlockFactor.of(scaled, work)
-        # sum_i G_i K_i^-1 G_i^T = sum_i (F_i X_i)^T (F_i X_i), X_i = diag(g_i D_i^-1/2): one Gram
-        # matrix of the stacked (n T, T) products, positive semidefinite to rounding.
-        weighted = blocks.times_diagonal(g * root, out=work.weighted).reshape(-1, root.shape[1])
-        schur = weighted.T @ weighted
+        # sum_i G_i K_i^-1 G_i^T = sum_i (F_i X_i)^T (F_i X_i), X_i = diag(g_i D_i^-1/2) (with the
+        # one-type rows D_i^-1/2 N_i diag(g_i)): one Gram matrix of the stacked (n T, T) products,
+        # positive semidefinite to rounding.
+        if fold is None:
+            weighted = blocks.times_diagonal(g * root, out=work.weighted).reshape(-1, root.shape[1])
+            schur = weighted.T @ weighted
+        else:
+            schur = fold.gram(blocks, root, g, work, stacked)
         rounds = schur.shape[0]
         ratio = point.prices / point.s_cap
         schur[np.arange(rounds), np.arange(rounds)] += 1.0 / ratio
         system = cls(data, point, curvature, diagonal, ratio, root, blocks,
                      scipy.linalg.cho_factor(schur, lower=True, check_finite=True), [],
-                     np.zeros_like(point.y), 0.0, np.zeros_like(point.y), 0.0)
+                     np.zeros_like(point.y), 0.0, np.zeros_like(point.y), 0.0, fold)
         if not data.kappa:
             return system
-        coupling = np.where(active, row_curvature[:, None], 0.0)
+        coupling = row_curvature[:, None] * data.pace
         corner = float(row_curvature.sum()) + longest.z_zeta / longest.zeta
         # d - c^T P^-1 c = (d - c^T K^-1 c) + w^T M^-1 w (Woodbury over the capacity rows, w the loads
         # of K^-1 c, M the capacity system): two sums of positive terms. The difference as written
         # cancels at the end of a solve (d reaches 1e7 where the value is 1e-3), and a preconditioner
         # with a wrong corner costs the conjugate gradients tens of steps.
         solved, loads, correction = system._woodbury(coupling)
-        corner_schur = _corner_without_capacity(data, point, work, root, blocks.dense) + float(loads @ correction)
+        corner_schur = _corner_without_capacity(data, point, work, root, blocks.dense, fold) \
+            + float(loads @ correction)
         return replace(system, coupling=coupling, corner=corner, coupling_solved=solved,
                        corner_schur=max(corner_schur, longest.z_zeta / longest.zeta))
 
@@ -688,9 +805,17 @@ class _NewtonSystem:
     def _woodbury(self, rhs: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
         r"""`_precondition_y` of `rhs` with its intermediate terms: :math:`P_y^{-1} v`, the loads
         :math:`w = \sum_i g_i \circ K_i^{-1} v_i` and the capacity correction :math:`M^{-1} w`."""
-        solution, loads = self.blocks.inverse(self.root, rhs, self.data.g)
+        g, fold = self.data.g, self.fold
+        if fold is None:
+            solution, loads = self.blocks.inverse(self.root, rhs, g)
+            correction = scipy.linalg.cho_solve(self.schur, loads, check_finite=False)
+            self.blocks.subtract_inverse(self.root, g, correction, solution)
+            return solution, loads, correction
+        # K_i^-1 = N_i^T D_i^-1/2 F_i^T F_i D_i^-1/2 N_i (`_TypeFold`).
+        solution = fold.backward(self.blocks.inverse(self.root, fold.forward(rhs), g)[0])
+        loads = np.einsum("nt,nt->t", g, solution)
         correction = scipy.linalg.cho_solve(self.schur, loads, check_finite=False)
-        self.blocks.subtract_inverse(self.root, self.data.g, correction, solution)
+        solution -= fold.backward(self.blocks.inverse(self.root, fold.forward(g * correction[None, :]), g)[0])
         return solution, loads, correction
 
     def _apply_y(self, vector: FloatArray, out: FloatArray) -> FloatArray:
@@ -698,6 +823,9 @@ class _NewtonSystem:
         g = self.data.g
         prices_term = self.ratio * np.einsum("nt,nt->t", g, vector)
         _kernels.hessian_times(self.curvature, self.diagonal, g, prices_term, vector, out)
+        if self.fold is not None:  # the one-type rows' c_ir e_r e_r^T
+            type_rows, active = self.point.type_rows, self.fold.active
+            _add_round_sums(vector, active, type_rows.z / type_rows.s, active, self.data.good_round, out)
         return out
 
     def precondition(self, rhs: FloatArray) -> FloatArray:
@@ -736,7 +864,8 @@ class _NewtonSystem:
         return solution
 
     def direction(self, sigma_mu: float, second_order: float, predictor: _Direction | None, target_cap: FloatArray,
-                  target_f: FloatArray, target_e: FloatArray, target_zeta: float, sigma: float = 0.0) -> _Direction:
+                  target_f: FloatArray, target_e: FloatArray, target_zeta: float, target_type: FloatArray,
+                  sigma: float = 0.0) -> _Direction:
         r"""The Newton step towards complementarity products `target_*` (the same residuals otherwise).
 
         The bounds' targets are :math:`\sigma\mu - w\,\Delta y \Delta z^{lo}` and
@@ -753,6 +882,9 @@ class _NewtonSystem:
         # The FTF rows' slack step closes their residual r: ds_f = sum_t dy + r.
         residual = point.ftf_residual
         rows = np.where(constrained, (target_f - z_f * residual) / s_f - z_f, 0.0) + efficiency_rows
+        # A one-type row's multiplier step is (t - z ds) / s - z with ds = -sum_{t in r} dy.
+        type_rows = point.type_rows
+        rows = _row_terms(data, rows, np.where(data.shared, target_type / type_rows.s - type_rows.z, 0.0))
         aff = (predictor.dy, predictor.dz_lo, predictor.dz_hi) if predictor is not None else (data.zeros,) * 3
         rhs = np.empty_like(y)
         _kernels.newton_rhs(active, point.dual_residual, y, s_hi, z_lo, z_hi, g, target_cap / s_cap - prices, rows,
@@ -765,8 +897,8 @@ class _NewtonSystem:
         else:
             dy = self.solve(rhs)
         dz_lo, dz_hi, loads, running = np.empty_like(y), np.empty_like(y), np.empty_like(s_cap), np.empty_like(s_f)
-        rate = _kernels.newton_back(active, y, s_hi, z_lo, z_hi, g, sigma_mu, second_order, *aff, dy, dz_lo, dz_hi,
-                                   loads, running)
+        rate = _kernels.newton_back(active, y, s_hi, z_lo, z_hi, g, sigma_mu, second_order, *aff, data.pace, dy,
+                                   dz_lo, dz_hi, loads, running)
         ds_cap = -loads
         d_prices = (target_cap - prices * ds_cap) / s_cap - prices
         ds_f = np.where(constrained, running + residual, 0.0)
@@ -774,16 +906,20 @@ class _NewtonSystem:
         ds_e = np.where(efficient, running + d_zeta, 0.0)
         dz_e = np.where(efficient, (target_e - z_e * ds_e) / s_e - z_e, 0.0)
         dz_zeta = (target_zeta - longest.z_zeta * d_zeta) / longest.zeta - longest.z_zeta if data.kappa else 0.0
+        ds_o = np.where(data.shared, -(dy @ data.rounds_of_goods), 0.0) if data.typed else np.zeros_like(type_rows.s)
+        dz_o = np.where(data.shared, (target_type - type_rows.z * ds_o) / type_rows.s - type_rows.z, 0.0)
         du = np.einsum("nst,nt->ns", data.progress, dy)
         # The entries' rate from the kernel, the rest (O(n + T)) here.
         largest = min(1.0 / rate if rate > 0 else np.inf, largest_step(
-            (s_cap, prices, point.u, s_f, z_f, s_e, z_e, np.array([longest.zeta, longest.z_zeta])),
-            (ds_cap, d_prices, du, ds_f, dz_f, ds_e, dz_e, np.array([d_zeta, dz_zeta]))))
-        return _Direction(dy, dz_lo, dz_hi, ds_cap, d_prices, ds_f, dz_f, _Longest(d_zeta, ds_e, dz_e, dz_zeta), du,
-                          largest, sigma)
+            (s_cap, prices, point.u, s_f, z_f, s_e, z_e, np.array([longest.zeta, longest.z_zeta]), type_rows.s,
+             type_rows.z),
+            (ds_cap, d_prices, du, ds_f, dz_f, ds_e, dz_e, np.array([d_zeta, dz_zeta]), ds_o, dz_o)))
+        return _Direction(dy, dz_lo, dz_hi, ds_cap, d_prices, ds_f, dz_f, _Longest(d_zeta, ds_e, dz_e, dz_zeta),
+                          _TypeRows(ds_o, dz_o), du, largest, sigma)
 
 
-def _corner_without_capacity(data: _Data, point: _Point, work: _Workspace, root: FloatArray, dense: bool) -> float:
+def _corner_without_capacity(data: _Data, point: _Point, work: _Workspace, root: FloatArray, dense: bool,
+                             fold: _TypeFold | None) -> float:
     r"""The efficiency border's Schur complement without the capacity coupling, term by term.
 
     Job i's block is :math:`K_{0,i} + \rho_i \mathbf 1 \mathbf 1^\top` (:math:`\rho = \rho^f + \rho^e`,
@@ -796,11 +932,121 @@ def _corner_without_capacity(data: _Data, point: _Point, work: _Workspace, root:
     rho_f = np.where(data.constrained, point.z_f / point.s_f, 0.0)
     rho_e = np.where(data.efficient, longest.z_e / longest.s_e, 0.0)
     loads = np.empty(rho_f.shape)
-    _kernels.row_free_loads(work.scaled, data.progress.shape[1], root, data.active, dense, loads)
+    # a_i = |F_i D_i^-1/2 N_i p_i|^2 (`_TypeFold`; N = I on one GPU type, where p_i = 1 on the active entries).
+    vector = data.pace if fold is None else fold.forward(data.pace)
+    _kernels.row_free_loads(work.scaled, data.progress.shape[1], root, vector, dense, loads)
     if not np.isfinite(loads).all():
         raise np.linalg.LinAlgError("a job's Newton block is not numerically positive definite")
     return float((rho_e * (1.0 + rho_f * loads) / (1.0 + (rho_f + rho_e) * loads)).sum()) \
         + longest.z_zeta / longest.zeta
+
+
+@dataclass(frozen=True)
+class _TypeFold:
+    r"""The one-type rows' curvature folded into the scaling of the Newton blocks.
+
+    Without the scenarios' and the FTF/efficiency rows' columns, job i's block is
+    :math:`A = D + \sum_r c_r e_r e_r^\top` (:math:`c_r = z^o_r / s^o_r`, :math:`e_r` the indicator of
+    its active goods in round r): diagonal plus one rank-one term per round, on disjoint goods. Its
+    factor is closed-form: :math:`D^{-1/2} A D^{-1/2} = I + \sum_r c_r u_r u_r^\top`,
+    :math:`u_r = D^{-1/2} e_r`, has the symmetric root :math:`Q = I + \sum_r \gamma_r u_r u_r^\top`, and
+    :math:`A = L L^\top` with
+
+    .. math:: L^{-1} = Q^{-1} D^{-1/2} = D^{-1/2} N, \qquad
+              N = I + \sum_r \alpha_r e_r (D^{-1} e_r)^\top, \qquad
+              \alpha_r = \frac{(1 + c_r \sigma_r)^{-1/2} - 1}{\sigma_r}, \quad \sigma_r = e_r^\top D^{-1} e_r.
+
+    The block is then :math:`K = L (I + V V^\top) L^\top` with :math:`V = L^{-1} C` (`C` the
+    curvature columns), factored as on one GPU type (`_BlockFactor`), and
+    :math:`K^{-1} = N^\top D^{-1/2} F^\top F D^{-1/2} N`: `forward` applies :math:`N`, `backward`
+    :math:`N^\top`. :math:`\alpha_r \in (-1/\sigma_r, 0]` is computed as `expm1` of a `log1p`, so that
+    it keeps its digits when :math:`c_r \sigma_r` is small. Like the symmetric root of
+    `_BlockFactor`, :math:`Q^{-1}` keeps its digits where it is small: on a round of three goods
+    with :math:`d \sim 10^{-8}` (interior entries) and :math:`c = 10^8` (a binding row),
+    :math:`K^{-1}` is exact to 1e-15 entrywise (against exact rational arithmetic; a basis in which
+    the round's smallest curvature is the rank-one term was no more accurate, and twice as slow).
+    """
+
+    alpha: FloatArray  # (n, R) alpha_r (0 where the job has no one-type row)
+    inverse_diagonal: FloatArray  # (n, T) 1 / d_t on the active entries, 0 elsewhere
+    active: FloatArray  # (n, T) 1 on the active entries, 0 elsewhere
+    good_round: np.ndarray  # (T,)
+    members: np.ndarray  # (R, K) `_Data.members`
+
+    @classmethod
+    def of(cls, data: _Data, point: _Point, root: FloatArray) -> _TypeFold:
+        """The fold at `point`, `root` the bounds' (regularized) diagonal to the power -1/2."""
+        inverse_diagonal = np.where(data.active, root * root, 0.0)
+        sigma = inverse_diagonal @ data.rounds_of_goods
+        type_rows = point.type_rows
+        curvature = type_rows.z / type_rows.s * sigma
+        alpha = np.where(data.shared, np.expm1(-0.5 * np.log1p(curvature)) / np.where(data.shared, sigma, 1.0), 0.0)
+        return cls(alpha, inverse_diagonal, data.active.astype(np.float64), data.good_round, data.members)
+
+    def forward(self, vector: FloatArray) -> FloatArray:
+        """:math:`N v` for every job, `vector` of shape (n, T) or (n, k, T) (`k` vectors per job)."""
+        return _add_round_sums(vector, self.inverse_diagonal, self.alpha, self.active, self.good_round)
+
+    def backward(self, vector: FloatArray) -> FloatArray:
+        """:math:`N^\top v` for every job, `vector` of shape (n, T)."""
+        return _add_round_sums(vector, self.active, self.alpha, self.inverse_diagonal, self.good_round)
+
+    def gram(self, blocks: _BlockFactor, root: FloatArray, g: FloatArray, work: _Workspace,
+             stacked: bool) -> FloatArray:
+        r""":math:`\sum_i X_i^\top F_i^\top F_i X_i`, :math:`X_i = D_i^{-1/2} N_i \operatorname{diag}(g_i)`,
+        shape (T, T): the capacity system's matrix without the prices' term.
+
+        `stacked` (and always with the dense factor): the Gram matrix of the stacked products
+        :math:`F_i X_i` (`_BlockFactor.times_diagonal` plus `add_rank_one_terms`), :math:`O(n T^3)`,
+        positive semidefinite to rounding. Else, with the low-rank factor, in pieces
+        (`_kernels.typed_gram`): the blocks between rounds are low-rank, :math:`O(n S' T^2)` as one
+        product, and each round's own (K, K) block a sum of squares: at 874 jobs on three types
+        (T = 60) about 1 ms instead of 15 ms. The pieces are each accurate to rounding but not
+        consistent to rounding: at the end of some solves, where the system's smallest eigenvalue is
+        1e-16 of its largest, the blocks between rounds (exact formulas, not Gram products of the
+        computed factors) leave the preconditioner wrong and the conjugate gradients stall (a 6-job
+        window stopped at 5.3e-9 instead of 1e-9); `_direction` then factors the system again stacked."""
+        if stacked or blocks.dense:
+            weighted = blocks.times_diagonal(g * root, out=work.weighted)
+            self.add_rank_one_terms(blocks, root, g, weighted)
+            weighted = weighted.reshape(-1, root.shape[1])
+            return weighted.T @ weighted
+        assert blocks.columns is not None and blocks.shrink is not None
+        members = self.members
+        scaled_q = np.empty_like(blocks.columns)
+        diagonal_blocks = np.zeros((members.shape[0], members.shape[1], members.shape[1]))
+        _kernels.typed_gram(blocks.columns, blocks.shrink, g * root, root * self._forward_weights,
+                            self.inverse_diagonal * g, self.good_round, members, scaled_q, diagonal_blocks)
+        rows = scaled_q.reshape(-1, root.shape[1])
+        gram = -(rows.T @ rows)
+        r, row, column = np.nonzero((members >= 0)[:, :, None] & (members >= 0)[:, None, :])
+        gram[members[r, row], members[r, column]] = diagonal_blocks[r, row, column]
+        return gram
+
+    def add_rank_one_terms(self, blocks: _BlockFactor, root: FloatArray, g: FloatArray, out: FloatArray) -> None:
+        r"""`out[i]` += the rank-one part of :math:`F_i X_i`, :math:`X_i = D_i^{-1/2} N_i \operatorname{diag}(g_i)
+        = \operatorname{diag}(g_i D_i^{-1/2}) + \sum_r a_r b_r^\top`, :math:`a_r = \alpha_r D^{-1/2} e_r`,
+        :math:`b_r = D^{-1} e_r \circ g_i` (`out` holds :math:`F_i` times the diagonal part)."""
+        columns = (root * self._forward_weights)[:, :, None] \
+            * (self.good_round[:, None] == np.arange(self.alpha.shape[1])[None, :])[None, :, :]
+        _kernels.add_group_outer(blocks.times(columns), self.good_round, self.inverse_diagonal * g, out)
+
+    @property
+    def _forward_weights(self) -> FloatArray:
+        """alpha_{r(t)} on the active entries, 0 elsewhere, shape (n, T)."""
+        return self.alpha[:, self.good_round] * self.active
+
+
+def _add_round_sums(vector: FloatArray, sum_weights: FloatArray, round_weights: FloatArray, add_weights: FloatArray,
+                    good_round: np.ndarray, out: FloatArray | None = None) -> FloatArray:
+    """`_kernels.add_round_sums` for `vector` of shape (n, T) or (n, k, T), onto a copy of `vector`
+    unless `out` (the same shape) is given."""
+    if out is None:
+        out = vector.copy()
+    n, goods = vector.shape[0], vector.shape[-1]
+    _kernels.add_round_sums(np.ascontiguousarray(vector).reshape(n, -1, goods), sum_weights, round_weights,
+                            add_weights, good_round, out.reshape(n, -1, goods))
+    return out
 
 
 #: Up to this many columns per job (scenarios plus the FTF/efficiency column) the blocks are
@@ -872,6 +1118,14 @@ class _BlockFactor:
         else:
             assert self.columns is not None and self.shrink is not None
             _kernels.subtract_inverse_blocks(root, self.columns, self.shrink, g, correction, out)
+
+    def times(self, matrices: FloatArray) -> FloatArray:
+        r""":math:`F_i M_i` for every job, `matrices` :math:`M` of shape (n, T, m)."""
+        if self.lower_inverse is not None:
+            return np.matmul(self.lower_inverse, matrices)
+        assert self.columns is not None and self.shrink is not None
+        along = self.shrink[:, :, None] * np.matmul(self.columns, matrices)
+        return matrices - np.matmul(self.columns.transpose(0, 2, 1), along)
 
     def times_diagonal(self, x: FloatArray, out: FloatArray) -> FloatArray:
         r""":math:`F_i \operatorname{diag}(x_i)` for every job, shape (n, T, T), written to `out`."""

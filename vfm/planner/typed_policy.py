@@ -54,6 +54,7 @@ from vfm.planner.options import PlanOptions
 from vfm.planner.plan import Plan, plan
 from vfm.planner.policy import PolicyConfig, PolicyState
 from vfm.planner.rounding import place
+from vfm.planner.saa_ipm import load_kernels
 from vfm.planner.typed import hosting
 
 #: :math:`\kappa` of `TypedPolicy.shockwave` (one type: `vfm.planner.shockwave.SHOCKWAVE_EFFICIENCY`, 1).
@@ -88,11 +89,12 @@ class TypedPolicy(homogeneous.StateView):
             raise ValidationError(f"cluster must be a vfm.cluster.ClusterTypes (GPU type -> count), got "
                                   f"{type(cluster).__name__} {cluster!r}")
         # `Policy`'s arguments, with all the cluster's GPUs as its capacity, which the equal share of
-        # the finish-time-fairness targets counts (a gang must fit one type: `add_job`). No saa-ipm
-        # kernels to load: a typed re-plan is a CVXPY solve.
+        # the finish-time-fairness targets counts (a gang must fit one type: `add_job`).
         self.cluster = cluster
         self.config: PolicyConfig = homogeneous.policy_config(cluster.total, options, replan_every=replan_every,
                                                               forecaster=forecaster, seed=seed, **overrides)
+        if self.config.options.solver in (None, "saa-ipm"):
+            load_kernels()  # here, not in the first re-plan, as `Policy` does
         self._state = PolicyState()
         # Each job's epoch seconds per type and regime, (K, R) in its record's regime order (inf: the
         # type cannot host it).
