@@ -96,8 +96,9 @@ class TypedPolicy(homogeneous.StateView):
         if self.config.options.solver in (None, "saa-ipm"):
             load_kernels()  # here, not in the first re-plan, as `Policy` does
         self._state = PolicyState()
-        # Each job's epoch seconds per type and regime, (K, R) in its record's regime order (inf: the
-        # type cannot host it).
+        # Each job's speed on each type (`_speed`), (K, R + 1): at each of its regimes in its record's
+        # order, then at their mean (for a job with no regime observed yet); 0 where the type
+        # cannot host it. Computed once per job, so that a re-plan only picks a column per job.
         self._typed: Mapping[Hashable, FloatArray] = MappingProxyType({})
 
     @classmethod
@@ -126,7 +127,8 @@ class TypedPolicy(homogeneous.StateView):
         seconds, reference = _typed_regimes(self.cluster, job_id, gpus, regimes)
         state = homogeneous.add_job(self.config, self._state, job_id, gpus, reference, epochs, budget, kind)
         self._state = state
-        self._typed = MappingProxyType({**self._typed, job_id: seconds})
+        on_reference = np.array([d for _, d in state.jobs[job_id].regimes])
+        self._typed = MappingProxyType({**self._typed, job_id: _speeds(seconds, on_reference)})
 
     def remove_job(self, job_id: Hashable) -> None:
         self._state = homogeneous.remove_job(self._state, job_id)
@@ -227,15 +229,19 @@ class TypedPolicy(homogeneous.StateView):
 
     def _speed(self, ids: tuple[Hashable, ...], jobs: list[homogeneous.JobRecord]) -> FloatArray:
         """Each job's speed on each type at its current regime relative to its reference, shape (n, K)."""
-        speed = np.empty((len(ids), len(self.cluster)))
-        for row, (job_id, job) in enumerate(zip(ids, jobs, strict=True)):  # per job: records are per job
-            seconds = self._typed[job_id]  # (K, R)
-            column = job.recent[0]
-            now = seconds[:, column] if column >= 0 else np.where(np.isfinite(seconds), seconds, np.nan).mean(axis=1)
-            reference = np.array([d for _, d in job.regimes])
-            on_reference = reference[column] if column >= 0 else reference.mean()
-            speed[row] = np.where(np.isfinite(now), np.minimum(on_reference / now, 1.0), 0.0)
-        return speed
+        # Column -1 (no regime observed yet) is the last: the speed at the regimes' mean.
+        return np.stack([self._typed[job_id][:, job.recent[0]] for job_id, job in zip(ids, jobs, strict=True)])
+
+
+def _speeds(seconds: FloatArray, on_reference: FloatArray) -> FloatArray:
+    """A job's speed on each type at each regime and at their mean, shape (K, R + 1), from its epoch
+    seconds per type and regime `seconds` (K, R; inf: the type cannot host it) and on its reference
+    type `on_reference` (R,): the ratio, at most 1; 0 where the type cannot host it."""
+    mean = np.where(np.isfinite(seconds), seconds, np.nan).mean(axis=1, keepdims=True)
+    now = np.hstack([seconds, mean])
+    reference = np.append(on_reference, on_reference.mean())
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isfinite(now), np.minimum(reference[None, :] / now, 1.0), 0.0)
 
 
 def _typed_regimes(cluster: ClusterTypes, job_id: Hashable, gpus: int,
