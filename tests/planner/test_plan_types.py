@@ -106,6 +106,8 @@ def test_a_slow_type_goes_to_the_job_that_loses_least_on_it():
     ({"speed": [[1.0, 0.5], [1.0, 0.5]], "capacity": [1, 1, 1]}, r"capacity must have shape \(2, 2\)"),
     ({"speed": [[1.0, 0.5], [1.0, 0.5]], "recourse": True, "scenarios": 2},
      "recourse is not supported with GPU types"),
+    ({"speed": [[1.0, 0.5], [1.0, 0.5]], "warm_start": np.zeros((2, 2))},
+     r"warm_start must have shape \(2, 4\)"),
 ])
 def test_bad_typed_arguments_are_named(kwargs, pattern):
     states = JobStates.from_lists([10, 10], [{32: 60.0}, {32: 60.0}])
@@ -128,3 +130,19 @@ def test_finish_time_targets_on_types_hold_in_running_time_by_speed():
     program = result.program
     running = (program.pace * result.relaxed).sum(axis=1)
     assert (running >= program.fairness_floor - 1e-6).all() and program.fairness_floor.max() > 0
+
+
+@settings(max_examples=10, deadline=None)
+@given(case=job_sets(max_jobs=8, max_rounds=4, scenarios=(1, 3), varying_capacity=False), data=st.data())
+def test_a_warm_start_over_goods_reaches_the_cold_plans_optimum(case, data):
+    n = case.states.n_jobs
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**31)))
+    per_type, speed = _two_types(case, rng.uniform(0.2, 1.0, n))
+    cold = plan(case.states, case.gpus, per_type, speed=speed, **case.kwargs())
+    # The cold plan's relaxation moved forward a round, as `vfm.planner.policy.warm_start` does.
+    shifted = cold.relaxed.reshape(n, 2, case.rounds)[:, :, np.minimum(np.arange(case.rounds) + 1, case.rounds - 1)]
+    warm = plan(case.states, case.gpus, per_type, speed=speed, warm_start=shifted.reshape(n, -1), **case.kwargs())
+    assert warm.solver == "saa-ipm"
+    # Both certify their relaxations: the objectives agree within the sum of the gaps.
+    tolerance = (cold.bound - cold.relaxed_objective) + (warm.bound - warm.relaxed_objective) + 1e-9
+    assert abs(warm.relaxed_objective - cold.relaxed_objective) <= tolerance

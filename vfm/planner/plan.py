@@ -201,7 +201,7 @@ def plan(
         would serve them (docs/planning.md): when equal shares over-subscribe the cluster (gangs
         wider than one GPU), every job keeps the same, looser, guarantee instead of none, and
         the reserve is left to the objective (the efficiency term).
-    warm_start : ndarray, shape (n, T), optional
+    warm_start : ndarray, shape (n, T), or (n, K T) with `speed`, optional
         A previous relaxed schedule shifted to this window (``"saa-ipm"`` only; ignored otherwise).
     speed : array_like, shape (n, K), optional
         A cluster of `K` GPU types (`vfm.planner.typed`): job `i`'s speed on type `k` relative to
@@ -209,7 +209,7 @@ def plan(
         gives the GPUs of each type, shape (K,) or (K, rounds); the program's goods are (type,
         round), `Plan.relaxed`, `schedule` and `prices` have K T columns (type-major) and
         `Plan.placement` says on which type each job runs in each round. Not yet with
-        ``recourse`` or `warm_start` (a `ValidationError` says so).
+        ``recourse`` (a `ValidationError` says so).
     **overrides
         Options that replace those of `options` (``plan(..., rounds=10)`` is
         ``plan(..., PlanOptions(rounds=10))``).
@@ -267,9 +267,8 @@ def plan(
     else:
         window = typed.TypeWindow.of(speed, capacity, n, rounds, states.job_ids)
         supply = window.capacity.max(axis=0)  # the widest gang each round can hold
-        for name, given in (("warm_start", warm_start), ("recourse", opts.recourse or None)):
-            if given is not None:
-                raise ValidationError(f"{name} is not supported with GPU types (speed) yet; plan without it")
+        if opts.recourse:
+            raise ValidationError("recourse is not supported with GPU types (speed) yet; plan without it")
     require_per_job("gpus", width, (width < 1) | (width != np.round(width)),
                     "must be a positive whole number of GPUs", ids=states.job_ids)
     require_per_job("gpus", width, width > supply.max(),
@@ -280,7 +279,7 @@ def plan(
     if targets is not None:
         require_per_job("fair_finish_s", targets, targets <= 0, "must be > 0 seconds", ids=states.job_ids)
     if warm_start is not None:
-        warm_start = as_real_array(warm_start, "warm_start", (n, rounds))
+        warm_start = as_real_array(warm_start, "warm_start", (n, rounds if window is None else window.types * rounds))
 
     model = DirichletForecaster() if forecaster is None else forecaster
     remaining_s = checked_forecast(model, "remaining_runtime", model.remaining_runtime(states), states, (n,))

@@ -306,19 +306,25 @@ def _replan(config: PolicyConfig, state: PolicyState) -> PolicyState:
     targets = None
     if config.fairness:
         jobs, targets = _fair_finish(config, forecaster, state.round_index, states, jobs)
-    warm = None
     options = config.options
-    planned = () if state.plan is None or state.plan.job_ids is None else state.plan.job_ids
-    if state.plan is not None and ids == planned and state.since_plan < options.rounds:
-        # Same jobs: the old relaxation, moved forward by the rounds served since.
-        keep = np.minimum(np.arange(options.rounds) + state.since_plan, options.rounds - 1)
-        warm = state.plan.relaxed[:, keep]
     new_plan = plan(
         states, gpus, config.capacity, options, forecaster=forecaster,
         seed=np.random.SeedSequence((config.seed, state.replans)), budgets=[j.budget for j in jobs],
-        fair_finish_s=targets, warm_start=warm,
+        fair_finish_s=targets, warm_start=warm_start(state, ids, options.rounds),
     )
     return _replanned(state, ids, jobs, new_plan, forecaster)
+
+
+def warm_start(state: PolicyState, ids: tuple[Hashable, ...], rounds: int) -> FloatArray | None:
+    """The last plan's relaxation moved forward by the rounds served since, when it planned the
+    same jobs `ids` and is not older than its window (else None); with GPU types each type's
+    rounds are moved (the relaxation's columns are type-major goods)."""
+    planned = () if state.plan is None or state.plan.job_ids is None else state.plan.job_ids
+    if state.plan is None or ids != planned or state.since_plan >= rounds:
+        return None
+    keep = np.minimum(np.arange(rounds) + state.since_plan, rounds - 1)
+    relaxed = state.plan.relaxed
+    return relaxed.reshape(len(ids), -1, rounds)[:, :, keep].reshape(len(ids), -1)
 
 
 def _replanned(state: PolicyState, ids: tuple[Hashable, ...], jobs: list[JobRecord], new_plan: Plan,

@@ -224,7 +224,8 @@ class TypedPolicy(homogeneous.StateView):
         new_plan = plan(
             states, np.array([j.gpus for j in jobs]), self.cluster.counts.astype(np.float64), self.config.options,
             forecaster=forecaster, seed=np.random.SeedSequence((self.config.seed, state.replans)),
-            budgets=[j.budget for j in jobs], fair_finish_s=targets, speed=speed)
+            budgets=[j.budget for j in jobs], fair_finish_s=targets, speed=speed,
+            warm_start=homogeneous.warm_start(state, ids, self.config.options.rounds))
         return homogeneous._replanned(state, ids, jobs, new_plan, forecaster)
 
     def _speed(self, ids: tuple[Hashable, ...], jobs: list[homogeneous.JobRecord]) -> FloatArray:
