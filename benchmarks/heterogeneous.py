@@ -9,24 +9,33 @@ Each workload keeps its jobs and GPU count and gets a cluster of V100, P100 and 
 (`vfm.cluster.ClusterTypes.split` of its GPUs by the mix's shares): ``thirds`` (equal thirds)
 and ``v100-heavy`` (half V100, a quarter each of P100 and K80). The jobs' epoch times on each
 type come from the artifact's throughput profiles by the ratio rule
-(`vfm.cluster.gpu_types`); finish-time fairness compares each job's time with its time alone
-on its fastest type of the cluster.
+(`vfm.cluster.gpu_types`); finish-time fairness compares each job's time with its time alone on
+a proportional slice of the cluster (`vfm.cluster.proportional_isolated_s`).
 
 Workloads: the traces by name, or ``generated-<seed>`` (`GENERATED`: 120 jobs on 32 GPUs, the
 workloads the typed configuration's efficiency weight was chosen on with ``--efficiency``).
 
 Policies: ``vfm`` (`vfm.planner.TypedPolicy.shockwave`: goods (type, round), the reproduction's
 configuration (20-round window, finish-time targets, priority relaxation, reserve, credit
-execution) with the efficiency weight chosen for types, `TYPED_SHOCKWAVE_EFFICIENCY`; solved by
-CVXPY until the structured interior point handles several goods per round), ``vfm-plain``
-(`vfm.planner.TypedPolicy`: the plain NSWOT program, credit execution) and ``gavel``
-(`vfm.cluster.typed_baselines.HeterogeneousMaxMinFairness`).
+execution) with the efficiency weight chosen for types, `TYPED_SHOCKWAVE_EFFICIENCY`; its
+re-plans solved by `saa-ipm`), ``vfm-plain``
+(`vfm.planner.TypedPolicy`: the plain NSWOT program, credit execution), ``gavel``
+(`vfm.cluster.typed_baselines.HeterogeneousMaxMinFairness`) and ``static-market``
+(`vfm.cluster.typed_baselines.HeterogeneousStaticMarket`: the one-round Fisher market over the
+types, equal budgets, through Gavel's round mechanism; the VFM without forecasts or a window).
+Only with ``--policies``, not in the default run: Gavel's other heterogeneity-aware policies
+through the same round mechanism, ``gavel-ftf``
+(`vfm.cluster.typed_baselines.HeterogeneousFinishTimeFairness`), ``gavel-throughput``
+(`~vfm.cluster.typed_baselines.HeterogeneousMaxSumThroughput`) and ``gavel-makespan``
+(`~vfm.cluster.typed_baselines.HeterogeneousMinTotalDuration`), e.g.
+``--policies gavel,gavel-ftf,gavel-throughput,gavel-makespan``.
 
 Prints one row per workload, mix and policy (makespan, mean JCT, worst FTF ratio, unfair share,
 utilization, median and max seconds of a ``next_round`` call) and, per workload and mix, the
 targets of issue 16 (vfm at least 1.2x better makespan and 1.5x better worst FTF than gavel,
-unfair share no higher); writes ``table.txt`` and ``results.json`` to ``--out`` (default
-``benchmarks/results/heterogeneous``).
+unfair share no higher); writes ``table.txt``, ``results.json`` (with each run's sorted FTF
+ratios) and, per workload, ``<workload>_metrics.png`` and ``<workload>_ftf_cdf.png`` to ``--out``
+(default ``benchmarks/results/heterogeneous``).
 """
 
 from __future__ import annotations
@@ -46,7 +55,13 @@ from benchmarks._executors import make_executor
 from vfm.cluster import ClusterTypes, Workload, load_workload, simulate, summarize
 from vfm.cluster.generate import WorkloadSpec, generate_workload
 from vfm.cluster.protocol import TypedSchedulingPolicy
-from vfm.cluster.typed_baselines import HeterogeneousMaxMinFairness
+from vfm.cluster.typed_baselines import (
+    HeterogeneousFinishTimeFairness,
+    HeterogeneousMaxMinFairness,
+    HeterogeneousMaxSumThroughput,
+    HeterogeneousMinTotalDuration,
+    HeterogeneousStaticMarket,
+)
 from vfm.planner import TypedPolicy
 
 #: Mix name -> shares of the cluster's GPUs by type.
@@ -64,7 +79,14 @@ POLICIES: dict[str, Callable[[ClusterTypes, float], TypedSchedulingPolicy]] = {
     "vfm": lambda cluster, round_s: TypedPolicy.shockwave(cluster, round_s),
     "vfm-plain": lambda cluster, round_s: TypedPolicy(cluster, rounds=20, round_s=round_s),
     "gavel": lambda cluster, round_s: HeterogeneousMaxMinFairness(cluster, round_s),
+    "static-market": lambda cluster, round_s: HeterogeneousStaticMarket(cluster, round_s),
+    # Gavel's other heterogeneity-aware policies: only with --policies (not in the default run).
+    "gavel-ftf": lambda cluster, round_s: HeterogeneousFinishTimeFairness(cluster, round_s),
+    "gavel-throughput": lambda cluster, round_s: HeterogeneousMaxSumThroughput(cluster, round_s),
+    "gavel-makespan": lambda cluster, round_s: HeterogeneousMinTotalDuration(cluster, round_s),
 }
+#: The policies run when --policies is not given.
+DEFAULT_POLICIES = ("vfm", "vfm-plain", "gavel", "static-market")
 
 
 def workload(name: str) -> Workload:
@@ -97,7 +119,8 @@ def run_one(name: str, mix: str, policy: str, jobs: int | None = None,
     summary = summarize(sim)
     times = sim.planner_s[sim.planner_busy]
     return {**{key: summary[key] for key in METRICS}, "cluster": dict(job_set.cluster),
-            "decision_s": {"median": float(_median(times)), "max": float(times.max(initial=0.0))}}
+            "decision_s": {"median": float(_median(times)), "max": float(times.max(initial=0.0))},
+            "ftf_rho": sorted(job["ftf_rho"] for job in summary["jobs"])}
 
 
 def _median(values: Any) -> float:
@@ -117,12 +140,70 @@ def targets(results: dict[str, dict[str, Any]]) -> str:
             f"{theirs['unfair_pct']:.2f} % ({'met' if fair else 'missed'}, no higher)")
 
 
-HEADER = (f"{'workload':<26} {'mix':<11} {'policy':<9} {'makespan':>9} {'JCT':>8} {'FTF':>6} {'unfair%':>7} "
+#: The metrics plotted: key, title, higher is better.
+PLOTTED = (("makespan_s", "Makespan (s)", False), ("worst_ftf", r"Worst FTF $\rho$", False),
+           ("unfair_pct", r"Unfair jobs ($\rho$ > 1.05, %)", False), ("utilization", "Utilization", True))
+
+
+def plot(results: dict[str, dict[str, dict[str, Any]]], directory: Path) -> list[Path]:
+    """Per workload, ``<workload>_metrics.png`` (each metric by mix and policy, as the homogeneous
+    reproduction's ``metrics.png``) and ``<workload>_ftf_cdf.png`` (each policy's FTF CDF, one
+    panel per mix), in `directory`; the paths written."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    names = dict.fromkeys(key.split("/")[0] for key in results)
+    for name in names:
+        mixes = [key.split("/")[1] for key in results if key.split("/")[0] == name]
+        # In `POLICIES`' order whatever order the runs finished in: the same colour for a policy everywhere.
+        policies = [p for p in POLICIES if any(p in results[f"{name}/{mix}"] for mix in mixes)]
+        figure, axes = plt.subplots(1, len(PLOTTED), figsize=(4 * len(PLOTTED), 4))
+        width = 0.8 / len(policies)
+        for axis, (key, title, higher) in zip(axes, PLOTTED, strict=True):
+            for j, policy in enumerate(policies):
+                values = [results[f"{name}/{mix}"].get(policy, {}).get(key, np.nan) for mix in mixes]
+                axis.bar(np.arange(len(mixes)) + (j - (len(policies) - 1) / 2) * width, values, width, label=policy)
+            axis.set_xticks(np.arange(len(mixes)), mixes)
+            axis.set_title(title)
+            axis.set_ylabel(f"{'higher' if higher else 'lower'} is better")
+        figure.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=len(policies), fontsize=8)
+        figure.suptitle(f"{name} on mixed clusters")
+        figure.tight_layout(rect=(0, 0.08, 1, 1))
+        written.append(_save(figure, directory / f"{name}_metrics.png"))
+        figure, axes = plt.subplots(1, len(mixes), figsize=(6 * len(mixes), 4), squeeze=False)
+        for axis, mix in zip(axes[0], mixes, strict=True):
+            for policy in policies:
+                if policy not in results[f"{name}/{mix}"]:
+                    continue
+                rho = np.asarray(results[f"{name}/{mix}"][policy]["ftf_rho"])
+                axis.step(rho, np.arange(1, rho.size + 1) / rho.size, where="post", label=policy)
+            axis.axvline(1.0, color="grey", linewidth=0.8)
+            axis.set_title(f"{mix}: finish-time fairness, further left is better")
+            axis.set_xlabel(r"FTF $\rho$ (JCT ÷ time on a proportional slice)")
+            axis.set_ylabel("fraction of jobs")
+            axis.legend(fontsize=7)
+        figure.tight_layout()
+        written.append(_save(figure, directory / f"{name}_ftf_cdf.png"))
+    return written
+
+
+def _save(figure: Any, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
+
+
+HEADER = (f"{'workload':<26} {'mix':<11} {'policy':<13} {'makespan':>9} {'JCT':>8} {'FTF':>6} {'unfair%':>7} "
           f"{'util':>6} {'decide s':>8} {'max':>7}")
 
 
 def format_row(name: str, mix: str, policy: str, r: dict[str, Any]) -> str:
-    return (f"{name:<26} {mix:<11} {policy:<9} {r['makespan_s']:>9.0f} {r['avg_jct_s']:>8.0f} {r['worst_ftf']:>6.3f} "
+    return (f"{name:<26} {mix:<11} {policy:<13} {r['makespan_s']:>9.0f} {r['avg_jct_s']:>8.0f} {r['worst_ftf']:>6.3f} "
             f"{r['unfair_pct']:>7.2f} {r['utilization']:>6.3f} {r['decision_s']['median']:>8.3f} "
             f"{r['decision_s']['max']:>7.2f}")
 
@@ -132,7 +213,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--workloads", default=",".join(WORKLOADS),
                         help="comma-separated shipped trace names or generated-<seed>")
     parser.add_argument("--mixes", default=",".join(MIXES), help=f"comma-separated of {', '.join(MIXES)}")
-    parser.add_argument("--policies", default=",".join(POLICIES), help=f"comma-separated of {', '.join(POLICIES)}")
+    parser.add_argument("--policies", default=",".join(DEFAULT_POLICIES),
+                        help=f"comma-separated of {', '.join(POLICIES)} (default {','.join(DEFAULT_POLICIES)})")
     parser.add_argument("--workers", type=int, default=2, help="parallel simulations (default 2)")
     parser.add_argument("--jobs", type=int, help="simulate only each workload's first JOBS jobs (a slice)")
     parser.add_argument("--efficiency", type=float, help="kappa of the vfm policy (default: TypedPolicy.shockwave's)")
@@ -169,7 +251,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                     lines.append(f"  {name} {mix}: {verdict}")
         (args.out / "table.txt").write_text("\n".join(lines) + "\n")
         print("\n".join(lines[1:]))
-        print(f"wrote {args.out}/: table.txt, results.json")
+        written = plot(results, args.out)
+        print(f"wrote {args.out}/: table.txt, results.json, {', '.join(path.name for path in written)}")
 
 
 if __name__ == "__main__":

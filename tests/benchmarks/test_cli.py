@@ -40,7 +40,7 @@ def test_a_missing_workload_is_one_line(name, capsys):
 @pytest.mark.parametrize(("argv", "message"), [
     (["--workloads", "no_such_workload"], "no workload file 'no_such_workload'"),
     (["--mixes", "all-k80"], "unknown mix 'all-k80'; choose from thirds, v100-heavy"),
-    (["--policies", "fifo"], "unknown policy 'fifo'; choose from vfm, vfm-plain, gavel"),
+    (["--policies", "fifo"], "unknown policy 'fifo'; choose from vfm, vfm-plain, gavel, static-market"),
 ])
 def test_heterogeneous_bad_choices_are_one_line(argv, message, capsys, tmp_path):
     with pytest.raises(SystemExit) as stop:
@@ -55,5 +55,7 @@ def test_heterogeneous_runs_a_slice_and_reports_the_targets(tmp_path, capsys):
         ["--workloads", "shockwave_120jobs_32gpus", "--mixes", "thirds", "--jobs", "6", "--workers", "1",
          "--out", str(tmp_path)])
     table = (tmp_path / "table.txt").read_text()
-    assert all(f"thirds      {policy} " in table for policy in ("vfm", "vfm-plain", "gavel"))
+    assert all(f"thirds      {policy} " in table for policy in ("vfm", "vfm-plain", "gavel", "static-market"))
+    assert (tmp_path / "shockwave_120jobs_32gpus_metrics.png").stat().st_size > 0
+    assert (tmp_path / "shockwave_120jobs_32gpus_ftf_cdf.png").stat().st_size > 0
     assert "shockwave_120jobs_32gpus thirds: makespan" in table and "worst FTF" in table

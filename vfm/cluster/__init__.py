@@ -57,7 +57,14 @@ from vfm.cluster.gpu_types import (
 from vfm.cluster.metrics import summarize
 from vfm.cluster.protocol import SchedulingPolicy, TypedSchedulingPolicy
 from vfm.cluster.simulator import Round, Simulation, simulate
-from vfm.cluster.typed_baselines import TYPED_BASELINES, HeterogeneousMaxMinFairness
+from vfm.cluster.typed_baselines import (
+    TYPED_BASELINES,
+    HeterogeneousFinishTimeFairness,
+    HeterogeneousMaxMinFairness,
+    HeterogeneousMaxSumThroughput,
+    HeterogeneousMinTotalDuration,
+    HeterogeneousStaticMarket,
+)
 from vfm.cluster.workload import Job, Workload, WorkloadArrays, load_workload, workload_from_dict, workload_to_dict
 
 __all__ = [
@@ -65,7 +72,11 @@ __all__ = [
     "GPU_TYPES",
     "TYPED_BASELINES",
     "ClusterTypes",
+    "HeterogeneousFinishTimeFairness",
     "HeterogeneousMaxMinFairness",
+    "HeterogeneousMaxSumThroughput",
+    "HeterogeneousMinTotalDuration",
+    "HeterogeneousStaticMarket",
     "Job",
     "Round",
     "SchedulingPolicy",

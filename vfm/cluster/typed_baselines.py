@@ -1,4 +1,5 @@
-"""Baselines for clusters of several GPU types: Gavel's heterogeneity-aware max-min fairness.
+"""Baselines for clusters of several GPU types: Gavel's heterogeneity-aware max-min fairness and
+the per-type static market.
 
 `HeterogeneousMaxMinFairness` implements `vfm.cluster.protocol.TypedSchedulingPolicy` after
 Gavel (Narayanan et al., OSDI'20, "Heterogeneity-Aware Cluster Scheduling Policies for Deep
@@ -13,6 +14,14 @@ Learning Workloads"; stanford-futuredata/gavel). Every round it
    ``X_ik / (share of type k's time job i received)``, deficits as tie-breakers, type by type
    (fastest first), whole gangs first-fit, each job on at most one type; then work conservation:
    idle GPUs go to waiting jobs that fit, each on the fastest type for it with room.
+
+`HeterogeneousStaticMarket` runs the same round mechanism on another allocation: the equilibrium
+of the one-round Fisher market over the types (`static_market_allocation`: equal budgets, utility
+each job's normalized progress; one `vfm.planner.saa_ipm.solve_saa_ipm` solve per round).
+`HeterogeneousFinishTimeFairness`, `HeterogeneousMaxSumThroughput` and
+`HeterogeneousMinTotalDuration` run it on Gavel's other heterogeneity-aware ("_perf") programs:
+`finish_time_fairness_allocation` (a cone program, CVXPY and Clarabel),
+`max_sum_throughput_allocation` and `min_total_duration_allocation` (one HiGHS LP each).
 
 ``docs/baselines_typed.md`` states the formulation and every decision, and where each part
 follows Gavel's code (``scheduler/policies/max_min_fairness.py``, ``proportional.py``,
@@ -46,16 +55,20 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import linprog
 
-from vfm._validation import as_real_array, is_real, is_whole, read_only
+from vfm._validation import as_real_array, is_real, is_whole, read_only, require_per_job
 from vfm.cluster._rounds import RowTable
 from vfm.cluster.gpu_types import ClusterTypes
+from vfm.equilibrium import Status
 from vfm.errors import SolverError, ValidationError
+from vfm.planner.program import PlanningProgram
 from vfm.planner.rounding import first_fit
+from vfm.planner.saa_ipm import solve_saa_ipm
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -63,13 +76,25 @@ BoolArray = NDArray[np.bool_]
 
 __all__ = [
     "TYPED_BASELINES",
+    "DurationAllocation",
+    "FinishTimeAllocation",
+    "HeterogeneousFinishTimeFairness",
     "HeterogeneousMaxMinFairness",
+    "HeterogeneousMaxSumThroughput",
+    "HeterogeneousMinTotalDuration",
+    "HeterogeneousStaticMarket",
+    "MarketAllocation",
     "MaxMinAllocation",
     "PolicyAllocation",
+    "ThroughputAllocation",
     "TypedPolicyFactory",
+    "finish_time_fairness_allocation",
     "max_min_allocation",
+    "max_sum_throughput_allocation",
+    "min_total_duration_allocation",
     "normalized_throughputs",
     "proportional_throughputs",
+    "static_market_allocation",
 ]
 
 #: Relative tolerance of the lexicographic max-min's comparisons (HiGHS's feasibility tolerance
@@ -82,6 +107,13 @@ RTOL = 1e-7
 DUAL_TOL = 1e-9
 #: Allocations below this (a billionth of a round) are solver noise and set to 0.
 X_TOL = 1e-9
+#: Relative gap `static_market_allocation` asks of the interior point (`solve_saa_ipm`'s `tol`).
+MARKET_TOL = 1e-9
+#: Market fractions below this (a millionth of a round, 0.12 ms of a 120 s round) are set to 0.
+#: The interior point's iterates are strictly positive, and an entry that is 0 at the optimum keeps
+#: a residue that shrinks only with the barrier (up to ~4e-7 at 120 jobs with `MARKET_TOL`); left
+#: in, it would make the job a candidate of that type in Gavel's placement.
+MARKET_X_TOL = 1e-6
 
 
 # --- the allocation (pure functions, so that tests can check them on their own) -------------------
@@ -186,8 +218,12 @@ def normalized_throughputs(x: ArrayLike, throughputs: ArrayLike, gpus: ArrayLike
     counts : array_like of int, shape (K,), or ClusterTypes
     """
     thr, w, c = _instance(throughputs, gpus, counts)
-    alloc = as_real_array(x, "x", thr.shape)
-    out: FloatArray = w * (thr * alloc).sum(axis=1) / proportional_throughputs(thr, c)
+    return _normalized(as_real_array(x, "x", thr.shape), thr, w, c)
+
+
+def _normalized(x: FloatArray, thr: FloatArray, w: IntArray, c: IntArray) -> FloatArray:
+    """`normalized_throughputs` on checked input."""
+    out: FloatArray = w * (thr * x).sum(axis=1) / (thr @ c.astype(np.float64) / float(c.sum()))
     return out
 
 
@@ -408,6 +444,487 @@ def _saturation(lp: _LexMaxMin, frozen: BoolArray, floor: FloatArray, amax: Floa
     return t, x, duals, saturated, False
 
 
+class MarketAllocation(NamedTuple):
+    """What `static_market_allocation` returns (read-only arrays).
+
+    Attributes
+    ----------
+    x : ndarray, shape (n, K)
+        The equilibrium fraction of the round job i buys on type k: ``x >= 0``, rows sum to at
+        most 1, ``sum_i w_i x_ik <= count_k``, 0 where type k cannot host job i.
+    utilities : ndarray, shape (n,)
+        Each job's utility under `x`, the fraction of its epochs the round gives it,
+        ``sum_k r_ik x_ik / E_i`` (at most 1).
+    prices : ndarray, shape (K,)
+        The price of one GPU of each type for the round, in units of the objective (each job's
+        budget is 1); 0 for a type with GPUs to spare. Not unique where the market is degenerate
+        (e.g. a type only one job wants): the interior point returns one in the range.
+    status : vfm.Status
+        The solve's status: `Status.OPTIMAL`, or `Status.INACCURATE` (stalled with a point; its
+        certified gap still bounds the optimum).
+    iterations : int
+        Interior-point iterations.
+    """
+
+    x: FloatArray
+    utilities: FloatArray
+    prices: FloatArray
+    status: Status
+    iterations: int
+
+
+def static_market_allocation(throughputs: ArrayLike, gpus: ArrayLike, counts: ArrayLike | ClusterTypes,
+                             epochs: ArrayLike, epochs_done: ArrayLike, round_s: float = 120.0) -> MarketAllocation:
+    r"""The one-round Fisher market over the GPU types, at equal budgets: its equilibrium fractions.
+
+    .. math::
+
+        \max_y \sum_i \log\Big(\sum_k \frac{r_{ik}}{E_i} y_{ik}\Big)
+        \quad\text{s.t.}\quad \sum_i w_i y_{ik} \le G_k,\;\; \sum_k y_{ik} \le 1,\;\;
+        0 \le y \le 1,\;\; y_{ik} = 0 \text{ where type } k \text{ cannot host job } i,
+
+    with :math:`r_{ik} = \min(W T_{ik}, E_i - e_i)` the epochs a whole round of `round_s` seconds
+    (:math:`W`) gives it on type k at throughput :math:`T_{ik}` (epochs per second), capped by the
+    epochs it has left. It is the Eisenberg-Gale program of a Fisher market whose goods are the
+    types' GPUs for the round and whose buyers are the jobs, each with budget 1 and linear utility
+    in the time it buys (a job's gang on one type at a time), without the base utility of the
+    epochs already done: a static market knows no history (as `vfm.solve_per_period`, which
+    `vfm.cluster.baselines.StaticMarket` solves on one type); its maximizer is the market
+    equilibrium, the capacity duals the prices. Solved as a `vfm.planner.PlanningProgram` with one
+    scenario, one round and K goods in it (`good_round` all 0, which adds the one-type rows) by
+    `vfm.planner.saa_ipm.solve_saa_ipm` to a relative gap of `MARKET_TOL`; fractions below
+    `MARKET_X_TOL` are the interior point's residue and set to 0.
+
+    Parameters
+    ----------
+    throughputs : array_like, shape (n, K)
+        Job i's epochs per second on type k (1 / seconds per epoch), ``>= 0``, 0 where it cannot
+        run there; every job needs a type that hosts it.
+    gpus : array_like of int, shape (n,)
+        Gang sizes, ``>= 1``; a type with fewer GPUs than a job's gang cannot host it.
+    counts : array_like of int, shape (K,), or ClusterTypes
+        GPUs of each type.
+    epochs : array_like, shape (n,)
+        Total epochs :math:`E_i > 0`.
+    epochs_done : array_like, shape (n,)
+        Epochs done, :math:`0 \le e_i < E_i`.
+    round_s : float
+        Seconds per round.
+
+    Returns
+    -------
+    MarketAllocation
+
+    Raises
+    ------
+    ValidationError
+        Malformed input (as `max_min_allocation`, and epochs, epochs done, `round_s`).
+    SolverError
+        If the interior point ends without a usable point (any status but `Status.OPTIMAL`, or
+        `Status.INACCURATE` with a finite point); `status` and `result` carry its answer.
+
+    Examples
+    --------
+    On one type every job's utility is proportional to its time, so the equal budgets buy equal
+    GPU shares, capped by each job's gang (`water_filling`, as `StaticMarket`):
+
+    >>> result = static_market_allocation([[1.0], [1.0], [1.0]], [1, 2, 4], [4], [10, 10, 10], [0, 0, 0])
+    >>> result.x.round(6).ravel().tolist()
+    [1.0, 0.75, 0.375]
+    """
+    thr, w, c = _instance(throughputs, gpus, counts)
+    n = thr.shape[0]
+    total = as_real_array(epochs, "epochs", (n,))
+    done = as_real_array(epochs_done, "epochs_done", (n,))
+    require_per_job("epochs", total, total <= 0, "must be > 0")
+    require_per_job("epochs_done", done, (done < 0) | (done >= total), "must be in [0, epochs) (a finished job "
+                    "has left)")
+    if not (is_real(round_s) and np.isfinite(round_s) and round_s > 0):
+        raise ValidationError(f"round_s must be a finite number > 0, got {round_s!r}")
+    return _market(thr, w, c, total, done, float(round_s))
+
+
+def _market(thr: FloatArray, w: IntArray, c: IntArray, epochs: FloatArray, done: FloatArray,
+            round_s: float) -> MarketAllocation:
+    """`static_market_allocation` on checked input (`thr` 0 where a type cannot host the job)."""
+    n, k = thr.shape
+    if n == 0:
+        return MarketAllocation(read_only(np.zeros((0, k))), read_only(np.zeros(0)),
+                                read_only(np.zeros(k)), Status.OPTIMAL, 0)
+    left = epochs - done
+    rate = np.minimum(round_s * thr, left[:, None])  # 0 where the type cannot host: thr is 0 there
+    fastest = thr.max(axis=1)  # > 0: every job has a hosting type (checked)
+    program = PlanningProgram(
+        progress=(rate / epochs[:, None])[None], base=np.zeros(n), weights=np.ones(n),
+        gpus=w.astype(np.float64), capacity=c.astype(np.float64), round_s=round_s,
+        # Used only by finish-time and efficiency terms, which this program has none of; the
+        # planner's convention: seconds left on the job's fastest type, `speed` relative to it.
+        remaining_s=left / fastest, good_round=np.zeros(k, dtype=np.int64), speed=thr / fastest[:, None])
+    solution = solve_saa_ipm(program, tol=MARKET_TOL)
+    usable = solution.status == Status.OPTIMAL or solution.status == Status.INACCURATE
+    if not usable or solution.x is None or solution.prices is None or not np.isfinite(solution.x).all():
+        raise SolverError(f"the static market over GPU types ({n} jobs, {k} types) was not solved: "
+                          f"saa-ipm ended {solution.status.value}: {solution.message}",
+                          status=str(solution.status), result=solution)
+    x = np.clip(solution.x, 0.0, 1.0)
+    x[x < MARKET_X_TOL] = 0.0
+    utilities = program.base + (program.progress[0] * x).sum(axis=1)
+    return MarketAllocation(read_only(x), read_only(utilities), read_only(np.array(solution.prices, dtype=np.float64)),
+                            solution.status, solution.iterations)
+
+
+# --- Gavel's other heterogeneity-aware ("_perf") programs -----------------------------------------
+
+
+class FinishTimeAllocation(NamedTuple):
+    """What `finish_time_fairness_allocation` returns (read-only arrays).
+
+    Attributes
+    ----------
+    x : ndarray, shape (n, K)
+        Fraction of time job i should spend on type k (feasible as in `MaxMinAllocation`).
+    rho : float
+        The optimal largest finish-time-fairness ratio.
+    ratios : ndarray, shape (n,)
+        Each job's ratio under `x` (all equal to `rho` up to the solver's accuracy: every row is
+        scaled down to the throughput the job needs to finish at `rho`).
+    """
+
+    x: FloatArray
+    rho: float
+    ratios: FloatArray
+
+
+class ThroughputAllocation(NamedTuple):
+    """What `max_sum_throughput_allocation` returns (read-only array).
+
+    Attributes
+    ----------
+    x : ndarray, shape (n, K)
+        Fraction of time job i should spend on type k (feasible as in `MaxMinAllocation`).
+    total : float
+        The optimal total effective throughput ``sum_ik thr_ik x_ik``.
+    """
+
+    x: FloatArray
+    total: float
+
+
+class DurationAllocation(NamedTuple):
+    """What `min_total_duration_allocation` returns (read-only array).
+
+    Attributes
+    ----------
+    x : ndarray, shape (n, K)
+        Fraction of time job i should spend on type k (feasible as in `MaxMinAllocation`); every
+        job's effective throughput is exactly what it needs to finish at `makespan_s`.
+    makespan_s : float
+        The smallest time within which every job can finish at constant allocation.
+    """
+
+    x: FloatArray
+    makespan_s: float
+
+
+def _pair_rows(thr: FloatArray, w: IntArray, c: IntArray) -> tuple[IntArray, IntArray, sp.csr_array, FloatArray]:
+    """The variables and base rows shared by Gavel's _perf programs (``get_base_constraints``).
+
+    Variables are the (job, type) pairs that can host (``thr > 0``), row-major, so that ``x_ik = 0``
+    where type k cannot host job i holds by construction. Returns ``(job of each variable, type of
+    each variable, A, b)`` with ``A x <= b`` the rows ``sum_k x_ik <= 1`` (n of them) then
+    ``sum_i w_i x_ik <= count_k`` (K).
+    """
+    n, k = thr.shape
+    ii, kk = np.nonzero(thr > 0)
+    var = np.arange(ii.size)
+    a = sp.csr_array((np.concatenate((np.ones(ii.size), w[ii].astype(np.float64))),
+                      (np.concatenate((ii, n + kk)), np.concatenate((var, var)))), shape=(n + k, ii.size))
+    return ii, kk, a, np.concatenate((np.ones(n), c.astype(np.float64)))
+
+
+def _unpairs(values: FloatArray, ii: IntArray, kk: IntArray, shape: tuple[int, int]) -> FloatArray:
+    """The (n, K) allocation of the pair variables, clipped to [0, 1], noise below `X_TOL` set to 0."""
+    x = np.zeros(shape)
+    x[ii, kk] = np.clip(values[: ii.size], 0.0, 1.0)
+    x[x < X_TOL] = 0.0
+    return x
+
+
+def _checked_left(left: ArrayLike, n: int, name: str = "epochs_left") -> FloatArray:
+    out = as_real_array(left, name, (n,))
+    require_per_job(name, out, out <= 0, "must be > 0 (a finished job has left)")
+    return out
+
+
+def finish_time_fairness_allocation(throughputs: ArrayLike, gpus: ArrayLike, counts: ArrayLike | ClusterTypes,
+                                    epochs_left: ArrayLike, elapsed_s: ArrayLike, done_s: ArrayLike
+                                    ) -> FinishTimeAllocation:
+    r"""Gavel's heterogeneity-aware finish-time fairness (``FinishTimeFairnessPolicyWithPerf``).
+
+    .. math::
+
+        \min_x \max_i \rho_i(x), \qquad
+        \rho_i(x) = \frac{t_i + L_i / \sum_k T_{ik} x_{ik}}{F_i}, \qquad
+        F_i = \frac{d_i + L_i / P_i}{s_i},
+
+    subject to ``x >= 0``, ``sum_k x_ik <= 1``, ``sum_i w_i x_ik <= count_k`` and ``x_ik = 0``
+    where type k cannot host job i (as `max_min_allocation`). :math:`t_i` is the time since the
+    job arrived, :math:`L_i` its epochs left, :math:`T_{ik}` its epochs per second on type k, and
+    :math:`F_i` its finish time alone on its 1/n share of the cluster: Gavel's ``IsolatedPolicy``
+    gives job i ``count_k / max(n w_i, C)`` of each type (C all GPUs), the proportional row
+    ``count_k / C`` times its equal share :math:`s_i = \min(1, C / (n w_i))`, so it runs at
+    :math:`s_i P_i` with :math:`P_i = \sum_k T_{ik} count_k / C` (`proportional_throughputs`);
+    :math:`d_i` is the time its finished epochs took on the proportional mix at full speed
+    (``done_s``), so that :math:`d_i / s_i` is Gavel's cumulative isolated time.
+
+    Each :math:`\rho_i` is convex in ``x`` (``inv_pos`` of a linear function), so the program is
+    the second-order cone program Gavel writes; it is solved with CVXPY and Clarabel on the
+    variables scaled by each job's fastest throughput. The optimum fixes only the largest ratio;
+    as `vfm.cluster.baselines.ftf_allocation` does on one type, every row is then scaled down to
+    the throughput the job needs to finish exactly at :math:`\rho^*` (still feasible: the
+    constraints only bound ``x`` from above), so every job's ratio is :math:`\rho^*`. On one type
+    this is `vfm.cluster.baselines.ftf_allocation` with ``remaining = L_i / T_i`` and
+    ``fair = F_i``.
+
+    Deviations from Gavel (``scheduler/policies/finish_time_fairness.py``, ``isolated.py``):
+    Gavel accumulates the isolated time step by step at the isolated throughput of the moment;
+    here the caller passes the finished epochs' seconds :math:`d_i` and today's share prices them,
+    as `vfm.cluster.baselines.FinishTimeFairness` does on one type. Gavel returns the solver's
+    point as is (clipped to [0, 1]); here rows are tightened as above, and rows or types the
+    solver overfilled by its tolerance are scaled back first.
+
+    Parameters
+    ----------
+    throughputs : array_like, shape (n, K)
+        Epochs per second of job i on type k, ``>= 0``, 0 where it cannot run there.
+    gpus : array_like of int, shape (n,)
+        Gang sizes, ``>= 1``.
+    counts : array_like of int, shape (K,), or ClusterTypes
+        GPUs of each type.
+    epochs_left : array_like, shape (n,)
+        :math:`L_i > 0`.
+    elapsed_s : array_like, shape (n,)
+        :math:`t_i \ge 0`, seconds since the job arrived.
+    done_s : array_like, shape (n,)
+        :math:`d_i \ge 0`, seconds the finished epochs take on the proportional mix of types
+        (each epoch ``1 / sum_k (count_k / C) / seconds_k``).
+
+    Returns
+    -------
+    FinishTimeAllocation
+
+    Raises
+    ------
+    ValidationError
+        Malformed input (as `max_min_allocation`, and the three per-job vectors).
+    SolverError
+        If Clarabel ends without an optimal (or optimal-inaccurate) point.
+
+    Examples
+    --------
+    One V100 and one K80; both jobs run 2 epochs per second on the V100 and 1 on the K80 and have
+    3 epochs left; ``a`` has waited 2 s. Each runs at 1.5 on its isolated half, so ``F = 2`` s.
+    ``a`` cannot do better than all of the V100, ``rho_a = (2 + 3/2) / 2 = 7/4``, and ``b`` needs
+    only ``3 / (7/4 * 2) = 6/7`` epochs per second to match it, on the K80:
+
+    >>> result = finish_time_fairness_allocation([[2.0, 1.0], [2.0, 1.0]], [1, 1], [1, 1], [3, 3],
+    ...                                          [2.0, 0.0], [0.0, 0.0])
+    >>> round(result.rho, 6), result.x.round(6).tolist()
+    (1.75, [[1.0, 0.0], [0.0, 0.857143]])
+    """
+    thr, w, c = _instance(throughputs, gpus, counts)
+    n = thr.shape[0]
+    left = _checked_left(epochs_left, n)
+    elapsed = as_real_array(elapsed_s, "elapsed_s", (n,))
+    require_per_job("elapsed_s", elapsed, elapsed < 0, "must be >= 0")
+    done = as_real_array(done_s, "done_s", (n,))
+    require_per_job("done_s", done, done < 0, "must be >= 0")
+    x, rho, ratios = _finish_time(thr, w, c, left, elapsed, done)
+    return FinishTimeAllocation(read_only(x), rho, read_only(ratios))
+
+
+def _finish_time(thr: FloatArray, w: IntArray, c: IntArray, left: FloatArray, elapsed: FloatArray,
+                 done: FloatArray) -> tuple[FloatArray, float, FloatArray]:
+    """`finish_time_fairness_allocation` on checked input: ``(x, rho, ratios)``."""
+    n, k = thr.shape
+    if n == 0:
+        return np.zeros((0, k)), float("nan"), np.zeros(0)
+    total = float(c.sum())
+    share = total / np.maximum(n * w, total)           # Gavel's isolated share min(1, C / (n w_i))
+    isolated = (done + left / (thr @ c.astype(np.float64) / total)) / share
+    best = thr.max(axis=1)
+    # rho_i = e_i + s_i / u_i with u_i = sum_k (thr_ik / best_i) x_ik in (0, 1]: dimensionless and
+    # of order 1 whatever the jobs' speeds, which keeps the conic solver's tolerances meaningful.
+    e, s = elapsed / isolated, left / (best * isolated)
+    ii, kk, a, b = _pair_rows(thr, w, c)
+    speed = sp.csr_matrix((thr[ii, kk] / best[ii], (ii, np.arange(ii.size))), shape=(n, ii.size))
+    xv, rho = cp.Variable(ii.size, nonneg=True), cp.Variable()
+    problem = cp.Problem(cp.Minimize(rho), [sp.csr_matrix(a) @ xv <= b,
+                                            e + cp.multiply(s, cp.inv_pos(speed @ xv)) <= rho])
+    try:
+        problem.solve(solver=cp.CLARABEL)
+    except cp.error.SolverError as err:
+        raise SolverError(f"Clarabel failed on the finish-time-fairness program ({n} jobs, {k} types): {err}",
+                          status="error") from err
+    if problem.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or xv.value is None:
+        raise SolverError(f"Clarabel ended {problem.status} on the finish-time-fairness program ({n} jobs, {k} types)",
+                          status=str(problem.status))
+    x = _unpairs(np.asarray(xv.value, dtype=np.float64), ii, kk, (n, k))
+    # Undo the solver's overfill (within its tolerance) of rows, then of types: both only scale down.
+    x /= np.maximum(x.sum(axis=1), 1.0)[:, None]
+    x *= np.minimum(c / np.maximum(w @ x, 1e-300), 1.0)[None, :]
+    u = (thr / best[:, None] * x).sum(axis=1)
+    achieved = float((e + s / u).max())
+    # Tighten: each job gets exactly the throughput that makes its ratio `achieved` (u_i >= that).
+    x *= np.minimum(s / ((achieved - e) * u), 1.0)[:, None]
+    ratios = e + s / (thr / best[:, None] * x).sum(axis=1)
+    return x, achieved, ratios
+
+
+def max_sum_throughput_allocation(throughputs: ArrayLike, gpus: ArrayLike, counts: ArrayLike | ClusterTypes
+                                  ) -> ThroughputAllocation:
+    r"""Gavel's heterogeneity-aware max-sum-throughput (``ThroughputSumWithPerf``).
+
+    .. math::
+
+        \max_x \sum_i \sum_k T_{ik} x_{ik}
+
+    subject to ``x >= 0``, ``sum_k x_ik <= 1``, ``sum_i w_i x_ik <= count_k`` and ``x_ik = 0``
+    where type k cannot host job i (as `max_min_allocation`): one `scipy.optimize.linprog` solve
+    with HiGHS, its vertex returned (the optimum need not be unique: e.g. two jobs with equal
+    throughputs). Gavel's program (``scheduler/policies/max_sum_throughput.py``, no SLOs, instance
+    costs 1) exactly; what :math:`T` is (Gavel: steps per second) is the caller's choice
+    (`HeterogeneousMaxSumThroughput` passes the fraction of the job per second). On one type it
+    is a fractional knapsack by ``T_i / w_i``, `vfm.cluster.baselines.MaxSumThroughput`.
+
+    Parameters
+    ----------
+    throughputs : array_like, shape (n, K)
+        ``>= 0``, 0 where the type cannot host the job; every job needs a type that hosts it.
+    gpus : array_like of int, shape (n,)
+    counts : array_like of int, shape (K,), or ClusterTypes
+
+    Returns
+    -------
+    ThroughputAllocation
+
+    Raises
+    ------
+    ValidationError
+        Malformed input (as `max_min_allocation`).
+    SolverError
+        If HiGHS fails (the LP is always feasible and bounded).
+
+    Examples
+    --------
+    One V100 and one K80: ``a`` gains 4x on the V100, ``b`` 2x; the V100 goes to the job with the
+    larger V100/K80 ratio (4 + 1 = 5 against 1 + 2 = 3):
+
+    >>> result = max_sum_throughput_allocation([[4.0, 1.0], [2.0, 1.0]], [1, 1], [1, 1])
+    >>> result.x.tolist(), result.total
+    ([[1.0, 0.0], [0.0, 1.0]], 5.0)
+    """
+    thr, w, c = _instance(throughputs, gpus, counts)
+    x, total = _max_sum(thr, w, c)
+    return ThroughputAllocation(read_only(x), total)
+
+
+def _max_sum(thr: FloatArray, w: IntArray, c: IntArray) -> tuple[FloatArray, float]:
+    """`max_sum_throughput_allocation` on checked input."""
+    n, k = thr.shape
+    if n == 0:
+        return np.zeros((0, k)), 0.0
+    ii, kk, a, b = _pair_rows(thr, w, c)
+    # Costs scaled to at most 1: HiGHS's optimality tolerance is absolute.
+    res = linprog(-thr[ii, kk] / thr.max(), A_ub=a, b_ub=b, bounds=(0, None), method="highs")
+    if res.status != 0:
+        raise SolverError(f"HiGHS failed on the max-sum-throughput LP (linprog status {res.status})",
+                          status=str(res.status))
+    x = _unpairs(np.asarray(res.x, dtype=np.float64), ii, kk, (n, k))
+    return x, float((thr * x).sum())
+
+
+def min_total_duration_allocation(throughputs: ArrayLike, gpus: ArrayLike, counts: ArrayLike | ClusterTypes,
+                                  epochs_left: ArrayLike) -> DurationAllocation:
+    r"""Gavel's heterogeneity-aware min-total-duration (``MinTotalDurationPolicyWithPerf``).
+
+    .. math::
+
+        \min_{x, M} M \quad\text{s.t.}\quad \sum_k T_{ik} x_{ik} \ge L_i / M \;\; \forall i,
+
+    with ``x >= 0``, ``sum_k x_ik <= 1``, ``sum_i w_i x_ik <= count_k`` and ``x_ik = 0`` where
+    type k cannot host job i (as `max_min_allocation`): the smallest horizon :math:`M` within
+    which every job, at constant allocation, finishes its :math:`L_i` epochs left. With
+    :math:`\sigma = 1 / M` the constraints are linear: one `scipy.optimize.linprog` solve
+    (HiGHS) maximizing :math:`\sigma`, rows scaled by each job's fastest throughput.
+
+    Deviations from Gavel (``scheduler/policies/min_total_duration.py``): Gavel bisects over
+    :math:`M` (from 100 s, to within a factor 1.05) with a feasibility problem each time and
+    returns an arbitrary feasible point at the last feasible :math:`M`; here :math:`M` is exact
+    (one LP) and the throughput rows are equalities, ``sum_k T_ik x_ik = L_i / M``: every job gets
+    exactly what finishing at :math:`M` needs (the optimum is the same: a row with more can be
+    scaled down), as `vfm.cluster.baselines.MinTotalDuration` on one type (``x_i = R_i / M``);
+    how a job's time is split over types is HiGHS's vertex (not unique in general).
+
+    Parameters
+    ----------
+    throughputs : array_like, shape (n, K)
+        Epochs per second of job i on type k, ``>= 0``, 0 where it cannot run there.
+    gpus : array_like of int, shape (n,)
+    counts : array_like of int, shape (K,), or ClusterTypes
+    epochs_left : array_like, shape (n,)
+        :math:`L_i > 0`.
+
+    Returns
+    -------
+    DurationAllocation
+
+    Raises
+    ------
+    ValidationError
+        Malformed input (as `max_min_allocation`, and `epochs_left`).
+    SolverError
+        If HiGHS fails (the LP is always feasible and bounded).
+
+    Examples
+    --------
+    One V100 and one K80; ``a`` (20 epochs left) runs 2 epochs per second on the V100 and 1 on
+    the K80, ``b`` (10 left) 1 on either. ``b`` needs 10 s whatever it gets; ``a`` finishes in 10 s
+    only with all of the V100, so ``b`` takes the K80:
+
+    >>> result = min_total_duration_allocation([[2.0, 1.0], [1.0, 1.0]], [1, 1], [1, 1], [20, 10])
+    >>> round(result.makespan_s, 6), result.x.round(6).tolist()
+    (10.0, [[1.0, 0.0], [0.0, 1.0]])
+    """
+    thr, w, c = _instance(throughputs, gpus, counts)
+    x, makespan = _min_duration(thr, w, c, _checked_left(epochs_left, thr.shape[0]))
+    return DurationAllocation(read_only(x), makespan)
+
+
+def _min_duration(thr: FloatArray, w: IntArray, c: IntArray, left: FloatArray) -> tuple[FloatArray, float]:
+    """`min_total_duration_allocation` on checked input."""
+    n, k = thr.shape
+    if n == 0:
+        return np.zeros((0, k)), 0.0
+    ii, kk, a, b = _pair_rows(thr, w, c)
+    m = ii.size
+    best = thr.max(axis=1)
+    solo = left / best           # seconds alone on its fastest type
+    horizon = float(solo.max())  # M >= horizon: sigma = horizon / M is in (0, 1]
+    # Row i: (solo_i / horizon) sigma - sum_k (thr_ik / best_i) x_ik = 0.
+    eq = sp.csr_array((np.concatenate((-thr[ii, kk] / best[ii], solo / horizon)),
+                       (np.concatenate((ii, np.arange(n))), np.concatenate((np.arange(m), np.full(n, m))))),
+                      shape=(n, m + 1))
+    ub = sp.hstack((a, sp.csr_array((n + k, 1))), format="csr")
+    cost = np.zeros(m + 1)
+    cost[-1] = -1.0
+    res = linprog(cost, A_ub=ub, b_ub=b, A_eq=eq, b_eq=np.zeros(n), bounds=(0, None), method="highs")
+    if res.status != 0 or res.x[-1] <= 0:
+        raise SolverError(f"HiGHS failed on the min-total-duration LP (linprog status {res.status})",
+                          status=str(res.status))
+    return _unpairs(np.asarray(res.x, dtype=np.float64), ii, kk, (n, k)), horizon / float(res.x[-1])
+
+
 # --- the policy -----------------------------------------------------------------------------------
 
 
@@ -445,6 +962,8 @@ def _table(types: int) -> RowTable:
         "job_time": (np.float64, (types,)),  # Gavel's _job_time_so_far
         "should": (np.float64, (types,)),    # time it should have received since the reset
         "deficit": (np.float64, (types,)),   # Gavel's _deficits
+        "arrival_s": (np.float64, ()),       # policy clock when added (finish-time fairness)
+        "done_mix_s": (np.float64, ()),      # finished epochs' seconds on the proportional mix (idem)
     })
 
 
@@ -570,7 +1089,7 @@ class HeterogeneousMaxMinFairness:
         self._table.append(job_id, table, {
             "gpus": int(gpus), "seq": self._seq, "epochs": int(epochs),
             "epoch_s": seconds.mean(axis=0),  # the regimes' mean per type, inf where it cannot run
-            "job_time": self.round_s / 2.0,
+            "job_time": self.round_s / 2.0, "arrival_s": self.clock_s,
         })
         self._seq += 1
         self._changed = self._stale = True
@@ -690,11 +1209,18 @@ class HeterogeneousMaxMinFairness:
             gpus = t.col("gpus")
             thr = np.where(np.isfinite(epoch_s), 1.0 / epoch_s, 0.0)
             thr[gpus[:, None] > self._counts[None, :]] = 0.0  # (already inf there: a gang too wide)
-            x, normalized, lps = _lex_max_min(thr, gpus, self._counts)
-            self._x, self._normalized, self._thr = x, normalized, thr
-            self.lps += lps
+            self._x, self._normalized = self._solve(thr)
+            self._thr = thr
             self._stale = False
         return self._x
+
+    def _solve(self, thr: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """The allocation ``X`` (n, K) of the present jobs and their normalized throughputs under it
+        (n,), from the throughputs `thr` (0 where a type cannot host the job): the one part a
+        subclass changes (`HeterogeneousStaticMarket`)."""
+        x, normalized, lps = _lex_max_min(thr, self._table.col("gpus"), self._counts)
+        self.lps += lps
+        return x, normalized
 
     def _reset(self) -> None:
         """Gavel's ``_reset_time_run_so_far``: deficits absorb the time owed, counts restart."""
@@ -763,9 +1289,217 @@ class HeterogeneousMaxMinFairness:
         return np.array(rows, dtype=np.int64), np.array(on, dtype=np.int64)
 
 
+class HeterogeneousStaticMarket(HeterogeneousMaxMinFairness):
+    """The static Fisher market over GPU types, round by round: `static_market_allocation` + Gavel's
+    typed rounds.
+
+    A `vfm.cluster.protocol.TypedSchedulingPolicy`: `HeterogeneousMaxMinFairness` with another
+    allocation. Each round ``X`` is the equilibrium of the one-round market over the cluster's
+    types (every present job a buyer with budget 1, utility the fraction of its epochs a round
+    gives it, ``sum_k r_ik y_ik / E_i`` at its current epoch-time estimates), and Gavel's
+    priorities, deficits, type-by-type placement and work conservation
+    (`HeterogeneousMaxMinFairness`) turn it into whole gangs. It is the VFM without forecasts or a
+    window: one round, what a round on each type gives each job now. On one type its allocation
+    is `vfm.cluster.baselines.StaticMarket`'s (``docs/baselines_typed.md``).
+
+    The allocation is recomputed when the job set or an estimate changes, and when a job's epochs
+    left fall below what a round on one of its types gives (the cap of :math:`r_{ik}`); else reused.
+
+    Parameters
+    ----------
+    cluster, round_s, seed
+        As for `HeterogeneousMaxMinFairness`.
+
+    Attributes
+    ----------
+    market : MarketAllocation or None
+        The last solve (fractions, utilities, prices per type, status); None before the first.
+    solves : int
+        Market solves so far.
+    iterations : int
+        Interior-point iterations so far.
+
+    Raises
+    ------
+    vfm.errors.SolverError
+        From `next_round` or `allocation`, when the interior point ends without a usable point
+        (`static_market_allocation`): the policy never runs a round on a NaN allocation.
+    """
+
+    name = "heterogeneous_static_market"
+
+    def __init__(self, cluster: ClusterTypes, round_s: float = 120.0, seed: int = 0) -> None:
+        super().__init__(cluster, round_s, seed)
+        self.market: MarketAllocation | None = None
+        self.solves = 0
+        self.iterations = 0
+
+    def report_progress(self, job_id: Hashable, batch_sizes: Sequence[float]) -> None:
+        super().report_progress(job_id, batch_sizes)
+        t = self._table
+        if len(batch_sizes) and job_id in t.row:
+            # The market sees epochs done only through the cap r_ik <= epochs left.
+            row = t.row[job_id]
+            left = t.col("epochs")[row] - t.col("done")[row]
+            if (left < self.round_s / t.col("epoch_s")[row]).any():
+                self._stale = True
+
+    def _solve(self, thr: FloatArray) -> tuple[FloatArray, FloatArray]:
+        t = self._table
+        gpus = t.col("gpus")
+        result = _market(thr, gpus, self._counts, t.col("epochs").astype(np.float64),
+                         t.col("done").astype(np.float64), self.round_s)
+        self.market = result
+        self.solves += 1
+        self.iterations += result.iterations
+        return np.array(result.x), _normalized(result.x, thr, gpus, self._counts)
+
+
+class HeterogeneousFinishTimeFairness(HeterogeneousMaxMinFairness):
+    """Gavel's heterogeneity-aware finish-time fairness: `finish_time_fairness_allocation` + Gavel's
+    typed rounds.
+
+    A `vfm.cluster.protocol.TypedSchedulingPolicy`: `HeterogeneousMaxMinFairness` with another
+    allocation. Each round ``X`` minimizes the largest ratio
+    ``rho_i = (t_i + L_i / sum_k T_ik X_ik) / F_i`` (time since arrival plus epochs left at the
+    effective throughput, over the job's finish time alone on its 1/n share of the cluster), the
+    inputs computed as `vfm.cluster.baselines.FinishTimeFairness` computes them on one type: `t_i`
+    from the policy clock and the job's arrival (table column ``arrival_s``), `T_ik` the current
+    estimates, and the finished epochs priced at their profiled seconds on the proportional mix of
+    types (column ``done_mix_s``) at today's equal share. The ratios depend on the clock, so the
+    allocation is recomputed every round.
+
+    Parameters
+    ----------
+    cluster, round_s, seed
+        As for `HeterogeneousMaxMinFairness`.
+
+    Attributes
+    ----------
+    rho : float
+        The optimal largest ratio of the last solve (NaN before the first).
+    solves : int
+        Conic solves so far.
+
+    Raises
+    ------
+    vfm.errors.SolverError
+        From `next_round` or `allocation`, when Clarabel ends without an optimal point.
+    """
+
+    name = "heterogeneous_finish_time_fairness"
+
+    def __init__(self, cluster: ClusterTypes, round_s: float = 120.0, seed: int = 0) -> None:
+        super().__init__(cluster, round_s, seed)
+        self.rho = float("nan")
+        self.solves = 0
+        self._mix = self._counts / float(self._counts.sum())  # the proportional row count_k / C
+
+    def report_progress(self, job_id: Hashable, batch_sizes: Sequence[float]) -> None:
+        super().report_progress(job_id, batch_sizes)
+        t = self._table
+        if len(batch_sizes) and job_id in t.row:  # (a job that finished has left: nothing to keep)
+            row = t.row[job_id]
+            seconds = np.stack([t.regimes[row][float(b)] for b in batch_sizes])  # (epochs, K), inf: cannot host
+            t.col("done_mix_s")[row] += float((1.0 / (self._mix / seconds).sum(axis=1)).sum())
+
+    def next_round(self) -> dict[Hashable, str]:
+        self._stale = True  # the ratios move with the clock
+        return super().next_round()
+
+    def _solve(self, thr: FloatArray) -> tuple[FloatArray, FloatArray]:
+        t = self._table
+        gpus = t.col("gpus")
+        left = (t.col("epochs") - t.col("done")).astype(np.float64)
+        x, self.rho, _ = _finish_time(thr, gpus, self._counts, left, self.clock_s - t.col("arrival_s"),
+                                      t.col("done_mix_s"))
+        self.solves += 1
+        return x, _normalized(x, thr, gpus, self._counts)
+
+
+class HeterogeneousMaxSumThroughput(HeterogeneousMaxMinFairness):
+    """Gavel's heterogeneity-aware max-sum-throughput: `max_sum_throughput_allocation` + Gavel's
+    typed rounds.
+
+    A `vfm.cluster.protocol.TypedSchedulingPolicy`: `HeterogeneousMaxMinFairness` with another
+    allocation. ``X`` maximizes ``sum_ik T_ik X_ik / E_i``, each job's throughput in fractions of
+    the job per second (epochs per second over its total epochs `E_i`), as
+    `vfm.cluster.baselines.MaxSumThroughput` on one type: Gavel sums raw steps per second, which
+    are not comparable across jobs here (an epoch of one job is not an epoch of another). The LP
+    depends only on the estimates and the job set, so the allocation is reused while they hold.
+
+    Parameters
+    ----------
+    cluster, round_s, seed
+        As for `HeterogeneousMaxMinFairness`.
+
+    Attributes
+    ----------
+    total : float
+        The last solve's optimal objective (fractions of jobs per second; NaN before the first).
+    """
+
+    name = "heterogeneous_max_sum_throughput"
+
+    def __init__(self, cluster: ClusterTypes, round_s: float = 120.0, seed: int = 0) -> None:
+        super().__init__(cluster, round_s, seed)
+        self.total = float("nan")
+
+    def _solve(self, thr: FloatArray) -> tuple[FloatArray, FloatArray]:
+        t = self._table
+        gpus = t.col("gpus")
+        x, self.total = _max_sum(thr / t.col("epochs")[:, None], gpus, self._counts)
+        self.lps += 1 if t.n else 0
+        return x, _normalized(x, thr, gpus, self._counts)
+
+
+class HeterogeneousMinTotalDuration(HeterogeneousMaxMinFairness):
+    """Gavel's heterogeneity-aware min-total-duration: `min_total_duration_allocation` + Gavel's
+    typed rounds.
+
+    A `vfm.cluster.protocol.TypedSchedulingPolicy`: `HeterogeneousMaxMinFairness` with another
+    allocation. ``X`` gives every present job exactly the effective throughput that finishes its
+    epochs left by the smallest common horizon (`makespan_s`); the horizon moves as epochs are
+    done, so the allocation is recomputed whenever a job reports progress.
+
+    Parameters
+    ----------
+    cluster, round_s, seed
+        As for `HeterogeneousMaxMinFairness`.
+
+    Attributes
+    ----------
+    makespan_s : float
+        The last solve's horizon, seconds from the round it was computed for (NaN before the first).
+    """
+
+    name = "heterogeneous_min_total_duration"
+
+    def __init__(self, cluster: ClusterTypes, round_s: float = 120.0, seed: int = 0) -> None:
+        super().__init__(cluster, round_s, seed)
+        self.makespan_s = float("nan")
+
+    def report_progress(self, job_id: Hashable, batch_sizes: Sequence[float]) -> None:
+        super().report_progress(job_id, batch_sizes)
+        if len(batch_sizes):
+            self._stale = True  # fewer epochs left: another horizon
+
+    def _solve(self, thr: FloatArray) -> tuple[FloatArray, FloatArray]:
+        t = self._table
+        gpus = t.col("gpus")
+        x, self.makespan_s = _min_duration(thr, gpus, self._counts,
+                                           (t.col("epochs") - t.col("done")).astype(np.float64))
+        self.lps += 1 if t.n else 0
+        return x, _normalized(x, thr, gpus, self._counts)
+
+
 TypedPolicyFactory = Callable[[ClusterTypes, float, int], HeterogeneousMaxMinFairness]
 
 #: name -> ``factory(cluster, round_s, seed)`` of each typed baseline.
 TYPED_BASELINES: dict[str, TypedPolicyFactory] = {
     "heterogeneous_max_min_fairness": HeterogeneousMaxMinFairness,
+    "heterogeneous_static_market": HeterogeneousStaticMarket,
+    "heterogeneous_finish_time_fairness": HeterogeneousFinishTimeFairness,
+    "heterogeneous_max_sum_throughput": HeterogeneousMaxSumThroughput,
+    "heterogeneous_min_total_duration": HeterogeneousMinTotalDuration,
 }
