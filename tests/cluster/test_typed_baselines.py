@@ -300,10 +300,9 @@ class Fresh(HeterogeneousMaxMinFairness):
     reuse_allocation = False
 
 
-def test_a_mixed_cluster_runs_to_the_end_within_each_types_count() -> None:
-    workload = mixed_workload()
-    policy = HeterogeneousMaxMinFairness(workload.cluster, workload.round_s)
-    assert isinstance(policy, TypedSchedulingPolicy)
+def run_within_counts(workload: Any, policy: HeterogeneousMaxMinFairness) -> Any:
+    """`policy` simulated on `workload`: every job finishes and leaves, and no round uses more GPUs
+    of a type than the cluster has; the simulation."""
     sim = simulate(workload, policy)
     assert np.isfinite(sim.finish_s).all()
     assert sorted(policy.completed) == sorted(job.id for job in workload.jobs) and policy.jobs == []
@@ -311,6 +310,14 @@ def test_a_mixed_cluster_runs_to_the_end_within_each_types_count() -> None:
     for r in sim.rounds:
         used = {t: sum(gang[j] for j, u in zip(r.jobs, r.types, strict=True) if u == t) for t in workload.cluster}
         assert all(used[t] <= workload.cluster[t] for t in workload.cluster)
+    return sim
+
+
+def test_a_mixed_cluster_runs_to_the_end_within_each_types_count() -> None:
+    workload = mixed_workload()
+    policy = HeterogeneousMaxMinFairness(workload.cluster, workload.round_s)
+    assert isinstance(policy, TypedSchedulingPolicy)
+    sim = run_within_counts(workload, policy)
     assert {u for r in sim.rounds for u in r.types} == {"v100", "p100", "k80"}
     # Reusing the allocation while nothing changed gives the schedule of a fresh solve every round.
     fresh = simulate(workload, Fresh(workload.cluster, workload.round_s))
@@ -578,13 +585,7 @@ def test_the_static_market_runs_to_the_end_on_a_mixed_cluster() -> None:
     workload = dataclasses.replace(trace, cluster=ClusterTypes({"v100": 12, "p100": 10, "k80": 10}), gpus=32)
     policy = TYPED_BASELINES["heterogeneous_static_market"](workload.cluster, workload.round_s, 0)
     assert isinstance(policy, HeterogeneousStaticMarket) and isinstance(policy, TypedSchedulingPolicy)
-    sim = simulate(workload, policy)
-    assert np.isfinite(sim.finish_s).all()
-    assert sorted(policy.completed) == sorted(job.id for job in workload.jobs) and policy.jobs == []
-    gang = {job.id: job.gpus for job in workload.jobs}
-    for r in sim.rounds:
-        used = {t: sum(gang[j] for j, u in zip(r.jobs, r.types, strict=True) if u == t) for t in workload.cluster}
-        assert all(used[t] <= workload.cluster[t] for t in workload.cluster)
+    sim = run_within_counts(workload, policy)
     assert policy.solves > 0 and policy.lps == 0
     # Reusing the allocation while nothing changed gives the schedule of a fresh solve every round.
     fresh = simulate(workload, FreshMarket(workload.cluster, workload.round_s))
@@ -774,13 +775,7 @@ def test_the_new_policies_run_to_the_end_on_a_mixed_cluster(policy_class: type[H
     workload = dataclasses.replace(trace, cluster=ClusterTypes({"v100": 12, "p100": 10, "k80": 10}), gpus=32)
     policy = TYPED_BASELINES[policy_class.name](workload.cluster, workload.round_s, 0)
     assert type(policy) is policy_class and isinstance(policy, TypedSchedulingPolicy)
-    sim = simulate(workload, policy)
-    assert np.isfinite(sim.finish_s).all()
-    assert sorted(policy.completed) == sorted(job.id for job in workload.jobs) and policy.jobs == []
-    gang = {job.id: job.gpus for job in workload.jobs}
-    for r in sim.rounds:
-        used = {t: sum(gang[j] for j, u in zip(r.jobs, r.types, strict=True) if u == t) for t in workload.cluster}
-        assert all(used[t] <= workload.cluster[t] for t in workload.cluster)
+    run_within_counts(workload, policy)
 
 
 @pytest.mark.parametrize("policy_class", NEW_POLICIES)
