@@ -146,3 +146,19 @@ def test_a_warm_start_over_goods_reaches_the_cold_plans_optimum(case, data):
     # Both certify their relaxations: the objectives agree within the sum of the gaps.
     tolerance = (cold.bound - cold.relaxed_objective) + (warm.bound - warm.relaxed_objective) + 1e-9
     assert abs(warm.relaxed_objective - cold.relaxed_objective) <= tolerance
+
+
+def test_finish_time_constraints_on_types_are_judged_over_the_types_not_one_types_gpus():
+    # Six one-GPU jobs on three types of two GPUs each, all at full speed: the equal share is a
+    # GPU each, and finish-time targets at that share ask every job to run most of the window.
+    # The reference program's capacity is one type's two GPUs (the widest gang a round holds);
+    # a room check there finds none, while the six GPUs over the types have room: the plan must
+    # hold the targets as constraints, not relax them.
+    # A job alone takes 40 rounds of 60 s; a target of 2,508 s leaves it b = 2,508 - 360 = 2,148 s
+    # after the 6-round window, so it must run 4.2 of the 6 rounds: 25.2 GPU-rounds in all, more
+    # than one type's 12 and less than the cluster's 36.
+    states = JobStates.from_lists([40] * 6, [{32: 60.0}] * 6)
+    result = plan(states, [1] * 6, [2, 2, 2], speed=np.ones((6, 3)), rounds=6, round_s=60.0,
+                  fair_finish_s=np.full(6, 2508.0))
+    assert result.fairness == "constraints"
+    assert (result.program.leftover_s(result.relaxed) <= result.program.leftover_limit_s + 1e-6).all()
