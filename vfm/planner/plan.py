@@ -93,7 +93,7 @@ class Plan:
     message, solver : str
     timings : mapping of str to float
         Seconds spent in ``forecast``, ``build`` (the program, the FTF bound search and the
-        maximum flow that checks the FTF rows have room), ``solve``
+        maximum flow, or LP over GPU types, that checks the FTF rows have room), ``solve``
         (with the relaxation's fallback solve, if any), ``rounding`` and in ``total``.
     job_ids : tuple of hashable, or None
     placement : ndarray of int, shape (n, T), or None
@@ -322,20 +322,20 @@ def plan(
     fairness: Fairness = "none"
     lateness = None
     ftf_bound = float("nan")
-    has_room = False
     if targets is not None:
-        # On types, the bound is judged on the reference types at the cluster's effective capacity
-        # (`TypeWindow.effective_capacity`) and the room over the types themselves (one LP): the
-        # reference program's own capacity is one type's GPUs (the widest gang each round can
-        # hold), and a room check there relaxed nine in ten typed re-plans at 460 jobs.
+        # On types the bound is judged on the reference types at the cluster's effective capacity
+        # (`TypeWindow.effective_capacity`); the room below, on the program solved, over the types.
         decision = shockwave.constrain(program, targets, finished, remaining_s,
                                        supply if window is None else window.effective_capacity(fits), opts)
-        program, lateness, ftf_bound, has_room = (decision.program, decision.lateness, decision.ftf_bound,
-                                                  decision.has_room)
+        program, lateness, ftf_bound = decision.program, decision.lateness, decision.ftf_bound
         fairness = "constraints"
     if window is not None:
         program = window.program(program)
-        has_room = program.fairness_room(shockwave.FAIRNESS_MARGIN)
+    # Rows infeasible, or feasible only in a sliver that backends resolve differently, are relaxed
+    # before any backend sees them, the same for all: judged on the program solved (one maximum
+    # flow; one LP over GPU types). A check on the reference-type program of a typed window, whose
+    # capacity is one type's GPUs, relaxed nine in ten re-plans at 460 jobs.
+    has_room = fairness == "constraints" and program.fairness_room(shockwave.FAIRNESS_MARGIN)
     build_s = time.perf_counter() - started - forecast_s
     solution = None
     if fairness == "constraints":

@@ -66,8 +66,8 @@ GPU types
     diagonal plus one rank-one term per round on disjoint goods, factored in closed form and
     folded into the scaling (`_TypeFold`: :math:`K_i^{-1} = N_i^\top D_i^{-1/2} F_i^\top F_i
     D_i^{-1/2} N_i`), so that the blocks and the capacity system keep the one-type structure over
-    the K R goods. The capacity system's Gram matrix is formed in pieces (`_TypeFold.gram`: 1 ms
-    instead of 15 ms at 874 jobs on three types) and, when its solves miss their tolerance, as
+    the K R goods. The capacity system's Gram matrix is formed in pieces (`_TypeFold.gram`: 2.1 ms
+    instead of 16.1 ms at 874 jobs on three types, medians over one solve's iterations) and, when its solves miss their tolerance, as
     one product. The certified gap adds :math:`{z^o}^\top s^o` and the rows' multipliers in
     :math:`q` (the one-type rows dualized, the box kept). On one GPU type (one good per round,
     pace 1) every step is the one-type step, bit for bit.
@@ -484,13 +484,15 @@ def _certified_gap(data: _Data, x: FloatArray, ftf_multipliers: FloatArray,
     return point.gap
 
 
-def _row_terms(data: _Data, per_job: FloatArray, per_round: FloatArray) -> FloatArray:
+def _row_terms(data: _Data, per_job: FloatArray, per_round: FloatArray | None) -> FloatArray:
     r"""The rows' terms in the gradient of the Lagrangian on each entry, shape (n, T):
     :math:`r_i p_{it} - o_{i, r(t)}` from `per_job` :math:`r` (n,) (the FTF and efficiency rows,
     :math:`\ge` rows in :math:`\sum_t p_{it} y_{it}`) and `per_round` :math:`o` (n, R) (the one-type
-    rows, :math:`\le` rows in :math:`\sum_{t \in r} y_{it}`), subtracted from the gradient."""
+    rows, :math:`\le` rows in :math:`\sum_{t \in r} y_{it}`; not read without them, may be None),
+    subtracted from the gradient."""
     terms = per_job[:, None] * data.pace
     if data.typed:
+        assert per_round is not None
         terms -= per_round[:, data.good_round]
     return terms
 
@@ -691,7 +693,7 @@ def _mehrotra(data: _Data, point: _Point, n_constraints: int, newton: _NewtonSys
         np.where(data.constrained, sigma * mu - w * predictor.ds_f * predictor.dz_f, 0.0),
         np.where(data.efficient, sigma * mu - w * step.s_e * step.z_e, 0.0),
         sigma * mu - w * step.zeta * step.z_zeta if data.kappa else 0.0,
-        np.where(data.shared, sigma * mu - w * type_step.s * type_step.z, 0.0),
+        np.where(data.shared, sigma * mu - w * type_step.s * type_step.z, 0.0) if data.typed else data.zeros,
         sigma,
     )
     if not (np.isfinite(corrector.largest) and np.isfinite(corrector.dy).all()):
@@ -884,7 +886,8 @@ class _NewtonSystem:
         rows = np.where(constrained, (target_f - z_f * residual) / s_f - z_f, 0.0) + efficiency_rows
         # A one-type row's multiplier step is (t - z ds) / s - z with ds = -sum_{t in r} dy.
         type_rows = point.type_rows
-        rows = _row_terms(data, rows, np.where(data.shared, target_type / type_rows.s - type_rows.z, 0.0))
+        rows = _row_terms(data, rows,
+                          np.where(data.shared, target_type / type_rows.s - type_rows.z, 0.0) if data.typed else None)
         aff = (predictor.dy, predictor.dz_lo, predictor.dz_hi) if predictor is not None else (data.zeros,) * 3
         rhs = np.empty_like(y)
         _kernels.newton_rhs(active, point.dual_residual, y, s_hi, z_lo, z_hi, g, target_cap / s_cap - prices, rows,
@@ -906,14 +909,19 @@ class _NewtonSystem:
         ds_e = np.where(efficient, running + d_zeta, 0.0)
         dz_e = np.where(efficient, (target_e - z_e * ds_e) / s_e - z_e, 0.0)
         dz_zeta = (target_zeta - longest.z_zeta * d_zeta) / longest.zeta - longest.z_zeta if data.kappa else 0.0
-        ds_o = np.where(data.shared, -(dy @ data.rounds_of_goods), 0.0) if data.typed else np.zeros_like(type_rows.s)
-        dz_o = np.where(data.shared, (target_type - type_rows.z * ds_o) / type_rows.s - type_rows.z, 0.0)
+        if data.typed:
+            ds_o = np.where(data.shared, -(dy @ data.rounds_of_goods), 0.0)
+            dz_o = np.where(data.shared, (target_type - type_rows.z * ds_o) / type_rows.s - type_rows.z, 0.0)
+            bounded: tuple[FloatArray, ...] = (type_rows.s, type_rows.z)
+            steps: tuple[FloatArray, ...] = (ds_o, dz_o)
+        else:  # no one-type rows: their (n, R = T) step is 0 and never limits the step length
+            ds_o = dz_o = data.zeros
+            bounded = steps = ()
         du = np.einsum("nst,nt->ns", data.progress, dy)
-        # The entries' rate from the kernel, the rest (O(n + T)) here.
+        # The entries' rate from the kernel, the rest (O(n + T), and the one-type rows) here.
         largest = min(1.0 / rate if rate > 0 else np.inf, largest_step(
-            (s_cap, prices, point.u, s_f, z_f, s_e, z_e, np.array([longest.zeta, longest.z_zeta]), type_rows.s,
-             type_rows.z),
-            (ds_cap, d_prices, du, ds_f, dz_f, ds_e, dz_e, np.array([d_zeta, dz_zeta]), ds_o, dz_o)))
+            (s_cap, prices, point.u, s_f, z_f, s_e, z_e, np.array([longest.zeta, longest.z_zeta]), *bounded),
+            (ds_cap, d_prices, du, ds_f, dz_f, ds_e, dz_e, np.array([d_zeta, dz_zeta]), *steps)))
         return _Direction(dy, dz_lo, dz_hi, ds_cap, d_prices, ds_f, dz_f, _Longest(d_zeta, ds_e, dz_e, dz_zeta),
                           _TypeRows(ds_o, dz_o), du, largest, sigma)
 
@@ -1001,7 +1009,7 @@ class _TypeFold:
         positive semidefinite to rounding. Else, with the low-rank factor, in pieces
         (`_kernels.typed_gram`): the blocks between rounds are low-rank, :math:`O(n S' T^2)` as one
         product, and each round's own (K, K) block a sum of squares: at 874 jobs on three types
-        (T = 60) about 1 ms instead of 15 ms. The pieces are each accurate to rounding but not
+        (T = 60) 2.1 ms instead of 16.1 ms (medians over one solve's 17 iterations). The pieces are each accurate to rounding but not
         consistent to rounding: at the end of some solves, where the system's smallest eigenvalue is
         1e-16 of its largest, the blocks between rounds (exact formulas, not Gram products of the
         computed factors) leave the preconditioner wrong and the conjugate gradients stall (a 6-job

@@ -172,13 +172,13 @@ def priority_weights(lateness: FloatArray, rho_max: float, exponent: float) -> F
 @dataclass(frozen=True, eq=False)
 class FairnessDecision:
     """What `constrain` makes of a program: the program with its FTF constraints and weights, each
-    job's projected FTF ratio (``lateness``, 0 for finished jobs), the bound :math:`\theta`, and
-    whether the constraints leave a schedule room to meet them all (`FAIRNESS_MARGIN`)."""
+    job's projected FTF ratio (``lateness``, 0 for finished jobs) and the bound :math:`\theta`.
+    Whether the constraints leave room (`FAIRNESS_MARGIN`) is for the caller to judge on the
+    program it solves (`vfm.planner.plan`: over the GPU types on a typed window)."""
 
     program: PlanningProgram
     lateness: FloatArray
     ftf_bound: float
-    has_room: bool
 
 
 def constrain(program: PlanningProgram, targets_s: FloatArray, finished: np.ndarray, remaining_s: FloatArray,
@@ -200,9 +200,7 @@ def constrain(program: PlanningProgram, targets_s: FloatArray, finished: np.ndar
         hopeless, priority_weights(lateness, options.rho_max, options.priority_exponent), 1.0)
     constrained = replace(program, leftover_limit_s=np.where(hopeless, np.inf, limits.leftover_limit_s(bound)),
                           weights=weights)
-    # Rows infeasible, or feasible only in a sliver that backends resolve differently, are relaxed
-    # before any backend sees them, the same for all (one maximum flow).
-    return FairnessDecision(constrained, lateness, bound, constrained.fairness_room(FAIRNESS_MARGIN))
+    return FairnessDecision(constrained, lateness, bound)
 
 
 def relax(program: PlanningProgram, budgets: FloatArray, lateness: FloatArray, options: PlanOptions) -> PlanningProgram:
