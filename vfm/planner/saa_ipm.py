@@ -57,20 +57,20 @@ Linear algebra
     capacity rows' Woodbury term.
 
 GPU types
-    Over goods (type, round) (`PlanningProgram.good_round`, ``speed``) the entries are goods, the
-    FTF and efficiency rows weigh them by the job's pace :math:`p_{it}` (their rank-one column is
-    :math:`p_i`, not :math:`\mathbf 1`), and every job with two or more active goods in a round
-    has the one-type row :math:`\sum_{t \in r} y_{it} + s^o_{ir} = u_r`, with slack and multiplier
-    like the bounds' (always primal feasible: the start gives a job's goods in a round half its
-    share between them). Its curvature :math:`(z^o / s^o)\, e_r e_r^\top` joins the job's block:
-    diagonal plus one rank-one term per round on disjoint goods, factored in closed form and
+    Over goods (type, round) (`PlanningProgram.good_round`, ``speed``) the entries are
+    goods, the FTF and efficiency rows weigh them by the job's pace :math:`p_{it}` (their rank-one
+    column is :math:`p_i`, not :math:`\mathbf 1`), and every job with two or more active goods in a
+    round has the one-type row :math:`\sum_{t \in r} y_{it} + s^o_{ir} = u_r`, with slack and
+    multiplier like the bounds' (always primal feasible: the start gives a job's goods in a round
+    half its share between them). Its curvature :math:`(z^o / s^o)\, e_r e_r^\top` joins the job's
+    block: diagonal plus one rank-one term per round on disjoint goods, factored in closed form and
     folded into the scaling (`_TypeFold`: :math:`K_i^{-1} = N_i^\top D_i^{-1/2} F_i^\top F_i
     D_i^{-1/2} N_i`), so that the blocks and the capacity system keep the one-type structure over
     the K R goods. The capacity system's Gram matrix is formed in pieces (`_TypeFold.gram`: 2.1 ms
-    instead of 16.1 ms at 874 jobs on three types, medians over one solve's iterations) and, when its solves miss their tolerance, as
-    one product. The certified gap adds :math:`{z^o}^\top s^o` and the rows' multipliers in
-    :math:`q` (the one-type rows dualized, the box kept). On one GPU type (one good per round,
-    pace 1) every step is the one-type step, bit for bit.
+    instead of 16.1 ms at 874 jobs on three types, medians over one solve's iterations) and, when
+    its solves miss their tolerance, as one product. The certified gap adds :math:`{z^o}^\top s^o`
+    and the rows' multipliers in :math:`q` (the one-type rows dualized, the box kept). On one GPU
+    type (one good per round, pace 1) every step is the one-type step, bit for bit.
 
 Iterations
     Mehrotra predictor-corrector steps with one step length for the primal and the dual (the
@@ -1009,11 +1009,12 @@ class _TypeFold:
         positive semidefinite to rounding. Else, with the low-rank factor, in pieces
         (`_kernels.typed_gram`): the blocks between rounds are low-rank, :math:`O(n S' T^2)` as one
         product, and each round's own (K, K) block a sum of squares: at 874 jobs on three types
-        (T = 60) 2.1 ms instead of 16.1 ms (medians over one solve's 17 iterations). The pieces are each accurate to rounding but not
-        consistent to rounding: at the end of some solves, where the system's smallest eigenvalue is
-        1e-16 of its largest, the blocks between rounds (exact formulas, not Gram products of the
-        computed factors) leave the preconditioner wrong and the conjugate gradients stall (a 6-job
-        window stopped at 5.3e-9 instead of 1e-9); `_direction` then factors the system again stacked."""
+        (T = 60) 2.1 ms instead of 16.1 ms (medians over one solve's 17 iterations). The pieces are
+        each accurate to rounding but not consistent to rounding: at the end of some solves, where the
+        system's smallest eigenvalue is 1e-16 of its largest, the blocks between rounds (exact formulas, not
+        Gram products of the computed factors) leave the preconditioner wrong and the conjugate gradients
+        stall (a 6-job window stopped at 5.3e-9 instead of 1e-9); `_direction` then factors the system again
+        stacked."""
         if stacked or blocks.dense:
             weighted = blocks.times_diagonal(g * root, out=work.weighted)
             self.add_rank_one_terms(blocks, root, g, weighted)
