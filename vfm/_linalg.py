@@ -10,7 +10,8 @@ from vfm._validation import FloatArray
 
 
 def preconditioned_cg(apply: Callable[[FloatArray], FloatArray], precondition: Callable[[FloatArray], FloatArray],
-                      rhs: FloatArray, tolerance: float, steps: int) -> tuple[FloatArray, float]:
+                      rhs: FloatArray, tolerance: float, steps: int,
+                      patience: int | None = None) -> tuple[FloatArray, float]:
     """Solve ``H x = rhs`` (H symmetric positive definite) by preconditioned conjugate gradients.
 
     Starts from ``precondition(rhs)``, the solvers' (approximate) direct inverse, so that an
@@ -30,6 +31,9 @@ def preconditioned_cg(apply: Callable[[FloatArray], FloatArray], precondition: C
         Relative max-norm tolerance.
     steps : int
         Most CG steps.
+    patience : int, optional
+        Stop after this many steps without the residual's max-norm halving (a system with no
+        digits left, whose residual then creeps down to the same floor in all `steps`).
 
     Returns
     -------
@@ -47,6 +51,7 @@ def preconditioned_cg(apply: Callable[[FloatArray], FloatArray], precondition: C
     preconditioned = precondition(residual)
     search = preconditioned
     inner = float(np.vdot(residual, preconditioned))
+    best, best_at = float(np.abs(residual).max()), 0
     for taken in range(1, steps + 1):
         image = apply(search)
         curvature = float(np.vdot(search, image))
@@ -55,9 +60,14 @@ def preconditioned_cg(apply: Callable[[FloatArray], FloatArray], precondition: C
         step = inner / curvature
         solution = solution + step * search
         residual = residual - step * image
-        if not float(np.abs(residual).max()) > target:
+        size = float(np.abs(residual).max())
+        if not size > target:
             if taken == 1:
-                return solution, float(np.abs(residual).max())
+                return solution, size
+            break
+        if size < 0.5 * best:
+            best, best_at = size, taken
+        elif patience is not None and taken - best_at >= patience:
             break
         preconditioned = precondition(residual)
         previous, inner = inner, float(np.vdot(residual, preconditioned))

@@ -259,16 +259,63 @@ def _cholesky(v: np.ndarray, lower: np.ndarray) -> bool:
     return True
 
 
+@_inlined
+def _cholesky_update(lower: np.ndarray, v: np.ndarray) -> bool:
+    r"""`lower` := the Cholesky factor of :math:`L L^\top + v v^\top`, in place (lower triangle;
+    `v`, length T, is overwritten). Rotations, as in a QR update: stable for any size of `v`
+    (an update, not a downdate). False when a pivot is not positive or not finite."""
+    rounds = v.shape[0]
+    for j in range(rounds):
+        pivot = lower[j, j]
+        radius = np.sqrt(pivot * pivot + v[j] * v[j])
+        if not (radius > 0.0 and radius < np.inf):
+            return False
+        c = radius / pivot
+        s = v[j] / pivot
+        lower[j, j] = radius
+        for a in range(j + 1, rounds):
+            updated = (lower[a, j] + s * v[a]) / c
+            v[a] = c * v[a] - s * updated
+            lower[a, j] = updated
+    return True
+
+
 @_compiled
-def dense_factor(scaled: np.ndarray, lower_inverse: np.ndarray) -> bool:
+def dense_factor(scaled: np.ndarray, scenarios: int, root: np.ndarray, vector: np.ndarray,
+                 lower_inverse: np.ndarray, loads: np.ndarray) -> bool:
     r"""`lower_inverse[i]` := :math:`L_i^{-1}`, :math:`L_i L_i^\top = I + V_i V_i^\top` (Cholesky),
     `scaled` holding :math:`V_i^\top`, shape (n, S', T); the upper triangles are set to 0.
-    False when a block is not numerically positive definite (a pivot not positive or not finite)."""
-    n, _, rounds = scaled.shape
+    False when a block is not numerically positive definite (a pivot not positive or not finite).
+
+    The block without the rows' column (the first `scenarios` columns, when S' has one more) is
+    factored first and the column added by a rank-one update of the factor, :math:`O(T^2)`; on
+    the way, `loads[i]` := `row_free_loads`'s :math:`a_i = \lVert L_{0,i}^{-1} x \rVert^2`,
+    :math:`x = D^{-1/2} v` (`root` :math:`D^{-1/2}`, `vector` :math:`v`): the
+    efficiency border's Schur complement needs it, and a second Cholesky per job for it cost
+    ~18 % of an iteration at S = 16."""
+    n, k, rounds = scaled.shape
     lower = np.empty((rounds, rounds))
+    x = np.empty(rounds)
+    column = np.empty(rounds)
     for i in range(n):
-        if not _cholesky(scaled[i], lower):
+        if not _cholesky(scaled[i, :scenarios], lower):
             return False
+        for t in range(rounds):
+            x[t] = root[i, t] * vector[i, t]
+        total = 0.0
+        for a in range(rounds):  # x := L0^-1 x
+            value = x[a]
+            for b in range(a):
+                value -= lower[a, b] * x[b]
+            value /= lower[a, a]
+            x[a] = value
+            total += value * value
+        loads[i] = total
+        if k > scenarios:
+            for t in range(rounds):
+                column[t] = scaled[i, scenarios, t]
+            if not _cholesky_update(lower, column):
+                return False
         inverse = lower_inverse[i]
         inverse[:] = 0.0
         for a in range(rounds):  # row a of L^-1: (e_a - sum_m<a L[a, m] row m) / L[a, a]
@@ -449,8 +496,7 @@ def newton_back(active: np.ndarray, y: np.ndarray, s_hi: np.ndarray, z_lo: np.nd
 
 
 @_compiled
-def row_free_loads(scaled: np.ndarray, scenarios: int, root: np.ndarray, vector: np.ndarray, dense: bool,
-                   out: np.ndarray) -> None:
+def row_free_loads(scaled: np.ndarray, scenarios: int, root: np.ndarray, vector: np.ndarray, out: np.ndarray) -> None:
     r"""`out[i]` := :math:`\lVert F_i D_i^{-1/2} v_i \rVert^2`, :math:`F_i^\top F_i = (I + V_{S,i}
     V_{S,i}^\top)^{-1}` with :math:`V_{S,i}` the first `scenarios` columns of `scaled` (shape (n, S', T)),
     `root` :math:`D^{-1/2}` and `vector` :math:`v` (n, T): with :math:`v_i` the rows' coefficients
@@ -458,10 +504,8 @@ def row_free_loads(scaled: np.ndarray, scenarios: int, root: np.ndarray, vector:
     block :math:`K_{0,i} = D_i^{1/2} (I + V_{S,i} V_{S,i}^\top) D_i^{1/2}` without the rows' column.
 
     As :math:`\lVert F x \rVert^2`, :math:`x = D^{-1/2} v`, with the symmetric root of
-    `low_rank_factor`, or (`dense`) with :math:`F = L^{-1}` by forward substitution on the
-    Cholesky factor: accurate to rounding relative to :math:`a_i` itself either way. The dense
-    form is for many scenarios, where the (S, S) eigendecompositions cost ~8x the factorization.
-    A block that is not numerically positive definite gives NaN."""
+    `low_rank_factor`: accurate to rounding relative to :math:`a_i` itself. For the low-rank form;
+    `dense_factor` computes the same from its Cholesky factors."""
     n, _, rounds = scaled.shape
     k = scenarios
     gram = np.empty((k, k))
@@ -470,22 +514,11 @@ def row_free_loads(scaled: np.ndarray, scenarios: int, root: np.ndarray, vector:
     along = np.empty(k)
     column = np.empty((k, rounds))
     shrink = np.empty(k)
-    lower = np.empty((rounds, rounds))
     for i in range(n):
         for t in range(rounds):
             x[t] = root[i, t] * vector[i, t]
-        if dense:
-            if not _cholesky(scaled[i, :k], lower):
-                out[i] = np.nan
-                continue
-            for a in range(rounds):  # x := L^-1 x
-                total = x[a]
-                for b in range(a):
-                    total -= lower[a, b] * x[b]
-                x[a] = total / lower[a, a]
-        else:
-            _job_root(scaled[i, :k], gram, rotation, column, shrink)
-            _root_times(column, shrink, x, along, 1)  # once: a = |F x|^2
+        _job_root(scaled[i, :k], gram, rotation, column, shrink)
+        _root_times(column, shrink, x, along, 1)  # once: a = |F x|^2
         total = 0.0
         for t in range(rounds):
             total += x[t] * x[t]

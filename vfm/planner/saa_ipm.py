@@ -43,13 +43,16 @@ Linear algebra
     degenerate windows (jobs indifferent between rounds) the bound curvatures of interior
     entries fall towards 0, the exact :math:`K_i^{-1}` gets entries of order :math:`1/\mu` and
     its Woodbury inverse loses every digit (or positive definiteness); the regularized one stays
-    a good preconditioner and CG removes its bias (when it cannot, or the capacity system is not
-    numerically positive definite, the system is factored again with a larger regularization).
+    a good preconditioner and CG removes its bias (when it cannot by far, `_USABLE_ERROR`, or the
+    capacity system is not numerically positive definite, the system is factored again with a
+    larger regularization).
     The per-job steps (factors, block solves, Hessian products, a point's evaluation, the
     right-hand side and the back-substitution) are compiled loops over the jobs
     (`vfm.planner._kernels`); the capacity system's Gram matrix is one BLAS product. At 874 jobs,
     20 rounds and S = 1 an iteration costs about 4 ms (15 ms with dense NumPy factors, 9 ms with
-    low-rank NumPy ones); at S = 16 about 13 ms; the (n, S', T) and (n, T, T) arrays are
+    low-rank NumPy ones); at S = 16 about 11 ms (the dense factor adds the rows' column by a
+    rank-one update of the scenarios' factor, which also gives `_corner_without_capacity` its
+    loads without a second factorization); the (n, S', T) and (n, T, T) arrays are
     allocated once per solve. With the efficiency term the preconditioner eliminates
     :math:`\Delta\zeta` through the scalar :math:`d - c^\top P_y^{-1} c`; at the end of a solve
     the rows' curvatures reach 1e7 while that difference is 1e-3, so it is computed as two sums of
@@ -86,7 +89,11 @@ Iterations
     in the tests). No step decreasing the merit ends the solve as `Status.INACCURATE`. The start
     is strictly feasible in the primal and dual feasible: prices that minimize the start's
     certified gap (a weighted quantile per round, one sort), bound multipliers that balance the
-    gradient, plus a centring shift (this saves ~5 of ~30 iterations at 900 jobs).
+    gradient, plus a centring shift (this saves ~5 of ~30 iterations at 900 jobs). With the
+    efficiency term, :math:`\zeta` starts on the central path of its rows (`_central_zeta`), so
+    that their multipliers already carry :math:`\kappa` (22 iterations at the
+    busiest 874-job window of the full Shockwave configuration, 31 from a round above the
+    longest leftover).
 
 Stopping
     On the certified gap :math:`\lambda^\top s_c + {z^f}^\top s^f + \sum q^+ y + q^- (1 - y)`,
@@ -135,14 +142,31 @@ _FTF_TOLERANCE = 1e-9
 _START_SHARE = 0.5
 #: Added to the bound curvatures in the preconditioner only (H is applied exactly), smallest first.
 #: The objective is scaled to budgets summing to 1, so the curvatures are O(1) at the start and
-#: those of entries at a bound grow like 1/mu. 1e-10 is below every curvature that matters for the
+#: those of entries at a bound grow like 1/mu. 1e-12 is below every curvature that matters for the
 #: step, so the conjugate gradients converge in 0-2 steps; but on windows whose optimum is not unique
 #: the curvatures of interior entries fall to ~mu, the Woodbury inverse loses its digits and the
 #: conjugate gradients stall. Then the system is factored again with the next, larger value (1e-8:
-#: what the sibling solver `vfm.solvers.schur_ipm` uses; 1e-6 as a last resort). Chosen by
-#: experiment: 1e-8 throughout costs 30 % more per iteration at 900 jobs (more CG steps), and
-#: 1e-10 alone leaves `test_identical_jobs_reach_the_default_tolerance` short of 1e-8.
-_REGULARIZATIONS = (1e-10, 1e-8, 1e-6)
+#: what the sibling solver `vfm.solvers.schur_ipm` uses; 1e-6 as a last resort:
+#: `test_identical_jobs_reach_the_default_tolerance` needs it, its solves break down below).
+#: Chosen by experiment: 1e-8 throughout costs 30 % more per iteration at 900 jobs (more CG
+#: steps); 1e-12 first instead of 1e-10 spares most solves of the full Shockwave configuration
+#: their one CG step (1e-10's bias left a relative residual of 1e-9 to 7e-9, just above
+#: `CG_TOLERANCE`: the busiest 874-job window, S = 16, 244 to 226 ms per solve). 1e-10 between
+#: 1e-12 and 1e-8 was dropped: in the slowest re-plans of the 900-job reproduction it never gave a
+#: more accurate direction than 1e-12, and each try cost a factorization and up to 2 x 27 Hessian
+#: products.
+_REGULARIZATIONS = (1e-12, 1e-8, 1e-6)
+#: A direction whose solves missed `CG_TOLERANCE` but whose relative residual is at most this is
+#: used without trying a larger regularization. At the end of some solves (a certified gap within
+#: a few times the tolerance) the Newton system has no digits left at any regularization: every
+#: rung of the ladder missed by 1e-9 to 1e-5 and none was more accurate than the first by more
+#: than a few per cent (the slowest re-plans of the 900-job reproduction), while the line search
+#: still judges such a direction by the merit. A breakdown, where a larger regularization is what
+#: helps, leaves residuals of 0.4 to 0.8 (identical jobs, above: 1e-4 at 1e-8, 1e-11 at 1e-6).
+_USABLE_ERROR = 1e-6
+#: The conjugate gradients stop when the residual has not halved for this many steps
+#: (`vfm._linalg.preconditioned_cg`): those solves end at the same residual after 25 steps.
+_PATIENCE = 4
 #: Line search: halve the step until the merit decreases by this fraction of the step, at most
 #: `_BACKTRACKS` times.
 _SUFFICIENT_DECREASE = 1e-4
@@ -527,23 +551,55 @@ def _start(data: _Data, warm_start: FloatArray | None, n_constraints: int) -> _P
     # Multipliers that make the start dual feasible (the Newton steps then only have to centre
     # and reduce mu, not also repair stationarity, which took a third of the iterations), shifted by
     # mu0 / slack so that every product is at least mu0 = 1 / n_constraints.
-    prices = _gap_minimizing_prices(gradient, g, y, s_hi, s_cap)
     mu0 = 1.0 / n_constraints
     z_f = np.where(data.constrained, mu0 / s_f, 0.0)
     zeta, s_e, z_e, z_zeta = 1.0, np.ones_like(s_f), np.zeros_like(s_f), 0.0
     if data.kappa:
-        # The longest leftover plus a margin of a round: every efficiency row strictly satisfied.
-        zeta = max(0.0, float(np.max(np.where(data.efficient, data.leftover - running, 0.0)))) + 1.0
+        zeta = _central_zeta(data, running, mu0)
         s_e = np.where(data.efficient, running + zeta - data.leftover, 1.0)
         z_e = np.where(data.efficient, mu0 / s_e, 0.0)
         z_zeta = max(data.kappa - float(z_e.sum()), 0.0) + mu0 / zeta
     s_o = np.where(data.shared, data.round_upper[None, :] - y @ data.rounds_of_goods, 1.0)
     type_rows = _TypeRows(s_o, np.where(data.shared, mu0 / s_o, 0.0))
-    reduced = np.where(active, gradient + g * prices[None, :] - _row_terms(data, z_f + z_e, type_rows.z), 0.0)
+    # The prices that minimize the start's gap given the rows' multipliers (with the efficiency
+    # term, z_e carries kappa: the reduced gradient below includes it).
+    rows = _row_terms(data, z_f + z_e, type_rows.z)
+    prices = _gap_minimizing_prices(gradient - rows, g, y, s_hi, s_cap)
+    reduced = np.where(active, gradient + g * prices[None, :] - rows, 0.0)
     z_lo = np.where(active, np.maximum(reduced, 0.0) + mu0 / np.where(active, y, 1.0), 0.0)
     z_hi = np.where(active, np.maximum(-reduced, 0.0) + mu0 / s_hi, 0.0)
     return _evaluate(data, y, s_hi, s_cap, z_lo, z_hi, prices + mu0 / s_cap, s_f, z_f,
                      _Longest(zeta, s_e, z_e, z_zeta), type_rows)
+
+
+def _central_zeta(data: _Data, running: FloatArray, mu0: float) -> float:
+    r"""The start's :math:`\zeta`: on the central path at `mu0` for the efficiency rows, if that is
+    within a round of the longest leftover.
+
+    Every efficiency row strictly satisfied needs :math:`\zeta > \ell = \max_i (r_i - \sum_t y_{it})^+`.
+    With :math:`z^e_i = \mu_0 / s^e_i` and :math:`z_\zeta = \mu_0 / \zeta`, the stationarity in
+    :math:`\zeta`, :math:`\kappa = \sum_i z^e_i + z_\zeta`, reads
+    :math:`\mu_0 (\sum_i 1 / s^e_i(\zeta) + 1 / \zeta) = \kappa`, whose left side falls from
+    :math:`+\infty` at :math:`\ell` to 0: one root. A start at :math:`\ell + 1` instead (a round of
+    margin) leaves the rows' multipliers at :math:`\mu_0 / s^e \ll \kappa` and :math:`z_\zeta` at
+    :math:`\kappa`, so :math:`\zeta z_\zeta` (~7 at the busiest 874-job window, where :math:`\zeta`
+    starts at 142 rounds) was most of the start's complementarity, and the first Newton steps moved
+    :math:`\zeta` by hundreds of rounds and were cut to ~1e-3 by the box: 31 iterations there, 22
+    from this start. The root is used when it is below :math:`\ell + 1` (with a small :math:`\kappa`
+    it is far above, and :math:`\ell + 1` is kept)."""
+    excess = np.where(data.efficient, running - data.leftover, np.inf)
+    lowest = max(0.0, -float(excess.min(initial=np.inf)))
+    margin = lowest + 1.0
+
+    def surplus(zeta: float) -> float:
+        return mu0 * (float((1.0 / (excess + zeta)).sum()) + 1.0 / zeta) - data.kappa
+
+    if surplus(margin) >= 0:
+        return margin
+    # Above the root: the term of the job at `lowest` (or 1 / zeta when lowest = 0) alone is
+    # 2 kappa at lowest + mu0 / (2 kappa), which is then below `margin` (surplus(margin) < 0 needs
+    # mu0 < kappa).
+    return float(scipy.optimize.brentq(surplus, lowest + mu0 / (2.0 * data.kappa), margin, rtol=1e-12))
 
 
 def _gap_minimizing_prices(gradient: FloatArray, g: FloatArray, y: FloatArray, s_hi: FloatArray,
@@ -661,9 +717,10 @@ def _direction(data: _Data, point: _Point, n_constraints: int, work: _Workspace,
         direction = _mehrotra(data, point, n_constraints, newton, 1.0 if second_order else 0.0)
         if direction is not None and (best is None or direction.error < best.error):
             best = direction
-        if best is not None and not best.error:
+        # The pieces' misses are theirs (`_TypeFold.gram`): the stacked product is tried after any.
+        if best is not None and best.error <= (_USABLE_ERROR if stacked else 0.0):
             break
-    # None of the regularizations met the tolerance (the end of some degenerate solves, where the
+    # No regularization came within `_USABLE_ERROR` (the end of some degenerate solves, where the
     # Newton system has no digits left): the most accurate direction, not the last.
     return best
 
@@ -771,7 +828,9 @@ class _NewtonSystem:
         fold = _TypeFold.of(data, point, root) if data.typed else None
         if fold is not None:
             np.multiply(root[:, None, :], fold.forward(curvature), out=scaled)  # V_i = L_i^-1 C_i
-        blocks = _BlockFactor.of(scaled, work)
+        # The rows' coefficients in the scaled blocks' terms (N_i p_i with one-type rows).
+        rows = data.pace if fold is None else fold.forward(data.pace)
+        blocks = _BlockFactor.of(scaled, work, data.progress.shape[1], root, rows)
         # sum_i G_i K_i^-1 G_i^T = sum_i (F_i X_i)^T (F_i X_i), X_i = diag(g_i D_i^-1/2) (with the
         # one-type rows D_i^-1/2 N_i diag(g_i)): one Gram matrix of the stacked (n T, T) products,
         # positive semidefinite to rounding.
@@ -795,8 +854,7 @@ class _NewtonSystem:
         # cancels at the end of a solve (d reaches 1e7 where the value is 1e-3), and a preconditioner
         # with a wrong corner costs the conjugate gradients tens of steps.
         solved, loads, correction = system._woodbury(coupling)
-        corner_schur = _corner_without_capacity(data, point, work, root, blocks.dense, fold) \
-            + float(loads @ correction)
+        corner_schur = _corner_without_capacity(data, point, work, root, blocks, rows) + float(loads @ correction)
         return replace(system, coupling=coupling, corner=corner, coupling_solved=solved,
                        corner_schur=max(corner_schur, longest.z_zeta / longest.zeta))
 
@@ -859,7 +917,7 @@ class _NewtonSystem:
     def solve(self, rhs: FloatArray) -> FloatArray:
         """The Newton system's solution by conjugate gradients preconditioned with the regularized
         Woodbury inverse."""
-        solution, error = preconditioned_cg(self.apply, self.precondition, rhs, CG_TOLERANCE, CG_STEPS)
+        solution, error = preconditioned_cg(self.apply, self.precondition, rhs, CG_TOLERANCE, CG_STEPS, _PATIENCE)
         scale = float(np.abs(rhs).max())
         if not error <= 10 * CG_TOLERANCE * scale:  # some slack over CG's own (recursive) test
             self.stalled.append(error / scale)
@@ -926,23 +984,26 @@ class _NewtonSystem:
                           _TypeRows(ds_o, dz_o), du, largest, sigma)
 
 
-def _corner_without_capacity(data: _Data, point: _Point, work: _Workspace, root: FloatArray, dense: bool,
-                             fold: _TypeFold | None) -> float:
+def _corner_without_capacity(data: _Data, point: _Point, work: _Workspace, root: FloatArray,
+                             blocks: _BlockFactor, rows: FloatArray) -> float:
     r"""The efficiency border's Schur complement without the capacity coupling, term by term.
 
     Job i's block is :math:`K_{0,i} + \rho_i \mathbf 1 \mathbf 1^\top` (:math:`\rho = \rho^f + \rho^e`,
     the FTF and efficiency rows' curvatures) and its border column :math:`\rho^e_i \mathbf 1`, so its
     part of :math:`d - c^\top K^{-1} c` is
     :math:`\rho^e_i - (\rho^e_i)^2 a_i / (1 + \rho_i a_i) = \rho^e_i (1 + \rho^f_i a_i) / (1 + \rho_i a_i)`,
-    :math:`a_i = \mathbf 1^\top K_{0,i}^{-1} \mathbf 1` (`_kernels.row_free_loads`, `dense` in the form
-    `_BlockFactor` factored the whole blocks in): positive, with no difference of large numbers."""
+    :math:`a_i = \mathbf 1^\top K_{0,i}^{-1} \mathbf 1` (:math:`p_i^\top K_{0,i}^{-1} p_i` over GPU types, the
+    column :math:`\rho p_i`; from the dense factorization, `_BlockFactor.row_free`, else
+    `_kernels.row_free_loads`): positive, with no difference of large numbers."""
     longest = point.longest
     rho_f = np.where(data.constrained, point.z_f / point.s_f, 0.0)
     rho_e = np.where(data.efficient, longest.z_e / longest.s_e, 0.0)
-    loads = np.empty(rho_f.shape)
-    # a_i = |F_i D_i^-1/2 N_i p_i|^2 (`_TypeFold`; N = I on one GPU type, where p_i = 1 on the active entries).
-    vector = data.pace if fold is None else fold.forward(data.pace)
-    _kernels.row_free_loads(work.scaled, data.progress.shape[1], root, vector, dense, loads)
+    # a_i = |F_i D_i^-1/2 v_i|^2 with `rows` v (p_i = 1 on the active entries on one GPU type; N_i p_i with
+    # the one-type rows, `_TypeFold`).
+    loads = blocks.row_free
+    if loads is None:
+        loads = np.empty(rho_f.shape)
+        _kernels.row_free_loads(work.scaled, data.progress.shape[1], root, rows, loads)
     if not np.isfinite(loads).all():
         raise np.linalg.LinAlgError("a job's Newton block is not numerically positive definite")
     return float((rho_e * (1.0 + rho_f * loads) / (1.0 + (rho_f + rho_e) * loads)).sum()) \
@@ -1015,7 +1076,7 @@ class _TypeFold:
         Gram products of the computed factors) leave the preconditioner wrong and the conjugate gradients
         stall (a 6-job window stopped at 5.3e-9 instead of 1e-9); `_direction` then factors the system again
         stacked."""
-        if stacked or blocks.dense:
+        if stacked or blocks.lower_inverse is not None:
             weighted = blocks.times_diagonal(g * root, out=work.weighted)
             self.add_rank_one_terms(blocks, root, g, weighted)
             weighted = weighted.reshape(-1, root.shape[1])
@@ -1091,23 +1152,23 @@ class _BlockFactor:
     lower_inverse: FloatArray | None  # (n, T, T) L_i^-1 (dense form)
     columns: FloatArray | None  # (n, S', T) P_i^T (low-rank form)
     shrink: FloatArray | None  # (n, S') h_i (low-rank form)
+    row_free: FloatArray | None  # (n,) a_i of `_corner_without_capacity` (dense form)
 
     @classmethod
-    def of(cls, scaled: FloatArray, work: _Workspace) -> _BlockFactor:
-        r"""The factor of the blocks :math:`I + V_i V_i^\top`, `scaled` holding :math:`V_i^\top`, shape (n, S', T).
+    def of(cls, scaled: FloatArray, work: _Workspace, scenarios: int, root: FloatArray,
+           rows: FloatArray) -> _BlockFactor:
+        r"""The factor of the blocks :math:`I + V_i V_i^\top`, `scaled` holding :math:`V_i^\top`, shape
+        (n, S', T), its first `scenarios` columns the scenarios' (the dense form computes
+        `row_free` on the way, from `root` :math:`D^{-1/2}` and the rows' coefficients `rows` (n, T)).
 
         Raises `numpy.linalg.LinAlgError` when a block is not numerically positive definite."""
         if _low_rank(scaled.shape[1], scaled.shape[2]):
             _kernels.low_rank_factor(scaled, work.columns, work.shrink)
-            return cls(None, work.columns, work.shrink)
-        if not _kernels.dense_factor(scaled, work.lower_inverse):
+            return cls(None, work.columns, work.shrink, None)
+        row_free = np.empty(scaled.shape[0])
+        if not _kernels.dense_factor(scaled, scenarios, root, rows, work.lower_inverse, row_free):
             raise np.linalg.LinAlgError("a job's Newton block is not numerically positive definite")
-        return cls(work.lower_inverse, None, None)
-
-    @property
-    def dense(self) -> bool:
-        """Whether the blocks were factored as dense Cholesky factors (else in low-rank form)."""
-        return self.lower_inverse is not None
+        return cls(work.lower_inverse, None, None, row_free)
 
     def inverse(self, root: FloatArray, vector: FloatArray, g: FloatArray) -> tuple[FloatArray, FloatArray]:
         r""":math:`K_i^{-1} v_i = D_i^{-1/2} F_i^\top F_i D_i^{-1/2} v_i` for every job, shape (n, T), and
