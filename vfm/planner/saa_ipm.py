@@ -91,7 +91,7 @@ Iterations
     certified gap (a weighted quantile per round, one sort), bound multipliers that balance the
     gradient, plus a centring shift (this saves ~5 of ~30 iterations at 900 jobs). With the
     efficiency term, :math:`\zeta` starts on the central path of its rows (`_central_zeta`), so
-    that their multipliers already carry :math:`\kappa` (22 iterations at the
+    that their multipliers already carry :math:`\kappa` (23 iterations at the
     busiest 874-job window of the full Shockwave configuration, 31 from a round above the
     longest leftover).
 
@@ -584,7 +584,7 @@ def _central_zeta(data: _Data, running: FloatArray, mu0: float) -> float:
     margin) leaves the rows' multipliers at :math:`\mu_0 / s^e \ll \kappa` and :math:`z_\zeta` at
     :math:`\kappa`, so :math:`\zeta z_\zeta` (~7 at the busiest 874-job window, where :math:`\zeta`
     starts at 142 rounds) was most of the start's complementarity, and the first Newton steps moved
-    :math:`\zeta` by hundreds of rounds and were cut to ~1e-3 by the box: 31 iterations there, 22
+    :math:`\zeta` by hundreds of rounds and were cut to ~1e-3 by the box: 31 iterations there, 23
     from this start. The root is used when it is below :math:`\ell + 1` (with a small :math:`\kappa`
     it is far above, and :math:`\ell + 1` is kept)."""
     excess = np.where(data.efficient, running - data.leftover, np.inf)
