@@ -81,13 +81,36 @@ def test_a_job_cannot_use_a_good_of_speed_zero():
     assert not program.fits[program.pace == 0].any()
 
 
-def test_fairness_room_over_types_is_one_lp():
+def test_fairness_room_over_types_is_decided_by_a_flow_or_the_lp():
     program = typed_program(11, types=2, leftover_limit_s=None)
     # Each job must run at least 1.5 rounds' worth of its fastest type: room only if the capacity allows.
     generous = PlanningProgram(**{**_fields(program), "leftover_limit_s": program.remaining_s - 60.0})
     assert generous.fairness_room(1e-3)
     impossible = PlanningProgram(**{**_fields(program), "leftover_limit_s": program.remaining_s - 120.0 * 5})
     assert not impossible.fairness_room(1e-3)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**31), types=st.integers(2, 3), share=st.floats(0.0, 1.2))
+def test_the_fastest_goods_flow_proves_room_only_where_the_lp_finds_it(seed, types, share):
+    program = typed_program(seed, types=types, leftover_limit_s=None)
+    rng = np.random.default_rng(seed)
+    # Targets of 0 to `share` of each job's runnable rounds at its fastest pace, some jobs free.
+    fastest = np.where(program.runnable, program.pace, 0.0).max(axis=1)
+    rounds = program.runnable.reshape(program.shape[1], types, -1).any(axis=1).sum(axis=1)
+    needed = rng.uniform(0.0, share, program.shape[1]) * rounds * fastest * program.round_s
+    limits = np.where(rng.random(program.shape[1]) < 0.7, program.remaining_s - needed, np.inf)
+    program = PlanningProgram(**{**_fields(program), "leftover_limit_s": limits})
+    jobs = np.flatnonzero(program.fairness_floor > 0)
+    if jobs.size == 0:
+        assert program.fairness_room(1e-3)
+        return
+    for margin in (0.0, 1e-3, 0.5):
+        fresh = PlanningProgram(**_fields(program))  # nothing proven yet
+        lp = fresh._typed_lp_room(jobs, margin)
+        flow = fresh._flow_room(jobs, margin, fresh.runnable & (fresh.pace >= fastest[:, None]), fastest)
+        assert not flow or lp, margin  # a certificate, never more
+        assert PlanningProgram(**_fields(program)).fairness_room(margin) == lp
 
 
 def _fields(program: PlanningProgram) -> dict[str, object]:
