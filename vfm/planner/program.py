@@ -238,14 +238,17 @@ class PlanningProgram:
         if jobs.size == 0:
             return True
         if self.over_types:
-            fastest = np.where(self.runnable, self.pace, 0.0).max(axis=1)
-            room = self._flow_room(jobs, margin, self.runnable & (self.pace >= fastest[:, None]), fastest) \
-                or self._typed_lp_room(jobs, margin)
+            room = self._fastest_goods_room(jobs, margin) or self._typed_lp_room(jobs, margin)
         else:
             room = self._flow_room(jobs, margin, self.runnable, np.ones(self.shape[1]))
         if room:
             self._room_proven[0] = margin
         return room
+
+    def _fastest_goods_room(self, jobs: np.ndarray, margin: float) -> bool:
+        """Room over GPU types proven by `_flow_room` with each job only on its fastest goods."""
+        fastest = np.where(self.runnable, self.pace, 0.0).max(axis=1)
+        return self._flow_room(jobs, margin, self.runnable & (self.pace >= fastest[:, None]), fastest)
 
     def _flow_room(self, jobs: np.ndarray, margin: float, allowed: np.ndarray, pace: FloatArray) -> bool:
         r"""Room proven by one maximum flow in GPU-rounds, each job `jobs[k]` counting only its
@@ -262,7 +265,7 @@ class PlanningProgram:
         job, good = np.nonzero(allowed & (self.fairness_floor > 0)[:, None])
         if not np.isin(jobs, job).all():
             return False
-        n_jobs, goods, rounds = jobs.size, self.shape[2], self.rounds_of_goods.shape[1]
+        n_jobs, goods = jobs.size, self.shape[2]
         node_of_job = np.zeros(self.shape[1], dtype=np.int64)
         node_of_job[jobs] = 1 + np.arange(n_jobs)
         unit = np.floor((np.iinfo(np.int32).max - 1) / (float(self.capacity.sum()) + 1.0))
@@ -272,6 +275,7 @@ class PlanningProgram:
         reach = np.floor(self.gpus[job] * self.bounds[good] * unit)
         first_good = n_jobs + 1
         if self.several_per_round:  # job -> (job, round) -> good
+            rounds = self.round_bounds.size
             pair, pair_of_entry = np.unique(job * rounds + self.round_index[good], return_inverse=True)
             first_good += pair.size
             pair_job, pair_round = np.divmod(pair, rounds)

@@ -828,8 +828,9 @@ class _NewtonSystem:
         fold = _TypeFold.of(data, point, root) if data.typed else None
         if fold is not None:
             np.multiply(root[:, None, :], fold.forward(curvature), out=scaled)  # V_i = L_i^-1 C_i
-        # The rows' coefficients in the scaled blocks' terms (N_i p_i with one-type rows).
-        rows = data.pace if fold is None else fold.forward(data.pace)
+        # The rows' coefficients in the scaled blocks' terms (N_i p_i with one-type rows): only the
+        # efficiency border's corner needs them.
+        rows = None if not data.kappa else data.pace if fold is None else fold.forward(data.pace)
         blocks = _BlockFactor.of(scaled, work, data.progress.shape[1], root, rows)
         # sum_i G_i K_i^-1 G_i^T = sum_i (F_i X_i)^T (F_i X_i), X_i = diag(g_i D_i^-1/2) (with the
         # one-type rows D_i^-1/2 N_i diag(g_i)): one Gram matrix of the stacked (n T, T) products,
@@ -854,6 +855,7 @@ class _NewtonSystem:
         # cancels at the end of a solve (d reaches 1e7 where the value is 1e-3), and a preconditioner
         # with a wrong corner costs the conjugate gradients tens of steps.
         solved, loads, correction = system._woodbury(coupling)
+        assert rows is not None  # set whenever kappa is
         corner_schur = _corner_without_capacity(data, point, work, root, blocks, rows) + float(loads @ correction)
         return replace(system, coupling=coupling, corner=corner, coupling_solved=solved,
                        corner_schur=max(corner_schur, longest.z_zeta / longest.zeta))
@@ -1156,19 +1158,20 @@ class _BlockFactor:
 
     @classmethod
     def of(cls, scaled: FloatArray, work: _Workspace, scenarios: int, root: FloatArray,
-           rows: FloatArray) -> _BlockFactor:
+           rows: FloatArray | None) -> _BlockFactor:
         r"""The factor of the blocks :math:`I + V_i V_i^\top`, `scaled` holding :math:`V_i^\top`, shape
-        (n, S', T), its first `scenarios` columns the scenarios' (the dense form computes
-        `row_free` on the way, from `root` :math:`D^{-1/2}` and the rows' coefficients `rows` (n, T)).
+        (n, S', T), its first `scenarios` columns the scenarios' (given the rows' coefficients `rows`
+        (n, T), the dense form computes `row_free` on the way, from `root` :math:`D^{-1/2}`).
 
         Raises `numpy.linalg.LinAlgError` when a block is not numerically positive definite."""
         if _low_rank(scaled.shape[1], scaled.shape[2]):
             _kernels.low_rank_factor(scaled, work.columns, work.shrink)
             return cls(None, work.columns, work.shrink, None)
-        row_free = np.empty(scaled.shape[0])
-        if not _kernels.dense_factor(scaled, scenarios, root, rows, work.lower_inverse, row_free):
+        row_free = np.empty(0 if rows is None else scaled.shape[0])
+        if not _kernels.dense_factor(scaled, scenarios, root, root if rows is None else rows, work.lower_inverse,
+                                     row_free):
             raise np.linalg.LinAlgError("a job's Newton block is not numerically positive definite")
-        return cls(work.lower_inverse, None, None, row_free)
+        return cls(work.lower_inverse, None, None, None if rows is None else row_free)
 
     def inverse(self, root: FloatArray, vector: FloatArray, g: FloatArray) -> tuple[FloatArray, FloatArray]:
         r""":math:`K_i^{-1} v_i = D_i^{-1/2} F_i^\top F_i D_i^{-1/2} v_i` for every job, shape (n, T), and
