@@ -124,6 +124,7 @@ from vfm._interior_point import (
     STEP_TO_BOUNDARY,
     Method,
     centring,
+    cg_tolerance,
     iterate,
     largest_step,
 )
@@ -156,7 +157,7 @@ _START_SHARE = 0.5
 #: more accurate direction than 1e-12, and each try cost a factorization and up to 2 x 27 Hessian
 #: products.
 _REGULARIZATIONS = (1e-12, 1e-8, 1e-6)
-#: A direction whose solves missed `CG_TOLERANCE` but whose relative residual is at most this is
+#: A direction whose solves missed their tolerance but whose relative residual is at most this is
 #: used without trying a larger regularization. At the end of some solves (a certified gap within
 #: a few times the tolerance) the Newton system has no digits left at any regularization: every
 #: rung of the ladder missed by 1e-9 to 1e-5 and none was more accurate than the first by more
@@ -677,7 +678,7 @@ class _Direction:
     du: FloatArray  # (n, S) change of the utilities
     largest: float  # largest step keeping every slack, multiplier and utility nonnegative
     sigma: float
-    error: float = 0.0  # the largest relative residual of its solves that missed `CG_TOLERANCE` (0: none did)
+    error: float = 0.0  # the largest relative residual of its solves that missed their tolerance (0: none did)
 
 
 def _step(data: _Data, point: _Point, n_constraints: int, work: _Workspace) -> _Point | None:
@@ -708,7 +709,8 @@ def _direction(data: _Data, point: _Point, n_constraints: int, work: _Workspace,
     attempts += [(regularization, True) for regularization in _REGULARIZATIONS]
     for regularization, stacked in attempts:
         try:
-            newton = _NewtonSystem.factor(data, point, work, regularization, stacked)
+            newton = _NewtonSystem.factor(data, point, point.complementarity / n_constraints, work, regularization,
+                                          stacked)
         except np.linalg.LinAlgError:
             # The capacity system lost positive definiteness to rounding: regularize more.
             if regularization == _REGULARIZATIONS[-1] and best is None:
@@ -802,18 +804,20 @@ class _NewtonSystem:
     root: FloatArray  # (n, T) (diagonal + regularization)^-1/2
     blocks: _BlockFactor  # K_i^-1 ~= D^-1/2 F_i^T F_i D^-1/2 (regularized)
     schur: tuple[FloatArray, bool]  # Cholesky factor of the (T, T) capacity system
-    stalled: list[float]  # relative residuals of the solves that missed `CG_TOLERANCE`
+    stalled: list[float]  # relative residuals of the solves that missed their tolerance (`solve`)
     coupling: FloatArray  # (n, T) the column c (0 without the efficiency term)
     corner: float  # d
     coupling_solved: FloatArray  # (n, T) P_y^-1 c
     corner_schur: float  # d - c^T P_y^-1 c, floored at z_zeta / zeta (the exact value is above it)
     fold: _TypeFold | None  # the one-type rows' curvature in the blocks' scaling (None without them)
+    mu: float  # the mean complementarity at `point` (the solves' tolerance, `vfm._interior_point.cg_tolerance`)
 
     @classmethod
-    def factor(cls, data: _Data, point: _Point, work: _Workspace, regularization: float,
+    def factor(cls, data: _Data, point: _Point, mu: float, work: _Workspace, regularization: float,
                stacked: bool = True) -> _NewtonSystem:
-        """The system at `point`, with `regularization` in the preconditioner; with one-type rows,
-        its capacity Gram matrix as one product if `stacked`, else in pieces (`_TypeFold.gram`)."""
+        """The system at `point` (mean complementarity `mu`), with `regularization` in the preconditioner;
+        with one-type rows, its capacity Gram matrix as one product if `stacked`, else in pieces
+        (`_TypeFold.gram`)."""
         active, g = data.active, data.g
         safe_y = np.where(active, point.y, 1.0)
         diagonal = np.where(active, point.z_lo / safe_y + point.z_hi / point.s_hi + data.spread[:, None], 1.0)
@@ -845,7 +849,7 @@ class _NewtonSystem:
         schur[np.arange(rounds), np.arange(rounds)] += 1.0 / ratio
         system = cls(data, point, curvature, diagonal, ratio, root, blocks,
                      scipy.linalg.cho_factor(schur, lower=True, check_finite=True), [],
-                     np.zeros_like(point.y), 0.0, np.zeros_like(point.y), 0.0, fold)
+                     np.zeros_like(point.y), 0.0, np.zeros_like(point.y), 0.0, fold, mu)
         if not data.kappa:
             return system
         coupling = row_curvature[:, None] * data.pace
@@ -919,9 +923,12 @@ class _NewtonSystem:
     def solve(self, rhs: FloatArray) -> FloatArray:
         """The Newton system's solution by conjugate gradients preconditioned with the regularized
         Woodbury inverse."""
-        solution, error = preconditioned_cg(self.apply, self.precondition, rhs, CG_TOLERANCE, CG_STEPS, _PATIENCE)
         scale = float(np.abs(rhs).max())
-        if not error <= 10 * CG_TOLERANCE * scale:  # some slack over CG's own (recursive) test
+        tolerance = cg_tolerance(self.mu, scale)
+        solution, error = preconditioned_cg(self.apply, self.precondition, rhs, tolerance, CG_STEPS, _PATIENCE)
+        # Some slack over CG's own (recursive) test. Missing a tolerance tighter than `CG_TOLERANCE`
+        # (near the optimum) is no stall: the direction is as accurate as a fixed CG_TOLERANCE makes it.
+        if not error <= 10 * max(tolerance, CG_TOLERANCE) * scale:
             self.stalled.append(error / scale)
         return solution
 
