@@ -41,8 +41,9 @@ def cg_tolerance(mu: float, scale: float) -> float:
     ``clip(INEXACT_FRACTION * mu / scale, *INEXACT_RANGE)``, i.e. a residual of at most a tenth
     of mu. A solve's residual becomes the next iterate's dual residual, which the merit and the
     certified gap count entry by entry next to the complementarity: far from the optimum a
-    residual of 1e-8 of the right-hand side is as good as 1e-10 and costs no conjugate-gradient
-    step where the preconditioner alone reaches it; near it a fixed 1e-10 left a dual residual
+    looser residual than 1e-10 of the right-hand side serves as well and costs no
+    conjugate-gradient step where the preconditioner alone reaches it (`vfm.planner.saa_ipm`;
+    `vfm.solvers.schur_ipm` keeps the fixed `CG_TOLERANCE`); near it a fixed 1e-10 left a dual residual
     larger than the complementarity, and the certified gap stalled just above the tolerance
     asked for (a 10,000-job window stopped at 1.0e-9 to 1.2e-9 of the 1e-9 asked, depending on
     the rounding of its Gram matrix; with this rule it converges to 1.1e-10 to 2.1e-10). The
