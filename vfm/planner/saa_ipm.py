@@ -692,7 +692,7 @@ def _step(data: _Data, point: _Point, n_constraints: int, work: _Workspace) -> _
     """
     for second_order in (True, False):
         direction = _direction(data, point, n_constraints, work, second_order)
-        trial = _line_search(data, point, direction, n_constraints) if direction is not None else None
+        trial = _line_search(data, point, direction) if direction is not None else None
         if trial is not None or (direction is not None and direction.error):
             return trial
     return None
@@ -716,7 +716,7 @@ def _direction(data: _Data, point: _Point, n_constraints: int, work: _Workspace,
             if regularization == _REGULARIZATIONS[-1] and best is None:
                 raise
             continue
-        direction = _mehrotra(data, point, n_constraints, newton, 1.0 if second_order else 0.0)
+        direction = _mehrotra(data, point, newton, 1.0 if second_order else 0.0)
         if direction is not None and (best is None or direction.error < best.error):
             best = direction
         # The pieces' misses are theirs (`_TypeFold.gram`): the stacked product is tried after any.
@@ -727,13 +727,13 @@ def _direction(data: _Data, point: _Point, n_constraints: int, work: _Workspace,
     return best
 
 
-def _mehrotra(data: _Data, point: _Point, n_constraints: int, newton: _NewtonSystem,
+def _mehrotra(data: _Data, point: _Point, newton: _NewtonSystem,
               second_order: float) -> _Direction | None:
     """Predictor and corrector with one factorization; `second_order` (1 or 0) weighs the
     corrector's second-order terms."""
     y, s_hi, s_cap = point.y, point.s_hi, point.s_cap
     z_lo, z_hi, prices = point.z_lo, point.z_hi, point.prices
-    mu = point.complementarity / n_constraints
+    mu = newton.mu
     predictor = newton.direction(0.0, 0.0, None, np.zeros_like(s_cap), np.zeros_like(point.s_f),
                                  np.zeros_like(point.s_f), 0.0, np.zeros_like(point.type_rows.s))
     alpha = min(predictor.largest, 1.0)
@@ -760,7 +760,7 @@ def _mehrotra(data: _Data, point: _Point, n_constraints: int, newton: _NewtonSys
     return replace(corrector, error=max(newton.stalled, default=0.0))
 
 
-def _line_search(data: _Data, point: _Point, direction: _Direction, n_constraints: int) -> _Point | None:
+def _line_search(data: _Data, point: _Point, direction: _Direction) -> _Point | None:
     """The first of the steps 0.99 * largest, halved, ... whose merit decreases enough (None: none)."""
     alpha = min(1.0, STEP_TO_BOUNDARY * direction.largest)
     active = data.active
@@ -810,7 +810,7 @@ class _NewtonSystem:
     coupling_solved: FloatArray  # (n, T) P_y^-1 c
     corner_schur: float  # d - c^T P_y^-1 c, floored at z_zeta / zeta (the exact value is above it)
     fold: _TypeFold | None  # the one-type rows' curvature in the blocks' scaling (None without them)
-    mu: float  # the mean complementarity at `point` (the solves' tolerance, `vfm._interior_point.cg_tolerance`)
+    mu: float  # the mean complementarity at `point`: the centring target and the solves' tolerance (`cg_tolerance`)
 
     @classmethod
     def factor(cls, data: _Data, point: _Point, mu: float, work: _Workspace, regularization: float,
