@@ -7,8 +7,10 @@ default 1e-9), two measures on one workload::
         [--variants cvxpy,tol=1e-7] [--jobs N] [--json OUT]
 
 - **decisions**: in every round of the reference run, the jobs a copy of the reference policy
-  with the variant's options would serve from the same state. This is the policy's own
-  determinism: one round's answer for one state.
+  with the variant's options would serve from the same state, except that between re-plans the
+  copy serves from the plan it made itself (not the reference's plan, which would make every
+  round without a re-plan agree by construction). This is the policy's own determinism: one
+  round's answer for one state.
 - **runs**: the variant's own whole run. The simulation feeds each round into the next re-plan,
   so one tie broken differently changes every later state; this reports the rounds before the
   first difference, the jobs whose finish times are equal and the relative differences of
@@ -58,6 +60,8 @@ class _Shadowed:
     def __init__(self, policy: Policy, options: Mapping[str, Any]) -> None:
         self.policy, self.options = policy, dict(options)
         self.decisions: list[tuple[frozenset[Hashable], frozenset[Hashable]]] = []
+        # (the reference's plan, the copy's plan made from the same state in the same round)
+        self._plans: tuple[Any, Any] | None = None
 
     def add_job(self, *args: Any, **kwargs: Any) -> None:
         self.policy.add_job(*args, **kwargs)
@@ -73,10 +77,14 @@ class _Shadowed:
         return self.policy.last_plan
 
     def next_round(self) -> list[Hashable]:
-        # The same state stepped under the other options: the step is pure, so nothing is copied.
-        config = self.policy.config
-        _, shadow = step(replace(config, options=config.options.updated(**self.options)), self.policy.state)
+        # The same state stepped under the other options (the step is pure, so nothing is copied),
+        # except that between re-plans the copy serves from its own last plan, not the reference's.
+        config, state = self.policy.config, self.policy.state
+        if self._plans is not None and self._plans[0] is state.plan:
+            state = replace(state, plan=self._plans[1])
+        shadow_state, shadow = step(replace(config, options=config.options.updated(**self.options)), state)
         served = self.policy.next_round()
+        self._plans = (self.policy.state.plan, shadow_state.plan)
         self.decisions.append((frozenset(served), frozenset(shadow)))
         return served
 

@@ -5,7 +5,8 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vfm._interior_point import INEXACT_FRACTION, INEXACT_RANGE, cg_tolerance
+from vfm._interior_point import INEXACT_FRACTION, INEXACT_RANGE, Method, cg_tolerance, iterate
+from vfm.equilibrium import Status
 
 positive = st.floats(min_value=1e-30, max_value=1e30, allow_nan=False, allow_infinity=False)
 
@@ -28,3 +29,29 @@ def test_a_smaller_mu_never_loosens_the_tolerance(mu, smaller, scale):
 def test_a_zero_right_hand_side_gets_the_loosest_tolerance():
     # Nothing to solve: any tolerance is met by the preconditioner's zero.
     assert cg_tolerance(1.0, 0.0) == INEXACT_RANGE[1]
+
+
+def _halving(exhausted=None, floor=0.0):
+    """A toy method on numbers: each step halves the distance to `floor`; converged below 1e-3."""
+    return Method(name="toy", step=lambda x: floor + (x - floor) / 2, measure=lambda x: x,
+                  converged=lambda x, _: "small" if x < 1e-3 else None, describe=lambda x: f"at {x:g}",
+                  asked="1e-3", exhausted=exhausted)
+
+
+def test_an_exhausted_step_ends_the_iterations_with_the_best_point():
+    # From 1 the toy's steps creep towards 0.5: 1 -> 0.75 gains enough, 0.75 -> 0.625 does not.
+    outcome = iterate(1.0, _halving(exhausted=lambda previous, point: point > 0.8 * previous, floor=0.5), 100)
+    assert outcome.status == Status.INACCURATE
+    assert outcome.iteration == 2 and outcome.point == 0.625
+    assert "no digits left" in outcome.message and "toy" in outcome.message
+
+
+def test_without_the_exhausted_test_the_same_method_runs_to_its_limit():
+    outcome = iterate(1.0, _halving(floor=0.5), 30)
+    assert outcome.status == Status.ITERATION_LIMIT and outcome.iteration == 30
+
+
+def test_a_converged_point_is_reported_before_the_exhausted_test():
+    # Every step counts as exhausted, yet the point it reaches converged: optimal, not inaccurate.
+    outcome = iterate(1.5e-3, _halving(exhausted=lambda previous, point: True), 10)
+    assert outcome.status == Status.OPTIMAL and outcome.point == 7.5e-4 and outcome.iteration == 1

@@ -90,6 +90,10 @@ class Method(Generic[Point]):
         The tolerance asked for, as the messages state it.
     trace : callable, optional
         Called with ``(point, iteration)`` before each test (``verbose=True``).
+    exhausted : callable, optional
+        ``(previous, point) -> bool``: True when the step from `previous` to `point` shows that
+        the Newton systems have no digits left (an inaccurate step that gained little), so that
+        further steps would only cost time; the iterations then end with the best point.
     """
 
     name: str
@@ -99,16 +103,18 @@ class Method(Generic[Point]):
     describe: Callable[[Point], str]
     asked: str
     trace: Callable[[Point, int], None] | None = None
+    exhausted: Callable[[Point, Point], bool] | None = None
 
 
 def iterate(start: Point, method: Method[Point], max_iter: int) -> Outcome[Point]:
     """Run `method` from `start` until it converges, stalls, finds no step or reaches `max_iter`.
 
     Returns the converged point (`Status.OPTIMAL`), else the best point by `method.measure`:
-    `Status.INACCURATE` when the measure rose `STALL_FACTOR` above the best, no step was found
-    or the Newton system could not be factored; `Status.ITERATION_LIMIT` after `max_iter` steps.
+    `Status.INACCURATE` when the measure rose `STALL_FACTOR` above the best, a step showed the
+    Newton systems exhausted (`Method.exhausted`), no step was found or the Newton system could
+    not be factored; `Status.ITERATION_LIMIT` after `max_iter` steps.
     """
-    point, best, best_iteration = start, start, 0
+    point, best, best_iteration, previous = start, start, 0, None
     for iteration in range(max_iter + 1):
         if method.trace is not None:
             method.trace(point, iteration)
@@ -123,6 +129,11 @@ def iterate(start: Point, method: Method[Point], max_iter: int) -> Outcome[Point
                            f"{method.describe(best)} (asked for {method.asked})")
         if value < method.measure(best):
             best, best_iteration = point, iteration
+        if previous is not None and method.exhausted is not None and method.exhausted(previous, point):
+            return Outcome(best, best_iteration, Status.INACCURATE,
+                           f"{method.name} stopped after {iteration} iterations: its Newton systems have no digits "
+                           f"left (an inaccurate step gained little); at {method.describe(best)} "
+                           f"(asked for {method.asked})")
         if iteration == max_iter:
             break
         try:
@@ -136,7 +147,7 @@ def iterate(start: Point, method: Method[Point], max_iter: int) -> Outcome[Point
             return Outcome(best, best_iteration, Status.INACCURATE,
                            f"{method.name} found no usable step at iteration {iteration}; "
                            f"stopped at {method.describe(best)} (asked for {method.asked})")
-        point = trial
+        previous, point = point, trial
     return Outcome(best, best_iteration, Status.ITERATION_LIMIT,
                    f"{method.name} stopped at max_iter={max_iter} before converging; at {method.describe(best)} "
                    f"(asked for {method.asked})")

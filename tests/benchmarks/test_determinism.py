@@ -10,6 +10,8 @@ tie broken differently changes what follows; the test asks for what the docs pro
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -54,6 +56,28 @@ def test_the_reference_against_itself_agrees_in_every_decision_and_every_round()
     assert runs["same_until"] == runs["rounds"][0] == runs["rounds"][1]
     assert runs["equal_finish"] == runs["jobs"] == 12
     assert all(value == 0 for value in runs["relative"].values())
+
+
+def test_between_re_plans_the_copy_serves_from_its_own_plan():
+    from benchmarks.determinism import _policy, _Shadowed
+
+    workload = load(WORKLOAD, jobs=12)
+    shadowed = _Shadowed(_policy(workload, {}), {"solver": "saa-ipm"})
+    seen = []
+    original = shadowed.next_round
+
+    def next_round():
+        served = original()
+        seen.append(shadowed._plans)
+        return served
+
+    shadowed.next_round = next_round
+    simulate(workload, shadowed)
+    planned = [plans for plans in seen if plans[0] is not None]
+    # The copy's plan is its own object, kept from its last re-plan (the same one across rounds
+    # without a re-plan), never the reference's.
+    assert planned and all(mine is not None and mine is not theirs for theirs, mine in planned)
+    assert any(a[1] is b[1] for a, b in itertools.pairwise(planned))
 
 
 def test_a_bad_variant_is_one_line_and_a_nonzero_exit(capsys):

@@ -4,6 +4,7 @@ with the CVXPY reference (`vfm.planner.saa_cvxpy`), warm starts."""
 from __future__ import annotations
 
 from dataclasses import replace
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ from hypothesis import given, settings
 from vfm.equilibrium import Status
 from vfm.planner import PlanningProgram
 from vfm.planner.saa_cvxpy import solve_saa_cvxpy
-from vfm.planner.saa_ipm import solve_saa_ipm
+from vfm.planner.saa_ipm import _PROGRESS, _exhausted, solve_saa_ipm
 
 from .strategies import programs
 
@@ -192,3 +193,15 @@ def test_identical_jobs_reach_the_default_tolerance():
                               capacity=np.ones(3), round_s=120.0, remaining_s=np.full(2, 1e3))
     solution = solve_saa_ipm(program)
     assert solution.status == Status.OPTIMAL, solution.message
+
+
+def test_only_an_inaccurate_step_that_gains_little_counts_as_exhausted():
+    before = SimpleNamespace(gap=1e-8, inexact=0.0)
+    def after(ratio, inexact):
+        return SimpleNamespace(gap=ratio * before.gap, inexact=inexact)
+    assert _exhausted(before, after(0.9, 1e-7))  # missed solves, little gained
+    assert _exhausted(before, after(1.4, 1e-9))  # missed solves, the gap grew
+    assert not _exhausted(before, after(0.9, 0.0))  # accurate solves: a short step is no sign
+    assert not _exhausted(before, after(0.5 * _PROGRESS, 1e-7))  # missed solves, but progressing
+    # While no iterate meets the FTF rows the gap is infinite: no progress is measured, none stops.
+    assert not _exhausted(SimpleNamespace(gap=np.inf, inexact=0.0), SimpleNamespace(gap=np.inf, inexact=1e-7))
