@@ -60,6 +60,7 @@ class _Shadowed:
     def __init__(self, policy: Policy, options: Mapping[str, Any]) -> None:
         self.policy, self.options = policy, dict(options)
         self.decisions: list[tuple[frozenset[Hashable], frozenset[Hashable]]] = []
+        self.replanned: list[bool] = []  # whether the reference re-planned in that round
         # (the reference's plan, the copy's plan made from the same state in the same round)
         self._plans: tuple[Any, Any] | None = None
 
@@ -83,9 +84,11 @@ class _Shadowed:
         if self._plans is not None and self._plans[0] is state.plan:
             state = replace(state, plan=self._plans[1])
         shadow_state, shadow = step(replace(config, options=config.options.updated(**self.options)), state)
+        replans = self.policy.state.replans
         served = self.policy.next_round()
         self._plans = (self.policy.state.plan, shadow_state.plan)
         self.decisions.append((frozenset(served), frozenset(shadow)))
+        self.replanned.append(self.policy.state.replans != replans)
         return served
 
 
@@ -110,7 +113,7 @@ def compare(workload_path: str | Path, variant: Mapping[str, Any], jobs: int | N
     equal_finish = sum(job["finish_s"] == finish[job["id"]] for job in run["jobs"])
     return {
         "variant": variant,
-        "decisions": {"rounds": len(shadowed.decisions), "same": same,
+        "decisions": {"rounds": len(shadowed.decisions), "same": same, "replanned": sum(shadowed.replanned),
                       "differ_at": [k for k, (a, b) in enumerate(shadowed.decisions) if a != b]},
         "runs": {"rounds": [len(ref_rounds), len(var_rounds)], "same_until": parted,
                  "same_rounds": sum(a == b for a, b in zip(ref_rounds, var_rounds, strict=False)),
@@ -127,7 +130,8 @@ def print_comparison(name: str, result: Mapping[str, Any]) -> None:
     share = decisions["same"] / max(decisions["rounds"], 1)
     worst = max(runs["relative"].values())
     print(f"{name} {variant}: decisions {decisions['same']}/{decisions['rounds']} the same ({100 * share:.1f} %, "
-          f"{'meets' if share >= ROUNDS_BOUND else 'misses'} {100 * ROUNDS_BOUND:g} %); whole runs the same for "
+          f"{'meets' if share >= ROUNDS_BOUND else 'misses'} {100 * ROUNDS_BOUND:g} %; {decisions['replanned']} "
+          f"re-planned); whole runs the same for "
           f"{runs['same_until']} of {runs['rounds'][0]} rounds, {runs['equal_finish']}/{runs['jobs']} finish times "
           f"equal; " + ", ".join(f"{m} {100 * v:.2f} %" for m, v in runs["relative"].items())
           + f" apart ({'within' if worst <= METRIC_BOUND else 'beyond'} {100 * METRIC_BOUND:g} %); unfair "

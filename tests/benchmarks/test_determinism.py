@@ -53,6 +53,7 @@ def test_the_reference_against_itself_agrees_in_every_decision_and_every_round()
     result = compare(WORKLOAD, {"solver": "saa-ipm"}, jobs=12)
     decisions, runs = result["decisions"], result["runs"]
     assert decisions["rounds"] > 0 and decisions["same"] == decisions["rounds"] and decisions["differ_at"] == []
+    assert 0 < decisions["replanned"] <= decisions["rounds"]
     assert runs["same_until"] == runs["rounds"][0] == runs["rounds"][1]
     assert runs["equal_finish"] == runs["jobs"] == 12
     assert all(value == 0 for value in runs["relative"].values())
