@@ -706,16 +706,16 @@ def _step(data: _Data, point: _Point, n_constraints: int, work: _Workspace) -> _
 
 
 def _exhausted(previous: _Point, point: _Point) -> bool:
-    """Whether the step from `previous` to `point` shows the Newton systems out of digits: its
-    solves missed their tolerance at every regularization tried and it shrank the certified gap
-    by less than `_PROGRESS`.
+    """Whether the step from `previous` to `point` shows the Newton systems out of digits: the
+    direction it took missed its solves' tolerance (`_Direction.error`) and it shrank the
+    certified gap to more than `_PROGRESS` of what it was.
 
     At the end of some degenerate solves (the gap within a few times the tolerance) such a step is
     followed by more that cost two to three times an ordinary one (every regularization, 20 to 27
-    conjugate-gradient steps per solve) and shrink the gap no further: the busiest 562-job window
-    of the 900-job reproduction spent 68 of its 140 ms on two. Far from the optimum a missed
-    solve still gives a step that shrinks the gap several times over (by 0.05 to 0.44 in that
-    reproduction's 201 windows), so the rule does not stop a solve that was progressing.
+    conjugate-gradient steps per solve) and shrink the gap no further: the slowest window of the
+    900-job reproduction (562 jobs) spent 68 of its 140 ms on two. Far from the optimum a
+    direction with missed solves still shrinks the gap several times over (to 0.05 to 0.44 of it
+    in that reproduction's 201 windows), so the rule does not stop a solve that was progressing.
     """
     return point.inexact > 0 and not point.gap <= _PROGRESS * previous.gap
 
