@@ -2,9 +2,10 @@
 
 `vfm.solvers.schur_ipm` (markets) and `vfm.planner.saa_ipm` (planning programs) differ in their
 variables and Newton systems; what an iteration does with them is the same and lives here once:
-the loop (`iterate`: stopping test, best iterate, stall detection, iteration limit, messages),
-the step to the boundary (`largest_step`, `STEP_TO_BOUNDARY`) and Mehrotra's centring
-(`centring`). Each solver supplies its start, its step and how it measures and describes a point.
+the loop (`iterate`: stopping test, best iterate, stall detection, the solver's exhausted-step
+test, iteration limit, messages), the step to the boundary (`largest_step`, `STEP_TO_BOUNDARY`)
+and Mehrotra's centring (`centring`). Each solver supplies its start, its step and how it
+measures and describes a point.
 """
 
 from __future__ import annotations
