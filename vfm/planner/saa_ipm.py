@@ -698,8 +698,6 @@ def _step(data: _Data, point: _Point, n_constraints: int, work: _Workspace) -> _
     for second_order in (True, False):
         direction = _direction(data, point, n_constraints, work, second_order)
         trial = _line_search(data, point, direction) if direction is not None else None
-        if trial is not None and direction is not None and direction.error:
-            return replace(trial, inexact=direction.error)
         if trial is not None or (direction is not None and direction.error):
             return trial
     return None
@@ -713,9 +711,9 @@ def _exhausted(previous: _Point, point: _Point) -> bool:
     At the end of some degenerate solves (the gap within a few times the tolerance) such a step is
     followed by more that cost two to three times an ordinary one (every regularization, 20 to 27
     conjugate-gradient steps per solve) and shrink the gap no further: the slowest window of the
-    900-job reproduction (562 jobs) spent 68 of its 140 ms on two. Far from the optimum a
-    direction with missed solves still shrinks the gap several times over (to 0.05 to 0.44 of it
-    in that reproduction's 201 windows), so the rule does not stop a solve that was progressing.
+    900-job reproduction (562 jobs) spent 68 of its 140 ms on two. Where such a step still makes
+    progress it shrinks the gap several times over, even at gaps of 1e-9 to 1e-7 (to 0.05 to 0.44
+    of it in that reproduction's 201 windows), so the rule does not stop a solve that was progressing.
     """
     return point.inexact > 0 and not point.gap <= _PROGRESS * previous.gap
 
@@ -783,7 +781,8 @@ def _mehrotra(data: _Data, point: _Point, newton: _NewtonSystem,
 
 
 def _line_search(data: _Data, point: _Point, direction: _Direction) -> _Point | None:
-    """The first of the steps 0.99 * largest, halved, ... whose merit decreases enough (None: none)."""
+    """The first of the steps 0.99 * largest, halved, ... whose merit decreases enough (None: none),
+    carrying the direction's missed-solve residual (`_Point.inexact`, for `_exhausted`)."""
     alpha = min(1.0, STEP_TO_BOUNDARY * direction.largest)
     active = data.active
     # An inaccurate direction that descends only for a step a thousand times shorter than the
@@ -801,7 +800,7 @@ def _line_search(data: _Data, point: _Point, direction: _Direction) -> _Point | 
             point.type_rows.moved(direction.type_rows, alpha) if data.typed else point.type_rows,
         )
         if trial.merit <= (1.0 - _SUFFICIENT_DECREASE * alpha) * point.merit:
-            return trial
+            return replace(trial, inexact=direction.error) if direction.error else trial
         alpha *= 0.5
     return None
 
