@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 
 from vfm.equilibrium import Status
-from vfm.planner import PlanningProgram
+from vfm.planner import PlanningProgram, _kernels
 from vfm.planner.saa_cvxpy import solve_saa_cvxpy
-from vfm.planner.saa_ipm import _PROGRESS, _exhausted, solve_saa_ipm
+from vfm.planner.saa_ipm import _GRAM_CURVATURE, _PROGRESS, _BlockFactor, _exhausted, _Workspace, solve_saa_ipm
 
 from .strategies import programs
 
@@ -205,3 +205,24 @@ def test_only_an_inaccurate_step_that_gains_little_counts_as_exhausted():
     assert not _exhausted(before, after(0.5 * _PROGRESS, 1e-7))  # missed solves, but progressing
     # While no iterate meets the FTF rows the gap is infinite: no progress is measured, none stops.
     assert not _exhausted(SimpleNamespace(gap=np.inf, inexact=0.0), SimpleNamespace(gap=np.inf, inexact=1e-7))
+
+
+def test_the_capacity_gram_in_pieces_is_the_stacked_product_to_its_stated_accuracy():
+    # Low-rank blocks I + V V^T of every curvature: sigma^2 from 1e-4 to 1e8, so that both the
+    # difference formula (flat jobs) and the stacked product (curved ones) are used.
+    rng = np.random.default_rng(3)
+    n, columns, rounds = 200, 2, 20
+    scaled = rng.standard_normal((n, columns, rounds)) * np.logspace(-3, 3, n)[:, None, None]
+    work = _Workspace(n, columns, rounds)
+    assert work.low_rank
+    _kernels.low_rank_factor(scaled, work.columns, work.shrink)
+    blocks = _BlockFactor(None, work.columns, work.shrink, None)
+    x = rng.uniform(0.1, 2.0, (n, rounds))
+    stacked = blocks.gram(x, work, stacked=True)
+    pieces = blocks.gram(x, work, stacked=False)
+    sigma2 = np.einsum("nkt,nkt->nk", work.columns, work.columns).max(axis=1)
+    assert 0 < (sigma2 > _GRAM_CURVATURE).sum() < n
+    # Per job at most 2 eps T (1 + _GRAM_CURVATURE) of its term, whose entries are at most x_a x_b.
+    bound = 2 * np.finfo(float).eps * rounds * (1 + _GRAM_CURVATURE) * np.einsum("na,nb->ab", x, x)
+    assert np.all(np.abs(pieces - stacked) <= bound)
+    assert np.abs(pieces - stacked).max() > 0  # two computations, not one

@@ -170,6 +170,53 @@ def times_diagonal(columns: np.ndarray, shrink: np.ndarray, x: np.ndarray, out: 
 
 
 @_compiled
+def gram_pieces(columns: np.ndarray, shrink: np.ndarray, x: np.ndarray, limit: float, rows: np.ndarray,
+                weighted: np.ndarray, diagonal: np.ndarray) -> int:
+    r"""The capacity Gram matrix's terms job by job (`saa_ipm._BlockFactor.gram`), from the
+    low-rank factors `columns` :math:`P^\top` (n, S', T) and `shrink` (n, S').
+
+    A job whose largest :math:`\sigma_p^2 = |P e_p|^2` is at most `limit`: `rows[i]` :=
+    :math:`(1 + \sigma_p^2)^{-1/2} P e_p \circ x_i` (S', T) and `diagonal` += :math:`x_i^2`. Any other
+    job: `rows[i]` := 0 and the next of `weighted` (m, T, T) := :math:`F_i \operatorname{diag}(x_i)`.
+    Returns m, the number of the latter."""
+    n, k, rounds = columns.shape
+    squared = np.empty(k)
+    diagonal[:] = 0.0
+    m = 0
+    for i in range(n):
+        column, scale = columns[i], x[i]
+        largest = 0.0
+        for p in range(k):
+            total = 0.0
+            for t in range(rounds):
+                total += column[p, t] * column[p, t]
+            squared[p] = total
+            largest = max(largest, total)
+        if largest <= limit:
+            for p in range(k):
+                weight = 1.0 / np.sqrt(1.0 + squared[p])
+                for t in range(rounds):
+                    rows[i, p, t] = weight * column[p, t] * scale[t]
+            for t in range(rounds):
+                diagonal[t] += scale[t] * scale[t]
+            continue
+        rows[i] = 0.0
+        block = weighted[m]
+        for a in range(rounds):
+            row = block[a]
+            row[:] = 0.0
+            for p in range(k):
+                weight = column[p, a] * shrink[i, p]
+                for b in range(rounds):
+                    row[b] -= weight * column[p, b]
+            for b in range(rounds):
+                row[b] *= scale[b]
+            row[a] += scale[a]
+        m += 1
+    return m
+
+
+@_compiled
 def hessian_times(curvature: np.ndarray, diagonal: np.ndarray, g: np.ndarray, prices_term: np.ndarray,
                   vector: np.ndarray, out: np.ndarray) -> None:
     r"""`out` := :math:`(\operatorname{diag}(d_i) + \sum_s c_{is} c_{is}^\top) v_i + g_i \circ p` for every

@@ -48,7 +48,9 @@ Linear algebra
     larger regularization).
     The per-job steps (factors, block solves, Hessian products, a point's evaluation, the
     right-hand side and the back-substitution) are compiled loops over the jobs
-    (`vfm.planner._kernels`); the capacity system's Gram matrix is one BLAS product. At 874 jobs,
+    (`vfm.planner._kernels`); the capacity system's Gram matrix is one BLAS product (with low-rank
+    blocks, two: the curved jobs' stacked factors and the other jobs' low-rank terms,
+    `_BlockFactor.gram`, with the stacked product as fallback). At 874 jobs,
     20 rounds and S = 1 an iteration costs about 4 ms (15 ms with dense NumPy factors, 9 ms with
     low-rank NumPy ones); at S = 16 about 11 ms (the dense factor adds the rows' column by a
     rank-one update of the scenarios' factor, which also gives `_corner_without_capacity` its
@@ -223,9 +225,11 @@ class _Workspace:
         self.curvature = np.empty((n, columns, rounds))
         self.scaled = np.empty((n, columns, rounds))
         self.weighted = np.empty((n, rounds, rounds))
-        if _low_rank(columns, rounds):
+        self.low_rank = _low_rank(columns, rounds)
+        if self.low_rank:
             self.columns = np.empty((n, columns, rounds))
             self.shrink = np.empty((n, columns))
+            self.rows = np.empty((n, columns, rounds))
         else:
             self.lower_inverse = np.empty((n, rounds, rounds))
 
@@ -723,9 +727,9 @@ def _direction(data: _Data, point: _Point, n_constraints: int, work: _Workspace,
     """Mehrotra's predictor-corrector direction at `point` (None when it is not finite); without
     `second_order`, the corrector aims at sigma mu alone."""
     best = None
-    # With one-type rows, first the capacity system's Gram matrix in pieces, then, if its solves
-    # miss the tolerance, as one product (`_TypeFold.gram`).
-    attempts = [(_REGULARIZATIONS[0], False)] if data.typed else []
+    # With one-type rows or low-rank blocks, first the capacity system's Gram matrix in pieces, then,
+    # if its solves miss the tolerance, as one product (`_TypeFold.gram`, `_BlockFactor.gram`).
+    attempts = [(_REGULARIZATIONS[0], False)] if data.typed or work.low_rank else []
     attempts += [(regularization, True) for regularization in _REGULARIZATIONS]
     for regularization, stacked in attempts:
         try:
@@ -739,7 +743,8 @@ def _direction(data: _Data, point: _Point, n_constraints: int, work: _Workspace,
         direction = _mehrotra(data, point, newton, 1.0 if second_order else 0.0)
         if direction is not None and (best is None or direction.error < best.error):
             best = direction
-        # The pieces' misses are theirs (`_TypeFold.gram`): the stacked product is tried after any.
+        # The pieces' misses are theirs (`_TypeFold.gram`, `_BlockFactor.gram`): the stacked product
+        # is tried after any.
         if best is not None and best.error <= (_USABLE_ERROR if stacked else 0.0):
             break
     # No regularization came within `_USABLE_ERROR` (the end of some degenerate solves, where the
@@ -861,8 +866,7 @@ class _NewtonSystem:
         # one-type rows D_i^-1/2 N_i diag(g_i)): one Gram matrix of the stacked (n T, T) products,
         # positive semidefinite to rounding.
         if fold is None:
-            weighted = blocks.times_diagonal(g * root, out=work.weighted).reshape(-1, root.shape[1])
-            schur = weighted.T @ weighted
+            schur = blocks.gram(g * root, work, stacked)
         else:
             schur = fold.gram(blocks, root, g, work, stacked)
         rounds = schur.shape[0]
@@ -1154,6 +1158,10 @@ def _add_round_sums(vector: FloatArray, sum_weights: FloatArray, round_weights: 
 #: The low-rank form's (S', S') eigendecompositions cost ~0.5 ms at 900 jobs and S' = 2, but 26 ms
 #: at S' = 17, where the dense form costs 7 ms.
 _LOW_RANK_COLUMNS = 4
+#: The largest sigma^2 of a job's low-rank block whose capacity Gram term is formed as the difference
+#: I - P diag(1 / (1 + sigma^2)) P^T (`_BlockFactor.gram`): relative error at most
+#: 2 eps T (1 + sigma^2), 4e-11 at T = 20 rounds, below the conjugate gradients' `CG_TOLERANCE`.
+_GRAM_CURVATURE = 1e4
 #: ... and whatever the columns, when the window has more than this many rounds per column: the
 #: dense form's O(T^3) per job then dominates (a lifted recourse program, T = 1 + S (T - 1)): at 118
 #: jobs, S = 8, T = 153, a solve takes 0.7 s in low-rank form and 4.0 s in dense form.
@@ -1227,6 +1235,38 @@ class _BlockFactor:
         assert self.columns is not None and self.shrink is not None
         along = self.shrink[:, :, None] * np.matmul(self.columns, matrices)
         return matrices - np.matmul(self.columns.transpose(0, 2, 1), along)
+
+    def gram(self, x: FloatArray, work: _Workspace, stacked: bool) -> FloatArray:
+        r""":math:`\sum_i (F_i X_i)^\top (F_i X_i)`, :math:`X_i = \operatorname{diag}(x_i)`, shape (T, T):
+        the capacity system's matrix without the prices' term, `x` of shape (n, T).
+
+        `stacked`, the dense form, and the low-rank form's curved jobs (`_GRAM_CURVATURE`): the Gram matrix of the
+        stacked products :math:`F_i X_i`, :math:`O(n T^3)`, positive semidefinite to rounding. The
+        low-rank form's other jobs: :math:`F_i^2 = I - P_i \operatorname{diag}(1 / (1 + \sigma^2))
+        P_i^\top`, so their terms are :math:`\operatorname{diag}(\sum_i x_i^2)` minus one Gram matrix
+        of the stacked (S', T) rows :math:`(1 + \sigma^2)^{-1/2} P_i^\top X_i`, :math:`O(n S' T^2)`.
+        That difference errs by at most :math:`2 \epsilon |x_a x_b|` in entry (a, b), so by at most
+        :math:`2 \epsilon T \|X v\|^2` in any direction :math:`v`, where the term is at least
+        :math:`\|X v\|^2 / (1 + \sigma^2_{max})`: a relative error of at most
+        :math:`2 \epsilon T (1 + \sigma^2_{max})`. Most jobs are that flat until the last iterations
+        (at the 10,000-job window of `benchmarks.plan`, all but 12 to 24 in the first 13 of its 25
+        iterations, half of them in the last), where the stacked product and the blocks it
+        multiplies took a quarter of an iteration. Not consistent to rounding with the block
+        solves, like `_TypeFold.gram`'s pieces: when the solves miss their tolerance, `_direction`
+        factors again `stacked` (0.7 to 2.5 % of the factorizations in the four reproductions).
+        """
+        if stacked or self.lower_inverse is not None:
+            weighted = self.times_diagonal(x, out=work.weighted).reshape(-1, x.shape[1])
+            return weighted.T @ weighted
+        assert self.columns is not None and self.shrink is not None
+        rounds = x.shape[1]
+        diagonal = np.empty(rounds)
+        curved = _kernels.gram_pieces(self.columns, self.shrink, x, _GRAM_CURVATURE, work.rows, work.weighted, diagonal)
+        weighted = work.weighted[:curved].reshape(-1, rounds)
+        rows = work.rows.reshape(-1, rounds)
+        gram = weighted.T @ weighted - rows.T @ rows
+        gram[np.diag_indices_from(gram)] += diagonal
+        return gram
 
     def times_diagonal(self, x: FloatArray, out: FloatArray) -> FloatArray:
         r""":math:`F_i \operatorname{diag}(x_i)` for every job, shape (n, T, T), written to `out`."""
