@@ -151,22 +151,27 @@ def inverse_blocks(root: np.ndarray, columns: np.ndarray, shrink: np.ndarray, ve
             loads[t] += g[i, t] * value
 
 
+@_inlined
+def _block_times_diagonal(column: np.ndarray, shrink: np.ndarray, scale: np.ndarray, block: np.ndarray) -> None:
+    """`block` := F diag(`scale`) for one job: `column` its P^T (S', T), `shrink` its h (S',)."""
+    k, rounds = column.shape
+    for a in range(rounds):
+        row = block[a]
+        row[:] = 0.0
+        for p in range(k):
+            weight = column[p, a] * shrink[p]
+            for b in range(rounds):  # contiguous in b: vectorized
+                row[b] -= weight * column[p, b]
+        for b in range(rounds):
+            row[b] *= scale[b]
+        row[a] += scale[a]
+
+
 @_compiled
 def times_diagonal(columns: np.ndarray, shrink: np.ndarray, x: np.ndarray, out: np.ndarray) -> None:
     r"""`out[i]` := :math:`F_i \operatorname{diag}(x_i)`, shape (n, T, T)."""
-    n, k, rounds = columns.shape
-    for i in range(n):
-        block, column, scale = out[i], columns[i], x[i]
-        for a in range(rounds):
-            row = block[a]
-            row[:] = 0.0
-            for p in range(k):
-                weight = column[p, a] * shrink[i, p]
-                for b in range(rounds):  # contiguous in b: vectorized
-                    row[b] -= weight * column[p, b]
-            for b in range(rounds):
-                row[b] *= scale[b]
-            row[a] += scale[a]
+    for i in range(columns.shape[0]):
+        _block_times_diagonal(columns[i], shrink[i], x[i], out[i])
 
 
 @_compiled
@@ -201,17 +206,7 @@ def gram_pieces(columns: np.ndarray, shrink: np.ndarray, x: np.ndarray, limit: f
                 diagonal[t] += scale[t] * scale[t]
             continue
         rows[i] = 0.0
-        block = weighted[m]
-        for a in range(rounds):
-            row = block[a]
-            row[:] = 0.0
-            for p in range(k):
-                weight = column[p, a] * shrink[i, p]
-                for b in range(rounds):
-                    row[b] -= weight * column[p, b]
-            for b in range(rounds):
-                row[b] *= scale[b]
-            row[a] += scale[a]
+        _block_times_diagonal(column, shrink[i], scale, weighted[m])
         m += 1
     return m
 
