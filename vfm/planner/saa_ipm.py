@@ -863,8 +863,8 @@ class _NewtonSystem:
         rows = None if not data.kappa else data.pace if fold is None else fold.forward(data.pace)
         blocks = _BlockFactor.of(scaled, work, data.progress.shape[1], root, rows)
         # sum_i G_i K_i^-1 G_i^T = sum_i (F_i X_i)^T (F_i X_i), X_i = diag(g_i D_i^-1/2) (with the
-        # one-type rows D_i^-1/2 N_i diag(g_i)): one Gram matrix of the stacked (n T, T) products,
-        # positive semidefinite to rounding.
+        # one-type rows D_i^-1/2 N_i diag(g_i)): the Gram matrix of the stacked (n T, T) products if
+        # `stacked`, else in pieces (`_BlockFactor.gram`, `_TypeFold.gram`).
         if fold is None:
             schur = blocks.gram(g * root, work, stacked)
         else:
@@ -1240,11 +1240,12 @@ class _BlockFactor:
         r""":math:`\sum_i (F_i X_i)^\top (F_i X_i)`, :math:`X_i = \operatorname{diag}(x_i)`, shape (T, T):
         the capacity system's matrix without the prices' term, `x` of shape (n, T).
 
-        `stacked`, the dense form, and the low-rank form's curved jobs (`_GRAM_CURVATURE`): the Gram matrix of the
-        stacked products :math:`F_i X_i`, :math:`O(n T^3)`, positive semidefinite to rounding. The
-        low-rank form's other jobs: :math:`F_i^2 = I - P_i \operatorname{diag}(1 / (1 + \sigma^2))
-        P_i^\top`, so their terms are :math:`\operatorname{diag}(\sum_i x_i^2)` minus one Gram matrix
-        of the stacked (S', T) rows :math:`(1 + \sigma^2)^{-1/2} P_i^\top X_i`, :math:`O(n S' T^2)`.
+        If `stacked`, with the dense form, and for the low-rank form's curved jobs
+        (`_GRAM_CURVATURE`): the Gram matrix of the stacked products :math:`F_i X_i`,
+        :math:`O(n T^3)`, positive semidefinite to rounding. The low-rank form's other jobs:
+        :math:`F_i^2 = I - P_i \operatorname{diag}(1 / (1 + \sigma^2)) P_i^\top`, so their terms are
+        :math:`\operatorname{diag}(\sum_i x_i^2)` minus one Gram matrix of the stacked (S', T) rows
+        :math:`(1 + \sigma^2)^{-1/2} P_i^\top X_i`, :math:`O(n S' T^2)`.
         That difference errs by at most :math:`2 \epsilon |x_a x_b|` in entry (a, b), so by at most
         :math:`2 \epsilon T \|X v\|^2` in any direction :math:`v`, where the term is at least
         :math:`\|X v\|^2 / (1 + \sigma^2_{max})`: a relative error of at most
