@@ -1160,7 +1160,8 @@ def _add_round_sums(vector: FloatArray, sum_weights: FloatArray, round_weights: 
 _LOW_RANK_COLUMNS = 4
 #: The largest sigma^2 of a job's low-rank block whose capacity Gram term is formed as the difference
 #: I - P diag(1 / (1 + sigma^2)) P^T (`_BlockFactor.gram`): relative error at most
-#: 2 eps T (1 + sigma^2), 4e-11 at T = 20 rounds, below the conjugate gradients' `CG_TOLERANCE`.
+#: 2 eps T (1 + sigma^2), 9e-11 at T = 20 rounds (eps 2.2e-16), below the conjugate gradients'
+#: `CG_TOLERANCE`.
 _GRAM_CURVATURE = 1e4
 #: ... and whatever the columns, when the window has more than this many rounds per column: the
 #: dense form's O(T^3) per job then dominates (a lifted recourse program, T = 1 + S (T - 1)): at 118
@@ -1250,11 +1251,12 @@ class _BlockFactor:
         :math:`2 \epsilon T \|X v\|^2` in any direction :math:`v`, where the term is at least
         :math:`\|X v\|^2 / (1 + \sigma^2_{max})`: a relative error of at most
         :math:`2 \epsilon T (1 + \sigma^2_{max})`. Most jobs are that flat until the last iterations
-        (at the 10,000-job window of `benchmarks.plan`, all but 12 to 24 in the first 13 of its 25
-        iterations, half of them in the last), where the stacked product and the blocks it
+        (at the 10,000-job window of `benchmarks.plan`, all but at most 12 in the first 13 of its
+        25 iterations, half of them in the last), where the stacked product and the blocks it
         multiplies took a quarter of an iteration. Not consistent to rounding with the block
         solves, like `_TypeFold.gram`'s pieces: when the solves miss their tolerance, `_direction`
-        factors again `stacked` (0.7 to 2.5 % of the factorizations in the four reproductions).
+        factors again `stacked` (0.7 to 2.6 stacked factorizations per 100 in pieces on the four
+        reproductions' windows).
         """
         if stacked or self.lower_inverse is not None:
             weighted = self.times_diagonal(x, out=work.weighted).reshape(-1, x.shape[1])
