@@ -4,7 +4,10 @@ For each variant (a planning backend or tolerance other than the reference, `saa
 default 1e-9), two measures on one workload::
 
     python -m benchmarks.determinism --workload shockwave_120jobs_32gpus \
-        [--variants cvxpy,tol=1e-7] [--jobs N] [--json OUT]
+        [--variants cvxpy,tol=1e-7] [--polish] [--jobs N] [--json OUT]
+
+``--polish`` runs the reference and every variant with `PlanOptions.polish` (each backend's
+schedule taken to the window program's exact optimum, `vfm.planner.polish`).
 
 - **decisions**: in every round of the reference run, the jobs a copy of the reference policy
   with the variant's options would serve from the same state, except that between re-plans the
@@ -96,15 +99,18 @@ def _policy(workload: Any, options: Mapping[str, Any]) -> Policy:
     return vfm_policy(workload.gpus, workload.round_s, **options)
 
 
-def compare(workload_path: str | Path, variant: Mapping[str, Any], jobs: int | None = None) -> dict[str, Any]:
-    """Decisions and whole runs of `variant` against the reference (module docstring). The
-    shadowed run is the reference run itself (the copies answer but do not act)."""
+def compare(workload_path: str | Path, variant: Mapping[str, Any], jobs: int | None = None,
+            common: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Decisions and whole runs of `variant` against the reference (module docstring), both with
+    the options `common` too. The shadowed run is the reference run itself (the copies answer but
+    do not act)."""
     workload = load(workload_path, jobs)
-    shadowed = _Shadowed(_policy(workload, {}), variant)
+    common = dict(common or {})
+    shadowed = _Shadowed(_policy(workload, common), {**common, **variant})
     started = time.perf_counter()
     reference = summarize(simulate(workload, shadowed))
     same = sum(a == b for a, b in shadowed.decisions)
-    run = summarize(simulate(workload, _policy(workload, variant)))
+    run = summarize(simulate(workload, _policy(workload, {**common, **variant})))
     ref_rounds = [frozenset(r["jobs"]) for r in reference["rounds"]]
     var_rounds = [frozenset(r["jobs"]) for r in run["rounds"]]
     parted = next((k for k, (a, b) in enumerate(zip(ref_rounds, var_rounds, strict=False)) if a != b),
@@ -144,6 +150,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="a workload JSON file, or a shipped one's name (e.g. shockwave_120jobs_32gpus)")
     parser.add_argument("--variants", default=",".join(DEFAULT_VARIANTS),
                         help="comma-separated: a backend (cvxpy), tol=<number>, or both joined by +")
+    parser.add_argument("--polish", action="store_true",
+                        help="polish every backend's schedule to the exact optimum (reference and variants)")
     parser.add_argument("--jobs", type=int, help="only the workload's first JOBS jobs (a slice)")
     parser.add_argument("--json", type=Path, help="write the comparisons here")
     args = parser.parse_args(argv)
@@ -152,8 +160,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         name = Path(args.workload).stem
         results = []
         for variant in variants:
-            result = compare(args.workload, variant, args.jobs)
-            print_comparison(name, result)
+            result = compare(args.workload, variant, args.jobs, {"polish": True} if args.polish else None)
+            print_comparison(name + (" polished" if args.polish else ""), result)
             results.append(result)
     if args.json is not None:
         args.json.write_text(json.dumps(results, indent=1, default=str))

@@ -44,6 +44,22 @@ def test_backends_and_tolerances_serve_the_same_jobs(reference, options):
     assert np.isclose(summary["unfair_pct"], expected["unfair_pct"])
 
 
+@pytest.fixture(scope="module")
+def polished_reference():
+    return _run(solver="saa-ipm", polish=True)
+
+
+@pytest.mark.parametrize("options", [{"solver": "cvxpy"}, {"solver": "saa-ipm", "tol": 1e-7}],
+                         ids=["cvxpy", "saa-ipm-tol-1e-7"])
+def test_polished_backends_and_tolerances_give_the_same_run(polished_reference, options):
+    # With the polish (`PlanOptions.polish`) every window's schedule is the exact optimum: the
+    # whole runs are identical, round by round and in every finish time.
+    rounds, summary = _run(polish=True, **options)
+    expected_rounds, expected = polished_reference
+    assert rounds == expected_rounds
+    assert [job["finish_s"] for job in summary["jobs"]] == [job["finish_s"] for job in expected["jobs"]]
+
+
 # --- the benchmark that measures it on whole workloads (benchmarks.determinism) -----------------------
 
 

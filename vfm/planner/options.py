@@ -60,6 +60,10 @@ class PlanOptions:
     spread : float
         :math:`\delta \ge 0`, weight of the tie-breaking term that makes the optimal schedule
         unique (default 0.1; 0 solves the program as it is).
+    polish : bool
+        Take the backend's schedule to the program's exact optimum (`vfm.planner.polish`: one
+        scenario, one GPU type, spread > 0; other programs keep the backend's schedule), so that
+        every backend and tolerance serves the same jobs (default False for now: docs/planning.md).
 
     Raises
     ------
@@ -90,6 +94,7 @@ class PlanOptions:
     solver: str | None = None
     tol: float = 1e-9
     spread: float = 0.1
+    polish: bool = False
 
     def __post_init__(self) -> None:
         check_horizon(self.rounds, self.round_s, self.scenarios)
@@ -99,8 +104,9 @@ class PlanOptions:
         _require("reserve", self.reserve, lambda v: 0 <= v < 1, "a fraction in [0, 1)")
         _require("tol", self.tol, lambda v: 0 < v < 1, "a relative gap in (0, 1)")
         _require("spread", self.spread, lambda v: v >= 0, "a finite number >= 0")
-        if not isinstance(self.recourse, bool | np.bool_):
-            raise ValidationError(f"recourse must be True or False, got {self.recourse!r}")
+        for name in ("recourse", "polish"):
+            if not isinstance(getattr(self, name), bool | np.bool_):
+                raise ValidationError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if self.solver is not None and self.solver not in available_solvers("planning"):
             raise UnknownSolverError(f"solver must be one of the installed planning backends "
                                      f"{list(available_solvers('planning'))} or None, got {self.solver!r}")

@@ -30,6 +30,7 @@ from vfm.errors import ValidationError
 from vfm.forecast import DirichletForecaster, Forecaster, JobStates, SeedLike
 from vfm.planner import recourse, shockwave, typed
 from vfm.planner.options import PlanOptions
+from vfm.planner.polish import polish
 from vfm.planner.program import PlanningProgram
 from vfm.planner.rounding import round_placement, round_schedule
 from vfm.solvers.base import Solution
@@ -347,6 +348,8 @@ def plan(
             fairness, ftf_bound, solution = "relaxed", float("nan"), None
     if solution is None:
         solution, name = _solve(program, opts, warm_start)
+    if opts.polish:
+        solution = polish(program, solution)
     solve_s = time.perf_counter() - started - forecast_s - build_s
 
     # A backend that produced no point (an error on both): nothing runs, and the status says why.

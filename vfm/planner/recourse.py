@@ -101,7 +101,8 @@ def projected(program: PlanningProgram, two_stage: PlanningProgram, solution: So
     and with the same expected running time, so the FTF rows still hold). `prices`: what one more
     GPU in a round is worth, summed over the scenarios' rows of that round. `gap`: the lifted
     optimum's certified bound minus the SAA objective of `x`; the lifted optimum is at least the
-    SAA's, so ``program.objective(x) + gap`` still bounds every schedule of `program`.
+    SAA's, so ``program.objective(x) + gap`` still bounds every schedule of `program`. The row
+    multipliers are the lifted program's, of other rows: dropped.
     """
     if solution.x is None:
         return solution
@@ -115,4 +116,4 @@ def projected(program: PlanningProgram, two_stage: PlanningProgram, solution: So
     gap = solution.gap
     if np.isfinite(gap):
         gap = max(two_stage.objective(solution.x) + gap - program.objective(x), 0.0)
-    return replace(solution, x=x, prices=prices, gap=gap)
+    return replace(solution, x=x, prices=prices, gap=gap, ftf_multipliers=None, efficiency_multipliers=None)

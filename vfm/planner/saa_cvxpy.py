@@ -85,6 +85,8 @@ def solve_saa_cvxpy(program: PlanningProgram, solver: str = "CLARABEL", **option
         solve_time=time.perf_counter() - started,
         accuracy=_accuracy(options),
         gap=gap,
+        ftf_multipliers=ftf,
+        efficiency_multipliers=longest_rows,
     )
 
 

@@ -381,6 +381,8 @@ def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 8
         accuracy=tol,
         gap=gap,
         relative_gap=relative(best),
+        ftf_multipliers=best.z_f,
+        efficiency_multipliers=best.longest.z_e,
     )
 
 

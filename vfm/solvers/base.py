@@ -106,6 +106,10 @@ class Solution:
         The certified relative gap of the program the backend solved, the measure its tolerance
         bounds (`saa-ipm`: with the tie-breaking term, relative to 1 + |objective| with budgets
         summing to 1); NaN when the backend certifies none.
+    ftf_multipliers, efficiency_multipliers : ndarray or None
+        A planning program's row multipliers, shape (n,), in its objective divided by the budgets'
+        sum: of the FTF rows and of the efficiency rows (0 for a job without the row). None for a
+        market, or when the backend produced none. `vfm.planner.polish` starts from them.
     """
 
     x: np.ndarray | None
@@ -117,6 +121,8 @@ class Solution:
     accuracy: float
     gap: float = float("nan")
     relative_gap: float = float("nan")
+    ftf_multipliers: np.ndarray | None = None
+    efficiency_multipliers: np.ndarray | None = None
 
 
 class Backend(Protocol):

@@ -1,0 +1,85 @@
+"""The polish: each backend's schedule taken to the window program's exact optimum."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vfm.errors import ValidationError
+from vfm.planner import PlanningProgram, PlanOptions
+from vfm.planner.polish import RESIDUAL, lagrangian_minimizer, polish, supports
+from vfm.planner.saa_cvxpy import solve_saa_cvxpy
+from vfm.planner.saa_ipm import _data, solve_saa_ipm
+
+
+def _program(seed: int, jobs: int = 14, rounds: int = 8, scenarios: int = 1) -> PlanningProgram:
+    """Jobs competing for 6 GPUs with FTF limits that bind for some and the efficiency term."""
+    rng = np.random.default_rng(seed)
+    remaining = rng.uniform(200.0, 3000.0, jobs)
+    return PlanningProgram(
+        progress=rng.uniform(0.01, 0.08, (scenarios, jobs, rounds)), base=rng.uniform(0.0, 0.5, jobs),
+        weights=rng.uniform(0.5, 2.0, jobs), gpus=rng.choice([1.0, 2.0], jobs), capacity=np.full(rounds, 6.0),
+        round_s=60.0, remaining_s=remaining, efficiency=0.002,
+        leftover_limit_s=remaining - rng.uniform(0.0, 120.0, jobs), spread=0.1)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_both_backends_polish_to_the_same_certified_schedule(seed):
+    program = _program(seed)
+    assert supports(program) is None
+    fast, reference = solve_saa_ipm(program, tol=1e-9), solve_saa_cvxpy(program)
+    a, b = polish(program, fast), polish(program, reference)
+    assert "; polished to residual" in a.message and "; polished to residual" in b.message
+    # Before: the backends' tolerances apart; after: the same schedule to rounding (module docstring:
+    # a residual of RESIDUAL moves y by about RESIDUAL / min sigma).
+    sigma = _data(program)[0].spread.min()
+    assert np.abs(a.x - b.x).max() <= 100 * RESIDUAL / sigma
+    assert np.abs(a.x - b.x).max() < np.abs(fast.x - reference.x).max()
+    for polished in (a, b):
+        assert polished.status == fast.status if polished is a else polished.status == reference.status
+        assert (polished.x >= 0).all() and (polished.x <= 1).all()
+        assert program.capacity_excess(polished.x) <= 1e-9
+        # The certificate is for the objective without the tie-breaking term (as the backends'):
+        # the same bound from the same optimum, whichever backend the polish started from.
+        assert 0 <= polished.gap <= fast.gap + 1e-6 * (1 + abs(program.objective(polished.x)))
+        assert np.isnan(polished.relative_gap)
+
+
+def test_the_lagrangian_minimizer_is_exact():
+    program = _program(7, jobs=30)
+    data, _ = _data(program)
+    rng = np.random.default_rng(1)
+    prices, rows = rng.uniform(0.0, 0.05, program.shape[2]), rng.uniform(0.0, 0.01, program.shape[1])
+    y, utility, free = lagrangian_minimizer(data, prices, rows)
+    a = data.progress[:, 0, :]
+    assert np.allclose(utility, data.base + (a * y).sum(axis=1), rtol=1e-14, atol=0)
+    assert ((y >= 0) & (y <= data.upper[None, :])).all() and (y[~data.active] == 0).all()
+    # Stationarity on the entries inside the box; the sign of the gradient at the bounds.
+    gradient = data.spread[:, None] * y - (data.beta / utility)[:, None] * a + data.g * prices[None, :] \
+        - rows[:, None] * data.pace
+    assert np.abs(gradient[free]).max() <= 1e-15 * max(1.0, np.abs(gradient).max()) + 1e-17
+    assert (gradient[data.active & ~free & (y == 0)] >= -1e-15).all()
+    assert (gradient[data.active & ~free & (y > 0)] <= 1e-15).all()
+
+
+def test_a_program_it_does_not_apply_to_keeps_the_backends_answer_and_says_why():
+    program = _program(0, scenarios=2)
+    solution = solve_saa_ipm(program, tol=1e-8)
+    kept = polish(program, solution)
+    assert kept.x is solution.x and kept.message.endswith("not polished: it has several scenarios")
+
+
+def test_a_polish_that_stops_early_keeps_the_backends_answer(monkeypatch):
+    from vfm.planner import polish as module
+
+    monkeypatch.setattr(module, "MAX_STEPS", 0)
+    program = _program(1)
+    solution = solve_saa_ipm(program, tol=1e-9)
+    kept = polish(program, solution)
+    assert kept.x is solution.x and "not polished: the polish stopped at residual" in kept.message
+
+
+def test_the_option_must_be_a_bool():
+    assert PlanOptions(polish=True).polish
+    with pytest.raises(ValidationError, match="polish must be True or False, got 'yes'"):
+        PlanOptions(polish="yes")
