@@ -65,15 +65,13 @@ from vfm.solvers.base import Solution
 
 #: Converged when every complementarity residual is at most this (capacity fractions, rounds and
 #: multipliers in the objective scaled to budgets summing to 1). The steps go on to `_FLOOR` or
-#: until no step decreases the residual: at 900 jobs rounding leaves 1e-12 to 2e-12 (sums of
+#: until no step decreases the residual. At 900 jobs rounding leaves 1e-12 to 2e-12 (sums of
 #: hundreds of terms): a test at 1e-12 failed four windows of the 900-job trace at 1.1e-12 to 1.7e-12.
 RESIDUAL = 1e-11
 _FLOOR = 1e-13
 MAX_STEPS = 40
 #: Levenberg-Marquardt ridge per unit of residual, relative to each row's own curvature.
 _RIDGE = 0.1
-#: Bound on a job's entries counted strictly inside the box when estimating multipliers.
-_INSIDE = 1e-7
 _SUFFICIENT_DECREASE = 1e-4
 _BACKTRACKS = 30
 
