@@ -35,8 +35,8 @@ def test_both_backends_polish_to_the_same_certified_schedule(seed):
     sigma = _data(program)[0].spread.min()
     assert np.abs(a.x - b.x).max() <= 100 * RESIDUAL / sigma
     assert np.abs(a.x - b.x).max() < np.abs(fast.x - reference.x).max()
-    for polished in (a, b):
-        assert polished.status == fast.status if polished is a else polished.status == reference.status
+    for polished, backend in ((a, fast), (b, reference)):
+        assert polished.status == backend.status
         assert (polished.x >= 0).all() and (polished.x <= 1).all()
         assert program.capacity_excess(polished.x) <= 1e-9
         # The certificate is for the objective without the tie-breaking term (as the backends'):
