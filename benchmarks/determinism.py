@@ -4,10 +4,11 @@ For each variant (a planning backend or tolerance other than the reference, `saa
 default 1e-9), two measures on one workload::
 
     python -m benchmarks.determinism --workload shockwave_120jobs_32gpus \
-        [--variants cvxpy,tol=1e-7] [--polish] [--jobs N] [--json OUT]
+        [--variants cvxpy,tol=1e-7] [--no-polish] [--jobs N] [--json OUT]
 
-``--polish`` runs the reference and every variant with `PlanOptions.polish` (each backend's
-schedule taken to the window program's exact optimum, `vfm.planner.polish`).
+``--no-polish`` runs the reference and every variant without `PlanOptions.polish` (which by
+default takes each backend's schedule to the window program's exact optimum,
+`vfm.planner.polish`): each backend's own schedule.
 
 - **decisions**: in every round of the reference run, the jobs a copy of the reference policy
   with the variant's options would serve from the same state, except that between re-plans the
@@ -150,8 +151,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="a workload JSON file, or a shipped one's name (e.g. shockwave_120jobs_32gpus)")
     parser.add_argument("--variants", default=",".join(DEFAULT_VARIANTS),
                         help="comma-separated: a backend (cvxpy), tol=<number>, or both joined by +")
-    parser.add_argument("--polish", action="store_true",
-                        help="polish every backend's schedule to the exact optimum (reference and variants)")
+    parser.add_argument("--no-polish", action="store_true",
+                        help="plan with each backend's own schedule, unpolished (reference and variants)")
     parser.add_argument("--jobs", type=int, help="only the workload's first JOBS jobs (a slice)")
     parser.add_argument("--json", type=Path, help="write the comparisons here")
     args = parser.parse_args(argv)
@@ -160,8 +161,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         name = Path(args.workload).stem
         results = []
         for variant in variants:
-            result = compare(args.workload, variant, args.jobs, {"polish": True} if args.polish else None)
-            print_comparison(name + (" polished" if args.polish else ""), result)
+            result = compare(args.workload, variant, args.jobs, {"polish": False} if args.no_polish else None)
+            print_comparison(name + (" unpolished" if args.no_polish else ""), result)
             results.append(result)
     if args.json is not None:
         args.json.write_text(json.dumps(results, indent=1, default=str))

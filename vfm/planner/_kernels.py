@@ -686,3 +686,69 @@ def add_round_sums(vector: np.ndarray, sum_weights: np.ndarray, round_weights: n
                 sums[group[t]] += sum_weights[i, t] * vector[i, j, t]
             for t in range(goods):
                 out[i, j, t] += add_weights[i, t] * round_weights[i, group[t]] * sums[group[t]]
+
+
+@_inlined
+def _breakpoints(a: float, c: float, sigma: float, beta: float, upper: float) -> tuple[float, float]:
+    """Where an entry of the Lagrangian minimizer leaves its upper bound and where it reaches 0, as
+    utilities U (inf: never, for any U > 0)."""
+    top = c + sigma * upper
+    return (beta * a / top if top > 0 else np.inf), (beta * a / c if c > 0 else np.inf)
+
+
+@_compiled
+def lagrangian_minimizer(a: np.ndarray, c: np.ndarray, sigma: np.ndarray, beta: np.ndarray, base: np.ndarray,
+                         upper: np.ndarray, active: np.ndarray, y: np.ndarray, utility: np.ndarray,
+                         free: np.ndarray) -> None:
+    r"""For every job, the minimizer of its part of the Lagrangian (`vfm.planner.polish`):
+    :math:`y_t = \operatorname{clip}((\beta a_t / U - c_t) / \sigma, 0, u_t)` with :math:`U` the
+    root of :math:`b + a^\top y(U) - U`. Writes `y` (n, T), `utility` (n,) and `free` (n, T): the
+    entries strictly inside the box.
+
+    The root's function is decreasing and, between two of the job's 2T breakpoints, reads
+    :math:`K_0 + K_1 / U - U`: a bisection over the sorted breakpoints finds the piece and the
+    quadratic's root gives U (written to avoid cancellation for either sign of :math:`K_0`).
+    """
+    n, rounds = a.shape
+    points = np.empty(2 * rounds)
+    for i in range(n):
+        s, b = sigma[i], beta[i]
+        m = 0
+        for t in range(rounds):
+            if active[i, t]:
+                for point in _breakpoints(a[i, t], c[i, t], s, b, upper[t]):
+                    if 0 < point < np.inf:
+                        points[m] = point
+                        m += 1
+        ordered = np.sort(points[:m])
+        low, high = 0, m
+        while low < high:  # the last breakpoint where the root's function is >= 0
+            middle = (low + high) // 2
+            at = ordered[middle]
+            total = base[i] - at
+            for t in range(rounds):
+                if active[i, t]:
+                    total += a[i, t] * min(max((b * a[i, t] / at - c[i, t]) / s, 0.0), upper[t])
+            if total >= 0:
+                low = middle + 1
+            else:
+                high = middle
+        left = ordered[low - 1] if low > 0 else 0.0
+        right = ordered[low] if low < m else np.inf
+        k0, k1 = base[i], 0.0
+        for t in range(rounds):
+            to_upper, to_zero = _breakpoints(a[i, t], c[i, t], s, b, upper[t])
+            at_upper = active[i, t] and to_upper >= right
+            free[i, t] = active[i, t] and not at_upper and to_zero > left
+            y[i, t] = upper[t] if at_upper else 0.0
+            if at_upper:
+                k0 += a[i, t] * upper[t]
+            elif free[i, t]:
+                k0 -= a[i, t] * c[i, t] / s
+                k1 += b * a[i, t] * a[i, t] / s
+        root = np.sqrt(k0 * k0 + 4.0 * k1)
+        u = (k0 + root) / 2.0 if k0 >= 0 else 2.0 * k1 / (root - k0)
+        utility[i] = u
+        for t in range(rounds):
+            if free[i, t]:
+                y[i, t] = min(max((b * a[i, t] / u - c[i, t]) / s, 0.0), upper[t])

@@ -63,7 +63,8 @@ class PlanOptions:
     polish : bool
         Take the backend's schedule to the program's exact optimum (`vfm.planner.polish`: one
         scenario, one GPU type, spread > 0; other programs keep the backend's schedule), so that
-        every backend and tolerance serves the same jobs (default False for now: docs/planning.md).
+        every backend and tolerance serves the same jobs (default True; docs/planning.md, "The
+        polish").
 
     Raises
     ------
@@ -94,7 +95,7 @@ class PlanOptions:
     solver: str | None = None
     tol: float = 1e-9
     spread: float = 0.1
-    polish: bool = False
+    polish: bool = True
 
     def __post_init__(self) -> None:
         check_horizon(self.rounds, self.round_s, self.scenarios)

@@ -27,27 +27,31 @@ The dual
 
 Iterations
     Semismooth Newton steps. Each row's slack is divided by its own curvature (its derivative in
-    its own multiplier) so that both sides of the min-function are in the multiplier's units.
-    Each step is solved by sparse LU with a Levenberg-Marquardt ridge
+    its own multiplier) so that both sides of the min-function are in the multiplier's units;
+    once that residual is below `RESIDUAL`, what is left is in the slacks' units, and the plain
+    residual is tried first. Each step is solved by sparse LU with a Levenberg-Marquardt ridge
     :math:`0.1 \|F\|_\infty |J_{rr}|` plus :math:`10^{-12} \max_r |J_{rr}|`, which keeps
     dependent binding rows solvable (one per connected block of the transportation structure),
     and two steps of iterative refinement. The step is halved until :math:`\|F\|^2` decreases
     by :math:`10^{-4}` of the step. If no halving does, the step is retried with every row's
     ridge at least the rows' mean curvature: a row whose entries all sit at a bound has
     derivative 0 until one leaves it, and the plain ridge leaves the step along that row
-    undamped. If that fails too, the step is retried with the unscaled residual.
+    undamped. If that fails too, the step is retried with the other residual.
     The start is the backend's own multipliers (`Solution`'s ``prices`` and row multipliers).
     From multipliers estimated from the schedule alone, a prototype converged from both backends'
     answers on only 16 to 19 of the first 40 windows of the 120-job reproduction.
 
 Accuracy
     Converged means :math:`\|F\|_\infty \le` `RESIDUAL`: the schedule is then the exact
-    minimizer of the Lagrangian at multipliers that are feasible and complementary to 1e-11,
-    so its distance to the optimum is of order 1e-11 divided by the smallest
-    :math:`\sigma_i` (measured between the two backends' polished schedules: at most 3.9e-12 on
-    the 120-job reproduction's windows, 8.0e-12 on the 900-job one's), far below the
-    rounding's resolution of 1e-2. When it does not converge (no step decreases the residual, or
-    `MAX_STEPS` steps), the backend's schedule is kept and the message says so.
+    minimizer of the Lagrangian at multipliers that are feasible and complementary to 1e-11, so
+    its distance to the optimum is of order 1e-11 divided by the smallest :math:`\sigma_i`.
+    That can be large (stopped there, the two backends' polished schedules on the 900-job
+    reproduction's windows were up to 5e-7 apart), so one more full step follows, kept if it
+    decreases the residual: the convergence being quadratic, it takes the schedule the rest of the
+    way to rounding (then at most 3.9e-12 apart on the 120-job reproduction's windows, 1.7e-12,
+    7.4e-12 and 5.2e-12 on the 220-, 460- and 900-job ones), far below the rounding's resolution
+    of 1e-2. When it does not converge (no step decreases the residual, or `MAX_STEPS` steps),
+    the backend's schedule is kept and the message says so.
 """
 
 from __future__ import annotations
@@ -60,16 +64,16 @@ import scipy.sparse
 import scipy.sparse.linalg
 
 from vfm._validation import FloatArray
+from vfm.planner import _kernels
 from vfm.planner.program import PlanningProgram
 from vfm.planner.saa_ipm import _certified_gap, _Data, _data
 from vfm.solvers.base import Solution
 
 #: Converged when every complementarity residual is at most this (capacity fractions, rounds and
-#: multipliers in the objective scaled to budgets summing to 1). The steps go on to `_FLOOR` or
-#: until no step decreases the residual. At 900 jobs rounding leaves 1e-12 to 2e-12 (sums of
-#: hundreds of terms): a test at 1e-12 failed four windows of the 900-job trace at 1.1e-12 to 1.7e-12.
+#: multipliers in the objective scaled to budgets summing to 1). At 900 jobs rounding leaves 1e-12
+#: to 2e-12 (sums of hundreds of terms): a test at 1e-12 failed four windows of the 900-job trace
+#: at 1.1e-12 to 1.7e-12.
 RESIDUAL = 1e-11
-_FLOOR = 1e-13
 MAX_STEPS = 40
 #: Levenberg-Marquardt ridge per unit of residual, relative to each row's own curvature.
 _RIDGE = 0.1
@@ -169,36 +173,12 @@ def lagrangian_minimizer(data: _Data, prices: FloatArray, rows: FloatArray) -> t
                                                                                       np.ndarray]:
     r"""Each job's minimizer of the Lagrangian at capacity prices (T,) and row multipliers
     :math:`w = \nu + \eta` (n,): the schedule (n, T), the utilities U (n,) and the entries
-    strictly inside the box (n, T) (module docstring)."""
-    a, active, upper = data.progress[:, 0, :], data.active, data.upper[None, :]
-    sigma, beta = data.spread[:, None], data.beta[:, None]
-    c = data.g * prices[None, :] - rows[:, None] * data.pace
-    with np.errstate(divide="ignore", invalid="ignore"):
-        # An entry is at its upper bound for U below `to_upper`, at 0 above `to_zero`.
-        to_upper = np.where(active, np.where(c + sigma * upper > 0, beta * a / (c + sigma * upper), np.inf), 0.0)
-        to_zero = np.where(active, np.where(c > 0, beta * a / c, np.inf), 0.0)
-    breakpoints = np.concatenate([to_upper, to_zero], axis=1)
-    breakpoints = np.sort(np.where((breakpoints > 0) & np.isfinite(breakpoints), breakpoints, np.inf), axis=1)
-    jobs, width = np.arange(a.shape[0]), breakpoints.shape[1]
-    low, high = np.zeros(a.shape[0], dtype=np.int64), np.isfinite(breakpoints).sum(axis=1)
-    while (searching := low < high).any():  # the last breakpoint where the root's function is >= 0
-        middle = (low + high) // 2
-        at = np.where(searching, breakpoints[jobs, np.minimum(middle, width - 1)], 1.0)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            entries = np.clip((beta * a / at[:, None] - c) / sigma, 0.0, upper)
-        above = data.base + np.where(active, a * entries, 0.0).sum(axis=1) - at >= 0
-        low, high = np.where(searching & above, middle + 1, low), np.where(searching & ~above, middle, high)
-    left = np.where(low > 0, breakpoints[jobs, np.maximum(low - 1, 0)], 0.0)
-    right = np.where(low < width, breakpoints[jobs, np.minimum(low, width - 1)], np.inf)
-    at_upper = active & (to_upper >= right[:, None])
-    free = active & ~at_upper & (to_zero > left[:, None])
-    k0 = data.base + np.where(at_upper, a * upper, 0.0).sum(axis=1) - np.where(free, a * c / sigma, 0.0).sum(axis=1)
-    k1 = np.where(free, beta * a * a / sigma, 0.0).sum(axis=1)
-    root = np.sqrt(k0 * k0 + 4.0 * k1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        utility = np.where(k0 >= 0, (k0 + root) / 2.0, 2.0 * k1 / (root - k0))  # no cancellation either way
-        y = np.where(at_upper, upper, np.where(free, np.clip((beta * a / utility[:, None] - c) / sigma, 0.0, upper),
-                                               0.0))
+    strictly inside the box (n, T) (module docstring; compiled in `vfm.planner._kernels`)."""
+    n, rounds = data.g.shape
+    y, utility, free = np.empty((n, rounds)), np.empty(n), np.empty((n, rounds), dtype=np.bool_)
+    _kernels.lagrangian_minimizer(np.ascontiguousarray(data.progress[:, 0, :]),
+                                  data.g * prices[None, :] - rows[:, None] * data.pace, data.spread, data.beta,
+                                  data.base, data.upper, data.active, y, utility, free)
     return y, utility, free
 
 
@@ -236,37 +216,37 @@ def _rows(data: _Data, duals: _Duals, y: FloatArray) -> tuple[FloatArray, FloatA
 
 def _jacobian(data: _Data, utility: FloatArray, free: np.ndarray) -> scipy.sparse.csr_matrix:
     """The rows' slacks' derivative in (prices, FTF multipliers, efficiency multipliers, zeta)."""
-    a, sigma = data.progress[:, 0, :], data.spread
-    inside = free.astype(np.float64)
-    curvature = data.beta / utility ** 2
-    gamma = curvature / (sigma + curvature * ((a * inside) ** 2).sum(axis=1))
+    a, inside = data.progress[:, 0, :], free.astype(np.float64)
+    sigma = np.where(data.spread > 0, data.spread, 1.0)  # 0 only for a job with no active entry
+    # gamma = curvature / (sigma + curvature |a_free|^2), curvature = beta / U^2; 0 for a job with
+    # no free entry (its U may be 0).
+    denominator = sigma * utility ** 2 + data.beta * ((a * inside) ** 2).sum(axis=1)
+    gamma = np.divide(data.beta, denominator, out=np.zeros_like(denominator), where=denominator > 0)
     v = data.g * a * inside
     prices_prices = np.diag(((data.g ** 2 * inside) / sigma[:, None]).sum(axis=0)) - (v.T * (gamma / sigma)) @ v
     a_p = (a * inside * data.pace).sum(axis=1)
     # d(capacity slack)/d w_i = -(G_i M_i p_i), and d(r_i)/d lambda its transpose
     prices_rows = -(((data.g * data.pace * inside) - (gamma * a_p)[:, None] * v) / sigma[:, None]).T  # (T, n)
     rows_rows = ((data.pace ** 2 * inside).sum(axis=1) - gamma * a_p ** 2) / sigma
-    constrained, efficient = np.flatnonzero(data.constrained), np.flatnonzero(data.efficient)
-    # Both multipliers of a job enter through w_i = nu_i + eta_i: the row-block couples them.
-    job_columns = scipy.sparse.hstack([
-        scipy.sparse.csr_matrix((np.ones(constrained.size), (constrained, np.arange(constrained.size))),
-                                shape=(a.shape[0], constrained.size)),
-        scipy.sparse.csr_matrix((np.ones(efficient.size), (efficient, np.arange(efficient.size))),
-                                shape=(a.shape[0], efficient.size))]).tocsr()
-    jobs = job_columns[np.concatenate([constrained, efficient])]  # (rows, columns) of the job rows
-    upper_right = scipy.sparse.csr_matrix(prices_rows) @ job_columns
-    lower = scipy.sparse.hstack([upper_right.T, scipy.sparse.diags(rows_rows[np.concatenate([constrained, efficient])])
-                                 @ jobs])
-    matrix = scipy.sparse.vstack([scipy.sparse.hstack([scipy.sparse.csr_matrix(prices_prices), upper_right]),
-                                  lower]).tolil()
+    rounds, constrained, efficient = prices_prices.shape[0], data.constrained, data.efficient
+    job = np.concatenate([np.flatnonzero(constrained), np.flatnonzero(efficient)])  # of each job row and column
+    jobs, ftf_at = rounds + np.arange(job.size), rounds + np.cumsum(constrained) - 1
+    efficiency_at = rounds + constrained.sum() + np.cumsum(efficient) - 1
+    both = constrained & efficient  # both multipliers enter through w_i = nu_i + eta_i: the block couples them
+    rows, columns = np.divmod(np.arange(rounds * rounds), rounds), np.divmod(np.arange(rounds * job.size), job.size)
+    blocks = [  # (row, column, value): prices-prices, capacity-jobs, jobs-prices, jobs-jobs, the two zeta lines
+        (rows[0], rows[1], prices_prices.ravel()),
+        (columns[0], jobs[columns[1]], prices_rows[:, job].ravel()),
+        (jobs[columns[1]], columns[0], prices_rows[:, job].ravel()),
+        (jobs, jobs, rows_rows[job]),
+        (ftf_at[both], efficiency_at[both], rows_rows[both]), (efficiency_at[both], ftf_at[both], rows_rows[both])]
+    size = rounds + job.size
     if data.kappa:
-        size = matrix.shape[0]
-        zeta_column = np.zeros((size, 1))
-        zeta_column[prices_prices.shape[0] + constrained.size:, 0] = 1.0  # the efficiency rows
-        zeta_row = np.zeros((1, size + 1))
-        zeta_row[0, prices_prices.shape[0] + constrained.size:size] = -1.0  # kappa - sum eta
-        matrix = scipy.sparse.vstack([scipy.sparse.hstack([matrix, zeta_column]), zeta_row]).tolil()
-    return scipy.sparse.csr_matrix(matrix)
+        blocks += [(efficiency_at[efficient], np.full(efficient.sum(), size), np.ones(efficient.sum())),
+                   (np.full(efficient.sum(), size), efficiency_at[efficient], -np.ones(efficient.sum()))]
+        size += 1
+    row, column, value = (np.concatenate(part) for part in zip(*blocks, strict=True))
+    return scipy.sparse.csr_matrix((value, (row, column)), shape=(size, size))
 
 
 def _newton(data: _Data, duals: _Duals) -> tuple[FloatArray, _Duals, int, float]:
@@ -281,22 +261,29 @@ def _newton(data: _Data, duals: _Duals) -> tuple[FloatArray, _Duals, int, float]
     no halving of that step decreases its residual (near the rounding floor), the plain one.
     """
     y, utility, free = lagrangian_minimizer(data, duals.prices, duals.ftf + duals.efficiency)
-    steps = 0
+    steps, finished = 0, False
     while True:
         multipliers, slack = _rows(data, duals, y)
         size = float(np.abs(np.minimum(multipliers, slack)).max(initial=0.0))
-        if size <= _FLOOR or steps == MAX_STEPS:
+        if finished or steps == MAX_STEPS:
             return y, duals, steps, size
         slopes = _jacobian(data, utility, free)
         curvature = np.abs(slopes.diagonal())
+        scales = (np.where(curvature > 0, curvature, 1.0), np.ones_like(curvature))
+        if float(np.abs(np.minimum(multipliers, slack / scales[0])).max(initial=0.0)) <= RESIDUAL:
+            scales = scales[::-1]  # the scaled residual has converged: what is left is in the slacks' units
+        # Converged: one more full step takes the schedule from within RESIDUAL / sigma of the
+        # optimum to rounding (the convergence is quadratic), if it decreases the residual.
+        finished = size <= RESIDUAL
+        attempts = list(itertools.product(scales, (False, True)))[:1 if finished else None]
         found = None
-        for scale, floored in itertools.product((np.where(curvature > 0, curvature, 1.0), np.ones_like(curvature)),
-                                                (False, True)):
+        for scale, floored in attempts:
             binding = slack / scale <= multipliers
             # Rows that do not bind ask their multiplier to vanish: an identity row.
             jacobian = (scipy.sparse.diags(binding / scale) @ slopes
                         + scipy.sparse.diags((~binding).astype(np.float64))).tocsc()
-            found = _line_search(data, duals, np.minimum(multipliers, slack / scale), jacobian, scale, floored)
+            found = _line_search(data, duals, np.minimum(multipliers, slack / scale), jacobian, scale, floored,
+                                 1 if finished else _BACKTRACKS)
             if found is not None:
                 break
         if found is None:
@@ -306,21 +293,26 @@ def _newton(data: _Data, duals: _Duals) -> tuple[FloatArray, _Duals, int, float]
 
 
 def _line_search(data: _Data, duals: _Duals, residual: FloatArray, jacobian: scipy.sparse.csc_matrix,
-                 scale: FloatArray, floored: bool) -> tuple[_Duals, FloatArray, FloatArray, np.ndarray] | None:
+                 scale: FloatArray, floored: bool,
+                 trials: int) -> tuple[_Duals, FloatArray, FloatArray, np.ndarray] | None:
     """The damped Newton step halved until the residual's square decreases: the trial point and
-    what `_newton` keeps of it, or None. `floored`: the ridge of every row at least the rows'
-    mean curvature, for a row whose entries all sit at a bound (its derivative is 0 until one
-    leaves it, and the plain ridge leaves the step along it undamped)."""
+    what `_newton` keeps of it, or None after `trials` tries. `floored`: the ridge of every row
+    at least the rows' mean curvature, for a row whose entries all sit at a bound (its
+    derivative is 0 until one leaves it, and the plain ridge leaves the step along it
+    undamped)."""
     size = float(np.abs(residual).max(initial=0.0))
     diagonal = np.abs(jacobian.diagonal())
     curvature = np.maximum(diagonal, diagonal.mean()) if floored else diagonal
     ridge = _RIDGE * size * curvature + 1e-12 * max(float(diagonal.max()), 1.0)
-    factor = scipy.sparse.linalg.splu((jacobian + scipy.sparse.diags(ridge)).tocsc())
+    try:
+        factor = scipy.sparse.linalg.splu((jacobian + scipy.sparse.diags(ridge)).tocsc())
+    except RuntimeError:  # singular despite the ridge: no step
+        return None
     step = factor.solve(-residual)
     for _ in range(0 if floored else 2):  # refinement against the derivative itself
         step += factor.solve(-residual - jacobian @ step)
     merit, alpha = float(residual @ residual), 1.0
-    for _ in range(_BACKTRACKS):
+    for _ in range(trials):
         trial = duals.moved(step, alpha, data)
         y, utility, free = lagrangian_minimizer(data, trial.prices, trial.ftf + trial.efficiency)
         multipliers, slack = _rows(data, trial, y)

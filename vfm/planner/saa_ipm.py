@@ -446,7 +446,8 @@ def _members(good_round: np.ndarray) -> np.ndarray:
 @functools.cache
 def load_kernels() -> None:
     """Load the compiled kernels (`vfm.planner._kernels`) into this process, by solving two small
-    programs (one scenario, and five: both block factors) with FTF rows and the efficiency term.
+    programs (one scenario, and five: both block factors) with FTF rows and the efficiency term,
+    and polishing the first (`vfm.planner.polish`).
 
     The first call on a machine compiles them (about 5 s) and caches the machine code; later
     processes load it (about 0.3 s). `vfm.planner.Policy` calls this when it is built, so that no
@@ -459,7 +460,11 @@ def load_kernels() -> None:
             base=np.array([0.1, 0.2]), weights=np.ones(2), gpus=np.array([1.0, 2.0]), capacity=np.full(rounds, 2.0),
             round_s=60.0, remaining_s=np.array([300.0, 200.0]), efficiency=0.01,
             leftover_limit_s=np.array([1e4, 1e4]), spread=0.01)
-        solve_saa_ipm(program, tol=1e-6)
+        solution = solve_saa_ipm(program, tol=1e-6)
+        if scenarios == 1:
+            from vfm.planner.polish import polish  # here: the polish builds on this module
+
+            polish(program, solution)  # its Lagrangian minimizer's kernel
         # Two GPU types: the one-type rows' kernel.
         typed = replace(program, progress=np.tile(program.progress, 2), capacity=np.tile(program.capacity, 2),
                         good_round=np.tile(np.arange(rounds), 2),
