@@ -62,6 +62,50 @@ def test_the_lagrangian_minimizer_is_exact():
     assert (gradient[data.active & ~free & (y > 0)] <= 1e-15).all()
 
 
+def test_the_slopes_are_the_slacks_derivative():
+    from vfm.planner.polish import _Duals, _jacobian, _rows, _System
+
+    program = _program(5, jobs=20)
+    data, _ = _data(program)
+    rng = np.random.default_rng(3)
+    n = program.shape[1]
+    duals = _Duals(rng.uniform(0.0, 0.05, program.shape[2]), np.where(data.constrained, rng.uniform(0, 0.01, n), 0),
+                   np.where(data.efficient, rng.uniform(0, 0.01, n), 0), 0.5)
+
+    def slack(point):
+        y, _, _ = lagrangian_minimizer(data, point.prices, point.ftf + point.efficiency)
+        return _rows(data, point, y)[1]
+
+    _, utility, free = lagrangian_minimizer(data, duals.prices, duals.ftf + duals.efficiency)
+    size = slack(duals).size
+    slopes = _System(data, _jacobian(data, utility, free), np.ones(size), np.zeros(size))
+    direction, h = rng.standard_normal(size), 1e-7
+    central = (slack(duals.moved(direction, h, data)) - slack(duals.moved(direction, -h, data))) / (2 * h)
+    np.testing.assert_allclose(slopes.times(direction), central, rtol=1e-6, atol=1e-6 * np.abs(central).max())
+
+
+def test_the_newton_systems_elimination_solves_it():
+    from vfm.planner.polish import _jacobian, _System
+
+    program = _program(3, jobs=20)
+    data, _ = _data(program)
+    rng = np.random.default_rng(2)
+    prices, rows = rng.uniform(0.0, 0.05, program.shape[2]), rng.uniform(0.0, 0.01, program.shape[1])
+    _, utility, free = lagrangian_minimizer(data, prices, rows)
+    slopes = _jacobian(data, utility, free)
+    size = slopes.diagonal(data).size
+    binding = rng.random(size) < 0.7  # some rows of every kind bind, with both of a job's rows
+    system = _System(data, slopes, binding / np.maximum(np.abs(slopes.diagonal(data)), 1.0),
+                     (~binding) + rng.uniform(1e-3, 1e-2, size))
+    matrix = np.column_stack([system.times(column) for column in np.eye(size)])
+    rhs = rng.standard_normal(size)
+    step = system.solve(rhs)
+    assert step is not None
+    # Backward error of a solve by elimination, in units of the matrix's rounding.
+    assert np.abs(matrix @ step - rhs).max() <= 1e-10 * np.abs(matrix).max() * np.abs(step).max()
+    np.testing.assert_allclose(step, np.linalg.solve(matrix, rhs), rtol=1e-8, atol=1e-10 * np.abs(step).max())
+
+
 def test_a_program_it_does_not_apply_to_keeps_the_backends_answer_and_says_why():
     program = _program(0, scenarios=2)
     solution = solve_saa_ipm(program, tol=1e-8)

@@ -1,4 +1,4 @@
-r"""Compiled kernels of `saa_ipm`'s iteration (Numba).
+r"""Compiled kernels of `saa_ipm`'s iteration and of `polish`'s Lagrangian minimizer (Numba).
 
 Each job's Newton block is :math:`D^{1/2} (I + V V^\top) D^{1/2}` with :math:`V` of shape
 (T, S'), S' small (the scenarios plus one column for the FTF and efficiency rows), and a point's
@@ -711,24 +711,29 @@ def lagrangian_minimizer(a: np.ndarray, c: np.ndarray, sigma: np.ndarray, beta: 
     """
     n, rounds = a.shape
     points = np.empty(2 * rounds)
+    weighted = np.empty(rounds)  # beta a_t: the entries' numerators
     for i in range(n):
         s, b = sigma[i], beta[i]
+        inverse_s = 1.0 / s
         m = 0
         for t in range(rounds):
+            weighted[t] = b * a[i, t]
             if active[i, t]:
                 for point in _breakpoints(a[i, t], c[i, t], s, b, upper[t]):
                     if 0 < point < np.inf:
                         points[m] = point
                         m += 1
-        ordered = np.sort(points[:m])
+        ordered = points[:m]
+        ordered.sort()
         low, high = 0, m
         while low < high:  # the last breakpoint where the root's function is >= 0
             middle = (low + high) // 2
             at = ordered[middle]
+            inverse_at = 1.0 / at
             total = base[i] - at
             for t in range(rounds):
                 if active[i, t]:
-                    total += a[i, t] * min(max((b * a[i, t] / at - c[i, t]) / s, 0.0), upper[t])
+                    total += a[i, t] * min(max((weighted[t] * inverse_at - c[i, t]) * inverse_s, 0.0), upper[t])
             if total >= 0:
                 low = middle + 1
             else:
@@ -744,11 +749,12 @@ def lagrangian_minimizer(a: np.ndarray, c: np.ndarray, sigma: np.ndarray, beta: 
             if at_upper:
                 k0 += a[i, t] * upper[t]
             elif free[i, t]:
-                k0 -= a[i, t] * c[i, t] / s
-                k1 += b * a[i, t] * a[i, t] / s
+                k0 -= a[i, t] * c[i, t] * inverse_s
+                k1 += weighted[t] * a[i, t] * inverse_s
         root = np.sqrt(k0 * k0 + 4.0 * k1)
         u = (k0 + root) / 2.0 if k0 >= 0 else 2.0 * k1 / (root - k0)
         utility[i] = u
+        inverse_u = 1.0 / u
         for t in range(rounds):
             if free[i, t]:
-                y[i, t] = min(max((b * a[i, t] / u - c[i, t]) / s, 0.0), upper[t])
+                y[i, t] = min(max((weighted[t] * inverse_u - c[i, t]) * inverse_s, 0.0), upper[t])
