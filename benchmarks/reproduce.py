@@ -315,6 +315,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="how the vfm policy serves rounds from a plan (default credit)")
     parser.add_argument("--vfm-solver", default=VFM_SOLVER, choices=("saa-ipm", "cvxpy"),
                         help=f"the vfm policy's planning backend (default {VFM_SOLVER})")
+    parser.add_argument("--vfm-no-polish", action="store_true",
+                        help="plan with the backend's own schedule, not polished to the exact optimum")
     parser.add_argument("--vfm-forecaster", default="dirichlet", choices=tuple(FORECASTERS),
                         help="the vfm policy's forecaster, learning online from the jobs that complete if it can "
                              "(default dirichlet)")
@@ -329,7 +331,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                          vfm_options={"scenarios": args.vfm_scenarios, "recourse": args.vfm_recourse,
                                       "efficiency": args.vfm_efficiency,
                                       "reserve": args.vfm_reserve, "execution": args.vfm_execution,
-                                      "solver": args.vfm_solver, "forecaster": args.vfm_forecaster})
+                                      "solver": args.vfm_solver, "forecaster": args.vfm_forecaster,
+                                      "polish": not args.vfm_no_polish})
             published = published_results(args.workload) if args.jobs is None else {}
         table = format_table(result, published)
         print(table, end="")
