@@ -93,12 +93,11 @@ class _Duals:
     zeta: float  # the longest leftover, rounds
 
     def moved(self, step: FloatArray, alpha: float, data: _Data) -> _Duals:
-        rounds, c, e = self.prices.size, int(data.constrained.sum()), int(data.efficient.sum())
-        ftf, efficiency = self.ftf.copy(), self.efficiency.copy()
-        ftf[data.constrained] += alpha * step[rounds:rounds + c]
-        efficiency[data.efficient] += alpha * step[rounds + c:rounds + c + e]
+        """These multipliers plus `alpha` times `step` (in the order of `_rows`)."""
+        jobs = _by_job(data, step, 0.0)
         zeta = self.zeta + alpha * step[-1] if data.kappa else 0.0
-        return _Duals(self.prices + alpha * step[:rounds], ftf, efficiency, zeta)
+        return _Duals(self.prices + alpha * step[:self.prices.size], self.ftf + alpha * jobs[:, 0],
+                      self.efficiency + alpha * jobs[:, 1], zeta)
 
 
 def supports(program: PlanningProgram) -> str | None:
@@ -209,12 +208,10 @@ def _start(data: _Data, prices: FloatArray, ftf: FloatArray, efficiency: FloatAr
 def _rows(data: _Data, duals: _Duals, y: FloatArray) -> tuple[FloatArray, FloatArray]:
     """The rows' multipliers and slacks (capacity, FTF, efficiency, zeta), in that order."""
     running = (data.pace * y).sum(axis=1)
-    slack = np.concatenate([
-        1.0 - (data.g * y).sum(axis=0), (running - data.floor)[data.constrained],
-        (running + duals.zeta - data.leftover)[data.efficient],
-        [data.kappa - duals.efficiency.sum()] if data.kappa else []])
-    multipliers = np.concatenate([duals.prices, duals.ftf[data.constrained], duals.efficiency[data.efficient],
-                                  [duals.zeta] if data.kappa else []])
+    slack = _in_order(data, 1.0 - (data.g * y).sum(axis=0),
+                      np.stack([running - data.floor, running + duals.zeta - data.leftover], axis=1),
+                      data.kappa - float(duals.efficiency.sum()))
+    multipliers = _in_order(data, duals.prices, np.stack([duals.ftf, duals.efficiency], axis=1), duals.zeta)
     return multipliers, slack
 
 
