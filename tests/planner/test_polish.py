@@ -45,11 +45,15 @@ def test_both_backends_polish_to_the_same_certified_schedule(seed):
         assert np.isnan(polished.relative_gap)
 
 
+def _random_multipliers(program_seed: int, jobs: int, seed: int):
+    """A random program's solver data, random capacity prices and row multipliers, and the generator."""
+    program = _program(program_seed, jobs=jobs)
+    rng = np.random.default_rng(seed)
+    return _data(program)[0], rng.uniform(0.0, 0.05, program.shape[2]), rng.uniform(0.0, 0.01, jobs), rng
+
+
 def test_the_lagrangian_minimizer_is_exact():
-    program = _program(7, jobs=30)
-    data, _ = _data(program)
-    rng = np.random.default_rng(1)
-    prices, rows = rng.uniform(0.0, 0.05, program.shape[2]), rng.uniform(0.0, 0.01, program.shape[1])
+    data, prices, rows, _ = _random_multipliers(7, 30, 1)
     y, utility, free = lagrangian_minimizer(data, prices, rows)
     a = data.progress[:, 0, :]
     assert np.allclose(utility, data.base + (a * y).sum(axis=1), rtol=1e-14, atol=0)
@@ -87,10 +91,7 @@ def test_the_slopes_are_the_slacks_derivative():
 def test_the_newton_systems_elimination_solves_it():
     from vfm.planner.polish import _jacobian, _System
 
-    program = _program(3, jobs=20)
-    data, _ = _data(program)
-    rng = np.random.default_rng(2)
-    prices, rows = rng.uniform(0.0, 0.05, program.shape[2]), rng.uniform(0.0, 0.01, program.shape[1])
+    data, prices, rows, rng = _random_multipliers(3, 20, 2)
     _, utility, free = lagrangian_minimizer(data, prices, rows)
     slopes = _jacobian(data, utility, free)
     size = slopes.diagonal(data).size
