@@ -54,8 +54,8 @@ Accuracy
     That can be large (stopped there, the two backends' polished schedules on the 900-job
     reproduction's windows were up to 5e-7 apart), so one more full step follows, kept if it
     decreases the residual: the convergence being quadratic, it takes the schedule the rest of the
-    way to rounding (then at most 3.9e-12 apart on the 120-job reproduction's windows, 1.7e-12,
-    7.4e-12 and 5.2e-12 on the 220-, 460- and 900-job ones), far below the rounding's resolution
+    way to rounding (then at most 3.9e-12 apart on the 120-job reproduction's windows, 1.0e-12,
+    1.4e-11 and 5.2e-12 on the 220-, 460- and 900-job ones), far below the rounding's resolution
     of 1e-2. When it does not converge (no step decreases the residual, or `MAX_STEPS` steps),
     the backend's schedule is kept and the message says so.
 """
