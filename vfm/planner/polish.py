@@ -230,8 +230,7 @@ class _Slopes:
 
     def diagonal(self, data: _Data) -> FloatArray:
         """Each row's derivative in its own multiplier, in the order of `_rows`."""
-        return np.concatenate([np.diag(self.prices), self.own[data.constrained], self.own[data.efficient],
-                               [0.0] if data.kappa else []])
+        return _in_order(data, np.diag(self.prices), np.stack([self.own, self.own], axis=1), 0.0)
 
 
 def _jacobian(data: _Data, utility: FloatArray, free: np.ndarray) -> _Slopes:
@@ -276,6 +275,10 @@ class _System:
     slopes: _Slopes
     factor: FloatArray
     extra: FloatArray
+
+    def diagonal(self) -> FloatArray:
+        """The matrix's diagonal, in the order of `_rows`."""
+        return self.factor * self.slopes.diagonal(self.data) + self.extra
 
     def times(self, x: FloatArray) -> FloatArray:
         """The matrix times `x`, both in the order of `_rows`."""
@@ -338,8 +341,9 @@ def _newton(data: _Data, duals: _Duals) -> tuple[FloatArray, _Duals, int, float]
     own multiplier), which puts the min-function's two sides in the same units: with the plain
     residual a capacity row of curvature 2.6e5 and price 2e-4 (a 46-job window of the 120-job
     reproduction) decided its branch against an FTF row's slack in rounds, one row joined the
-    binding set per step, and 40 steps left the residual at 2.7e-3; scaled, 5 steps. Then, when
-    no halving of that step decreases its residual (near the rounding floor), the plain one.
+    binding set per step, and 40 steps left the residual at 2.7e-3; scaled, 5 steps. Once the
+    scaled residual is below `RESIDUAL`, the plain one first; when no halving of a step decreases
+    its residual (near the rounding floor), the other one.
     """
     y, utility, free = lagrangian_minimizer(data, duals.prices, duals.ftf + duals.efficiency)
     steps, finished = 0, False
@@ -381,7 +385,7 @@ def _line_search(data: _Data, duals: _Duals, residual: FloatArray, jacobian: _Sy
     derivative is 0 until one leaves it, and the plain ridge leaves the step along it
     undamped)."""
     size = float(np.abs(residual).max(initial=0.0))
-    diagonal = np.abs(jacobian.factor * jacobian.slopes.diagonal(data) + jacobian.extra)
+    diagonal = np.abs(jacobian.diagonal())
     curvature = np.maximum(diagonal, diagonal.mean()) if floored else diagonal
     ridge = _RIDGE * size * curvature + 1e-12 * max(float(diagonal.max()), 1.0)
     solve = replace(jacobian, extra=jacobian.extra + ridge).factored()

@@ -453,6 +453,8 @@ def load_kernels() -> None:
     processes load it (about 0.3 s). `vfm.planner.Policy` calls this when it is built, so that no
     re-plan pays for it; once per process.
     """
+    from vfm.planner.polish import polish  # here, not at the top: the polish builds on this module
+
     for scenarios in (1, 5):
         rounds = 4
         program = PlanningProgram(
@@ -462,8 +464,6 @@ def load_kernels() -> None:
             leftover_limit_s=np.array([1e4, 1e4]), spread=0.01)
         solution = solve_saa_ipm(program, tol=1e-6)
         if scenarios == 1:
-            from vfm.planner.polish import polish  # here: the polish builds on this module
-
             polish(program, solution)  # its Lagrangian minimizer's kernel
         # Two GPU types: the one-type rows' kernel.
         typed = replace(program, progress=np.tile(program.progress, 2), capacity=np.tile(program.capacity, 2),
