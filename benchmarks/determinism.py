@@ -1,10 +1,13 @@
 """Does the `vfm` policy serve the same jobs whichever backend and tolerance plan its windows?
 
 For each variant (a planning backend or tolerance other than the reference, `saa-ipm` at the
-default 1e-9), two measures on one workload::
+default tolerance), two measures on one workload::
 
     python -m benchmarks.determinism --workload shockwave_120jobs_32gpus \
-        [--variants cvxpy,tol=1e-7] [--no-polish] [--jobs N] [--json OUT]
+        [--variants cvxpy,tol=1e-9] [--no-polish] [--jobs N] [--json OUT]
+
+The default variants are `cvxpy` and the tolerance the reference does not use: 1e-9 with the
+polish (whose backend stops at 1e-7 by default, `PlanOptions.tol`), 1e-7 without it (1e-9).
 
 ``--no-polish`` runs the reference and every variant without `PlanOptions.polish` (which by
 default takes each backend's schedule to the window program's exact optimum,
@@ -42,7 +45,8 @@ METRICS = ("makespan_s", "avg_jct_s", "worst_ftf")
 METRIC_BOUND = 5e-3
 #: ... and on the share of rounds (of decisions) that serve the same jobs.
 ROUNDS_BOUND = 0.99
-DEFAULT_VARIANTS = ("cvxpy", "tol=1e-7")
+#: The variants by default, with the polish and without it (module docstring).
+DEFAULT_VARIANTS = {"polished": ("cvxpy", "tol=1e-9"), "unpolished": ("cvxpy", "tol=1e-7")}
 
 
 def parse_variant(text: str) -> dict[str, Any]:
@@ -149,15 +153,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = Parser("benchmarks.determinism", __doc__)
     parser.add_argument("--workload", required=True,
                         help="a workload JSON file, or a shipped one's name (e.g. shockwave_120jobs_32gpus)")
-    parser.add_argument("--variants", default=",".join(DEFAULT_VARIANTS),
-                        help="comma-separated: a backend (cvxpy), tol=<number>, or both joined by +")
+    parser.add_argument("--variants",
+                        help="comma-separated: a backend (cvxpy), tol=<number>, or both joined by + (default "
+                             f"{','.join(DEFAULT_VARIANTS['polished'])}; with --no-polish "
+                             f"{','.join(DEFAULT_VARIANTS['unpolished'])})")
     parser.add_argument("--no-polish", action="store_true",
                         help="plan with each backend's own schedule, unpolished (reference and variants)")
     parser.add_argument("--jobs", type=int, help="only the workload's first JOBS jobs (a slice)")
     parser.add_argument("--json", type=Path, help="write the comparisons here")
     args = parser.parse_args(argv)
     with parser.reporting():
-        variants = [parse_variant(text) for text in args.variants.split(",")]
+        texts = args.variants.split(",") if args.variants else DEFAULT_VARIANTS[
+            "unpolished" if args.no_polish else "polished"]
+        variants = [parse_variant(text) for text in texts]
         name = Path(args.workload).stem
         results = []
         for variant in variants:

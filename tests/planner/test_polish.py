@@ -7,6 +7,7 @@ import pytest
 
 from vfm.errors import ValidationError
 from vfm.planner import PlanningProgram, PlanOptions
+from vfm.planner.options import POLISH_START_TOL, STRICT_TOL
 from vfm.planner.polish import RESIDUAL, lagrangian_minimizer, polish, supports
 from vfm.planner.saa_cvxpy import solve_saa_cvxpy
 from vfm.planner.saa_ipm import _data, solve_saa_ipm
@@ -129,3 +130,69 @@ def test_the_option_must_be_a_bool():
     assert PlanOptions(polish=True).polish
     with pytest.raises(ValidationError, match="polish must be True or False, got 'yes'"):
         PlanOptions(polish="yes")
+
+
+def _window():
+    """A small plan window: 12 jobs with 1 or 2 GPUs each on 6 GPUs."""
+    from vfm.forecast import JobStates
+
+    rng = np.random.default_rng(3)
+    jobs = 12
+    totals = rng.integers(20, 60, jobs)
+    regimes = [{32: float(seconds), 64: float(seconds) / 1.8} for seconds in rng.uniform(20.0, 90.0, jobs)]
+    observed = [[32] * int(done) for done in rng.integers(0, 10, jobs)]
+    return JobStates.from_lists(totals, regimes, observed), rng.choice([1, 2], jobs), 6.0
+
+
+def _recording_tolerances(monkeypatch):
+    """The tolerances `plan` asks of the backends, in order."""
+    import importlib
+
+    module = importlib.import_module("vfm.planner.plan")
+    asked, solve = [], module._solve_with_backends
+
+    def recording(program, options, warm_start, tol):
+        asked.append(tol)
+        return solve(program, options, warm_start, tol)
+
+    monkeypatch.setattr(module, "_solve_with_backends", recording)
+    return asked
+
+
+@pytest.mark.parametrize(("options", "expected", "polished"), [
+    ({}, POLISH_START_TOL, True), ({"scenarios": 4}, STRICT_TOL, False), ({"polish": False}, STRICT_TOL, False),
+    ({"spread": 0.0}, STRICT_TOL, False), ({"tol": 1e-8}, 1e-8, True), ({"tol": 1e-8, "scenarios": 4}, 1e-8, False)])
+def test_the_backend_stops_early_by_default_only_where_the_polish_finishes(monkeypatch, options, expected, polished):
+    from vfm.planner import plan
+
+    asked = _recording_tolerances(monkeypatch)
+    states, gpus, capacity = _window()
+    result = plan(states, gpus, capacity, rounds=8, **options)
+    assert asked == [expected]
+    assert ("; polished to residual" in result.message) == polished, result.message
+
+
+def test_a_polish_that_does_not_converge_from_the_early_stop_solves_again_strictly(monkeypatch):
+    from vfm.planner import plan
+    from vfm.planner import polish as module
+
+    asked = _recording_tolerances(monkeypatch)
+    states, gpus, capacity = _window()
+    strict = plan(states, gpus, capacity, rounds=8, tol=STRICT_TOL, polish=False)
+    monkeypatch.setattr(module, "MAX_STEPS", 0)
+    result = plan(states, gpus, capacity, rounds=8)
+    assert asked == [STRICT_TOL, POLISH_START_TOL, STRICT_TOL]
+    assert "not polished: the polish stopped" in result.message and "; solved again at tol 1e-09: " in result.message
+    # Neither polish converged: the schedule is the backend's at the strict tolerance.
+    np.testing.assert_array_equal(result.relaxed, strict.relaxed)
+    # Asked for a tolerance, the caller gets that backend answer, without a second solve.
+    asked.clear()
+    kept = plan(states, gpus, capacity, rounds=8, tol=POLISH_START_TOL)
+    assert asked == [POLISH_START_TOL] and "solved again" not in kept.message
+
+
+def test_tol_is_none_or_a_relative_gap():
+    assert PlanOptions().tol is None and PlanOptions(tol=1e-6).backend_tol(True) == 1e-6
+    assert PlanOptions().backend_tol(True) == POLISH_START_TOL and PlanOptions().backend_tol(False) == STRICT_TOL
+    with pytest.raises(ValidationError, match=r"tol must be a relative gap in \(0, 1\) or None, got 0"):
+        PlanOptions(tol=0)

@@ -19,6 +19,15 @@ from vfm.errors import UnknownSolverError, ValidationError
 from vfm.forecast import check_horizon
 from vfm.solvers.registry import available_solvers
 
+#: The backend's relative gap by default for a program the polish does not apply to: both
+#: backends then return the same schedule to well within the rounding's resolution.
+STRICT_TOL = 1e-9
+#: ... and for one it does (`vfm.planner.polish`): the polish takes a schedule of this accuracy to
+#: the exact optimum in as few Newton steps as one of `STRICT_TOL`'s, so the backend's last
+#: iterations would be thrown away (at the 10,000-job window of `benchmarks.plan` they are 245 of
+#: its 915 ms). Should the polish not converge from it, the program is solved again at `STRICT_TOL`.
+POLISH_START_TOL = 1e-7
+
 
 @dataclass(frozen=True)
 class PlanOptions:
@@ -53,10 +62,11 @@ class PlanOptions:
         The planning backend of the solver registry tried first, one of
         ``vfm.solvers.available_solvers("planning")`` (default None: the registry's first,
         ``"saa-ipm"``); the others are tried if it does not reach `tol`.
-    tol : float
-        Relative gap in (0, 1) asked of the backend (default 1e-9: both backends then return the same
-        schedule to well within the rounding's resolution; `Plan.bound` adds the certified gap
-        of ``"saa-ipm"``, so it stays an upper bound at any accuracy; docs/planning.md).
+    tol : float or None
+        Relative gap in (0, 1) asked of the backend (`Plan.bound` adds the certified gap, so it
+        stays an upper bound at any accuracy). Default None: `POLISH_START_TOL` (1e-7) for a program
+        the polish takes to its exact optimum, `STRICT_TOL` (1e-9) for any other
+        (`backend_tol`; docs/planning.md, "The polish's start").
     spread : float
         :math:`\delta \ge 0`, weight of the tie-breaking term that makes the optimal schedule
         unique (default 0.1; 0 solves the program as it is).
@@ -93,7 +103,7 @@ class PlanOptions:
     priority_exponent: float = 10.0
     reserve: float = 0.0
     solver: str | None = None
-    tol: float = 1e-9
+    tol: float | None = None
     spread: float = 0.1
     polish: bool = True
 
@@ -103,7 +113,8 @@ class PlanOptions:
         _require("rho_max", self.rho_max, lambda v: v > 0, "a finite number > 0")
         _require("priority_exponent", self.priority_exponent, lambda v: v >= 0, "a finite number >= 0")
         _require("reserve", self.reserve, lambda v: 0 <= v < 1, "a fraction in [0, 1)")
-        _require("tol", self.tol, lambda v: 0 < v < 1, "a relative gap in (0, 1)")
+        if self.tol is not None:
+            _require("tol", self.tol, lambda v: 0 < v < 1, "a relative gap in (0, 1) or None")
         _require("spread", self.spread, lambda v: v >= 0, "a finite number >= 0")
         for name in ("recourse", "polish"):
             if not isinstance(getattr(self, name), bool | np.bool_):
@@ -111,6 +122,13 @@ class PlanOptions:
         if self.solver is not None and self.solver not in available_solvers("planning"):
             raise UnknownSolverError(f"solver must be one of the installed planning backends "
                                      f"{list(available_solvers('planning'))} or None, got {self.solver!r}")
+
+    def backend_tol(self, polished: bool) -> float:
+        """The relative gap asked of the backend: `tol`, or by default `POLISH_START_TOL` if the polish
+        will take the answer to the exact optimum (`polished`) and `STRICT_TOL` if not."""
+        if self.tol is not None:
+            return float(self.tol)
+        return POLISH_START_TOL if polished else STRICT_TOL
 
     def updated(self, **overrides: Any) -> PlanOptions:
         """A copy with `overrides` (validated like the constructor's arguments).

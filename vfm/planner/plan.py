@@ -29,8 +29,9 @@ from vfm.equilibrium import Status
 from vfm.errors import ValidationError
 from vfm.forecast import DirichletForecaster, Forecaster, JobStates, SeedLike
 from vfm.planner import recourse, shockwave, typed
-from vfm.planner.options import PlanOptions
+from vfm.planner.options import STRICT_TOL, PlanOptions
 from vfm.planner.polish import polish
+from vfm.planner.polish import supports as polish_supports
 from vfm.planner.program import PlanningProgram
 from vfm.planner.rounding import round_placement, round_schedule
 from vfm.solvers.base import Solution
@@ -338,18 +339,19 @@ def plan(
     # capacity is one type's GPUs, relaxed nine in ten re-plans at 460 jobs.
     has_room = fairness == "constraints" and program.fairness_room(shockwave.FAIRNESS_MARGIN)
     build_s = time.perf_counter() - started - forecast_s
+    tol = opts.backend_tol(opts.polish and polish_supports(program) is None)
     solution = None
     if fairness == "constraints":
         if has_room:
-            solution, name = _solve(program, opts, warm_start)
+            solution, name = _solve(program, opts, warm_start, tol)
         if solution is None or solution.status == Status.INFEASIBLE:
             assert lateness is not None
             program = shockwave.relax(program, weights, lateness, opts)
             fairness, ftf_bound, solution = "relaxed", float("nan"), None
     if solution is None:
-        solution, name = _solve(program, opts, warm_start)
+        solution, name = _solve(program, opts, warm_start, tol)
     if opts.polish:
-        solution = polish(program, solution)
+        solution, name = _polished(program, opts, warm_start, solution, name)
     solve_s = time.perf_counter() - started - forecast_s - build_s
 
     # A backend that produced no point (an error on both): nothing runs, and the status says why.
@@ -469,23 +471,38 @@ def _in_fitting_rounds(epochs: FloatArray, fits: np.ndarray) -> FloatArray:
 NEAR_TOLERANCE = 10.0
 
 
-def _solve(program: PlanningProgram, options: PlanOptions,
-           warm_start: FloatArray | None) -> tuple[Solution, str]:
-    """Solve `program`, or with ``options.recourse`` its recourse program (`vfm.planner.recourse`),
-    whose solution comes back in `program`'s terms (first round, then the scenarios' mean)."""
+def _polished(program: PlanningProgram, options: PlanOptions, warm_start: FloatArray | None,
+              solution: Solution, name: str) -> tuple[Solution, str]:
+    """`solution` (from backend `name`) polished (`vfm.planner.polish`); should the polish not
+    converge from the default tolerance's start (`vfm.planner.options.POLISH_START_TOL`), `program`
+    solved again at `STRICT_TOL` and that polished, the message keeping both."""
+    polished = polish(program, solution)
+    retry = options.tol is None and polish_supports(program) is None and solution.x is not None
+    if polished.x is not solution.x or not retry:  # `polish` keeps the point itself when it does not converge
+        return polished, name
+    again, name = _solve(program, options, warm_start, STRICT_TOL)
+    again = polish(program, again)
+    return replace(again, message=f"{polished.message}; solved again at tol {STRICT_TOL:g}: {again.message}"), name
+
+
+def _solve(program: PlanningProgram, options: PlanOptions, warm_start: FloatArray | None,
+           tol: float) -> tuple[Solution, str]:
+    """Solve `program` to relative gap `tol`, or with ``options.recourse`` its recourse program
+    (`vfm.planner.recourse`), whose solution comes back in `program`'s terms (first round, then the
+    scenarios' mean)."""
     scenarios = program.shape[0]
     if not options.recourse or scenarios == 1:
-        return _solve_with_backends(program, options, warm_start)
+        return _solve_with_backends(program, options, warm_start, tol)
     two_stage = recourse.lifted(program)
     start = None if warm_start is None else recourse.lifted_schedule(warm_start, scenarios)
-    solution, name = _solve_with_backends(two_stage, options, start)
+    solution, name = _solve_with_backends(two_stage, options, start, tol)
     return recourse.projected(program, two_stage, solution), name
 
 
-def _solve_with_backends(program: PlanningProgram, options: PlanOptions,
-                         warm_start: FloatArray | None) -> tuple[Solution, str]:
-    """Solve with the backend `options.solver` names (default: the registry's first for planning
-    programs), then, until one is optimal, with the others that support the program.
+def _solve_with_backends(program: PlanningProgram, options: PlanOptions, warm_start: FloatArray | None,
+                         tol: float) -> tuple[Solution, str]:
+    """Solve to relative gap `tol` with the backend `options.solver` names (default: the registry's
+    first for planning programs), then, until one is optimal, with the others that support the program.
 
     A scheduler needs a dependable answer every round: the first optimal solution is used, else the
     first whose gap still bounds the optimum (INACCURATE), else the last; the message keeps what the
@@ -500,11 +517,10 @@ def _solve_with_backends(program: PlanningProgram, options: PlanOptions,
         backends = [first, *(backend for backend in backends if backend.name != first.name)]
     attempts: list[tuple[Solution, str]] = []
     for backend in backends:
-        solution = backend.solve(program, tol=options.tol,
-                                 warm_start=warm_start if backend.capabilities.warm_start else None)
+        solution = backend.solve(program, tol=tol, warm_start=warm_start if backend.capabilities.warm_start else None)
         attempts.append((solution, backend.name))
         if solution.status in (Status.OPTIMAL, Status.INFEASIBLE) or (
-                solution.status == Status.INACCURATE and solution.relative_gap <= NEAR_TOLERANCE * options.tol):
+                solution.status == Status.INACCURATE and solution.relative_gap <= NEAR_TOLERANCE * tol):
             break
     # min keeps the first of equals: optimal (or infeasible) first, then inaccurate, then the rest.
     rank = {Status.OPTIMAL: 0, Status.INFEASIBLE: 0, Status.INACCURATE: 1}
