@@ -67,6 +67,34 @@ def test_the_lagrangian_minimizer_is_exact():
     assert (gradient[data.active & ~free & (y > 0)] <= 1e-15).all()
 
 
+def test_the_start_matches_each_jobs_multiplier_to_the_backends_progress_within_its_trust_region():
+    from vfm.planner.polish import _MATCH, _MATCH_TRUST, _matched
+
+    data, prices, rows, rng = _random_multipliers(7, 30, 2)
+    rows = np.where(data.constrained | data.efficient, rng.uniform(5e-4, 5e-3, rows.size), 0.0)
+    # The backend's schedule: the minimizer at multipliers moved inside the trust region for some
+    # jobs and outside it for others.
+    factor = np.ones_like(rows)
+    inside, outside = np.arange(0, 30, 3), np.arange(1, 30, 6)
+    factor[inside] = 1.0 + rng.choice([-1.0, 1.0], inside.size) * rng.uniform(0.3, 0.9, inside.size) * _MATCH_TRUST
+    factor[outside] = 1.0 + 4 * _MATCH_TRUST
+    y, _, _ = lagrangian_minimizer(data, prices, rows)
+    x, _, _ = lagrangian_minimizer(data, prices, rows * factor)
+    matched = _matched(data, prices, rows, y, x)
+
+    def progress(schedule):
+        return (data.pace * schedule).sum(axis=1)
+
+    target, start = progress(x), progress(y)
+    moved = np.abs(start - target) > _MATCH
+    assert moved[inside].sum() >= 3 and moved[outside].sum() >= 2  # the example exercises both
+    reached, _, _ = lagrangian_minimizer(data, prices, matched)
+    matched_jobs = inside[moved[inside]]
+    np.testing.assert_allclose(progress(reached)[matched_jobs], target[matched_jobs], rtol=0, atol=1e-12)
+    assert (matched[outside] == rows[outside]).all()  # beyond the trust region: left to the Newton steps
+    assert (matched[~moved] == rows[~moved]).all()
+
+
 def test_the_slopes_are_the_slacks_derivative():
     from vfm.planner.polish import _Duals, _jacobian, _rows, _System
 

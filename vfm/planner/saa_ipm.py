@@ -463,8 +463,10 @@ def load_kernels() -> None:
             round_s=60.0, remaining_s=np.array([300.0, 200.0]), efficiency=0.01,
             leftover_limit_s=np.array([1e4, 1e4]), spread=0.01)
         solution = solve_saa_ipm(program, tol=1e-6)
-        if scenarios == 1:
-            polish(program, solution)  # its Lagrangian minimizer's kernel
+        if scenarios == 1:  # its Lagrangian minimizer's kernel, and the start's match (a schedule the
+            # multipliers do not give)
+            assert solution.x is not None
+            polish(program, replace(solution, x=0.9 * np.asarray(solution.x)))
         # Two GPU types: the one-type rows' kernel.
         typed = replace(program, progress=np.tile(program.progress, 2), capacity=np.tile(program.capacity, 2),
                         good_round=np.tile(np.arange(rounds), 2),
