@@ -170,9 +170,10 @@ def polish(program: PlanningProgram, solution: Solution) -> Solution:
         return replace(solution, message=f"{solution.message}; not polished: {reason}")
     data, scale = _data(program)
     capacity = np.where(program.capacity > 0, program.capacity, 1.0)
-    duals = _start(data, np.asarray(solution.prices) * capacity / scale, np.asarray(solution.ftf_multipliers),
-                   np.asarray(solution.efficiency_multipliers), np.asarray(solution.x))
-    y, duals, steps, residual = _newton(data, duals)
+    duals, found = _start(data, np.asarray(solution.prices) * capacity / scale,
+                          np.asarray(solution.ftf_multipliers), np.asarray(solution.efficiency_multipliers),
+                          np.asarray(solution.x))
+    y, duals, steps, residual = _newton(data, duals, found)
     if residual > RESIDUAL:
         return replace(solution, message=f"{solution.message}; not polished: the polish stopped at residual "
                                          f"{residual:.1e} after {steps} Newton steps")
@@ -184,41 +185,60 @@ def polish(program: PlanningProgram, solution: Solution) -> Solution:
         message=f"{solution.message}; polished to residual {residual:.0e} in {steps} Newton steps")
 
 
-def lagrangian_minimizer(data: _Data, prices: FloatArray, rows: FloatArray) -> tuple[FloatArray, FloatArray,
-                                                                                      np.ndarray]:
+def lagrangian_minimizer(data: _Data, prices: FloatArray, rows: FloatArray,
+                         jobs: np.ndarray | None = None) -> tuple[FloatArray, FloatArray, np.ndarray]:
     r"""Each job's minimizer of the Lagrangian at capacity prices (T,) and row multipliers
     :math:`w = \nu + \eta` (n,): the schedule (n, T), the utilities U (n,) and the entries
-    strictly inside the box (n, T) (module docstring; compiled in `vfm.planner._kernels`)."""
-    n, rounds = data.g.shape
+    strictly inside the box (n, T) (module docstring; compiled in `vfm.planner._kernels`). With
+    `jobs` (indices), those jobs' only: `rows` and the results have ``len(jobs)`` rows."""
+    picked = slice(None) if jobs is None else jobs
+    g, pace = data.g[picked], data.pace[picked]
+    n, rounds = g.shape
     y, utility, free = np.empty((n, rounds)), np.empty(n), np.empty((n, rounds), dtype=np.bool_)
-    _kernels.lagrangian_minimizer(np.ascontiguousarray(data.progress[:, 0, :]),
-                                  data.g * prices[None, :] - rows[:, None] * data.pace, data.spread, data.beta,
-                                  data.base, data.upper, data.active, y, utility, free)
+    _kernels.lagrangian_minimizer(np.ascontiguousarray(data.progress[picked, 0, :]),
+                                  g * prices[None, :] - rows[:, None] * pace, data.spread[picked], data.beta[picked],
+                                  data.base[picked], data.upper, np.ascontiguousarray(data.active[picked]), y,
+                                  utility, free)
     return y, utility, free
 
 
-def _start(data: _Data, prices: FloatArray, ftf: FloatArray, efficiency: FloatArray, x: FloatArray) -> _Duals:
+def _minimized_again(data: _Data, prices: FloatArray, rows: FloatArray,
+                     found: tuple[FloatArray, FloatArray, np.ndarray],
+                     jobs: np.ndarray) -> tuple[FloatArray, FloatArray, np.ndarray]:
+    """`found`, the `lagrangian_minimizer` at other row multipliers, with the jobs `jobs` (indices)
+    minimized again at `rows` (n,): the jobs' parts are independent."""
+    if not jobs.size:
+        return found
+    y, utility, free = (part.copy() for part in found)
+    y[jobs], utility[jobs], free[jobs] = lagrangian_minimizer(data, prices, rows[jobs], jobs)
+    return y, utility, free
+
+
+def _start(data: _Data, prices: FloatArray, ftf: FloatArray, efficiency: FloatArray,
+           x: FloatArray) -> tuple[_Duals, tuple[FloatArray, FloatArray, np.ndarray]]:
     """The backend's multipliers (negative ones read as 0), with zeta the longest leftover of the
     schedule they give and the efficiency multipliers made to sum to at most kappa (exactly kappa,
     the rest on the longest job, when zeta > 0); then each job's row multipliers matched to the
-    backend's schedule `x` (`_matched`)."""
+    backend's schedule `x` (`_matched`). With their `lagrangian_minimizer`."""
     nu = np.where(data.constrained, np.maximum(ftf, 0.0), 0.0)
     eta = np.where(data.efficient, np.maximum(efficiency, 0.0), 0.0)
     prices = np.maximum(prices, 0.0)
-    y, _, _ = lagrangian_minimizer(data, prices, nu + eta)
+    found = lagrangian_minimizer(data, prices, nu + eta)
     zeta = 0.0
     if data.kappa:
-        leftover = np.where(data.efficient, data.leftover - (data.pace * y).sum(axis=1), -np.inf)
+        leftover = np.where(data.efficient, data.leftover - (data.pace * found[0]).sum(axis=1), -np.inf)
         zeta = max(0.0, float(leftover.max(initial=0.0)))
+        before = eta.copy()
         if eta.sum() > data.kappa:
             eta *= data.kappa / eta.sum()
         if zeta > 0 and eta.sum() < data.kappa:
             eta[int(np.argmax(leftover))] += data.kappa - eta.sum()
-        y, _, _ = lagrangian_minimizer(data, prices, nu + eta)
-    moved = _matched(data, prices, nu + eta, y, x) - (nu + eta)
+        found = _minimized_again(data, prices, nu + eta, found, np.flatnonzero(eta != before))
+    moved = _matched(data, prices, nu + eta, found[0], x) - (nu + eta)  # exactly 0 where not matched
     nu = np.where(data.constrained, np.maximum(nu + moved, 0.0), 0.0)
     eta = np.where(data.efficient & ~data.constrained, np.maximum(eta + moved, 0.0), eta)
-    return _Duals(prices, nu, eta if data.kappa else np.zeros_like(eta), zeta)
+    found = _minimized_again(data, prices, nu + eta, found, np.flatnonzero(moved))
+    return _Duals(prices, nu, eta if data.kappa else np.zeros_like(eta), zeta), found
 
 
 def _matched(data: _Data, prices: FloatArray, rows: FloatArray, y: FloatArray, x: FloatArray) -> FloatArray:
@@ -374,9 +394,10 @@ class _System:
         return solve
 
 
-def _newton(data: _Data, duals: _Duals) -> tuple[FloatArray, _Duals, int, float]:
-    """Semismooth Newton from `duals`: the schedule, the multipliers, the steps and the residual
-    (unscaled, what `RESIDUAL` bounds).
+def _newton(data: _Data, duals: _Duals,
+            start: tuple[FloatArray, FloatArray, np.ndarray]) -> tuple[FloatArray, _Duals, int, float]:
+    """Semismooth Newton from `duals`, whose `lagrangian_minimizer` is `start`: the schedule, the
+    multipliers, the steps and the residual (unscaled, what `RESIDUAL` bounds).
 
     Each step first with every row's slack divided by its own curvature (its derivative in its
     own multiplier), which puts the min-function's two sides in the same units: with the plain
@@ -386,7 +407,7 @@ def _newton(data: _Data, duals: _Duals) -> tuple[FloatArray, _Duals, int, float]
     scaled residual is below `RESIDUAL`, the plain one first; when no halving of a step decreases
     its residual (near the rounding floor), the other one.
     """
-    y, utility, free = lagrangian_minimizer(data, duals.prices, duals.ftf + duals.efficiency)
+    y, utility, free = start
     steps, finished = 0, False
     while True:
         multipliers, slack = _rows(data, duals, y)
