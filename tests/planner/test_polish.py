@@ -7,7 +7,7 @@ import pytest
 
 from vfm.errors import ValidationError
 from vfm.planner import PlanningProgram, PlanOptions
-from vfm.planner.options import POLISH_START_TOL, STRICT_TOL
+from vfm.planner.options import STRICT_TOL
 from vfm.planner.polish import RESIDUAL, lagrangian_minimizer, polish, supports
 from vfm.planner.saa_cvxpy import solve_saa_cvxpy
 from vfm.planner.saa_ipm import _data, solve_saa_ipm
@@ -173,30 +173,31 @@ def _window():
 
 
 def _recording_tolerances(monkeypatch):
-    """The tolerances `plan` asks of the backends, in order."""
-    import importlib
+    """The tolerances `plan` asks of the backends, in order, as (backend, tol)."""
+    from vfm.planner.backends import SaaCvxpyBackend, SaaIpmBackend
 
-    module = importlib.import_module("vfm.planner.plan")
-    asked, solve = [], module._solve_with_backends
+    asked = []
+    for backend in (SaaIpmBackend, SaaCvxpyBackend):
+        def recording(self, program, *, tol, solve=backend.solve, **options):
+            asked.append((self.name, tol))
+            return solve(self, program, tol=tol, **options)
 
-    def recording(program, options, warm_start, tol):
-        asked.append(tol)
-        return solve(program, options, warm_start, tol)
-
-    monkeypatch.setattr(module, "_solve_with_backends", recording)
+        monkeypatch.setattr(backend, "solve", recording)
     return asked
 
 
 @pytest.mark.parametrize(("options", "expected", "polished"), [
-    ({}, POLISH_START_TOL, True), ({"scenarios": 4}, STRICT_TOL, False), ({"polish": False}, STRICT_TOL, False),
-    ({"spread": 0.0}, STRICT_TOL, False), ({"tol": 1e-8}, 1e-8, True), ({"tol": 1e-8, "scenarios": 4}, 1e-8, False)])
+    ({}, [("saa-ipm", 1e-7)], True), ({"solver": "cvxpy"}, [("cvxpy", STRICT_TOL)], True),
+    ({"scenarios": 4}, [("saa-ipm", STRICT_TOL)], False), ({"polish": False}, [("saa-ipm", STRICT_TOL)], False),
+    ({"spread": 0.0}, [("saa-ipm", STRICT_TOL)], False), ({"tol": 1e-8}, [("saa-ipm", 1e-8)], True),
+    ({"tol": 1e-8, "scenarios": 4}, [("saa-ipm", 1e-8)], False)])
 def test_the_backend_stops_early_by_default_only_where_the_polish_finishes(monkeypatch, options, expected, polished):
     from vfm.planner import plan
 
     asked = _recording_tolerances(monkeypatch)
     states, gpus, capacity = _window()
     result = plan(states, gpus, capacity, rounds=8, **options)
-    assert asked == [expected]
+    assert asked == expected
     assert ("; polished to residual" in result.message) == polished, result.message
 
 
@@ -209,18 +210,22 @@ def test_a_polish_that_does_not_converge_from_the_early_stop_solves_again_strict
     strict = plan(states, gpus, capacity, rounds=8, tol=STRICT_TOL, polish=False)
     monkeypatch.setattr(module, "MAX_STEPS", 0)
     result = plan(states, gpus, capacity, rounds=8)
-    assert asked == [STRICT_TOL, POLISH_START_TOL, STRICT_TOL]
+    assert asked == [("saa-ipm", STRICT_TOL), ("saa-ipm", 1e-7), ("saa-ipm", STRICT_TOL)]
     assert "not polished: the polish stopped" in result.message and "; solved again at tol 1e-09: " in result.message
     # Neither polish converged: the schedule is the backend's at the strict tolerance.
     np.testing.assert_array_equal(result.relaxed, strict.relaxed)
     # Asked for a tolerance, the caller gets that backend answer, without a second solve.
     asked.clear()
-    kept = plan(states, gpus, capacity, rounds=8, tol=POLISH_START_TOL)
-    assert asked == [POLISH_START_TOL] and "solved again" not in kept.message
+    kept = plan(states, gpus, capacity, rounds=8, tol=1e-7)
+    assert asked == [("saa-ipm", 1e-7)] and "solved again" not in kept.message
 
 
 def test_tol_is_none_or_a_relative_gap():
-    assert PlanOptions().tol is None and PlanOptions(tol=1e-6).backend_tol(True) == 1e-6
-    assert PlanOptions().backend_tol(True) == POLISH_START_TOL and PlanOptions().backend_tol(False) == STRICT_TOL
+    from vfm.solvers import Capabilities
+
+    early = Capabilities(problem="planning", polish_start_tol=1e-7)
+    assert PlanOptions().tol is None and PlanOptions(tol=1e-6).backend_tol(early, True) == 1e-6
+    assert PlanOptions().backend_tol(early, True) == 1e-7 and PlanOptions().backend_tol(early, False) == STRICT_TOL
+    assert PlanOptions().backend_tol(Capabilities(problem="planning"), True) == STRICT_TOL
     with pytest.raises(ValidationError, match=r"tol must be a relative gap in \(0, 1\) or None, got 0"):
         PlanOptions(tol=0)

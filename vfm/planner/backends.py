@@ -26,7 +26,11 @@ class SaaIpmBackend:
     """vfm's structure-exploiting interior point for the planning program (`vfm.planner.saa_ipm`)."""
 
     name: str = "saa-ipm"
-    capabilities: Capabilities = field(default_factory=lambda: Capabilities(problem="planning", warm_start=True))
+    # The polish converges from its 1e-7 answers in as few Newton steps as from its 1e-9 ones (at
+    # most 5 on the reproductions' windows), and its last two iterations cost a quarter of the
+    # 10,000-job window's solve (docs/planning.md, "The polish's start").
+    capabilities: Capabilities = field(default_factory=lambda: Capabilities(
+        problem="planning", warm_start=True, polish_start_tol=1e-7))
 
     def is_installed(self) -> bool:
         return True
@@ -43,6 +47,8 @@ class SaaCvxpyBackend:
     independent reference. Its gap is certified from Clarabel's multipliers, like `saa-ipm`'s."""
 
     name: str = "cvxpy"
+    # No looser polish start: from Clarabel's 1e-7 answers the polish failed on one of the 900-job
+    # reproduction's 201 windows (a second solve, 1.5 s) and took up to 17 steps.
     capabilities: Capabilities = field(default_factory=lambda: Capabilities(problem="planning"))
 
     def is_installed(self) -> bool:

@@ -17,16 +17,13 @@ import numpy as np
 
 from vfm.errors import UnknownSolverError, ValidationError
 from vfm.forecast import check_horizon
+from vfm.solvers.base import Capabilities
 from vfm.solvers.registry import available_solvers
 
-#: The backend's relative gap by default for a program the polish does not apply to: both
-#: backends then return the same schedule to well within the rounding's resolution.
+#: The backend's relative gap by default: both backends then return the same schedule to well
+#: within the rounding's resolution. A backend may declare a looser one for programs the polish
+#: finishes (`vfm.solvers.Capabilities.polish_start_tol`; `backend_tol`).
 STRICT_TOL = 1e-9
-#: ... and for one it does (`vfm.planner.polish`): the polish takes a schedule of this accuracy to
-#: the exact optimum in as few Newton steps as one of `STRICT_TOL`'s, so the backend's last
-#: iterations would be thrown away (at the 10,000-job window of `benchmarks.plan` they are 245 of
-#: its 915 ms). Should the polish not converge from it, the program is solved again at `STRICT_TOL`.
-POLISH_START_TOL = 1e-7
 
 
 @dataclass(frozen=True)
@@ -64,9 +61,10 @@ class PlanOptions:
         ``"saa-ipm"``); the others are tried if it does not reach `tol`.
     tol : float or None
         Relative gap in (0, 1) asked of the backend (`Plan.bound` adds the certified gap, so it
-        stays an upper bound at any accuracy). Default None: `POLISH_START_TOL` (1e-7) for a program
-        the polish takes to its exact optimum, `STRICT_TOL` (1e-9) for any other
-        (`backend_tol`; docs/planning.md, "The polish's start").
+        stays an upper bound at any accuracy). Default None: `STRICT_TOL` (1e-9), except that for a
+        program the polish takes to its exact optimum a backend may declare a looser start
+        (`vfm.solvers.Capabilities.polish_start_tol`: ``"saa-ipm"`` 1e-7); `backend_tol`,
+        docs/planning.md, "The polish's start".
     spread : float
         :math:`\delta \ge 0`, weight of the tie-breaking term that makes the optimal schedule
         unique (default 0.1; 0 solves the program as it is).
@@ -123,12 +121,14 @@ class PlanOptions:
             raise UnknownSolverError(f"solver must be one of the installed planning backends "
                                      f"{list(available_solvers('planning'))} or None, got {self.solver!r}")
 
-    def backend_tol(self, polished: bool) -> float:
-        """The relative gap asked of the backend: `tol`, or by default `POLISH_START_TOL` if the polish
-        will take the answer to the exact optimum (`polished`) and `STRICT_TOL` if not."""
+    def backend_tol(self, capabilities: Capabilities, early: bool) -> float:
+        """The relative gap asked of a backend with `capabilities`: `tol`, or by default its
+        `polish_start_tol` if `early` (the polish will take its answer to the exact optimum) and it
+        declares one, else `STRICT_TOL`."""
         if self.tol is not None:
             return float(self.tol)
-        return POLISH_START_TOL if polished else STRICT_TOL
+        start = capabilities.polish_start_tol
+        return start if early and start is not None else STRICT_TOL
 
     def updated(self, **overrides: Any) -> PlanOptions:
         """A copy with `overrides` (validated like the constructor's arguments).

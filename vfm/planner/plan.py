@@ -339,17 +339,17 @@ def plan(
     # capacity is one type's GPUs, relaxed nine in ten re-plans at 460 jobs.
     has_room = fairness == "constraints" and program.fairness_room(shockwave.FAIRNESS_MARGIN)
     build_s = time.perf_counter() - started - forecast_s
-    tol = opts.backend_tol(opts.polish and polish_supports(program) is None)
+    early = opts.polish and polish_supports(program) is None  # backends may stop early: the polish finishes
     solution = None
     if fairness == "constraints":
         if has_room:
-            solution, name = _solve(program, opts, warm_start, tol)
+            solution, name = _solve(program, opts, warm_start, early)
         if solution is None or solution.status == Status.INFEASIBLE:
             assert lateness is not None
             program = shockwave.relax(program, weights, lateness, opts)
             fairness, ftf_bound, solution = "relaxed", float("nan"), None
     if solution is None:
-        solution, name = _solve(program, opts, warm_start, tol)
+        solution, name = _solve(program, opts, warm_start, early)
     if opts.polish:
         solution, name = _polished(program, opts, warm_start, solution, name)
     solve_s = time.perf_counter() - started - forecast_s - build_s
@@ -474,35 +474,36 @@ NEAR_TOLERANCE = 10.0
 def _polished(program: PlanningProgram, options: PlanOptions, warm_start: FloatArray | None,
               solution: Solution, name: str) -> tuple[Solution, str]:
     """`solution` (from backend `name`) polished (`vfm.planner.polish`); should the polish not
-    converge from the default tolerance's start (`vfm.planner.options.POLISH_START_TOL`), `program`
-    solved again at `STRICT_TOL` and that polished, the message keeping both."""
+    converge from a backend's default early start (`vfm.solvers.Capabilities.polish_start_tol`),
+    `program` solved again at `STRICT_TOL` and that polished, the message keeping both."""
     polished = polish(program, solution)
-    retry = options.tol is None and polish_supports(program) is None and solution.x is not None
+    retry = options.tol is None and solution.x is not None and solution.accuracy > STRICT_TOL
     if polished.x is not solution.x or not retry:  # `polish` keeps the point itself when it does not converge
         return polished, name
-    again, name = _solve(program, options, warm_start, STRICT_TOL)
+    again, name = _solve(program, options, warm_start, False)
     again = polish(program, again)
     return replace(again, message=f"{polished.message}; solved again at tol {STRICT_TOL:g}: {again.message}"), name
 
 
 def _solve(program: PlanningProgram, options: PlanOptions, warm_start: FloatArray | None,
-           tol: float) -> tuple[Solution, str]:
-    """Solve `program` to relative gap `tol`, or with ``options.recourse`` its recourse program
-    (`vfm.planner.recourse`), whose solution comes back in `program`'s terms (first round, then the
-    scenarios' mean)."""
+           early: bool) -> tuple[Solution, str]:
+    """Solve `program` (each backend to `PlanOptions.backend_tol`, stopping `early` if it may), or
+    with ``options.recourse`` its recourse program (`vfm.planner.recourse`), whose solution comes
+    back in `program`'s terms (first round, then the scenarios' mean)."""
     scenarios = program.shape[0]
     if not options.recourse or scenarios == 1:
-        return _solve_with_backends(program, options, warm_start, tol)
+        return _solve_with_backends(program, options, warm_start, early)
     two_stage = recourse.lifted(program)
     start = None if warm_start is None else recourse.lifted_schedule(warm_start, scenarios)
-    solution, name = _solve_with_backends(two_stage, options, start, tol)
+    solution, name = _solve_with_backends(two_stage, options, start, early)
     return recourse.projected(program, two_stage, solution), name
 
 
 def _solve_with_backends(program: PlanningProgram, options: PlanOptions, warm_start: FloatArray | None,
-                         tol: float) -> tuple[Solution, str]:
-    """Solve to relative gap `tol` with the backend `options.solver` names (default: the registry's
-    first for planning programs), then, until one is optimal, with the others that support the program.
+                         early: bool) -> tuple[Solution, str]:
+    """Solve with the backend `options.solver` names (default: the registry's first for planning
+    programs), then, until one is optimal, with the others that support the program; each to the
+    relative gap `PlanOptions.backend_tol` (stopping `early` if it may).
 
     A scheduler needs a dependable answer every round: the first optimal solution is used, else the
     first whose gap still bounds the optimum (INACCURATE), else the last; the message keeps what the
@@ -517,6 +518,7 @@ def _solve_with_backends(program: PlanningProgram, options: PlanOptions, warm_st
         backends = [first, *(backend for backend in backends if backend.name != first.name)]
     attempts: list[tuple[Solution, str]] = []
     for backend in backends:
+        tol = options.backend_tol(backend.capabilities, early)
         solution = backend.solve(program, tol=tol, warm_start=warm_start if backend.capabilities.warm_start else None)
         attempts.append((solution, backend.name))
         if solution.status in (Status.OPTIMAL, Status.INFEASIBLE) or (

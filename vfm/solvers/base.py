@@ -51,6 +51,10 @@ class Capabilities:
     spread: bool = True
     gpu_types: bool = True  # goods of several types per round, or a running time per good (`PlanningProgram.speed`)
     warm_start: bool = False
+    # The relative gap a planning backend is asked by default for a program `vfm.planner.polish`
+    # takes to its exact optimum: where the polish converges from its answers as surely as from
+    # a stricter one's (None: `vfm.planner.options.STRICT_TOL`, as for any other program).
+    polish_start_tol: float | None = None
     options: tuple[tuple[str, OptionKind], ...] | None = None
 
     def option_kinds(self) -> dict[str, OptionKind] | None:
