@@ -7,7 +7,7 @@ default tolerance), two measures on one workload::
         [--variants cvxpy,tol=1e-9] [--no-polish] [--jobs N] [--json OUT]
 
 The default variants are `cvxpy` and the tolerance the reference does not use: 1e-9 with the
-polish (whose backend stops at 1e-7 by default, `PlanOptions.tol`), 1e-7 without it (1e-9).
+polish (where `saa-ipm` stops at 1e-7 by default, `PlanOptions.tol`), 1e-7 without it (1e-9).
 
 ``--no-polish`` runs the reference and every variant without `PlanOptions.polish` (which by
 default takes each backend's schedule to the window program's exact optimum,

@@ -27,7 +27,7 @@ class SaaIpmBackend:
 
     name: str = "saa-ipm"
     # The polish converges from its 1e-7 answers in as few Newton steps as from its 1e-9 ones (at
-    # most 5 on the reproductions' windows), and its last two iterations cost a quarter of the
+    # most 5 on the reproductions' windows), and its last two iterations cost a fifth of the
     # 10,000-job window's solve (docs/planning.md, "The polish's start").
     capabilities: Capabilities = field(default_factory=lambda: Capabilities(
         problem="planning", warm_start=True, polish_start_tol=1e-7))

@@ -243,9 +243,9 @@ def _start(data: _Data, prices: FloatArray, ftf: FloatArray, efficiency: FloatAr
 
 def _matched(data: _Data, prices: FloatArray, rows: FloatArray, y: FloatArray, x: FloatArray) -> FloatArray:
     """`rows` (w, (n,)) with each job's w moved, within a factor 1 +- `_MATCH_TRUST` of itself, to where
-    its Lagrangian minimizer's progress equals its progress in the backend's schedule `x` (a
-    bisection: the progress does not decrease in w), for the jobs with a row whose progress in the
-    minimizer `y` misses that by more than `_MATCH` and for which such a w exists.
+    its Lagrangian minimizer's progress equals its progress in the backend's schedule `x`
+    (`vfm.planner._kernels.matched_rows`), for the jobs with a row whose progress in the minimizer
+    `y` misses that by more than `_MATCH` and for which such a w exists.
 
     A job whose spread is small answers its multiplier steeply: from multipliers accurate to a
     relative gap of 1e-7, the Lagrangian minimizer put a job of a 900-job window at its upper bound
