@@ -10,6 +10,7 @@ measures and describes a point.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -107,13 +108,15 @@ class Method(Generic[Point]):
     exhausted: Callable[[Point, Point], bool] | None = None
 
 
-def iterate(start: Point, method: Method[Point], max_iter: int) -> Outcome[Point]:
-    """Run `method` from `start` until it converges, stalls, finds no step or reaches `max_iter`.
+def iterate(start: Point, method: Method[Point], max_iter: int, deadline: float | None = None) -> Outcome[Point]:
+    """Run `method` from `start` until it converges, stalls, finds no step or reaches `max_iter`
+    (or the `time.perf_counter` instant `deadline`, checked before each step).
 
     Returns the converged point (`Status.OPTIMAL`), else the best point by `method.measure`:
     `Status.INACCURATE` when the measure rose `STALL_FACTOR` above the best, a step showed the
     Newton systems exhausted (`Method.exhausted`), no step was found or the Newton system could
-    not be factored; `Status.ITERATION_LIMIT` after `max_iter` steps.
+    not be factored; `Status.ITERATION_LIMIT` after `max_iter` steps or past `deadline` (the
+    message then says "time limit"). Every test is NaN-safe: a NaN measure stalls, never converges.
     """
     point, best, best_iteration, previous = start, start, 0, None
     for iteration in range(max_iter + 1):
@@ -137,6 +140,10 @@ def iterate(start: Point, method: Method[Point], max_iter: int) -> Outcome[Point
                            f"(asked for {method.asked})")
         if iteration == max_iter:
             break
+        if deadline is not None and time.perf_counter() > deadline:
+            return Outcome(best, best_iteration, Status.ITERATION_LIMIT,
+                           f"{method.name} reached its time limit after {iteration} iterations; at "
+                           f"{method.describe(best)} (asked for {method.asked})")
         try:
             trial = method.step(point)
         except np.linalg.LinAlgError as error:

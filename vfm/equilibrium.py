@@ -12,7 +12,7 @@ import numpy as np
 
 from vfm._validation import FloatArray, frozen
 from vfm.duality import GapDecomposition, duality_gap
-from vfm.errors import SolverError
+from vfm.errors import SolverError, ValidationError
 from vfm.market import VolatileFisherMarket
 
 
@@ -65,9 +65,16 @@ class Equilibrium:
         was named). When every backend failed, the result is the most useful of their answers
         (one with a point, if any) and `attempts` holds the reasons of all the others.
 
+    Raises
+    ------
+    vfm.errors.ValidationError
+        If `allocation` is not of shape (n, m, T) or `prices` of shape (m, T) of `market`.
+
     Notes
     -----
-    Every array a result hands out (`allocation`, `prices`, `utilities`, the arrays of `gap`) is
+    A status that vouches for a point (`Status.OPTIMAL`, `Status.INACCURATE`) with a NaN or
+    infinite allocation or price is turned into `Status.ERROR` on construction, the message saying
+    so. Every array a result hands out (`allocation`, `prices`, `utilities`, the arrays of `gap`) is
     read-only for good: ``setflags(write=True)`` raises, so cached quantities cannot go stale.
     The constructor copies `allocation` and `prices` once unless they are already frozen.
     """
@@ -89,6 +96,20 @@ class Equilibrium:
         # through the result, would leave the cached utilities, objective and gap stale.
         object.__setattr__(self, "allocation", frozen(self.allocation))
         object.__setattr__(self, "prices", frozen(self.prices))
+        market = self.market
+        if isinstance(market, VolatileFisherMarket):
+            for name, want in (("allocation", market.shape), ("prices", (market.n_goods, market.n_periods))):
+                got = getattr(self, name).shape
+                if got != want:
+                    raise ValidationError(f"{name} must have shape {want} for this market ({market.n_buyers} "
+                                          f"buyers, {market.n_goods} goods, {market.n_periods} periods), got {got}")
+        # No status that vouches for a point (optimal, inaccurate) without a finite point.
+        if self.status in (Status.OPTIMAL, Status.INACCURATE):
+            bad = [name for name in ("allocation", "prices") if not np.isfinite(getattr(self, name)).all()]
+            if bad:
+                object.__setattr__(self, "status", Status.ERROR)
+                object.__setattr__(self, "message", f"{self.message}; not usable: the {' and the '.join(bad)} "
+                                                    f"{'is' if len(bad) == 1 else 'are'} not finite")
 
     @property
     def success(self) -> bool:

@@ -58,7 +58,10 @@ def solve(market: VolatileFisherMarket, solver: str | None = None, *, polish: bo
         equilibrium's linear system on it, verify; default True). A polished result is within a
         relative 1e-9 of the exact equilibrium (an interior point alone is within about
         :math:`\sqrt{\epsilon}`, 1e-3 on generated markets); when no guess of the support
-        verifies, the interior-point answer is returned with the reason in its message.
+        verifies, the interior-point answer is returned with the reason in its message. The
+        polish gets `vfm.exact.polish_budget_s` of the solve's time (at least 0.05 s, at most
+        twice the solve): past it no further support guess is tried, and the interior-point
+        answer keeps its status, its message saying the polish stopped.
     **options
         Passed to the backend named by `solver` (options without a solver are rejected, since
         each backend has its own). Every market backend takes ``tol`` (its relative accuracy, in
@@ -127,9 +130,9 @@ def solve(market: VolatileFisherMarket, solver: str | None = None, *, polish: bo
             break
     result = _report(results)
     if polish and market.is_plain and result.status in (Status.OPTIMAL, Status.INACCURATE):
-        from vfm.exact import polished  # here, not at the top: vfm.exact builds on this module
+        from vfm.exact import polish_budget_s, polished  # here, not at the top: vfm.exact builds on this module
 
-        result = polished(market, result)
+        result = polished(market, result, deadline=time.perf_counter() + polish_budget_s(result.solve_time))
     return result.relabel(wall_time=time.perf_counter() - started)
 
 

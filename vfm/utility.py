@@ -274,6 +274,31 @@ def _np_nswot(inputs: _Inputs) -> FloatArray:
         return np.log(_np_cumulative(inputs)) @ inputs.budgets  # (S, A)
 
 
+def _np_log_cumulative(inputs: _Inputs) -> FloatArray:
+    r"""(S, A, n): :math:`\log U_{sai}` without overflow: each buyer's utilities scaled by their
+    largest entry (and its base utility), each allocation by its largest entry when above 1, so
+    that the sum left is at most K + 1, and the scales' logs added back."""
+    u, x, c = inputs.utilities, inputs.allocation, inputs.base_utility
+    u_scale = np.maximum(u.max(axis=(0, 2)), c)  # (n,)
+    u_scale = np.where(u_scale > 0, u_scale, 1.0)
+    x_scale = np.maximum(x.max(axis=2), 1.0)  # (A, n)
+    inner = np.matmul((u / u_scale[None, :, None]).transpose(1, 0, 2),
+                      (x / x_scale[:, :, None]).transpose(1, 2, 0)).transpose(1, 2, 0)  # (S, A, n)
+    inner = inner + (c / u_scale)[None, None, :] / x_scale[None, :, :]
+    with np.errstate(divide="ignore"):
+        return np.log(inner) + np.log(u_scale)[None, None, :] + np.log(x_scale)[None, :, :]
+
+
+def _np_safe_nswot(inputs: _Inputs) -> FloatArray:
+    """(S, A): NSWOT from `_np_log_cumulative`; -inf where some buyer's utility is 0, and
+    +inf only where the sum itself exceeds the largest float."""
+    logs = _np_log_cumulative(inputs)
+    with np.errstate(over="ignore", invalid="ignore"):
+        terms = logs * inputs.budgets
+        total = np.sum(np.where(np.isneginf(logs), 0.0, terms), axis=-1)
+    return np.where(np.isneginf(logs).any(axis=-1), -np.inf, total)
+
+
 def _np_weights(inputs: _Inputs) -> FloatArray:
     """(S, A, n): B_i / U_sai, ``inf`` where U_sai = 0 (or where the quotient overflows)."""
     with np.errstate(divide="ignore", over="ignore"):
@@ -461,7 +486,10 @@ def nswot(
 ) -> FloatArray:
     r"""Nash social welfare over time :math:`F_{sa} = \sum_i B_i \log U_{sai}`.
 
-    ``-inf`` where some :math:`U_{sai} = 0`.
+    ``-inf`` where some :math:`U_{sai} = 0`; never NaN. A utility :math:`U_{sai}` beyond the
+    largest float (say :math:`u = 10^{308}`, :math:`x = 10`) is evaluated in logs, so the result
+    is finite unless the weighted sum of logs itself overflows (then ``+inf``) or some
+    :math:`U_{sai} = 0`.
 
     Parameters
     ----------
@@ -498,7 +526,10 @@ def nswot(
     -inf
     """
     inputs = _validate(utilities, allocation, budgets, base_utility)
-    result = _evaluate("nswot", inputs, _resolve_backend(backend))
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is caught below, not warned of
+        result = _evaluate("nswot", inputs, _resolve_backend(backend))
+    if not np.all(np.isfinite(result) | np.isneginf(result)):  # an overflow: evaluated again in logs
+        result = _np_safe_nswot(inputs)
     return _shaped(result, (*inputs.scenario_batch, *inputs.allocation_batch))
 
 
@@ -595,7 +626,10 @@ def expected_nswot(
     True
     """
     inputs = _validate(utilities, allocation, budgets, base_utility)
-    result = _evaluate("expected", inputs, _resolve_backend(backend))
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is caught below, not warned of
+        result = _evaluate("expected", inputs, _resolve_backend(backend))
+    if not np.all(np.isfinite(result) | np.isneginf(result)):  # an overflow: evaluated again in logs
+        result = _np_safe_nswot(inputs).mean(axis=0)
     return _shaped(result, inputs.allocation_batch)
 
 

@@ -3,12 +3,15 @@
 Each declares, like the market backends, what it supports (`vfm.solvers.Capabilities` with
 ``problem="planning"``); `vfm.planner.plan` picks among them through `vfm.solvers.registry`.
 Both solve every planning program, on one GPU type or several (`vfm.planner.PlanningProgram.good_round`,
-``speed``); only ``saa-ipm`` uses a warm start.
+``speed``); only ``saa-ipm`` uses a warm start. Both take a ``deadline`` (a `time.perf_counter`
+instant): past it they stop with `Status.ITERATION_LIMIT` (``saa-ipm`` checks it at every
+iteration; ``cvxpy`` passes the time left to Clarabel's ``time_limit``).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,15 +33,18 @@ class SaaIpmBackend:
     # most 5 on the reproductions' windows), and its last two iterations cost a fifth of the
     # 10,000-job window's solve (docs/planning.md, "The polish's start").
     capabilities: Capabilities = field(default_factory=lambda: Capabilities(
-        problem="planning", warm_start=True, polish_start_tol=1e-7))
+        problem="planning", warm_start=True, deadline=True, polish_start_tol=1e-7))
 
     def is_installed(self) -> bool:
         return True
 
     def solve(self, program: PlanningProgram, *, tol: float = 1e-9, warm_start: FloatArray | None = None,
-              **options: Any) -> Solution:
+              deadline: float | None = None, **options: Any) -> Solution:
         check_tolerance(tol)
-        return _unknown(self.name, options) or solve_saa_ipm(program, tol=tol, warm_start=warm_start)
+        if deadline is None:  # as plain a call as before: stand-ins for the solver need not take a deadline
+            return _unknown(self.name, options) or solve_saa_ipm(program, tol=tol, warm_start=warm_start)
+        return _unknown(self.name, options) or solve_saa_ipm(program, tol=tol, warm_start=warm_start,
+                                                              deadline=deadline)
 
 
 @dataclass(frozen=True)
@@ -49,17 +55,26 @@ class SaaCvxpyBackend:
     name: str = "cvxpy"
     # No looser polish start: from Clarabel's 1e-7 answers the polish failed on one of the 900-job
     # reproduction's 201 windows (a second solve, 1.5 s) and took up to 17 steps.
-    capabilities: Capabilities = field(default_factory=lambda: Capabilities(problem="planning"))
+    capabilities: Capabilities = field(default_factory=lambda: Capabilities(problem="planning", deadline=True))
 
     def is_installed(self) -> bool:
         return all(importlib.util.find_spec(module) is not None for module in ("cvxpy", "clarabel"))
 
     def solve(self, program: PlanningProgram, *, tol: float = 1e-9, warm_start: FloatArray | None = None,
-              **options: Any) -> Solution:
+              deadline: float | None = None, **options: Any) -> Solution:
         check_tolerance(tol)
+        unknown = _unknown(self.name, options)
+        if unknown is not None:
+            return unknown
+        limit: dict[str, Any] = {}
+        if deadline is not None:
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                return Solution(None, None, Status.ITERATION_LIMIT, f"{self.name}: time limit reached before the solve",
+                                0, 0.0, tol)
+            limit = {"time_limit": left}  # Clarabel's own limit, in seconds
         # Clarabel's gap and feasibility tolerances at `tol`: both backends then resolve the same ties.
-        return _unknown(self.name, options) or solve_saa_cvxpy(program, tol_gap_abs=tol, tol_gap_rel=tol,
-                                                                tol_feas=tol)
+        return solve_saa_cvxpy(program, tol_gap_abs=tol, tol_gap_rel=tol, tol_feas=tol, **limit)
 
 
 def _unknown(name: str, options: dict[str, Any]) -> Solution | None:

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from vfm._validation import is_whole
 from vfm.errors import UnknownSolverError, ValidationError
 from vfm.forecast import check_horizon
 from vfm.solvers.base import Capabilities
@@ -25,6 +26,14 @@ from vfm.solvers.registry import available_solvers
 #: finishes (`vfm.solvers.Capabilities.polish_start_tol`; `backend_tol`).
 STRICT_TOL = 1e-9
 
+#: The longest window `PlanOptions.rounds` accepts. The planner holds dense arrays per (scenario,
+#: job, round) and factors dense round-by-round systems (the polish's and the interior point's
+#: Newton systems over the rounds' prices: T by T, O(T^3) per factorization): at 2,000 rounds one
+#: such matrix is 32 MB and a re-plan of a few jobs takes about a second, while 5,000 rounds took
+#: 19 s per re-plan and 100,000 rounds asked numpy for 74.5 GiB. A window longer than this is
+#: better planned as a shorter window re-planned as it recedes.
+MAX_ROUNDS = 2_000
+
 
 @dataclass(frozen=True)
 class PlanOptions:
@@ -33,7 +42,8 @@ class PlanOptions:
     Parameters
     ----------
     rounds : int
-        Window length `T` (default 20).
+        Window length `T` (default 20), at most `MAX_ROUNDS` (2,000: the dense round-by-round
+        systems the planner factors grow as :math:`T^2` in memory and :math:`T^3` in time).
     round_s : float
         Seconds per round (default 120).
     scenarios : int
@@ -72,7 +82,15 @@ class PlanOptions:
         Take the backend's schedule to the program's exact optimum (`vfm.planner.polish`: one
         scenario, one GPU type, spread > 0; other programs keep the backend's schedule), so that
         every backend and tolerance serves the same jobs (default True; docs/planning.md, "The
-        polish").
+        polish"). The polish and its fallback are bounded in Newton steps and in time
+        (`vfm.planner.polish.MAX_STEPS`, `vfm.planner.plan.polish_budget_s`): when the polish
+        stops, the backend's own answer is kept with its status and the message says so.
+    time_limit_s : float or None
+        Seconds one `vfm.planner.plan` call may take (default None: no limit). `plan` checks the
+        time between its phases, at every interior-point iteration and every polish step; once
+        it is exceeded it returns the best it has with status `Status.ITERATION_LIMIT` (never
+        `Status.OPTIMAL`), its message saying in which phase ("time limit of 0.05 s reached in
+        solve"). A scheduler serves its standing plan on such a status.
 
     Raises
     ------
@@ -104,9 +122,17 @@ class PlanOptions:
     tol: float | None = None
     spread: float = 0.1
     polish: bool = True
+    time_limit_s: float | None = None
 
     def __post_init__(self) -> None:
+        # Before `check_horizon`, which checks the type and sign: the bound is the planner's own.
+        if is_whole(self.rounds) and self.rounds > MAX_ROUNDS:
+            raise ValidationError(f"rounds must be at most {MAX_ROUNDS} (MAX_ROUNDS: the planner factors dense "
+                                  f"round-by-round systems, O(rounds^2) memory and O(rounds^3) time), got "
+                                  f"{self.rounds!r}; plan a shorter window and re-plan as it recedes")
         check_horizon(self.rounds, self.round_s, self.scenarios)
+        if self.time_limit_s is not None:
+            _require("time_limit_s", self.time_limit_s, lambda v: v > 0, "a finite number of seconds > 0 or None")
         _require("efficiency", self.efficiency, lambda v: v >= 0, "a finite number >= 0")
         _require("rho_max", self.rho_max, lambda v: v > 0, "a finite number > 0")
         _require("priority_exponent", self.priority_exponent, lambda v: v >= 0, "a finite number >= 0")

@@ -24,7 +24,13 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
-from vfm._validation import FloatArray, as_real_array, read_only, reject_masked, require_per_job
+from vfm._validation import (
+    FloatArray,
+    as_real_array,
+    read_only,
+    reject_masked,
+    require_per_job,
+)
 from vfm.equilibrium import Status
 from vfm.errors import ValidationError
 from vfm.forecast import DirichletForecaster, Forecaster, JobStates, SeedLike
@@ -33,11 +39,17 @@ from vfm.planner.options import STRICT_TOL, PlanOptions
 from vfm.planner.polish import polish
 from vfm.planner.polish import supports as polish_supports
 from vfm.planner.program import PlanningProgram
-from vfm.planner.rounding import round_placement, round_schedule
+from vfm.planner.rounding import RESOLUTION, quantize, round_placement, round_schedule
 from vfm.solvers.base import Solution
 from vfm.solvers.registry import candidates, select
 
 Fairness = Literal["none", "constraints", "relaxed"]
+
+#: The largest sum of budgets `plan` accepts. The objective and its bound are sums of budgets
+#: (times the FTF relaxation's priority weights, up to 1e4) times log utilities (up to about 745
+#: in size for a utility of 1e-323): budgets summing to more could overflow them to an infinity
+#: or NaN. Only the budgets' ratios matter, so any budgets can be scaled below it.
+MAX_BUDGET_SUM = 1e300
 
 #: With several scenarios, rounding serves a job's owed rounds only where its expected progress is
 #: at least this share of its best round's (`owed_rounds`).
@@ -224,9 +236,10 @@ def plan(
     ------
     vfm.errors.ValidationError
         (a `ValueError`) naming the job and field: a gang size that is not a positive whole
-        number or is wider than the cluster, budgets or targets of the wrong shape or sign, a
-        masked array; naming the option (`PlanOptions`); or naming the forecaster's class, its
-        method and the job when a forecast is malformed (`checked_forecast`: the wrong shape,
+        number or is wider than the cluster, budgets or targets of the wrong shape or sign,
+        budgets summing to more than `MAX_BUDGET_SUM`, a warm start of the wrong shape or with
+        an entry outside [0, 1], a masked array; naming the option (`PlanOptions`); or naming the
+        forecaster's class, its method and the job when a forecast is malformed (`checked_forecast`: the wrong shape,
         NaN, an infinity, a negative value, more epochs than the job has left).
 
     Examples
@@ -246,6 +259,7 @@ def plan(
     if options is not None and not isinstance(options, PlanOptions):
         raise ValidationError(f"options must be a vfm.planner.PlanOptions or None, got {type(options).__name__}")
     opts = (PlanOptions() if options is None else options).updated(**overrides)
+    clock = _Clock(started, opts.time_limit_s)
     rounds, round_s, scenarios = opts.rounds, opts.round_s, opts.scenarios
     if not isinstance(states, JobStates):
         raise ValidationError(f"states must be a vfm.forecast.JobStates, got {type(states).__name__}")
@@ -277,11 +291,17 @@ def plan(
                 f"is wider than the cluster ({supply.max():g} GPUs), so the job can never run", ids=states.job_ids)
     weights = np.ones(n) if budgets is None else as_real_array(budgets, "budgets", (n,))
     require_per_job("budgets", weights, weights <= 0, "must be > 0", ids=states.job_ids)
+    with np.errstate(over="ignore"):
+        total = float(weights.sum())
+    if not total <= MAX_BUDGET_SUM:
+        raise ValidationError(f"budgets must sum to at most {MAX_BUDGET_SUM:g}, got a sum of {total:g} (largest "
+                              f"{weights.max():g}): the objective weighs logs of up to about 1e3 by budgets times "
+                              f"priority weights of up to 1e4; scale them down, only their ratios matter")
     targets = None if fair_finish_s is None else as_real_array(fair_finish_s, "fair_finish_s", (n,))
     if targets is not None:
         require_per_job("fair_finish_s", targets, targets <= 0, "must be > 0 seconds", ids=states.job_ids)
     if warm_start is not None:
-        warm_start = as_real_array(warm_start, "warm_start", (n, rounds if window is None else window.types * rounds))
+        warm_start = _checked_warm_start(warm_start, n, rounds, None if window is None else window.types)
 
     model = DirichletForecaster() if forecaster is None else forecaster
     remaining_s = checked_forecast(model, "remaining_runtime", model.remaining_runtime(states), states, (n,))
@@ -301,6 +321,7 @@ def plan(
         stalled = (states.epochs_done == 0)[None, :] & (epochs.sum(axis=2) == 0)
         epochs = np.where(stalled[:, :, None], point[None], epochs)
     forecast_s = time.perf_counter() - started
+    late = clock.late("forecast")
 
     program = PlanningProgram(
         progress=epochs / states.total_epochs[None, :, None],
@@ -324,7 +345,7 @@ def plan(
     fairness: Fairness = "none"
     lateness = None
     ftf_bound = float("nan")
-    if targets is not None:
+    if targets is not None and late is None:
         # On types the bound is judged on the reference types at the cluster's effective capacity
         # (`TypeWindow.effective_capacity`); the room below, on the program solved, over the types.
         decision = shockwave.constrain(program, targets, finished, remaining_s,
@@ -337,21 +358,27 @@ def plan(
     # before any backend sees them, the same for all: judged on the program solved (one maximum
     # flow; one LP over GPU types). A check on the reference-type program of a typed window, whose
     # capacity is one type's GPUs, relaxed nine in ten re-plans at 460 jobs.
-    has_room = fairness == "constraints" and program.fairness_room(shockwave.FAIRNESS_MARGIN)
+    has_room = late is None and fairness == "constraints" and program.fairness_room(shockwave.FAIRNESS_MARGIN)
     build_s = time.perf_counter() - started - forecast_s
+    late = late or clock.late("build")
     early = opts.polish and polish_supports(program) is None  # backends may stop early: the polish finishes
-    solution = None
-    if fairness == "constraints":
+    solution: Solution | None = None
+    name = opts.solver or candidates(program)[0].name
+    if late is not None:
+        solution = _unsolved(late)
+    if fairness == "constraints" and solution is None:
         if has_room:
-            solution, name = _solve(program, opts, warm_start, early)
+            solution, name = _solve(program, opts, warm_start, early, clock.deadline)
         if solution is None or solution.status == Status.INFEASIBLE:
             assert lateness is not None
             program = shockwave.relax(program, weights, lateness, opts)
             fairness, ftf_bound, solution = "relaxed", float("nan"), None
     if solution is None:
-        solution, name = _solve(program, opts, warm_start, early)
-    if opts.polish:
-        solution, name = _polished(program, opts, warm_start, solution, name)
+        solution, name = _solve(program, opts, warm_start, early, clock.deadline)
+    late = late or clock.late("solve")
+    if opts.polish and late is None:
+        solution, name = _polished(program, opts, warm_start, solution, name, clock)
+        late = clock.late("polish")
     solve_s = time.perf_counter() - started - forecast_s - build_s
 
     # A backend that produced no point (an error on both): nothing runs, and the status says why.
@@ -360,7 +387,8 @@ def plan(
     prices = solution.prices if solution.prices is not None else np.full(goods, np.nan)
     placement = None
     if window is None:
-        schedule = round_schedule(relaxed, width, supply, np.where(finished, 0.0, remaining_s),
+        owed_first = _with_first_rounds(relaxed, program.base, fits & (per_round.min(axis=0) > 0))
+        schedule = round_schedule(owed_first, width, supply, np.where(finished, 0.0, remaining_s),
                                   float(round_s), lateness, program.base, owed_rounds(per_round),
                                   per_round.min(axis=0) > 0) & fits
     else:
@@ -369,8 +397,18 @@ def plan(
             float(round_s), lateness, program.base, owed_rounds(per_round), per_round.min(axis=0) > 0, window.pace),
             -1)
         schedule = window.schedule(placement)
-    relaxed_objective = program.objective(relaxed)
+    with np.errstate(all="ignore"):  # non-finite values are the guard's to report (`_guarded`)
+        relaxed_objective = program.objective(relaxed)
+        rounded_objective = program.objective(schedule.astype(np.float64))
     gap = solution.gap  # certified for the objective without the tie-breaking term, by every backend
+    late = late or clock.late("rounding")
+    status, message = solution.status, solution.message
+    if late is not None:
+        message = f"{late} ({message})"
+        if status in (Status.OPTIMAL, Status.INACCURATE) or solution.x is None:
+            status = Status.ITERATION_LIMIT
+    status, message = _guarded(status, message, relaxed, prices, relaxed_objective + gap, relaxed_objective,
+                               rounded_objective, schedule, width if window is None else None, supply, program)
     total_s = time.perf_counter() - started
     return Plan(
         schedule=schedule,
@@ -378,18 +416,123 @@ def plan(
         prices=prices,
         bound=relaxed_objective + gap,
         relaxed_objective=relaxed_objective,
-        rounded_objective=program.objective(schedule.astype(np.float64)),
+        rounded_objective=rounded_objective,
         program=program,
         fairness=fairness,
         ftf_bound=ftf_bound,
-        status=solution.status,
-        message=solution.message,
+        status=status,
+        message=message,
         solver=name,
         timings={"forecast": forecast_s, "build": build_s, "solve": solve_s,
                  "rounding": total_s - forecast_s - build_s - solve_s, "total": total_s},
         job_ids=states.job_ids,
         placement=placement,
     )
+
+
+def _with_first_rounds(relaxed: FloatArray, base: FloatArray, covering: np.ndarray) -> FloatArray:
+    """`relaxed` (n, T) as the rounding reads it: a job with no progress yet (`base` 0) whose
+    planned time is below the rounding's resolution gets that resolution in its largest `covering`
+    round.
+
+    The relaxation never plans such a job no time (its log utility would be -inf), but a large
+    priority weight on another job (the FTF relaxation's, up to 1e4 and more) can plan it a sliver
+    of a round that `vfm.planner.rounding.quantize` reads as 0, so the rounding would not owe it
+    its first round and the rounded objective would be -inf where a schedule with a finite one
+    fits (a 2-job, 1-round window with FTF targets). Owed one round, it is served like every job
+    with no progress (`vfm.planner.rounding`): first when it must run to get it.
+    """
+    short = (base == 0) & covering.any(axis=1) & (quantize(relaxed).sum(axis=1) == 0)
+    if not short.any():
+        return relaxed
+    rows = np.flatnonzero(short)
+    best = np.argmax(np.where(covering[rows], relaxed[rows], -1.0), axis=1)
+    out = np.array(relaxed, dtype=np.float64)
+    out[rows, best] = np.maximum(out[rows, best], RESOLUTION)
+    return out
+
+
+def _checked_warm_start(warm_start: Any, n: int, rounds: int, types: int | None) -> FloatArray:
+    """`warm_start` as a float array of shape (n, T) (or (n, K T) over `types`), finite, in [0, 1].
+
+    Raises
+    ------
+    vfm.errors.ValidationError
+        Naming ``warm_start``, the expected shape and the first bad entry.
+    """
+    shape = (n, rounds if types is None else types * rounds)
+    what = "(n, rounds)" if types is None else "(n, types * rounds)"
+    raw = np.asarray(warm_start) if not isinstance(warm_start, np.ndarray) else warm_start
+    if raw.shape != shape:
+        raise ValidationError(f"warm_start must have shape {shape}, {what} (a previous Plan.relaxed shifted to "
+                              f"this window), got {raw.shape}")
+    array = as_real_array(raw, "warm_start", shape)
+    outside = (array < 0) | (array > 1)
+    if outside.any():
+        where = tuple(int(i) for i in np.argwhere(outside)[0])
+        raise ValidationError(f"warm_start must hold fractions of a round in [0, 1], got {array[where]:g} at index "
+                              f"{where}")
+    return array
+
+
+@dataclass(frozen=True)
+class _Clock:
+    """`PlanOptions.time_limit_s` counted from `started` (`time.perf_counter`)."""
+
+    started: float
+    limit_s: float | None
+
+    @property
+    def deadline(self) -> float | None:
+        return None if self.limit_s is None else self.started + self.limit_s
+
+    def left(self) -> float:
+        """Seconds left (inf without a limit)."""
+        return float("inf") if self.limit_s is None else self.started + self.limit_s - time.perf_counter()
+
+    def late(self, phase: str) -> str | None:
+        """The message saying the limit was reached in `phase`, or None while time is left."""
+        if self.limit_s is None or self.left() > 0:
+            return None
+        return f"time limit of {self.limit_s:g} s reached in {phase}"
+
+
+def _unsolved(late: str) -> Solution:
+    """No point: the time limit came before the solve."""
+    return Solution(None, None, Status.ITERATION_LIMIT, late, 0, 0.0, float("nan"), gap=float("nan"))
+
+
+def _guarded(status: Status, message: str, relaxed: FloatArray, prices: FloatArray, bound: float,
+             relaxed_objective: float, rounded_objective: float, schedule: np.ndarray, width: FloatArray | None,
+             supply: FloatArray, program: PlanningProgram) -> tuple[Status, str]:
+    """`status` and `message`, with `Status.OPTIMAL` or `Status.INACCURATE` downgraded to
+    `Status.ERROR` when what they vouch for is not so: a non-finite bound, relaxed objective,
+    price or relaxed schedule, or a schedule over the capacity in some round (one GPU type;
+    `width` None over types, whose placement the rounding checks).
+
+    The rounded objective may be -inf under any status: it is the program's objective of the
+    schedule, -inf exactly when the schedule leaves a job with no progress yet without a round
+    (the window cannot hold every such job); NaN or +inf is an error.
+    """
+    if status not in (Status.OPTIMAL, Status.INACCURATE):
+        return status, message
+    problems = [f"{what} is {value}" for what, value in
+                (("the bound", bound), ("the relaxed objective", relaxed_objective)) if not np.isfinite(value)]
+    if np.isnan(rounded_objective) or rounded_objective == np.inf:
+        problems.append(f"the rounded objective is {rounded_objective}")
+    if not np.isfinite(prices).all():
+        problems.append(f"a price is {prices[~np.isfinite(prices)][0]}")
+    if not np.isfinite(relaxed).all():
+        problems.append("the relaxed schedule is not finite")
+    if width is not None:
+        used = width @ schedule
+        over = used > supply * (1.0 + 1e-12)
+        if over.any():
+            t = int(np.argmax(over))
+            problems.append(f"the schedule uses {used[t]:g} GPUs in round {t}, more than its {supply[t]:g}")
+    if not problems:
+        return status, message
+    return Status.ERROR, f"{message}; not usable: {', '.join(problems)}"
 
 
 #: A forecast's epochs over the window may exceed the epochs a job has left by this relative
@@ -471,46 +614,78 @@ def _in_fitting_rounds(epochs: FloatArray, fits: np.ndarray) -> FloatArray:
 NEAR_TOLERANCE = 10.0
 
 
+#: The polish and its fallback get at least this many seconds (`polish_budget_s`): a few Newton
+#: steps of a small window, whatever its solve took.
+POLISH_MIN_S = 0.02
+#: ... and at most this multiple of the backend's solve time: a converging polish takes at most
+#: 5 Newton steps on the reproductions' windows, a fraction of their solve (each step is one
+#: O(n T^2) elimination); one that has not converged by then is not converging.
+POLISH_SOLVE_FACTOR = 2.0
+
+
+def polish_budget_s(solve_s: float) -> float:
+    """Seconds the polish of a solution found in `solve_s` seconds, and its fallback, may take:
+    ``max(POLISH_MIN_S, POLISH_SOLVE_FACTOR * solve_s)``."""
+    return max(POLISH_MIN_S, POLISH_SOLVE_FACTOR * float(solve_s)) if np.isfinite(solve_s) else POLISH_MIN_S
+
+
 def _polished(program: PlanningProgram, options: PlanOptions, warm_start: FloatArray | None,
-              solution: Solution, name: str) -> tuple[Solution, str]:
-    """`solution` (from backend `name`) polished (`vfm.planner.polish`); should the polish not
-    converge from a backend's default early start (`vfm.solvers.Capabilities.polish_start_tol`),
-    `program` solved again at `STRICT_TOL` and that polished, the message keeping both."""
-    polished = polish(program, solution)
+              solution: Solution, name: str, clock: _Clock) -> tuple[Solution, str]:
+    """`solution` (from backend `name`) polished (`vfm.planner.polish`), within
+    `polish_budget_s` of its solve time and the time limit; should the polish not converge from a
+    backend's default early start (`vfm.solvers.Capabilities.polish_start_tol`) and the budget
+    leave room for a solve as long as the first, `program` solved again at `STRICT_TOL` and that
+    polished in what is left, the message keeping both. Otherwise the backend's answer is kept
+    with its own status, its message saying that the polish stopped."""
+    started = time.perf_counter()
+    budget_end = started + polish_budget_s(solution.solve_time)
+    deadline = budget_end if clock.deadline is None else min(budget_end, clock.deadline)
+    polished = polish(program, solution, deadline=deadline)
     retry = options.tol is None and solution.x is not None and solution.accuracy > STRICT_TOL
     if polished.x is not solution.x or not retry:  # `polish` keeps the point itself when it does not converge
         return polished, name
-    again, name = _solve(program, options, warm_start, False)
-    again = polish(program, again)
-    return replace(again, message=f"{polished.message}; solved again at tol {STRICT_TOL:g}: {again.message}"), name
+    if deadline - time.perf_counter() < solution.solve_time:  # no room for a second solve
+        return replace(polished, message=f"{polished.message}; no time left in the polish's budget "
+                                         f"({deadline - started:.2g} s) to solve again at tol {STRICT_TOL:g}"), name
+    again, again_name = _solve(program, options, warm_start, False, deadline)
+    if again.status != Status.OPTIMAL:  # the fallback did not finish in time: keep the first answer
+        return replace(polished, message=f"{polished.message}; solved again at tol {STRICT_TOL:g}: "
+                                         f"{again.message}; kept the first answer"), name
+    again = polish(program, again, deadline=deadline)
+    return replace(again, message=f"{polished.message}; solved again at tol {STRICT_TOL:g}: {again.message}"), \
+        again_name
 
 
 def _solve(program: PlanningProgram, options: PlanOptions, warm_start: FloatArray | None,
-           early: bool) -> tuple[Solution, str]:
+           early: bool, deadline: float | None = None) -> tuple[Solution, str]:
     """Solve `program` (each backend to `PlanOptions.backend_tol`, stopping `early` if it may), or
     with ``options.recourse`` its recourse program (`vfm.planner.recourse`), whose solution comes
     back in `program`'s terms (first round, then the scenarios' mean)."""
     scenarios = program.shape[0]
     if not options.recourse or scenarios == 1:
-        return _solve_with_backends(program, options, warm_start, early)
+        return _solve_with_backends(program, options, warm_start, early, deadline)
     two_stage = recourse.lifted(program)
     start = None if warm_start is None else recourse.lifted_schedule(warm_start, scenarios)
-    solution, name = _solve_with_backends(two_stage, options, start, early)
+    solution, name = _solve_with_backends(two_stage, options, start, early, deadline)
     return recourse.projected(program, two_stage, solution), name
 
 
 def _solve_with_backends(program: PlanningProgram, options: PlanOptions, warm_start: FloatArray | None,
-                         early: bool) -> tuple[Solution, str]:
+                         early: bool, deadline: float | None = None) -> tuple[Solution, str]:
     """Solve with the backend `options.solver` names (default: the registry's first for planning
     programs), then, until one is optimal, with the others that support the program; each to the
-    relative gap `PlanOptions.backend_tol` (stopping `early` if it may).
+    relative gap `PlanOptions.backend_tol` (stopping `early` if it may) and by `deadline`.
 
     A scheduler needs a dependable answer every round: the first optimal solution is used, else the
-    first whose gap still bounds the optimum (INACCURATE), else the last; the message keeps what the
-    others reported. An inaccurate solution whose certified relative gap is within
-    `NEAR_TOLERANCE` times the tolerance is used at once (its status stays inaccurate): another
-    backend's answer would be no better established (CVXPY stops on Clarabel's own measure, not
-    on the certified gap) and would cost a solve more.
+    first whose gap still bounds the optimum (INACCURATE), else the first that says the program is
+    infeasible, else the last; the message keeps what the others reported. An infeasible answer
+    does not stop the search: `plan` solves a program with FTF rows only when a maximum flow
+    has found room for them (and one without is always feasible), so a backend that says
+    infeasible has failed on it, and the next is tried. An inaccurate solution whose certified
+    relative gap is within `NEAR_TOLERANCE` times the tolerance is used at once (its status stays
+    inaccurate): another backend's answer would be no better established (CVXPY stops on
+    Clarabel's own measure, not on the certified gap) and would cost a solve more. Past `deadline`
+    no further backend is tried.
     """
     backends = candidates(program)
     if options.solver is not None:
@@ -518,15 +693,19 @@ def _solve_with_backends(program: PlanningProgram, options: PlanOptions, warm_st
         backends = [first, *(backend for backend in backends if backend.name != first.name)]
     attempts: list[tuple[Solution, str]] = []
     for backend in backends:
+        if attempts and deadline is not None and time.perf_counter() > deadline:
+            break
         tol = options.backend_tol(backend.capabilities, early)
-        solution = backend.solve(program, tol=tol, warm_start=warm_start if backend.capabilities.warm_start else None)
+        limit = {"deadline": deadline} if deadline is not None and backend.capabilities.deadline else {}
+        solution = backend.solve(program, tol=tol, warm_start=warm_start if backend.capabilities.warm_start else None,
+                                 **limit)
         attempts.append((solution, backend.name))
-        if solution.status in (Status.OPTIMAL, Status.INFEASIBLE) or (
+        if solution.status == Status.OPTIMAL or (
                 solution.status == Status.INACCURATE and solution.relative_gap <= NEAR_TOLERANCE * tol):
             break
-    # min keeps the first of equals: optimal (or infeasible) first, then inaccurate, then the rest.
-    rank = {Status.OPTIMAL: 0, Status.INFEASIBLE: 0, Status.INACCURATE: 1}
-    solution, chosen = min(attempts, key=lambda attempt: rank.get(attempt[0].status, 2))
+    # min keeps the first of equals: optimal first, then inaccurate, then infeasible, then the rest.
+    rank = {Status.OPTIMAL: 0, Status.INACCURATE: 1, Status.INFEASIBLE: 2}
+    solution, chosen = min(attempts, key=lambda attempt: rank.get(attempt[0].status, 3))
     others = [f"{name}: {attempt.message}" for attempt, name in attempts if attempt is not solution]
     if others:
         solution = replace(solution, message=f"{solution.message} (after {'; '.join(others)})")

@@ -60,13 +60,23 @@ Accuracy
     decreases the residual: the convergence being quadratic, it takes the schedule the rest of the
     way to rounding (then at most 3.9e-12 apart on the 120-job reproduction's windows, 1.0e-12,
     1.4e-11 and 5.2e-12 on the 220-, 460- and 900-job ones), far below the rounding's resolution
-    of 1e-2. When it does not converge (no step decreases the residual, or `MAX_STEPS` steps),
-    the backend's schedule is kept and the message says so.
+    of 1e-2. Every test is NaN-safe (``not residual <= RESIDUAL``): a NaN residual never counts
+    as converged.
+
+Bounds
+    The polish is bounded in steps and in time: at most `MAX_STEPS` Newton steps (from the
+    backends' default starts it converges in at most 5 on the reproductions' windows, and in at
+    most 17 from Clarabel's 1e-7 answers; a window it does not converge on keeps stepping at a
+    residual that no longer falls) and, with a ``deadline``, no step after it (`vfm.planner.plan`
+    gives the polish and its fallback `vfm.planner.plan.polish_budget_s`). When it does not
+    converge (no step decreases the residual, the step limit or the deadline), the backend's
+    schedule is kept with its status, and the message says that the polish stopped and why.
 """
 
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -84,7 +94,11 @@ from vfm.solvers.base import Solution
 #: to 2e-12 (sums of hundreds of terms): a test at 1e-12 failed four windows of the 900-job trace
 #: at 1.1e-12 to 1.7e-12.
 RESIDUAL = 1e-11
-MAX_STEPS = 40
+#: The most Newton steps of one polish: above the measured need (at most 5 from the default starts
+#: on the reproductions' windows, 17 from Clarabel's 1e-7 answers), and a bound on the time a
+#: window the polish does not converge on costs (40 steps took 282-400 ms on a 7-job window whose
+#: solve took 10 ms).
+MAX_STEPS = 20
 #: Levenberg-Marquardt ridge per unit of residual, relative to each row's own curvature.
 _RIDGE = 0.1
 _SUFFICIENT_DECREASE = 1e-4
@@ -123,7 +137,8 @@ def supports(program: PlanningProgram) -> str | None:
     return None
 
 
-def polish(program: PlanningProgram, solution: Solution) -> Solution:
+def polish(program: PlanningProgram, solution: Solution, *, max_steps: int | None = None,
+           deadline: float | None = None) -> Solution:
     """`solution` with its schedule replaced by the exact optimum of `program` (module docstring).
 
     Parameters
@@ -132,6 +147,10 @@ def polish(program: PlanningProgram, solution: Solution) -> Solution:
         One scenario, one GPU type, spread > 0 (`supports`).
     solution : vfm.solvers.Solution
         A backend's answer with its point, prices and row multipliers.
+    max_steps : int, optional
+        The most Newton steps (default `MAX_STEPS`).
+    deadline : float, optional
+        A `time.perf_counter` instant after which no step starts (default: none).
 
     Returns
     -------
@@ -139,8 +158,8 @@ def polish(program: PlanningProgram, solution: Solution) -> Solution:
         Polished: `x`, `prices` and the row multipliers from the polish, `gap` certified for the new
         `x` by them, `relative_gap` NaN (the backend's measure was of its own point), the status
         kept and the message extended. Not polished (`supports` says no, the solution has no
-        point or multipliers, or the iterations did not converge): `solution`, its message saying
-        why.
+        point or multipliers, or the iterations did not converge within `max_steps` or by
+        `deadline`): `solution`, its message saying why ("the polish stopped ...").
 
     Examples
     --------
@@ -173,10 +192,11 @@ def polish(program: PlanningProgram, solution: Solution) -> Solution:
     duals, found = _start(data, np.asarray(solution.prices) * capacity / scale,
                           np.asarray(solution.ftf_multipliers), np.asarray(solution.efficiency_multipliers),
                           np.asarray(solution.x))
-    y, duals, steps, residual = _newton(data, duals, found)
-    if residual > RESIDUAL:
+    y, duals, steps, residual, why = _newton(data, duals, found, MAX_STEPS if max_steps is None else max_steps,
+                                             deadline)
+    if not residual <= RESIDUAL:  # NaN-safe: a NaN residual is no convergence
         return replace(solution, message=f"{solution.message}; not polished: the polish stopped at residual "
-                                         f"{residual:.1e} after {steps} Newton steps")
+                                         f"{residual:.1e} after {steps} Newton steps ({why})")
     return replace(
         solution, x=y, prices=np.where(program.capacity > 0, scale * duals.prices / capacity, 0.0),
         ftf_multipliers=duals.ftf,
@@ -394,10 +414,11 @@ class _System:
         return solve
 
 
-def _newton(data: _Data, duals: _Duals,
-            start: tuple[FloatArray, FloatArray, np.ndarray]) -> tuple[FloatArray, _Duals, int, float]:
+def _newton(data: _Data, duals: _Duals, start: tuple[FloatArray, FloatArray, np.ndarray], max_steps: int,
+            deadline: float | None = None) -> tuple[FloatArray, _Duals, int, float, str]:
     """Semismooth Newton from `duals`, whose `lagrangian_minimizer` is `start`: the schedule, the
-    multipliers, the steps and the residual (unscaled, what `RESIDUAL` bounds).
+    multipliers, the steps, the residual (unscaled, what `RESIDUAL` bounds) and why it stopped,
+    after at most `max_steps` steps and none started after `deadline` (`time.perf_counter`).
 
     Each step first with every row's slack divided by its own curvature (its derivative in its
     own multiplier), which puts the min-function's two sides in the same units: with the plain
@@ -412,8 +433,14 @@ def _newton(data: _Data, duals: _Duals,
     while True:
         multipliers, slack = _rows(data, duals, y)
         size = float(np.abs(np.minimum(multipliers, slack)).max(initial=0.0))
-        if finished or steps == MAX_STEPS:
-            return y, duals, steps, size
+        if not np.isfinite(size):
+            return y, duals, steps, size, "the residual is not finite"
+        if finished:
+            return y, duals, steps, size, "converged"
+        if steps >= max_steps:
+            return y, duals, steps, size, f"its limit of {max_steps} steps"
+        if deadline is not None and time.perf_counter() > deadline:
+            return y, duals, steps, size, "its time budget"
         slopes = _jacobian(data, utility, free)
         curvature = np.abs(slopes.diagonal(data))
         scales = (np.where(curvature > 0, curvature, 1.0), np.ones_like(curvature))
@@ -432,8 +459,8 @@ def _newton(data: _Data, duals: _Duals,
                                  1 if finished else _BACKTRACKS)
             if found is not None:
                 break
-        if found is None:
-            return y, duals, steps, size  # no decrease along any step: stop where we are
+        if found is None:  # no decrease along any step: stop where we are
+            return y, duals, steps, size, "no step decreased the residual"
         duals, y, utility, free = found
         steps += 1
 

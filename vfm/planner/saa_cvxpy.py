@@ -62,9 +62,13 @@ def solve_saa_cvxpy(program: PlanningProgram, solver: str = "CLARABEL", **option
     problem = cp.Problem(cp.Maximize(objective), constraints)
     try:
         problem.solve(solver=solver, **options)
-    except cp.SolverError as error:
+    except (cp.SolverError, ValueError) as error:  # ValueError: data CVXPY refuses (NaN, inf)
         return _failed(Status.ERROR, f"cvxpy/{solver} failed: {error}", started, options)
     status, meaning = cvxpy_status(problem.status)
+    if problem.status == cp.INFEASIBLE_INACCURATE:
+        # Clarabel's "almost infeasible" on a program `plan` hands over only when it is feasible
+        # (FTF rows only with room found by a maximum flow): numerical trouble, not a certificate.
+        status = Status.ERROR
     if y.value is None or status not in (Status.OPTIMAL, Status.INACCURATE):
         return _failed(status, f"cvxpy/{solver} {meaning} (CVXPY status {problem.status!r})", started, options)
     stats = problem.solver_stats

@@ -294,7 +294,8 @@ class _Point:
 
 
 def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 80,
-                  warm_start: FloatArray | None = None, verbose: bool = False) -> Solution:
+                  warm_start: FloatArray | None = None, verbose: bool = False,
+                  deadline: float | None = None) -> Solution:
     """Solve a `PlanningProgram` (scenarios, FTF constraints, efficiency term) to a certified gap.
 
     Parameters
@@ -309,6 +310,9 @@ def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 8
         cold start, which keeps it strictly inside the box and the capacity.
     verbose : bool
         Print one line per iteration.
+    deadline : float, optional
+        A `time.perf_counter` instant, checked before each iteration: past it the solve ends
+        with the best iterate and `Status.ITERATION_LIMIT`, its message saying "time limit".
 
     Returns
     -------
@@ -359,7 +363,7 @@ def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 8
             asked=f"{tol:.0e}",
             trace=trace if verbose else None,
             exhausted=_exhausted,
-        ), max_iter)
+        ), max_iter, deadline)
         best, status, message = outcome.point, outcome.status, outcome.message
         # The certificate is for the program's own objective (without the tie-breaking term): the
         # same multipliers, the gradient without the term (valid for any multipliers, by convexity).

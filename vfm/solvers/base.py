@@ -51,6 +51,9 @@ class Capabilities:
     spread: bool = True
     gpu_types: bool = True  # goods of several types per round, or a running time per good (`PlanningProgram.speed`)
     warm_start: bool = False
+    # Takes a ``deadline`` solve option (a `time.perf_counter` instant after which it stops with
+    # `Status.ITERATION_LIMIT`); `vfm.planner.plan` passes none to a backend without it.
+    deadline: bool = False
     # The relative gap a planning backend is asked by default for a program `vfm.planner.polish`
     # takes to its exact optimum: where the polish converges from its answers as surely as from
     # a stricter one's (None: `vfm.planner.options.STRICT_TOL`, as for any other program).
