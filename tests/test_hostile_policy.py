@@ -1,5 +1,6 @@
-"""A hostile scheduler drives `vfm.planner.Policy` (issue 15): random interleavings of its events
-with valid and invalid arguments.
+"""A hostile scheduler drives `vfm.planner.Policy`: random interleavings of its events with valid
+and invalid arguments (NaN and huge job ids, durations and budgets that overflow, epochs beyond the
+bound, bools and strings in regimes).
 
 Checked after every call: an invalid call raises `ValidationError` naming the job or the argument
 and leaves the policy exactly as it was (the next valid call works); no round exceeds the
@@ -22,18 +23,21 @@ from vfm.planner import Policy
 
 CAPACITY = 4
 REGIMES = {32: 50.0, 64: 30.0}
-IDS = ("a", "b", "c", 7)
+IDS = ("a", "b", "c", 7, 2**63, math.nan)
+HOSTILE_REGIMES = ({32: 1e300}, {True: 50.0}, {32: "50"}, {"32": 50.0})
 
 job_ids = st.sampled_from(IDS)
 gangs = st.sampled_from([1, 2, 4, 0, 5, 1.5, "2"])
-epoch_counts = st.sampled_from([1, 3, 6, 0, -1, 2.5, "3", math.nan, True])
+epoch_counts = st.sampled_from([1, 3, 6, 0, -1, 2.5, "3", math.nan, True, 10**30])
+regime_sets = st.sampled_from([REGIMES, REGIMES, *HOSTILE_REGIMES])
+budgets = st.sampled_from([1.0, 1.0, 2, 1e308, math.inf, True])
 batches = st.one_of(
     st.lists(st.sampled_from([32, 64]), max_size=8),  # valid sizes, possibly more than left
     st.sampled_from(["32", b"64", 32, [math.nan], [-32.0], [[32]], [32, "x"], [128], {32: 1}, None,
                      np.ma.masked_array([32], mask=[True])]),
 )
 events = st.lists(st.one_of(
-    st.tuples(st.just("add"), job_ids, gangs, epoch_counts),
+    st.tuples(st.just("add"), job_ids, gangs, epoch_counts, regime_sets, budgets),
     st.tuples(st.just("report"), job_ids, batches),
     st.tuples(st.just("remove"), job_ids),
     st.tuples(st.just("round")),
@@ -43,6 +47,10 @@ events = st.lists(st.one_of(
 
 def _valid_count(value: Any, low: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= low
+
+
+def _valid_id(job: Any) -> bool:
+    return isinstance(job, str) or _valid_count(job, 0)
 
 
 def _frozen(array: np.ndarray) -> None:
@@ -66,15 +74,16 @@ def _run(policy: Policy, event: tuple[Any, ...], present: dict[Any, list[int]], 
     kind = event[0]
     before = policy.state
     if kind == "add":
-        _, job, gpus, epochs = event
-        valid = (job not in present and job not in completed and _valid_count(gpus, 1) and gpus <= CAPACITY
-                 and _valid_count(epochs, 1))
+        _, job, gpus, epochs, regimes, budget = event
+        valid = (_valid_id(job) and job not in present and job not in completed and _valid_count(gpus, 1)
+                 and gpus <= CAPACITY and _valid_count(epochs, 1) and epochs <= 10**9 and regimes is REGIMES
+                 and budget in (1.0, 2) and budget is not True)
         if valid:
-            policy.add_job(job, gpus, REGIMES, epochs)
+            policy.add_job(job, gpus, regimes, epochs, budget)
             present[job] = [gpus, epochs, 0]
             return
         with pytest.raises(ValidationError) as error:
-            policy.add_job(job, gpus, REGIMES, epochs)
+            policy.add_job(job, gpus, regimes, epochs, budget)
         assert repr(job) in str(error.value)
     elif kind == "report":
         _, job, sizes = event

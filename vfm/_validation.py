@@ -183,3 +183,91 @@ def random_generator(seed: Any, name: str = "seed") -> np.random.Generator:
 def is_real(value: object) -> bool:
     """Whether `value` is a real number (Python or NumPy int or float), not a bool."""
     return not isinstance(value, bool | np.bool_) and isinstance(value, int | float | np.integer | np.floating)
+
+
+def checked_job_id(job_id: Any) -> Hashable:
+    """`job_id` as a policy keys it: a string, a whole number (Python or NumPy, not a bool; a NumPy
+    integer becomes the equal Python int) or a tuple of them (nested tuples too).
+
+    Raises
+    ------
+    ValidationError
+        Naming the id and what is wrong with it: a float (NaN is not equal to itself, and 1.0 would
+        be the same key as 1), a bool (True would be the same key as 1), any other type.
+    """
+    if isinstance(job_id, str):
+        return job_id
+    if is_whole(job_id) and not isinstance(job_id, np.bool_):
+        return int(job_id)
+    if isinstance(job_id, tuple):
+        try:
+            return tuple(checked_job_id(part) for part in job_id)
+        except ValidationError:
+            pass
+    kind = type(job_id).__name__
+    raise ValidationError(f"job_id must be a string, a whole number (not a bool) or a tuple of them, got {kind} "
+                          f"{job_id!r}" + (" (NaN is not equal to itself: it could never be found again)"
+                                           if isinstance(job_id, float | np.floating) and job_id != job_id else ""))
+
+
+def checked_regime_pairs(regimes: Any, what: str, *, max_seconds: float) -> tuple[tuple[float, float], ...]:
+    """A regime set (batch size -> seconds per epoch, as a mapping or (batch size, seconds) pairs)
+    as a tuple of float pairs in the order given, each entry a real number (not a bool, not a
+    string): batch sizes finite and distinct, seconds finite, > 0 and at most `max_seconds`.
+
+    Raises a `ValidationError` starting with `what` (the argument as the caller wrote it).
+    """
+    from collections.abc import Mapping  # here: this module's imports are shared by every check
+
+    example = "as {32: 60.0} or [(32, 60.0)]"
+    try:
+        items = list(regimes.items()) if isinstance(regimes, Mapping) else [tuple(p) for p in regimes]
+    except TypeError:
+        raise ValidationError(f"{what} must map batch sizes to epoch durations in seconds, {example}, got "
+                              f"{type(regimes).__name__} {regimes!r}") from None
+    if isinstance(regimes, str | bytes) or any(len(item) != 2 for item in items):
+        raise ValidationError(f"{what} must map batch sizes to epoch durations in seconds, {example}, got "
+                              f"{regimes!r}")
+    if not items:
+        raise ValidationError(f"{what} is empty: a job needs at least one regime (batch size with its epoch duration)")
+    for label, seconds in items:
+        for name, value in (("batch size", label), ("epoch duration", seconds)):
+            if not is_real(value):
+                raise ValidationError(f"{what} must map batch sizes to epoch durations in seconds (real numbers, not "
+                                      f"bools or strings), {example}; got {name} {value!r} of type "
+                                      f"{type(value).__name__}")
+    pairs = tuple((float(label), float(seconds)) for label, seconds in items)
+    labels = [label for label, _ in pairs]
+    if len(set(labels)) != len(labels):
+        raise ValidationError(f"{what} lists a batch size twice: {labels}")
+    for label, seconds in pairs:
+        if not np.isfinite(label):
+            raise ValidationError(f"{what} has a batch size that is not finite")
+        if not (np.isfinite(seconds) and seconds > 0):
+            raise ValidationError(f"{what} gives batch size {label:g} an epoch duration of {seconds:g} s; "
+                                  f"regime_durations must be > 0 seconds")
+        if seconds > max_seconds:
+            raise ValidationError(f"{what} gives batch size {label:g} an epoch duration of {seconds:g} s, more than "
+                                  f"the {max_seconds:g} s a job may run in all")
+    return pairs
+
+
+# --- Bounds on one job and one cluster: the workload loader (vfm.cluster.workload), the generator
+# (vfm.cluster.generate) and the simulator state them; one place, so that what loads also runs. ---
+
+#: The longest a job may run alone, in seconds (1e12 s, about 31,700 years): its epochs times
+#: its slowest seconds per epoch, and every other span of time a workload states (a round, a
+#: generated run time, a mean gap between arrivals). Far above any real job, and small enough
+#: that sums of such times over millions of jobs and rounds stay finite and exact to well under
+#: a second in float64.
+MAX_JOB_SECONDS = 1e12
+#: The most epochs one job may have (1e9). A workload expands its epochs to per-epoch arrays,
+#: and states a tighter bound on all its jobs together (`vfm.cluster.workload.MAX_EPOCHS`).
+MAX_JOB_EPOCHS = 10**9
+#: The most GPUs a cluster (and so a gang) may have (1e6, several times the largest clusters
+#: built): baselines keep per-GPU arrays, and gang sizes times epochs stay far inside int64.
+MAX_GPUS = 10**6
+#: Training steps and samples per epoch stay below 2^53, where float64 still counts every one.
+MAX_COUNT = 2**53
+# --- end of the bounds block ---
+

@@ -26,6 +26,8 @@ fit in the round at its current batch size.
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
@@ -33,7 +35,17 @@ from typing import Any, Literal
 
 import numpy as np
 
-from vfm._validation import FloatArray, is_whole, read_only
+from vfm._validation import (
+    MAX_JOB_EPOCHS,
+    MAX_JOB_SECONDS,
+    FloatArray,
+    checked_job_id,
+    checked_regime_pairs,
+    is_real,
+    is_whole,
+    read_only,
+)
+from vfm.equilibrium import Status
 from vfm.errors import ValidationError
 from vfm.forecast import DirichletForecaster, Forecaster, JobStates, LearningForecaster, Trajectory
 from vfm.forecast.base import batch_sizes as read_batch_sizes
@@ -44,6 +56,10 @@ from vfm.planner.plan import Plan, checked_forecast, plan
 from vfm.planner.rounding import first_fit
 from vfm.planner.saa_ipm import load_kernels
 from vfm.planner.shockwave import SHOCKWAVE_EFFICIENCY, SHOCKWAVE_PRIORITY_EXPONENT, SHOCKWAVE_RESERVE
+
+#: The largest budget (weight) of a job: budgets over a million jobs sum to at most 1e12, so the
+#: market's totals and prices stay finite with room to spare.
+MAX_BUDGET = 1e6
 
 
 @dataclass(frozen=True)
@@ -99,12 +115,46 @@ class PolicyConfig:
     execution: Literal["credit", "window"]
     max_wait: int | None
     continuity: float
+    deadline_s: float | None = None
+
+
+@dataclass(frozen=True)
+class Decision:
+    """How the policy decided a round (`Policy.last_decision`).
+
+    Attributes
+    ----------
+    source : {"plan", "standing", "fallback"}
+        ``"plan"``: served from the policy's plan as usual (made this round or standing, no
+        re-plan due). ``"standing"``: a re-plan was due and failed (`reason`); the round was
+        served from the standing plan, moved forward by the rounds served since it was made, with
+        the jobs that arrived since it first-fit on the idle GPUs in arrival order.
+        ``"fallback"``: a re-plan was due and failed with no standing plan young enough to serve
+        (none yet, or older than its window): whole gangs first-fit in arrival order.
+    reason : str
+        Why: the re-plan's trigger, or what went wrong (the exception, the status, the time).
+    seconds : float
+        Wall-clock seconds `Policy.next_round` took for this round.
+    replanned : bool
+        Whether this round made a new plan, now the standing one.
+    """
+
+    source: Literal["plan", "standing", "fallback"]
+    reason: str
+    seconds: float
+    replanned: bool
 
 
 @dataclass(frozen=True)
 class PolicyState:
-    """Everything a policy remembers between rounds; frozen, so a scheduler can checkpoint it
-    (it pickles), restore it (`Policy.restore`) and test the step on it.
+    """Everything a policy remembers between rounds; frozen, so that a scheduler can go back to
+    it in the same process (`Policy.restore`, which checks it in full) and test the step on it.
+
+    It is not a checkpoint: to keep a policy on disk or send it elsewhere, use
+    `Policy.checkpoint`, a versioned JSON format that `Policy.restore` reads field by field
+    (`vfm.planner.checkpoint`). A state pickles, for copies between processes of one program
+    (multiprocessing), by field name; never unpickle bytes you did not write yourself: unpickling
+    runs whatever code the bytes name, before any check can look at them.
 
     Attributes
     ----------
@@ -153,9 +203,12 @@ class PolicyState:
             object.__setattr__(self, name, read_only(np.asarray(getattr(self, name))))
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # A read-only mapping does not pickle: pickle a dict, and rebuild through the constructor.
+        # A read-only mapping does not pickle: pickle a dict, and rebuild through the constructor
+        # with the fields by name (a copy never depends on the order of the fields).
+        from functools import partial
+
         values = {f.name: getattr(self, f.name) for f in fields(self)}
-        return (PolicyState, tuple({**values, "jobs": dict(self.jobs)}.values()))
+        return (partial(PolicyState, **{**values, "jobs": dict(self.jobs)}), ())
 
 
 def _frozen(array: np.ndarray) -> np.ndarray:
@@ -167,11 +220,17 @@ def _with_jobs(state: PolicyState, jobs: dict[Hashable, JobRecord], **changes: A
 
 
 def _job(state: PolicyState, job_id: Hashable) -> JobRecord:
+    return _record_in(state.jobs, job_id, lambda: _completed(state, job_id))
+
+
+def _record_in(jobs: Mapping[Hashable, JobRecord], job_id: Hashable, completed: Any) -> JobRecord:
+    """Job `job_id`'s record in `jobs`, or a `ValidationError` saying whether it completed
+    (`completed()`: asked only on the way to the error)."""
     try:
-        return state.jobs[job_id]
+        return jobs[job_id]
     except (KeyError, TypeError):
         pass
-    if _completed(state, job_id):
+    if completed():
         raise ValidationError(f"job {job_id!r} has completed all its epochs and left the policy; it takes no "
                               f"more reports") from None
     raise ValidationError(f"job {job_id!r} is not in the policy (add it with add_job)") from None
@@ -184,17 +243,21 @@ def _completed(state: PolicyState, job_id: Hashable) -> bool:
         return False
 
 
-def add_job(config: PolicyConfig, state: PolicyState, job_id: Hashable, gpus: int, regimes: Mapping[float, float],
-            epochs: int, budget: float = 1.0, kind: Hashable = None) -> PolicyState:
-    """The state after job `job_id` arrives (`Policy.add_job` checks and raises the same)."""
+def new_record(config: PolicyConfig, jobs: Mapping[Hashable, JobRecord], completed: Any, job_id: Hashable,
+               gpus: int, regimes: Mapping[float, float], epochs: int, budget: float = 1.0,
+               kind: Hashable = None) -> tuple[Hashable, JobRecord]:
+    """Job `job_id` checked on arrival against the jobs present (`jobs`) and the ids that completed
+    (`completed`, a container): its id as keyed (`vfm._validation.checked_job_id`) and its record,
+    or the `ValidationError` `Policy.add_job` raises. O(its regimes)."""
     try:
         hash(job_id)
     except TypeError:
-        raise ValidationError(f"job_id must be hashable (a string, a number or a tuple of them), got "
+        raise ValidationError(f"job_id must be hashable (a string, a whole number or a tuple of them), got "
                               f"{type(job_id).__name__} {job_id!r}") from None
-    if job_id in state.jobs:
+    key = checked_job_id(job_id)
+    if key in jobs:
         raise ValidationError(f"job {job_id!r} is already in the policy; job ids must be unique (remove it first)")
-    if job_id in state.completed:
+    if key in completed:
         raise ValidationError(f"job {job_id!r} has already completed in this policy; job ids must be unique "
                               f"(give the new job another id)")
     if not is_whole(gpus) or gpus < 1:
@@ -203,34 +266,45 @@ def add_job(config: PolicyConfig, state: PolicyState, job_id: Hashable, gpus: in
         raise ValidationError(f"gpus of job {job_id!r} ({gpus}) is wider than the cluster ({config.capacity} GPUs)")
     if not is_whole(epochs) or epochs < 1:
         raise ValidationError(f"epochs must be a positive whole number for job {job_id!r}, got {epochs!r}")
-    real = not isinstance(budget, bool) and isinstance(budget, int | float | np.integer | np.floating)
-    if not (real and np.isfinite(budget) and budget > 0):
-        raise ValidationError(f"budget of job {job_id!r} must be a finite number > 0, got {budget!r}")
+    if epochs > MAX_JOB_EPOCHS:
+        raise ValidationError(f"epochs of job {job_id!r} ({epochs}) is more than the {MAX_JOB_EPOCHS:.0e} epochs a "
+                              f"job may have (MAX_JOB_EPOCHS)")
+    if not (is_real(budget) and np.isfinite(budget) and 0 < budget <= MAX_BUDGET):
+        raise ValidationError(f"budget of job {job_id!r} must be a finite number > 0 and at most {MAX_BUDGET:g} "
+                              f"(vfm.planner.policy.MAX_BUDGET), got {budget!r}")
     try:
         hash(kind)
     except TypeError:
         raise ValidationError(f"kind of job {job_id!r} must be hashable, as ('ResNet-18', 'gns'), got "
                               f"{type(kind).__name__}") from None
-    # The state constructor checks the regimes; its messages name the job as the first of a list.
-    try:
-        JobStates.from_lists([epochs], [regimes], [[]], job_ids=[job_id])
-    except ValidationError as error:
-        raise ValidationError(str(error).replace(f"regimes[0] (job 0 (id {job_id!r}))",
-                                                 f"regimes of job {job_id!r}")) from None
-    regime_set = tuple((float(b), float(d)) for b, d in dict(regimes).items())
-    record = JobRecord(int(gpus), regime_set, int(epochs), float(budget), kind=kind)
-    return _with_jobs(state, {**state.jobs, job_id: record}, stale=True)
+    regime_set = checked_regime_pairs(regimes, f"regimes of job {job_id!r}", max_seconds=MAX_JOB_SECONDS)
+    slowest = max(seconds for _, seconds in regime_set)
+    if epochs * slowest > MAX_JOB_SECONDS:
+        raise ValidationError(f"job {job_id!r} would run {epochs * slowest:.4g} s ({epochs} epochs of up to "
+                              f"{slowest:g} s), more than the {MAX_JOB_SECONDS:.0e} s a job may run in all "
+                              f"(MAX_JOB_SECONDS)")
+    return key, JobRecord(int(gpus), regime_set, int(epochs), float(budget), kind=kind)
+
+
+def add_job(config: PolicyConfig, state: PolicyState, job_id: Hashable, gpus: int, regimes: Mapping[float, float],
+            epochs: int, budget: float = 1.0, kind: Hashable = None) -> PolicyState:
+    """The state after job `job_id` arrives (`Policy.add_job` checks and raises the same).
+
+    A pure function of the state: O(jobs present), since it copies the mapping of jobs; a
+    `Policy` adds a job in O(1)."""
+    key, record = new_record(config, state.jobs, state.completed, job_id, gpus, regimes, epochs, budget, kind)
+    return _with_jobs(state, {**state.jobs, key: record}, stale=True)
 
 
 def remove_job(state: PolicyState, job_id: Hashable) -> PolicyState:
-    """The state after job `job_id` leaves."""
+    """The state after job `job_id` leaves (O(jobs present); a `Policy` removes a job in O(1))."""
     _job(state, job_id)
     return _with_jobs(state, {key: job for key, job in state.jobs.items() if key != job_id}, stale=True)
 
 
-def report_progress(state: PolicyState, job_id: Hashable, batch_sizes: Sequence[float]) -> PolicyState:
-    """The state after job `job_id` reports finished epochs (`Policy.report_progress`)."""
-    job = _job(state, job_id)
+def reported(job: JobRecord, job_id: Hashable, batch_sizes: Sequence[float]) -> JobRecord:
+    """Job `job_id`'s record after it reports finished epochs, or the `ValidationError`
+    `Policy.report_progress` raises; O(its epochs reported and regimes)."""
     sizes = read_batch_sizes(batch_sizes, f"batch_sizes of job {job_id!r}")
     labels = np.array([b for b, _ in job.regimes])
     match = sizes[:, None] == labels
@@ -244,7 +318,13 @@ def report_progress(state: PolicyState, job_id: Hashable, batch_sizes: Sequence[
     if sizes.size > left:
         raise ValidationError(f"batch_sizes of job {job_id!r} reports {sizes.size} epochs, more epochs done than "
                               f"the job has left ({left} of {job.epochs})")
-    job = replace(job, stages=_runs(job.stages, np.argmax(match, axis=1)))
+    return replace(job, stages=_runs(job.stages, np.argmax(match, axis=1)))
+
+
+def report_progress(state: PolicyState, job_id: Hashable, batch_sizes: Sequence[float]) -> PolicyState:
+    """The state after job `job_id` reports finished epochs (`Policy.report_progress`; O(jobs
+    present) here, O(the report) in a `Policy`)."""
+    job = reported(_job(state, job_id), job_id, batch_sizes)
     if job.done == job.epochs:
         taught = (job.trajectory(),) if job.kind is not None else ()
         return _with_jobs(state, {key: other for key, other in state.jobs.items() if key != job_id},
@@ -272,11 +352,83 @@ def _taught_forecaster(config: PolicyConfig, state: PolicyState) -> Forecaster:
 
 
 def step(config: PolicyConfig, state: PolicyState) -> tuple[PolicyState, list[Hashable]]:
-    """One round: re-plan if due, then the jobs to run; a pure function of the config and state."""
+    """One round: re-plan if due, then the jobs to run; a pure function of the config and state
+    (with a deadline, of the time the re-plan takes too). `decide` says how it was decided."""
+    state, running, _ = decide(config, state)
+    return state, running
+
+
+def decide(config: PolicyConfig, state: PolicyState,
+           started: float | None = None) -> tuple[PolicyState, list[Hashable], Decision]:
+    """`step`, and how the round was decided (`Decision`, its `seconds` counted from `started`, a
+    `time.perf_counter()` reading; default: now). A re-plan that fails (`_replan_failure`) leaves
+    the state stale, so the next round re-plans again; this round is served from the standing
+    plan (`_serve_standing`) or, with none young enough, first-fit (`_serve_fallback`)."""
+    started = time.perf_counter() if started is None else started
     if not state.jobs:
-        return replace(state, round_index=state.round_index + 1), []
-    if state.stale or state.plan is None or state.since_plan >= config.replan_every:
-        state = _replan(config, state)
+        return replace(state, round_index=state.round_index + 1), [], _decision("plan", "no jobs", started, False)
+    due = _replan_due(config, state)
+    if due is None:
+        state, running = _serve(config, state)
+        return state, running, _decision("plan", "no re-plan due: served the standing plan", started, False)
+    replanned, failure = _attempt_replan(config, state, started)
+    if replanned is not None:
+        state, running = _serve(config, replanned)
+        return state, running, _decision("plan", f"re-planned ({due})", started, True)
+    if _standing_usable(state):
+        state, running = _serve_standing(config, state)
+        return state, running, _decision("standing", f"{failure}; served the standing plan", started, False)
+    state, running = _serve_fallback(config, state)
+    no_plan = "no standing plan" if state.plan is None else "the standing plan is older than its window"
+    return state, running, _decision("fallback", f"{failure}; {no_plan}: served first-fit in arrival order",
+                                     started, False)
+
+
+def _decision(source: Literal["plan", "standing", "fallback"], reason: str, started: float,
+              replanned: bool) -> Decision:
+    return Decision(source, reason, time.perf_counter() - started, replanned)
+
+
+def _replan_due(config: PolicyConfig, state: PolicyState) -> str | None:
+    """Why the next round re-plans (None: it serves the standing plan)."""
+    if state.plan is None:
+        return "no plan yet"
+    if state.stale:
+        return "a job arrived or left"
+    if state.since_plan >= config.replan_every:
+        return f"{state.since_plan} rounds since the last plan"
+    return None
+
+
+def _attempt_replan(config: PolicyConfig, state: PolicyState, started: float) -> tuple[PolicyState | None, str]:
+    """The state re-planned, or None and why the re-plan cannot be trusted: it raised, its status is
+    neither optimal nor inaccurate, its schedule is not finite, or it ended past the deadline."""
+    options, deadline = config.options, config.deadline_s
+    if deadline is not None:
+        left = deadline - (time.perf_counter() - started)
+        if left <= 0:
+            return None, f"the deadline of {deadline:g} s passed before the re-plan started"
+        # A planner that can stop itself is told the time left (`PlanOptions.time_limit_s`).
+        if "time_limit_s" in {f.name for f in fields(options)}:
+            options = options.updated(time_limit_s=left)
+    try:
+        replanned = _replan(config, state, options)
+    except Exception as error:  # any failure of the planner or the forecaster: the round is still served
+        return None, f"the re-plan raised {type(error).__name__}: {error}"
+    new_plan = replanned.plan
+    assert new_plan is not None
+    if new_plan.status not in (Status.OPTIMAL, Status.INACCURATE):
+        return None, f"the re-plan ended with status {new_plan.status.value!r} ({new_plan.message})"
+    if not (np.isfinite(new_plan.relaxed).all() and np.isfinite(new_plan.schedule).all()):
+        return None, "the re-plan's schedule holds a value that is not finite"
+    took = time.perf_counter() - started
+    if deadline is not None and took > deadline:
+        return None, f"the round took {took:.3g} s to re-plan, past the deadline of {deadline:g} s"
+    return replanned, ""
+
+
+def _serve(config: PolicyConfig, state: PolicyState) -> tuple[PolicyState, list[Hashable]]:
+    """The round `state.since_plan` of the standing plan, by the configured execution."""
     plan_ = state.plan
     assert plan_ is not None and plan_.job_ids is not None
     program = plan_.program
@@ -297,7 +449,40 @@ def step(config: PolicyConfig, state: PolicyState) -> tuple[PolicyState, list[Ha
                    since_plan=state.since_plan + 1, round_index=state.round_index + 1), running
 
 
-def _replan(config: PolicyConfig, state: PolicyState) -> PolicyState:
+def _standing_usable(state: PolicyState) -> bool:
+    """Whether the standing plan still has a round to serve (it is not older than its window)."""
+    return state.plan is not None and state.plan.job_ids is not None and state.since_plan < state.plan.relaxed.shape[1]
+
+
+def _serve_standing(config: PolicyConfig, state: PolicyState) -> tuple[PolicyState, list[Hashable]]:
+    """The standing plan's next round without the jobs that left since it was made, then the jobs
+    that arrived since (not in it) first-fit on the GPUs left, in arrival order."""
+    served, planned_running = _serve(config, state)
+    assert state.plan is not None and state.plan.job_ids is not None
+    # A job removed and added again under its id may have another gang: it counts as arrived.
+    planned = dict(zip(state.plan.job_ids, state.plan.program.gpus.tolist(), strict=True))
+    running = [job for job in planned_running if job in state.jobs and state.jobs[job].gpus == planned[job]]
+    arrived = [job for job, record in state.jobs.items() if planned.get(job) != record.gpus]
+    return served, running + _first_fit_ids(state, arrived, config.capacity - _gpus(state, running))
+
+
+def _serve_fallback(config: PolicyConfig, state: PolicyState) -> tuple[PolicyState, list[Hashable]]:
+    """With no plan to serve: whole gangs first-fit in arrival order, within the capacity."""
+    return replace(state, round_index=state.round_index + 1), _first_fit_ids(state, list(state.jobs), config.capacity)
+
+
+def _gpus(state: PolicyState, ids: Sequence[Hashable]) -> int:
+    return sum(state.jobs[job].gpus for job in ids)
+
+
+def _first_fit_ids(state: PolicyState, ids: list[Hashable], free: int) -> list[Hashable]:
+    """The jobs of `ids` (present in `state`) admitted first-fit, in order, into `free` GPUs."""
+    gpus = np.array([state.jobs[job].gpus for job in ids], dtype=np.float64)
+    return [ids[k] for k in first_fit(np.arange(len(ids)), gpus, float(free))] if ids else []
+
+
+def _replan(config: PolicyConfig, state: PolicyState, options: PlanOptions | None = None) -> PolicyState:
+    """The state with a new plan of the jobs present (`options`: default the configured ones)."""
     ids = tuple(state.jobs)
     jobs = [state.jobs[i] for i in ids]
     states = _states(jobs, ids)
@@ -306,7 +491,7 @@ def _replan(config: PolicyConfig, state: PolicyState) -> PolicyState:
     targets = None
     if config.fairness:
         jobs, targets = _fair_finish(config, forecaster, state.round_index, states, jobs)
-    options = config.options
+    options = config.options if options is None else options
     new_plan = plan(
         states, gpus, config.capacity, options, forecaster=forecaster,
         seed=np.random.SeedSequence((config.seed, state.replans)), budgets=[j.budget for j in jobs],
@@ -388,7 +573,8 @@ def shockwave_configuration(round_s: float) -> dict[str, Any]:
 def policy_config(capacity: int, options: PlanOptions | None = None, *, replan_every: int = 8,
                   forecaster: Forecaster | None = None, seed: int = 0, fairness: bool = False,
                   execution: Literal["credit", "window"] = "credit", max_wait: int | None = shockwave.MAX_WAIT,
-                  continuity: float = shockwave.CONTINUITY, **overrides: Any) -> PolicyConfig:
+                  continuity: float = shockwave.CONTINUITY, deadline_s: float | None = None,
+                  **overrides: Any) -> PolicyConfig:
     """`Policy`'s arguments validated once (each named in its error), as a `PolicyConfig`."""
     if not is_whole(capacity) or capacity < 1:
         raise ValidationError(f"capacity must be a positive whole number of GPUs, got {capacity!r}")
@@ -413,39 +599,147 @@ def policy_config(capacity: int, options: PlanOptions | None = None, *, replan_e
         raise ValidationError(f"max_wait must be a positive whole number of rounds or None, got {max_wait!r}")
     if isinstance(continuity, bool) or not (isinstance(continuity, int | float) and 0 <= continuity < np.inf):
         raise ValidationError(f"continuity must be a finite number of rounds >= 0, got {continuity!r}")
+    if deadline_s is not None and not (is_real(deadline_s) and 0 < deadline_s < np.inf):
+        raise ValidationError(f"deadline_s must be a finite number of seconds > 0 or None, got {deadline_s!r}")
     plan_options = (PlanOptions() if options is None else options).updated(**overrides)
     return PolicyConfig(
         capacity=int(capacity), options=plan_options, replan_every=min(int(replan_every), plan_options.rounds),
         forecaster=DirichletForecaster() if forecaster is None else forecaster, seed=int(seed),
         fairness=bool(fairness), execution=execution, max_wait=None if max_wait is None else int(max_wait),
-        continuity=float(continuity))
+        continuity=float(continuity), deadline_s=None if deadline_s is None else float(deadline_s))
 
 
 class StateView:
-    """What a scheduler reads of a policy's `PolicyState` (``_state``): shared by `Policy` and
-    `vfm.planner.TypedPolicy`."""
+    """A policy's state held for O(1) events, shared by `Policy` and `vfm.planner.TypedPolicy`.
 
-    _state: PolicyState
+    The jobs live in a private dict (insertion order: arrival order) and the completed ids in a
+    list and a set, so that an arrival, a report and a removal cost O(1) amortized (plus the
+    size of the report), not a copy of every job. The frozen `PolicyState` is built from them
+    only when asked for (`_snapshot`, O(jobs present), kept until the next change) and a round
+    installs the state it steps to (`_install`, O(jobs present), once per round like the
+    re-plan itself). ``_state`` reads and writes through these two, so code that swaps whole
+    states (`Policy.restore`) keeps working.
+
+    Every method holds the policy's re-entrant lock (``_lock``): a policy is safe to share
+    between threads, and its calls are serialized (each sees the state the previous one left).
+    """
+
+    _lock: threading.RLock
+    _jobs: dict[Hashable, JobRecord]
+    _completed: list[Hashable]
+    _completed_ids: set[Hashable]
+    _finished: list[Trajectory]
+    _stale: bool
+    _rest: PolicyState  # the state last installed: every other field (its jobs, completed, finished, stale are old)
+    _cached: PolicyState | None
+    _last_decision: Decision | None
+
+    def _start(self, state: PolicyState | None = None) -> None:
+        """Make the lock and install `state` (default: an empty one); the constructors call it first."""
+        self._lock = threading.RLock()
+        self._last_decision = None
+        self._install(PolicyState() if state is None else state)
+
+    def _snapshot(self) -> PolicyState:
+        """The state as a frozen `PolicyState` (the same object until the next change)."""
+        with self._lock:
+            if self._cached is None:
+                self._cached = replace(self._rest, jobs=MappingProxyType(dict(self._jobs)),
+                                       completed=tuple(self._completed), finished=tuple(self._finished),
+                                       stale=self._stale)
+            return self._cached
+
+    def _install(self, state: PolicyState) -> None:
+        """Continue from the frozen `state` (copied into the private containers)."""
+        with self._lock:
+            self._jobs = dict(state.jobs)
+            self._completed = list(state.completed)
+            self._completed_ids = set(state.completed)
+            self._finished = list(state.finished)
+            self._stale = state.stale
+            self._rest = state
+            self._cached = state
+
+    @property
+    def _state(self) -> PolicyState:
+        return self._snapshot()
+
+    @_state.setter
+    def _state(self, state: PolicyState) -> None:
+        self._install(state)
+
+    def _record(self, job_id: Hashable) -> JobRecord:
+        """Job `job_id`'s record, or the `ValidationError` naming it (and saying if it completed)."""
+        with self._lock:
+            return _record_in(self._jobs, job_id, lambda: _member(self._completed_ids, job_id))
+
+    def _add(self, config: PolicyConfig, job_id: Hashable, gpus: int, regimes: Mapping[float, float], epochs: int,
+             budget: float, kind: Hashable) -> JobRecord:
+        """Job `job_id` arrives (checked by `new_record`, O(1)); its record."""
+        with self._lock:
+            key, record = new_record(config, self._jobs, self._completed_ids, job_id, gpus, regimes, epochs,
+                                     budget, kind)
+            self._jobs[key] = record
+            self._stale, self._cached = True, None
+            return record
+
+    def _remove(self, job_id: Hashable) -> None:
+        with self._lock:
+            self._record(job_id)
+            del self._jobs[job_id]
+            self._stale, self._cached = True, None
+
+    def _report(self, job_id: Hashable, batch_sizes: Sequence[float]) -> None:
+        with self._lock:
+            job = reported(self._record(job_id), job_id, batch_sizes)
+            if job.done == job.epochs:
+                del self._jobs[job_id]
+                self._completed.append(job_id)
+                self._completed_ids.add(job_id)
+                if job.kind is not None:
+                    self._finished.append(job.trajectory())
+                self._stale = True
+            else:
+                self._jobs[job_id] = job
+            self._cached = None
 
     @property
     def jobs(self) -> list[Hashable]:
         """The jobs in the policy, in arrival order."""
-        return list(self._state.jobs)
+        with self._lock:
+            return list(self._jobs)
 
     @property
     def completed(self) -> list[Hashable]:
         """The jobs that completed all their epochs, in completion order."""
-        return list(self._state.completed)
+        with self._lock:
+            return list(self._completed)
 
     @property
     def last_plan(self) -> Plan | None:
         """The standing plan (None before the first round); its arrays are read-only."""
-        return self._state.plan
+        with self._lock:
+            return self._rest.plan
 
     @property
     def replans(self) -> int:
         """How many times the policy has re-planned."""
-        return self._state.replans
+        with self._lock:
+            return self._rest.replans
+
+    @property
+    def last_decision(self) -> Decision | None:
+        """How the last round was decided (`Decision`: from the plan, the standing plan or the
+        fallback, and why); None before the first round."""
+        with self._lock:
+            return self._last_decision
+
+
+def _member(ids: set[Hashable], job_id: Hashable) -> bool:
+    try:
+        return job_id in ids
+    except TypeError:  # an unhashable id is in no set
+        return False
 
 
 class Policy(StateView):
@@ -484,6 +778,23 @@ class Policy(StateView):
     continuity : float
         Rounds of credit a job that ran in the previous round may run ahead of its plan before
         it yields its gang (default `vfm.planner.shockwave.CONTINUITY`, 2): fewer restarts.
+    deadline_s : float or None
+        Seconds `next_round` may spend deciding a round that re-plans (finite, > 0; default None:
+        no deadline). The planner is told the time left when `vfm.planner.PlanOptions` has a
+        ``time_limit_s``; a re-plan that ends past the deadline is not used.
+
+    Notes
+    -----
+    Every round is served, whatever the re-plan does: a re-plan that raises, ends with a status
+    other than optimal or inaccurate, gives a schedule that is not finite or ends past the
+    deadline is discarded, and the round is served from the standing plan (the jobs that
+    arrived since first-fit on the idle GPUs) or, with none young enough, whole gangs first-fit
+    in arrival order; the next round re-plans again. `last_decision` says which and why. No
+    round runs more GPUs than `capacity`.
+
+    The policy is safe to share between threads: every method holds the policy's lock, so calls
+    are serialized. `add_job`, `remove_job` and `report_progress` cost O(1) amortized (plus the
+    epochs reported); `state` and a round cost O(jobs present).
     """
 
     def __init__(
@@ -498,12 +809,13 @@ class Policy(StateView):
         execution: Literal["credit", "window"] = "credit",
         max_wait: int | None = shockwave.MAX_WAIT,
         continuity: float = shockwave.CONTINUITY,
+        deadline_s: float | None = None,
         **overrides: Any,
     ) -> None:
         self.config = policy_config(capacity, options, replan_every=replan_every, forecaster=forecaster, seed=seed,
                                     fairness=fairness, execution=execution, max_wait=max_wait,
-                                    continuity=continuity, **overrides)
-        self._state = PolicyState()
+                                    continuity=continuity, deadline_s=deadline_s, **overrides)
+        self._start()
         if self.config.options.solver in (None, "saa-ipm"):
             load_kernels()  # here, not in the first re-plan: a scheduler's re-plans stay predictable
 
@@ -540,14 +852,68 @@ class Policy(StateView):
 
     @property
     def state(self) -> PolicyState:
-        """Everything the policy remembers (frozen): checkpoint it, and `restore` it later."""
-        return self._state
+        """Everything the policy remembers, frozen: for use in this process (inspect it, step it with
+        `vfm.planner.policy.step`, go back to it with `restore`). To keep it on disk or send it
+        elsewhere, use `checkpoint`."""
+        with self._lock:
+            return self._state
 
-    def restore(self, state: PolicyState) -> None:
-        """Continue from a `state` taken from a policy with the same configuration."""
-        if not isinstance(state, PolicyState):
-            raise ValidationError(f"state must be a PolicyState (Policy.state), got {type(state).__name__}")
-        self._state = state
+    def checkpoint(self) -> str:
+        """The policy's checkpoint: JSON text of a versioned plain-data format (`vfm.planner.checkpoint`)
+        that `restore` reads back into a policy of the same configuration.
+
+        It holds the jobs, what each carries into the next plan (credit, rounds waited, whether it
+        ran last), the completed jobs, the trajectories taught to the forecaster and the counters;
+        not the standing plan: the restored policy re-plans at its next round.
+
+        Raises
+        ------
+        vfm.errors.ValidationError
+            For what the format cannot hold, naming it: a job id or kind other than a string, a
+            whole number or a tuple of them (or None, for a kind); a forecaster that has learned
+            from completed jobs and is not a `vfm.forecast.PopulationForecaster`.
+        """
+        from vfm.planner import checkpoint  # here: the checkpoint format is built on this module
+
+        with self._lock:
+            return checkpoint.dumps(self.config, self._state)
+
+    def restore(self, state: PolicyState | str | bytes | Mapping[str, Any], *, allow_resize: bool = False) -> None:
+        """Continue from a checkpoint (`checkpoint`'s JSON text, its bytes or the dict it parses to)
+        or, in this process, from a `state`; either is checked in full first.
+
+        A checkpoint is read as JSON, never unpickled. It must come from a `Policy` (not a
+        `vfm.planner.TypedPolicy`) of this configuration (its fingerprint, `vfm.planner.checkpoint`);
+        the first round after it re-plans. A `PolicyState` holds no configuration: it is checked
+        against this policy's as far as it shows it (gangs, finish-time targets, its plan's window,
+        round length, capacity and fairness).
+
+        Parameters
+        ----------
+        state : str, bytes, dict or PolicyState
+            What to continue from.
+        allow_resize : bool
+            Accept a checkpoint made with another capacity (a cluster that grew or shrank); every
+            other field of the configuration must still match. A job whose gang is wider than this
+            policy's capacity is refused, naming it: remove it first (restore into a policy of the
+            old capacity, `remove_job`, checkpoint again). Default False: the capacity must match.
+
+        Raises
+        ------
+        vfm.errors.ValidationError
+            Naming the field (and the job), leaving the policy as it was: another format or
+            version (both named), another kind of policy, another configuration (the fields that
+            differ named), a field missing, unknown or of the wrong type, a count out of range
+            (``round_index``, ``replans``, ``waited``, ``since_plan`` >= 0), a credit that is not
+            finite, arrays of different lengths, a job record `add_job` and the reports would not
+            make (gang, regimes, epochs, budget, stages), an id repeated or not a string, whole
+            number or tuple of them.
+        """
+        from vfm.planner import checkpoint  # here: the checkpoint format is built on this module
+
+        with self._lock:
+            restored, _ = checkpoint.restored(self.config, state, allow_resize=allow_resize)
+            self._state = restored
 
     @property
     def capacity(self) -> int:
@@ -564,7 +930,8 @@ class Policy(StateView):
     @property
     def forecaster(self) -> Forecaster:
         """The forecaster of the last re-plan (the configured one, taught the jobs completed before it)."""
-        return self.config.forecaster if self._state.forecaster is None else self._state.forecaster
+        with self._lock:
+            return self.config.forecaster if self._rest.forecaster is None else self._rest.forecaster
 
     @property
     def seed(self) -> int:
@@ -581,7 +948,8 @@ class Policy(StateView):
     @property
     def round_index(self) -> int:
         """Rounds served so far."""
-        return self._state.round_index
+        with self._lock:
+            return self._rest.round_index
 
     # --- what the scheduler tells the policy ---------------------------------------------------
 
@@ -595,17 +963,21 @@ class Policy(StateView):
         Raises
         ------
         vfm.errors.ValidationError
-            Naming the job, and leaving the policy as it was: an id that is not hashable, already
-            present or of a job that completed (ids are unique over the policy's life; a removed
-            job's id may be used again), a gang size that is not a positive whole number or is
-            wider than the cluster, a malformed regime set, an epoch count that is not a positive
-            whole number, a budget that is not a finite number > 0, a kind that is not hashable.
+            Naming the job, and leaving the policy as it was: an id that is not a string, a whole
+            number (not a bool) or a tuple of them (a NumPy integer is keyed as the equal int),
+            already present or of a job that completed (ids are unique over the policy's life; a
+            removed job's id may be used again); a gang size that is not a positive whole number or
+            is wider than the cluster; a malformed regime set (batch sizes and seconds must be real
+            numbers, not bools or strings; seconds finite and > 0); an epoch count that is not a
+            whole number in [1, `MAX_JOB_EPOCHS`]; epochs times the slowest regime's seconds above
+            `MAX_JOB_SECONDS`; a budget that is not a finite number in (0, `MAX_BUDGET`]; a kind
+            that is not hashable.
         """
-        self._state = add_job(self.config, self._state, job_id, gpus, regimes, epochs, budget, kind)
+        self._add(self.config, job_id, gpus, regimes, epochs, budget, kind)
 
     def remove_job(self, job_id: Hashable) -> None:
         """A job leaves (cancelled, or finished by the scheduler's own account)."""
-        self._state = remove_job(self._state, job_id)
+        self._remove(job_id)
 
     def report_progress(self, job_id: Hashable, batch_sizes: Sequence[float]) -> None:
         """Epochs the job finished since the last report, one batch size (its regime) per epoch.
@@ -623,22 +995,29 @@ class Policy(StateView):
             string, a number, a mapping, a masked array, NaN); a batch size not in its regimes;
             more epochs than it has left.
         """
-        self._state = report_progress(self._state, job_id, batch_sizes)
+        self._report(job_id, batch_sizes)
 
     # --- what the policy tells the scheduler ---------------------------------------------------
 
     def next_round(self) -> list[Hashable]:
-        """The jobs to run in the next round (each on its whole gang), re-planning if due."""
-        self._state, running = step(self.config, self._state)
-        return running
+        """The jobs to run in the next round (each on its whole gang), re-planning if due.
+
+        Always served, within `capacity`: a failed or late re-plan falls back to the standing
+        plan or to first-fit (class Notes); `last_decision` says how the round was decided."""
+        with self._lock:
+            started = time.perf_counter()
+            state, running, decision = decide(self.config, self._snapshot(), started)
+            self._install(state)
+            self._last_decision = replace(decision, seconds=time.perf_counter() - started)
+            return running
 
     def regimes(self, job_id: Hashable) -> dict[float, float]:
         """Job `job_id`'s regimes (batch size -> seconds per epoch)."""
-        return dict(_job(self._state, job_id).regimes)
+        return dict(self._record(job_id).regimes)
 
     def epochs_left(self, job_id: Hashable) -> int:
         """Epochs job `job_id` has not finished yet."""
-        job = _job(self._state, job_id)
+        job = self._record(job_id)
         return job.epochs - job.done
 
     def epochs_done(self, job_id: Hashable) -> int:
@@ -652,4 +1031,4 @@ class Policy(StateView):
         vfm.errors.ValidationError
             For a job not in the policy, saying so if it has completed (all its epochs are done).
         """
-        return _job(self._state, job_id).done
+        return self._record(job_id).done

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import replace
-from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -95,11 +94,12 @@ class TypedPolicy(homogeneous.StateView):
                                                               forecaster=forecaster, seed=seed, **overrides)
         if self.config.options.solver in (None, "saa-ipm"):
             load_kernels()  # here, not in the first re-plan, as `Policy` does
-        self._state = PolicyState()
+        self._start()
         # Each job's speed on each type (`_speed`), (K, R + 1): at each of its regimes in its record's
         # order, then at their mean (for a job with no regime observed yet); 0 where the type
-        # cannot host it. Computed once per job, so that a re-plan only picks a column per job.
-        self._typed: Mapping[Hashable, FloatArray] = MappingProxyType({})
+        # cannot host it. Computed once per job, so that a re-plan only picks a column per job; a
+        # dict changed in place, so that an arrival or a removal is O(1).
+        self._typed: dict[Hashable, FloatArray] = {}
 
     @classmethod
     def shockwave(cls, cluster: ClusterTypes, round_s: float = 120.0, **overrides: Any) -> TypedPolicy:
@@ -124,22 +124,60 @@ class TypedPolicy(homogeneous.StateView):
             differ, a gang no type it names can hold; and whatever `vfm.planner.Policy.add_job`
             refuses.
         """
-        seconds, reference = _typed_regimes(self.cluster, job_id, gpus, regimes)
-        state = homogeneous.add_job(self.config, self._state, job_id, gpus, reference, epochs, budget, kind)
-        self._state = state
-        on_reference = np.array([d for _, d in state.jobs[job_id].regimes])
-        self._typed = MappingProxyType({**self._typed, job_id: _speeds(seconds, on_reference)})
+        with self._lock:
+            seconds, reference = _typed_regimes(self.cluster, job_id, gpus, regimes)
+            record = self._add(self.config, job_id, gpus, reference, epochs, budget, kind)
+            on_reference = np.array([d for _, d in record.regimes])
+            self._typed[job_id] = _speeds(seconds, on_reference)
 
     def remove_job(self, job_id: Hashable) -> None:
-        self._state = homogeneous.remove_job(self._state, job_id)
-        self._typed = MappingProxyType({k: v for k, v in self._typed.items() if k != job_id})
+        with self._lock:
+            self._remove(job_id)
+            self._typed.pop(job_id, None)
 
     def report_progress(self, job_id: Hashable, batch_sizes: Sequence[float]) -> None:
         """Epochs the job finished, one batch size per epoch (as `vfm.planner.Policy.report_progress`)."""
-        self._state = homogeneous.report_progress(self._state, job_id, batch_sizes)
+        self._report(job_id, batch_sizes)
+
+    @property
+    def state(self) -> PolicyState:
+        """Everything the policy remembers but each job's speeds per type, frozen, for use in this
+        process (`vfm.planner.Policy.state`); to keep the policy, use `checkpoint`."""
+        with self._lock:
+            return self._state
+
+    def checkpoint(self) -> str:
+        """The policy's checkpoint as JSON text (`vfm.planner.Policy.checkpoint`, with the cluster in
+        its configuration and each job's speeds per type); `restore` reads it back."""
+        from vfm.planner import checkpoint  # here: the checkpoint format is built on the policies
+
+        with self._lock:
+            return checkpoint.dumps(self.config, self._state, cluster=self.cluster, speeds=self._typed)
+
+    def restore(self, state: str | bytes | Mapping[str, Any]) -> None:
+        """Continue from a checkpoint of a `TypedPolicy` of this configuration and cluster (its JSON
+        text, its bytes or the dict it parses to), checked in full first as
+        `vfm.planner.Policy.restore` does; the first round after it re-plans. A `PolicyState`
+        is refused: it does not hold the jobs' speeds per type. The cluster cannot change.
+
+        Raises
+        ------
+        vfm.errors.ValidationError
+            Naming the field (and the job), leaving the policy as it was (`vfm.planner.Policy.restore`).
+        """
+        from vfm.planner import checkpoint  # here: the checkpoint format is built on the policies
+
+        with self._lock:
+            restored, speeds = checkpoint.restored(self.config, state, cluster=self.cluster)
+            self._state = restored
+            self._typed = dict(speeds)
 
     def next_round(self) -> dict[Hashable, str]:
         """The jobs to run in the next round, each with its type, re-planning if due."""
+        with self._lock:
+            return self._next_round()
+
+    def _next_round(self) -> dict[Hashable, str]:
         state = self._state
         if not state.jobs:
             self._state = replace(state, round_index=state.round_index + 1)

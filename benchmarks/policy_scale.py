@@ -1,0 +1,103 @@
+"""How `vfm.planner.Policy` scales with the jobs it holds: arrivals, the first round, memory.
+
+::
+
+    python -m benchmarks.policy_scale --jobs 100000 [--capacity 256] [--rounds R] [--no-round] [--profile N]
+
+Adds `--jobs` jobs (gangs 1, 2, 4 and 8 in turn, two regimes each, 50 to 500 epochs) to one
+policy with the default options on `--capacity` GPUs, then serves the first round, which plans
+every job. Prints the seconds to add them, the seconds of the first `next_round` (and how the
+round was decided), the peak resident memory of the process, the bytes per job the policy holds
+(traced by `tracemalloc` while adding up to `TRACED` jobs to another policy: tracing slows the
+adds, so the timed ones are not traced), the machine and the command. ``--profile N`` prints the
+N most costly functions of the first round (cProfile, cumulative time).
+"""
+
+from __future__ import annotations
+
+import cProfile
+import os
+import platform
+import pstats
+import resource
+import sys
+import time
+import tracemalloc
+from collections.abc import Sequence
+
+from benchmarks._cli import Parser
+from vfm.planner import Policy
+
+#: The regimes each job is told: batch size -> seconds per epoch.
+REGIMES: dict[float, float] = {32: 60.0, 64: 40.0}
+#: At most this many jobs are added under `tracemalloc` to count the bytes per job.
+TRACED = 20_000
+
+
+def add_jobs(policy: Policy, jobs: int) -> None:
+    """`jobs` arrivals: gangs of 1, 2, 4 and 8 GPUs in turn (at most the capacity), 50 to 500 epochs."""
+    for k in range(jobs):
+        policy.add_job(k, min(1 << (k % 4), policy.capacity), REGIMES, 50 + (k * 7919) % 451)
+
+
+def peak_rss_bytes() -> int:
+    """The process's peak resident memory (``ru_maxrss``: kilobytes on Linux, bytes on macOS)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak if sys.platform == "darwin" else peak * 1024)
+
+
+def positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ValueError(f"must be a positive whole number, got {text}")
+    return value
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = Parser("benchmarks.policy_scale", __doc__)
+    parser.add_argument("--jobs", type=positive, required=True, help="jobs added to the policy")
+    parser.add_argument("--capacity", type=positive, default=256, help="GPUs (default 256)")
+    parser.add_argument("--rounds", type=positive, default=None, help="the planning window (default: PlanOptions')")
+    parser.add_argument("--no-round", action="store_true", help="only add the jobs")
+    parser.add_argument("--profile", type=positive, default=None, metavar="N",
+                        help="print the N most costly functions of the first round")
+    args = parser.parse_args(argv)
+    with parser.reporting():
+        options = {} if args.rounds is None else {"rounds": args.rounds}
+        traced = min(args.jobs, TRACED)
+        sample = Policy(args.capacity, **options)
+        tracemalloc.start()
+        before = tracemalloc.get_traced_memory()[0]
+        add_jobs(sample, traced)
+        held = tracemalloc.get_traced_memory()[0] - before
+        tracemalloc.stop()
+        del sample
+        policy = Policy(args.capacity, **options)
+        started = time.perf_counter()
+        add_jobs(policy, args.jobs)
+        add_s = time.perf_counter() - started
+        print(f"jobs: {args.jobs} on {args.capacity} GPUs")
+        print(f"add: {add_s:.3f} s ({add_s / args.jobs * 1e6:.1f} us per job)")
+        print(f"bytes per job: {held / traced:.0f} (tracemalloc over {traced} jobs: the policy's records)")
+        if not args.no_round:
+            profiler = cProfile.Profile() if args.profile else None
+            started = time.perf_counter()
+            if profiler is not None:
+                profiler.enable()
+            running = policy.next_round()
+            if profiler is not None:
+                profiler.disable()
+            round_s = time.perf_counter() - started
+            decision = policy.last_decision
+            assert decision is not None
+            print(f"first next_round: {round_s:.3f} s, {len(running)} jobs run ({decision.source}: {decision.reason})")
+            if profiler is not None:
+                pstats.Stats(profiler, stream=sys.stdout).sort_stats("cumulative").print_stats(args.profile)
+        print(f"peak RSS: {peak_rss_bytes() / 2**20:.0f} MiB")
+        print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, {platform.processor() or 'unknown'}, "
+              f"Python {platform.python_version()} on {platform.system()}")
+        print(f"command: python -m benchmarks.policy_scale {' '.join(sys.argv[1:] if argv is None else argv)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,383 @@
+"""Checkpoints of `Policy` and `TypedPolicy`: round trips, and what `restore` refuses."""
+
+from __future__ import annotations
+
+import copy
+import json
+import pickle
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from vfm.cluster import ClusterTypes
+from vfm.errors import ValidationError
+from vfm.forecast import PopulationForecaster
+from vfm.planner import Policy, TypedPolicy
+from vfm.planner import checkpoint as checkpoints
+from vfm.planner.policy import PolicyState
+
+REGIMES: dict[float, float] = {32: 50.0, 64: 30.0}
+TYPES = ClusterTypes({"v100": 2, "k80": 2})
+
+
+def _run(policy: Policy, rounds: int) -> list[list[Any]]:
+    """A toy scheduler: each running job finishes the whole epochs that fit in a round at batch 32."""
+    served = []
+    for _ in range(rounds):
+        running = policy.next_round()
+        served.append(running)
+        for job in running:
+            epochs = int(policy.options.round_s // policy.regimes(job)[32])
+            policy.report_progress(job, [32] * min(epochs, policy.epochs_left(job)))
+    return served
+
+
+def _run_typed(policy: TypedPolicy, rounds: int) -> list[dict[Any, str]]:
+    """Each running job finishes one epoch per round."""
+    served = []
+    for _ in range(rounds):
+        running = policy.next_round()
+        served.append(running)
+        for job in running:
+            policy.report_progress(job, [32])
+    return served
+
+
+def _loaded(capacity: int = 4, fairness: bool = True, rounds: int = 3) -> Policy:
+    factory = Policy.shockwave if fairness else Policy
+    policy = factory(capacity, rounds=6)
+    for k, gpus in enumerate([1, 2, 1, 1, min(4, capacity)]):
+        policy.add_job(k, gpus=gpus, regimes=REGIMES, epochs=30 + 7 * k, kind="lm")
+    _run(policy, rounds)
+    return policy
+
+
+def _typed() -> TypedPolicy:
+    policy = TypedPolicy.shockwave(TYPES, rounds=4)
+    for k, gpus in enumerate([1, 2, 1, 2]):
+        policy.add_job(("job", k), gpus, {"v100": {32: 60.0, 64: 40.0}, "k80": {32: 150.0 + 20 * k, 64: 90.0}},
+                       epochs=12 + k)
+    _run_typed(policy, 3)
+    return policy
+
+
+# --- round trips -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fairness", [False, True])
+def test_a_restored_policy_continues_as_the_original_restored_from_its_own_checkpoint(fairness: bool) -> None:
+    policy = _loaded(fairness=fairness)
+    text = policy.checkpoint()
+    restored = (Policy.shockwave if fairness else Policy)(4, rounds=6)
+    restored.restore(text)
+    assert restored.checkpoint() == text  # the format round-trips exactly
+    policy.restore(text)  # both re-plan at their next round, from the same checkpoint
+    assert _run(restored, 15) == _run(policy, 15)
+    assert restored.completed == policy.completed and restored.replans == policy.replans
+
+
+def test_a_checkpoint_taken_when_a_replan_is_due_continues_exactly_as_the_original() -> None:
+    policy = _loaded(fairness=True)
+    policy.add_job("late", gpus=2, regimes=REGIMES, epochs=40)  # the next round re-plans anyway
+    restored = Policy.shockwave(4, rounds=6)
+    restored.restore(policy.checkpoint())
+    assert _run(restored, 15) == _run(policy, 15)
+    assert restored.state.round_index == policy.state.round_index
+
+
+def test_a_restore_carries_each_jobs_credit_waits_and_last_round_into_the_next_plan() -> None:
+    policy = _loaded(fairness=False)
+    state = policy.state
+    restored = Policy(4, rounds=6)
+    restored.restore(policy.checkpoint())
+    plan = restored.last_plan
+    assert plan is not None and plan.solver == checkpoints.RESTORED and plan.job_ids == tuple(state.jobs)
+    assert state.plan is not None and state.plan.job_ids is not None
+    row = {job: k for k, job in enumerate(state.plan.job_ids)}
+    for k, job in enumerate(plan.job_ids or ()):
+        assert restored.state.credit[k] == state.credit[row[job]]
+        assert restored.state.waited[k] == state.waited[row[job]]
+        assert restored.state.ran_last[k] == state.ran_last[row[job]]
+    restored.next_round()
+    assert restored.last_decision is not None and restored.last_decision.replanned
+
+
+def test_a_typed_policy_checkpoints_and_restores() -> None:
+    policy = _typed()
+    text = policy.checkpoint()
+    restored = TypedPolicy.shockwave(TYPES, rounds=4)
+    restored.restore(json.loads(text))  # the parsed dict is accepted too
+    assert restored.checkpoint() == text
+    policy.restore(text)
+    assert _run_typed(restored, 10) == _run_typed(policy, 10)
+    assert isinstance(policy.state, PolicyState)
+
+
+def test_a_learning_forecaster_is_restored_with_what_it_learned() -> None:
+    policy = Policy(4, rounds=4, forecaster=PopulationForecaster())
+    for k in range(6):
+        policy.add_job(k, gpus=1, regimes=REGIMES, epochs=4 + 3 * k, kind=("lm", "gns"))
+    _run(policy, 6)
+    for k in range(6, 9):  # arrivals forecast from the completed jobs
+        policy.add_job(k, gpus=1, regimes=REGIMES, epochs=20, kind=("lm", "gns"))
+    _run(policy, 1)
+    learned = policy.forecaster
+    assert isinstance(learned, PopulationForecaster) and learned.population.size >= 2
+    restored = Policy(4, rounds=4, forecaster=PopulationForecaster())
+    restored.restore(policy.checkpoint())
+    assert checkpoints._plain(restored.forecaster) == checkpoints._plain(learned)
+    policy.restore(policy.checkpoint())
+    assert _run(restored, 12) == _run(policy, 12)
+
+
+def test_tuple_and_integer_ids_and_kinds_read_back_as_they_were() -> None:
+    policy = Policy(4, rounds=3)
+    ids = ["a", 7, ("a", 7), ((1, "b"), 2)]
+    for job in ids:
+        policy.add_job(job, gpus=1, regimes=REGIMES, epochs=9, kind=("m", 1, None) if job == 7 else None)
+    _run(policy, 2)
+    restored = Policy(4, rounds=3)
+    restored.restore(policy.checkpoint())
+    assert restored.jobs == policy.jobs and restored.completed == policy.completed
+    assert restored.state.jobs[7].kind == ("m", 1, None)
+
+
+def test_an_id_or_kind_the_format_cannot_hold_is_refused_at_checkpoint_time_naming_the_job() -> None:
+    policy = Policy(4, rounds=3)
+    policy.add_job("odd", gpus=1, regimes=REGIMES, epochs=9, kind=1.5)
+    with pytest.raises(ValidationError, match=r"the kind of job 'odd' is float 1\.5"):
+        policy.checkpoint()
+    policy = Policy(4, rounds=3)
+    policy.add_job("bool", gpus=1, regimes=REGIMES, epochs=9, kind=True)
+    with pytest.raises(ValidationError, match="the kind of job 'bool' is bool"):
+        policy.checkpoint()
+
+
+# --- what restore refuses ----------------------------------------------------------------------------
+
+
+_PWNED: list[str] = []
+
+
+def _pwn(message: str) -> PolicyState:
+    _PWNED.append(message)
+    return PolicyState()
+
+
+class _Payload:
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_pwn, ("the blob ran code",))
+
+
+def test_a_pickled_blob_is_never_loaded_and_checkpoints_never_use_pickle(monkeypatch: pytest.MonkeyPatch) -> None:
+    blob = pickle.dumps(_Payload())
+    policy = _loaded()
+    before = policy.state
+    with pytest.raises(ValidationError, match=r"pickle is never loaded|not JSON"):
+        policy.restore(blob)
+    assert _PWNED == [] and policy.state is before
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a checkpoint must not use pickle")
+
+    for name in ("loads", "load", "dumps", "dump", "Unpickler", "Pickler"):
+        monkeypatch.setattr(pickle, name, refuse)
+    text = policy.checkpoint()
+    restored = Policy.shockwave(4, rounds=6)
+    restored.restore(text)
+    restored.restore(text.encode())
+    assert restored.jobs == policy.jobs
+
+
+def test_a_state_from_an_older_field_order_is_refused_at_restore_naming_the_field() -> None:
+    state = _loaded().state
+    # As a positional pickle of a version without `completed` rebuilt it: every field one off.
+    values = [getattr(state, name) for name in ("jobs", "plan", "credit", "waited", "ran_last", "since_plan",
+                                                 "stale", "replans", "round_index", "forecaster", "finished")]
+    shifted = PolicyState(*values)
+    policy = Policy.shockwave(4, rounds=6)
+    before = policy.state
+    with pytest.raises(ValidationError, match="completed of the state must be a tuple"):
+        policy.restore(shifted)
+    assert policy.state is before
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda s: {"credit": np.where(np.arange(s.credit.size) == 0, np.nan, s.credit)}, "credit .* finite"),
+    (lambda s: {"since_plan": -3}, "since_plan of the state must be a whole number >= 0"),
+    (lambda s: {"credit": s.credit[:-1]}, "differ in length"),
+    (lambda s: {"waited": s.waited - 5}, "waited of the state"),
+    (lambda s: {"round_index": -1}, "round_index of the state"),
+    (lambda s: {"replans": -2}, "replans of the state"),
+    (lambda s: {"completed": (*s.completed, s.completed[0] if s.completed else 0)}, "completed lists job"),
+    (lambda s: {"stale": False, "plan": replace(s.plan, job_ids=tuple(reversed(s.plan.job_ids)))}, "not stale"),
+])
+def test_a_damaged_state_is_refused_naming_the_field(change: Any, message: str) -> None:
+    state = _loaded(fairness=True).state
+    damaged = replace(state, **change(state))
+    policy = Policy.shockwave(4, rounds=6)
+    before = policy.state
+    with pytest.raises(ValidationError, match=message):
+        policy.restore(damaged)
+    assert policy.state is before
+
+
+def test_a_damaged_checkpoint_is_refused_naming_the_field_and_the_job() -> None:
+    document = json.loads(_loaded().checkpoint())
+    policy = Policy.shockwave(4, rounds=6)
+    cases = [
+        (("jobs", 0, "carried", "credit"), float("nan"), r"credit of jobs\[0\] \(job 0\)"),
+        (("jobs", 1, "carried", "waited"), -1, r"waited of jobs\[1\] \(job 1\)"),
+        (("jobs", 1, "gpus"), 0, r"gpus of jobs\[1\] \(job 1\)"),
+        (("jobs", 1, "budget"), float("inf"), "budget of job 1 must be a finite number"),
+        (("jobs", 0, "epochs"), 1, "stages of job 0 lists [0-9]+ epochs or more, more than the 1 allowed"),
+        (("jobs", 1, "stages"), [[5, 1]], r"stages of job 1, run 0, is \[5, 1\]: its column must be in \[0, 2\)"),
+        (("jobs", 2, "regimes"), [[32, -1.0]], r"regimes of job 2"),
+        (("jobs", 2, "id"), 1, "repeats job id 1"),
+        (("jobs", 2, "id"), True, r"jobs\[2\].id must be"),
+        (("round_index",), -4, "round_index must be"),
+        (("version",), 2, "version of the checkpoint is 2; this vfm reads version 1"),
+        (("format",), "other", "format of the checkpoint is 'other'"),
+    ]
+    before = policy.state
+    for path, value, message in cases:
+        damaged = copy.deepcopy(document)
+        _set(damaged, path, value)
+        with pytest.raises(ValidationError, match=message):
+            policy.restore(damaged)
+        assert policy.state is before
+
+
+def test_nan_in_checkpoint_text_is_refused() -> None:
+    text = _loaded().checkpoint().replace('"budget": 1.0', '"budget": NaN', 1)
+    with pytest.raises(ValidationError, match=r"not JSON .*NaN"):
+        Policy.shockwave(4, rounds=6).restore(text)
+
+
+def test_a_typed_policys_state_or_checkpoint_is_refused_by_a_policy_and_vice_versa() -> None:
+    typed = _typed()
+    policy = Policy.shockwave(TYPES.total, rounds=4)
+    with pytest.raises(ValidationError, match="TypedPolicy's"):
+        policy.restore(typed.state)
+    with pytest.raises(ValidationError, match="policy of the checkpoint is 'TypedPolicy'"):
+        policy.restore(typed.checkpoint())
+    plain = Policy(TYPES.total, rounds=4)
+    plain.add_job("a", 1, REGIMES, 9)
+    with pytest.raises(ValidationError, match="policy of the checkpoint is 'Policy'"):
+        TypedPolicy.shockwave(TYPES, rounds=4).restore(plain.checkpoint())
+    with pytest.raises(ValidationError, match="a TypedPolicy restores from its checkpoint"):
+        TypedPolicy.shockwave(TYPES, rounds=4).restore(typed.state)  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match=r"cluster\.k80=2 in the checkpoint, 1 in this policy"):
+        TypedPolicy.shockwave(ClusterTypes({"v100": 2, "k80": 1}), rounds=4).restore(typed.checkpoint())
+
+
+def test_a_state_or_checkpoint_of_another_configuration_is_refused_naming_what_differs() -> None:
+    wide = Policy.shockwave(16, rounds=6)
+    for k, gpus in enumerate([1, 8, 4, 2]):
+        wide.add_job(k, gpus=gpus, regimes=REGIMES, epochs=40)
+    _run(wide, 2)
+    for narrow in (Policy(4, rounds=6), Policy(16, rounds=6)):
+        before = narrow.state
+        with pytest.raises(ValidationError, match=r"wider than this policy's cluster|another configuration"):
+            narrow.restore(wide.state)
+        assert narrow.state is before
+    with pytest.raises(ValidationError, match=r"capacity=16 in the checkpoint, 4 in this policy; .*fairness=True in "
+                                              r"the checkpoint, False in this policy"):
+        Policy(4, rounds=6).restore(wide.checkpoint())
+    with pytest.raises(ValidationError, match="fairness=True in the checkpoint, False in this policy"):
+        Policy(16, rounds=6).restore(wide.checkpoint())
+    with pytest.raises(ValidationError, match=r"config_sha256 .* altered"):
+        altered = json.loads(wide.checkpoint())
+        altered["config"]["seed"] = 5
+        Policy.shockwave(16, rounds=6).restore(altered)
+
+
+def test_a_shrinking_cluster_restores_only_when_asked_and_only_the_gangs_that_fit() -> None:
+    policy = _loaded(capacity=4, fairness=False)
+    text = policy.checkpoint()
+    small = Policy(2, rounds=6)
+    with pytest.raises(ValidationError, match=r"capacity=4 in the checkpoint, 2 in this policy \(for a cluster "
+                                              r"that changed size: restore\(\.\.\., allow_resize=True\)\)"):
+        small.restore(text)
+    with pytest.raises(ValidationError, match=r"jobs 4 \(4 GPUs\) have gangs wider than this policy's 2 GPUs"):
+        small.restore(text, allow_resize=True)
+    assert small.jobs == []
+    # Remove the wide job in a policy of the old capacity, then restore the rest.
+    old = Policy(4, rounds=6)
+    old.restore(text)
+    old.remove_job(4)
+    small.restore(old.checkpoint(), allow_resize=True)
+    assert small.jobs == [0, 1, 2, 3]
+    for running in _run(small, 10):
+        assert sum(small.state.jobs[j].gpus if j in small.state.jobs else 1 for j in running) <= 2
+    with pytest.raises(ValidationError, match="allow_resize applies to a checkpoint"):
+        small.restore(policy.state, allow_resize=True)
+
+
+def test_what_is_not_a_checkpoint_is_refused() -> None:
+    policy = Policy(2)
+    values: list[Any] = [{"jobs": {}}, 3, None, [1]]
+    for value in values:
+        with pytest.raises(ValidationError, match="state must be a PolicyState"):
+            policy.restore(value)
+    with pytest.raises(ValidationError, match="not JSON"):
+        policy.restore("{")
+
+
+# --- a hostile checkpoint --------------------------------------------------------------------------
+
+
+_DOCUMENT = json.loads(_loaded(capacity=4, fairness=True, rounds=2).checkpoint())
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [prefix] if prefix else []
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, inner in items:
+        found += _paths(inner, (*prefix, key))
+    return found
+
+
+def _set(document: Any, path: tuple[Any, ...], value: Any) -> None:
+    for key in path[:-1]:
+        document = document[key]
+    document[path[-1]] = value
+
+
+_PATHS = [p for p in _paths(_DOCUMENT) if p[0] != "config"] + [("config",), ("config", "capacity")]
+_VALUES = st.sampled_from([float("nan"), float("inf"), -1, -(10**30), 10**30, 1e308, 0, 0.5, "x", None, True, [],
+                           {}, [1], {"tuple": [1]}, [[0, 1]], [[32, 50.0]]])
+
+
+@given(path=st.sampled_from(_PATHS), action=st.sampled_from(["delete", "replace", "grow", "shrink"]),
+       value=_VALUES, as_text=st.booleans())
+def test_a_mutated_checkpoint_is_refused_or_restores_a_working_policy(path: tuple[Any, ...], action: str,
+                                                                     value: Any, as_text: bool) -> None:
+    document = copy.deepcopy(_DOCUMENT)
+    parent: Any = document
+    for key in path[:-1]:
+        parent = parent[key]
+    target = parent[path[-1]]
+    if action == "delete":
+        del parent[path[-1]]
+    elif action == "grow" and isinstance(target, list):
+        target.append(copy.deepcopy(target[-1]) if target else value)
+    elif action == "shrink" and isinstance(target, list) and target:
+        target.pop()
+    else:
+        parent[path[-1]] = value
+    policy = Policy.shockwave(4, rounds=6)
+    before = policy.state
+    try:
+        policy.restore(json.dumps(document) if as_text else document)
+    except ValidationError as error:
+        assert str(error) and policy.state is before
+        return
+    for _ in range(2):
+        running = policy.next_round()
+        assert len(set(running)) == len(running) and set(running) <= set(policy.jobs)
+        assert sum(policy.state.jobs[job].gpus for job in running) <= policy.capacity
