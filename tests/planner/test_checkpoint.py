@@ -94,16 +94,43 @@ def test_a_restore_carries_each_jobs_credit_waits_and_last_round_into_the_next_p
     state = policy.state
     restored = Policy(4, rounds=6)
     restored.restore(policy.checkpoint())
-    plan = restored.last_plan
-    assert plan is not None and plan.solver == checkpoints.RESTORED and plan.job_ids == tuple(state.jobs)
-    assert state.plan is not None and state.plan.job_ids is not None
-    row = {job: k for k, job in enumerate(state.plan.job_ids)}
-    for k, job in enumerate(plan.job_ids or ()):
+    # No plan is stored: the restored state has none, and carries the jobs' entries without one.
+    assert restored.last_plan is None and restored.state.plan is None and restored.state.since_plan == 0
+    carried = restored.state.carried
+    assert carried == tuple(state.jobs) and state.plan is not None and state.carried == state.plan.job_ids
+    row = {job: k for k, job in enumerate(state.carried)}
+    for k, job in enumerate(carried):
         assert restored.state.credit[k] == state.credit[row[job]]
         assert restored.state.waited[k] == state.waited[row[job]]
         assert restored.state.ran_last[k] == state.ran_last[row[job]]
     restored.next_round()
-    assert restored.last_decision is not None and restored.last_decision.replanned
+    decision = restored.last_decision
+    assert decision is not None and decision.replanned and decision.reason == "re-planned (no plan yet)"
+    assert restored.last_plan is not None and restored.last_plan.job_ids == carried
+
+
+def test_a_state_without_a_plan_carries_its_jobs_into_the_next_plan() -> None:
+    state = _loaded(fairness=False).state
+    assert state.plan is not None and state.carried == state.plan.job_ids
+    policy = Policy(4, rounds=6)
+    policy.restore(replace(state, plan=None, since_plan=0, stale=True))  # as a restored checkpoint leaves it
+    assert policy.last_plan is None and policy.state.carried == state.carried
+    policy.next_round()
+    assert policy.last_decision is not None and policy.last_decision.replanned
+    assert policy.last_plan is not None and policy.state.carried == policy.last_plan.job_ids
+
+
+def test_a_restored_typed_policy_has_no_plan_and_replans_at_its_next_round() -> None:
+    policy = _typed()
+    state = policy.state
+    restored = TypedPolicy.shockwave(TYPES, rounds=4)
+    restored.restore(policy.checkpoint())
+    assert restored.last_plan is None and restored.state.carried == tuple(state.jobs)
+    np.testing.assert_array_equal(restored.state.credit, [state.credit[state.carried.index(j)] for j in state.jobs])
+    assert restored.next_round()
+    decision = restored.last_decision
+    assert decision is not None and decision.replanned and decision.reason == "re-planned (no plan yet)"
+    assert restored.last_plan is not None and restored.last_plan.placement is not None
 
 
 def test_a_typed_policy_checkpoints_and_restores() -> None:
@@ -215,6 +242,12 @@ def test_a_state_from_an_older_field_order_is_refused_at_restore_naming_the_fiel
     (lambda s: {"replans": -2}, "replans of the state"),
     (lambda s: {"completed": (*s.completed, s.completed[0] if s.completed else 0)}, "completed lists job"),
     (lambda s: {"stale": False, "plan": replace(s.plan, job_ids=tuple(reversed(s.plan.job_ids)))}, "not stale"),
+    (lambda s: {"carried": tuple(reversed(s.carried))}, "carried of the state must be its plan's job ids"),
+    (lambda s: {"carried": s.carried[:-1]}, r"carried of the state must be a tuple of the \d+ job ids"),
+    (lambda s: {"carried": list(s.carried)}, "carried of the state must be a tuple of the .* got list"),
+    (lambda s: {"carried": (*s.carried[:-1], s.carried[0])}, "carried of the state repeats a job"),
+    (lambda s: {"carried": (*s.carried[:-1], 1.5)}, r"carried job id 1\.5 must be a string"),
+    (lambda s: {"plan": None, "since_plan": 2}, r"the state has no plan but since_plan 2"),
 ])
 def test_a_damaged_state_is_refused_naming_the_field(change: Any, message: str) -> None:
     state = _loaded(fairness=True).state

@@ -75,15 +75,24 @@ def test_the_shockwave_configuration_runs_on_types_with_finish_time_targets():
     fairness = []
     original = policy._replan
 
-    def recording(state):
-        new = original(state)
+    def recording(state, options=None):
+        new = original(state, options)
         fairness.append(new.plan.fairness)
         assert np.isfinite(new.jobs[new.plan.job_ids[0]].fair_finish_at_s)
         return new
 
     policy._replan = recording
+    sources = []
+    next_round = policy.next_round
+
+    def deciding():
+        placed = next_round()
+        sources.append(policy.last_decision.source)
+        return placed
+
+    policy.next_round = deciding
     sim = simulate(workload, policy)
-    assert np.isfinite(sim.finish_s).all()
+    assert np.isfinite(sim.finish_s).all() and set(sources) == {"plan"}  # no re-plan failed
     assert set(fairness) <= {"constraints", "relaxed"} and "constraints" in fairness
 
 

@@ -31,9 +31,9 @@ Format (``"format": "vfm.policy-checkpoint"``, ``"version": 1``), one JSON objec
 
 The standing plan is not stored. ``carried`` holds, for each job of the standing plan, what it
 carries into the next one: its credit (rounds owed), the rounds it has waited, whether it ran in
-the last round (null for a job that arrived since). A restored policy re-plans at its next round,
-from these; until then its `last_plan` is a placeholder over the carried jobs with an empty
-schedule (solver ``"checkpoint"``). A learning forecaster is stored as the trajectories it was
+the last round (null for a job that arrived since). A restored state has no plan (`last_plan` is
+None): it holds these in `vfm.planner.policy.PolicyState.carried` and its arrays, and the policy
+re-plans at its next round, from them. A learning forecaster is stored as the trajectories it was
 taught, and taught them again on restore: `vfm.forecast.PopulationForecaster`'s references are
 exactly its trajectories; another forecaster that has learned something is refused at checkpoint
 time (it has no plain-data form to store).
@@ -66,7 +66,6 @@ from vfm._validation import (
     read_only,
 )
 from vfm.cluster.gpu_types import ClusterTypes
-from vfm.equilibrium import Status
 from vfm.errors import ValidationError
 from vfm.forecast import Forecaster, PopulationForecaster, Trajectory
 from vfm.planner import shockwave
@@ -87,8 +86,6 @@ VERSION = 1
 MAX_COUNT = 2**53
 #: The deepest nesting of tuples in an id or a kind.
 MAX_ID_DEPTH = 32
-#: The placeholder plan's solver (`vfm.planner.Plan.solver`) after a restore.
-RESTORED = "checkpoint"
 
 _TOP = ("format", "version", "policy", "config_sha256", "config", "round_index", "replans", "jobs", "completed",
         "taught", "finished")
@@ -231,11 +228,10 @@ def _record_out(job_id: Hashable, record: JobRecord, carried: tuple[float, int, 
 
 
 def _carried_out(state: PolicyState) -> dict[Hashable, tuple[float, int, bool]]:
-    """What each job present in the standing plan carries into the next (credit, waited, ran last)."""
-    if state.plan is None or state.plan.job_ids is None:
-        return {}
+    """What each job present carries into the next plan (credit, waited, ran last): those of
+    `PolicyState.carried`."""
     return {job_id: (float(c), int(w), bool(r)) for job_id, c, w, r
-            in zip(state.plan.job_ids, state.credit.tolist(), state.waited.tolist(), state.ran_last.tolist(),
+            in zip(state.carried, state.credit.tolist(), state.waited.tolist(), state.ran_last.tolist(),
                    strict=True) if job_id in state.jobs}
 
 
@@ -352,7 +348,7 @@ def _loads(config: PolicyConfig, document: Mapping[str, Any], cluster: ClusterTy
     state = PolicyState(
         jobs=MappingProxyType(jobs), completed=completed, stale=True, round_index=round_index,
         replans=_count(document["replans"], "replans"), forecaster=_forecaster(config, taught), finished=finished,
-        **_placeholder(config, jobs, carried, types))
+        **_carried_in(jobs, carried))
     return checked_state(config, state, types=types), speeds
 
 
@@ -571,30 +567,17 @@ def _forecaster(config: PolicyConfig, taught: list[Trajectory]) -> Forecaster | 
     return forecaster
 
 
-def _placeholder(config: PolicyConfig, jobs: Mapping[Hashable, JobRecord],
-                 carried: Mapping[Hashable, tuple[float, int, bool]], types: int | None) -> dict[str, Any]:
-    """The plan fields of a restored state: a placeholder plan over the carried jobs (arrival order)
-    that carries their credit, waits and last round into the next re-plan, and is never served
-    (``since_plan`` is its whole window); none if no job carries anything."""
-    if not carried:
-        return {}
+def _carried_in(jobs: Mapping[Hashable, JobRecord],
+               carried: Mapping[Hashable, tuple[float, int, bool]]) -> dict[str, Any]:
+    """The fields of a restored state that carry the jobs' credit, waits and last round into the next
+    re-plan: `PolicyState.carried` (the carrying jobs, in arrival order) and the arrays aligned to
+    it; no plan (the standing plan is not stored)."""
     ids = tuple(job_id for job_id in jobs if job_id in carried)
-    n, rounds = len(ids), config.options.rounds
-    columns = rounds * (types or 1)
-    program = PlanningProgram(
-        progress=np.zeros((1, n, columns)), base=np.zeros(n), weights=np.ones(n),
-        gpus=np.array([jobs[j].gpus for j in ids], dtype=np.float64), capacity=np.zeros(columns),
-        round_s=config.options.round_s, remaining_s=np.zeros(n),
-        good_round=None if types is None else np.tile(np.arange(rounds), types))
-    plan = Plan(
-        schedule=np.zeros((n, columns), dtype=bool), relaxed=np.zeros((n, columns)), prices=np.zeros(columns),
-        bound=float("nan"), relaxed_objective=float("nan"), rounded_objective=float("nan"), program=program,
-        fairness="none", ftf_bound=float("nan"), status=Status.ERROR,
-        message="restored from a checkpoint: the standing plan is not stored; the next round re-plans",
-        solver=RESTORED, job_ids=ids, placement=None if types is None else np.full((n, rounds), -1, dtype=np.int64))
+    if not ids:
+        return {}
     credit, waited, ran = (np.array(v) for v in zip(*(carried[j] for j in ids), strict=True))
-    return {"plan": plan, "credit": credit.astype(np.float64), "waited": waited.astype(np.int64),
-            "ran_last": ran.astype(bool), "since_plan": rounds}
+    return {"carried": ids, "credit": credit.astype(np.float64), "waited": waited.astype(np.int64),
+            "ran_last": ran.astype(bool)}
 
 
 # --- checking a state ------------------------------------------------------------------------------
@@ -687,14 +670,15 @@ def _check_record(config: PolicyConfig, job_id: Hashable, record: Any) -> None:
 
 def _check_plan(config: PolicyConfig, state: PolicyState, types: int | None) -> None:
     """The standing plan and what the jobs carry (credit, waits, last round), against `config`."""
-    n = _check_carried(state)
+    n = _check_arrays(state)
+    _check_carried_ids(state.carried, n)
     since = state.since_plan
     if not is_whole(since) or since < 0:
         raise ValidationError(f"since_plan of the state must be a whole number >= 0, got {since!r}")
     plan = state.plan
     if plan is None:
-        if n or since:
-            raise ValidationError(f"the state has no plan but carries credit for {n} jobs and since_plan {since}")
+        if since:
+            raise ValidationError(f"the state has no plan but since_plan {since} (rounds served from a plan)")
         return
     if not isinstance(plan, Plan):
         raise ValidationError(f"plan of the state must be a vfm.planner.Plan or None, got {type(plan).__name__}")
@@ -708,6 +692,9 @@ def _check_plan(config: PolicyConfig, state: PolicyState, types: int | None) -> 
         raise ValidationError("the state is not stale, but its plan is not over the jobs present")
     for job_id in ids:
         _check_id(job_id, f"plan job id {job_id!r}")
+    if ids != state.carried:
+        raise ValidationError("carried of the state must be its plan's job ids (the jobs credit, waited and "
+                              "ran_last are aligned to)")
     rounds = config.options.rounds
     columns = rounds * (types or 1)
     if (plan.placement is None) != (types is None):
@@ -742,7 +729,19 @@ def _check_plan(config: PolicyConfig, state: PolicyState, types: int | None) -> 
                                   f"{state.jobs[job_id].gpus}")
 
 
-def _check_carried(state: PolicyState) -> int:
+def _check_carried_ids(ids: Any, n: int) -> None:
+    """`PolicyState.carried`: a tuple of `n` distinct job ids (one per entry of credit, waited, ran_last)."""
+    if not isinstance(ids, tuple) or len(ids) != n:
+        shown = f"{len(ids)} ids" if isinstance(ids, tuple) else type(ids).__name__
+        raise ValidationError(f"carried of the state must be a tuple of the {n} job ids credit, waited and "
+                              f"ran_last are aligned to, got {shown}")
+    for job_id in ids:
+        _check_id(job_id, f"carried job id {job_id!r}")
+    if len(set(ids)) != n:
+        raise ValidationError("carried of the state repeats a job")
+
+
+def _check_arrays(state: PolicyState) -> int:
     """credit, waited and ran_last: arrays of one length (returned), finite, in range."""
     arrays = {name: getattr(state, name) for name in _CARRIED}
     for name, array in arrays.items():

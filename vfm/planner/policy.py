@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
+from functools import partial
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -53,7 +54,7 @@ from vfm.jobs import equal_share
 from vfm.planner import shockwave
 from vfm.planner.options import PlanOptions
 from vfm.planner.plan import Plan, checked_forecast, plan
-from vfm.planner.rounding import first_fit
+from vfm.planner.rounding import first_fit, place
 from vfm.planner.saa_ipm import load_kernels
 from vfm.planner.shockwave import SHOCKWAVE_EFFICIENCY, SHOCKWAVE_PRIORITY_EXPONENT, SHOCKWAVE_RESERVE
 
@@ -120,7 +121,7 @@ class PolicyConfig:
 
 @dataclass(frozen=True)
 class Decision:
-    """How the policy decided a round (`Policy.last_decision`).
+    """How the policy decided a round (`Policy.last_decision`, `vfm.planner.TypedPolicy.last_decision`).
 
     Attributes
     ----------
@@ -130,11 +131,12 @@ class Decision:
         served from the standing plan, moved forward by the rounds served since it was made, with
         the jobs that arrived since it first-fit on the idle GPUs in arrival order.
         ``"fallback"``: a re-plan was due and failed with no standing plan young enough to serve
-        (none yet, or older than its window): whole gangs first-fit in arrival order.
+        (none yet, or older than its window): whole gangs first-fit in arrival order (on GPU
+        types, each on the first type in the cluster's order that can host it and has room).
     reason : str
         Why: the re-plan's trigger, or what went wrong (the exception, the status, the time).
     seconds : float
-        Wall-clock seconds `Policy.next_round` took for this round.
+        Wall-clock seconds ``next_round`` took for this round.
     replanned : bool
         Whether this round made a new plan, now the standing one.
     """
@@ -163,15 +165,16 @@ class PolicyState:
     completed : tuple
         Jobs that finished all their epochs, in completion order.
     plan : Plan or None
-        The standing plan, over ``plan.job_ids`` (the jobs present when it was made).
-    credit : ndarray, shape (len(plan.job_ids),)
-        Rounds each of the plan's jobs is owed by the credit execution (read-only).
-    waited : ndarray of int, shape (len(plan.job_ids),)
-        Rounds each of the plan's jobs has gone without running, since it last ran or arrived.
-    ran_last : ndarray of bool, shape (len(plan.job_ids),)
-        The plan's jobs that ran in the previous round.
+        The standing plan, over ``plan.job_ids`` (the jobs present when it was made); None before
+        the first re-plan and after a restore from a checkpoint (`Policy.restore`).
+    credit : ndarray, shape (len(carried),)
+        Rounds each job of `carried` is owed by the credit execution (read-only).
+    waited : ndarray of int, shape (len(carried),)
+        Rounds each job of `carried` has gone without running, since it last ran or arrived.
+    ran_last : ndarray of bool, shape (len(carried),)
+        The jobs of `carried` that ran in the previous round.
     since_plan : int
-        Rounds served from the standing plan.
+        Rounds served from the standing plan (0 with no plan).
     stale : bool
         A job arrived or left since the plan was made: the next round re-plans.
     replans, round_index : int
@@ -181,6 +184,11 @@ class PolicyState:
         job that completed, at the next re-plan); None: the configured one, untaught.
     finished : tuple of vfm.forecast.Trajectory
         Jobs of a known kind that completed since the last re-plan, not yet taught.
+    carried : tuple
+        The job ids `credit`, `waited` and `ran_last` are aligned to, in order: what each of them
+        carries into the next plan. With a plan, ``plan.job_ids``; with none, the jobs a
+        checkpoint restored with something to carry (empty before the first re-plan). Held apart
+        from the plan so that a state restored without one still carries them.
     """
 
     jobs: Mapping[Hashable, JobRecord] = field(default_factory=lambda: MappingProxyType({}))
@@ -195,6 +203,7 @@ class PolicyState:
     round_index: int = 0
     forecaster: Forecaster | None = None
     finished: tuple[Trajectory, ...] = ()
+    carried: tuple[Hashable, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.jobs, MappingProxyType):
@@ -205,8 +214,6 @@ class PolicyState:
     def __reduce__(self) -> tuple[Any, ...]:
         # A read-only mapping does not pickle: pickle a dict, and rebuild through the constructor
         # with the fields by name (a copy never depends on the order of the fields).
-        from functools import partial
-
         values = {f.name: getattr(self, f.name) for f in fields(self)}
         return (partial(PolicyState, **{**values, "jobs": dict(self.jobs)}), ())
 
@@ -351,6 +358,44 @@ def _taught_forecaster(config: PolicyConfig, state: PolicyState) -> Forecaster:
     return forecaster
 
 
+#: A round's jobs, each with the index of its GPU type in the cluster's order (0 on one type).
+Placement = dict[Hashable, int]
+
+
+@dataclass(frozen=True)
+class Serving:
+    """What `decide_placed` needs of a kind of policy: how it re-plans, how it serves a round of its
+    plan, and the cluster on which a round is served when a re-plan fails. `Policy`'s is
+    `serving`; `vfm.planner.TypedPolicy` gives its own, over GPU types.
+
+    Attributes
+    ----------
+    counts : ndarray of int, shape (K,)
+        GPUs of each type, in the cluster's order (one type: the capacity).
+    replan : callable (PolicyState, PlanOptions) -> PolicyState
+        The state with a new plan of the jobs present, planned with the options given.
+    serve : callable (PolicyState) -> (PolicyState, Placement)
+        Round ``since_plan`` of the standing plan: the state after it and the jobs it runs.
+    hosts : callable (PolicyState, list of ids) -> ndarray of bool, shape (len(ids), K)
+        Which types can host each of the jobs (present in the state).
+    """
+
+    counts: np.ndarray
+    replan: Callable[[PolicyState, PlanOptions], PolicyState]
+    serve: Callable[[PolicyState], tuple[PolicyState, Placement]]
+    hosts: Callable[[PolicyState, list[Hashable]], np.ndarray]
+
+
+def serving(config: PolicyConfig) -> Serving:
+    """`Policy`'s `Serving`: one type of `config.capacity` GPUs, which hosts every job present."""
+    return Serving(counts=np.array([config.capacity]), replan=partial(_replan, config),
+                   serve=partial(_serve_placed, config), hosts=_anywhere)
+
+
+def _anywhere(state: PolicyState, ids: list[Hashable]) -> np.ndarray:
+    return np.ones((len(ids), 1), dtype=bool)  # every gang fits the capacity: `add_job` checks it
+
+
 def step(config: PolicyConfig, state: PolicyState) -> tuple[PolicyState, list[Hashable]]:
     """One round: re-plan if due, then the jobs to run; a pure function of the config and state
     (with a deadline, of the time the re-plan takes too). `decide` says how it was decided."""
@@ -360,28 +405,39 @@ def step(config: PolicyConfig, state: PolicyState) -> tuple[PolicyState, list[Ha
 
 def decide(config: PolicyConfig, state: PolicyState,
            started: float | None = None) -> tuple[PolicyState, list[Hashable], Decision]:
-    """`step`, and how the round was decided (`Decision`, its `seconds` counted from `started`, a
-    `time.perf_counter()` reading; default: now). A re-plan that fails (`_replan_failure`) leaves
-    the state stale, so the next round re-plans again; this round is served from the standing
-    plan (`_serve_standing`) or, with none young enough, first-fit (`_serve_fallback`)."""
+    """`step`, and how the round was decided (`decide_placed` with `Policy`'s `serving`)."""
+    state, placed, decision = decide_placed(config, state, serving(config), started)
+    return state, list(placed), decision
+
+
+def decide_placed(config: PolicyConfig, state: PolicyState, serving: Serving,
+                  started: float | None = None) -> tuple[PolicyState, Placement, Decision]:
+    """One round of a policy that serves rounds by `serving`: the state after it, the jobs it runs
+    (each with its type) and how it was decided (`Decision`, its `seconds` counted from `started`,
+    a `time.perf_counter()` reading; default: now).
+
+    A re-plan that fails (`_attempt_replan`) leaves the state stale, so the next round re-plans
+    again; this round is served from the standing plan (`_serve_standing`) or, with none young
+    enough, whole gangs first-fit (`_serve_fallback`). `Policy` and `vfm.planner.TypedPolicy`
+    both decide here."""
     started = time.perf_counter() if started is None else started
     if not state.jobs:
-        return replace(state, round_index=state.round_index + 1), [], _decision("plan", "no jobs", started, False)
+        return replace(state, round_index=state.round_index + 1), {}, _decision("plan", "no jobs", started, False)
     due = _replan_due(config, state)
     if due is None:
-        state, running = _serve(config, state)
-        return state, running, _decision("plan", "no re-plan due: served the standing plan", started, False)
-    replanned, failure = _attempt_replan(config, state, started)
+        state, placed = serving.serve(state)
+        return state, placed, _decision("plan", "no re-plan due: served the standing plan", started, False)
+    replanned, failure = _attempt_replan(config, state, serving.replan, started)
     if replanned is not None:
-        state, running = _serve(config, replanned)
-        return state, running, _decision("plan", f"re-planned ({due})", started, True)
-    if _standing_usable(state):
-        state, running = _serve_standing(config, state)
-        return state, running, _decision("standing", f"{failure}; served the standing plan", started, False)
-    state, running = _serve_fallback(config, state)
+        state, placed = serving.serve(replanned)
+        return state, placed, _decision("plan", f"re-planned ({due})", started, True)
+    if _standing_usable(state, serving):
+        state, placed = _serve_standing(serving, state)
+        return state, placed, _decision("standing", f"{failure}; served the standing plan", started, False)
+    state, placed = _serve_fallback(serving, state)
     no_plan = "no standing plan" if state.plan is None else "the standing plan is older than its window"
-    return state, running, _decision("fallback", f"{failure}; {no_plan}: served first-fit in arrival order",
-                                     started, False)
+    return state, placed, _decision("fallback", f"{failure}; {no_plan}: served first-fit in arrival order",
+                                    started, False)
 
 
 def _decision(source: Literal["plan", "standing", "fallback"], reason: str, started: float,
@@ -400,9 +456,12 @@ def _replan_due(config: PolicyConfig, state: PolicyState) -> str | None:
     return None
 
 
-def _attempt_replan(config: PolicyConfig, state: PolicyState, started: float) -> tuple[PolicyState | None, str]:
-    """The state re-planned, or None and why the re-plan cannot be trusted: it raised, its status is
-    neither optimal nor inaccurate, its schedule is not finite, or it ended past the deadline."""
+def _attempt_replan(config: PolicyConfig, state: PolicyState,
+                    replan: Callable[[PolicyState, PlanOptions], PolicyState],
+                    started: float) -> tuple[PolicyState | None, str]:
+    """The state re-planned by `replan`, or None and why the re-plan cannot be trusted: it raised,
+    its status is neither optimal nor inaccurate, its schedule is not finite, or it ended past the
+    deadline."""
     options, deadline = config.options, config.deadline_s
     if deadline is not None:
         left = deadline - (time.perf_counter() - started)
@@ -412,7 +471,7 @@ def _attempt_replan(config: PolicyConfig, state: PolicyState, started: float) ->
         if "time_limit_s" in {f.name for f in fields(options)}:
             options = options.updated(time_limit_s=left)
     try:
-        replanned = _replan(config, state, options)
+        replanned = replan(state, options)
     except Exception as error:  # any failure of the planner or the forecaster: the round is still served
         return None, f"the re-plan raised {type(error).__name__}: {error}"
     new_plan = replanned.plan
@@ -449,36 +508,60 @@ def _serve(config: PolicyConfig, state: PolicyState) -> tuple[PolicyState, list[
                    since_plan=state.since_plan + 1, round_index=state.round_index + 1), running
 
 
-def _standing_usable(state: PolicyState) -> bool:
+def _serve_placed(config: PolicyConfig, state: PolicyState) -> tuple[PolicyState, Placement]:
+    """`_serve`, its jobs placed on the one type."""
+    state, running = _serve(config, state)
+    return state, dict.fromkeys(running, 0)
+
+
+def _standing_usable(state: PolicyState, serving: Serving) -> bool:
     """Whether the standing plan still has a round to serve (it is not older than its window)."""
-    return state.plan is not None and state.plan.job_ids is not None and state.since_plan < state.plan.relaxed.shape[1]
+    plan_ = state.plan
+    # The relaxation's columns are the goods (type, round), type-major: the window is a type's share.
+    return plan_ is not None and plan_.job_ids is not None and \
+        state.since_plan < plan_.relaxed.shape[1] // serving.counts.size
 
 
-def _serve_standing(config: PolicyConfig, state: PolicyState) -> tuple[PolicyState, list[Hashable]]:
+def _serve_standing(serving: Serving, state: PolicyState) -> tuple[PolicyState, Placement]:
     """The standing plan's next round without the jobs that left since it was made, then the jobs
     that arrived since (not in it) first-fit on the GPUs left, in arrival order."""
-    served, planned_running = _serve(config, state)
+    served, planned_placed = serving.serve(state)
     assert state.plan is not None and state.plan.job_ids is not None
-    # A job removed and added again under its id may have another gang: it counts as arrived.
+    # A job removed and added again under its id may have another gang, or other types: with
+    # another gang, or when its planned type can no longer host it, it counts as arrived.
     planned = dict(zip(state.plan.job_ids, state.plan.program.gpus.tolist(), strict=True))
-    running = [job for job in planned_running if job in state.jobs and state.jobs[job].gpus == planned[job]]
-    arrived = [job for job, record in state.jobs.items() if planned.get(job) != record.gpus]
-    return served, running + _first_fit_ids(state, arrived, config.capacity - _gpus(state, running))
+    kept = [job for job in planned_placed if job in state.jobs and state.jobs[job].gpus == planned[job]]
+    types = np.array([planned_placed[job] for job in kept], dtype=np.int64)
+    hosted = serving.hosts(state, kept)[np.arange(types.size), types]
+    moved = {kept[k] for k in np.flatnonzero(~hosted)}
+    placed = {kept[k]: int(types[k]) for k in np.flatnonzero(hosted)}
+    arrived = [job for job, record in state.jobs.items() if planned.get(job) != record.gpus or job in moved]
+    used = np.bincount(np.array(list(placed.values()), dtype=np.int64),
+                       weights=np.array([state.jobs[job].gpus for job in placed], dtype=np.float64),
+                       minlength=serving.counts.size)
+    return served, {**placed, **_first_fit(serving, state, arrived, serving.counts - used)}
 
 
-def _serve_fallback(config: PolicyConfig, state: PolicyState) -> tuple[PolicyState, list[Hashable]]:
-    """With no plan to serve: whole gangs first-fit in arrival order, within the capacity."""
-    return replace(state, round_index=state.round_index + 1), _first_fit_ids(state, list(state.jobs), config.capacity)
+def _serve_fallback(serving: Serving, state: PolicyState) -> tuple[PolicyState, Placement]:
+    """With no plan to serve: whole gangs first-fit in arrival order, within each type's GPUs."""
+    placed = _first_fit(serving, state, list(state.jobs), serving.counts)
+    return replace(state, round_index=state.round_index + 1), placed
 
 
-def _gpus(state: PolicyState, ids: Sequence[Hashable]) -> int:
-    return sum(state.jobs[job].gpus for job in ids)
-
-
-def _first_fit_ids(state: PolicyState, ids: list[Hashable], free: int) -> list[Hashable]:
-    """The jobs of `ids` (present in `state`) admitted first-fit, in order, into `free` GPUs."""
+def _first_fit(serving: Serving, state: PolicyState, ids: list[Hashable], free: np.ndarray) -> Placement:
+    """The jobs of `ids` (present in `state`) admitted whole, in order, each on the first type in
+    the cluster's order that can host it and has room in `free` (GPUs of each type); in the order
+    of `ids`."""
+    if not ids:
+        return {}
     gpus = np.array([state.jobs[job].gpus for job in ids], dtype=np.float64)
-    return [ids[k] for k in first_fit(np.arange(len(ids)), gpus, float(free))] if ids else []
+    types = serving.counts.size
+    preference = np.broadcast_to(np.arange(types), (len(ids), types))
+    # Offering every job its types in the cluster's order, type by type, is first-fit over types.
+    jobs, kinds = place(np.arange(len(ids)), gpus, np.array(free, dtype=np.float64), preference,
+                        serving.hosts(state, ids))
+    order = np.argsort(jobs, kind="stable")
+    return {ids[j]: k for j, k in zip(jobs[order].tolist(), kinds[order].tolist(), strict=True)}
 
 
 def _replan(config: PolicyConfig, state: PolicyState, options: PlanOptions | None = None) -> PolicyState:
@@ -515,9 +598,8 @@ def warm_start(state: PolicyState, ids: tuple[Hashable, ...], rounds: int) -> Fl
 def _replanned(state: PolicyState, ids: tuple[Hashable, ...], jobs: list[JobRecord], new_plan: Plan,
                forecaster: Forecaster) -> PolicyState:
     """The state after a re-plan: the new plan, and the credit, waits and last round of the jobs
-    still present carried into its order (`ids`)."""
-    planned = () if state.plan is None or state.plan.job_ids is None else state.plan.job_ids
-    row = {job: k for k, job in enumerate(planned)}
+    still present (`PolicyState.carried`) carried into its order (`ids`)."""
+    row = {job: k for k, job in enumerate(state.carried)}
     old = np.array([row.get(job, -1) for job in ids], dtype=np.int64)
     kept = old >= 0
 
@@ -526,7 +608,7 @@ def _replanned(state: PolicyState, ids: tuple[Hashable, ...], jobs: list[JobReco
 
     return _with_jobs(state, dict(zip(ids, jobs, strict=True)), plan=new_plan, credit=carried(state.credit, 0.0),
                       waited=carried(state.waited, 0), ran_last=carried(state.ran_last, False), since_plan=0,
-                      stale=False, replans=state.replans + 1, forecaster=forecaster, finished=())
+                      stale=False, replans=state.replans + 1, forecaster=forecaster, finished=(), carried=ids)
 
 
 def _fair_finish(config: PolicyConfig, forecaster: Forecaster, round_index: int, states: JobStates,
@@ -624,6 +706,7 @@ class StateView:
     between threads, and its calls are serialized (each sees the state the previous one left).
     """
 
+    config: PolicyConfig
     _lock: threading.RLock
     _jobs: dict[Hashable, JobRecord]
     _completed: list[Hashable]
@@ -703,6 +786,16 @@ class StateView:
                 self._jobs[job_id] = job
             self._cached = None
 
+    def _decide(self, serving: Serving) -> Placement:
+        """The next round decided by `decide_placed` with `serving`: the state it steps to installed
+        and how it was decided kept (`last_decision`, its seconds the whole call's); its jobs."""
+        with self._lock:
+            started = time.perf_counter()
+            state, placed, decision = decide_placed(self.config, self._snapshot(), serving, started)
+            self._install(state)
+            self._last_decision = replace(decision, seconds=time.perf_counter() - started)
+            return placed
+
     @property
     def jobs(self) -> list[Hashable]:
         """The jobs in the policy, in arrival order."""
@@ -717,7 +810,8 @@ class StateView:
 
     @property
     def last_plan(self) -> Plan | None:
-        """The standing plan (None before the first round); its arrays are read-only."""
+        """The standing plan (None before the first re-plan and after `restore`, whose next round
+        re-plans); its arrays are read-only."""
         with self._lock:
             return self._rest.plan
 
@@ -884,9 +978,10 @@ class Policy(StateView):
 
         A checkpoint is read as JSON, never unpickled. It must come from a `Policy` (not a
         `vfm.planner.TypedPolicy`) of this configuration (its fingerprint, `vfm.planner.checkpoint`);
-        the first round after it re-plans. A `PolicyState` holds no configuration: it is checked
-        against this policy's as far as it shows it (gangs, finish-time targets, its plan's window,
-        round length, capacity and fairness).
+        it holds no plan (`last_plan` is None) and the first round after it re-plans. A
+        `PolicyState` holds no configuration: it is checked against this policy's as far as it
+        shows it (gangs, finish-time targets, its plan's window, round length, capacity and
+        fairness).
 
         Parameters
         ----------
@@ -1004,12 +1099,7 @@ class Policy(StateView):
 
         Always served, within `capacity`: a failed or late re-plan falls back to the standing
         plan or to first-fit (class Notes); `last_decision` says how the round was decided."""
-        with self._lock:
-            started = time.perf_counter()
-            state, running, decision = decide(self.config, self._snapshot(), started)
-            self._install(state)
-            self._last_decision = replace(decision, seconds=time.perf_counter() - started)
-            return running
+        return list(self._decide(serving(self.config)))
 
     def regimes(self, job_id: Hashable) -> dict[float, float]:
         """Job `job_id`'s regimes (batch size -> seconds per epoch)."""

@@ -11,8 +11,11 @@ rounds, and the same executions:
   (`vfm.planner.rounding.place`), then idle GPUs to the waiting jobs on their fastest types;
 - ``"window"``: the plan's own placement (`vfm.planner.Plan.placement`).
 
-Overdue jobs (`max_wait`) are served first in both. With one type every execution and option
-gives `Policy`'s run exactly (a test).
+Overdue jobs (`max_wait`) are served first in both. A re-plan that fails or ends past the
+deadline (`deadline_s`) is discarded as `Policy` discards it, by the same code: the round is
+served from the standing plan or by whole gangs first-fit over the types (`TypedPolicy`, Notes).
+With one type every execution and option gives `Policy`'s run exactly, failed re-plans included
+(tests).
 
 A job is told its regimes on each type that can host it. Its reference type is the one of its
 shortest mean epoch time (ties: the cluster's type order); the forecaster sees its regimes there,
@@ -80,10 +83,27 @@ class TypedPolicy(homogeneous.StateView):
         Default `vfm.forecast.DirichletForecaster()`; forecasts on each job's reference type.
     seed : int
         Scenarios of the `k`-th re-plan are drawn from ``(seed, k)``.
+    deadline_s : float or None
+        Seconds `next_round` may spend deciding a round that re-plans (`vfm.planner.Policy`'s
+        `deadline_s`; default None: no deadline).
+    **overrides
+        Any other `vfm.planner.Policy` argument (``fairness``, ``execution``, ``max_wait``,
+        ``continuity``) or `vfm.planner.PlanOptions` field.
+
+    Notes
+    -----
+    Rounds are decided as `vfm.planner.Policy` decides them, by the same code
+    (`vfm.planner.policy.decide_placed`): a re-plan that raises, ends with a status other than
+    optimal or inaccurate, gives a schedule that is not finite or ends past the deadline is
+    discarded, and the round is served from the standing plan (the jobs that arrived since
+    first-fit on the idle GPUs, each on the first type in the cluster's order that can host it
+    and has room) or, with none young enough, whole gangs first-fit the same way in arrival
+    order; `last_decision` says which and why. No round runs more GPUs of a type than it has.
     """
 
     def __init__(self, cluster: ClusterTypes, options: PlanOptions | None = None, *, replan_every: int = 8,
-                 forecaster: Forecaster | None = None, seed: int = 0, **overrides: Any) -> None:
+                 forecaster: Forecaster | None = None, seed: int = 0, deadline_s: float | None = None,
+                 **overrides: Any) -> None:
         if not isinstance(cluster, ClusterTypes):
             raise ValidationError(f"cluster must be a vfm.cluster.ClusterTypes (GPU type -> count), got "
                                   f"{type(cluster).__name__} {cluster!r}")
@@ -91,7 +111,8 @@ class TypedPolicy(homogeneous.StateView):
         # the finish-time-fairness targets counts (a gang must fit one type: `add_job`).
         self.cluster = cluster
         self.config: PolicyConfig = homogeneous.policy_config(cluster.total, options, replan_every=replan_every,
-                                                              forecaster=forecaster, seed=seed, **overrides)
+                                                              forecaster=forecaster, seed=seed,
+                                                              deadline_s=deadline_s, **overrides)
         if self.config.options.solver in (None, "saa-ipm"):
             load_kernels()  # here, not in the first re-plan, as `Policy` does
         self._start()
@@ -173,17 +194,26 @@ class TypedPolicy(homogeneous.StateView):
             self._typed = dict(speeds)
 
     def next_round(self) -> dict[Hashable, str]:
-        """The jobs to run in the next round, each with its type, re-planning if due."""
-        with self._lock:
-            return self._next_round()
+        """The jobs to run in the next round, each with its type, re-planning if due.
 
-    def _next_round(self) -> dict[Hashable, str]:
-        state = self._state
-        if not state.jobs:
-            self._state = replace(state, round_index=state.round_index + 1)
-            return {}
-        if state.stale or state.plan is None or state.since_plan >= self.config.replan_every:
-            state = self._replan(state)
+        Always served, within each type's GPUs: a failed or late re-plan falls back to the standing
+        plan or to first-fit (class Notes); `last_decision` says how the round was decided."""
+        placed = self._decide(self._serving())
+        return {job: self.cluster.types[k] for job, k in placed.items()}
+
+    def _serving(self) -> homogeneous.Serving:
+        """How this policy re-plans and serves rounds, for `vfm.planner.policy.decide_placed`."""
+        return homogeneous.Serving(counts=self.cluster.counts, replan=self._replan, serve=self._serve,
+                                   hosts=self._hosts)
+
+    def _hosts(self, state: PolicyState, ids: list[Hashable]) -> np.ndarray:
+        """Which types can host each job of `ids`, shape (len(ids), K): those it has a speed on."""
+        # Column -1 (the regimes' mean) is positive exactly on the types that can host the job (`_speeds`).
+        return np.array([self._typed[job][:, -1] > 0 for job in ids], dtype=bool).reshape(len(ids), len(self.cluster))
+
+    def _serve(self, state: PolicyState) -> tuple[PolicyState, homogeneous.Placement]:
+        """Round ``state.since_plan`` of the standing plan by the configured execution: the state after
+        it and the jobs it runs, each with its type's index."""
         standing = state.plan
         assert standing is not None and standing.placement is not None and standing.job_ids is not None
         open_ = standing.program.base < 1.0
@@ -194,10 +224,10 @@ class TypedPolicy(homogeneous.StateView):
             placed, credit = self._serve_credit(state, first)
         ran = placed >= 0
         waited = np.where(ran | ~open_, 0, state.waited + 1)
-        self._state = replace(state, credit=read_only(credit), waited=read_only(waited), ran_last=read_only(ran),
-                              since_plan=state.since_plan + 1, round_index=state.round_index + 1)
+        state = replace(state, credit=read_only(credit), waited=read_only(waited), ran_last=read_only(ran),
+                        since_plan=state.since_plan + 1, round_index=state.round_index + 1)
         ids = standing.job_ids
-        return {ids[i]: self.cluster.types[k] for i, k in enumerate(placed.tolist()) if k >= 0}
+        return state, {ids[i]: k for i, k in enumerate(placed.tolist()) if k >= 0}
 
     def _round_view(self, state: PolicyState) -> tuple[Plan, FloatArray, FloatArray, np.ndarray]:
         """The standing plan, its fractions of this round per type (n, K), the speeds (n, K) and
@@ -246,7 +276,9 @@ class TypedPolicy(homogeneous.StateView):
         # A job that ran beyond its plan (idle GPUs) owes at most `CREDIT_FLOOR` rounds for it.
         return placed, np.maximum(want - work, shockwave.CREDIT_FLOOR)
 
-    def _replan(self, state: PolicyState) -> PolicyState:
+    def _replan(self, state: PolicyState, options: PlanOptions | None = None) -> PolicyState:
+        """The state with a new plan of the jobs present (`options`: default the configured ones)."""
+        options = self.config.options if options is None else options
         ids = tuple(state.jobs)
         jobs = [state.jobs[i] for i in ids]
         forecaster = homogeneous._taught_forecaster(self.config, state)
@@ -260,10 +292,10 @@ class TypedPolicy(homogeneous.StateView):
             jobs, targets = homogeneous._fair_finish(self.config, forecaster, state.round_index, states, jobs,
                                                      slowdown=1.0 / proportional)
         new_plan = plan(
-            states, np.array([j.gpus for j in jobs]), self.cluster.counts.astype(np.float64), self.config.options,
+            states, np.array([j.gpus for j in jobs]), self.cluster.counts.astype(np.float64), options,
             forecaster=forecaster, seed=np.random.SeedSequence((self.config.seed, state.replans)),
             budgets=[j.budget for j in jobs], fair_finish_s=targets, speed=speed,
-            warm_start=homogeneous.warm_start(state, ids, self.config.options.rounds))
+            warm_start=homogeneous.warm_start(state, ids, options.rounds))
         return homogeneous._replanned(state, ids, jobs, new_plan, forecaster)
 
     def _speed(self, ids: tuple[Hashable, ...], jobs: list[homogeneous.JobRecord]) -> FloatArray:
