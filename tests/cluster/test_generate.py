@@ -310,12 +310,12 @@ def test_an_uncertain_workload_runs_to_completion_told_its_profiles() -> None:
 
 
 @pytest.mark.parametrize(("fields", "message"), [
-    ({"change_jitter": -0.1}, "change_jitter must be a finite number >= 0, got -0.1"),
-    ({"change_jitter": float("nan")}, "change_jitter must be a finite number >= 0, got nan"),
-    ({"change_jitter": "0.3"}, "change_jitter must be a finite number >= 0, got '0.3'"),
-    ({"epoch_noise": -1}, "epoch_noise must be a finite number >= 0, got -1"),
-    ({"epoch_noise": float("inf")}, "epoch_noise must be a finite number >= 0, got inf"),
-    ({"epoch_noise": True}, "epoch_noise must be a finite number >= 0, got True"),
+    ({"change_jitter": -0.1}, "change_jitter must be a finite number >= 0 and at most 10, got -0.1"),
+    ({"change_jitter": float("nan")}, "change_jitter must be a finite number >= 0 and at most 10, got nan"),
+    ({"change_jitter": "0.3"}, "change_jitter must be a finite number >= 0 and at most 10, got '0.3'"),
+    ({"epoch_noise": -1}, "epoch_noise must be a finite number >= 0 and at most 100, got -1"),
+    ({"epoch_noise": float("inf")}, "epoch_noise must be a finite number >= 0 and at most 100, got inf"),
+    ({"epoch_noise": True}, "epoch_noise must be a finite number >= 0 and at most 100, got True"),
     ({"hidden_regimes": 1}, "hidden_regimes must be a bool, got 1"),
     ({"hidden_regimes": "yes"}, "hidden_regimes must be a bool, got 'yes'"),
 ])

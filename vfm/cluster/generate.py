@@ -83,6 +83,7 @@ True
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,11 +91,13 @@ from typing import Any, cast
 
 import numpy as np
 
-from vfm._validation import is_whole
+from vfm._validation import MAX_GPUS, MAX_JOB_SECONDS, is_whole
 from vfm.cluster.artifact._adaptation import LARGEST, SCALED, accordion_critical, gns_schedules
 from vfm.cluster.gpu_types import ClusterTypes, throughput_sets, throughput_table
 from vfm.cluster.workload import (
     ADAPTATIONS,
+    MAX_EPOCHS,
+    MAX_ROUNDS,
     Job,
     Workload,
     derived_profile,
@@ -120,6 +123,15 @@ _ARTIFACT_GANG_MIX = ((1, 0.6), (2, 0.3), (4, 0.09), (8, 0.01))
 _ACCORDION_MIN_S = 1000.0
 # The spawn key that sets the uncertainty's random stream apart from the seed's own.
 _UNCERTAINTY_STREAM = 0x756E63
+# Upper bounds of `Uncertainty`: past them its draws are no longer a perturbation (a jitter of 10
+# already moves a change by factors of e^10 at one standard deviation, and a coefficient of
+# variation of 100 makes one epoch in a thousand some 10^4 times its nominal length), and far
+# past them exp() overflows.
+MAX_CHANGE_JITTER = 10.0
+MAX_EPOCH_NOISE = 100.0
+# How far a mix's weights may sum from 1 after normalizing before it is refused (rounding of a
+# sum of many terms is far below; only a weight numpy cannot divide lands outside).
+_MIX_TOLERANCE = 1e-9
 
 
 @dataclass(frozen=True)
@@ -131,11 +143,12 @@ class Uncertainty:
     Parameters
     ----------
     change_jitter : float
-        Standard deviation (>= 0) of the log of each job's stretch of its batch-size schedule:
-        a change at nominal epoch ``e`` moves to ``round(e * f)``, ``log f ~ N(0, change_jitter**2)``.
+        Standard deviation (0 to `MAX_CHANGE_JITTER`) of the log of each job's stretch of its
+        batch-size schedule: a change at nominal epoch ``e`` moves to ``round(e * f)``,
+        ``log f ~ N(0, change_jitter**2)``.
     epoch_noise : float
-        Coefficient of variation (>= 0) of each epoch's true duration around its nominal one
-        (independent log-normal factors of mean 1).
+        Coefficient of variation (0 to `MAX_EPOCH_NOISE`) of each epoch's true duration around
+        its nominal one (independent log-normal factors of mean 1).
     hidden_regimes : bool
         Whether the told profile lists every batch size the job's adaptation mode could reach on
         its gang, not only those it runs.
@@ -146,8 +159,8 @@ class Uncertainty:
     hidden_regimes: bool = False
 
     def __post_init__(self) -> None:
-        for name in ("change_jitter", "epoch_noise"):
-            _finite(name, getattr(self, name), lambda v: v >= 0, ">= 0")
+        for name, most in (("change_jitter", MAX_CHANGE_JITTER), ("epoch_noise", MAX_EPOCH_NOISE)):
+            _finite(name, getattr(self, name), lambda v, most=most: 0 <= v <= most, f">= 0 and at most {most:g}")
             object.__setattr__(self, name, float(getattr(self, name)))
         if not isinstance(self.hidden_regimes, bool | np.bool_):
             raise ValidationError(f"hidden_regimes must be a bool, got {self.hidden_regimes!r}")
@@ -158,27 +171,35 @@ class Uncertainty:
 class WorkloadSpec:
     """What to generate (frozen; validated on construction, naming the field).
 
+    Every bound below is one a workload file states too (`vfm.cluster.workload`), so that what
+    is generated loads; a setting past one fails here, before any job is drawn.
+
     Parameters
     ----------
     jobs : int
-        Number of jobs.
+        Number of jobs, 1 to `vfm.cluster.workload.MAX_EPOCHS` (each job has an epoch at least).
+        `generate_workload` also refuses, before expanding any epoch, jobs whose drawn run times
+        add up to more epochs than a workload may have.
     gpus : int
-        GPUs in the cluster. Contention is ``jobs / gpus`` jobs per GPU over the trace.
+        GPUs in the cluster, 1 to ``vfm._validation.MAX_GPUS`` (1e6). Contention is
+        ``jobs / gpus`` jobs per GPU over the trace.
     interarrival_s : float
-        Mean gap between arrivals of the Poisson process (default 40 s, the 120-job trace's);
-        0 makes every job arrive at t = 0.
+        Mean gap between arrivals of the Poisson process (default 40 s, the 120-job trace's),
+        0 to ``MAX_JOB_SECONDS`` (1e12 s); 0 makes every job arrive at t = 0.
     gang_mix : mapping of int to float
-        Gang size -> probability weight (normalized). Default (None): the artifact's 0.6 / 0.3 /
-        0.09 / 0.01 for 1 / 2 / 4 / 8 GPUs, without the gangs wider than the cluster. A gang
-        given wider than the cluster is an error.
+        Gang size -> probability weight. Weights are finite and >= 0, not all 0, and are
+        normalized: ``{1: 3, 2: 1}`` is 0.75 / 0.25 (a mix that sums to 1 is used as it is). A
+        gang size given twice is an error. Default (None): the artifact's 0.6 / 0.3 / 0.09 / 0.01
+        for 1 / 2 / 4 / 8 GPUs, without the gangs wider than the cluster. A gang given wider
+        than the cluster is an error.
     adaptation_mix : mapping of str to float
-        ``"static"``, ``"gns"``, ``"accordion"`` -> weight; default the shipped traces' 0 / 0.5 / 0.5.
-        Generated jobs only: a resampled job keeps its own adaptation.
+        ``"static"``, ``"gns"``, ``"accordion"`` -> weight, normalized as `gang_mix`'s; default the
+        shipped traces' 0 / 0.5 / 0.5. Generated jobs only: a resampled job keeps its own adaptation.
     duration_s : tuple of float
-        ``(low, high)`` of the log-uniform static run time; default 0.2 h to 5 h, the shipped
-        traces' range. Generated jobs only.
+        ``(low, high)`` of the log-uniform static run time, ``0 < low <= high <= MAX_JOB_SECONDS``
+        (1e12 s); default 0.2 h to 5 h, the shipped traces' range. Generated jobs only.
     round_s : float
-        Round length of the workload (default 120 s).
+        Round length of the workload (default 120 s), > 0 and at most ``MAX_JOB_SECONDS``.
     throughputs : str
         Throughput set of the shipped profiles (``"tacc"``, default, or ``"wisr"``).
     uncertainty : Uncertainty, optional
@@ -199,12 +220,16 @@ class WorkloadSpec:
     uncertainty: Uncertainty | None = None
 
     def __post_init__(self) -> None:
-        for name in ("jobs", "gpus"):
+        for name, most, why in (("jobs", MAX_EPOCHS, "MAX_EPOCHS: a job has an epoch at least"),
+                                ("gpus", MAX_GPUS, "MAX_GPUS")):
             value = getattr(self, name)
             if not is_whole(value) or value < 1:
                 raise ValidationError(f"{name} must be a positive whole number, got {value!r}")
-        _finite("interarrival_s", self.interarrival_s, lambda v: v >= 0, ">= 0")
-        _finite("round_s", self.round_s, lambda v: v > 0, "> 0")
+            if value > most:
+                raise ValidationError(f"{name} must be at most {most:.0e} ({why}), got {value!r}")
+        _finite("interarrival_s", self.interarrival_s, lambda v: 0 <= v <= MAX_JOB_SECONDS,
+                f">= 0 and at most {MAX_JOB_SECONDS:.0e} s")
+        _finite("round_s", self.round_s, lambda v: 0 < v <= MAX_JOB_SECONDS, f"> 0 and at most {MAX_JOB_SECONDS:.0e} s")
         gang_mix = self.gang_mix if self.gang_mix is not None else tuple(
             (g, w) for g, w in _ARTIFACT_GANG_MIX if g <= self.gpus)
         object.__setattr__(self, "gang_mix", _mix("gang_mix", gang_mix))
@@ -218,8 +243,9 @@ class WorkloadSpec:
             raise ValidationError(f"adaptation_mix has {bad_mode!r}; the modes are {', '.join(ADAPTATIONS)}")
         low_high = self.duration_s
         if not (isinstance(low_high, tuple | list) and len(low_high) == 2
-                and all(_is_real(v) and 0 < v < math.inf for v in low_high) and low_high[0] <= low_high[1]):
-            raise ValidationError(f"duration_s must be (low, high) seconds with 0 < low <= high, got {low_high!r}")
+                and all(_is_real(v) and 0 < v <= MAX_JOB_SECONDS for v in low_high) and low_high[0] <= low_high[1]):
+            raise ValidationError(f"duration_s must be (low, high) seconds with 0 < low <= high <= "
+                                  f"{MAX_JOB_SECONDS:.0e} (MAX_JOB_SECONDS), got {low_high!r}")
         object.__setattr__(self, "duration_s", (float(low_high[0]), float(low_high[1])))
         sets = throughput_sets()
         if self.throughputs not in sets:
@@ -243,8 +269,21 @@ def _is_real(value: Any) -> bool:
     return not isinstance(value, bool) and isinstance(value, int | float | np.integer | np.floating)
 
 
+def _as_float(value: Any) -> float | None:
+    """`value` as a finite float when it is a real number, else None (an int too large for a
+    float included: ``math.isfinite(10**400)`` raises)."""
+    if not _is_real(value):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
 def _finite(name: str, value: Any, in_range: Any, what: str) -> None:
-    if not (_is_real(value) and math.isfinite(value) and in_range(value)):
+    number = _as_float(value)
+    if number is None or not in_range(number):
         raise ValidationError(f"{name} must be a finite number {what}, got {value!r}")
 
 
@@ -254,17 +293,30 @@ def _check_seed(seed: Any) -> None:
 
 
 def _mix(name: str, mix: Any) -> tuple[tuple[Any, float], ...]:
-    """A mix as ``((value, probability), ...)``, probabilities normalized."""
+    """A mix as ``((value, probability), ...)``, weights normalized to probabilities summing to 1."""
     if isinstance(mix, str | bytes) or not isinstance(mix, Mapping | Sequence):
         raise ValidationError(f"{name} must be a non-empty mapping of values to weights, got {mix!r}")
     pairs = tuple(mix.items()) if isinstance(mix, Mapping) else tuple(mix)
     if not pairs or not all(isinstance(p, tuple) and len(p) == 2 for p in pairs):
         raise ValidationError(f"{name} must be a non-empty mapping of values to weights, got {mix!r}")
+    values = [value for value, _ in pairs]
+    if (twice := next((v for k, v in enumerate(values) if v in values[:k]), None)) is not None:
+        raise ValidationError(f"{name} gives {twice!r} twice; give each value one weight")
     weights = [w for _, w in pairs]
-    if not all(_is_real(w) and math.isfinite(w) and w >= 0 for w in weights) or sum(weights) <= 0:
+    floats = [_as_float(w) for w in weights]
+    if any(w is None or w < 0 for w in floats) or max(cast(list[float], floats)) <= 0:
         raise ValidationError(f"{name}'s weights must be finite numbers >= 0, not all 0, got {weights!r}")
-    total = float(sum(weights))
-    return tuple((value, float(w) / total) for value, w in pairs)
+    scaled = cast(list[float], floats)
+    total = sum(scaled)
+    if not sys.float_info.min < total < math.inf:
+        # Weights near 1e308 sum to inf, and subnormal ones lose their digits: scale by the largest.
+        largest = max(scaled)
+        scaled = [w / largest for w in scaled]
+        total = sum(scaled)
+    probabilities = [w / total for w in scaled]
+    if abs(math.fsum(probabilities) - 1) > _MIX_TOLERANCE:
+        raise ValidationError(f"{name}'s weights {weights!r} do not normalize to probabilities summing to 1")
+    return tuple((value, p) for value, p in zip(values, probabilities, strict=True))
 
 
 def _draw(rng: np.random.Generator, mix: tuple[tuple[Any, float], ...], size: int) -> list[Any]:
@@ -356,6 +408,50 @@ def _job_types(gang: int, table: Mapping[str, float]) -> list[tuple[str, int]]:
     return [(m, b) for m, sizes in JOB_TYPES.items() for b in sizes if f"{m} (batch size {b})|{gang}" in table]
 
 
+@dataclass(frozen=True)
+class _Drawn:
+    """What `generate_workload` draws before expanding epochs: per job ``(gang, adaptation mode,
+    model, initial batch size, total steps, epochs)``, and the arrival times."""
+
+    jobs: list[tuple[int, str, str, int, int, int]]
+    arrivals: np.ndarray
+
+
+def _draw_jobs(rng: np.random.Generator, spec: WorkloadSpec, table: Mapping[str, float]) -> _Drawn:
+    """Every job's gang, mode, type, steps and epochs, and the arrivals (in the order the artifact's
+    generator draws them from `rng`), checked against the workload's limits: milliseconds for a
+    hundred thousand jobs, where expanding their epochs takes minutes and gigabytes."""
+    gangs = _draw(rng, spec.gang_weights, spec.jobs)
+    low, high = np.log(spec.duration_s)
+    run_s = np.exp(rng.uniform(low, high, size=spec.jobs))
+    modes = _draw(rng, spec.adaptation_weights, spec.jobs)
+    arrivals = _arrivals(rng, spec)
+    last = float(arrivals[-1]) / spec.round_s  # the loader's test; a Python float: inf, not a warning
+    if last >= MAX_ROUNDS:
+        raise ValidationError(f"interarrival_s = {spec.interarrival_s:g} over {spec.jobs} jobs puts the last arrival "
+                              f"at {arrivals[-1]:.4g} s, {last:.3g} rounds of round_s = "
+                              f"{spec.round_s:g} away: more than the {MAX_ROUNDS:.3g} a workload may have")
+    types_of = {gang: _job_types(gang, table) for gang in set(gangs)}
+    jobs = []
+    for gang, run, mode in zip(gangs, run_s.tolist(), modes, strict=True):
+        types = types_of[gang]
+        if not types:
+            raise ValidationError(f"gang_mix has gang size {gang}, which no job type of the profiles runs on")
+        model, initial = types[int(rng.integers(len(types)))]
+        static = mode == "accordion" and (run < _ACCORDION_MIN_S or model == "Transformer"
+                                          or initial == SCALED.get(model))
+        total_steps = math.ceil(run * table[f"{model} (batch size {initial})|{gang}"])
+        epochs = max(1, math.ceil(total_steps / math.ceil(SAMPLES_PER_EPOCH[model] / initial)))
+        jobs.append((gang, "static" if static else mode, model, initial, total_steps, epochs))
+    total = sum(job[-1] for job in jobs)
+    if total > MAX_EPOCHS:
+        raise ValidationError(
+            f"jobs = {spec.jobs} with duration_s = ({spec.duration_s[0]:g}, {spec.duration_s[1]:g}) draws "
+            f"{total:.4g} epochs in all ({total / spec.jobs:.4g} per job), more than the {MAX_EPOCHS:.0e} a workload "
+            f"may have (vfm.cluster.workload.MAX_EPOCHS); generate fewer jobs or shorter ones")
+    return _Drawn(jobs, arrivals)
+
+
 def generate_workload(spec: WorkloadSpec, seed: int | np.random.SeedSequence = 0, name: str | None = None) -> Workload:
     """A generated workload (module docstring); the same `spec` and `seed` give the same workload.
 
@@ -372,38 +468,35 @@ def generate_workload(spec: WorkloadSpec, seed: int | np.random.SeedSequence = 0
         Jobs in arrival order, ids 0..jobs-1, each with its `Training`; under
         `spec.uncertainty`, with the told profile as `Job.profile` and the true (jittered,
         noisy) epochs as `Job.batch_size` and `Job.epoch_s`.
+
+    Raises
+    ------
+    vfm.errors.ValidationError
+        For a bad `spec`, `seed` or `name`; and, after drawing the jobs' types, run times and
+        arrivals but before expanding any epoch (the work, and the memory), when the drawn jobs
+        have more epochs in all than a workload may have (`vfm.cluster.workload.MAX_EPOCHS`:
+        fewer jobs or a shorter `duration_s` fit) or the last arrival is more rounds away than
+        a workload's may be (`vfm.cluster.workload.MAX_ROUNDS`).
     """
     if not isinstance(spec, WorkloadSpec):
         raise ValidationError(f"spec must be a WorkloadSpec, got {type(spec).__name__}")
     _check_seed(seed)
+    if name is not None and not isinstance(name, str):
+        raise ValidationError(f"name must be a string or None, got {type(name).__name__} {name!r}")
     rng = np.random.default_rng(seed)
     table = throughput_table(spec.throughputs, "v100")
-    gangs = _draw(rng, spec.gang_weights, spec.jobs)
-    low, high = np.log(spec.duration_s)
-    run_s = np.exp(rng.uniform(low, high, size=spec.jobs))
-    modes = _draw(rng, spec.adaptation_weights, spec.jobs)
-    arrivals = _arrivals(rng, spec)
-    schedules = gns_schedules()
-    types_of = {gang: _job_types(gang, table) for gang in set(gangs)}
+    drawn = _draw_jobs(rng, spec, table)
     uncertainty = spec.uncertainty or Uncertainty()
     # Drawn apart from `rng`, so that the jobs above and below are the same with or without it.
     uncertain_rng = _uncertainty_rng(seed)
     stretch = np.exp(uncertainty.change_jitter * uncertain_rng.standard_normal(spec.jobs))
+    schedules = gns_schedules()
     jobs: list[dict[str, Any]] = []
     batches: list[np.ndarray] = []
     nominal_s: list[np.ndarray] = []
     told: list[np.ndarray] = []  # per job, rows (batch_size, nominal epoch_s)
-    for i, (gang, run, mode) in enumerate(zip(gangs, run_s.tolist(), modes, strict=True)):
-        types = types_of[gang]
-        if not types:
-            raise ValidationError(f"gang_mix has gang size {gang}, which no job type of the profiles runs on")
-        model, initial = types[int(rng.integers(len(types)))]
-        static = mode == "accordion" and (run < _ACCORDION_MIN_S or model == "Transformer"
-                                          or initial == SCALED.get(model))
-        mode = "static" if static else mode
+    for i, (gang, mode, model, initial, total_steps, epochs) in enumerate(drawn.jobs):
         samples = SAMPLES_PER_EPOCH[model]
-        total_steps = math.ceil(run * table[f"{model} (batch size {initial})|{gang}"])
-        epochs = max(1, math.ceil(total_steps / math.ceil(samples / initial)))
         batch = _jitter(_job_batches(model, initial, gang, mode, epochs, table, schedules), float(stretch[i]))
         batches.append(batch)
         nominal_s.append(np.ceil(samples / batch) / _speed(model, batch, gang, table))
@@ -412,7 +505,7 @@ def generate_workload(spec: WorkloadSpec, seed: int | np.random.SeedSequence = 0
         sizes = np.array(sorted(set(batch.tolist()).union(
             _reachable(model, initial, gang, mode, table) if uncertainty.hidden_regimes else ())))
         told.append(np.c_[sizes, np.ceil(samples / sizes) / _speed(model, sizes, gang, table)])
-        jobs.append({"id": i, "arrival_s": float(arrivals[i]), "gpus": int(gang), "epochs": epochs,
+        jobs.append({"id": i, "arrival_s": float(drawn.arrivals[i]), "gpus": int(gang), "epochs": epochs,
                      "model": model, "adaptation": mode, "total_steps": total_steps, "samples_per_epoch": samples})
     true_s = _noisy(nominal_s, uncertain_rng, uncertainty.epoch_noise)
     for job, batch, seconds, profile in zip(jobs, batches, true_s, told, strict=True):
@@ -447,7 +540,9 @@ def resample_workload(source: Workload | str | Path, spec: WorkloadSpec,
     Raises
     ------
     vfm.errors.ValidationError
-        When no job of `source` can run on a gang size of the mix.
+        When no job of `source` can run on a gang size of the mix; or, after drawing the source
+        jobs and before copying any epoch, when they have more epochs in all than a workload may
+        have (`vfm.cluster.workload.MAX_EPOCHS`).
     """
     if not isinstance(spec, WorkloadSpec):
         raise ValidationError(f"spec must be a WorkloadSpec, got {type(spec).__name__}")
@@ -471,12 +566,19 @@ def resample_workload(source: Workload | str | Path, spec: WorkloadSpec,
             speedup[g].append(ratio if np.all(ratio > 0) else None)
     gangs = _draw(rng, spec.gang_weights, spec.jobs)
     arrivals = _arrivals(rng, spec)
-    jobs = []
-    for i, gang in enumerate(gangs):
-        eligible = [j for j, ratio in enumerate(speedup[gang]) if ratio is not None]
-        if not eligible:
+    eligible = {g: [j for j, ratio in enumerate(speedup[g]) if ratio is not None] for g in gang_sizes}
+    drawn = []  # the source job of each new one, drawn (in order) before any epoch is copied
+    for gang in gangs:
+        if not eligible[gang]:
             raise ValidationError(f"gang_mix has gang size {gang}, but no job of {workload.name!r} runs on it")
-        j = eligible[int(rng.integers(len(eligible)))]
+        drawn.append(eligible[gang][int(rng.integers(len(eligible[gang])))])
+    total = sum(workload.jobs[j].epochs for j in drawn)
+    if total > MAX_EPOCHS:
+        raise ValidationError(f"jobs = {spec.jobs} drawn from {workload.name!r} have {total:.4g} epochs in all, more "
+                              f"than the {MAX_EPOCHS:.0e} a workload may have (vfm.cluster.workload.MAX_EPOCHS); "
+                              f"resample fewer jobs")
+    jobs = []
+    for i, (gang, j) in enumerate(zip(gangs, drawn, strict=True)):
         job, ratio, profile = workload.jobs[j], speedup[gang][j], told[j]
         assert ratio is not None
         record: dict[str, Any] = {"id": i, "arrival_s": float(arrivals[i]), "gpus": int(gang), "epochs": job.epochs}

@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from vfm._validation import first_bad, is_real, is_whole
+from vfm._validation import checked_job_id, first_bad, is_real, is_whole
 from vfm.cluster.gpu_types import ClusterTypes, type_profile
 from vfm.cluster.protocol import SchedulingPolicy, TypedSchedulingPolicy
 from vfm.cluster.workload import MAX_ROUNDS, Workload
@@ -68,7 +68,8 @@ class Simulation:
     n_jobs : int
     round_s, restart_s : float
     job_id : ndarray, shape (n,)
-        int64 when every id is an integer, else object.
+        int64 when every id is an integer within int64, else object (the ids themselves: an
+        integer of any size, a string, a tuple).
     arrival_s, finish_s, isolated_s : ndarray, shape (n,)
         ``finish_s`` is the instant the job's last epoch ended. ``isolated_s`` is the reference of
         the finish-time fairness metrics: `Job.isolated_s` on the V100 cluster of a workload
@@ -298,6 +299,30 @@ def _check_placement(answer: Any, policy: object, round_index: int, index_of: Ma
     return picked, placed
 
 
+def _check_ids(workload: Workload) -> None:
+    """Every job id is one a policy keys (`checked_job_id`: a string, an int that is not a bool,
+    or a tuple of them), checked before the run rather than at a policy's first call."""
+    for index, job in enumerate(workload.jobs):
+        try:
+            checked_job_id(job.id)
+        except ValidationError as exc:
+            raise ValidationError(f"workload job {index}: {exc}") from None
+
+
+_INT64 = np.iinfo(np.int64)
+
+
+def _id_array(ids: list[Hashable]) -> NDArray[Any]:
+    """The ids as `Simulation.job_id`: int64 when every id is an int within int64, else an object
+    array holding the ids themselves (a 2**63 id, a tuple id: numpy would overflow or add an axis)."""
+    if all(type(i) is int and _INT64.min <= i <= _INT64.max for i in ids):  # type(): no bool, no subclass
+        return np.array(ids, dtype=np.int64)
+    array = np.empty(len(ids), dtype=object)  # filled one by one: a tuple id stays one entry
+    for k, job_id in enumerate(ids):
+        array[k] = job_id
+    return array
+
+
 def _first_round_at(arrival_s: float, round_s: float, at_least: int) -> int:
     """The first round ``r >= at_least`` whose start ``r * round_s`` is at or after `arrival_s`:
     the round in which stepping round by round would add the job (exact in floating point: the
@@ -341,7 +366,8 @@ def simulate(workload: Workload, policy: SchedulingPolicy | TypedSchedulingPolic
         the cluster has (naming the policy class, the round and the job), or if the jobs have
         not all finished after `max_rounds` rounds.
     ValidationError
-        For a bad `round_s`, `restart_s` or `max_rounds`.
+        For a bad `round_s`, `restart_s` or `max_rounds`, or a job id that is not a string, an
+        int (not a bool) or a tuple of them (naming the job), before the first round.
     """
     if not isinstance(workload, Workload):
         raise ValidationError(f"workload must be a vfm.cluster.Workload (load_workload or generate_workload makes "
@@ -376,6 +402,7 @@ def simulate(workload: Workload, policy: SchedulingPolicy | TypedSchedulingPolic
                               f"past the rounds whose starts are exact in floating point; use longer rounds")
     if max_rounds is not None and (not is_whole(max_rounds) or max_rounds < 1):
         raise ValidationError(f"max_rounds must be a positive integer, got {max_rounds!r}")
+    _check_ids(workload)
 
     trace = _Trace(workload, cluster)
     if max_rounds is None:
@@ -483,10 +510,9 @@ def simulate(workload: Workload, policy: SchedulingPolicy | TypedSchedulingPolic
             progress(round_index, n_finished, n)
         round_index += 1
 
-    job_id = np.array(ids, dtype=np.int64 if all(isinstance(i, int) for i in ids) else object)
     return Simulation(
         workload=workload.name, policy=type(policy).__name__, gpus=workload.gpus, n_jobs=n, round_s=round_s,
-        restart_s=float(restart_s), job_id=job_id, arrival_s=arrival, finish_s=finish_s,
+        restart_s=float(restart_s), job_id=_id_array(ids), arrival_s=arrival, finish_s=finish_s,
         isolated_s=reference_s, restarts=restarts, held_s=held_s, rounds=tuple(rounds),
         planner_s=np.array(planner_s), planner_busy=np.array(planner_busy, dtype=bool),
         busy_gpu_s=float((trace.gpus * held_s).sum()), replans=tuple(replans), cluster=cluster,

@@ -18,6 +18,12 @@ one epoch duration across the job's phases and the profile is read off them; wit
 may give a batch size other (noisy) durations and need not use every batch size the profile
 lists, but every batch size they use must be listed.
 
+A file may hold only these fields (and the descriptive ones the shipped files carry: ``source``;
+a job's ``dataset``, ``job_type``, ``static_duration_s``; a phase's ``mem_mib``, ``util_pct``): a
+misspelled field is refused, naming the closest known one, not ignored. Times and counts are
+bounded (`vfm._validation`: a job runs at most ``MAX_JOB_SECONDS`` = 1e12 s alone, a cluster has
+at most ``MAX_GPUS`` GPUs) so that every time derived from them stays finite.
+
 `load_workload` reads a path or the name of a shipped workload (the Shockwave artifact's four
 traces, ``vfm/cluster/data/shockwave``, MIT: see the LICENSE there), checks every field at this
 boundary and returns a `Workload` of read-only `Job` records; `Workload.arrays` is the same
@@ -35,8 +41,10 @@ True
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
+import reprlib
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from itertools import chain
@@ -47,7 +55,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from vfm._validation import first_bad, is_whole
+from vfm._validation import MAX_COUNT, MAX_GPUS, MAX_JOB_SECONDS, first_bad, is_whole
 from vfm.cluster.gpu_types import ClusterTypes
 from vfm.errors import ValidationError
 
@@ -67,6 +75,21 @@ SHIPPED = Path(__file__).resolve().parent / "data" / "shockwave"
 MAX_EPOCHS = 10_000_000
 #: Arrivals must lie within this many rounds of time 0 (2^53: round starts stay exact floats).
 MAX_ROUNDS = float(2**53)
+
+# The fields a workload file may give, per object. The shipped files also carry descriptive
+# fields that nothing reads (``source``; a job's ``dataset``, ``job_type``, ``static_duration_s``;
+# a phase's ``mem_mib``, ``util_pct``): they are known, so that only a misspelled field is refused.
+_WORKLOAD_KEYS = ("name", "gpus", "round_s", "jobs", "throughputs", "cluster", "source")
+_JOB_KEYS = ("id", "arrival_s", "gpus", "epochs", "isolated_s", "phases", "profile", "model", "adaptation",
+             "total_steps", "samples_per_epoch", "dataset", "job_type", "static_duration_s")
+_PHASE_KEYS = ("epochs", "batch_size", "epoch_s", "mem_mib", "util_pct")
+_PROFILE_KEYS = ("batch_size", "epoch_s")
+
+# Values in messages: one short line whatever the file holds (a 4000-digit number, a list nested
+# a thousand deep, a megabyte string).
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxother, _SHORT.maxlong = 2, 60, 60, 40
+_SHORT.maxlist = _SHORT.maxdict = _SHORT.maxtuple = 4
 
 # A file's own `isolated_s`, when present, must agree with the sum of its epoch durations this
 # closely: the shipped files carry six decimals, so anything looser than rounding is an error.
@@ -327,17 +350,36 @@ def derived_profile(batch_size: FloatArray, epoch_s: FloatArray) -> tuple[tuple[
                                  np.asarray(epoch_s, dtype=float).tolist(), strict=True)).items()))
 
 
-def _is_number(value: Any) -> bool:
-    # JSON gives int or float; bool is an int subclass but never a meaningful quantity here.
-    return isinstance(value, int | float) and not isinstance(value, bool)
+def _shown(value: Any) -> str:
+    """`value` for a message: its repr, cut short (`_SHORT`); never raises."""
+    try:
+        return _SHORT.repr(value)
+    except ValueError:  # an int past Python's 4300-digit limit for str()
+        return f"<an integer of {value.bit_length()} bits>"
+
+
+def _as_float(value: Any) -> float | None:
+    """`value` as a finite float when it is a real number (JSON gives int or float), else None.
+
+    bool is an int subclass but never a meaningful quantity here; an int too large for a float
+    (JSON integers have no size limit) is not finite.
+    """
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _whole(value: Any) -> bool:
-    return _is_number(value) and math.isfinite(value) and float(value).is_integer()
+    number = _as_float(value)
+    return number is not None and number.is_integer()
 
 
 def _describe_job(index: int, job_id: Any) -> str:
-    return f"job {index} (id {job_id!r})"
+    return f"job {index} (id {_shown(job_id)})"
 
 
 def _read_field(record: Mapping[str, Any], field: str, where: str, *, whole: bool) -> float:
@@ -345,11 +387,28 @@ def _read_field(record: Mapping[str, Any], field: str, where: str, *, whole: boo
     if field not in record:
         raise ValidationError(f"{where}: missing field {field!r}")
     value = record[field]
-    if whole and not _whole(value):
-        raise ValidationError(f"{where}: {field} must be a whole number, got {value!r}")
-    if not _is_number(value) or not math.isfinite(value):
-        raise ValidationError(f"{where}: {field} must be a finite number, got {value!r}")
-    return float(value)
+    number = _as_float(value)
+    if number is None and isinstance(value, int) and not isinstance(value, bool):
+        raise ValidationError(f"{where}: {field} ({_shown(value)}) is too large for a float (about 1.8e308 at most)")
+    if whole and (number is None or not number.is_integer()):
+        raise ValidationError(f"{where}: {field} must be a whole number, got {_shown(value)}")
+    if number is None:
+        raise ValidationError(f"{where}: {field} must be a finite number, got {_shown(value)}")
+    return number
+
+
+def _check_keys(record: Mapping[Any, Any], known: tuple[str, ...], where: str) -> None:
+    """Refuse a field `record` does not know, naming it and the closest known field: a misspelled
+    optional field (``isolated_sec``) would otherwise be silently ignored."""
+    for key in record:
+        if key not in known:
+            _unknown_key(key, known, where)
+
+
+def _unknown_key(key: Any, known: tuple[str, ...], where: str) -> None:
+    close = difflib.get_close_matches(key, known, n=1) if isinstance(key, str) else []
+    hint = f"did you mean {close[0]!r}?" if close else f"the fields are {', '.join(known)}"
+    raise ValidationError(f"{where}: unknown field {_shown(key)}; {hint}")
 
 
 _TRAINING_FIELDS = ("model", "adaptation", "total_steps", "samples_per_epoch")
@@ -366,14 +425,15 @@ def _read_training(job: Mapping[str, Any], where: str) -> Training | None:
                               f"{', '.join(_TRAINING_FIELDS)} or none)")
     model, adaptation = job["model"], job["adaptation"]
     if not isinstance(model, str) or not model:
-        raise ValidationError(f"{where}: model must be a non-empty string, got {model!r}")
-    if adaptation not in ADAPTATIONS:
-        raise ValidationError(f"{where}: adaptation must be one of {', '.join(ADAPTATIONS)}, got {adaptation!r}")
-    steps = _read_field(job, "total_steps", where, whole=True)
-    samples = _read_field(job, "samples_per_epoch", where, whole=True)
-    if steps < 1 or samples < 1:
-        field, value = ("total_steps", steps) if steps < 1 else ("samples_per_epoch", samples)
-        raise ValidationError(f"{where}: {field} must be >= 1, got {value:g}")
+        raise ValidationError(f"{where}: model must be a non-empty string, got {_shown(model)}")
+    if not isinstance(adaptation, str) or adaptation not in ADAPTATIONS:
+        raise ValidationError(f"{where}: adaptation must be one of {', '.join(ADAPTATIONS)}, got {_shown(adaptation)}")
+    for field in ("total_steps", "samples_per_epoch"):
+        count = _read_field(job, field, where, whole=True)
+        if not 1 <= count < MAX_COUNT:
+            raise ValidationError(f"{where}: {field} must be >= 1 and below 2^53 (where floats still count every "
+                                  f"one), got {count:g}")
+    steps, samples = job["total_steps"], job["samples_per_epoch"]
     return Training(model=model, adaptation=adaptation, total_steps=int(steps), samples_per_epoch=int(samples))
 
 
@@ -381,10 +441,10 @@ _PHASE_FIELDS = (("epochs", True), ("batch_size", False), ("epoch_s", False))
 _PROFILE_FIELDS = (("batch_size", False), ("epoch_s", False))
 
 
-def _read_plain(records: list[Any], fields: tuple[tuple[str, bool], ...]) -> FloatArray | None:
-    """`records` as rows of their `fields` when every record is a dict whose fields are all finite
-    numbers (whole where asked), else None: the bulk read of a well-formed file (a generated
-    workload with noisy epochs has a phase per epoch, hundreds of thousands of them)."""
+def _read_plain(records: list[Any], fields: tuple[tuple[str, bool], ...], known: tuple[str, ...]) -> FloatArray | None:
+    """`records` as rows of their `fields` when every record is a dict of `known` keys whose fields
+    are all finite numbers (whole where asked), else None: the bulk read of a well-formed file (a
+    generated workload with noisy epochs has a phase per epoch, hundreds of thousands of them)."""
     get = itemgetter(*(name for name, _ in fields))
     try:
         values = [get(record) for record in records if type(record) is dict]
@@ -392,6 +452,8 @@ def _read_plain(records: list[Any], fields: tuple[tuple[str, bool], ...]) -> Flo
         return None
     if len(values) < len(records) or not set(map(type, chain.from_iterable(values))) <= {int, float}:
         return None  # bool is an int subclass, but not of type int
+    if not set().union(*map(dict.keys, records)) <= set(known):
+        return None
     try:
         rows = np.array(values, dtype=float)
     except OverflowError:
@@ -402,12 +464,14 @@ def _read_plain(records: list[Any], fields: tuple[tuple[str, bool], ...]) -> Flo
     return rows
 
 
-def _read_records(records: list[Any], fields: tuple[tuple[str, bool], ...], where: str, label: str) -> FloatArray:
-    """The objects of `records` as rows of their `fields` (``(name, whole)``), shape (len, fields).
+def _read_records(records: list[Any], fields: tuple[tuple[str, bool], ...], known: tuple[str, ...], where: str,
+                  label: str) -> FloatArray:
+    """The objects of `records` as rows of their `fields` (``(name, whole)``), shape (len, fields);
+    a record may hold only `known` keys.
 
     Raises a ValidationError naming `where`, the record (`label` and its index) and the field.
     """
-    rows = _read_plain(records, fields)
+    rows = _read_plain(records, fields, known)
     if rows is not None:
         return rows
     # Something is off (or merely unusual, e.g. a Mapping that is not a dict): record by record.
@@ -416,6 +480,7 @@ def _read_records(records: list[Any], fields: tuple[tuple[str, bool], ...], wher
         at = f"{where}, {label} {k}"
         if not isinstance(record, Mapping):
             raise ValidationError(f"{at}: must be a JSON object, got {type(record).__name__}")
+        _check_keys(record, known, at)
         rows[k] = [_read_field(record, field, at, whole=whole) for field, whole in fields]
     return rows
 
@@ -429,7 +494,7 @@ def _read_profile(job: Mapping[str, Any], where: str) -> FloatArray:
         got = "an empty list" if isinstance(profile, list) else type(profile).__name__
         raise ValidationError(f"{where}: 'profile' must be a non-empty list of {{batch_size, epoch_s}} objects, "
                               f"got {got}")
-    return _read_records(profile, _PROFILE_FIELDS, where, "profile entry")
+    return _read_records(profile, _PROFILE_FIELDS, _PROFILE_KEYS, where, "profile entry")
 
 
 def _indices(counts: IntArray) -> tuple[IntArray, IntArray]:
@@ -509,19 +574,21 @@ def workload_from_dict(raw: Any, default_name: str = "workload") -> Workload:
     """Check a decoded workload file (the JSON object) and build the `Workload`.
 
     `default_name` names the workload when `raw` has no ``name``. Raises what `load_workload`
-    raises for a malformed file.
+    raises for a malformed file, without the file's path.
     """
     if not isinstance(raw, Mapping):
         raise ValidationError(f"a workload file must hold a JSON object, got {type(raw).__name__}")
+    _check_keys(raw, _WORKLOAD_KEYS, "workload")
     name = raw.get("name", default_name)
     if not isinstance(name, str):
-        raise ValidationError(f"workload name must be a string, got {name!r}")
+        raise ValidationError(f"workload name must be a string, got {_shown(name)}")
     capacity = _read_field(raw, "gpus", "workload", whole=True)
-    if capacity < 1:
-        raise ValidationError(f"workload: gpus must be >= 1, got {capacity:g}")
+    if not 1 <= capacity <= MAX_GPUS:
+        raise ValidationError(f"workload: gpus must be >= 1 and at most {MAX_GPUS:.0e} (MAX_GPUS), got {capacity:g}")
     round_s = _read_field(raw, "round_s", "workload", whole=False)
-    if round_s <= 0:
-        raise ValidationError(f"workload: round_s must be > 0, got {round_s:g}")
+    if not 0 < round_s <= MAX_JOB_SECONDS:
+        raise ValidationError(f"workload: round_s must be > 0 and at most {MAX_JOB_SECONDS:.0e} s (MAX_JOB_SECONDS), "
+                              f"got {round_s:g}")
     jobs = raw.get("jobs")
     if not isinstance(jobs, list) or not jobs:
         raise ValidationError("workload: 'jobs' must be a non-empty list")
@@ -543,6 +610,7 @@ def workload_from_dict(raw: Any, default_name: str = "workload") -> Workload:
         where = _describe_job(index, job_id)
         if isinstance(job_id, bool) or not isinstance(job_id, int | str):
             raise ValidationError(f"{where}: id must be an integer or a string")
+        _check_keys(job, _JOB_KEYS, where)
         ids.append(job_id)
         scalars[index, 0] = _read_field(job, "arrival_s", where, whole=False)
         scalars[index, 1] = _read_field(job, "gpus", where, whole=True)
@@ -554,7 +622,7 @@ def workload_from_dict(raw: Any, default_name: str = "workload") -> Workload:
         if not isinstance(phases, list) or not phases:
             raise ValidationError(f"{where}: 'phases' must be a non-empty list"
                                   + ("" if "phases" in job else " (missing field 'phases')"))
-        phase_blocks.append(_read_records(phases, _PHASE_FIELDS, where, "phase"))
+        phase_blocks.append(_read_records(phases, _PHASE_FIELDS, _PHASE_KEYS, where, "phase"))
         profile_blocks.append(_read_profile(job, where))
 
     arrival_s, gang, epochs = scalars.T
@@ -581,6 +649,9 @@ def workload_from_dict(raw: Any, default_name: str = "workload") -> Workload:
     for column, field in ((1, "batch_size"), (2, "epoch_s")):
         if (p := first_bad(phase[:, column] <= 0)) is not None:
             fail(int(owner[p]), f"phase {phases_of.index[p]}: {field} must be > 0, got {phase[p, column]:g}")
+    for column, field, bound, why in _PER_RECORD_BOUNDS:
+        if (p := first_bad(phase[:, column] > bound)) is not None:
+            fail(int(owner[p]), f"phase {phases_of.index[p]}: {field} ({phase[p, column]:g}) is more than {why}")
     if (p := first_bad(phase[:, 0] < 0)) is not None:
         fail(int(owner[p]), f"phase {phases_of.index[p]}: epochs must be >= 0, got {phase[p, 0]:g}")
     summed = np.bincount(owner, weights=phase[:, 0], minlength=len(jobs))
@@ -592,10 +663,17 @@ def workload_from_dict(raw: Any, default_name: str = "workload") -> Workload:
             f"workload: its jobs have {epochs.sum():.4g} epochs in all, more than the {MAX_EPOCHS:.0e} a workload may "
             f"have (the largest, {_describe_job(biggest, ids[biggest])}, has {epochs[biggest]:.4g}): every epoch is "
             f"expanded to per-epoch arrays here and in the simulator, about 100 bytes each at the peak of a run")
-    if (i := first_bad(arrival_s / round_s >= MAX_ROUNDS)) is not None:
+    with np.errstate(over="ignore"):  # an arrival of 1e300 s in rounds of 1e-10 s: inf rounds, refused
+        far = arrival_s / round_s >= MAX_ROUNDS
+    if (i := first_bad(far)) is not None:
         fail(i, f"arrival_s ({arrival_s[i]:g}) is {arrival_s[i] / round_s:.3g} rounds of {round_s:g} s away, more "
                 f"than the {MAX_ROUNDS:.3g} rounds whose starts are exact in floating point")
-    profiles = _profiles(phases_of, _Records.of(profile_blocks), len(jobs), fail)
+    told = _Records.of(profile_blocks)
+    for column, field, bound, why in _PER_RECORD_BOUNDS[1:]:
+        if (t := first_bad(told.rows[:, column - 1] > bound)) is not None:
+            fail(int(told.owner[t]), f"profile entry {told.index[t]}: {field} ({told.rows[t, column - 1]:g}) is "
+                                     f"more than {why}")
+    profiles = _profiles(phases_of, told, len(jobs), fail)
 
     # Expand phases to epochs for all jobs at once, then cut per job.
     counts = phase[:, 0].astype(np.int64)
@@ -605,6 +683,7 @@ def workload_from_dict(raw: Any, default_name: str = "workload") -> Workload:
     batches = np.split(batch_flat, cuts)
     durations = np.split(epoch_s_flat, cuts)
     isolated = np.bincount(owner, weights=phase[:, 0] * phase[:, 2], minlength=len(jobs))
+    _check_job_seconds(isolated, epochs, profiles, fail)
     off = ~np.isnan(stated_isolated) & ~np.isclose(stated_isolated, isolated, rtol=_ISOLATED_RTOL, atol=0.0)
     if (i := first_bad(off)) is not None:
         fail(i, f"isolated_s ({stated_isolated[i]:g}) differs from the sum of its epoch durations ({isolated[i]:g})")
@@ -619,9 +698,31 @@ def workload_from_dict(raw: Any, default_name: str = "workload") -> Workload:
                          profile=profiles[index]))
     throughputs = raw.get("throughputs")
     if throughputs is not None and not isinstance(throughputs, str):
-        raise ValidationError(f"workload: throughputs must name a throughput set (a string), got {throughputs!r}")
+        raise ValidationError(f"workload: throughputs must name a throughput set (a string), got {_shown(throughputs)}")
     return Workload(name=name, gpus=int(capacity), round_s=float(round_s), jobs=tuple(built),
                     throughputs=throughputs, cluster=_read_cluster(raw))
+
+
+# Per phase (its column) and per profile entry (the column before): no batch size or epoch may
+# state a number past what the rest of the pipeline keeps exact and finite.
+_PER_RECORD_BOUNDS = (
+    (1, "batch_size", float(MAX_COUNT), "2^53 (where floats still count every sample)"),
+    (2, "epoch_s", MAX_JOB_SECONDS, f"the {MAX_JOB_SECONDS:.0e} s a job may run in all (MAX_JOB_SECONDS)"),
+)
+
+
+def _check_job_seconds(isolated: NDArray[Any], epochs: FloatArray, profiles: list[tuple[tuple[float, float], ...]],
+                       fail: Callable[[int, str], None]) -> None:
+    """A job's time alone (its epochs' durations summed) and its epochs at the slowest epoch its
+    profile tells a scheduler (what a policy plans with) are at most `MAX_JOB_SECONDS`."""
+    if (i := first_bad(isolated > MAX_JOB_SECONDS)) is not None:
+        fail(i, f"its epochs take {isolated[i]:.4g} s in all (the sum of epochs * epoch_s), more than the "
+                f"{MAX_JOB_SECONDS:.0e} s a job may run (MAX_JOB_SECONDS)")
+    slowest = np.array([max(seconds for _, seconds in profile) for profile in profiles])
+    if (i := first_bad(epochs * slowest > MAX_JOB_SECONDS)) is not None:
+        fail(i, f"epochs ({epochs[i]:g}) times its profile's slowest epoch_s ({slowest[i]:g}) is "
+                f"{epochs[i] * slowest[i]:.4g} s, more than the {MAX_JOB_SECONDS:.0e} s a job may run "
+                f"(MAX_JOB_SECONDS)")
 
 
 def _read_cluster(raw: Mapping[str, Any]) -> ClusterTypes | None:
@@ -631,7 +732,13 @@ def _read_cluster(raw: Mapping[str, Any]) -> ClusterTypes | None:
     given = raw["cluster"]
     if not isinstance(given, Mapping):
         raise ValidationError(f"workload: cluster must be a JSON object of GPU type -> count "
-                              f"(e.g. {{\"v100\": 16, \"k80\": 16}}), got {given!r}")
+                              f"(e.g. {{\"v100\": 16, \"k80\": 16}}), got {_shown(given)}")
+    # Checked here: ClusterTypes keeps its counts as int64, which a larger JSON integer overflows.
+    big = next((t for t, c in given.items() if isinstance(c, int | float) and not isinstance(c, bool)
+                and c > MAX_GPUS), None)
+    if big is not None:
+        raise ValidationError(f"workload: cluster[{_shown(big)}] ({_shown(given[big])}) is more than the "
+                              f"{MAX_GPUS:.0e} GPUs a cluster may have (MAX_GPUS)")
     try:  # a JSON number with a zero fraction (16.0) is a whole count, as gpus may be
         return ClusterTypes({t: int(c) if _whole(c) else c for t, c in given.items()})
     except ValidationError as exc:
@@ -698,17 +805,25 @@ def load_workload(path_or_name: str | Path) -> Workload:
     Raises
     ------
     ValidationError
-        For a malformed file, naming the job (index and id), the field and what is wrong: a
-        missing field, a non-numeric or non-whole value, negative arrival, gpus < 1 or wider than
-        the cluster, epochs < 1, phases' epochs not summing to ``epochs``, a non-positive
-        epoch_s or batch_size, one batch size with two epoch durations (without a profile), a
-        stated ``isolated_s`` that is not the sum of the epoch durations, a repeated id; a
-        ``profile`` that is not a non-empty list of objects, repeats a batch size or does not
-        list a batch size the phases run; more than `MAX_EPOCHS` epochs in all; an arrival more
-        than 2^53 rounds away; a ``cluster`` that does not map known GPU types to positive whole
-        counts or does not sum to ``gpus``.
+        One line starting with the file's path. For bytes that are not UTF-8, text that is not
+        JSON (or nests too deeply for Python's parser, or holds an integer past its 4300-digit
+        limit); and for a malformed workload, naming the job (index and id), the field and what
+        is wrong: an unknown field (with the closest known one), a missing field, a non-numeric,
+        non-finite or non-whole value, negative arrival, gpus < 1 or wider than the cluster,
+        epochs < 1, phases' epochs not summing to ``epochs``, a non-positive epoch_s or
+        batch_size, one batch size with two epoch durations (without a profile), a stated
+        ``isolated_s`` that is not the sum of the epoch durations, a repeated id; a ``profile``
+        that is not a non-empty list of objects, repeats a batch size or does not list a batch
+        size the phases run; more than `MAX_EPOCHS` epochs in all; an arrival more than 2^53
+        rounds away; a ``cluster`` that does not map known GPU types to positive whole counts or
+        does not sum to ``gpus``; a bound of `vfm._validation` passed (``MAX_GPUS`` GPUs;
+        ``MAX_JOB_SECONDS`` for ``round_s``, an ``epoch_s``, a job's time alone and its epochs
+        at its profile's slowest epoch; 2^53 for a batch size, ``total_steps`` and
+        ``samples_per_epoch``).
     FileNotFoundError
         If there is no such file or shipped workload.
+    OSError
+        If the file cannot be read.
     """
     if not isinstance(path_or_name, str | Path):
         raise ValidationError(f"path_or_name must be a path (str or Path) or a shipped workload's name, got "
@@ -719,9 +834,27 @@ def load_workload(path_or_name: str | Path) -> Workload:
     if not path.is_file():
         raise FileNotFoundError(f"no workload file {str(path_or_name)!r}, and no shipped workload of that name "
                                 f"(shipped: {', '.join(shipped_workloads())})")
-    with open(path) as handle:
-        try:
-            raw = json.load(handle)
-        except json.JSONDecodeError as exc:
-            raise ValidationError(f"{path} is not valid JSON: {exc}") from exc
-    return workload_from_dict(raw, default_name=path.stem)
+    raw = _decoded(path)
+    try:
+        return workload_from_dict(raw, default_name=path.stem)
+    except ValidationError as exc:
+        raise ValidationError(f"{path}: {exc}") from None
+
+
+def _decoded(path: Path) -> Any:
+    """The JSON value in the file at `path`, or a one-line ValidationError naming the file."""
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")  # JSON's encoding (RFC 8259), whatever the locale's
+    except UnicodeDecodeError as exc:
+        raise ValidationError(f"{path} is not UTF-8 text (JSON's encoding): byte {data[exc.start]:#04x} at offset "
+                              f"{exc.start}; save the file as UTF-8") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValidationError(f"{path} is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise ValidationError(f"{path} nests JSON arrays or objects too deeply for Python's parser; a workload "
+                              f"file nests them five deep") from None
+    except ValueError as exc:  # an integer past Python's 4300-digit limit for int()
+        raise ValidationError(f"{path} holds a number Python cannot read: {exc}".split(";")[0]) from None
