@@ -250,24 +250,3 @@ def checked_regime_pairs(regimes: Any, what: str, *, max_seconds: float) -> tupl
             raise ValidationError(f"{what} gives batch size {label:g} an epoch duration of {seconds:g} s, more than "
                                   f"the {max_seconds:g} s a job may run in all")
     return pairs
-
-
-# --- Bounds on one job and one cluster: the workload loader (vfm.cluster.workload), the generator
-# (vfm.cluster.generate) and the simulator state them; one place, so that what loads also runs. ---
-
-#: The longest a job may run alone, in seconds (1e12 s, about 31,700 years): its epochs times
-#: its slowest seconds per epoch, and every other span of time a workload states (a round, a
-#: generated run time, a mean gap between arrivals). Far above any real job, and small enough
-#: that sums of such times over millions of jobs and rounds stay finite and exact to well under
-#: a second in float64.
-MAX_JOB_SECONDS = 1e12
-#: The most epochs one job may have (1e9). A workload expands its epochs to per-epoch arrays,
-#: and states a tighter bound on all its jobs together (`vfm.cluster.workload.MAX_EPOCHS`).
-MAX_JOB_EPOCHS = 10**9
-#: The most GPUs a cluster (and so a gang) may have (1e6, several times the largest clusters
-#: built): baselines keep per-GPU arrays, and gang sizes times epochs stay far inside int64.
-MAX_GPUS = 10**6
-#: Training steps and samples per epoch stay below 2^53, where float64 still counts every one.
-MAX_COUNT = 2**53
-# --- end of the bounds block ---
-

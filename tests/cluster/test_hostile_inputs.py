@@ -249,7 +249,7 @@ def _check_valid(workload: Workload) -> None:
     ({"interarrival_s": 10**400}, r"interarrival_s must be a finite number >= 0 and at most 1e\+12 s, got 1000"),
     ({"interarrival_s": 1e13}, r"interarrival_s must be a finite number >= 0 and at most 1e\+12 s"),
     ({"round_s": 1e13}, r"round_s must be a finite number > 0 and at most 1e\+12 s"),
-    ({"jobs": 10**8}, r"jobs must be at most 1e\+07 \(MAX_EPOCHS: a job has an epoch at least\)"),
+    ({"jobs": 10**8}, r"jobs must be at most 1e\+07 \(MAX_WORKLOAD_EPOCHS: a job has an epoch at least\)"),
     ({"gpus": 10**7}, r"gpus must be at most 1e\+06 \(MAX_GPUS\)"),
     ({"gang_mix": {1: 10**400}}, r"gang_mix's weights must be finite numbers >= 0, not all 0"),
     ({"gang_mix": ((1, 0.5), (1, 0.5))}, r"gang_mix gives 1 twice"),

@@ -126,7 +126,7 @@ def test_the_writer_reads_back_to_the_same_workload() -> None:
 
 def test_a_workload_with_absurdly_many_epochs_is_rejected_at_load_stating_the_limit() -> None:
     # Was: a MemoryError expanding 1e12 epochs to per-epoch arrays.
-    from vfm.cluster.workload import MAX_EPOCHS
+    from vfm.limits import MAX_WORKLOAD_EPOCHS
 
     raw = {"gpus": 1, "round_s": 120.0, "jobs": [
         {"id": "big", "arrival_s": 0.0, "gpus": 1, "epochs": 10**12,
@@ -134,8 +134,8 @@ def test_a_workload_with_absurdly_many_epochs_is_rejected_at_load_stating_the_li
     with pytest.raises(ValidationError, match=r"^workload: its jobs have 1e\+12 epochs in all, more than the 1e\+07 a "
                                               r"workload may have \(the largest, job 0 \(id 'big'\), has 1e\+12\)"):
         workload_from_dict(raw)
-    raw["jobs"][0]["epochs"] = raw["jobs"][0]["phases"][0]["epochs"] = MAX_EPOCHS
-    assert workload_from_dict(raw).jobs[0].epochs == MAX_EPOCHS  # the limit itself loads
+    raw["jobs"][0]["epochs"] = raw["jobs"][0]["phases"][0]["epochs"] = MAX_WORKLOAD_EPOCHS
+    assert workload_from_dict(raw).jobs[0].epochs == MAX_WORKLOAD_EPOCHS  # the limit itself loads
 
 
 def test_a_path_that_is_not_a_string_is_rejected():

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from vfm.equilibrium import Status
 from vfm.errors import ValidationError
 from vfm.forecast import JobStates
+from vfm.limits import MAX_WINDOW_ROUNDS
 from vfm.planner import PlanOptions, plan
-from vfm.planner.options import MAX_ROUNDS
 from vfm.solvers import Solution
 
 SERVED = (Status.OPTIMAL, Status.INACCURATE)
@@ -60,11 +60,11 @@ def test_a_bad_warm_start_is_refused_naming_it(bad, match):
 
 
 def test_rounds_has_an_upper_bound():
-    assert PlanOptions(rounds=MAX_ROUNDS).rounds == MAX_ROUNDS
-    with pytest.raises(ValidationError, match=f"rounds must be at most {MAX_ROUNDS}"):
+    assert PlanOptions(rounds=MAX_WINDOW_ROUNDS).rounds == MAX_WINDOW_ROUNDS
+    with pytest.raises(ValidationError, match=f"rounds must be at most {MAX_WINDOW_ROUNDS}"):
         PlanOptions(rounds=100_000)
     with pytest.raises(ValidationError, match="rounds must be at most"):
-        plan(_states(), gpus=[1, 1, 2], capacity=2, rounds=MAX_ROUNDS + 1)
+        plan(_states(), gpus=[1, 1, 2], capacity=2, rounds=MAX_WINDOW_ROUNDS + 1)
 
 
 @pytest.mark.parametrize("value", [0, -1.0, float("nan"), float("inf"), "1", True])

@@ -16,14 +16,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from vfm._validation import MAX_JOB_EPOCHS, MAX_JOB_SECONDS
 from vfm.cluster import ClusterTypes
 from vfm.equilibrium import Status
 from vfm.errors import ValidationError
 from vfm.forecast import DirichletForecaster
+from vfm.limits import MAX_BUDGET, MAX_JOB_EPOCHS, MAX_JOB_SECONDS
 from vfm.planner import Policy, TypedPolicy
 from vfm.planner import policy as policy_module
-from vfm.planner.policy import MAX_BUDGET, Decision
+from vfm.planner.policy import Decision
 
 REGIMES: dict[float, float] = {32: 50.0, 64: 30.0}
 

@@ -91,13 +91,11 @@ from typing import Any, cast
 
 import numpy as np
 
-from vfm._validation import MAX_GPUS, MAX_JOB_SECONDS, is_whole
+from vfm._validation import is_whole
 from vfm.cluster.artifact._adaptation import LARGEST, SCALED, accordion_critical, gns_schedules
 from vfm.cluster.gpu_types import ClusterTypes, throughput_sets, throughput_table
 from vfm.cluster.workload import (
     ADAPTATIONS,
-    MAX_EPOCHS,
-    MAX_ROUNDS,
     Job,
     Workload,
     derived_profile,
@@ -106,6 +104,7 @@ from vfm.cluster.workload import (
     workload_from_dict,
 )
 from vfm.errors import ValidationError
+from vfm.limits import MAX_ARRIVAL_ROUNDS, MAX_GPUS, MAX_JOB_SECONDS, MAX_WORKLOAD_EPOCHS
 
 __all__ = ["JOB_TYPES", "SAMPLES_PER_EPOCH", "Uncertainty", "WorkloadSpec", "generate_workload",
            "resample_workload"]
@@ -177,11 +176,11 @@ class WorkloadSpec:
     Parameters
     ----------
     jobs : int
-        Number of jobs, 1 to `vfm.cluster.workload.MAX_EPOCHS` (each job has an epoch at least).
+        Number of jobs, 1 to `vfm.limits.MAX_WORKLOAD_EPOCHS` (each job has an epoch at least).
         `generate_workload` also refuses, before expanding any epoch, jobs whose drawn run times
         add up to more epochs than a workload may have.
     gpus : int
-        GPUs in the cluster, 1 to ``vfm._validation.MAX_GPUS`` (1e6). Contention is
+        GPUs in the cluster, 1 to ``vfm.limits.MAX_GPUS`` (1e6). Contention is
         ``jobs / gpus`` jobs per GPU over the trace.
     interarrival_s : float
         Mean gap between arrivals of the Poisson process (default 40 s, the 120-job trace's),
@@ -220,7 +219,7 @@ class WorkloadSpec:
     uncertainty: Uncertainty | None = None
 
     def __post_init__(self) -> None:
-        for name, most, why in (("jobs", MAX_EPOCHS, "MAX_EPOCHS: a job has an epoch at least"),
+        for name, most, why in (("jobs", MAX_WORKLOAD_EPOCHS, "MAX_WORKLOAD_EPOCHS: a job has an epoch at least"),
                                 ("gpus", MAX_GPUS, "MAX_GPUS")):
             value = getattr(self, name)
             if not is_whole(value) or value < 1:
@@ -427,10 +426,10 @@ def _draw_jobs(rng: np.random.Generator, spec: WorkloadSpec, table: Mapping[str,
     modes = _draw(rng, spec.adaptation_weights, spec.jobs)
     arrivals = _arrivals(rng, spec)
     last = float(arrivals[-1]) / spec.round_s  # the loader's test; a Python float: inf, not a warning
-    if last >= MAX_ROUNDS:
+    if last >= MAX_ARRIVAL_ROUNDS:
         raise ValidationError(f"interarrival_s = {spec.interarrival_s:g} over {spec.jobs} jobs puts the last arrival "
                               f"at {arrivals[-1]:.4g} s, {last:.3g} rounds of round_s = "
-                              f"{spec.round_s:g} away: more than the {MAX_ROUNDS:.3g} a workload may have")
+                              f"{spec.round_s:g} away: more than the {MAX_ARRIVAL_ROUNDS:.3g} a workload may have")
     types_of = {gang: _job_types(gang, table) for gang in set(gangs)}
     jobs = []
     for gang, run, mode in zip(gangs, run_s.tolist(), modes, strict=True):
@@ -444,11 +443,12 @@ def _draw_jobs(rng: np.random.Generator, spec: WorkloadSpec, table: Mapping[str,
         epochs = max(1, math.ceil(total_steps / math.ceil(SAMPLES_PER_EPOCH[model] / initial)))
         jobs.append((gang, "static" if static else mode, model, initial, total_steps, epochs))
     total = sum(job[-1] for job in jobs)
-    if total > MAX_EPOCHS:
+    if total > MAX_WORKLOAD_EPOCHS:
         raise ValidationError(
             f"jobs = {spec.jobs} with duration_s = ({spec.duration_s[0]:g}, {spec.duration_s[1]:g}) draws "
-            f"{total:.4g} epochs in all ({total / spec.jobs:.4g} per job), more than the {MAX_EPOCHS:.0e} a workload "
-            f"may have (vfm.cluster.workload.MAX_EPOCHS); generate fewer jobs or shorter ones")
+            f"{total:.4g} epochs in all ({total / spec.jobs:.4g} per job), more than the "
+            f"{MAX_WORKLOAD_EPOCHS:.0e} a workload may have (vfm.limits.MAX_WORKLOAD_EPOCHS); generate fewer jobs or "
+            f"shorter ones")
     return _Drawn(jobs, arrivals)
 
 
@@ -474,9 +474,9 @@ def generate_workload(spec: WorkloadSpec, seed: int | np.random.SeedSequence = 0
     vfm.errors.ValidationError
         For a bad `spec`, `seed` or `name`; and, after drawing the jobs' types, run times and
         arrivals but before expanding any epoch (the work, and the memory), when the drawn jobs
-        have more epochs in all than a workload may have (`vfm.cluster.workload.MAX_EPOCHS`:
+        have more epochs in all than a workload may have (`vfm.limits.MAX_WORKLOAD_EPOCHS`:
         fewer jobs or a shorter `duration_s` fit) or the last arrival is more rounds away than
-        a workload's may be (`vfm.cluster.workload.MAX_ROUNDS`).
+        a workload's may be (`vfm.limits.MAX_ARRIVAL_ROUNDS`).
     """
     if not isinstance(spec, WorkloadSpec):
         raise ValidationError(f"spec must be a WorkloadSpec, got {type(spec).__name__}")
@@ -542,7 +542,7 @@ def resample_workload(source: Workload | str | Path, spec: WorkloadSpec,
     vfm.errors.ValidationError
         When no job of `source` can run on a gang size of the mix; or, after drawing the source
         jobs and before copying any epoch, when they have more epochs in all than a workload may
-        have (`vfm.cluster.workload.MAX_EPOCHS`).
+        have (`vfm.limits.MAX_WORKLOAD_EPOCHS`).
     """
     if not isinstance(spec, WorkloadSpec):
         raise ValidationError(f"spec must be a WorkloadSpec, got {type(spec).__name__}")
@@ -573,10 +573,10 @@ def resample_workload(source: Workload | str | Path, spec: WorkloadSpec,
             raise ValidationError(f"gang_mix has gang size {gang}, but no job of {workload.name!r} runs on it")
         drawn.append(eligible[gang][int(rng.integers(len(eligible[gang])))])
     total = sum(workload.jobs[j].epochs for j in drawn)
-    if total > MAX_EPOCHS:
+    if total > MAX_WORKLOAD_EPOCHS:
         raise ValidationError(f"jobs = {spec.jobs} drawn from {workload.name!r} have {total:.4g} epochs in all, more "
-                              f"than the {MAX_EPOCHS:.0e} a workload may have (vfm.cluster.workload.MAX_EPOCHS); "
-                              f"resample fewer jobs")
+                              f"than the {MAX_WORKLOAD_EPOCHS:.0e} a workload may have "
+                              f"(vfm.limits.MAX_WORKLOAD_EPOCHS); resample fewer jobs")
     jobs = []
     for i, (gang, j) in enumerate(zip(gangs, drawn, strict=True)):
         job, ratio, profile = workload.jobs[j], speedup[gang][j], told[j]

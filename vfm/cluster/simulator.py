@@ -34,8 +34,9 @@ from numpy.typing import NDArray
 from vfm._validation import checked_job_id, first_bad, is_real, is_whole
 from vfm.cluster.gpu_types import ClusterTypes, type_profile
 from vfm.cluster.protocol import SchedulingPolicy, TypedSchedulingPolicy
-from vfm.cluster.workload import MAX_ROUNDS, Workload
+from vfm.cluster.workload import Workload
 from vfm.errors import PolicyError, ValidationError
+from vfm.limits import MAX_ARRIVAL_ROUNDS
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -397,9 +398,10 @@ def simulate(workload: Workload, policy: SchedulingPolicy | TypedSchedulingPolic
     if not (is_real(restart_s) and math.isfinite(restart_s) and 0 <= restart_s < round_s):
         raise ValidationError(f"restart_s must be a number of seconds in [0, round_s = {round_s:g}), "
                               f"got {restart_s!r}")
-    if float(workload.arrival_s.max()) / round_s >= MAX_ROUNDS:
-        raise ValidationError(f"round_s = {round_s:g} puts the last arrival more than {MAX_ROUNDS:.3g} rounds away, "
-                              f"past the rounds whose starts are exact in floating point; use longer rounds")
+    if float(workload.arrival_s.max()) / round_s >= MAX_ARRIVAL_ROUNDS:
+        raise ValidationError(f"round_s = {round_s:g} puts the last arrival more than {MAX_ARRIVAL_ROUNDS:.3g} "
+                              f"rounds away, past the rounds whose starts are exact in floating point; use longer "
+                              f"rounds")
     if max_rounds is not None and (not is_whole(max_rounds) or max_rounds < 1):
         raise ValidationError(f"max_rounds must be a positive integer, got {max_rounds!r}")
     _check_ids(workload)

@@ -55,26 +55,19 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from vfm._validation import MAX_COUNT, MAX_GPUS, MAX_JOB_SECONDS, first_bad, is_whole
+from vfm._validation import first_bad, is_whole
 from vfm.cluster.gpu_types import ClusterTypes
 from vfm.errors import ValidationError
+from vfm.limits import MAX_ARRIVAL_ROUNDS, MAX_COUNT, MAX_GPUS, MAX_JOB_SECONDS, MAX_WORKLOAD_EPOCHS
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
-__all__ = ["MAX_EPOCHS", "SHIPPED", "Job", "Training", "Workload", "WorkloadArrays", "derived_profile", "epoch_records",
+__all__ = ["SHIPPED", "Job", "Training", "Workload", "WorkloadArrays", "derived_profile", "epoch_records",
            "load_workload", "shipped_workloads", "workload_from_dict", "workload_to_dict"]
 
 #: The shipped workloads (and the artifact's published results), loadable by name.
 SHIPPED = Path(__file__).resolve().parent / "data" / "shockwave"
-
-#: The most epochs a workload may have in all (1e7, some 9 times the largest shipped trace):
-#: `workload_from_dict` expands every job's phases to per-epoch arrays and the simulator keeps
-#: them on one time line and reports them as lists, about 100 bytes per epoch at the peak of a
-#: run (1 GB at this limit); 1e12 epochs would need 100 TB and fail with a MemoryError instead.
-MAX_EPOCHS = 10_000_000
-#: Arrivals must lie within this many rounds of time 0 (2^53: round starts stay exact floats).
-MAX_ROUNDS = float(2**53)
 
 # The fields a workload file may give, per object. The shipped files also carry descriptive
 # fields that nothing reads (``source``; a job's ``dataset``, ``job_type``, ``static_duration_s``;
@@ -657,17 +650,18 @@ def workload_from_dict(raw: Any, default_name: str = "workload") -> Workload:
     summed = np.bincount(owner, weights=phase[:, 0], minlength=len(jobs))
     if (i := first_bad(summed != epochs)) is not None:
         fail(i, f"phases' epochs sum to {summed[i]:g}, but epochs is {epochs[i]:g}")
-    if epochs.sum() > MAX_EPOCHS:
+    if epochs.sum() > MAX_WORKLOAD_EPOCHS:
         biggest = int(np.argmax(epochs))
         raise ValidationError(
-            f"workload: its jobs have {epochs.sum():.4g} epochs in all, more than the {MAX_EPOCHS:.0e} a workload may "
-            f"have (the largest, {_describe_job(biggest, ids[biggest])}, has {epochs[biggest]:.4g}): every epoch is "
-            f"expanded to per-epoch arrays here and in the simulator, about 100 bytes each at the peak of a run")
+            f"workload: its jobs have {epochs.sum():.4g} epochs in all, more than the {MAX_WORKLOAD_EPOCHS:.0e} a "
+            f"workload may have (the largest, {_describe_job(biggest, ids[biggest])}, has {epochs[biggest]:.4g}): "
+            f"every epoch is expanded to per-epoch arrays here and in the simulator, about 100 bytes each at the peak "
+            f"of a run")
     with np.errstate(over="ignore"):  # an arrival of 1e300 s in rounds of 1e-10 s: inf rounds, refused
-        far = arrival_s / round_s >= MAX_ROUNDS
+        far = arrival_s / round_s >= MAX_ARRIVAL_ROUNDS
     if (i := first_bad(far)) is not None:
         fail(i, f"arrival_s ({arrival_s[i]:g}) is {arrival_s[i] / round_s:.3g} rounds of {round_s:g} s away, more "
-                f"than the {MAX_ROUNDS:.3g} rounds whose starts are exact in floating point")
+                f"than the {MAX_ARRIVAL_ROUNDS:.3g} rounds whose starts are exact in floating point")
     told = _Records.of(profile_blocks)
     for column, field, bound, why in _PER_RECORD_BOUNDS[1:]:
         if (t := first_bad(told.rows[:, column - 1] > bound)) is not None:
@@ -814,7 +808,7 @@ def load_workload(path_or_name: str | Path) -> Workload:
         batch_size, one batch size with two epoch durations (without a profile), a stated
         ``isolated_s`` that is not the sum of the epoch durations, a repeated id; a ``profile``
         that is not a non-empty list of objects, repeats a batch size or does not list a batch
-        size the phases run; more than `MAX_EPOCHS` epochs in all; an arrival more than 2^53
+        size the phases run; more than `MAX_WORKLOAD_EPOCHS` epochs in all; an arrival more than 2^53
         rounds away; a ``cluster`` that does not map known GPU types to positive whole counts or
         does not sum to ``gpus``; a bound of `vfm._validation` passed (``MAX_GPUS`` GPUs;
         ``MAX_JOB_SECONDS`` for ``round_s``, an ``epoch_s``, a job's time alone and its epochs

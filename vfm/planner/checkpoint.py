@@ -56,8 +56,6 @@ from typing import Any
 import numpy as np
 
 from vfm._validation import (
-    MAX_JOB_EPOCHS,
-    MAX_JOB_SECONDS,
     FloatArray,
     checked_job_id,
     checked_regime_pairs,
@@ -68,10 +66,10 @@ from vfm._validation import (
 from vfm.cluster.gpu_types import ClusterTypes
 from vfm.errors import ValidationError
 from vfm.forecast import Forecaster, PopulationForecaster, Trajectory
+from vfm.limits import MAX_BUDGET, MAX_COUNT, MAX_JOB_EPOCHS, MAX_JOB_SECONDS
 from vfm.planner import shockwave
 from vfm.planner.plan import Plan
 from vfm.planner.policy import (
-    MAX_BUDGET,
     JobRecord,
     PolicyConfig,
     PolicyState,
@@ -82,8 +80,6 @@ from vfm.planner.program import PlanningProgram
 FORMAT = "vfm.policy-checkpoint"
 #: The format's version: a checkpoint of another version is refused, naming both.
 VERSION = 1
-#: The most rounds, re-plans or rounds waited a checkpoint may count (exact in float64).
-MAX_COUNT = 2**53
 #: The deepest nesting of tuples in an id or a kind.
 MAX_ID_DEPTH = 32
 

@@ -18,6 +18,7 @@ import numpy as np
 from vfm._validation import is_whole
 from vfm.errors import UnknownSolverError, ValidationError
 from vfm.forecast import check_horizon
+from vfm.limits import MAX_WINDOW_ROUNDS
 from vfm.solvers.base import Capabilities
 from vfm.solvers.registry import available_solvers
 
@@ -26,15 +27,6 @@ from vfm.solvers.registry import available_solvers
 #: finishes (`vfm.solvers.Capabilities.polish_start_tol`; `backend_tol`).
 STRICT_TOL = 1e-9
 
-#: The longest window `PlanOptions.rounds` accepts. The planner holds dense arrays per (scenario,
-#: job, round) and factors dense round-by-round systems (the polish's and the interior point's
-#: Newton systems over the rounds' prices: T by T, O(T^3) per factorization): at 2,000 rounds one
-#: such matrix is 32 MB and a re-plan of a few jobs takes about a second, while 5,000 rounds took
-#: 19 s per re-plan and 100,000 rounds asked numpy for 74.5 GiB. A window longer than this is
-#: better planned as a shorter window re-planned as it recedes.
-MAX_ROUNDS = 2_000
-
-
 @dataclass(frozen=True)
 class PlanOptions:
     r"""How `vfm.planner.plan` plans a window (frozen; validated on construction).
@@ -42,7 +34,7 @@ class PlanOptions:
     Parameters
     ----------
     rounds : int
-        Window length `T` (default 20), at most `MAX_ROUNDS` (2,000: the dense round-by-round
+        Window length `T` (default 20), at most `MAX_WINDOW_ROUNDS` (2,000: the dense round-by-round
         systems the planner factors grow as :math:`T^2` in memory and :math:`T^3` in time).
     round_s : float
         Seconds per round (default 120).
@@ -126,10 +118,10 @@ class PlanOptions:
 
     def __post_init__(self) -> None:
         # Before `check_horizon`, which checks the type and sign: the bound is the planner's own.
-        if is_whole(self.rounds) and self.rounds > MAX_ROUNDS:
-            raise ValidationError(f"rounds must be at most {MAX_ROUNDS} (MAX_ROUNDS: the planner factors dense "
-                                  f"round-by-round systems, O(rounds^2) memory and O(rounds^3) time), got "
-                                  f"{self.rounds!r}; plan a shorter window and re-plan as it recedes")
+        if is_whole(self.rounds) and self.rounds > MAX_WINDOW_ROUNDS:
+            raise ValidationError(f"rounds must be at most {MAX_WINDOW_ROUNDS} (MAX_WINDOW_ROUNDS: the planner "
+                                  f"factors dense round-by-round systems, O(rounds^2) memory and O(rounds^3) time), "
+                                  f"got {self.rounds!r}; plan a shorter window and re-plan as it recedes")
         check_horizon(self.rounds, self.round_s, self.scenarios)
         if self.time_limit_s is not None:
             _require("time_limit_s", self.time_limit_s, lambda v: v > 0, "a finite number of seconds > 0 or None")

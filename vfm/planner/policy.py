@@ -37,8 +37,6 @@ from typing import Any, Literal
 import numpy as np
 
 from vfm._validation import (
-    MAX_JOB_EPOCHS,
-    MAX_JOB_SECONDS,
     FloatArray,
     checked_job_id,
     checked_regime_pairs,
@@ -51,16 +49,13 @@ from vfm.errors import ValidationError
 from vfm.forecast import DirichletForecaster, Forecaster, JobStates, LearningForecaster, Trajectory
 from vfm.forecast.base import batch_sizes as read_batch_sizes
 from vfm.jobs import equal_share
+from vfm.limits import MAX_BUDGET, MAX_JOB_EPOCHS, MAX_JOB_SECONDS
 from vfm.planner import shockwave
 from vfm.planner.options import PlanOptions
 from vfm.planner.plan import Plan, checked_forecast, plan
 from vfm.planner.rounding import first_fit, place
 from vfm.planner.saa_ipm import load_kernels
 from vfm.planner.shockwave import SHOCKWAVE_EFFICIENCY, SHOCKWAVE_PRIORITY_EXPONENT, SHOCKWAVE_RESERVE
-
-#: The largest budget (weight) of a job: budgets over a million jobs sum to at most 1e12, so the
-#: market's totals and prices stay finite with room to spare.
-MAX_BUDGET = 1e6
 
 
 @dataclass(frozen=True)
@@ -278,7 +273,7 @@ def new_record(config: PolicyConfig, jobs: Mapping[Hashable, JobRecord], complet
                               f"job may have (MAX_JOB_EPOCHS)")
     if not (is_real(budget) and np.isfinite(budget) and 0 < budget <= MAX_BUDGET):
         raise ValidationError(f"budget of job {job_id!r} must be a finite number > 0 and at most {MAX_BUDGET:g} "
-                              f"(vfm.planner.policy.MAX_BUDGET), got {budget!r}")
+                              f"(MAX_BUDGET), got {budget!r}")
     try:
         hash(kind)
     except TypeError:
