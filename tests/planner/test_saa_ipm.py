@@ -13,7 +13,15 @@ from hypothesis import given, settings
 from vfm.equilibrium import Status
 from vfm.planner import PlanningProgram, _kernels
 from vfm.planner.saa_cvxpy import solve_saa_cvxpy
-from vfm.planner.saa_ipm import _GRAM_CURVATURE, _PROGRESS, _BlockFactor, _exhausted, _Workspace, solve_saa_ipm
+from vfm.planner.saa_ipm import (
+    _GRAM_CURVATURE,
+    _PROGRESS,
+    _BlockFactor,
+    _exhausted,
+    _gap_minimizing_prices,
+    _Workspace,
+    solve_saa_ipm,
+)
 
 from .strategies import programs
 
@@ -226,3 +234,25 @@ def test_the_capacity_gram_in_pieces_is_the_stacked_product_to_its_stated_accura
     bound = 2 * np.finfo(float).eps * rounds * (1 + _GRAM_CURVATURE) * np.einsum("na,nb->ab", x, x)
     assert np.all(np.abs(pieces - stacked) <= bound)
     assert np.abs(pieces - stacked).max() > 0  # two computations, not one
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_gap_minimizing_prices_minimize_each_rounds_gap(seed):
+    rng = np.random.default_rng(seed)
+    n, rounds = 40, 5
+    g = rng.random((n, rounds)) * 0.1 * (rng.random((n, rounds)) > 0.2)
+    y = rng.random((n, rounds))
+    gradient = rng.normal(size=(n, rounds))
+    s_cap = rng.random(rounds) * 0.3
+
+    def gap(t: int, price: float) -> float:
+        q = gradient[:, t] + g[:, t] * price
+        return s_cap[t] * price + float((np.maximum(q, 0) * y[:, t] + np.maximum(-q, 0) * (1 - y[:, t])).sum())
+
+    prices = _gap_minimizing_prices(gradient, g, y, 1 - y, s_cap)
+    assert np.all(prices >= 0)
+    for t in range(rounds):
+        # The gap is piecewise linear in the price, kinked where an entry's q changes sign.
+        kinks = -gradient[:, t][g[:, t] > 0] / g[:, t][g[:, t] > 0]
+        candidates = np.concatenate([[0.0], kinks[kinks > 0]])
+        assert gap(t, prices[t]) <= min(gap(t, c) for c in candidates) + 1e-12
