@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
+from vfm.equilibrium import Status
 from vfm.errors import ValidationError
 from vfm.planner import PlanningProgram, PlanOptions
 from vfm.planner.options import STRICT_TOL
@@ -229,3 +232,44 @@ def test_tol_is_none_or_a_relative_gap():
     assert PlanOptions().backend_tol(Capabilities(problem="planning"), True) == STRICT_TOL
     with pytest.raises(ValidationError, match=r"tol must be a relative gap in \(0, 1\) or None, got 0"):
         PlanOptions(tol=0)
+
+
+def _floor_window():
+    """A 5-job window of random decisions (`python -m benchmarks.decisions`, case seed 251, round 29)
+    whose three fresh jobs are planned a sliver of each round: utilities of 1e-5, spreads of 6e-7."""
+    return PlanningProgram(
+        progress=np.repeat(np.array([[[0.0027215], [0.0013133], [0.0013537], [0.0152314], [0.0018933]]]), 20, axis=2),
+        base=np.array([0.0306, 0.0, 0.0, 0.0231, 0.0]), weights=np.array([442.0, 45.4, 2.12, 6.91, 1.91]),
+        gpus=np.array([1.0, 2.0, 2.0, 2.0, 2.0]), capacity=np.full(20, 2.0), round_s=120.0,
+        remaining_s=np.array([42743.5, 91371.5, 88646.0, 7696.7, 63380.8]),
+        leftover_limit_s=np.array([np.inf, np.inf, np.inf, 6792.0, 73656.5]), spread=0.1)
+
+
+def test_a_residual_at_its_rounding_floor_is_converged():
+    program = _floor_window()
+    fast, reference = solve_saa_ipm(program, tol=1e-7), solve_saa_cvxpy(program)
+    a, b = polish(program, fast), polish(program, reference)
+    for result in (a, b):
+        assert "; polished to residual" in result.message and "(at its rounding floor)" in result.message, \
+            result.message
+    # Both answers polish to the same schedule, far within the rounding's resolution.
+    assert np.abs(a.x - b.x).max() <= 1e-9
+
+
+def test_a_backend_that_stopped_short_of_its_tolerance_is_not_asked_again(monkeypatch):
+    from vfm.planner import plan
+    from vfm.planner import polish as module
+    from vfm.planner.backends import SaaIpmBackend
+
+    asked = _recording_tolerances(monkeypatch)
+    solve = SaaIpmBackend.solve
+
+    def short(self, program, **options):  # an answer that stopped short of its tolerance
+        return replace(solve(self, program, **options), status=Status.INACCURATE)
+
+    monkeypatch.setattr(SaaIpmBackend, "solve", short)
+    monkeypatch.setattr(module, "MAX_STEPS", 0)
+    states, gpus, capacity = _window()
+    result = plan(states, gpus, capacity, rounds=8)
+    assert asked == [("saa-ipm", 1e-7)], asked
+    assert "not polished: the polish stopped" in result.message and "solved again" not in result.message

@@ -43,12 +43,12 @@ def _round(inputs):
 
 def _owed(relaxed, gpus, capacity, base, useful):
     """The rounds each job is owed (the module docstring): round(sum_t y) with y read to RESOLUTION,
-    at least 1 for a job with no progress planned any time, at most the rounds it fits and makes
-    progress in."""
+    at least 1 for a job with no progress planned any time (read before quantizing), at most the
+    rounds it fits and makes progress in."""
     planned = quantize(relaxed).sum(axis=1)
     owed = np.floor(planned + 0.5)
     if base is not None:
-        owed = np.where((base == 0) & (planned > 0), np.maximum(owed, 1), owed)
+        owed = np.where((base == 0) & (relaxed.sum(axis=1) > 0), np.maximum(owed, 1), owed)
     serves = gpus[:, None] <= capacity[None, :]
     if useful is not None:
         serves &= useful
@@ -148,6 +148,19 @@ def test_fresh_job_planned_any_time_is_owed_a_round():
     schedule = round_schedule(relaxed, np.array([1.0, 1.0]), np.array([1.0, 1.0]), np.zeros(2), ROUND_S,
                               base=np.array([0.2, 0.5]))
     np.testing.assert_array_equal(schedule.astype(int), [[0, 0], [1, 0]])
+
+
+def test_a_fresh_job_planned_below_the_resolution_is_still_owed_a_round():
+    # Job 0 has no progress yet and is planned a sliver (6.5e-4 of the round, as a large priority
+    # weight on job 1 leaves it), which quantizes to 0: it is planned, so it is owed its round.
+    relaxed = np.array([[6.5e-4], [1.0 - 6.5e-4]])
+    schedule = round_schedule(relaxed, np.array([1.0, 1.0]), np.array([1.0]), np.full(2, 1e4), ROUND_S,
+                              base=np.array([0.0, 0.5]))
+    np.testing.assert_array_equal(schedule.astype(int), [[1], [0]])
+    # Planned no time at all, it is owed none.
+    schedule = round_schedule(np.array([[0.0], [1.0]]), np.array([1.0, 1.0]), np.array([1.0]), np.full(2, 1e4),
+                              ROUND_S, base=np.array([0.0, 0.5]))
+    np.testing.assert_array_equal(schedule.astype(int), [[0], [1]])
 
 
 @pytest.mark.parametrize(("relaxed", "gpus", "capacity"), [

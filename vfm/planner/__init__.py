@@ -10,9 +10,9 @@ object a scheduler drives round by round: it re-plans on arrivals, completions a
 from vfm.planner import backends as backends  # registers the planning backends
 from vfm.planner.options import PlanOptions
 from vfm.planner.plan import Plan, plan
-from vfm.planner.policy import Policy
+from vfm.planner.policy import Decision, Policy
 from vfm.planner.program import PlanningProgram
 from vfm.planner.rounding import round_schedule
 from vfm.planner.typed_policy import TypedPolicy
 
-__all__ = ["Plan", "PlanOptions", "PlanningProgram", "Policy", "TypedPolicy", "plan", "round_schedule"]
+__all__ = ["Decision", "Plan", "PlanOptions", "PlanningProgram", "Policy", "TypedPolicy", "plan", "round_schedule"]

@@ -34,22 +34,17 @@ from vfm._validation import (
 from vfm.equilibrium import Status
 from vfm.errors import ValidationError
 from vfm.forecast import DirichletForecaster, Forecaster, JobStates, SeedLike
+from vfm.limits import MAX_BUDGET_SUM
 from vfm.planner import recourse, shockwave, typed
 from vfm.planner.options import STRICT_TOL, PlanOptions
 from vfm.planner.polish import polish
 from vfm.planner.polish import supports as polish_supports
 from vfm.planner.program import PlanningProgram
-from vfm.planner.rounding import RESOLUTION, quantize, round_placement, round_schedule
+from vfm.planner.rounding import round_placement, round_schedule
 from vfm.solvers.base import Solution
 from vfm.solvers.registry import candidates, select
 
 Fairness = Literal["none", "constraints", "relaxed"]
-
-#: The largest sum of budgets `plan` accepts. The objective and its bound are sums of budgets
-#: (times the FTF relaxation's priority weights, up to 1e4) times log utilities (up to about 745
-#: in size for a utility of 1e-323): budgets summing to more could overflow them to an infinity
-#: or NaN. Only the budgets' ratios matter, so any budgets can be scaled below it.
-MAX_BUDGET_SUM = 1e300
 
 #: With several scenarios, rounding serves a job's owed rounds only where its expected progress is
 #: at least this share of its best round's (`owed_rounds`).
@@ -237,7 +232,7 @@ def plan(
     vfm.errors.ValidationError
         (a `ValueError`) naming the job and field: a gang size that is not a positive whole
         number or is wider than the cluster, budgets or targets of the wrong shape or sign,
-        budgets summing to more than `MAX_BUDGET_SUM`, a warm start of the wrong shape or with
+        budgets summing to more than `vfm.limits.MAX_BUDGET_SUM`, a warm start of the wrong shape or with
         an entry outside [0, 1], a masked array; naming the option (`PlanOptions`); or naming the
         forecaster's class, its method and the job when a forecast is malformed (`checked_forecast`: the wrong shape,
         NaN, an infinity, a negative value, more epochs than the job has left).
@@ -387,8 +382,7 @@ def plan(
     prices = solution.prices if solution.prices is not None else np.full(goods, np.nan)
     placement = None
     if window is None:
-        owed_first = _with_first_rounds(relaxed, program.base, fits & (per_round.min(axis=0) > 0))
-        schedule = round_schedule(owed_first, width, supply, np.where(finished, 0.0, remaining_s),
+        schedule = round_schedule(relaxed, width, supply, np.where(finished, 0.0, remaining_s),
                                   float(round_s), lateness, program.base, owed_rounds(per_round),
                                   per_round.min(axis=0) > 0) & fits
     else:
@@ -428,28 +422,6 @@ def plan(
         job_ids=states.job_ids,
         placement=placement,
     )
-
-
-def _with_first_rounds(relaxed: FloatArray, base: FloatArray, covering: np.ndarray) -> FloatArray:
-    """`relaxed` (n, T) as the rounding reads it: a job with no progress yet (`base` 0) whose
-    planned time is below the rounding's resolution gets that resolution in its largest `covering`
-    round.
-
-    The relaxation never plans such a job no time (its log utility would be -inf), but a large
-    priority weight on another job (the FTF relaxation's, up to 1e4 and more) can plan it a sliver
-    of a round that `vfm.planner.rounding.quantize` reads as 0, so the rounding would not owe it
-    its first round and the rounded objective would be -inf where a schedule with a finite one
-    fits (a 2-job, 1-round window with FTF targets). Owed one round, it is served like every job
-    with no progress (`vfm.planner.rounding`): first when it must run to get it.
-    """
-    short = (base == 0) & covering.any(axis=1) & (quantize(relaxed).sum(axis=1) == 0)
-    if not short.any():
-        return relaxed
-    rows = np.flatnonzero(short)
-    best = np.argmax(np.where(covering[rows], relaxed[rows], -1.0), axis=1)
-    out = np.array(relaxed, dtype=np.float64)
-    out[rows, best] = np.maximum(out[rows, best], RESOLUTION)
-    return out
 
 
 def _checked_warm_start(warm_start: Any, n: int, rounds: int, types: int | None) -> FloatArray:
@@ -633,15 +605,19 @@ def _polished(program: PlanningProgram, options: PlanOptions, warm_start: FloatA
               solution: Solution, name: str, clock: _Clock) -> tuple[Solution, str]:
     """`solution` (from backend `name`) polished (`vfm.planner.polish`), within
     `polish_budget_s` of its solve time and the time limit; should the polish not converge from a
-    backend's default early start (`vfm.solvers.Capabilities.polish_start_tol`) and the budget
-    leave room for a solve as long as the first, `program` solved again at `STRICT_TOL` and that
-    polished in what is left, the message keeping both. Otherwise the backend's answer is kept
-    with its own status, its message saying that the polish stopped."""
+    backend's default early start (`vfm.solvers.Capabilities.polish_start_tol`) that reached that
+    tolerance (optimal) and the budget leave room for a solve as long as the first, `program`
+    solved again at `STRICT_TOL` and that polished in what is left, the message keeping both.
+    Otherwise the backend's answer is kept with its own status, its message saying that the polish
+    stopped."""
     started = time.perf_counter()
     budget_end = started + polish_budget_s(solution.solve_time)
     deadline = budget_end if clock.deadline is None else min(budget_end, clock.deadline)
     polished = polish(program, solution, deadline=deadline)
-    retry = options.tol is None and solution.x is not None and solution.accuracy > STRICT_TOL
+    # A backend that stopped short of its early tolerance (inaccurate) stops at the same point when
+    # asked for a stricter one (the same iterations from the same start): solving again would only
+    # spend the budget (on 5- to 10-job windows, up to 130 ms to keep the first answer).
+    retry = options.tol is None and solution.status == Status.OPTIMAL and solution.accuracy > STRICT_TOL
     if polished.x is not solution.x or not retry:  # `polish` keeps the point itself when it does not converge
         return polished, name
     if deadline - time.perf_counter() < solution.solve_time:  # no room for a second solve

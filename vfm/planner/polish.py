@@ -63,6 +63,14 @@ Accuracy
     of 1e-2. Every test is NaN-safe (``not residual <= RESIDUAL``): a NaN residual never counts
     as converged.
 
+    Some windows cannot reach `RESIDUAL` in floating point: a job with a small spread and a small
+    utility (a fresh job planned a sliver of each round) answers the multipliers so steeply that
+    moving them by one unit in their last place moves the residual by more (`rounding_floor`;
+    3e-11 to 6e-8 on such windows of 5 to 10 jobs). A residual within that floor counts as
+    converged too ("at its rounding floor"; measured below `FLOOR_LIMIT`): no representable
+    multipliers do better, and stepping on only spent the step limit (schedules polished from
+    both backends' answers there agreed to 7e-10).
+
 Bounds
     The polish is bounded in steps and in time: at most `MAX_STEPS` Newton steps (from the
     backends' default starts it converges in at most 5 on the reproductions' windows, and in at
@@ -99,6 +107,10 @@ RESIDUAL = 1e-11
 #: window the polish does not converge on costs (40 steps took 282-400 ms on a 7-job window whose
 #: solve took 10 ms).
 MAX_STEPS = 20
+#: The largest residual `rounding_floor` is measured at: above the floors seen (3e-11 to 6e-8 on
+#: windows of 5 to 10 jobs whose fresh jobs are planned slivers of rounds), so that a window far
+#: from its optimum pays nothing for the measure.
+FLOOR_LIMIT = 1e-6
 #: Levenberg-Marquardt ridge per unit of residual, relative to each row's own curvature.
 _RIDGE = 0.1
 _SUFFICIENT_DECREASE = 1e-4
@@ -194,7 +206,7 @@ def polish(program: PlanningProgram, solution: Solution, *, max_steps: int | Non
                           np.asarray(solution.x))
     y, duals, steps, residual, why = _newton(data, duals, found, MAX_STEPS if max_steps is None else max_steps,
                                              deadline)
-    if not residual <= RESIDUAL:  # NaN-safe: a NaN residual is no convergence
+    if not (residual <= RESIDUAL or why == _AT_FLOOR):  # NaN-safe: a NaN residual is no convergence
         return replace(solution, message=f"{solution.message}; not polished: the polish stopped at residual "
                                          f"{residual:.1e} after {steps} Newton steps ({why})")
     return replace(
@@ -202,7 +214,8 @@ def polish(program: PlanningProgram, solution: Solution, *, max_steps: int | Non
         ftf_multipliers=duals.ftf,
         efficiency_multipliers=duals.efficiency,
         gap=scale * _certified_gap(data, y, duals.ftf, duals.efficiency), relative_gap=float("nan"),
-        message=f"{solution.message}; polished to residual {residual:.0e} in {steps} Newton steps")
+        message=f"{solution.message}; polished to residual {residual:.0e} in {steps} Newton steps"
+                + (f" ({why})" if why == _AT_FLOOR else ""))
 
 
 def lagrangian_minimizer(data: _Data, prices: FloatArray, rows: FloatArray,
@@ -414,6 +427,36 @@ class _System:
         return solve
 
 
+#: `_newton`'s reasons for stopping at an optimum: the residual within `RESIDUAL`, or within its
+#: rounding floor (`rounding_floor`).
+_CONVERGED = "converged"
+_AT_FLOOR = "at its rounding floor"
+
+
+def rounding_floor(data: _Data, duals: _Duals) -> float:
+    r"""How much the residual (unscaled, the max-norm of `_rows`' min-function) moves when every
+    multiplier moves by one unit in its last place: the residual that no multipliers representable
+    in floating point can improve on around `duals`.
+
+    Two moves, every multiplier up and the multipliers alternately up and down (the residual's rows
+    sum the entries' errors, so one pattern alone can cancel); the larger change counts. A job
+    with a small spread and a small utility answers its multiplier and the prices steeply (its
+    entries are :math:`(\beta a / U - c) / \sigma`, two terms of order :math:`\beta a / U` whose
+    difference is :math:`\sigma y`): on a 5-job window with utilities of 1e-5 and spreads of 6e-7
+    the floor was 3e-11, and Newton's method stalled at 1.5e-11, above `RESIDUAL`."""
+    y, _, _ = lagrangian_minimizer(data, duals.prices, duals.ftf + duals.efficiency)
+    multipliers, slack = _rows(data, duals, y)
+    residual = np.minimum(multipliers, slack)
+    alternate = np.where(np.arange(multipliers.size) % 2 == 0, np.inf, -np.inf)
+    floor = 0.0
+    for direction in (np.full(multipliers.size, np.inf), alternate):
+        moved = duals.moved(np.nextafter(multipliers, direction) - multipliers, 1.0, data)
+        y_moved, _, _ = lagrangian_minimizer(data, moved.prices, moved.ftf + moved.efficiency)
+        multipliers_moved, slack_moved = _rows(data, moved, y_moved)
+        floor = max(floor, float(np.abs(np.minimum(multipliers_moved, slack_moved) - residual).max(initial=0.0)))
+    return floor
+
+
 def _newton(data: _Data, duals: _Duals, start: tuple[FloatArray, FloatArray, np.ndarray], max_steps: int,
             deadline: float | None = None) -> tuple[FloatArray, _Duals, int, float, str]:
     """Semismooth Newton from `duals`, whose `lagrangian_minimizer` is `start`: the schedule, the
@@ -436,11 +479,14 @@ def _newton(data: _Data, duals: _Duals, start: tuple[FloatArray, FloatArray, np.
         if not np.isfinite(size):
             return y, duals, steps, size, "the residual is not finite"
         if finished:
-            return y, duals, steps, size, "converged"
+            return y, duals, steps, size, _CONVERGED
         if steps >= max_steps:
             return y, duals, steps, size, f"its limit of {max_steps} steps"
         if deadline is not None and time.perf_counter() > deadline:
             return y, duals, steps, size, "its time budget"
+        # What is left may be rounding: no step can go below it (measured only where it may be).
+        if RESIDUAL < size <= FLOOR_LIMIT and size <= rounding_floor(data, duals):
+            return y, duals, steps, size, _AT_FLOOR
         slopes = _jacobian(data, utility, free)
         curvature = np.abs(slopes.diagonal(data))
         scales = (np.where(curvature > 0, curvature, 1.0), np.ones_like(curvature))
@@ -460,7 +506,7 @@ def _newton(data: _Data, duals: _Duals, start: tuple[FloatArray, FloatArray, np.
             if found is not None:
                 break
         if found is None:  # no decrease along any step: stop where we are
-            return y, duals, steps, size, "no step decreased the residual"
+            return y, duals, steps, size, _CONVERGED if finished else "no step decreased the residual"
         duals, y, utility, free = found
         steps += 1
 

@@ -5,8 +5,9 @@ vectorized over jobs). In round `t`:
 
 1. **Planned rounds first.** Job `i` is owed :math:`q_i = \operatorname{round}(\sum_t y_{it})`
    whole rounds (at most the rounds it fits and makes forecast progress in; at least one if it
-   has made no progress yet and :math:`\sum_t y_{it} > 0`, or its utility would be 0; that
-   first round in a round where every scenario credits it progress, `covering`). Among
+   has made no progress yet and :math:`\sum_t y_{it} > 0`, read before the fractions are
+   quantized to `RESOLUTION`, or its utility would be 0; that first round in a round where
+   every scenario credits it progress, `covering`). Among
    the jobs still owed a round, those that must run now to receive all of them (owed as many as
    the rounds left) come first, and among them the jobs with no progress that have had no round
    yet (one round is what keeps their utility above 0); then
@@ -150,6 +151,11 @@ def round_placement(
     ndarray of int, shape (n, T)
         The type each job runs on in each round, -1 where it does not run.
     """
+    # A job with no progress yet and none in the window has utility 0 (log utility -inf): one
+    # round, if it is planned any time at all, keeps the rounded objective finite. "Any time" is
+    # read before quantizing: a large priority weight on another job can plan it a sliver below
+    # the resolution, which would read as none.
+    planned_any = np.asarray(relaxed, dtype=np.float64).sum(axis=(1, 2)) > 0
     relaxed = quantize(relaxed)
     n, types, rounds = relaxed.shape
     pace = np.ones((n, types)) if speed is None else speed
@@ -164,9 +170,7 @@ def round_placement(
     planned = share.sum(axis=1)
     owed = np.floor(planned + 0.5)
     if base is not None:
-        # A job with no progress yet and none in the window has utility 0 (log utility -inf):
-        # one round, if it is planned any time at all, keeps the rounded objective finite.
-        owed = np.where((base == 0) & (planned > 0), np.maximum(owed, 1.0), owed)
+        owed = np.where((base == 0) & planned_any, np.maximum(owed, 1.0), owed)
     owed = np.minimum(owed, rounds_that_fit)
     late = np.zeros(n) if lateness is None else lateness
     fresh = np.zeros(n, dtype=bool) if base is None else base == 0
