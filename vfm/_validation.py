@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Sequence
 from typing import Any, TypeGuard, TypeVar
 
@@ -183,6 +184,18 @@ def random_generator(seed: Any, name: str = "seed") -> np.random.Generator:
 def is_real(value: object) -> bool:
     """Whether `value` is a real number (Python or NumPy int or float), not a bool."""
     return not isinstance(value, bool | np.bool_) and isinstance(value, int | float | np.integer | np.floating)
+
+
+def finite_float(value: Any) -> float | None:
+    """`value` as a finite float when it is a real number (`is_real`), else None: a bool, a string,
+    NaN, an infinity, and an int too large for a float (``float(10**400)`` raises) are None."""
+    if not is_real(value):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def checked_job_id(job_id: Any) -> Hashable:

@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from vfm.cluster import ClusterTypes
 from vfm.equilibrium import Status
@@ -130,6 +132,63 @@ def test_typed_policy_threads_lose_no_arrival():
     _in_threads(lambda t: [policy.add_job(f"{t}-{k}", 1, {"v100": {32: 10.0}, "k80": {32: 20.0}}, 5)
                            for k in range(300)], threads=4)
     assert len(policy.jobs) == 1200 and len(policy._typed) == 1200
+
+
+# Each thread's script: events on its own jobs, ("add", k, epochs), ("report", k, n) or ("remove", k).
+_events = st.lists(st.one_of(
+    st.tuples(st.just("add"), st.integers(0, 5), st.integers(1, 4)),
+    st.tuples(st.just("report"), st.integers(0, 5), st.integers(1, 3)),
+    st.tuples(st.just("remove"), st.integers(0, 5)),
+), max_size=25)
+
+
+def _replayed(policy: Policy | None, thread: int, events: list[tuple[Any, ...]]) -> dict[Any, int] | None:
+    """Play `events` on the jobs ``(thread, k)``, skipping the ones a plain model says are invalid;
+    the model's jobs present -> epochs done (completed jobs left out) when `policy` is None."""
+    present: dict[Any, list[int]] = {}  # job -> [epochs, done]
+    done: set[Any] = set()
+    for kind, k, *rest in events:
+        job = (thread, k)
+        if kind == "add" and job not in present and job not in done:
+            present[job] = [rest[0], 0]
+            if policy is not None:
+                policy.add_job(job, 1 + k % 2, REGIMES, rest[0])
+        elif kind == "report" and job in present:
+            n = min(rest[0], present[job][0] - present[job][1])
+            present[job][1] += n
+            if policy is not None:
+                policy.report_progress(job, [32] * n)
+            if present[job][1] == present[job][0]:
+                del present[job]
+                done.add(job)
+        elif kind == "remove" and job in present:
+            del present[job]
+            if policy is not None:
+                policy.remove_job(job)
+    return None if policy is not None else {job: d for job, (_, d) in present.items()}
+
+
+@settings(max_examples=15)
+@given(st.lists(_events, min_size=2, max_size=3), st.integers(0, 6))
+def test_random_interleavings_from_threads_end_as_the_serial_model(scripts, rounds):
+    """Threads playing random event scripts on their own jobs while another serves rounds: every
+    event is kept (the policy ends as a plain model of each script) and no round overfills."""
+    policy = Policy(3, rounds=3, replan_every=2)
+    served: list[list[Any]] = []
+
+    def work(t: int) -> None:
+        if t == len(scripts):
+            served.extend(policy.next_round() for _ in range(rounds))
+        else:
+            _replayed(policy, t, scripts[t])
+
+    _in_threads(work, threads=len(scripts) + 1)
+    model: dict[Any, int] = {}
+    for t, script in enumerate(scripts):
+        model.update(_replayed(None, t, script) or {})
+    assert sorted(policy.jobs) == sorted(model)
+    assert all(policy.epochs_done(job) == epochs for job, epochs in model.items())
+    assert all(sum(1 + job[1] % 2 for job in running) <= 3 for running in served)
 
 
 # --- hostile job arguments -------------------------------------------------------------------------

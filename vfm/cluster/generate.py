@@ -91,7 +91,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from vfm._validation import is_whole
+from vfm._validation import finite_float, is_real, is_whole
 from vfm.cluster.artifact._adaptation import LARGEST, SCALED, accordion_critical, gns_schedules
 from vfm.cluster.gpu_types import ClusterTypes, throughput_sets, throughput_table
 from vfm.cluster.workload import (
@@ -242,7 +242,7 @@ class WorkloadSpec:
             raise ValidationError(f"adaptation_mix has {bad_mode!r}; the modes are {', '.join(ADAPTATIONS)}")
         low_high = self.duration_s
         if not (isinstance(low_high, tuple | list) and len(low_high) == 2
-                and all(_is_real(v) and 0 < v <= MAX_JOB_SECONDS for v in low_high) and low_high[0] <= low_high[1]):
+                and all(is_real(v) and 0 < v <= MAX_JOB_SECONDS for v in low_high) and low_high[0] <= low_high[1]):
             raise ValidationError(f"duration_s must be (low, high) seconds with 0 < low <= high <= "
                                   f"{MAX_JOB_SECONDS:.0e} (MAX_JOB_SECONDS), got {low_high!r}")
         object.__setattr__(self, "duration_s", (float(low_high[0]), float(low_high[1])))
@@ -264,24 +264,8 @@ class WorkloadSpec:
         return cast(tuple[tuple[str, float], ...], self.adaptation_mix)
 
 
-def _is_real(value: Any) -> bool:
-    return not isinstance(value, bool) and isinstance(value, int | float | np.integer | np.floating)
-
-
-def _as_float(value: Any) -> float | None:
-    """`value` as a finite float when it is a real number, else None (an int too large for a
-    float included: ``math.isfinite(10**400)`` raises)."""
-    if not _is_real(value):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:
-        return None
-    return number if math.isfinite(number) else None
-
-
 def _finite(name: str, value: Any, in_range: Any, what: str) -> None:
-    number = _as_float(value)
+    number = finite_float(value)
     if number is None or not in_range(number):
         raise ValidationError(f"{name} must be a finite number {what}, got {value!r}")
 
@@ -302,7 +286,7 @@ def _mix(name: str, mix: Any) -> tuple[tuple[Any, float], ...]:
     if (twice := next((v for k, v in enumerate(values) if v in values[:k]), None)) is not None:
         raise ValidationError(f"{name} gives {twice!r} twice; give each value one weight")
     weights = [w for _, w in pairs]
-    floats = [_as_float(w) for w in weights]
+    floats = [finite_float(w) for w in weights]
     if any(w is None or w < 0 for w in floats) or max(cast(list[float], floats)) <= 0:
         raise ValidationError(f"{name}'s weights must be finite numbers >= 0, not all 0, got {weights!r}")
     scaled = cast(list[float], floats)

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import math
 import reprlib
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
@@ -55,7 +54,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from vfm._validation import first_bad, is_whole
+from vfm._validation import finite_float, first_bad, is_whole
 from vfm.cluster.gpu_types import ClusterTypes
 from vfm.errors import ValidationError
 from vfm.limits import MAX_ARRIVAL_ROUNDS, MAX_COUNT, MAX_GPUS, MAX_JOB_SECONDS, MAX_WORKLOAD_EPOCHS
@@ -351,23 +350,8 @@ def _shown(value: Any) -> str:
         return f"<an integer of {value.bit_length()} bits>"
 
 
-def _as_float(value: Any) -> float | None:
-    """`value` as a finite float when it is a real number (JSON gives int or float), else None.
-
-    bool is an int subclass but never a meaningful quantity here; an int too large for a float
-    (JSON integers have no size limit) is not finite.
-    """
-    if not isinstance(value, int | float) or isinstance(value, bool):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:
-        return None
-    return number if math.isfinite(number) else None
-
-
 def _whole(value: Any) -> bool:
-    number = _as_float(value)
+    number = finite_float(value)
     return number is not None and number.is_integer()
 
 
@@ -380,7 +364,7 @@ def _read_field(record: Mapping[str, Any], field: str, where: str, *, whole: boo
     if field not in record:
         raise ValidationError(f"{where}: missing field {field!r}")
     value = record[field]
-    number = _as_float(value)
+    number = finite_float(value)
     if number is None and isinstance(value, int) and not isinstance(value, bool):
         raise ValidationError(f"{where}: {field} ({_shown(value)}) is too large for a float (about 1.8e308 at most)")
     if whole and (number is None or not number.is_integer()):

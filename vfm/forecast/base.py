@@ -38,6 +38,7 @@ from numpy.typing import ArrayLike, NDArray
 from vfm._validation import (
     FloatArray,
     as_real_array,
+    checked_regime_pairs,
     first_bad,
     is_whole,
     job_name,
@@ -454,32 +455,8 @@ def _check_total_epochs(total: FloatArray, ids: tuple[Hashable, ...] | None) -> 
 
 
 def _regime_pairs(regime_set: RegimeSet, job: int, ids: tuple[Hashable, ...] | None) -> list[tuple[float, float]]:
-    """One job's regime set as (batch size, seconds) pairs, checked for emptiness and duplicates."""
-    try:
-        items = list(regime_set.items()) if isinstance(regime_set, Mapping) else [tuple(p) for p in regime_set]
-        pairs = [(float(label), float(seconds)) for label, seconds in items]
-    except (TypeError, ValueError) as exc:
-        raise ValidationError(
-            f"regimes[{job}] ({job_name(job, ids)}) must map batch sizes to epoch durations in seconds, "
-            f"as {{32: 60.0}} or [(32, 60.0)] ({exc})"
-        ) from exc
-    if not pairs:
-        raise ValidationError(
-            f"regimes[{job}] ({job_name(job, ids)}) is empty: a job needs at least one regime "
-            f"(batch size with its epoch duration)"
-        )
-    labels = [label for label, _ in pairs]
-    if len(set(labels)) != len(labels):
-        raise ValidationError(f"regimes[{job}] ({job_name(job, ids)}) lists a batch size twice: {labels}")
-    for label, seconds in pairs:
-        if not np.isfinite(label):
-            raise ValidationError(f"regimes[{job}] ({job_name(job, ids)}) has a batch size that is not finite")
-        if not (np.isfinite(seconds) and seconds > 0):
-            raise ValidationError(
-                f"regimes[{job}] ({job_name(job, ids)}) gives batch size {label:g} an epoch duration of "
-                f"{seconds:g} s; regime_durations must be > 0 seconds"
-            )
-    return pairs
+    """One job's regime set as (batch size, seconds) pairs (`vfm._validation.checked_regime_pairs`)."""
+    return list(checked_regime_pairs(regime_set, f"regimes[{job}] ({job_name(job, ids)})", max_seconds=np.inf))
 
 
 def batch_sizes(value: object, what: str) -> FloatArray:
