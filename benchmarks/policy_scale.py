@@ -91,6 +91,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             decision = policy.last_decision
             assert decision is not None
             print(f"first next_round: {round_s:.3f} s, {len(running)} jobs run ({decision.source}: {decision.reason})")
+            if policy.last_plan is not None:
+                print(f"its plan: {policy.last_plan.solver}, {policy.last_plan.status}: {policy.last_plan.message}")
             if profiler is not None:
                 pstats.Stats(profiler, stream=sys.stdout).sort_stats("cumulative").print_stats(args.profile)
         print(f"peak RSS: {peak_rss_bytes() / 2**20:.0f} MiB")

@@ -256,3 +256,39 @@ def test_gap_minimizing_prices_minimize_each_rounds_gap(seed):
         kinks = -gradient[:, t][g[:, t] > 0] / g[:, t][g[:, t] > 0]
         candidates = np.concatenate([[0.0], kinks[kinks > 0]])
         assert gap(t, prices[t]) <= min(gap(t, c) for c in candidates) + 1e-12
+
+
+def _tiny_budget_window() -> PlanningProgram:
+    """A Shockwave-like window of seven jobs on 3 GPUs whose budgets span five orders of magnitude:
+    jobs without progress yet and with tiny budgets have optimal utilities near 1e-6, far below
+    the start's, and two jobs have FTF rows (one needs 13 of the 20 rounds on every GPU)."""
+    rounds = 20
+    pace = np.array([0.0188, 0.0050, 0.0303, 0.0071, 0.0432, 0.0019, 0.0022])
+    return PlanningProgram(
+        progress=np.repeat(pace[None, :, None], rounds, axis=2),
+        base=np.array([0.533, 0.040, 0.0, 0.819, 0.041, 0.0, 0.0]),
+        weights=np.array([6.26, 5132.0, 34593.0, 5.58, 8.04, 0.367, 0.427]),
+        gpus=np.array([3.0, 2.0, 2.0, 1.0, 1.0, 3.0, 1.0]), capacity=np.full(rounds, 3.0), round_s=120.0,
+        remaining_s=np.array([2985.0, 22958.0, 3966.0, 3069.0, 2663.0, 64299.0, 54846.0]), efficiency=0.0114,
+        leftover_limit_s=np.array([1415.0, np.inf, np.inf, 8732.0, 2381.0, 95479.0, 81409.0]), spread=0.1)
+
+
+def test_converges_where_tiny_budgets_shrink_utilities_by_orders_of_magnitude():
+    # The logarithms' own multipliers keep the line search's merit linear in the step while those
+    # utilities fall (a primal Newton step on -beta log U overshoots from above): from the start,
+    # the solve stopped at max_iter=80 with the FTF rows still violated.
+    program = _tiny_budget_window()
+    assert program.fairness_floor[0] > 13
+    solution = solve_saa_ipm(program, tol=1e-7)
+    assert solution.status == Status.OPTIMAL, solution.message
+    assert solution.iterations <= 40 and solution.relative_gap <= 1e-7
+    assert np.all(solution.x.sum(axis=1) >= program.fairness_floor - 1e-9)  # one GPU type: pace 1
+    assert program.capacity_excess(solution.x) <= 1e-9 * program.capacity.max()
+    objective = program.objective(solution.x)
+    reference = solve_saa_cvxpy(program)
+    assert reference.status == Status.OPTIMAL, reference.message
+    # `gap` certifies the objective without the tie-breaking term (`spread`): the optimum, which
+    # the reference made exactly feasible cannot beat, is within it.
+    scale = 1 + abs(objective)
+    assert program.objective(_feasible(program, reference.x)) <= objective + solution.gap + 1e-9 * scale
+    assert objective >= program.objective(reference.x) - 1e-6 * scale

@@ -246,13 +246,14 @@ def subtract_inverse_blocks(root: np.ndarray, columns: np.ndarray, shrink: np.nd
 
 
 @_compiled
-def scaled_columns(progress: np.ndarray, beta: np.ndarray, u: np.ndarray, row: np.ndarray,
+def scaled_columns(progress: np.ndarray, weights: np.ndarray, u: np.ndarray, row: np.ndarray,
                    diagonal: np.ndarray, regularization: float, curvature: np.ndarray, root: np.ndarray,
                    scaled: np.ndarray) -> None:
     r"""The Hessian's columns and their scaled form, for every job.
 
-    `curvature[i, s]` := :math:`\sqrt{\beta_i} / U_{si}\, a_{si}` for the S scenarios (`progress`
-    :math:`a`, shape (n, S, T)) and, when `curvature` has a column more, `row` (n, T) (the
+    `curvature[i, s]` := :math:`\sqrt{w_{si} / U_{si}}\, a_{si}` for the S scenarios (`progress`
+    :math:`a`, shape (n, S, T); `weights` :math:`w` (n, S) the logarithms' multipliers, whose value
+    :math:`\beta_i / U_{si}` gives the Hessian of F) and, when `curvature` has a column more, `row` (n, T) (the
     square root of the FTF and efficiency rows' curvature times the entries' pace, 0 off the
     active entries); `root` :=
     :math:`(d + \text{regularization})^{-1/2}` and `scaled` := `curvature` times `root`
@@ -262,9 +263,8 @@ def scaled_columns(progress: np.ndarray, beta: np.ndarray, u: np.ndarray, row: n
     for i in range(n):
         for t in range(rounds):
             root[i, t] = 1.0 / np.sqrt(diagonal[i, t] + regularization)
-        weight = np.sqrt(beta[i])
         for s in range(scenarios):
-            factor = weight / u[i, s]
+            factor = np.sqrt(weights[i, s] / u[i, s])
             for t in range(rounds):
                 curvature[i, s, t] = factor * progress[i, s, t]
                 scaled[i, s, t] = curvature[i, s, t] * root[i, t]
@@ -427,23 +427,30 @@ def dense_subtract_inverse_blocks(root: np.ndarray, lower_inverse: np.ndarray, g
 @_compiled
 def evaluate_entries(progress: np.ndarray, base: np.ndarray, beta: np.ndarray, spread: np.ndarray,
                      active: np.ndarray, g: np.ndarray, y: np.ndarray, s_hi: np.ndarray, z_lo: np.ndarray,
-                     z_hi: np.ndarray, prices: np.ndarray, rows: np.ndarray, pace: np.ndarray, u: np.ndarray,
-                     dual_residual: np.ndarray, running: np.ndarray) -> tuple[float, float, float, float]:
+                     z_hi: np.ndarray, prices: np.ndarray, rows: np.ndarray, pace: np.ndarray, weights: np.ndarray,
+                     own_weights: bool, u: np.ndarray, dual_residual: np.ndarray, primal_residual: np.ndarray,
+                     running: np.ndarray) -> tuple[float, float, float, float, float]:
     r"""`saa_ipm`'s point evaluation over the (n, T) entries, in one pass.
 
     Writes the utilities `u` (n, S), the dual residual :math:`q - z^{lo} + z^{hi}` (`dual_residual`,
-    0 off `active`; :math:`q = \nabla F + g \lambda - r`, `rows` :math:`r` (n, T) the rows'
-    multipliers' part of the gradient of the Lagrangian on each entry) and the rows' running sums
+    0 off `active`; :math:`q = -\sum_s w_s a_s + \nabla \text{spread} + g \lambda - r`, with the
+    logarithms' multipliers `weights` :math:`w` (n, S) if `own_weights`, else their values
+    :math:`\beta / U`; `rows` :math:`r` (n, T) the rows' multipliers' part of the gradient of the
+    Lagrangian on each entry), the same with :math:`w = \beta / U` (`primal_residual`: with the true
+    gradient of F) and the rows' running sums
     :math:`\sum_t p_{it} y_{it}` (`running`, `pace` :math:`p`); returns
     :math:`F(y)`, the bounds' complementarity :math:`\sum y z^{lo} + s^{hi} z^{hi}`, the dual residual
-    weighted by the box :math:`\sum |q - z^{lo} + z^{hi}| \max(y, s^{hi})`, and the bounds' part of
-    the certified gap :math:`\sum q^+ y + q^- s^{hi}`."""
+    weighted by the box :math:`\sum |q - z^{lo} + z^{hi}| \max(y, s^{hi})`, the bounds' part of
+    the certified gap :math:`\sum q^+ y + q^- s^{hi}` (at the true gradient) and the logarithms'
+    residual :math:`\sum |w U - \beta|` (0 without `own_weights`)."""
     n, scenarios, rounds = progress.shape
     value = 0.0
     complementarity = 0.0
     residual_norm = 0.0
     gap = 0.0
+    log_residual = 0.0
     weight = np.empty(scenarios)
+    true_weight = np.empty(scenarios)
     for i in range(n):
         squares = 0.0
         total_y = 0.0
@@ -453,17 +460,27 @@ def evaluate_entries(progress: np.ndarray, base: np.ndarray, beta: np.ndarray, s
                 total += progress[i, s, t] * y[i, t]
             u[i, s] = total
             value -= beta[i] * np.log(total)
-            weight[s] = beta[i] / total
+            true_weight[s] = beta[i] / total
+            if own_weights:
+                weight[s] = weights[i, s]
+                log_residual += abs(weights[i, s] * total - beta[i])
+            else:
+                weight[s] = true_weight[s]
         for t in range(rounds):
             if not active[i, t]:
                 dual_residual[i, t] = 0.0
+                primal_residual[i, t] = 0.0
                 continue
             gradient = spread[i] * y[i, t]
+            true_gradient = gradient
             for s in range(scenarios):
                 gradient -= weight[s] * progress[i, s, t]
-            priced = gradient + g[i, t] * prices[t] - rows[i, t]
-            residual = priced - z_lo[i, t] + z_hi[i, t]
+                true_gradient -= true_weight[s] * progress[i, s, t]
+            outside = g[i, t] * prices[t] - rows[i, t]
+            priced = true_gradient + outside
+            residual = gradient + outside - z_lo[i, t] + z_hi[i, t]
             dual_residual[i, t] = residual
+            primal_residual[i, t] = priced - z_lo[i, t] + z_hi[i, t]
             complementarity += y[i, t] * z_lo[i, t] + s_hi[i, t] * z_hi[i, t]
             residual_norm += abs(residual) * max(y[i, t], s_hi[i, t])
             gap += max(priced, 0.0) * y[i, t] + max(-priced, 0.0) * s_hi[i, t]
@@ -471,7 +488,7 @@ def evaluate_entries(progress: np.ndarray, base: np.ndarray, beta: np.ndarray, s
             total_y += pace[i, t] * y[i, t]
         running[i] = total_y
         value += 0.5 * spread[i] * squares
-    return value, complementarity, residual_norm, gap
+    return value, complementarity, residual_norm, gap, log_residual
 
 
 @_compiled
