@@ -187,11 +187,21 @@ def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
 _PATHS = _paths(VALID)
 
 
+def _reachable(parent: Any, key: Any) -> bool:
+    """Whether `parent[key]` exists (an earlier mutation may have replaced a parent by a scalar)."""
+    return (isinstance(parent, dict) and key in parent) or (isinstance(parent, list) and isinstance(key, int)
+                                                             and key < len(parent))
+
+
 def _mutate(raw: Any, path: tuple[Any, ...], how: str, value: Any) -> None:
     parent = raw
     for key in path[:-1]:
+        if not _reachable(parent, key):
+            return
         parent = parent[key]
     key = path[-1]
+    if not _reachable(parent, key):
+        return
     if how == "delete":
         del parent[key]
     elif how == "misspell" and isinstance(key, str):
