@@ -492,6 +492,19 @@ def evaluate_entries(progress: np.ndarray, base: np.ndarray, beta: np.ndarray, s
 
 
 @_compiled
+def box_residual(active: np.ndarray, residual: np.ndarray, y: np.ndarray, s_hi: np.ndarray) -> float:
+    r"""The dual residual weighted by the box, :math:`\sum |q - z^{lo} + z^{hi}| \max(y, s^{hi})` over
+    the `active` entries, summed in `evaluate_entries`' order (the same float)."""
+    n, rounds = y.shape
+    total = 0.0
+    for i in range(n):
+        for t in range(rounds):
+            if active[i, t]:
+                total += abs(residual[i, t]) * max(y[i, t], s_hi[i, t])
+    return total
+
+
+@_compiled
 def newton_rhs(active: np.ndarray, dual_residual: np.ndarray, y: np.ndarray, s_hi: np.ndarray, z_lo: np.ndarray,
                z_hi: np.ndarray, g: np.ndarray, capacity_term: np.ndarray, rows: np.ndarray, sigma_mu: float,
                second_order: float, dy: np.ndarray, dz_lo: np.ndarray, dz_hi: np.ndarray,

@@ -433,7 +433,7 @@ _CONVERGED = "converged"
 _AT_FLOOR = "at its rounding floor"
 
 
-def rounding_floor(data: _Data, duals: _Duals) -> float:
+def rounding_floor(data: _Data, duals: _Duals, rows: tuple[FloatArray, FloatArray] | None = None) -> float:
     r"""How much the residual (unscaled, the max-norm of `_rows`' min-function) moves when every
     multiplier moves by one unit in its last place: the residual that no multipliers representable
     in floating point can improve on around `duals`.
@@ -443,9 +443,13 @@ def rounding_floor(data: _Data, duals: _Duals) -> float:
     with a small spread and a small utility answers its multiplier and the prices steeply (its
     entries are :math:`(\beta a / U - c) / \sigma`, two terms of order :math:`\beta a / U` whose
     difference is :math:`\sigma y`): on a 5-job window with utilities of 1e-5 and spreads of 6e-7
-    the floor was 3e-11, and Newton's method stalled at 1.5e-11, above `RESIDUAL`."""
-    y, _, _ = lagrangian_minimizer(data, duals.prices, duals.ftf + duals.efficiency)
-    multipliers, slack = _rows(data, duals, y)
+    the floor was 3e-11, and Newton's method stalled at 1.5e-11, above `RESIDUAL`.
+
+    `rows`: `_rows` at `duals` and their `lagrangian_minimizer`, where the caller has them (`_newton`)."""
+    if rows is None:
+        y, _, _ = lagrangian_minimizer(data, duals.prices, duals.ftf + duals.efficiency)
+        rows = _rows(data, duals, y)
+    multipliers, slack = rows
     residual = np.minimum(multipliers, slack)
     alternate = np.where(np.arange(multipliers.size) % 2 == 0, np.inf, -np.inf)
     floor = 0.0
@@ -485,7 +489,7 @@ def _newton(data: _Data, duals: _Duals, start: tuple[FloatArray, FloatArray, np.
         if deadline is not None and time.perf_counter() > deadline:
             return y, duals, steps, size, "its time budget"
         # What is left may be rounding: no step can go below it (measured only where it may be).
-        if RESIDUAL < size <= FLOOR_LIMIT and size <= rounding_floor(data, duals):
+        if RESIDUAL < size <= FLOOR_LIMIT and size <= rounding_floor(data, duals, (multipliers, slack)):
             return y, duals, steps, size, _AT_FLOOR
         slopes = _jacobian(data, utility, free)
         curvature = np.abs(slopes.diagonal(data))

@@ -882,9 +882,17 @@ def _settled(data: _Data, point: _Point) -> bool:
 
 
 def _primal(data: _Data, point: _Point) -> _Point:
-    r"""`point` with the logarithms' multipliers at their values :math:`\beta / U` (the primal Newton step's)."""
-    return _evaluate(data, point.y, point.s_hi, point.s_cap, point.z_lo, point.z_hi, point.prices, point.s_f,
-                     point.z_f, point.longest, point.type_rows, None)
+    r"""`point` with the logarithms' multipliers at their values :math:`\beta / U` (the primal Newton step's).
+
+    What `_evaluate` with ``w=None`` returns, bit for bit, without its pass over the entries: the
+    value, the utilities, the complementarity and the gap do not depend on :math:`w`, the dual
+    residual becomes `point`'s primal one, and only the merit's residual term is summed again
+    (`vfm.planner._kernels.box_residual`, in `_kernels.evaluate_entries`' order)."""
+    bounds_residual = _kernels.box_residual(data.active, point.primal_residual, point.y, point.s_hi)
+    zeta_term = abs(point.zeta_residual) * max(point.longest.zeta, data.zeta_max)
+    merit = point.complementarity + bounds_residual + zeta_term + float(np.abs(point.ftf_residual).sum()) + 0.0
+    return replace(point, dual_residual=point.primal_residual, merit=merit, w=data.beta[:, None] / point.u,
+                   log_residual=0.0, inexact=0.0)
 
 
 def _exhausted(previous: _Point, point: _Point) -> bool:
