@@ -32,7 +32,7 @@ Format (``"format": "vfm.policy-checkpoint"``, ``"version": 1``), one JSON objec
 The standing plan is not stored. ``carried`` holds, for each job of the standing plan, what it
 carries into the next one: its credit (rounds owed), the rounds it has waited, whether it ran in
 the last round (null for a job that arrived since). A restored state has no plan (`last_plan` is
-None): it holds these in `vfm.planner.policy.PolicyState.carried` and its arrays, and the policy
+None): it holds these in `vfm.planner.state.PolicyState.carried` and its arrays, and the policy
 re-plans at its next round, from them. A learning forecaster is stored as the trajectories it was
 taught, and taught them again on restore: `vfm.forecast.PopulationForecaster`'s references are
 exactly its trajectories; another forecaster that has learned something is refused at checkpoint
@@ -69,12 +69,8 @@ from vfm.forecast import Forecaster, PopulationForecaster, Trajectory
 from vfm.limits import MAX_BUDGET, MAX_COUNT, MAX_JOB_EPOCHS, MAX_JOB_SECONDS
 from vfm.planner import shockwave
 from vfm.planner.plan import Plan
-from vfm.planner.policy import (
-    JobRecord,
-    PolicyConfig,
-    PolicyState,
-)
 from vfm.planner.program import PlanningProgram
+from vfm.planner.state import JobRecord, PolicyConfig, PolicyState
 
 #: The format's name (the ``format`` field).
 FORMAT = "vfm.policy-checkpoint"
@@ -629,7 +625,7 @@ def _check_id(job_id: Any, what: str) -> None:
 
 
 def _check_record(config: PolicyConfig, job_id: Hashable, record: Any) -> None:
-    """A job's record (`vfm.planner.policy.JobRecord`) as `Policy.add_job` and the reports make them."""
+    """A job's record (`vfm.planner.state.JobRecord`) as `Policy.add_job` and the reports make them."""
     what = f"job {job_id!r}"
     if not isinstance(record, JobRecord):
         raise ValidationError(f"the record of {what} must be a JobRecord, got {type(record).__name__}")

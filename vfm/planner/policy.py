@@ -29,7 +29,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, fields, replace
 from functools import partial
 from types import MappingProxyType
 from typing import Any, Literal
@@ -50,68 +50,14 @@ from vfm.forecast import DirichletForecaster, Forecaster, JobStates, LearningFor
 from vfm.forecast.base import batch_sizes as read_batch_sizes
 from vfm.jobs import equal_share
 from vfm.limits import MAX_BUDGET, MAX_JOB_EPOCHS, MAX_JOB_SECONDS
+from vfm.planner import checkpoint as checkpoint_format
 from vfm.planner import shockwave
 from vfm.planner.options import PlanOptions
 from vfm.planner.plan import Plan, checked_forecast, plan
 from vfm.planner.rounding import first_fit, place
 from vfm.planner.saa_ipm import load_kernels
 from vfm.planner.shockwave import SHOCKWAVE_EFFICIENCY, SHOCKWAVE_PRIORITY_EXPONENT, SHOCKWAVE_RESERVE
-
-
-@dataclass(frozen=True)
-class JobRecord:
-    """What the policy knows of one job (read-only).
-
-    ``stages`` holds the epochs observed, in the order they ran, as runs ``(column in regimes,
-    epochs)`` (a handful per job: a report is O(its epochs)); the counts per regime and the recent
-    run are derived from them. ``fair_finish_at_s`` is its finish-time target on the policy
-    clock, NaN before the first; ``kind`` what kind of job it is (`Policy.add_job`), None if not told.
-    """
-
-    gpus: int
-    regimes: tuple[tuple[float, float], ...]  # (batch size, seconds per epoch)
-    epochs: int
-    budget: float
-    stages: tuple[tuple[int, int], ...] = ()
-    fair_finish_at_s: float = float("nan")
-    kind: Hashable = None
-
-    @property
-    def counts(self) -> FloatArray:
-        """Epochs observed per regime, in the order of ``regimes``, shape (R,)."""
-        column, length = np.array(self.stages, dtype=np.int64).reshape(-1, 2).T
-        return np.bincount(column, weights=length, minlength=len(self.regimes)).astype(np.float64)
-
-    @property
-    def done(self) -> int:
-        return sum(length for _, length in self.stages)
-
-    @property
-    def recent(self) -> tuple[int, int, int]:
-        """(last regime's column or -1, epochs in a row in it, regime changes): `JobStates.recent`."""
-        return (self.stages[-1][0], self.stages[-1][1], len(self.stages) - 1) if self.stages else (-1, 0, 0)
-
-    def trajectory(self) -> Trajectory:
-        """The job's epochs so far as a `vfm.forecast.Trajectory` of its kind."""
-        labels = np.array([b for b, _ in self.regimes])
-        column, length = np.array(self.stages, dtype=np.int64).reshape(-1, 2).T
-        return Trajectory(self.kind, np.repeat(labels[column], length), regimes=labels)
-
-
-@dataclass(frozen=True)
-class PolicyConfig:
-    """How a policy plans and serves rounds (`Policy`'s arguments, validated)."""
-
-    capacity: int
-    options: PlanOptions
-    replan_every: int
-    forecaster: Forecaster
-    seed: int
-    fairness: bool
-    execution: Literal["credit", "window"]
-    max_wait: int | None
-    continuity: float
-    deadline_s: float | None = None
+from vfm.planner.state import JobRecord, PolicyConfig, PolicyState
 
 
 @dataclass(frozen=True)
@@ -140,81 +86,6 @@ class Decision:
     reason: str
     seconds: float
     replanned: bool
-
-
-@dataclass(frozen=True)
-class PolicyState:
-    """Everything a policy remembers between rounds; frozen, so that a scheduler can go back to
-    it in the same process (`Policy.restore`, which checks it in full) and test the step on it.
-
-    It is not a checkpoint: to keep a policy on disk or send it elsewhere, use
-    `Policy.checkpoint`, a versioned JSON format that `Policy.restore` reads field by field
-    (`vfm.planner.checkpoint`). A state pickles, for copies between processes of one program
-    (multiprocessing), by field name; never unpickle bytes you did not write yourself: unpickling
-    runs whatever code the bytes name, before any check can look at them.
-
-    Attributes
-    ----------
-    jobs : mapping of job id to JobRecord
-        The jobs present, in arrival order (a read-only mapping).
-    completed : tuple
-        Jobs that finished all their epochs, in completion order.
-    plan : Plan or None
-        The standing plan, over ``plan.job_ids`` (the jobs present when it was made); None before
-        the first re-plan and after a restore from a checkpoint (`Policy.restore`).
-    credit : ndarray, shape (len(carried),)
-        Rounds each job of `carried` is owed by the credit execution (read-only).
-    waited : ndarray of int, shape (len(carried),)
-        Rounds each job of `carried` has gone without running, since it last ran or arrived.
-    ran_last : ndarray of bool, shape (len(carried),)
-        The jobs of `carried` that ran in the previous round.
-    since_plan : int
-        Rounds served from the standing plan (0 with no plan).
-    stale : bool
-        A job arrived or left since the plan was made: the next round re-plans.
-    replans, round_index : int
-        Re-plans made and rounds served so far (the policy clock is ``round_index * round_s``).
-    forecaster : Forecaster or None
-        The forecaster as learned so far (a `vfm.forecast.LearningForecaster` is taught every
-        job that completed, at the next re-plan); None: the configured one, untaught.
-    finished : tuple of vfm.forecast.Trajectory
-        Jobs of a known kind that completed since the last re-plan, not yet taught.
-    carried : tuple
-        The job ids `credit`, `waited` and `ran_last` are aligned to, in order: what each of them
-        carries into the next plan. With a plan, ``plan.job_ids``; with none, the jobs a
-        checkpoint restored with something to carry (empty before the first re-plan). Held apart
-        from the plan so that a state restored without one still carries them.
-    """
-
-    jobs: Mapping[Hashable, JobRecord] = field(default_factory=lambda: MappingProxyType({}))
-    completed: tuple[Hashable, ...] = ()
-    plan: Plan | None = None
-    credit: FloatArray = field(default_factory=lambda: _frozen(np.zeros(0)))
-    waited: np.ndarray = field(default_factory=lambda: _frozen(np.zeros(0, dtype=np.int64)))
-    ran_last: np.ndarray = field(default_factory=lambda: _frozen(np.zeros(0, dtype=bool)))
-    since_plan: int = 0
-    stale: bool = True
-    replans: int = 0
-    round_index: int = 0
-    forecaster: Forecaster | None = None
-    finished: tuple[Trajectory, ...] = ()
-    carried: tuple[Hashable, ...] = ()
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.jobs, MappingProxyType):
-            object.__setattr__(self, "jobs", MappingProxyType(dict(self.jobs)))
-        for name in ("credit", "waited", "ran_last"):
-            object.__setattr__(self, name, read_only(np.asarray(getattr(self, name))))
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        # A read-only mapping does not pickle: pickle a dict, and rebuild through the constructor
-        # with the fields by name (a copy never depends on the order of the fields).
-        values = {f.name: getattr(self, f.name) for f in fields(self)}
-        return (partial(PolicyState, **{**values, "jobs": dict(self.jobs)}), ())
-
-
-def _frozen(array: np.ndarray) -> np.ndarray:
-    return read_only(array)
 
 
 def _with_jobs(state: PolicyState, jobs: dict[Hashable, JobRecord], **changes: Any) -> PolicyState:
@@ -499,7 +370,7 @@ def _serve(config: PolicyConfig, state: PolicyState) -> tuple[PolicyState, list[
             ran_last=state.ran_last, continuity=config.continuity)
     running = [plan_.job_ids[i] for i in np.flatnonzero(ran)]
     waited = np.where(ran | ~open_, 0, state.waited + 1)
-    return replace(state, credit=_frozen(credit), waited=_frozen(waited), ran_last=_frozen(ran),
+    return replace(state, credit=read_only(credit), waited=read_only(waited), ran_last=read_only(ran),
                    since_plan=state.since_plan + 1, round_index=state.round_index + 1), running
 
 
@@ -599,7 +470,7 @@ def _replanned(state: PolicyState, ids: tuple[Hashable, ...], jobs: list[JobReco
     kept = old >= 0
 
     def carried(values: np.ndarray, new: Any) -> np.ndarray:
-        return _frozen(np.where(kept, values[np.maximum(old, 0)] if values.size else new, new))
+        return read_only(np.where(kept, values[np.maximum(old, 0)] if values.size else new, new))
 
     return _with_jobs(state, dict(zip(ids, jobs, strict=True)), plan=new_plan, credit=carried(state.credit, 0.0),
                       waited=carried(state.waited, 0), ran_last=carried(state.ran_last, False), since_plan=0,
@@ -962,10 +833,9 @@ class Policy(StateView):
             whole number or a tuple of them (or None, for a kind); a forecaster that has learned
             from completed jobs and is not a `vfm.forecast.PopulationForecaster`.
         """
-        from vfm.planner import checkpoint  # here: the checkpoint format is built on this module
 
         with self._lock:
-            return checkpoint.dumps(self.config, self._state)
+            return checkpoint_format.dumps(self.config, self._state)
 
     def restore(self, state: PolicyState | str | bytes | Mapping[str, Any], *, allow_resize: bool = False) -> None:
         """Continue from a checkpoint (`checkpoint`'s JSON text, its bytes or the dict it parses to)
@@ -999,10 +869,9 @@ class Policy(StateView):
             make (gang, regimes, epochs, budget, stages), an id repeated or not a string, whole
             number or tuple of them.
         """
-        from vfm.planner import checkpoint  # here: the checkpoint format is built on this module
 
         with self._lock:
-            restored, _ = checkpoint.restored(self.config, state, allow_resize=allow_resize)
+            restored, _ = checkpoint_format.restored(self.config, state, allow_resize=allow_resize)
             self._state = restored
 
     @property

@@ -50,6 +50,7 @@ from vfm._validation import FloatArray, is_whole, read_only
 from vfm.cluster.gpu_types import ClusterTypes
 from vfm.errors import ValidationError
 from vfm.forecast import Forecaster
+from vfm.planner import checkpoint as checkpoint_format
 from vfm.planner import policy as homogeneous
 from vfm.planner import shockwave
 from vfm.planner.options import PlanOptions
@@ -170,10 +171,9 @@ class TypedPolicy(homogeneous.StateView):
     def checkpoint(self) -> str:
         """The policy's checkpoint as JSON text (`vfm.planner.Policy.checkpoint`, with the cluster in
         its configuration and each job's speeds per type); `restore` reads it back."""
-        from vfm.planner import checkpoint  # here: the checkpoint format is built on the policies
 
         with self._lock:
-            return checkpoint.dumps(self.config, self._state, cluster=self.cluster, speeds=self._typed)
+            return checkpoint_format.dumps(self.config, self._state, cluster=self.cluster, speeds=self._typed)
 
     def restore(self, state: str | bytes | Mapping[str, Any]) -> None:
         """Continue from a checkpoint of a `TypedPolicy` of this configuration and cluster (its JSON
@@ -186,10 +186,9 @@ class TypedPolicy(homogeneous.StateView):
         vfm.errors.ValidationError
             Naming the field (and the job), leaving the policy as it was (`vfm.planner.Policy.restore`).
         """
-        from vfm.planner import checkpoint  # here: the checkpoint format is built on the policies
 
         with self._lock:
-            restored, speeds = checkpoint.restored(self.config, state, cluster=self.cluster)
+            restored, speeds = checkpoint_format.restored(self.config, state, cluster=self.cluster)
             self._state = restored
             self._typed = dict(speeds)
 

@@ -1,0 +1,147 @@
+"""What a policy remembers and how it is configured: `JobRecord`, `PolicyConfig`, `PolicyState`.
+
+Plain frozen records, below both the policy that changes them (`vfm.planner.policy`) and the
+checkpoint format that writes and reads them (`vfm.planner.checkpoint`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass, field, fields
+from functools import partial
+from types import MappingProxyType
+from typing import Any, Literal
+
+import numpy as np
+
+from vfm._validation import FloatArray, read_only
+from vfm.forecast import Forecaster, Trajectory
+from vfm.planner.options import PlanOptions
+from vfm.planner.plan import Plan
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """What the policy knows of one job (read-only).
+
+    ``stages`` holds the epochs observed, in the order they ran, as runs ``(column in regimes,
+    epochs)`` (a handful per job: a report is O(its epochs)); the counts per regime and the recent
+    run are derived from them. ``fair_finish_at_s`` is its finish-time target on the policy
+    clock, NaN before the first; ``kind`` what kind of job it is (`Policy.add_job`), None if not told.
+    """
+
+    gpus: int
+    regimes: tuple[tuple[float, float], ...]  # (batch size, seconds per epoch)
+    epochs: int
+    budget: float
+    stages: tuple[tuple[int, int], ...] = ()
+    fair_finish_at_s: float = float("nan")
+    kind: Hashable = None
+
+    @property
+    def counts(self) -> FloatArray:
+        """Epochs observed per regime, in the order of ``regimes``, shape (R,)."""
+        column, length = np.array(self.stages, dtype=np.int64).reshape(-1, 2).T
+        return np.bincount(column, weights=length, minlength=len(self.regimes)).astype(np.float64)
+
+    @property
+    def done(self) -> int:
+        return sum(length for _, length in self.stages)
+
+    @property
+    def recent(self) -> tuple[int, int, int]:
+        """(last regime's column or -1, epochs in a row in it, regime changes): `JobStates.recent`."""
+        return (self.stages[-1][0], self.stages[-1][1], len(self.stages) - 1) if self.stages else (-1, 0, 0)
+
+    def trajectory(self) -> Trajectory:
+        """The job's epochs so far as a `vfm.forecast.Trajectory` of its kind."""
+        labels = np.array([b for b, _ in self.regimes])
+        column, length = np.array(self.stages, dtype=np.int64).reshape(-1, 2).T
+        return Trajectory(self.kind, np.repeat(labels[column], length), regimes=labels)
+
+
+@dataclass(frozen=True)
+class PolicyConfig:
+    """How a policy plans and serves rounds (`Policy`'s arguments, validated)."""
+
+    capacity: int
+    options: PlanOptions
+    replan_every: int
+    forecaster: Forecaster
+    seed: int
+    fairness: bool
+    execution: Literal["credit", "window"]
+    max_wait: int | None
+    continuity: float
+    deadline_s: float | None = None
+
+
+@dataclass(frozen=True)
+class PolicyState:
+    """Everything a policy remembers between rounds; frozen, so that a scheduler can go back to
+    it in the same process (`Policy.restore`, which checks it in full) and test the step on it.
+
+    It is not a checkpoint: to keep a policy on disk or send it elsewhere, use
+    `Policy.checkpoint`, a versioned JSON format that `Policy.restore` reads field by field
+    (`vfm.planner.checkpoint`). A state pickles, for copies between processes of one program
+    (multiprocessing), by field name; never unpickle bytes you did not write yourself: unpickling
+    runs whatever code the bytes name, before any check can look at them.
+
+    Attributes
+    ----------
+    jobs : mapping of job id to JobRecord
+        The jobs present, in arrival order (a read-only mapping).
+    completed : tuple
+        Jobs that finished all their epochs, in completion order.
+    plan : Plan or None
+        The standing plan, over ``plan.job_ids`` (the jobs present when it was made); None before
+        the first re-plan and after a restore from a checkpoint (`Policy.restore`).
+    credit : ndarray, shape (len(carried),)
+        Rounds each job of `carried` is owed by the credit execution (read-only).
+    waited : ndarray of int, shape (len(carried),)
+        Rounds each job of `carried` has gone without running, since it last ran or arrived.
+    ran_last : ndarray of bool, shape (len(carried),)
+        The jobs of `carried` that ran in the previous round.
+    since_plan : int
+        Rounds served from the standing plan (0 with no plan).
+    stale : bool
+        A job arrived or left since the plan was made: the next round re-plans.
+    replans, round_index : int
+        Re-plans made and rounds served so far (the policy clock is ``round_index * round_s``).
+    forecaster : Forecaster or None
+        The forecaster as learned so far (a `vfm.forecast.LearningForecaster` is taught every
+        job that completed, at the next re-plan); None: the configured one, untaught.
+    finished : tuple of vfm.forecast.Trajectory
+        Jobs of a known kind that completed since the last re-plan, not yet taught.
+    carried : tuple
+        The job ids `credit`, `waited` and `ran_last` are aligned to, in order: what each of them
+        carries into the next plan. With a plan, ``plan.job_ids``; with none, the jobs a
+        checkpoint restored with something to carry (empty before the first re-plan). Held apart
+        from the plan so that a state restored without one still carries them.
+    """
+
+    jobs: Mapping[Hashable, JobRecord] = field(default_factory=lambda: MappingProxyType({}))
+    completed: tuple[Hashable, ...] = ()
+    plan: Plan | None = None
+    credit: FloatArray = field(default_factory=lambda: read_only(np.zeros(0)))
+    waited: np.ndarray = field(default_factory=lambda: read_only(np.zeros(0, dtype=np.int64)))
+    ran_last: np.ndarray = field(default_factory=lambda: read_only(np.zeros(0, dtype=bool)))
+    since_plan: int = 0
+    stale: bool = True
+    replans: int = 0
+    round_index: int = 0
+    forecaster: Forecaster | None = None
+    finished: tuple[Trajectory, ...] = ()
+    carried: tuple[Hashable, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.jobs, MappingProxyType):
+            object.__setattr__(self, "jobs", MappingProxyType(dict(self.jobs)))
+        for name in ("credit", "waited", "ran_last"):
+            object.__setattr__(self, name, read_only(np.asarray(getattr(self, name))))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # A read-only mapping does not pickle: pickle a dict, and rebuild through the constructor
+        # with the fields by name (a copy never depends on the order of the fields).
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        return (partial(PolicyState, **{**values, "jobs": dict(self.jobs)}), ())
