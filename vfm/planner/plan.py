@@ -401,10 +401,8 @@ def plan(
         message = f"{late} ({message})"
         if status in (Status.OPTIMAL, Status.INACCURATE) or solution.x is None:
             status = Status.ITERATION_LIMIT
-    status, message = _guarded(status, message, relaxed, prices, relaxed_objective + gap, relaxed_objective,
-                               rounded_objective, schedule, width if window is None else None, supply, program)
     total_s = time.perf_counter() - started
-    return Plan(
+    return _guarded(Plan(
         schedule=schedule,
         relaxed=relaxed,
         prices=prices,
@@ -421,7 +419,7 @@ def plan(
                  "rounding": total_s - forecast_s - build_s - solve_s, "total": total_s},
         job_ids=states.job_ids,
         placement=placement,
-    )
+    ), supply)
 
 
 def _checked_warm_start(warm_start: Any, n: int, rounds: int, types: int | None) -> FloatArray:
@@ -474,37 +472,35 @@ def _unsolved(late: str) -> Solution:
     return Solution(None, None, Status.ITERATION_LIMIT, late, 0, 0.0, float("nan"), gap=float("nan"))
 
 
-def _guarded(status: Status, message: str, relaxed: FloatArray, prices: FloatArray, bound: float,
-             relaxed_objective: float, rounded_objective: float, schedule: np.ndarray, width: FloatArray | None,
-             supply: FloatArray, program: PlanningProgram) -> tuple[Status, str]:
-    """`status` and `message`, with `Status.OPTIMAL` or `Status.INACCURATE` downgraded to
-    `Status.ERROR` when what they vouch for is not so: a non-finite bound, relaxed objective,
-    price or relaxed schedule, or a schedule over the capacity in some round (one GPU type;
-    `width` None over types, whose placement the rounding checks).
+def _guarded(plan: Plan, supply: FloatArray) -> Plan:
+    """`plan`, with `Status.OPTIMAL` or `Status.INACCURATE` downgraded to `Status.ERROR` when what
+    they vouch for is not so: a non-finite bound, relaxed objective, price or relaxed schedule, or
+    (one GPU type; over types the rounding checks the placement) a schedule over `supply` in some
+    round.
 
     The rounded objective may be -inf under any status: it is the program's objective of the
     schedule, -inf exactly when the schedule leaves a job with no progress yet without a round
     (the window cannot hold every such job); NaN or +inf is an error.
     """
-    if status not in (Status.OPTIMAL, Status.INACCURATE):
-        return status, message
-    problems = [f"{what} is {value}" for what, value in
-                (("the bound", bound), ("the relaxed objective", relaxed_objective)) if not np.isfinite(value)]
-    if np.isnan(rounded_objective) or rounded_objective == np.inf:
-        problems.append(f"the rounded objective is {rounded_objective}")
-    if not np.isfinite(prices).all():
-        problems.append(f"a price is {prices[~np.isfinite(prices)][0]}")
-    if not np.isfinite(relaxed).all():
+    if plan.status not in (Status.OPTIMAL, Status.INACCURATE):
+        return plan
+    values = (("the bound", plan.bound), ("the relaxed objective", plan.relaxed_objective))
+    problems = [f"{what} is {value}" for what, value in values if not np.isfinite(value)]
+    if np.isnan(plan.rounded_objective) or plan.rounded_objective == np.inf:
+        problems.append(f"the rounded objective is {plan.rounded_objective}")
+    if not np.isfinite(plan.prices).all():
+        problems.append(f"a price is {plan.prices[~np.isfinite(plan.prices)][0]}")
+    if not np.isfinite(plan.relaxed).all():
         problems.append("the relaxed schedule is not finite")
-    if width is not None:
-        used = width @ schedule
+    if plan.placement is None:
+        used = plan.program.gpus @ plan.schedule
         over = used > supply * (1.0 + 1e-12)
         if over.any():
             t = int(np.argmax(over))
             problems.append(f"the schedule uses {used[t]:g} GPUs in round {t}, more than its {supply[t]:g}")
     if not problems:
-        return status, message
-    return Status.ERROR, f"{message}; not usable: {', '.join(problems)}"
+        return plan
+    return replace(plan, status=Status.ERROR, message=f"{plan.message}; not usable: {', '.join(problems)}")
 
 
 #: A forecast's epochs over the window may exceed the epochs a job has left by this relative
