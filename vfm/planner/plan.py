@@ -34,8 +34,8 @@ from vfm._validation import (
 from vfm.equilibrium import Status
 from vfm.errors import ValidationError
 from vfm.forecast import DirichletForecaster, Forecaster, JobStates, SeedLike
-from vfm.limits import MAX_BUDGET_SUM
-from vfm.planner import recourse, shockwave, typed
+from vfm.planner import recourse, shockwave
+from vfm.planner.inputs import checked_budgets, checked_cluster, checked_forecast, checked_warm_start
 from vfm.planner.options import STRICT_TOL, PlanOptions
 from vfm.planner.polish import polish
 from vfm.planner.polish import supports as polish_supports
@@ -266,37 +266,13 @@ def plan(
     for name, value in (("gpus", gpus), ("capacity", capacity), ("budgets", budgets),
                         ("fair_finish_s", fair_finish_s), ("warm_start", warm_start), ("speed", speed)):
         reject_masked(value, name)
-    width = as_real_array(gpus, "gpus", (n,))
-    window = None
-    if speed is None:
-        raw_capacity = np.asarray(capacity)
-        supply = as_real_array(np.broadcast_to(raw_capacity, (rounds,)) if raw_capacity.ndim == 0 else raw_capacity,
-                               "capacity", (rounds,))
-        if (supply < 0).any():
-            t = int(np.argmax(supply < 0))
-            raise ValidationError(f"capacity[{t}] must be >= 0 GPUs, got {supply[t]:g}")
-    else:
-        window = typed.TypeWindow.of(speed, capacity, n, rounds, states.job_ids)
-        supply = window.capacity.max(axis=0)  # the widest gang each round can hold
-        if opts.recourse:
-            raise ValidationError("recourse is not supported with GPU types (speed) yet; plan without it")
-    require_per_job("gpus", width, (width < 1) | (width != np.round(width)),
-                    "must be a positive whole number of GPUs", ids=states.job_ids)
-    require_per_job("gpus", width, width > supply.max(),
-                f"is wider than the cluster ({supply.max():g} GPUs), so the job can never run", ids=states.job_ids)
-    weights = np.ones(n) if budgets is None else as_real_array(budgets, "budgets", (n,))
-    require_per_job("budgets", weights, weights <= 0, "must be > 0", ids=states.job_ids)
-    with np.errstate(over="ignore"):
-        total = float(weights.sum())
-    if not total <= MAX_BUDGET_SUM:
-        raise ValidationError(f"budgets must sum to at most {MAX_BUDGET_SUM:g}, got a sum of {total:g} (largest "
-                              f"{weights.max():g}): the objective weighs logs of up to about 1e3 by budgets times "
-                              f"priority weights of up to 1e4; scale them down, only their ratios matter")
+    width, supply, window = checked_cluster(states, gpus, capacity, speed, opts)
+    weights = checked_budgets(states, budgets)
     targets = None if fair_finish_s is None else as_real_array(fair_finish_s, "fair_finish_s", (n,))
     if targets is not None:
         require_per_job("fair_finish_s", targets, targets <= 0, "must be > 0 seconds", ids=states.job_ids)
     if warm_start is not None:
-        warm_start = _checked_warm_start(warm_start, n, rounds, None if window is None else window.types)
+        warm_start = checked_warm_start(warm_start, n, rounds, None if window is None else window.types)
 
     model = DirichletForecaster() if forecaster is None else forecaster
     remaining_s = checked_forecast(model, "remaining_runtime", model.remaining_runtime(states), states, (n,))
@@ -422,29 +398,6 @@ def plan(
     ), supply)
 
 
-def _checked_warm_start(warm_start: Any, n: int, rounds: int, types: int | None) -> FloatArray:
-    """`warm_start` as a float array of shape (n, T) (or (n, K T) over `types`), finite, in [0, 1].
-
-    Raises
-    ------
-    vfm.errors.ValidationError
-        Naming ``warm_start``, the expected shape and the first bad entry.
-    """
-    shape = (n, rounds if types is None else types * rounds)
-    what = "(n, rounds)" if types is None else "(n, types * rounds)"
-    raw = np.asarray(warm_start) if not isinstance(warm_start, np.ndarray) else warm_start
-    if raw.shape != shape:
-        raise ValidationError(f"warm_start must have shape {shape}, {what} (a previous Plan.relaxed shifted to "
-                              f"this window), got {raw.shape}")
-    array = as_real_array(raw, "warm_start", shape)
-    outside = (array < 0) | (array > 1)
-    if outside.any():
-        where = tuple(int(i) for i in np.argwhere(outside)[0])
-        raise ValidationError(f"warm_start must hold fractions of a round in [0, 1], got {array[where]:g} at index "
-                              f"{where}")
-    return array
-
-
 @dataclass(frozen=True)
 class _Clock:
     """`PlanOptions.time_limit_s` counted from `started` (`time.perf_counter`)."""
@@ -501,64 +454,6 @@ def _guarded(plan: Plan, supply: FloatArray) -> Plan:
     if not problems:
         return plan
     return replace(plan, status=Status.ERROR, message=f"{plan.message}; not usable: {', '.join(problems)}")
-
-
-#: A forecast's epochs over the window may exceed the epochs a job has left by this relative
-#: amount (fluid forecasts are sums of floats); more is an error of the forecaster.
-FORECAST_RTOL = 1e-9
-
-
-def checked_forecast(model: Forecaster, method: str, value: Any, states: JobStates,
-                     shape: tuple[int, ...]) -> FloatArray:
-    """A forecaster's answer as a float array, checked where the planner consumes it.
-
-    `method` is the `vfm.forecast.Forecaster` method that returned `value`: ``remaining_runtime``
-    (seconds, shape (n,)), ``epochs_per_round`` (shape (n, T)) or ``sample_epochs_per_round``
-    (shape (S, n, T)). Every entry must be a finite number >= 0, and a job's epochs over the
-    window (in each scenario) at most the epochs it has left, within a relative `FORECAST_RTOL`.
-
-    Raises
-    ------
-    vfm.errors.ValidationError
-        Naming the forecaster's class, the method, the job (`JobStates.job_name`) and what is
-        wrong: a masked or non-numeric array, the wrong shape, NaN, an infinity, a negative
-        entry, more epochs than the job has left.
-    """
-    who = f"{type(model).__name__}.{method}"
-    if isinstance(value, np.ma.MaskedArray):
-        raise ValidationError(f"{who} returned a numpy masked array; return a plain array of shape {shape}")
-    try:
-        array = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValidationError(f"{who} must return a numeric array of shape {shape}, got {type(value).__name__} "
-                              f"({exc})") from None
-    if array.shape != shape:
-        raise ValidationError(f"{who} returned shape {array.shape}; the planner needs shape {shape} "
-                              f"({'(n,) for n jobs' if len(shape) == 1 else 'jobs and rounds as asked'})")
-    unit = "seconds" if method == "remaining_runtime" else "epochs"
-    # Jobs on the last axis but one for the per-round forecasts, the only axis for the runtime.
-    jobs_axis = array.ndim - 1 if array.ndim == 1 else array.ndim - 2
-    for bad, what in ((np.isnan(array), "NaN"), (np.isinf(array), "an infinite value"),
-                      (array < 0, "a negative value")):
-        if bad.any():
-            where = tuple(int(i) for i in np.argwhere(bad)[0])
-            job = where[jobs_axis]
-            detail = "" if array.ndim == 1 else f" in round {where[-1]}" + (
-                f" of scenario {where[0]}" if array.ndim == 3 else "")
-            raise ValidationError(f"{who} returned {what} ({array[where]:g} {unit}) for {states.job_name(job)}"
-                                  f"{detail}; a forecast must be a finite number of {unit} >= 0")
-    if method != "remaining_runtime":
-        total = array.sum(axis=-1)  # (n,) or (S, n)
-        left = states.remaining_epochs
-        over = total > left * (1.0 + FORECAST_RTOL)
-        if over.any():
-            where = tuple(int(i) for i in np.argwhere(over)[0])
-            job = where[-1]
-            scenario = f" in scenario {where[0]}" if array.ndim == 3 else ""
-            raise ValidationError(f"{who} forecasts {total[where]:g} epochs over the window for "
-                                  f"{states.job_name(job)}{scenario}, more than the {left[job]:g} it has left; a "
-                                  f"forecaster must never forecast more epochs than a job has left")
-    return array
 
 
 def _in_fitting_rounds(epochs: FloatArray, fits: np.ndarray) -> FloatArray:

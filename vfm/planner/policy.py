@@ -52,8 +52,9 @@ from vfm.jobs import equal_share
 from vfm.limits import MAX_BUDGET, MAX_JOB_EPOCHS, MAX_JOB_SECONDS
 from vfm.planner import checkpoint as checkpoint_format
 from vfm.planner import shockwave
+from vfm.planner.inputs import checked_forecast
 from vfm.planner.options import PlanOptions
-from vfm.planner.plan import Plan, checked_forecast, plan
+from vfm.planner.plan import Plan, plan
 from vfm.planner.rounding import first_fit, place
 from vfm.planner.saa_ipm import load_kernels
 from vfm.planner.shockwave import SHOCKWAVE_EFFICIENCY, SHOCKWAVE_PRIORITY_EXPONENT, SHOCKWAVE_RESERVE

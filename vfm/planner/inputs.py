@@ -1,0 +1,137 @@
+"""Where the planner takes things in: `vfm.planner.plan`'s arguments and a forecaster's answers,
+each checked once and refused with a `vfm.errors.ValidationError` naming the argument and the job.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from vfm._validation import FloatArray, as_real_array, require_per_job
+from vfm.errors import ValidationError
+from vfm.forecast import Forecaster, JobStates
+from vfm.limits import MAX_BUDGET_SUM
+from vfm.planner import typed
+from vfm.planner.options import PlanOptions
+
+
+def checked_cluster(states: JobStates, gpus: ArrayLike, capacity: ArrayLike, speed: ArrayLike | None,
+                    options: PlanOptions) -> tuple[FloatArray, FloatArray, typed.TypeWindow | None]:
+    """The gangs (n,), the GPUs each round can hold (T,) and, with GPU types (`speed`), the
+    window over types: every gang a whole number of GPUs that fits some round."""
+    n, rounds = states.n_jobs, options.rounds
+    width = as_real_array(gpus, "gpus", (n,))
+    window = None
+    if speed is None:
+        raw_capacity = np.asarray(capacity)
+        supply = as_real_array(np.broadcast_to(raw_capacity, (rounds,)) if raw_capacity.ndim == 0 else raw_capacity,
+                               "capacity", (rounds,))
+        if (supply < 0).any():
+            t = int(np.argmax(supply < 0))
+            raise ValidationError(f"capacity[{t}] must be >= 0 GPUs, got {supply[t]:g}")
+    else:
+        window = typed.TypeWindow.of(speed, capacity, n, rounds, states.job_ids)
+        supply = window.capacity.max(axis=0)  # the widest gang each round can hold
+        if options.recourse:
+            raise ValidationError("recourse is not supported with GPU types (speed) yet; plan without it")
+    require_per_job("gpus", width, (width < 1) | (width != np.round(width)),
+                    "must be a positive whole number of GPUs", ids=states.job_ids)
+    require_per_job("gpus", width, width > supply.max(),
+                    f"is wider than the cluster ({supply.max():g} GPUs), so the job can never run", ids=states.job_ids)
+    return width, supply, window
+
+
+def checked_budgets(states: JobStates, budgets: ArrayLike | None) -> FloatArray:
+    """The budgets (n,), each > 0 and summing to at most `vfm.limits.MAX_BUDGET_SUM` (default: 1 each)."""
+    weights = np.ones(states.n_jobs) if budgets is None else as_real_array(budgets, "budgets", (states.n_jobs,))
+    require_per_job("budgets", weights, weights <= 0, "must be > 0", ids=states.job_ids)
+    with np.errstate(over="ignore"):
+        total = float(weights.sum())
+    if not total <= MAX_BUDGET_SUM:
+        raise ValidationError(f"budgets must sum to at most {MAX_BUDGET_SUM:g}, got a sum of {total:g} (largest "
+                              f"{weights.max():g}): the objective weighs logs of up to about 1e3 by budgets times "
+                              f"priority weights of up to 1e4; scale them down, only their ratios matter")
+    return weights
+
+
+def checked_warm_start(warm_start: Any, n: int, rounds: int, types: int | None) -> FloatArray:
+    """`warm_start` as a float array of shape (n, T) (or (n, K T) over `types`), finite, in [0, 1].
+
+    Raises
+    ------
+    vfm.errors.ValidationError
+        Naming ``warm_start``, the expected shape and the first bad entry.
+    """
+    shape = (n, rounds if types is None else types * rounds)
+    what = "(n, rounds)" if types is None else "(n, types * rounds)"
+    raw = np.asarray(warm_start) if not isinstance(warm_start, np.ndarray) else warm_start
+    if raw.shape != shape:
+        raise ValidationError(f"warm_start must have shape {shape}, {what} (a previous Plan.relaxed shifted to "
+                              f"this window), got {raw.shape}")
+    array = as_real_array(raw, "warm_start", shape)
+    outside = (array < 0) | (array > 1)
+    if outside.any():
+        where = tuple(int(i) for i in np.argwhere(outside)[0])
+        raise ValidationError(f"warm_start must hold fractions of a round in [0, 1], got {array[where]:g} at index "
+                              f"{where}")
+    return array
+
+
+#: A forecast's epochs over the window may exceed the epochs a job has left by this relative
+#: amount (fluid forecasts are sums of floats); more is an error of the forecaster.
+FORECAST_RTOL = 1e-9
+
+
+def checked_forecast(model: Forecaster, method: str, value: Any, states: JobStates,
+                     shape: tuple[int, ...]) -> FloatArray:
+    """A forecaster's answer as a float array, checked where the planner consumes it.
+
+    `method` is the `vfm.forecast.Forecaster` method that returned `value`: ``remaining_runtime``
+    (seconds, shape (n,)), ``epochs_per_round`` (shape (n, T)) or ``sample_epochs_per_round``
+    (shape (S, n, T)). Every entry must be a finite number >= 0, and a job's epochs over the
+    window (in each scenario) at most the epochs it has left, within a relative `FORECAST_RTOL`.
+
+    Raises
+    ------
+    vfm.errors.ValidationError
+        Naming the forecaster's class, the method, the job (`JobStates.job_name`) and what is
+        wrong: a masked or non-numeric array, the wrong shape, NaN, an infinity, a negative
+        entry, more epochs than the job has left.
+    """
+    who = f"{type(model).__name__}.{method}"
+    if isinstance(value, np.ma.MaskedArray):
+        raise ValidationError(f"{who} returned a numpy masked array; return a plain array of shape {shape}")
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"{who} must return a numeric array of shape {shape}, got {type(value).__name__} "
+                              f"({exc})") from None
+    if array.shape != shape:
+        raise ValidationError(f"{who} returned shape {array.shape}; the planner needs shape {shape} "
+                              f"({'(n,) for n jobs' if len(shape) == 1 else 'jobs and rounds as asked'})")
+    unit = "seconds" if method == "remaining_runtime" else "epochs"
+    # Jobs on the last axis but one for the per-round forecasts, the only axis for the runtime.
+    jobs_axis = array.ndim - 1 if array.ndim == 1 else array.ndim - 2
+    for bad, what in ((np.isnan(array), "NaN"), (np.isinf(array), "an infinite value"),
+                      (array < 0, "a negative value")):
+        if bad.any():
+            where = tuple(int(i) for i in np.argwhere(bad)[0])
+            job = where[jobs_axis]
+            detail = "" if array.ndim == 1 else f" in round {where[-1]}" + (
+                f" of scenario {where[0]}" if array.ndim == 3 else "")
+            raise ValidationError(f"{who} returned {what} ({array[where]:g} {unit}) for {states.job_name(job)}"
+                                  f"{detail}; a forecast must be a finite number of {unit} >= 0")
+    if method != "remaining_runtime":
+        total = array.sum(axis=-1)  # (n,) or (S, n)
+        left = states.remaining_epochs
+        over = total > left * (1.0 + FORECAST_RTOL)
+        if over.any():
+            where = tuple(int(i) for i in np.argwhere(over)[0])
+            job = where[-1]
+            scenario = f" in scenario {where[0]}" if array.ndim == 3 else ""
+            raise ValidationError(f"{who} forecasts {total[where]:g} epochs over the window for "
+                                  f"{states.job_name(job)}{scenario}, more than the {left[job]:g} it has left; a "
+                                  f"forecaster must never forecast more epochs than a job has left")
+    return array
