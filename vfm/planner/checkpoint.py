@@ -58,7 +58,6 @@ import numpy as np
 from vfm._validation import (
     FloatArray,
     checked_job_id,
-    checked_regime_pairs,
     is_real,
     is_whole,
     read_only,
@@ -66,11 +65,11 @@ from vfm._validation import (
 from vfm.cluster.gpu_types import ClusterTypes
 from vfm.errors import ValidationError
 from vfm.forecast import Forecaster, PopulationForecaster, Trajectory
-from vfm.limits import MAX_BUDGET, MAX_COUNT, MAX_JOB_EPOCHS, MAX_JOB_SECONDS
+from vfm.limits import MAX_COUNT, MAX_JOB_EPOCHS
 from vfm.planner import shockwave
 from vfm.planner.plan import Plan
 from vfm.planner.program import PlanningProgram
-from vfm.planner.state import JobRecord, PolicyConfig, PolicyState
+from vfm.planner.state import JobRecord, PolicyConfig, PolicyState, checked_record
 
 #: The format's name (the ``format`` field).
 FORMAT = "vfm.policy-checkpoint"
@@ -629,21 +628,11 @@ def _check_record(config: PolicyConfig, job_id: Hashable, record: Any) -> None:
     what = f"job {job_id!r}"
     if not isinstance(record, JobRecord):
         raise ValidationError(f"the record of {what} must be a JobRecord, got {type(record).__name__}")
-    if not is_whole(record.gpus) or not 1 <= record.gpus:
-        raise ValidationError(f"gpus of {what} must be a positive whole number, got {record.gpus!r}")
-    if record.gpus > config.capacity:
-        raise ValidationError(f"gpus of {what} ({record.gpus}) is wider than this policy's cluster "
-                              f"({config.capacity} GPUs)")
     if not isinstance(record.regimes, tuple):
         raise ValidationError(f"regimes of {what} must be a tuple of (batch size, seconds) pairs")
-    pairs = checked_regime_pairs(record.regimes, f"regimes of {what}", max_seconds=MAX_JOB_SECONDS)
-    if not is_whole(record.epochs) or not 1 <= record.epochs <= MAX_JOB_EPOCHS:
-        raise ValidationError(f"epochs of {what} must be a whole number in [1, {MAX_JOB_EPOCHS}], got "
-                              f"{record.epochs!r}")
-    if record.epochs * max(s for _, s in pairs) > MAX_JOB_SECONDS:
-        raise ValidationError(f"{what} would run more than the {MAX_JOB_SECONDS:.0e} s a job may run in all")
-    _real(record.budget, f"budget of {what}", lambda b: 0 < b <= MAX_BUDGET, f"a finite number in (0, {MAX_BUDGET:g}]")
-    done = _check_stages(record.stages, len(pairs), record.epochs, f"stages of {what}")
+    # The same checks as an arrival's: what add_job would refuse, a checkpoint may not hold.
+    checked_record(config.capacity, job_id, record.gpus, record.regimes, record.epochs, record.budget, record.kind)
+    done = _check_stages(record.stages, len(record.regimes), record.epochs, f"stages of {what}")
     if done >= record.epochs:
         raise ValidationError(f"stages of {what} count all its {record.epochs} epochs done, but the job is not "
                               f"completed")

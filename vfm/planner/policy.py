@@ -39,7 +39,6 @@ import numpy as np
 from vfm._validation import (
     FloatArray,
     checked_job_id,
-    checked_regime_pairs,
     is_real,
     is_whole,
     read_only,
@@ -49,7 +48,6 @@ from vfm.errors import ValidationError
 from vfm.forecast import DirichletForecaster, Forecaster, JobStates, LearningForecaster, Trajectory
 from vfm.forecast.base import batch_sizes as read_batch_sizes
 from vfm.jobs import equal_share
-from vfm.limits import MAX_BUDGET, MAX_JOB_EPOCHS, MAX_JOB_SECONDS
 from vfm.planner import checkpoint as checkpoint_format
 from vfm.planner import shockwave
 from vfm.planner.inputs import checked_forecast
@@ -58,7 +56,7 @@ from vfm.planner.plan import Plan, plan
 from vfm.planner.rounding import first_fit, place
 from vfm.planner.saa_ipm import load_kernels
 from vfm.planner.shockwave import SHOCKWAVE_EFFICIENCY, SHOCKWAVE_PRIORITY_EXPONENT, SHOCKWAVE_RESERVE
-from vfm.planner.state import JobRecord, PolicyConfig, PolicyState
+from vfm.planner.state import JobRecord, PolicyConfig, PolicyState, checked_record
 
 
 @dataclass(frozen=True)
@@ -117,12 +115,9 @@ def _completed(state: PolicyState, job_id: Hashable) -> bool:
         return False
 
 
-def new_record(config: PolicyConfig, jobs: Mapping[Hashable, JobRecord], completed: Any, job_id: Hashable,
-               gpus: int, regimes: Mapping[float, float], epochs: int, budget: float = 1.0,
-               kind: Hashable = None) -> tuple[Hashable, JobRecord]:
-    """Job `job_id` checked on arrival against the jobs present (`jobs`) and the ids that completed
-    (`completed`, a container): its id as keyed (`vfm._validation.checked_job_id`) and its record,
-    or the `ValidationError` `Policy.add_job` raises. O(its regimes)."""
+def checked_new_id(jobs: Mapping[Hashable, JobRecord], completed: Any, job_id: Hashable) -> Hashable:
+    """`job_id` as keyed (`vfm._validation.checked_job_id`), refused when it is already present in
+    `jobs` or has completed (`completed`, a container). O(1)."""
     try:
         hash(job_id)
     except TypeError:
@@ -134,30 +129,7 @@ def new_record(config: PolicyConfig, jobs: Mapping[Hashable, JobRecord], complet
     if key in completed:
         raise ValidationError(f"job {job_id!r} has already completed in this policy; job ids must be unique "
                               f"(give the new job another id)")
-    if not is_whole(gpus) or gpus < 1:
-        raise ValidationError(f"gpus of job {job_id!r} must be a positive whole number of GPUs, got {gpus!r}")
-    if gpus > config.capacity:
-        raise ValidationError(f"gpus of job {job_id!r} ({gpus}) is wider than the cluster ({config.capacity} GPUs)")
-    if not is_whole(epochs) or epochs < 1:
-        raise ValidationError(f"epochs must be a positive whole number for job {job_id!r}, got {epochs!r}")
-    if epochs > MAX_JOB_EPOCHS:
-        raise ValidationError(f"epochs of job {job_id!r} ({epochs}) is more than the {MAX_JOB_EPOCHS:.0e} epochs a "
-                              f"job may have (MAX_JOB_EPOCHS)")
-    if not (is_real(budget) and np.isfinite(budget) and 0 < budget <= MAX_BUDGET):
-        raise ValidationError(f"budget of job {job_id!r} must be a finite number > 0 and at most {MAX_BUDGET:g} "
-                              f"(MAX_BUDGET), got {budget!r}")
-    try:
-        hash(kind)
-    except TypeError:
-        raise ValidationError(f"kind of job {job_id!r} must be hashable, as ('ResNet-18', 'gns'), got "
-                              f"{type(kind).__name__}") from None
-    regime_set = checked_regime_pairs(regimes, f"regimes of job {job_id!r}", max_seconds=MAX_JOB_SECONDS)
-    slowest = max(seconds for _, seconds in regime_set)
-    if epochs * slowest > MAX_JOB_SECONDS:
-        raise ValidationError(f"job {job_id!r} would run {epochs * slowest:.4g} s ({epochs} epochs of up to "
-                              f"{slowest:g} s), more than the {MAX_JOB_SECONDS:.0e} s a job may run in all "
-                              f"(MAX_JOB_SECONDS)")
-    return key, JobRecord(int(gpus), regime_set, int(epochs), float(budget), kind=kind)
+    return key
 
 
 def add_job(config: PolicyConfig, state: PolicyState, job_id: Hashable, gpus: int, regimes: Mapping[float, float],
@@ -166,7 +138,8 @@ def add_job(config: PolicyConfig, state: PolicyState, job_id: Hashable, gpus: in
 
     A pure function of the state: O(jobs present), since it copies the mapping of jobs; a
     `Policy` adds a job in O(1)."""
-    key, record = new_record(config, state.jobs, state.completed, job_id, gpus, regimes, epochs, budget, kind)
+    key = checked_new_id(state.jobs, state.completed, job_id)
+    record = checked_record(config.capacity, job_id, gpus, regimes, epochs, budget, kind)
     return _with_jobs(state, {**state.jobs, key: record}, stale=True)
 
 
@@ -625,10 +598,10 @@ class StateView:
 
     def _add(self, config: PolicyConfig, job_id: Hashable, gpus: int, regimes: Mapping[float, float], epochs: int,
              budget: float, kind: Hashable) -> JobRecord:
-        """Job `job_id` arrives (checked by `new_record`, O(1)); its record."""
+        """Job `job_id` arrives (checked by `checked_new_id` and `checked_record`, O(1)); its record."""
         with self._lock:
-            key, record = new_record(config, self._jobs, self._completed_ids, job_id, gpus, regimes, epochs,
-                                     budget, kind)
+            key = checked_new_id(self._jobs, self._completed_ids, job_id)
+            record = checked_record(config.capacity, job_id, gpus, regimes, epochs, budget, kind)
             self._jobs[key] = record
             self._stale, self._cached = True, None
             return record

@@ -14,8 +14,10 @@ from typing import Any, Literal
 
 import numpy as np
 
-from vfm._validation import FloatArray, read_only
+from vfm._validation import FloatArray, checked_regime_pairs, is_real, is_whole, read_only
+from vfm.errors import ValidationError
 from vfm.forecast import Forecaster, Trajectory
+from vfm.limits import MAX_BUDGET, MAX_JOB_EPOCHS, MAX_JOB_SECONDS
 from vfm.planner.options import PlanOptions
 from vfm.planner.plan import Plan
 
@@ -145,3 +147,34 @@ class PolicyState:
         # with the fields by name (a copy never depends on the order of the fields).
         values = {f.name: getattr(self, f.name) for f in fields(self)}
         return (partial(PolicyState, **{**values, "jobs": dict(self.jobs)}), ())
+
+
+def checked_record(capacity: int, job_id: Hashable, gpus: Any, regimes: Any, epochs: Any, budget: Any,
+                   kind: Any) -> JobRecord:
+    """The record of job `job_id` on arrival, every field within `vfm.limits` on a cluster of
+    `capacity` GPUs, or the `ValidationError` naming the job and the field (`Policy.add_job`, and
+    a checkpoint's records). O(its regimes)."""
+    if not is_whole(gpus) or gpus < 1:
+        raise ValidationError(f"gpus of job {job_id!r} must be a positive whole number of GPUs, got {gpus!r}")
+    if gpus > capacity:
+        raise ValidationError(f"gpus of job {job_id!r} ({gpus}) is wider than the cluster ({capacity} GPUs)")
+    if not is_whole(epochs) or epochs < 1:
+        raise ValidationError(f"epochs must be a positive whole number for job {job_id!r}, got {epochs!r}")
+    if epochs > MAX_JOB_EPOCHS:
+        raise ValidationError(f"epochs of job {job_id!r} ({epochs}) is more than the {MAX_JOB_EPOCHS:.0e} epochs a "
+                              f"job may have (MAX_JOB_EPOCHS)")
+    if not (is_real(budget) and np.isfinite(budget) and 0 < budget <= MAX_BUDGET):
+        raise ValidationError(f"budget of job {job_id!r} must be a finite number > 0 and at most {MAX_BUDGET:g} "
+                              f"(MAX_BUDGET), got {budget!r}")
+    try:
+        hash(kind)
+    except TypeError:
+        raise ValidationError(f"kind of job {job_id!r} must be hashable, as ('ResNet-18', 'gns'), got "
+                              f"{type(kind).__name__}") from None
+    regime_set = checked_regime_pairs(regimes, f"regimes of job {job_id!r}", max_seconds=MAX_JOB_SECONDS)
+    slowest = max(seconds for _, seconds in regime_set)
+    if epochs * slowest > MAX_JOB_SECONDS:
+        raise ValidationError(f"job {job_id!r} would run {epochs * slowest:.4g} s ({epochs} epochs of up to "
+                              f"{slowest:g} s), more than the {MAX_JOB_SECONDS:.0e} s a job may run in all "
+                              f"(MAX_JOB_SECONDS)")
+    return JobRecord(int(gpus), regime_set, int(epochs), float(budget), kind=kind)
