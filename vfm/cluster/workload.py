@@ -626,31 +626,13 @@ def workload_from_dict(raw: Any, default_name: str = "workload") -> Workload:
     for column, field in ((1, "batch_size"), (2, "epoch_s")):
         if (p := first_bad(phase[:, column] <= 0)) is not None:
             fail(int(owner[p]), f"phase {phases_of.index[p]}: {field} must be > 0, got {phase[p, column]:g}")
-    for column, field, bound, why in _PER_RECORD_BOUNDS:
-        if (p := first_bad(phase[:, column] > bound)) is not None:
-            fail(int(owner[p]), f"phase {phases_of.index[p]}: {field} ({phase[p, column]:g}) is more than {why}")
     if (p := first_bad(phase[:, 0] < 0)) is not None:
         fail(int(owner[p]), f"phase {phases_of.index[p]}: epochs must be >= 0, got {phase[p, 0]:g}")
     summed = np.bincount(owner, weights=phase[:, 0], minlength=len(jobs))
     if (i := first_bad(summed != epochs)) is not None:
         fail(i, f"phases' epochs sum to {summed[i]:g}, but epochs is {epochs[i]:g}")
-    if epochs.sum() > MAX_WORKLOAD_EPOCHS:
-        biggest = int(np.argmax(epochs))
-        raise ValidationError(
-            f"workload: its jobs have {epochs.sum():.4g} epochs in all, more than the {MAX_WORKLOAD_EPOCHS:.0e} a "
-            f"workload may have (the largest, {_describe_job(biggest, ids[biggest])}, has {epochs[biggest]:.4g}): "
-            f"every epoch is expanded to per-epoch arrays here and in the simulator, about 100 bytes each at the peak "
-            f"of a run")
-    with np.errstate(over="ignore"):  # an arrival of 1e300 s in rounds of 1e-10 s: inf rounds, refused
-        far = arrival_s / round_s >= MAX_ARRIVAL_ROUNDS
-    if (i := first_bad(far)) is not None:
-        fail(i, f"arrival_s ({arrival_s[i]:g}) is {arrival_s[i] / round_s:.3g} rounds of {round_s:g} s away, more "
-                f"than the {MAX_ARRIVAL_ROUNDS:.3g} rounds whose starts are exact in floating point")
     told = _Records.of(profile_blocks)
-    for column, field, bound, why in _PER_RECORD_BOUNDS[1:]:
-        if (t := first_bad(told.rows[:, column - 1] > bound)) is not None:
-            fail(int(told.owner[t]), f"profile entry {told.index[t]}: {field} ({told.rows[t, column - 1]:g}) is "
-                                     f"more than {why}")
+    _check_bounds(phases_of, told, epochs, arrival_s, round_s, ids, fail)
     profiles = _profiles(phases_of, told, len(jobs), fail)
 
     # Expand phases to epochs for all jobs at once, then cut per job.
@@ -687,6 +669,32 @@ _PER_RECORD_BOUNDS = (
     (1, "batch_size", float(MAX_COUNT), "2^53 (where floats still count every sample)"),
     (2, "epoch_s", MAX_JOB_SECONDS, f"the {MAX_JOB_SECONDS:.0e} s a job may run in all (MAX_JOB_SECONDS)"),
 )
+
+
+def _check_bounds(phases_of: _Records, told: _Records, epochs: FloatArray, arrival_s: FloatArray, round_s: float,
+                  ids: list[Any], fail: Callable[[int, str], None]) -> None:
+    """The bounds of `vfm.limits` on a workload's records: each phase's and profile entry's batch
+    size and epoch time (`_PER_RECORD_BOUNDS`), the epochs of all jobs, the arrivals' rounds."""
+    phase, owner = phases_of.rows, phases_of.owner
+    for column, field, bound, why in _PER_RECORD_BOUNDS:
+        if (p := first_bad(phase[:, column] > bound)) is not None:
+            fail(int(owner[p]), f"phase {phases_of.index[p]}: {field} ({phase[p, column]:g}) is more than {why}")
+    for column, field, bound, why in _PER_RECORD_BOUNDS[1:]:
+        if (t := first_bad(told.rows[:, column - 1] > bound)) is not None:
+            fail(int(told.owner[t]), f"profile entry {told.index[t]}: {field} ({told.rows[t, column - 1]:g}) is "
+                                     f"more than {why}")
+    if epochs.sum() > MAX_WORKLOAD_EPOCHS:
+        biggest = int(np.argmax(epochs))
+        raise ValidationError(
+            f"workload: its jobs have {epochs.sum():.4g} epochs in all, more than the {MAX_WORKLOAD_EPOCHS:.0e} a "
+            f"workload may have (the largest, {_describe_job(biggest, ids[biggest])}, has {epochs[biggest]:.4g}): "
+            f"every epoch is expanded to per-epoch arrays here and in the simulator, about 100 bytes each at the peak "
+            f"of a run")
+    with np.errstate(over="ignore"):  # an arrival of 1e300 s in rounds of 1e-10 s: inf rounds, refused
+        far = arrival_s / round_s >= MAX_ARRIVAL_ROUNDS
+    if (i := first_bad(far)) is not None:
+        fail(i, f"arrival_s ({arrival_s[i]:g}) is {arrival_s[i] / round_s:.3g} rounds of {round_s:g} s away, more "
+                f"than the {MAX_ARRIVAL_ROUNDS:.3g} rounds whose starts are exact in floating point")
 
 
 def _check_job_seconds(isolated: NDArray[Any], epochs: FloatArray, profiles: list[tuple[tuple[float, float], ...]],
