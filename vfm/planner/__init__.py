@@ -8,9 +8,10 @@ object a scheduler drives round by round: it re-plans on arrivals, completions a
 """
 
 from vfm.planner import backends as backends  # registers the planning backends
+from vfm.planner.decision import Decision
 from vfm.planner.options import PlanOptions
 from vfm.planner.plan import Plan, plan
-from vfm.planner.policy import Decision, Policy
+from vfm.planner.policy import Policy
 from vfm.planner.program import PlanningProgram
 from vfm.planner.rounding import round_schedule
 from vfm.planner.typed_policy import TypedPolicy

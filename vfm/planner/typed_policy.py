@@ -53,6 +53,7 @@ from vfm.forecast import Forecaster
 from vfm.planner import checkpoint as checkpoint_format
 from vfm.planner import policy as homogeneous
 from vfm.planner import shockwave
+from vfm.planner.decision import Placement, Serving
 from vfm.planner.options import PlanOptions
 from vfm.planner.plan import Plan, plan
 from vfm.planner.policy import PolicyConfig, PolicyState
@@ -94,7 +95,7 @@ class TypedPolicy(homogeneous.StateView):
     Notes
     -----
     Rounds are decided as `vfm.planner.Policy` decides them, by the same code
-    (`vfm.planner.policy.decide_placed`): a re-plan that raises, ends with a status other than
+    (`vfm.planner.decision.decide_placed`): a re-plan that raises, ends with a status other than
     optimal or inaccurate, gives a schedule that is not finite or ends past the deadline is
     discarded, and the round is served from the standing plan (the jobs that arrived since
     first-fit on the idle GPUs, each on the first type in the cluster's order that can host it
@@ -200,9 +201,9 @@ class TypedPolicy(homogeneous.StateView):
         placed = self._decide(self._serving())
         return {job: self.cluster.types[k] for job, k in placed.items()}
 
-    def _serving(self) -> homogeneous.Serving:
-        """How this policy re-plans and serves rounds, for `vfm.planner.policy.decide_placed`."""
-        return homogeneous.Serving(counts=self.cluster.counts, replan=self._replan, serve=self._serve,
+    def _serving(self) -> Serving:
+        """How this policy re-plans and serves rounds, for `vfm.planner.decision.decide_placed`."""
+        return Serving(counts=self.cluster.counts, replan=self._replan, serve=self._serve,
                                    hosts=self._hosts)
 
     def _hosts(self, state: PolicyState, ids: list[Hashable]) -> np.ndarray:
@@ -210,7 +211,7 @@ class TypedPolicy(homogeneous.StateView):
         # Column -1 (the regimes' mean) is positive exactly on the types that can host the job (`_speeds`).
         return np.array([self._typed[job][:, -1] > 0 for job in ids], dtype=bool).reshape(len(ids), len(self.cluster))
 
-    def _serve(self, state: PolicyState) -> tuple[PolicyState, homogeneous.Placement]:
+    def _serve(self, state: PolicyState) -> tuple[PolicyState, Placement]:
         """Round ``state.since_plan`` of the standing plan by the configured execution: the state after
         it and the jobs it runs, each with its type's index."""
         standing = state.plan
