@@ -12,8 +12,16 @@ program on vfm's interior point, credit execution) with one change:
 - ``saa-whole``: the sample average over ``--scenarios`` Dirichlet scenarios counting whole epochs;
 - ``saa``: the same over fluid scenarios (`vfm.forecast.DirichletForecaster` ``scenario_progress``);
 - ``recourse``: ``saa`` with recourse (the first round shared, later rounds per scenario);
+- ``population``: the certainty-equivalent planner on `vfm.forecast.PopulationForecaster`, which
+  learns each kind of job's adaptation from the jobs that finished;
 - ``oracle``: the certainty-equivalent planner told each job's true epoch times
-  (`vfm.forecast.OracleForecaster`): what a perfect forecast is worth.
+  (`vfm.forecast.OracleForecaster`): what a perfect forecast is worth;
+- ``oracle-calendar``: ``oracle`` with ``pace="forecast"``, the forecast's epochs per round as
+  they come in the calendar (`vfm.planner.PlanOptions.pace`), for comparison.
+
+After the table it prints the value of information: for each workload whether planning with the
+oracle is no worse than with the population forecaster, and that no worse than ``ce``, on every
+metric (worst FTF within 0.02, unfair share within 0.5 points, average JCT and makespan within 1 %).
 
 Workloads: the Shockwave traces by name; ``uncertain-<seed>``: `UNCERTAIN_SPEC` (120 jobs on 32
 GPUs, the artifact's adaptation rules with change points jittered per job, noisy epoch times and
@@ -34,15 +42,16 @@ from collections.abc import Callable, Sequence
 from concurrent import futures
 from contextlib import ExitStack
 from functools import cache
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 from benchmarks._cli import Parser
 from benchmarks._executors import make_executor
-from benchmarks.reproduce import vfm_policy
-from vfm.cluster import Workload, load_workload, simulate, summarize
+from benchmarks.reproduce import guarded_summary, vfm_policy
+from vfm.cluster import Workload, load_workload, simulate
 from vfm.cluster.generate import Uncertainty, WorkloadSpec, generate_workload
-from vfm.forecast import DirichletForecaster, Forecaster, OracleForecaster, ScenarioProgress
+from vfm.forecast import DirichletForecaster, Forecaster, OracleForecaster, PopulationForecaster, ScenarioProgress
 
 #: The uncertain generated workloads: the 120-job trace's size and load, adaptation made uncertain.
 UNCERTAIN_SPEC = WorkloadSpec(jobs=120, gpus=32, uncertainty=Uncertainty(change_jitter=0.3, epoch_noise=0.2,
@@ -62,14 +71,43 @@ def _oracle(workload: Workload) -> Forecaster:
     return OracleForecaster({job.id: job.epoch_s for job in workload.jobs})
 
 
-#: planner name -> (forecaster for a workload, scenarios? (else 1), recourse)
-PLANNERS: dict[str, tuple[Callable[[Workload], Forecaster], bool, bool]] = {
-    "ce": (_dirichlet("fluid"), False, False),
-    "saa-whole": (_dirichlet("whole"), True, False),
-    "saa": (_dirichlet("fluid"), True, False),
-    "recourse": (_dirichlet("fluid"), True, True),
-    "oracle": (_oracle, False, False),
+def _population(workload: Workload) -> Forecaster:
+    return PopulationForecaster()
+
+
+#: planner name -> (forecaster for a workload, scenarios? (else 1), recourse, other policy options)
+PLANNERS: dict[str, tuple[Callable[[Workload], Forecaster], bool, bool, dict[str, Any]]] = {
+    "ce": (_dirichlet("fluid"), False, False, {}),
+    "saa-whole": (_dirichlet("whole"), True, False, {}),
+    "saa": (_dirichlet("fluid"), True, False, {}),
+    "recourse": (_dirichlet("fluid"), True, True, {}),
+    "population": (_population, False, False, {}),
+    "oracle": (_oracle, False, False, {}),
+    "oracle-calendar": (_oracle, False, False, {"pace": "forecast"}),
 }
+#: The value of information (module docstring): each planner no worse than the next, metric by
+#: metric, within these tolerances (absolute for worst FTF and unfair share, relative otherwise).
+INFORMATION_ORDER = ("oracle", "population", "ce")
+INFORMATION_TOLERANCE = {"worst_ftf": ("abs", 0.02), "unfair_pct": ("abs", 0.5), "avg_jct_s": ("rel", 0.01),
+                         "makespan_s": ("rel", 0.01)}
+
+
+def information_pays(results: dict[str, dict[str, Any]]) -> list[str]:
+    """One line per pair of `INFORMATION_ORDER` planners present in `results` (one workload's):
+    whether the better-informed is no worse on every metric of `INFORMATION_TOLERANCE`, and by
+    how much it misses where it is worse."""
+    lines = []
+    for better, worse in pairwise(INFORMATION_ORDER):
+        if better not in results or worse not in results:
+            continue
+        misses = []
+        for metric, (kind, tolerance) in INFORMATION_TOLERANCE.items():
+            a, b = results[better][metric], results[worse][metric]
+            excess = a - b if kind == "abs" else a / b - 1.0
+            if excess > tolerance:
+                misses.append(f"{metric} {a:.4g} vs {b:.4g}")
+        lines.append(f"{better} <= {worse}: " + ("yes" if not misses else "no (" + "; ".join(misses) + ")"))
+    return lines
 
 
 @cache
@@ -88,12 +126,13 @@ def run_one(name: str, planner: str, scenarios: int, jobs: int | None = None) ->
     """Simulate one planner on one workload (its first `jobs` jobs if given); the headline metrics
     and re-plan times (plain values)."""
     job_set = workload(name) if jobs is None else workload(name).head(jobs)
-    forecaster, sampled, recourse = PLANNERS[planner]
+    forecaster, sampled, recourse, options = PLANNERS[planner]
     policy = vfm_policy(job_set.gpus, job_set.round_s, 0, forecaster=forecaster(job_set),
-                        scenarios=scenarios if sampled else 1, recourse=recourse)
-    summary = summarize(simulate(job_set, policy))
+                        scenarios=scenarios if sampled else 1, recourse=recourse, **options)
+    summary = guarded_summary(simulate(job_set, policy), policy)
     replans = summary["replans"]
     return {**{key: summary[key] for key in METRICS}, "replans": replans["count"],
+            "longest_wait_rounds": summary["longest_wait_rounds"], "max_wait_fired": summary["max_wait_fired"],
             "replan_s": {"median": replans["median_s"].get("total", float("nan")),
                          "max": replans["max_s"].get("total", float("nan"))},
             "solvers": replans["solvers"], "statuses": replans["statuses"]}
@@ -102,14 +141,14 @@ def run_one(name: str, planner: str, scenarios: int, jobs: int | None = None) ->
 def format_rows(name: str, results: dict[str, dict[str, Any]]) -> list[str]:
     rows = []
     for planner, r in results.items():
-        rows.append(f"{name:<28} {planner:<10} {r['makespan_s']:>9.0f} {r['avg_jct_s']:>8.0f} {r['worst_ftf']:>6.3f} "
+        rows.append(f"{name:<28} {planner:<15} {r['makespan_s']:>9.0f} {r['avg_jct_s']:>8.0f} {r['worst_ftf']:>6.3f} "
                     f"{r['unfair_pct']:>7.2f} {r['utilization']:>6.3f} {r['replan_s']['median']:>8.3f} "
-                    f"{r['replan_s']['max']:>7.2f}")
+                    f"{r['replan_s']['max']:>7.2f} {r['longest_wait_rounds']:>5d} {r['max_wait_fired']:>5d}")
     return rows
 
 
-HEADER = (f"{'workload':<28} {'planner':<10} {'makespan':>9} {'JCT':>8} {'FTF':>6} {'unfair%':>7} {'util':>6} "
-          f"{'replan s':>8} {'max':>7}")
+HEADER = (f"{'workload':<28} {'planner':<15} {'makespan':>9} {'JCT':>8} {'FTF':>6} {'unfair%':>7} {'util':>6} "
+          f"{'replan s':>8} {'max':>7} {'wait':>5} {'guard':>5}")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -144,6 +183,11 @@ def main(argv: Sequence[str] | None = None) -> None:
                                                                    "results": results}, indent=1))
         table = "\n".join([HEADER, *(row for name in names for row in format_rows(
             name, {p: results[name][p] for p in planners}))])
+        verdicts = [f"{name}: {line}" for name in names for line in information_pays(results[name])]
+        if verdicts:
+            table += "\n\nvalue of information (worst FTF +0.02, unfair +0.5 points, avg JCT and makespan +1 %):\n"
+            table += "\n".join(verdicts)
+            print("\n".join(verdicts))
         (args.out / "table.txt").write_text(table + "\n")
         print(f"wrote {args.out}/: table.txt, results.json")
 

@@ -151,7 +151,7 @@ class _Scripted:
 
 def test_longest_wait_counts_rounds_present_and_not_running() -> None:
     from vfm.cluster import simulate, workload_from_dict
-    from vfm.cluster.metrics import longest_wait_rounds
+    from vfm.cluster.metrics import longest_wait_rounds, waits_reaching
 
     def job(i, arrival, epochs):
         return {"id": i, "arrival_s": arrival, "gpus": 1, "epochs": epochs,
@@ -164,3 +164,6 @@ def test_longest_wait_counts_rounds_present_and_not_running() -> None:
     # b is present from round 1 (the first starting after its arrival): waits rounds 1, 2; c waits 0-4.
     assert longest_wait_rounds(simulation).tolist() == [0, 2, 5]
     assert summarize(simulation)["longest_wait_rounds"] == 5
+    assert summarize(simulation)["jobs_waiting_over"] == {"20": 0}
+    # Runs reaching 2 rounds: b's and c's; 5: c's only; 6: none.
+    assert [waits_reaching(simulation, k) for k in (1, 2, 5, 6)] == [2, 2, 1, 0]

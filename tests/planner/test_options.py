@@ -12,6 +12,7 @@ from vfm.planner import PlanOptions, Policy
     ("rounds", 0), ("rounds", 2.5), ("round_s", 0.0), ("round_s", float("inf")), ("scenarios", 0),
     ("efficiency", -1e-3), ("efficiency", float("nan")), ("rho_max", 0.0), ("priority_exponent", -1.0),
     ("reserve", 1.0), ("reserve", -0.1), ("tol", 0.0), ("spread", -0.1), ("spread", "0.1"), ("tol", True),
+    ("pace", "calendar"), ("pace", None),
 ])
 def test_a_bad_option_fails_when_the_options_are_built(option, value):
     with pytest.raises(ValidationError, match=rf"^{option} must be"):

@@ -350,8 +350,10 @@ def test_efficiency_term_is_solved_by_saa_ipm_as_by_cvxpy(scenarios):
     assert result.solver == "saa-ipm" and result.status == Status.OPTIMAL
     assert result.program.efficiency == pytest.approx(0.01, rel=1e-12)
     reference = plan(states, [1, 1, 2], 2, rounds=4, scenarios=scenarios, seed=0, efficiency=kappa, solver="cvxpy")
-    # CVXPY's optimum (accurate to about 1e-8) lies between saa-ipm's objective and its certified bound.
-    tolerance = 1e-7 * (1 + abs(result.bound))
+    # CVXPY's optimum lies between saa-ipm's objective and its certified bound, to Clarabel's
+    # accuracy: on this program with 4 scenarios its objective moves by 1e-7 (relative) when the
+    # data move by rounding alone (the flat and the calendar pace give the same scenarios to 1e-16).
+    tolerance = 2e-7 * (1 + abs(result.bound))
     assert result.relaxed_objective - tolerance <= reference.relaxed_objective <= result.bound + tolerance
     plain = plan(states, [1, 1, 2], 2, rounds=4, scenarios=scenarios, seed=0)
     assert plain.solver == "saa-ipm"

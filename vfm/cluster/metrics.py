@@ -50,6 +50,7 @@ __all__ = [
     "summarize",
     "unfair_pct",
     "utilization",
+    "waits_reaching",
     "worst_ftf",
 ]
 
@@ -134,10 +135,14 @@ def present_rounds(simulation: Simulation) -> NDArray[np.bool_]:
     return present
 
 
-def longest_wait_rounds(simulation: Simulation) -> NDArray[np.int64]:
-    """Each job's longest run of consecutive rounds in which it was present with work left and
-    did not run, shape (n,): the rounds from its arrival to its first round, or between two of
-    its rounds (presence as in `present_rounds`)."""
+#: A wait that a scheduler's users notice: 20 rounds (40 minutes of 120 s rounds), one planning
+#: window of the Shockwave configuration. `summarize` counts the jobs that waited longer.
+LONG_WAIT_ROUNDS = 20
+
+
+def _waiting_runs(simulation: Simulation) -> NDArray[np.int64]:
+    """Per round and job, shape (rounds, n): the consecutive rounds the job has been present with
+    work left without running, up to and including this round (0 where it ran or was absent)."""
     sim = simulation
     present = present_rounds(sim)
     index_of = {job_id: j for j, job_id in enumerate(sim.job_id.tolist())}
@@ -148,9 +153,23 @@ def longest_wait_rounds(simulation: Simulation) -> NDArray[np.int64]:
     # Length of the current run of waiting rounds: the count so far minus the count at the last
     # round that broke it.
     count = np.cumsum(waiting, axis=0)
-    run = count - np.maximum.accumulate(np.where(waiting == 0, count, 0), axis=0)
-    longest: NDArray[np.int64] = run.max(axis=0, initial=0)
+    run: NDArray[np.int64] = count - np.maximum.accumulate(np.where(waiting == 0, count, 0), axis=0)
+    return run
+
+
+def longest_wait_rounds(simulation: Simulation) -> NDArray[np.int64]:
+    """Each job's longest run of consecutive rounds in which it was present with work left and
+    did not run, shape (n,): the rounds from its arrival to its first round, or between two of
+    its rounds (presence as in `present_rounds`)."""
+    longest: NDArray[np.int64] = _waiting_runs(simulation).max(axis=0, initial=0)
     return longest
+
+
+def waits_reaching(simulation: Simulation, rounds: int) -> int:
+    """How many times a job's run of consecutive waiting rounds (as in `longest_wait_rounds`)
+    reached `rounds`: with a policy's ``max_wait`` = `rounds`, how often its no-starvation guard
+    decided a round (a job that has waited ``max_wait`` rounds is served before every other)."""
+    return int((_waiting_runs(simulation) == rounds).sum())
 
 
 def headline(arrival_s: ArrayLike, jct: ArrayLike, isolated_s: ArrayLike, gpus: int, *,
@@ -175,7 +194,8 @@ def summarize(simulation: Simulation) -> dict[str, Any]:
         ``makespan_s, avg_jct_s, worst_ftf, unfair_pct, utilization`` (floats);
         ``planner_s``: ``{"median", "max"}`` seconds of the ``next_round()`` calls made while
         jobs were present; ``replans``: `replan_summary` of the policy's re-plans;
-        ``longest_wait_rounds``: the largest of `longest_wait_rounds`; ``jobs``:
+        ``longest_wait_rounds``: the largest of `longest_wait_rounds`; ``jobs_waiting_over``:
+        ``{"20": jobs whose longest wait exceeds LONG_WAIT_ROUNDS}``; ``jobs``:
         one ``{id, arrival_s, finish_s, jct_s, ftf_rho}`` per job (workload order); ``rounds``:
         one ``{start_s, jobs}`` per round (ids holding GPUs).
     """
@@ -188,7 +208,9 @@ def summarize(simulation: Simulation) -> dict[str, Any]:
     out["planner_s"] = {"median": float(np.median(timed)) if timed.size else float("nan"),
                         "max": float(timed.max()) if timed.size else float("nan")}
     out["replans"] = replan_summary(sim.replans)
-    out["longest_wait_rounds"] = int(longest_wait_rounds(sim).max(initial=0))
+    waits = longest_wait_rounds(sim)
+    out["longest_wait_rounds"] = int(waits.max(initial=0))
+    out["jobs_waiting_over"] = {str(LONG_WAIT_ROUNDS): int((waits > LONG_WAIT_ROUNDS).sum())}
     out["jobs"] = [
         {"id": job_id, "arrival_s": a, "finish_s": f, "jct_s": j, "ftf_rho": r}
         for job_id, a, f, j, r in zip(sim.job_id.tolist(), sim.arrival_s.tolist(), sim.finish_s.tolist(),

@@ -11,7 +11,7 @@ stays an argument of `plan`.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -77,6 +77,13 @@ class PlanOptions:
         polish"). The polish and its fallback are bounded in Newton steps and in time
         (`vfm.planner.polish.MAX_STEPS`, `vfm.planner.plan.polish_budget_s`): when the polish
         stops, the backend's own answer is kept with its status and the message says so.
+    pace : {"flat", "forecast"}
+        What a round of running is worth to a job in the program. ``"flat"`` (default): the
+        same in every round, the job's remaining epochs spread evenly over its forecast remaining
+        runtime, so a job's progress depends on how many rounds it runs, not on when
+        (`vfm.planner.plan.flat_pace`; docs/planning.md, "Progress that does not depend on the
+        calendar"). ``"forecast"``: the forecaster's epochs per round as they come, which credit
+        a deferred job the speed it would have reached by running.
     time_limit_s : float or None
         Seconds one `vfm.planner.plan` call may take (default None: no limit). `plan` checks the
         time between its phases, at every interior-point iteration and every polish step; once
@@ -114,6 +121,7 @@ class PlanOptions:
     tol: float | None = None
     spread: float = 0.1
     polish: bool = True
+    pace: Literal["flat", "forecast"] = "flat"
     time_limit_s: float | None = None
 
     def __post_init__(self) -> None:
@@ -135,6 +143,8 @@ class PlanOptions:
         for name in ("recourse", "polish"):
             if not isinstance(getattr(self, name), bool | np.bool_):
                 raise ValidationError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        if self.pace not in ("flat", "forecast"):
+            raise ValidationError(f"pace must be 'flat' or 'forecast', got {self.pace!r}")
         if self.solver is not None and self.solver not in available_solvers("planning"):
             raise UnknownSolverError(f"solver must be one of the installed planning backends "
                                      f"{list(available_solvers('planning'))} or None, got {self.solver!r}")
