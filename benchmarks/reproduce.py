@@ -111,8 +111,8 @@ def run_policy(workload_path: str, name: str, seed: int = 0, jobs: int | None = 
                vfm_options: dict[str, Any] | None = None) -> dict[str, Any]:
     """Simulate policy `name` on the workload (its first `jobs` jobs if given); the summary dict.
 
-    `vfm_options` go to `vfm_policy` (``scenarios``, ``recourse``, ``efficiency``, ``reserve``, ``execution``,
-    ``solver``, ``forecaster``).
+    `vfm_options` go to `vfm_policy` (``scenarios``, ``efficiency``, ``reserve``, ``execution``, ``solver``,
+    ``forecaster``).
     A module-level function of plain arguments, so that any executor can ship it to a worker.
     """
     workload = load(workload_path, jobs)
@@ -215,6 +215,10 @@ def format_table(result: dict[str, Any], published: dict[str, dict[str, Any]] | 
             parts = ", ".join(f"{key} {1e3 * median[key]:.1f}/{1e3 * largest[key]:.1f}" for key in median)
             backends = ", ".join(f"{solver} x{count}" for solver, count in replans["solvers"].items())
             add(f"{name} re-plans: {replans['count']} ({backends}); median/max ms: {parts}")
+        if row.get("guards"):
+            fairness = ", ".join(f"{mode} x{count}" for mode, count in replans.get("fairness", {}).items())
+            fired = ", ".join(f"{guard} {count}" for guard, count in row["guards"].items())
+            add(f"{name} FTF targets by re-plan: {fairness}; job-rounds each guard decided: {fired}")
     return "\n".join(lines) + "\n"
 
 
@@ -317,8 +321,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument("--vfm-scenarios", type=int, default=1, help="S of the vfm policy's planner (default 1)")
-    parser.add_argument("--vfm-recourse", action="store_true",
-                        help="with S > 1, plan the first round for all scenarios and later rounds per scenario")
     parser.add_argument("--vfm-efficiency", type=float, default=SHOCKWAVE_EFFICIENCY,
                         help=f"k of the vfm policy's efficiency term, per second of leftover "
                              f"(default {SHOCKWAVE_EFFICIENCY})")
@@ -342,8 +344,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             executor = make_executor(args.executor, args.workers, stack)
             result = run(args.workload, names, executor=executor, seed=args.seed, jobs=args.jobs,
                          progress=not args.quiet,
-                         vfm_options={"scenarios": args.vfm_scenarios, "recourse": args.vfm_recourse,
-                                      "efficiency": args.vfm_efficiency,
+                         vfm_options={"scenarios": args.vfm_scenarios, "efficiency": args.vfm_efficiency,
                                       "reserve": args.vfm_reserve, "execution": args.vfm_execution,
                                       "solver": args.vfm_solver, "forecaster": args.vfm_forecaster,
                                       "polish": not args.vfm_no_polish})

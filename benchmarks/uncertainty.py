@@ -1,4 +1,4 @@
-"""Planning over uncertainty, judged in the simulator: certainty equivalent, sample average, recourse, oracle.
+"""Planning over uncertainty, judged in the simulator: certainty equivalent, sample average, oracle.
 
 Run from the repository root::
 
@@ -11,7 +11,6 @@ program on vfm's interior point, credit execution) with one change:
 - ``ce``: the certainty-equivalent planner (one scenario: the Dirichlet forecaster's point forecast);
 - ``saa-whole``: the sample average over ``--scenarios`` Dirichlet scenarios counting whole epochs;
 - ``saa``: the same over fluid scenarios (`vfm.forecast.DirichletForecaster` ``scenario_progress``);
-- ``recourse``: ``saa`` with recourse (the first round shared, later rounds per scenario);
 - ``population``: the certainty-equivalent planner on `vfm.forecast.PopulationForecaster`, which
   learns each kind of job's adaptation from the jobs that finished;
 - ``oracle``: the certainty-equivalent planner told each job's true epoch times
@@ -75,15 +74,14 @@ def _population(workload: Workload) -> Forecaster:
     return PopulationForecaster()
 
 
-#: planner name -> (forecaster for a workload, scenarios? (else 1), recourse, other policy options)
-PLANNERS: dict[str, tuple[Callable[[Workload], Forecaster], bool, bool, dict[str, Any]]] = {
-    "ce": (_dirichlet("fluid"), False, False, {}),
-    "saa-whole": (_dirichlet("whole"), True, False, {}),
-    "saa": (_dirichlet("fluid"), True, False, {}),
-    "recourse": (_dirichlet("fluid"), True, True, {}),
-    "population": (_population, False, False, {}),
-    "oracle": (_oracle, False, False, {}),
-    "oracle-calendar": (_oracle, False, False, {"pace": "forecast"}),
+#: planner name -> (forecaster for a workload, scenarios? (else 1), other policy options)
+PLANNERS: dict[str, tuple[Callable[[Workload], Forecaster], bool, dict[str, Any]]] = {
+    "ce": (_dirichlet("fluid"), False, {}),
+    "saa-whole": (_dirichlet("whole"), True, {}),
+    "saa": (_dirichlet("fluid"), True, {}),
+    "population": (_population, False, {}),
+    "oracle": (_oracle, False, {}),
+    "oracle-calendar": (_oracle, False, {"pace": "forecast"}),
 }
 #: The value of information (module docstring): each planner no worse than the next, metric by
 #: metric, within these tolerances (absolute for worst FTF and unfair share, relative otherwise).
@@ -126,9 +124,9 @@ def run_one(name: str, planner: str, scenarios: int, jobs: int | None = None) ->
     """Simulate one planner on one workload (its first `jobs` jobs if given); the headline metrics
     and re-plan times (plain values)."""
     job_set = workload(name) if jobs is None else workload(name).head(jobs)
-    forecaster, sampled, recourse, options = PLANNERS[planner]
+    forecaster, sampled, options = PLANNERS[planner]
     policy = vfm_policy(job_set.gpus, job_set.round_s, 0, forecaster=forecaster(job_set),
-                        scenarios=scenarios if sampled else 1, recourse=recourse, **options)
+                        scenarios=scenarios if sampled else 1, **options)
     summary = guarded_summary(simulate(job_set, policy), policy)
     replans = summary["replans"]
     return {**{key: summary[key] for key in METRICS}, "replans": replans["count"],

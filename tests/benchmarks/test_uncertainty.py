@@ -21,10 +21,10 @@ def test_the_oracle_is_told_the_true_epochs_of_an_uncertain_workload():
 
 
 def test_runs_every_planner_on_a_slice_and_writes_the_table(tmp_path, capsys):
-    uncertainty.main(["--workloads", "uncertain-1", "--jobs", "12", "--planners", "ce,saa,recourse,oracle",
+    uncertainty.main(["--workloads", "uncertain-1", "--jobs", "12", "--planners", "ce,saa-whole,saa,oracle",
                       "--scenarios", "2", "--workers", "1", "--out", str(tmp_path)])
     results = json.loads((tmp_path / "results.json").read_text())["results"]["uncertain-1"]
-    assert set(results) == {"ce", "saa", "recourse", "oracle"}
+    assert set(results) == {"ce", "saa-whole", "saa", "oracle"}
     for row in results.values():
         assert 0 < row["worst_ftf"] < 10 and 0 < row["utilization"] <= 1 and row["makespan_s"] > 0
         assert set(row["solvers"]) == {"saa-ipm"}

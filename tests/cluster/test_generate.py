@@ -114,6 +114,46 @@ def test_generated_workloads_run_in_both_simulators() -> None:
     assert summarize(ours)["makespan_s"] > 0 and summarize(theirs)["makespan_s"] > 0
 
 
+def test_a_duration_mix_draws_each_job_from_one_of_its_ranges() -> None:
+    short, long = (360.0, 1800.0), (18000.0, 54000.0)
+    spec = WorkloadSpec(jobs=2000, gpus=32, duration_mix={short: 0.85, long: 0.15})
+    assert spec.duration_weights == ((short, 0.85), (long, 0.15))
+    workload = generate_workload(spec, 3)
+    run_s = np.array([job.training.total_steps / _speed(job.training.model, job.batch_size[0], job.gpus)
+                      for job in workload.jobs if job.training])
+    in_short = (run_s >= short[0] - 1) & (run_s <= short[1] + 1)
+    in_long = (run_s >= long[0] - 1) & (run_s <= long[1] + 1)
+    assert np.all(in_short | in_long)
+    # Binomial(2000, 0.15): the share of long jobs is within 4 standard deviations (0.032) of 0.15.
+    assert abs(in_long.mean() - 0.15) < 0.032
+    # Log-uniform within each range: half the short jobs below its geometric middle (4 SDs: 0.05).
+    assert abs((run_s[in_short] < math.sqrt(short[0] * short[1])).mean() - 0.5) < 0.05
+
+
+def test_without_a_duration_mix_a_seed_draws_what_it_drew_before() -> None:
+    # The default draws from duration_s exactly as before the field existed (the pinned digest of
+    # test_without_uncertainty_a_seed_gives_what_it_gave_before holds too); a mix changes the draw.
+    spec = WorkloadSpec(jobs=30, gpus=8, duration_s=(600.0, 3600.0))
+    assert spec.duration_mix is None and spec.duration_weights is None
+    plain = generate_workload(spec, 4)
+    assert plain.isolated_s.tolist() == generate_workload(replace(spec, duration_mix=None), 4).isolated_s.tolist()
+    mixed = generate_workload(replace(spec, duration_mix={(600.0, 3600.0): 1.0}), 4)
+    assert mixed.isolated_s.tolist() != plain.isolated_s.tolist()
+
+
+@pytest.mark.parametrize(("mix", "message"), [
+    ({(100.0, 10.0): 1.0}, "duration_mix's range must be (low, high) seconds"),
+    ({(0.0, 10.0): 1.0}, "duration_mix's range must be (low, high) seconds"),
+    ({(10.0, 20.0, 30.0): 1.0}, "duration_mix's range must be (low, high) seconds"),
+    ({(10.0, 20.0): -1.0}, "duration_mix's weights must be finite numbers >= 0"),
+    ((((10, 20), 1.0), ([10.0, 20.0], 1.0)), "duration_mix gives a range twice"),
+    ({}, "duration_mix must be a non-empty mapping"),
+])
+def test_bad_duration_mixes_name_the_field(mix: Any, message: str) -> None:
+    with pytest.raises(ValidationError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        WorkloadSpec(jobs=4, gpus=8, duration_mix=mix)
+
+
 @pytest.mark.parametrize(("overrides", "message"), [
     ({"jobs": 0}, "jobs must be a positive whole number"),
     ({"gpus": 2.5}, "gpus must be a positive whole number"),

@@ -105,8 +105,6 @@ def test_a_slow_type_goes_to_the_job_that_loses_least_on_it():
     ({"speed": [[1.0, 0.5]]}, r"speed must have shape \(n, K\) = \(2, number of GPU types\)"),
     ({"speed": [[1.0, 1.5], [1.0, 0.5]]}, r"speed\[0, 1\] \(job 0\) must be in \[0, 1\]"),
     ({"speed": [[1.0, 0.5], [1.0, 0.5]], "capacity": [1, 1, 1]}, r"capacity must have shape \(2, 2\)"),
-    ({"speed": [[1.0, 0.5], [1.0, 0.5]], "recourse": True, "scenarios": 2},
-     "recourse is not supported with GPU types"),
     ({"speed": [[1.0, 0.5], [1.0, 0.5]], "warm_start": np.zeros((2, 2))},
      r"warm_start must have shape \(2, 4\)"),
 ])

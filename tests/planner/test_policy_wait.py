@@ -6,13 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vfm.cluster import simulate, workload_from_dict
+from vfm.cluster import simulate, summarize, workload_from_dict
 from vfm.cluster.generate import WorkloadSpec, generate_workload
-from vfm.cluster.metrics import longest_wait_rounds, present_rounds
+from vfm.cluster.metrics import longest_wait_rounds, present_rounds, waits_reaching
 from vfm.cluster.simulator import Simulation
 from vfm.cluster.workload import Workload
 from vfm.planner import Policy
-from vfm.planner.shockwave import overdue_order, wait_bound
+from vfm.planner.shockwave import CREDIT_FLOOR, GUARDS, guards_fired, overdue_order, wait_bound
 
 
 def _largest_demand(simulation: Simulation, workload: Workload) -> float:
@@ -76,3 +76,27 @@ def test_bad_wait_options_are_named(kwargs: dict, message: str) -> None:
     from vfm.errors import ValidationError
     with pytest.raises(ValidationError, match=message):
         Policy(4, **kwargs)
+
+
+@pytest.mark.parametrize("execution", ["credit", "window"])
+def test_every_time_the_wait_guard_serves_a_job_is_reported(execution: str) -> None:
+    # Each run of waiting that reaches max_wait ends with the guard serving the job (it is served
+    # before every job that waited less), once: the decisions' counts, summed by the simulator,
+    # equal the waits the simulation shows reaching the guard.
+    workload = generate_workload(WorkloadSpec(jobs=14, gpus=4, interarrival_s=0.0, duration_s=(900.0, 5400.0),
+                                              gang_mix={1: 0.5, 2: 0.3, 4: 0.2}), 0)
+    simulation = simulate(workload, Policy(workload.gpus, rounds=8, max_wait=3, execution=execution))
+    assert simulation.guards["max_wait"] == waits_reaching(simulation, 3) > 0
+    assert summarize(simulation)["guards"] == simulation.guards
+    assert set(simulation.guards) == set(GUARDS)
+
+
+def test_guards_fired_counts_each_guard() -> None:
+    ran = np.array([True, True, False, True, False])
+    first = np.array([1, 2])  # overdue: job 1 ran, job 2 did not
+    want = np.array([0.5, 0.0, 1.0, -0.2, 0.3])
+    by_credit = np.array([True, True, False, True, False])  # jobs 1 and 3 owed nothing: continuity's
+    owed = np.array([-0.5, -1.0, 1.0, CREDIT_FLOOR - 0.2, 0.3])  # job 3 below the floor
+    assert guards_fired(ran, first, want=want, by_credit=by_credit, owed=owed) == \
+        {"max_wait": 1, "continuity": 2, "credit_floor": 1}
+    assert guards_fired(ran, first) == {"max_wait": 1, "continuity": 0, "credit_floor": 0}

@@ -54,7 +54,7 @@ def test_a_replan_that_raises_is_served_from_the_standing_plan_and_says_so():
     policy.add_job("wide", 2, BOTH, 40)  # the next round is due to re-plan
     policy.add_job("slow", 1, K80, 40)
     plan_before = policy.last_plan
-    _, planned = policy._serve(policy.state)  # what the standing plan serves next, before any change
+    _, planned, _ = policy._serve(policy.state)  # what the standing plan serves next, before any change
     placed = policy.next_round()
     decision = policy.last_decision
     assert decision is not None and (decision.source, decision.replanned) == ("standing", False)

@@ -7,9 +7,11 @@ shipped traces onto other clusters, loads and gang mixes.
 1. a gang size from `WorkloadSpec.gang_mix`;
 2. a job type (model and initial batch size) uniformly from the artifact's job table, among the
    types the throughput profiles cover at that gang (Recommendation runs on one GPU only);
-3. a static run time, log-uniform over `WorkloadSpec.duration_s`; the job's training steps are
-   that time at its initial batch size's throughput, and its epochs follow from the model's
-   dataset size (the epoch count stays fixed when the batch size changes);
+3. a static run time, log-uniform over `WorkloadSpec.duration_s` (or, given
+   `WorkloadSpec.duration_mix`, over a range drawn for the job from that mix: many short jobs and
+   a few long ones, say); the job's training steps are that time at its initial batch size's
+   throughput, and its epochs follow from the model's dataset size (the epoch count stays fixed
+   when the batch size changes);
 4. an adaptation mode from `WorkloadSpec.adaptation_mix`: ``static``; ``gns`` (the batch size
    doubles at the epochs of the artifact's gradient-noise-scale schedule for that job type and
    gang); ``accordion`` (the initial batch size in the model's critical regimes, the model's
@@ -197,6 +199,13 @@ class WorkloadSpec:
     duration_s : tuple of float
         ``(low, high)`` of the log-uniform static run time, ``0 < low <= high <= MAX_JOB_SECONDS``
         (1e12 s); default 0.2 h to 5 h, the shipped traces' range. Generated jobs only.
+    duration_mix : mapping of (float, float) to float, optional
+        Run-time ranges -> weight, normalized as `gang_mix`'s: each job draws a range from the mix
+        and its static run time log-uniform over that range, each range ``(low, high)`` bounded as
+        `duration_s` is; ``{(360, 1800): 0.85, (18000, 54000): 0.15}`` draws 85 % jobs of 6 to 30
+        minutes and 15 % of 5 to 15 hours. None (default): every job's run time from `duration_s`,
+        which the mix then replaces (a seed draws exactly what it drew before the field existed).
+        Generated jobs only.
     round_s : float
         Round length of the workload (default 120 s), > 0 and at most ``MAX_JOB_SECONDS``.
     throughputs : str
@@ -217,6 +226,7 @@ class WorkloadSpec:
     round_s: float = 120.0
     throughputs: str = "tacc"
     uncertainty: Uncertainty | None = None
+    duration_mix: Mapping[tuple[float, float], float] | tuple[tuple[tuple[float, float], float], ...] | None = None
 
     def __post_init__(self) -> None:
         for name, most, why in (("jobs", MAX_WORKLOAD_EPOCHS, "MAX_WORKLOAD_EPOCHS: a job has an epoch at least"),
@@ -240,12 +250,14 @@ class WorkloadSpec:
         bad_mode = next((m for m, _ in self.adaptation_weights if m not in ADAPTATIONS), None)
         if bad_mode is not None:
             raise ValidationError(f"adaptation_mix has {bad_mode!r}; the modes are {', '.join(ADAPTATIONS)}")
-        low_high = self.duration_s
-        if not (isinstance(low_high, tuple | list) and len(low_high) == 2
-                and all(is_real(v) and 0 < v <= MAX_JOB_SECONDS for v in low_high) and low_high[0] <= low_high[1]):
-            raise ValidationError(f"duration_s must be (low, high) seconds with 0 < low <= high <= "
-                                  f"{MAX_JOB_SECONDS:.0e} (MAX_JOB_SECONDS), got {low_high!r}")
-        object.__setattr__(self, "duration_s", (float(low_high[0]), float(low_high[1])))
+        object.__setattr__(self, "duration_s", _duration_range("duration_s", self.duration_s))
+        if self.duration_mix is not None:
+            ranges = _mix("duration_mix", self.duration_mix)
+            ranges = tuple((_duration_range("duration_mix's range", r), p) for r, p in ranges)
+            if len({r for r, _ in ranges}) < len(ranges):
+                raise ValidationError(f"duration_mix gives a range twice; give each range one weight, "
+                                      f"got {self.duration_mix!r}")
+            object.__setattr__(self, "duration_mix", ranges)
         sets = throughput_sets()
         if self.throughputs not in sets:
             raise ValidationError(f"throughputs must be one of the shipped sets {', '.join(sets)}, "
@@ -259,9 +271,24 @@ class WorkloadSpec:
         return cast(tuple[tuple[int, float], ...], self.gang_mix)
 
     @property
+    def duration_weights(self) -> tuple[tuple[tuple[float, float], float], ...] | None:
+        """`duration_mix` as ``(((low, high), probability), ...)``, probabilities summing to 1;
+        None without one."""
+        return cast(tuple[tuple[tuple[float, float], float], ...] | None, self.duration_mix)
+
+    @property
     def adaptation_weights(self) -> tuple[tuple[str, float], ...]:
         """`adaptation_mix` as ``((mode, probability), ...)``, probabilities summing to 1."""
         return cast(tuple[tuple[str, float], ...], self.adaptation_mix)
+
+
+def _duration_range(name: str, low_high: Any) -> tuple[float, float]:
+    """`low_high` as ``(low, high)`` floats, checked: ``0 < low <= high <= MAX_JOB_SECONDS``."""
+    if not (isinstance(low_high, tuple | list) and len(low_high) == 2
+            and all(is_real(v) and 0 < v <= MAX_JOB_SECONDS for v in low_high) and low_high[0] <= low_high[1]):
+        raise ValidationError(f"{name} must be (low, high) seconds with 0 < low <= high <= "
+                              f"{MAX_JOB_SECONDS:.0e} (MAX_JOB_SECONDS), got {low_high!r}")
+    return float(low_high[0]), float(low_high[1])
 
 
 def _finite(name: str, value: Any, in_range: Any, what: str) -> None:
@@ -405,7 +432,11 @@ def _draw_jobs(rng: np.random.Generator, spec: WorkloadSpec, table: Mapping[str,
     generator draws them from `rng`), checked against the workload's limits: milliseconds for a
     hundred thousand jobs, where expanding their epochs takes minutes and gigabytes."""
     gangs = _draw(rng, spec.gang_weights, spec.jobs)
-    low, high = np.log(spec.duration_s)
+    if spec.duration_weights is None:
+        low, high = np.log(spec.duration_s)
+    else:  # each job's range from the mix, then its run time within it
+        ranges = np.log(np.array(_draw(rng, spec.duration_weights, spec.jobs)))
+        low, high = ranges[:, 0], ranges[:, 1]
     run_s = np.exp(rng.uniform(low, high, size=spec.jobs))
     modes = _draw(rng, spec.adaptation_weights, spec.jobs)
     arrivals = _arrivals(rng, spec)
@@ -428,8 +459,10 @@ def _draw_jobs(rng: np.random.Generator, spec: WorkloadSpec, table: Mapping[str,
         jobs.append((gang, "static" if static else mode, model, initial, total_steps, epochs))
     total = sum(job[-1] for job in jobs)
     if total > MAX_WORKLOAD_EPOCHS:
+        durations = (f"duration_s = ({spec.duration_s[0]:g}, {spec.duration_s[1]:g})" if spec.duration_mix is None
+                     else f"duration_mix = {spec.duration_mix!r}")
         raise ValidationError(
-            f"jobs = {spec.jobs} with duration_s = ({spec.duration_s[0]:g}, {spec.duration_s[1]:g}) draws "
+            f"jobs = {spec.jobs} with {durations} draws "
             f"{total:.4g} epochs in all ({total / spec.jobs:.4g} per job), more than the "
             f"{MAX_WORKLOAD_EPOCHS:.0e} a workload may have (vfm.limits.MAX_WORKLOAD_EPOCHS); generate fewer jobs or "
             f"shorter ones")

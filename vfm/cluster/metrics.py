@@ -194,7 +194,8 @@ def summarize(simulation: Simulation) -> dict[str, Any]:
         ``makespan_s, avg_jct_s, worst_ftf, unfair_pct, utilization`` (floats);
         ``planner_s``: ``{"median", "max"}`` seconds of the ``next_round()`` calls made while
         jobs were present; ``replans``: `replan_summary` of the policy's re-plans;
-        ``longest_wait_rounds``: the largest of `longest_wait_rounds`; ``jobs_waiting_over``:
+        ``guards``: `Simulation.guards` (job-rounds each guard of the policy's execution
+        decided); ``longest_wait_rounds``: the largest of `longest_wait_rounds`; ``jobs_waiting_over``:
         ``{"20": jobs whose longest wait exceeds LONG_WAIT_ROUNDS}``; ``jobs``:
         one ``{id, arrival_s, finish_s, jct_s, ftf_rho}`` per job (workload order); ``rounds``:
         one ``{start_s, jobs}`` per round (ids holding GPUs).
@@ -208,6 +209,7 @@ def summarize(simulation: Simulation) -> dict[str, Any]:
     out["planner_s"] = {"median": float(np.median(timed)) if timed.size else float("nan"),
                         "max": float(timed.max()) if timed.size else float("nan")}
     out["replans"] = replan_summary(sim.replans)
+    out["guards"] = dict(sim.guards)
     waits = longest_wait_rounds(sim)
     out["longest_wait_rounds"] = int(waits.max(initial=0))
     out["jobs_waiting_over"] = {str(LONG_WAIT_ROUNDS): int((waits > LONG_WAIT_ROUNDS).sum())}
@@ -225,13 +227,16 @@ REPLAN_COMPONENTS = ("forecast", "build", "solve", "rounding", "total")
 
 
 def replan_summary(replans: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """``{"count", "solvers": {name: count}, "statuses": {status: count}, "median_s": {component: s},
+    """``{"count", "solvers": {name: count}, "statuses": {status: count}, "fairness": {Plan.fairness:
+    count}, "median_s": {component: s},
     "max_s": {component: s}}`` over a simulation's re-plans (`Simulation.replans`); count 0 and
     empty maps for a policy that does not plan."""
-    summary: dict[str, Any] = {"count": len(replans), "solvers": {}, "statuses": {}, "median_s": {}, "max_s": {}}
-    for key, field in (("solvers", "solver"), ("statuses", "status")):
+    summary: dict[str, Any] = {"count": len(replans), "solvers": {}, "statuses": {}, "fairness": {}, "median_s": {},
+                               "max_s": {}}
+    for key, field in (("solvers", "solver"), ("statuses", "status"), ("fairness", "fairness")):
         for replan in replans:
-            summary[key][replan[field]] = summary[key].get(replan[field], 0) + 1
+            if field in replan:
+                summary[key][replan[field]] = summary[key].get(replan[field], 0) + 1
     for component in REPLAN_COMPONENTS:
         values = np.array([replan.get(component, np.nan) for replan in replans], dtype=np.float64)
         if values.size and np.isfinite(values).any():

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -94,8 +94,13 @@ class Simulation:
         GPU-seconds held by jobs: ``sum(gpus * held_s)``.
     replans : tuple of dict
         For a policy with a ``last_plan`` (`vfm.planner.Policy`), one entry per re-plan: the
-        backend (``solver``), the ``status`` and the seconds of each component of
-        ``Plan.timings``. Empty for other policies.
+        backend (``solver``), the ``status``, the ``fairness`` of its FTF targets
+        (``Plan.fairness``) and the seconds of each component of ``Plan.timings``. Empty for other
+        policies.
+    guards : mapping of str to int
+        For a policy with a ``last_decision`` (`vfm.planner.Policy`): over the run, how many
+        job-rounds each guard of its execution decided (`vfm.planner.Decision.guards`). Empty for
+        other policies.
     cluster : ClusterTypes or None
         The cluster's GPUs by type (`Workload.cluster`, or `gpus` V100s for a workload without
         types); None only for a record built by hand.
@@ -118,10 +123,13 @@ class Simulation:
     planner_busy: NDArray[np.bool_]
     busy_gpu_s: float
     replans: tuple[dict[str, Any], ...] = ()
+    guards: Mapping[str, int] = field(default_factory=dict)
     cluster: ClusterTypes | None = None
 
     def __post_init__(self) -> None:
-        # A record: its arrays are read-only (a caller who wants to edit one copies it).
+        # A record: its arrays are read-only (a caller who wants to edit one copies it), its
+        # guard counts its own.
+        object.__setattr__(self, "guards", dict(self.guards))
         for value in vars(self).values():
             if isinstance(value, np.ndarray):
                 value.setflags(write=False)
@@ -242,7 +250,16 @@ def _ask(policy: SchedulingPolicy) -> tuple[Any, float, dict[str, Any] | None]:
     fresh = getattr(policy, "last_plan", None)
     if fresh is None or fresh is standing:
         return answer, seconds, None
-    return answer, seconds, {"solver": fresh.solver, "status": str(fresh.status), **fresh.timings}
+    return answer, seconds, {"solver": fresh.solver, "status": str(fresh.status), "fairness": fresh.fairness,
+                             **fresh.timings}
+
+
+def _count_guards(policy: SchedulingPolicy, totals: dict[str, int]) -> None:
+    """Add the guards that decided the round just asked for (a policy with a ``last_decision``,
+    `vfm.planner.Decision.guards`) to `totals`."""
+    decision = getattr(policy, "last_decision", None)
+    for name, count in getattr(decision, "guards", {}).items():
+        totals[name] = totals.get(name, 0) + int(count)
 
 
 def _check_answer(answer: Any, policy: object, round_index: int, index_of: Mapping[Hashable, int],
@@ -433,6 +450,7 @@ def simulate(workload: Workload, policy: SchedulingPolicy | TypedSchedulingPolic
     planner_s: list[float] = []
     planner_busy: list[bool] = []
     replans: list[dict[str, Any]] = []
+    guards: dict[str, int] = {}
     next_arrival = 0
     n_finished = 0
 
@@ -459,6 +477,7 @@ def simulate(workload: Workload, policy: SchedulingPolicy | TypedSchedulingPolic
 
         present = added & ~finished
         answer, seconds, replan = _ask(policy)
+        _count_guards(policy, guards)
         planner_s.append(seconds)
         if replan is not None:
             replans.append(replan)
@@ -517,5 +536,5 @@ def simulate(workload: Workload, policy: SchedulingPolicy | TypedSchedulingPolic
         restart_s=float(restart_s), job_id=_id_array(ids), arrival_s=arrival, finish_s=finish_s,
         isolated_s=reference_s, restarts=restarts, held_s=held_s, rounds=tuple(rounds),
         planner_s=np.array(planner_s), planner_busy=np.array(planner_busy, dtype=bool),
-        busy_gpu_s=float((trace.gpus * held_s).sum()), replans=tuple(replans), cluster=cluster,
+        busy_gpu_s=float((trace.gpus * held_s).sum()), replans=tuple(replans), guards=guards, cluster=cluster,
     )

@@ -1,8 +1,7 @@
 """The receding-horizon planner, and the policy a cluster scheduler drives.
 
 `plan` re-plans a window once: forecast, solve the expected-NSWOT relaxation exactly, round to
-whole gangs. `PlanningProgram` is the program, `recourse` its two-stage form (the first round
-shared by the scenarios, the later ones per scenario), `round_schedule` the rounding. `Policy` is the
+whole gangs. `PlanningProgram` is the program, `round_schedule` the rounding. `Policy` is the
 object a scheduler drives round by round: it re-plans on arrivals, completions and every K rounds;
 `TypedPolicy` the same on a cluster of several GPU types (goods (type, round), `vfm.planner.typed`).
 """

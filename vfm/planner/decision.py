@@ -11,9 +11,10 @@ first-fit in arrival order.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Hashable
-from dataclasses import dataclass, replace
-from typing import Literal
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any, Literal
 
 import numpy as np
 
@@ -43,12 +44,24 @@ class Decision:
         Wall-clock seconds ``next_round`` took for this round.
     replanned : bool
         Whether this round made a new plan, now the standing one.
+    guards : mapping of str to int
+        How many of the round's jobs each guard of the execution decided
+        (`vfm.planner.shockwave.guards_fired`: ``max_wait``, ``continuity``, ``credit_floor``); all 0
+        when the plan alone decided, empty for a first-fit fallback round.
     """
 
     source: Literal["plan", "standing", "fallback"]
     reason: str
     seconds: float
     replanned: bool
+    guards: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "guards", MappingProxyType(dict(self.guards)))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # A read-only mapping does not pickle: rebuilt from a dict through the constructor.
+        return (Decision, (self.source, self.reason, self.seconds, self.replanned, dict(self.guards)))
 
 
 #: A round's jobs, each with the index of its GPU type in the cluster's order (0 on one type).
@@ -67,15 +80,16 @@ class Serving:
         GPUs of each type, in the cluster's order (one type: the capacity).
     replan : callable (PolicyState, PlanOptions) -> PolicyState
         The state with a new plan of the jobs present, planned with the options given.
-    serve : callable (PolicyState) -> (PolicyState, Placement)
-        Round ``since_plan`` of the standing plan: the state after it and the jobs it runs.
+    serve : callable (PolicyState) -> (PolicyState, Placement, dict of str to int)
+        Round ``since_plan`` of the standing plan: the state after it, the jobs it runs and how
+        many of them each guard decided (`Decision.guards`).
     hosts : callable (PolicyState, list of ids) -> ndarray of bool, shape (len(ids), K)
         Which types can host each of the jobs (present in the state).
     """
 
     counts: np.ndarray
     replan: Callable[[PolicyState, PlanOptions], PolicyState]
-    serve: Callable[[PolicyState], tuple[PolicyState, Placement]]
+    serve: Callable[[PolicyState], tuple[PolicyState, Placement, dict[str, int]]]
     hosts: Callable[[PolicyState, list[Hashable]], np.ndarray]
 
 
@@ -94,15 +108,16 @@ def decide_placed(config: PolicyConfig, state: PolicyState, serving: Serving,
         return replace(state, round_index=state.round_index + 1), {}, _decision("plan", "no jobs", started, False)
     due = _replan_due(config, state)
     if due is None:
-        state, placed = serving.serve(state)
-        return state, placed, _decision("plan", "no re-plan due: served the standing plan", started, False)
+        state, placed, fired = serving.serve(state)
+        return state, placed, _decision("plan", "no re-plan due: served the standing plan", started, False, fired)
     replanned, failure = _attempt_replan(config, state, serving.replan, started)
     if replanned is not None:
-        state, placed = serving.serve(replanned)
-        return state, placed, _decision("plan", f"re-planned ({due})", started, True)
+        state, placed, fired = serving.serve(replanned)
+        return state, placed, _decision("plan", f"re-planned ({due})", started, True, fired)
     if _standing_usable(state, serving):
-        state, placed = _serve_standing(serving, state)
-        return state, placed, _decision("standing", f"{failure}; served the standing plan", started, False)
+        state, placed, fired = _serve_standing(serving, state)
+        return state, placed, _decision("standing", f"{failure}; served the standing plan", started, False,
+                                        fired)
     state, placed = _serve_fallback(serving, state)
     no_plan = "no standing plan" if state.plan is None else "the standing plan is older than its window"
     return state, placed, _decision("fallback", f"{failure}; {no_plan}: served first-fit in arrival order",
@@ -110,8 +125,8 @@ def decide_placed(config: PolicyConfig, state: PolicyState, serving: Serving,
 
 
 def _decision(source: Literal["plan", "standing", "fallback"], reason: str, started: float,
-              replanned: bool) -> Decision:
-    return Decision(source, reason, time.perf_counter() - started, replanned)
+              replanned: bool, guards: Mapping[str, int] | None = None) -> Decision:
+    return Decision(source, reason, time.perf_counter() - started, replanned, {} if guards is None else guards)
 
 
 def _replan_due(config: PolicyConfig, state: PolicyState) -> str | None:
@@ -161,10 +176,10 @@ def _standing_usable(state: PolicyState, serving: Serving) -> bool:
         state.since_plan < plan_.relaxed.shape[1] // serving.counts.size
 
 
-def _serve_standing(serving: Serving, state: PolicyState) -> tuple[PolicyState, Placement]:
+def _serve_standing(serving: Serving, state: PolicyState) -> tuple[PolicyState, Placement, dict[str, int]]:
     """The standing plan's next round without the jobs that left since it was made, then the jobs
     that arrived since (not in it) first-fit on the GPUs left, in arrival order."""
-    served, planned_placed = serving.serve(state)
+    served, planned_placed, fired = serving.serve(state)
     assert state.plan is not None and state.plan.job_ids is not None
     # A job removed and added again under its id may have another gang, or other types: with
     # another gang, or when its planned type can no longer host it, it counts as arrived.
@@ -178,7 +193,7 @@ def _serve_standing(serving: Serving, state: PolicyState) -> tuple[PolicyState, 
     used = np.bincount(np.array(list(placed.values()), dtype=np.int64),
                        weights=np.array([state.jobs[job].gpus for job in placed], dtype=np.float64),
                        minlength=serving.counts.size)
-    return served, {**placed, **_first_fit(serving, state, arrived, serving.counts - used)}
+    return served, {**placed, **_first_fit(serving, state, arrived, serving.counts - used)}, fired
 
 
 def _serve_fallback(serving: Serving, state: PolicyState) -> tuple[PolicyState, Placement]:

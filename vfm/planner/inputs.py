@@ -34,8 +34,6 @@ def checked_cluster(states: JobStates, gpus: ArrayLike, capacity: ArrayLike, spe
     else:
         window = typed.TypeWindow.of(speed, capacity, n, rounds, states.job_ids)
         supply = window.capacity.max(axis=0)  # the widest gang each round can hold
-        if options.recourse:
-            raise ValidationError("recourse is not supported with GPU types (speed) yet; plan without it")
     require_per_job("gpus", width, (width < 1) | (width != np.round(width)),
                     "must be a positive whole number of GPUs", ids=states.job_ids)
     require_per_job("gpus", width, width > supply.max(),

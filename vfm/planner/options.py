@@ -41,9 +41,6 @@ class PlanOptions:
     scenarios : int
         `S`: 1 plans on the point forecast (certainty equivalent); more plans on the sample
         average over `S` posterior predictive scenarios.
-    recourse : bool
-        With `S` > 1: plan the first round for every scenario at once and the later rounds per
-        scenario (`vfm.planner.recourse`), instead of one schedule for all (default False).
     efficiency : float
         :math:`\kappa \ge 0`, weight of the makespan term :math:`-k \max_i S_i` in units that do
         not depend on the cluster: :math:`k = \kappa \sum_i B_i / (T W)` per second of
@@ -112,7 +109,6 @@ class PlanOptions:
     rounds: int = 20
     round_s: float = 120.0
     scenarios: int = 1
-    recourse: bool = False
     efficiency: float = 0.0
     rho_max: float = 1.0
     priority_exponent: float = 10.0
@@ -140,9 +136,8 @@ class PlanOptions:
         if self.tol is not None:
             _require("tol", self.tol, lambda v: 0 < v < 1, "a relative gap in (0, 1) or None")
         _require("spread", self.spread, lambda v: v >= 0, "a finite number >= 0")
-        for name in ("recourse", "polish"):
-            if not isinstance(getattr(self, name), bool | np.bool_):
-                raise ValidationError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        if not isinstance(self.polish, bool | np.bool_):
+            raise ValidationError(f"polish must be True or False, got {self.polish!r}")
         if self.pace not in ("flat", "forecast"):
             raise ValidationError(f"pace must be 'flat' or 'forecast', got {self.pace!r}")
         if self.solver is not None and self.solver not in available_solvers("planning"):

@@ -34,7 +34,7 @@ from vfm._validation import (
 from vfm.equilibrium import Status
 from vfm.errors import ValidationError
 from vfm.forecast import DirichletForecaster, Forecaster, JobStates, SeedLike
-from vfm.planner import recourse, shockwave
+from vfm.planner import shockwave
 from vfm.planner.inputs import checked_budgets, checked_cluster, checked_forecast, checked_warm_start
 from vfm.planner.options import STRICT_TOL, PlanOptions
 from vfm.planner.polish import polish
@@ -217,8 +217,7 @@ def plan(
         the type its forecast is on, in [0, 1] (0: the type cannot host it). `capacity` then
         gives the GPUs of each type, shape (K,) or (K, rounds); the program's goods are (type,
         round), `Plan.relaxed`, `schedule` and `prices` have K T columns (type-major) and
-        `Plan.placement` says on which type each job runs in each round. Not yet with
-        ``recourse`` (a `ValidationError` says so).
+        `Plan.placement` says on which type each job runs in each round.
     **overrides
         Options that replace those of `options` (``plan(..., rounds=10)`` is
         ``plan(..., PlanOptions(rounds=10))``).
@@ -580,20 +579,6 @@ def _polished(program: PlanningProgram, options: PlanOptions, warm_start: FloatA
 
 def _solve(program: PlanningProgram, options: PlanOptions, warm_start: FloatArray | None,
            early: bool, deadline: float | None = None) -> tuple[Solution, str]:
-    """Solve `program` (each backend to `PlanOptions.backend_tol`, stopping `early` if it may), or
-    with ``options.recourse`` its recourse program (`vfm.planner.recourse`), whose solution comes
-    back in `program`'s terms (first round, then the scenarios' mean)."""
-    scenarios = program.shape[0]
-    if not options.recourse or scenarios == 1:
-        return _solve_with_backends(program, options, warm_start, early, deadline)
-    two_stage = recourse.lifted(program)
-    start = None if warm_start is None else recourse.lifted_schedule(warm_start, scenarios)
-    solution, name = _solve_with_backends(two_stage, options, start, early, deadline)
-    return recourse.projected(program, two_stage, solution), name
-
-
-def _solve_with_backends(program: PlanningProgram, options: PlanOptions, warm_start: FloatArray | None,
-                         early: bool, deadline: float | None = None) -> tuple[Solution, str]:
     """Solve with the backend `options.solver` names (default: the registry's first for planning
     programs), then, until one is optimal, with the others that support the program; each to the
     relative gap `PlanOptions.backend_tol` (stopping `early` if it may) and by `deadline`.

@@ -194,8 +194,9 @@ def decide(config: PolicyConfig, state: PolicyState,
     return state, list(placed), decision
 
 
-def _serve(config: PolicyConfig, state: PolicyState) -> tuple[PolicyState, list[Hashable]]:
-    """The round `state.since_plan` of the standing plan, by the configured execution."""
+def _serve(config: PolicyConfig, state: PolicyState) -> tuple[PolicyState, list[Hashable], dict[str, int]]:
+    """The round `state.since_plan` of the standing plan, by the configured execution; the jobs it
+    runs and how many of them each guard decided (`vfm.planner.shockwave.guards_fired`)."""
     plan_ = state.plan
     assert plan_ is not None and plan_.job_ids is not None
     program = plan_.program
@@ -205,21 +206,21 @@ def _serve(config: PolicyConfig, state: PolicyState) -> tuple[PolicyState, list[
         planned = np.flatnonzero(plan_.schedule[:, state.since_plan])
         ran = np.zeros(open_.size, dtype=bool)
         ran[first_fit(shockwave.served_first(first, planned), program.gpus, float(config.capacity))] = True
-        credit = state.credit
+        credit, fired = state.credit, shockwave.guards_fired(ran, first)
     else:
-        ran, credit = shockwave.serve_with_credit(
+        ran, credit, fired = shockwave.serve_with_credit(
             program, plan_.relaxed[:, state.since_plan], state.credit, float(config.capacity), first=first,
             ran_last=state.ran_last, continuity=config.continuity)
     running = [plan_.job_ids[i] for i in np.flatnonzero(ran)]
     waited = np.where(ran | ~open_, 0, state.waited + 1)
     return replace(state, credit=read_only(credit), waited=read_only(waited), ran_last=read_only(ran),
-                   since_plan=state.since_plan + 1, round_index=state.round_index + 1), running
+                   since_plan=state.since_plan + 1, round_index=state.round_index + 1), running, fired
 
 
-def _serve_placed(config: PolicyConfig, state: PolicyState) -> tuple[PolicyState, Placement]:
-    """`_serve`, its jobs placed on the one type."""
-    state, running = _serve(config, state)
-    return state, dict.fromkeys(running, 0)
+def _serve_placed(config: PolicyConfig, state: PolicyState) -> tuple[PolicyState, Placement, dict[str, int]]:
+    """`_serve`, its jobs placed on the one type, and the guards that fired."""
+    state, running, fired = _serve(config, state)
+    return state, dict.fromkeys(running, 0), fired
 
 
 def _replan(config: PolicyConfig, state: PolicyState, options: PlanOptions | None = None) -> PolicyState:

@@ -90,9 +90,8 @@ class PlanningProgram:
         :math:`\delta \ge 0`, weight of the tie-breaking term `spread_penalty` the solvers
         subtract from the objective (0: none; module docstring).
     upper : ndarray, shape (T,), or None
-        The most of round `t` a job can run, :math:`y_{it} \le u_t` (None: 1 in every round).
-        Larger than 1 only in a program whose "round" stands for several (the shared first round
-        of `vfm.planner.recourse.lifted`, counted once per scenario).
+        The most of round `t` a job can run, :math:`y_{it} \le u_t` (None: 1 in every round,
+        which is what `vfm.planner.plan` builds).
     good_round : ndarray of int, shape (T,), or None
         With GPU types (module docstring), the round of each column, which is then a good (type,
         round); rounds numbered from 0, each with at least one good. None: column `t` is round `t`.

@@ -1,8 +1,8 @@
 r"""A primal-dual interior-point method for the expected-NSWOT program, reduced to the round block.
 
 Minimizes :math:`F(y) = -\sum_i \beta_i \sum_s \log U_{si}(y)` (:math:`\beta_i = B_i / S`,
-scaled to sum to 1) over the box :math:`0 \le y_{it} \le u_t` (:math:`u_t = 1` except in a lifted
-recourse program, `PlanningProgram.upper`; read :math:`u - y` for :math:`1 - y` below) on the
+scaled to sum to 1) over the box :math:`0 \le y_{it} \le u_t` (:math:`u_t = 1` unless
+`PlanningProgram.upper` says otherwise; read :math:`u - y` for :math:`1 - y` below) on the
 entries where a job fits and makes forecast progress, the capacity rows
 :math:`\sum_i g_{it} y_{it} \le 1` (:math:`g_{it} = w_i / G_t`) and, with finish-time-fairness
 targets, one row per job :math:`\sum_t y_{it} \ge m_i`
@@ -1361,8 +1361,8 @@ _LOW_RANK_COLUMNS = 4
 #: `CG_TOLERANCE`.
 _GRAM_CURVATURE = 1e4
 #: ... and whatever the columns, when the window has more than this many rounds per column: the
-#: dense form's O(T^3) per job then dominates (a lifted recourse program, T = 1 + S (T - 1)): at 118
-#: jobs, S = 8, T = 153, a solve takes 0.7 s in low-rank form and 4.0 s in dense form.
+#: dense form's O(T^3) per job then dominates: on a program of 118 jobs, S = 8, T = 153, a solve
+#: takes 0.7 s in low-rank form and 4.0 s in dense form.
 _LOW_RANK_ROUNDS_PER_COLUMN = 8
 
 

@@ -33,9 +33,9 @@ from vfm.planner.options import PlanOptions
 from vfm.planner.program import PlanningProgram
 from vfm.planner.rounding import RESOLUTION, first_fit, quantize
 
-__all__ = ["SHOCKWAVE_EFFICIENCY", "SHOCKWAVE_PRIORITY_EXPONENT", "SHOCKWAVE_RESERVE", "FairFinishLimits",
-           "FairnessDecision", "constrain", "overdue_order", "priority_weights", "relax", "serve_with_credit",
-           "served_first", "updated_targets", "wait_bound"]
+__all__ = ["GUARDS", "SHOCKWAVE_EFFICIENCY", "SHOCKWAVE_PRIORITY_EXPONENT", "SHOCKWAVE_RESERVE", "FairFinishLimits",
+           "FairnessDecision", "constrain", "guards_fired", "overdue_order", "priority_weights", "relax",
+           "serve_with_credit", "served_first", "updated_targets", "wait_bound"]
 
 #: The Shockwave configuration (`vfm.planner.Policy.shockwave`), one for every cluster: the
 #: efficiency term's kappa (`PlanOptions.efficiency`: the longest forecast leftover, in windows,
@@ -259,9 +259,28 @@ def credit_order(program: PlanningProgram, planned: FloatArray, credit: FloatArr
     return want, order
 
 
+#: The execution's guards, in the order `guards_fired` counts them.
+GUARDS = ("max_wait", "continuity", "credit_floor")
+
+
+def guards_fired(ran: np.ndarray, first: np.ndarray, *, want: FloatArray | None = None,
+                 by_credit: np.ndarray | None = None, owed: FloatArray | None = None) -> dict[str, int]:
+    """How many jobs each guard of the execution decided this round, by name (`GUARDS`).
+
+    ``max_wait``: overdue jobs (`first`, `overdue_order`) that ran. ``continuity``: jobs placed by
+    the credit order (`by_credit`, bool (n,)) while owed nothing of their own (`want` <= 0): the
+    continuity bonus alone put them there. ``credit_floor``: jobs whose credit after the round
+    (`owed`, before the floor) is below `CREDIT_FLOOR`, so that the floor raised it. Without
+    `want` and `by_credit` (window execution) continuity counts 0; without `owed`, the floor does.
+    """
+    continued = 0 if want is None or by_credit is None else int((by_credit & (quantize(want) <= 0)).sum())
+    floored = 0 if owed is None else int((owed < CREDIT_FLOOR).sum())
+    return {"max_wait": int(ran[first].sum()), "continuity": continued, "credit_floor": floored}
+
+
 def serve_with_credit(program: PlanningProgram, planned: FloatArray, credit: FloatArray, capacity: float, *,
                       first: np.ndarray | None = None, ran_last: np.ndarray | None = None,
-                      continuity: float = 0.0) -> tuple[np.ndarray, FloatArray]:
+                      continuity: float = 0.0) -> tuple[np.ndarray, FloatArray, dict[str, int]]:
     """One round served from a standing plan by carried credit.
 
     Parameters
@@ -288,14 +307,20 @@ def serve_with_credit(program: PlanningProgram, planned: FloatArray, credit: Flo
     ran : ndarray of bool, shape (n,)
     credit : ndarray, shape (n,)
         The credit after this round: owed plus planned minus run, at least `CREDIT_FLOOR`.
+    fired : dict of str to int
+        How many jobs each guard decided (`guards_fired`).
     """
     want, order = credit_order(program, planned, credit, first=first, ran_last=ran_last, continuity=continuity)
     chosen = first_fit(order, program.gpus, capacity)
     remaining = np.where(program.base < 1.0, program.remaining_s, 0.0)
     ran = np.zeros(want.size, dtype=bool)
     ran[chosen] = True
+    by_credit = ran.copy()
     waiting = np.flatnonzero(~ran & (program.base < 1.0))
     free = capacity - float(program.gpus[chosen].sum())
     ran[first_fit(waiting[np.argsort(-remaining[waiting], kind="stable")], program.gpus, free)] = True
     # A job that ran beyond its plan (idle GPUs) owes at most `CREDIT_FLOOR` rounds for it.
-    return ran, np.maximum(want - ran, CREDIT_FLOOR)
+    owed = want - ran
+    fired = guards_fired(ran, np.empty(0, dtype=np.int64) if first is None else first, want=want,
+                         by_credit=by_credit, owed=owed)
+    return ran, np.maximum(owed, CREDIT_FLOOR), fired

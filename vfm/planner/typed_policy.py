@@ -211,23 +211,24 @@ class TypedPolicy(homogeneous.StateView):
         # Column -1 (the regimes' mean) is positive exactly on the types that can host the job (`_speeds`).
         return np.array([self._typed[job][:, -1] > 0 for job in ids], dtype=bool).reshape(len(ids), len(self.cluster))
 
-    def _serve(self, state: PolicyState) -> tuple[PolicyState, Placement]:
+    def _serve(self, state: PolicyState) -> tuple[PolicyState, Placement, dict[str, int]]:
         """Round ``state.since_plan`` of the standing plan by the configured execution: the state after
-        it and the jobs it runs, each with its type's index."""
+        it, the jobs it runs, each with its type's index, and how many each guard decided."""
         standing = state.plan
         assert standing is not None and standing.placement is not None and standing.job_ids is not None
         open_ = standing.program.base < 1.0
         first = shockwave.overdue_order(state.waited, open_, self.config.max_wait)
         if self.config.execution == "window":
             placed, credit = self._serve_window(state, first), state.credit
+            fired = shockwave.guards_fired(placed >= 0, first)
         else:
-            placed, credit = self._serve_credit(state, first)
+            placed, credit, fired = self._serve_credit(state, first)
         ran = placed >= 0
         waited = np.where(ran | ~open_, 0, state.waited + 1)
         state = replace(state, credit=read_only(credit), waited=read_only(waited), ran_last=read_only(ran),
                         since_plan=state.since_plan + 1, round_index=state.round_index + 1)
         ids = standing.job_ids
-        return state, {ids[i]: k for i, k in enumerate(placed.tolist()) if k >= 0}
+        return state, {ids[i]: k for i, k in enumerate(placed.tolist()) if k >= 0}, fired
 
     def _round_view(self, state: PolicyState) -> tuple[Plan, FloatArray, FloatArray, np.ndarray]:
         """The standing plan, its fractions of this round per type (n, K), the speeds (n, K) and
@@ -254,7 +255,7 @@ class TypedPolicy(homogeneous.StateView):
         preference = np.where(planned[:, None] >= 0, _preference(on_plan, pace), _fastest(pace))
         return _placed(order, standing.program.gpus, self.cluster, preference, hosts)
 
-    def _serve_credit(self, state: PolicyState, first: np.ndarray) -> tuple[np.ndarray, FloatArray]:
+    def _serve_credit(self, state: PolicyState, first: np.ndarray) -> tuple[np.ndarray, FloatArray, dict[str, int]]:
         """One round by carried credit (`vfm.planner.shockwave.serve_with_credit` over types): credit
         in rounds of the reference type, each job placed on the type of its largest planned fraction
         that has room, then idle GPUs to the waiting jobs on their fastest types."""
@@ -268,13 +269,16 @@ class TypedPolicy(homogeneous.StateView):
         placed = np.full(planned.size, -1, dtype=np.int64)
         jobs, kinds = place(order, gpus, free, _preference(fractions, pace), hosts)
         placed[jobs] = kinds
+        by_credit = placed >= 0
         remaining = np.where(program.base < 1.0, program.remaining_s, 0.0)
         waiting = np.flatnonzero((placed < 0) & (program.base < 1.0))
         jobs, kinds = place(waiting[np.argsort(-remaining[waiting], kind="stable")], gpus, free, _fastest(pace), hosts)
         placed[jobs] = kinds
         work = np.where(placed >= 0, np.take_along_axis(pace, np.maximum(placed, 0)[:, None], axis=1)[:, 0], 0.0)
         # A job that ran beyond its plan (idle GPUs) owes at most `CREDIT_FLOOR` rounds for it.
-        return placed, np.maximum(want - work, shockwave.CREDIT_FLOOR)
+        owed = want - work
+        fired = shockwave.guards_fired(placed >= 0, first, want=want, by_credit=by_credit, owed=owed)
+        return placed, np.maximum(owed, shockwave.CREDIT_FLOOR), fired
 
     def _replan(self, state: PolicyState, options: PlanOptions | None = None) -> PolicyState:
         """The state with a new plan of the jobs present (`options`: default the configured ones)."""
