@@ -63,6 +63,7 @@ from vfm.cluster.typed_baselines import (
     HeterogeneousStaticMarket,
 )
 from vfm.planner import TypedPolicy
+from vfm.planner.shockwave import GUARDS
 
 #: Mix name -> shares of the cluster's GPUs by type.
 MIXES: dict[str, dict[str, float]] = {
@@ -120,6 +121,7 @@ def run_one(name: str, mix: str, policy: str, jobs: int | None = None,
     times = sim.planner_s[sim.planner_busy]
     return {**{key: summary[key] for key in METRICS}, "cluster": dict(job_set.cluster),
             "decision_s": {"median": float(_median(times)), "max": float(times.max(initial=0.0))},
+            "longest_wait_rounds": summary["longest_wait_rounds"], "guards": summary["guards"],
             "ftf_rho": sorted(job["ftf_rho"] for job in summary["jobs"])}
 
 
@@ -199,13 +201,14 @@ def _save(figure: Any, path: Path) -> Path:
 
 
 HEADER = (f"{'workload':<26} {'mix':<11} {'policy':<13} {'makespan':>9} {'JCT':>8} {'FTF':>6} {'unfair%':>7} "
-          f"{'util':>6} {'decide s':>8} {'max':>7}")
+          f"{'util':>6} {'decide s':>8} {'max':>7} {'wait':>5}  guards (max_wait/continuity/credit_floor)")
 
 
 def format_row(name: str, mix: str, policy: str, r: dict[str, Any]) -> str:
     return (f"{name:<26} {mix:<11} {policy:<13} {r['makespan_s']:>9.0f} {r['avg_jct_s']:>8.0f} {r['worst_ftf']:>6.3f} "
             f"{r['unfair_pct']:>7.2f} {r['utilization']:>6.3f} {r['decision_s']['median']:>8.3f} "
-            f"{r['decision_s']['max']:>7.2f}")
+            f"{r['decision_s']['max']:>7.2f} {r['longest_wait_rounds']:>5d}  "
+            + ("/".join(str(r["guards"].get(g, 0)) for g in GUARDS) if r["guards"] else "-"))
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -131,6 +131,7 @@ def run_one(name: str, planner: str, scenarios: int, jobs: int | None = None) ->
     replans = summary["replans"]
     return {**{key: summary[key] for key in METRICS}, "replans": replans["count"],
             "longest_wait_rounds": summary["longest_wait_rounds"], "max_wait_fired": summary["max_wait_fired"],
+            "guards": summary["guards"],
             "replan_s": {"median": replans["median_s"].get("total", float("nan")),
                          "max": replans["max_s"].get("total", float("nan"))},
             "solvers": replans["solvers"], "statuses": replans["statuses"]}
