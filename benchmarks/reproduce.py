@@ -62,7 +62,7 @@ from vfm.cluster import BASELINES, SchedulingPolicy, Simulation, Workload, artif
 from vfm.cluster.metrics import waits_reaching
 from vfm.cluster.workload import SHIPPED
 from vfm.forecast import DirichletForecaster, Forecaster, PopulationForecaster
-from vfm.planner import Policy
+from vfm.planner import PlanOptions, Policy
 from vfm.planner.shockwave import SHOCKWAVE_EFFICIENCY, SHOCKWAVE_RESERVE
 
 #: The vfm policy's planning backend in the reproduction: vfm's interior point. The planner
@@ -333,11 +333,15 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help=f"the vfm policy's planning backend (default {VFM_SOLVER})")
     parser.add_argument("--vfm-no-polish", action="store_true",
                         help="plan with the backend's own schedule, not polished to the exact optimum")
+    parser.add_argument("--vfm-service-floor", type=float, default=0.0,
+                        help="share of every round each job gets at least in the vfm policy's plans "
+                             "(PlanOptions.service_floor; default 0)")
     parser.add_argument("--vfm-forecaster", default="dirichlet", choices=tuple(FORECASTERS),
                         help="the vfm policy's forecaster, learning online from the jobs that complete if it can "
                              "(default dirichlet)")
     args = parser.parse_args(argv)
     with parser.reporting():
+        PlanOptions(service_floor=args.vfm_service_floor)  # a bad floor is named here, before any run
         names = with_artifact_runs([name.strip() for name in args.policies.split(",") if name.strip()],
                                    args.mechanics)
         with ExitStack() as stack:
@@ -347,7 +351,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                          vfm_options={"scenarios": args.vfm_scenarios, "efficiency": args.vfm_efficiency,
                                       "reserve": args.vfm_reserve, "execution": args.vfm_execution,
                                       "solver": args.vfm_solver, "forecaster": args.vfm_forecaster,
-                                      "polish": not args.vfm_no_polish})
+                                      "polish": not args.vfm_no_polish,
+                                      "service_floor": args.vfm_service_floor})
             published = published_results(args.workload) if args.jobs is None else {}
         table = format_table(result, published)
         print(table, end="")

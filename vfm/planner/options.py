@@ -81,6 +81,12 @@ class PlanOptions:
         (`vfm.planner.plan.flat_pace`; docs/planning.md, "Progress that does not depend on the
         calendar"). ``"forecast"``: the forecaster's epochs per round as they come, which credit
         a deferred job the speed it would have reached by running.
+    service_floor : float
+        A share in [0, 0.5] of every round that each job that can run in it gets at least
+        (`vfm.planner.program.above_floor`; default 0: none). Re-planning moves a job's planned
+        rounds to the window's cheaper late rounds again and again; a floor gives it a share of
+        the round being served, so a policy serving by credit runs it within about 1 / floor rounds
+        (docs/planning.md, "A service floor"). One scenario, one GPU type.
     time_limit_s : float or None
         Seconds one `vfm.planner.plan` call may take (default None: no limit). `plan` checks the
         time between its phases, at every interior-point iteration and every polish step; once
@@ -118,6 +124,7 @@ class PlanOptions:
     spread: float = 0.1
     polish: bool = True
     pace: Literal["flat", "forecast"] = "flat"
+    service_floor: float = 0.0
     time_limit_s: float | None = None
 
     def __post_init__(self) -> None:
@@ -138,6 +145,10 @@ class PlanOptions:
         _require("spread", self.spread, lambda v: v >= 0, "a finite number >= 0")
         if not isinstance(self.polish, bool | np.bool_):
             raise ValidationError(f"polish must be True or False, got {self.polish!r}")
+        _require("service_floor", self.service_floor, lambda v: 0 <= v <= 0.5, "a share of a round in [0, 0.5]")
+        if self.service_floor and self.scenarios > 1:
+            raise ValidationError(f"service_floor applies to one scenario (scenarios=1), got scenarios="
+                                  f"{self.scenarios}")
         if self.pace not in ("flat", "forecast"):
             raise ValidationError(f"pace must be 'flat' or 'forecast', got {self.pace!r}")
         if self.solver is not None and self.solver not in available_solvers("planning"):

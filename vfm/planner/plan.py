@@ -39,7 +39,7 @@ from vfm.planner.inputs import checked_budgets, checked_cluster, checked_forecas
 from vfm.planner.options import STRICT_TOL, PlanOptions
 from vfm.planner.polish import polish
 from vfm.planner.polish import supports as polish_supports
-from vfm.planner.program import PlanningProgram
+from vfm.planner.program import PlanningProgram, above_floor
 from vfm.planner.rounding import round_placement, round_schedule
 from vfm.solvers.base import Solution
 from vfm.solvers.registry import candidates, select
@@ -85,7 +85,8 @@ class Plan:
         An upper bound on the objective of any schedule within capacity: the relaxation's
         objective plus the gap its backend's multipliers certify for the objective without the
         tie-breaking term (`vfm.planner.saa_ipm.certified_gap`; every backend). NaN when the
-        backend returned no schedule.
+        backend returned no schedule. With a service floor (`PlanOptions.service_floor`), a bound
+        over the schedules that give every job its floor.
     relaxed_objective, rounded_objective : float
         The program's objective at `relaxed` and at `schedule`.
     program : PlanningProgram
@@ -330,36 +331,43 @@ def plan(
         fairness = "constraints"
     if window is not None:
         program = window.program(program)
+    if opts.service_floor and window is not None:
+        raise ValidationError("service_floor applies to one GPU type; plan without speed, or with service_floor=0")
+    # Every backend solves the program above the service floor (`above_floor`), which is the
+    # program itself without one; `lower` is added back to its schedule.
+    solved, lower = _above_floor(program, opts.service_floor)
+    warm = None if warm_start is None else np.maximum(warm_start - lower, 0.0)
     # Rows infeasible, or feasible only in a sliver that backends resolve differently, are relaxed
     # before any backend sees them, the same for all: judged on the program solved (one maximum
     # flow; one LP over GPU types). A check on the reference-type program of a typed window, whose
     # capacity is one type's GPUs, relaxed nine in ten re-plans at 460 jobs.
-    has_room = late is None and fairness == "constraints" and program.fairness_room(shockwave.FAIRNESS_MARGIN)
+    has_room = late is None and fairness == "constraints" and solved.fairness_room(shockwave.FAIRNESS_MARGIN)
     build_s = time.perf_counter() - started - forecast_s
     late = late or clock.late("build")
-    early = opts.polish and polish_supports(program) is None  # backends may stop early: the polish finishes
+    early = opts.polish and polish_supports(solved) is None  # backends may stop early: the polish finishes
     solution: Solution | None = None
-    name = opts.solver or candidates(program)[0].name
+    name = opts.solver or candidates(solved)[0].name
     if late is not None:
         solution = _unsolved(late)
     if fairness == "constraints" and solution is None:
         if has_room:
-            solution, name = _solve(program, opts, warm_start, early, clock.deadline)
+            solution, name = _solve(solved, opts, warm, early, clock.deadline)
         if solution is None or solution.status == Status.INFEASIBLE:
             assert lateness is not None
             program = shockwave.relax(program, weights, lateness, opts)
+            solved, lower = _above_floor(program, opts.service_floor)
             fairness, ftf_bound, solution = "relaxed", float("nan"), None
     if solution is None:
-        solution, name = _solve(program, opts, warm_start, early, clock.deadline)
+        solution, name = _solve(solved, opts, warm, early, clock.deadline)
     late = late or clock.late("solve")
     if opts.polish and late is None:
-        solution, name = _polished(program, opts, warm_start, solution, name, clock)
+        solution, name = _polished(solved, opts, warm, solution, name, clock)
         late = clock.late("polish")
     solve_s = time.perf_counter() - started - forecast_s - build_s
 
     # A backend that produced no point (an error on both): nothing runs, and the status says why.
     goods = program.shape[2]
-    relaxed = solution.x if solution.x is not None else np.zeros((n, goods))
+    relaxed = solution.x + lower if solution.x is not None else np.zeros((n, goods))
     prices = solution.prices if solution.prices is not None else np.full(goods, np.nan)
     placement = None
     if window is None:
@@ -459,6 +467,13 @@ def _guarded(plan: Plan, supply: FloatArray) -> Plan:
     if not problems:
         return plan
     return replace(plan, status=Status.ERROR, message=f"{plan.message}; not usable: {', '.join(problems)}")
+
+
+def _above_floor(program: PlanningProgram, share: float) -> tuple[PlanningProgram, FloatArray]:
+    """`above_floor`, or the program itself and a zero floor without one."""
+    if not share:
+        return program, np.zeros(program.shape[1:])
+    return above_floor(program, share)
 
 
 def flat_pace(remaining_s: FloatArray, epochs_left: FloatArray, rounds: int, round_s: float,

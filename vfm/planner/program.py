@@ -46,7 +46,7 @@ Choosing among optimal schedules
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from functools import cached_property
 from typing import Any
 
@@ -345,3 +345,42 @@ class PlanningProgram:
     def capacity_excess(self, schedule: FloatArray) -> float:
         """Largest GPUs over capacity in any round (<= 0 when the schedule fits)."""
         return float((self.gpus @ np.asarray(schedule, dtype=np.float64) - self.capacity).max())
+
+
+#: A service floor takes at most this share of a round's capacity, and leaves room for its
+#: widest gang (`above_floor`): at least half of every round stays the program's to allocate.
+FLOOR_CAPACITY_SHARE = 0.5
+
+
+def above_floor(program: PlanningProgram, share: float) -> tuple[PlanningProgram, FloatArray]:
+    r"""The program over the schedule above a service floor, and the floor, shape (n, T).
+
+    The floor gives every job at least :math:`\ell_t = \min(\text{share}, h_t)` of each round it
+    can run in (`PlanningProgram.runnable`), :math:`h_t` the most the round can give every
+    runnable job within `FLOOR_CAPACITY_SHARE` of its capacity, leaving room for its widest gang
+    above the floor; a job whose remaining runtime is less than :math:`\ell_t` of each of its
+    runnable rounds gets no floor (it needs less than the floor would give it; it can then run at
+    most :math:`1 - \ell_t` of the round). Writing :math:`y = \ell + z`, the program in
+    :math:`z \ge 0` is the same program with the floor's progress in the base, its GPUs out of the
+    capacity, its running time out of the remaining runtime and out of the upper bound; so every
+    backend, the polish and the certificates apply unchanged, and :math:`\ell + z^*` is the
+    optimum over the schedules that give every job its floor. One scenario on one GPU type (the
+    base is per job).
+    """
+    runnable = program.runnable.astype(np.float64)
+    demand = program.gpus @ runnable
+    widest = np.where(program.runnable, program.gpus[:, None], 0.0).max(axis=0, initial=0.0)
+    room = np.maximum(np.minimum(FLOOR_CAPACITY_SHARE * program.capacity, program.capacity - widest), 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        level = np.minimum(share, np.where(demand > 0, room / demand, share))
+        need = np.where(runnable.sum(axis=1) > 0,
+                        program.remaining_s / program.round_s / runnable.sum(axis=1), 0.0)
+    level = np.minimum(level, program.bounds)
+    lower = runnable * (need[:, None] >= level[None, :]) * level[None, :]
+    reduced = replace(program,
+                      base=program.base + (program.progress[0] * lower).sum(axis=1),
+                      capacity=program.capacity - program.gpus @ lower,
+                      remaining_s=np.maximum(program.remaining_s - program.round_s * (program.pace * lower).sum(axis=1),
+                                             0.0),
+                      upper=program.bounds - level)
+    return reduced, read_only(lower)

@@ -240,10 +240,14 @@ def wait_bound(max_wait: int, capacity: float, gang: int | np.ndarray, demand: f
 
 def credit_order(program: PlanningProgram, planned: FloatArray, credit: FloatArray, *,
                  first: np.ndarray | None = None, ran_last: np.ndarray | None = None,
-                 continuity: float = 0.0) -> tuple[FloatArray, np.ndarray]:
+                 continuity: float = 0.0, owed_first: bool = False) -> tuple[FloatArray, np.ndarray]:
     """What each job is owed this round (credit plus `planned`, read to `RESOLUTION`) and the jobs
     with a claim in the order `serve_with_credit` serves them (arguments as there)."""
     want = quantize(credit + planned)
+    if ran_last is not None and owed_first:
+        # Continuity only for the jobs the plan gives half a round or more: a job planned a small
+        # share that runs ahead of it waits that many rounds over again (docs/planning.md).
+        ran_last = ran_last & (planned >= OWED_FIRST_CONTINUITY_SHARE)
     claim = want if ran_last is None else quantize(want + continuity * ran_last)
     remaining = np.where(program.base < 1.0, program.remaining_s, 0.0)
     # Most credit first, counted in rounds the job can use: a job that needs a tenth of a round
@@ -252,35 +256,43 @@ def credit_order(program: PlanningProgram, planned: FloatArray, credit: FloatArr
     # round and waits for dozens). Read to vfm.planner.rounding.RESOLUTION; ties to the longest
     # forecast time left, then to arrival order.
     usable = np.clip(remaining / program.round_s, RESOLUTION, 1.0)
-    order = np.lexsort((-remaining, -quantize(claim / usable)))  # stable
+    # With `owed_first`, the jobs owed a whole round of what they can use come before the others.
+    owed = quantize(want / usable) >= 1.0 if owed_first else np.zeros(want.size, dtype=bool)
+    order = np.lexsort((-remaining, -quantize(claim / usable), ~owed))  # stable
     order = order[(claim[order] > 0) & (remaining[order] > 0)]
     if first is not None:
         order = served_first(first, order)
     return want, order
 
 
+#: With a service floor, continuity applies only to the jobs planned at least this share of the round.
+OWED_FIRST_CONTINUITY_SHARE = 0.5
+
 #: The execution's guards, in the order `guards_fired` counts them.
 GUARDS = ("max_wait", "continuity", "credit_floor")
 
 
 def guards_fired(ran: np.ndarray, first: np.ndarray, *, want: FloatArray | None = None,
-                 by_credit: np.ndarray | None = None, owed: FloatArray | None = None) -> dict[str, int]:
+                 by_credit: np.ndarray | None = None, owed: FloatArray | None = None,
+                 floor: float | FloatArray = CREDIT_FLOOR) -> dict[str, int]:
     """How many jobs each guard of the execution decided this round, by name (`GUARDS`).
 
     ``max_wait``: overdue jobs (`first`, `overdue_order`) that ran. ``continuity``: jobs placed by
     the credit order (`by_credit`, bool (n,)) while owed nothing of their own (`want` <= 0): the
     continuity bonus alone put them there. ``credit_floor``: jobs whose credit after the round
-    (`owed`, before the floor) is below `CREDIT_FLOOR`, so that the floor raised it. Without
+    (`owed`, before the floor) is below the credit floor (`floor`: `CREDIT_FLOOR`, or per job), so
+    that the floor raised it. Without
     `want` and `by_credit` (window execution) continuity counts 0; without `owed`, the floor does.
     """
     continued = 0 if want is None or by_credit is None else int((by_credit & (quantize(want) <= 0)).sum())
-    floored = 0 if owed is None else int((owed < CREDIT_FLOOR).sum())
+    floored = 0 if owed is None else int((owed < floor).sum())
     return {"max_wait": int(ran[first].sum()), "continuity": continued, "credit_floor": floored}
 
 
 def serve_with_credit(program: PlanningProgram, planned: FloatArray, credit: FloatArray, capacity: float, *,
                       first: np.ndarray | None = None, ran_last: np.ndarray | None = None,
-                      continuity: float = 0.0) -> tuple[np.ndarray, FloatArray, dict[str, int]]:
+                      continuity: float = 0.0,
+                      owed_first: bool = False) -> tuple[np.ndarray, FloatArray, dict[str, int]]:
     """One round served from a standing plan by carried credit.
 
     Parameters
@@ -301,6 +313,10 @@ def serve_with_credit(program: PlanningProgram, planned: FloatArray, credit: Flo
         Rounds of credit a job that ran in the previous round may run ahead of its plan before it
         yields its gang: each stop and start costs a restart, so a job owed half the rounds runs
         longer stretches instead of every other round.
+    owed_first : bool
+        Serve the jobs owed a whole round (of what they can use) before the others, and give
+        continuity only to the jobs planned `OWED_FIRST_CONTINUITY_SHARE` of this round or more:
+        the execution of a plan with a service floor (`vfm.planner.PlanOptions.service_floor`).
 
     Returns
     -------
@@ -310,7 +326,8 @@ def serve_with_credit(program: PlanningProgram, planned: FloatArray, credit: Flo
     fired : dict of str to int
         How many jobs each guard decided (`guards_fired`).
     """
-    want, order = credit_order(program, planned, credit, first=first, ran_last=ran_last, continuity=continuity)
+    want, order = credit_order(program, planned, credit, first=first, ran_last=ran_last, continuity=continuity,
+                               owed_first=owed_first)
     chosen = first_fit(order, program.gpus, capacity)
     remaining = np.where(program.base < 1.0, program.remaining_s, 0.0)
     ran = np.zeros(want.size, dtype=bool)
@@ -319,8 +336,13 @@ def serve_with_credit(program: PlanningProgram, planned: FloatArray, credit: Flo
     waiting = np.flatnonzero(~ran & (program.base < 1.0))
     free = capacity - float(program.gpus[chosen].sum())
     ran[first_fit(waiting[np.argsort(-remaining[waiting], kind="stable")], program.gpus, free)] = True
-    # A job that ran beyond its plan (idle GPUs) owes at most `CREDIT_FLOOR` rounds for it.
+    # A job that ran beyond its plan (idle GPUs) owes at most `CREDIT_FLOOR` rounds for it. With
+    # `owed_first`, at most that share of the rounds it can use (a job a few seconds from its end
+    # owing two rounds would wait for them with its last epoch), scaled down with its planned share
+    # below `OWED_FIRST_CONTINUITY_SHARE` (a debt repaid at a small share is a long wait).
     owed = want - ran
+    floor = CREDIT_FLOOR * (np.clip(remaining / program.round_s, RESOLUTION, 1.0)
+                            * np.minimum(1.0, planned / OWED_FIRST_CONTINUITY_SHARE) if owed_first else 1.0)
     fired = guards_fired(ran, np.empty(0, dtype=np.int64) if first is None else first, want=want,
-                         by_credit=by_credit, owed=owed)
-    return ran, np.maximum(owed, CREDIT_FLOOR), fired
+                         by_credit=by_credit, owed=owed, floor=floor)
+    return ran, np.maximum(owed, floor), fired

@@ -115,6 +115,8 @@ class TypedPolicy(homogeneous.StateView):
         self.config: PolicyConfig = homogeneous.policy_config(cluster.total, options, replan_every=replan_every,
                                                               forecaster=forecaster, seed=seed,
                                                               deadline_s=deadline_s, **overrides)
+        if self.config.options.service_floor:
+            raise ValidationError("service_floor applies to one GPU type (Policy), not to a TypedPolicy")
         if self.config.options.solver in (None, "saa-ipm"):
             load_kernels()  # here, not in the first re-plan, as `Policy` does
         self._start()
