@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from vfm.cluster.generate import WorkloadSpec, generate_workload
 from vfm.forecast import JobStates, OracleForecaster
 from vfm.planner import plan
-from vfm.planner.plan import flat_pace
+from vfm.planner.pace import flat_pace
 
 ROUND_S = 120.0
 

@@ -78,7 +78,7 @@ class PlanOptions:
         What a round of running is worth to a job in the program. ``"flat"`` (default): the
         same in every round, the job's remaining epochs spread evenly over its forecast remaining
         runtime, so a job's progress depends on how many rounds it runs, not on when
-        (`vfm.planner.plan.flat_pace`; docs/planning.md, "Progress that does not depend on the
+        (`vfm.planner.pace.flat_pace`; docs/planning.md, "Progress that does not depend on the
         calendar"). ``"forecast"``: the forecaster's epochs per round as they come, which credit
         a deferred job the speed it would have reached by running.
     service_floor : float

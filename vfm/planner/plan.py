@@ -37,6 +37,7 @@ from vfm.forecast import DirichletForecaster, Forecaster, JobStates, SeedLike
 from vfm.planner import shockwave
 from vfm.planner.inputs import checked_budgets, checked_cluster, checked_forecast, checked_warm_start
 from vfm.planner.options import STRICT_TOL, PlanOptions
+from vfm.planner.pace import window_epochs
 from vfm.planner.polish import polish
 from vfm.planner.polish import supports as polish_supports
 from vfm.planner.program import PlanningProgram, above_floor
@@ -279,24 +280,7 @@ def plan(
     finished = states.remaining_epochs <= 0
     fits = (width[:, None] <= supply[None, :]) if window is None else window.hosts(width).any(axis=1)
     fits &= ~finished[:, None]
-    forecast = checked_forecast(
-        model, "epochs_per_round", model.epochs_per_round(states, rounds, round_s), states, (n, rounds))
-    flat = flat_pace(remaining_s, states.remaining_epochs, rounds, float(round_s))
-    point = _in_fitting_rounds(flat if opts.pace == "flat" else forecast, fits)
-    if scenarios == 1:
-        epochs = point[None]
-    else:
-        samples = checked_forecast(
-            model, "sample_epochs_per_round", model.sample_epochs_per_round(states, rounds, round_s, scenarios, seed),
-            states, (scenarios, n, rounds))
-        if opts.pace == "flat":  # each scenario at its own pace, flat
-            samples = flat_pace(remaining_s, states.remaining_epochs, rounds, float(round_s),
-                                scale=_scenario_pace(samples, forecast, states.remaining_epochs))
-        epochs = _in_fitting_rounds(samples, fits)
-        # A job with nothing done that completes no whole epoch in a scenario would have log
-        # utility -inf under every schedule; such a scenario credits it the point forecast.
-        stalled = (states.epochs_done == 0)[None, :] & (epochs.sum(axis=2) == 0)
-        epochs = np.where(stalled[:, :, None], point[None], epochs)
+    epochs = window_epochs(model, states, opts, remaining_s, fits, seed)
     forecast_s = time.perf_counter() - started
     late = clock.late("forecast")
 
@@ -335,7 +319,7 @@ def plan(
         raise ValidationError("service_floor applies to one GPU type; plan without speed, or with service_floor=0")
     # Every backend solves the program above the service floor (`above_floor`), which is the
     # program itself without one; `lower` is added back to its schedule.
-    solved, lower = _above_floor(program, opts.service_floor)
+    solved, lower = above_floor(program, opts.service_floor)
     warm = None if warm_start is None else np.maximum(warm_start - lower, 0.0)
     # Rows infeasible, or feasible only in a sliver that backends resolve differently, are relaxed
     # before any backend sees them, the same for all: judged on the program solved (one maximum
@@ -355,7 +339,7 @@ def plan(
         if solution is None or solution.status == Status.INFEASIBLE:
             assert lateness is not None
             program = shockwave.relax(program, weights, lateness, opts)
-            solved, lower = _above_floor(program, opts.service_floor)
+            solved, lower = above_floor(program, opts.service_floor)
             fairness, ftf_bound, solution = "relaxed", float("nan"), None
     if solution is None:
         solution, name = _solve(solved, opts, warm, early, clock.deadline)
@@ -467,76 +451,6 @@ def _guarded(plan: Plan, supply: FloatArray) -> Plan:
     if not problems:
         return plan
     return replace(plan, status=Status.ERROR, message=f"{plan.message}; not usable: {', '.join(problems)}")
-
-
-def _above_floor(program: PlanningProgram, share: float) -> tuple[PlanningProgram, FloatArray]:
-    """`above_floor`, or the program itself and a zero floor without one."""
-    if not share:
-        return program, np.zeros(program.shape[1:])
-    return above_floor(program, share)
-
-
-def flat_pace(remaining_s: FloatArray, epochs_left: FloatArray, rounds: int, round_s: float,
-              scale: FloatArray | None = None) -> FloatArray:
-    r"""Epochs per round at a constant pace, shape (n, T): each job's `epochs_left` spread evenly
-    over its forecast `remaining_s`.
-
-    .. math:: F_i(\tau) = \min\!\big(\tau\, L_i / \hat T_i,\; L_i\big), \qquad
-              r_{it} = F_i((t+1) W) - F_i(t W),
-
-    with :math:`L_i` the epochs left and :math:`W` = `round_s`: every round the job runs gets the
-    same share of its remaining work, until the rounds add up to the work left. A job whose speed
-    rises with its progress (batch-size scaling) completes fewer epochs than this early and more
-    late; the pace is the chord of its progress over its remaining runtime, the concave envelope
-    of that curve (docs/planning.md, "Progress that does not depend on the calendar"). A job with no
-    runtime left gets its epochs left in the first round. `scale` (shape (..., n)) multiplies the
-    pace, for scenarios (shape (..., n, T) then).
-    """
-    left = np.maximum(np.asarray(epochs_left, dtype=np.float64), 0.0)
-    ends = np.arange(rounds + 1, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rate = np.where(remaining_s > 0, left * round_s / remaining_s, np.inf)
-        if scale is not None:
-            rate = rate * scale
-        done = np.minimum(np.where(ends > 0, rate[..., None] * ends, 0.0), left[:, None])
-    return np.diff(done, axis=-1)
-
-
-def _scenario_pace(samples: FloatArray, forecast: FloatArray, epochs_left: FloatArray) -> FloatArray:
-    """Each scenario's pace relative to the forecaster's point forecast, shape (S, n), from
-    scenarios (S, n, T) and the point forecast (n, T): their paces over the window (`_window_pace`);
-    1 where the point forecast makes no progress."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        point = _window_pace(forecast[None], epochs_left)
-        return np.where(point > 0, _window_pace(samples, epochs_left) / point, 1.0)
-
-
-def _window_pace(epochs: FloatArray, epochs_left: FloatArray) -> FloatArray:
-    """Epochs per round of running of forecasts of shape (S, n, T), shape (S, n): the epochs over
-    the window divided by the rounds with progress, the last counted as the fraction of the job's
-    fullest round it fills when the forecast finishes the job in the window."""
-    total = epochs.sum(axis=2)
-    running = (epochs > 0).sum(axis=2).astype(np.float64)
-    last = np.take_along_axis(epochs, np.maximum(running.astype(np.int64) - 1, 0)[:, :, None], axis=2)[:, :, 0]
-    fullest = epochs.max(axis=2)
-    finished = total >= epochs_left[None, :] * (1 - 1e-12)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        running = np.where(finished & (fullest > 0), running - 1 + last / fullest, running)
-        return np.where(running > 0, total / running, 0.0)
-
-
-def _in_fitting_rounds(epochs: FloatArray, fits: np.ndarray) -> FloatArray:
-    """Move a forecast of shape (..., n, T) onto the rounds each job's gang fits.
-
-    A forecaster's round `k` assumes the job ran in rounds 1 .. k-1 (its regimes advance with
-    its epochs, not with the clock). A job runs only where its gang fits, so its `k`-th fitting
-    round gets the forecast's round `k`, and the other rounds 0; with a constant capacity this is
-    the forecast itself. Without it a short job whose gang fits only late rounds would be
-    forecast as finished before it could start.
-    """
-    order = np.maximum(np.cumsum(fits, axis=1) - 1, 0)
-    moved = np.take_along_axis(epochs, np.broadcast_to(order, epochs.shape), axis=-1)
-    return np.where(fits, moved, 0.0)
 
 
 #: `plan` keeps a backend's inaccurate solution, instead of solving again with the next backend,

@@ -365,8 +365,10 @@ def above_floor(program: PlanningProgram, share: float) -> tuple[PlanningProgram
     capacity, its running time out of the remaining runtime and out of the upper bound; so every
     backend, the polish and the certificates apply unchanged, and :math:`\ell + z^*` is the
     optimum over the schedules that give every job its floor. One scenario on one GPU type (the
-    base is per job).
+    base is per job). A `share` of 0 is no floor: the program itself and a floor of zeros.
     """
+    if not share:
+        return program, read_only(np.zeros(program.shape[1:]))
     runnable = program.runnable.astype(np.float64)
     demand = program.gpus @ runnable
     widest = np.where(program.runnable, program.gpus[:, None], 0.0).max(axis=0, initial=0.0)
