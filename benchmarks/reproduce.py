@@ -37,7 +37,7 @@ Outputs
     - ``table.txt``: the table as printed;
     - ``results.json``: ``{"workload": name, "gpus": G, "policies": {name: {"makespan_s",
       "avg_jct_s", "worst_ftf", "unfair_pct", "utilization", "planner_s": {"median", "max"},
-      "replans", "longest_wait_rounds", "jobs_waiting_over", "max_wait_fired" (vfm only),
+      "replans", "guards" (vfm only), "longest_wait_rounds", "jobs_waiting_over",
       "jobs": [...], "rounds": [...]}}}``; the table's ``wait`` is the longest run of rounds a
       job waited, ``guard`` how often the vfm policy's ``max_wait`` guard decided a round;
     - ``metrics.png``: makespan, average JCT and worst FTF of each policy divided by the vfm
@@ -58,8 +58,7 @@ from typing import Any
 
 from benchmarks._cli import Parser
 from benchmarks._executors import SerialExecutor, make_executor
-from vfm.cluster import BASELINES, SchedulingPolicy, Simulation, Workload, artifact, load_workload, simulate, summarize
-from vfm.cluster.metrics import waits_reaching
+from vfm.cluster import BASELINES, SchedulingPolicy, Workload, artifact, load_workload, simulate, summarize
 from vfm.cluster.workload import SHIPPED
 from vfm.forecast import DirichletForecaster, Forecaster, PopulationForecaster
 from vfm.planner import PlanOptions, Policy
@@ -120,23 +119,13 @@ def run_policy(workload_path: str, name: str, seed: int = 0, jobs: int | None = 
         base = name.removeprefix(ARTIFACT)
         if base == "vfm":
             driven = vfm_policy(workload.gpus, workload.round_s, seed, **(vfm_options or {}))
-            return guarded_summary(artifact.simulate(workload, driven), driven)
+            return summarize(artifact.simulate(workload, driven))
         return summarize(artifact.simulate(workload, PUBLISHED_NAMES.get(base, base)))
     if name == "vfm":
         policy: SchedulingPolicy = vfm_policy(workload.gpus, workload.round_s, seed, **(vfm_options or {}))
     else:
         policy = POLICIES[name](workload.gpus, workload.round_s, seed)
-    return guarded_summary(simulate(workload, policy), policy)
-
-
-def guarded_summary(simulation: Simulation, policy: Any) -> dict[str, Any]:
-    """`summarize`, and for a `Policy` with a ``max_wait`` guard how often it decided a round
-    (``max_wait_fired``: `vfm.cluster.metrics.waits_reaching`)."""
-    summary = summarize(simulation)
-    max_wait = getattr(getattr(policy, "config", None), "max_wait", None)
-    if isinstance(policy, Policy) and max_wait is not None:
-        summary["max_wait_fired"] = waits_reaching(simulation, max_wait)
-    return summary
+    return summarize(simulate(workload, policy))
 
 
 def run(workload_path: str | Path, policies: Sequence[str] = tuple(POLICIES), *,
@@ -199,7 +188,7 @@ def format_table(result: dict[str, Any], published: dict[str, dict[str, Any]] | 
         line = (f"{name:29s} {row['makespan_s']:11.1f} {row['avg_jct_s']:10.1f} {row['worst_ftf']:9.3f} "
                 f"{row['unfair_pct']:8.2f} {row['utilization']:6.3f} "
                 f"{1e3 * planner['median']:7.1f}/{1e3 * planner['max']:<8.1f} "
-                f"{row.get('longest_wait_rounds', -1):5d} {row.get('max_wait_fired', '-'):>5}")
+                f"{row.get('longest_wait_rounds', -1):5d} {row.get('guards', {}).get('max_wait', '-'):>5}")
         if reference is not None:
             line += (f" {row['makespan_s'] / reference['makespan_s']:12.3f}"
                      f" {row['worst_ftf'] / reference['worst_ftf']:8.3f}")

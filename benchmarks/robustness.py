@@ -37,9 +37,8 @@ Outputs (printed, and written to ``--out``, default ``benchmarks/results/robustn
     ``table.txt``: per workload, every policy's makespan, average JCT, worst FTF, unfair share,
     longest wait (``wait``: rounds a job with work left went without running), jobs that waited
     more than 20 rounds in a row (``>20``), for the vfm policy how many times its ``max_wait``
-    guard decided a round (``fired``: a job's wait reaching ``max_wait`` rounds,
-    `vfm.cluster.metrics.waits_reaching`), and each target the vfm policy misses there, by how
-    much; per half, how many workloads meet all the targets and each one, a win matrix (vfm
+    guard decided a round (``fired``: `vfm.cluster.Simulation.guards`), and each target the vfm
+    policy misses there, by how much; per half, how many workloads meet all the targets and each one, a win matrix (vfm
     against each baseline: workloads where it is better / equal within 0.1 % / worse, per
     metric), the longest wait of any job under the vfm policy against its guaranteed bound, and
     the guard's firings. ``results.json``: the same numbers (``waits_over_20``,
@@ -78,7 +77,7 @@ from benchmarks._executors import SerialExecutor, make_executor
 from benchmarks.reproduce import POLICIES, vfm_policy
 from vfm.cluster import SchedulingPolicy, Workload, simulate
 from vfm.cluster.generate import WorkloadSpec, generate_workload, resample_workload
-from vfm.cluster.metrics import headline, longest_wait_rounds, present_rounds, waits_reaching
+from vfm.cluster.metrics import headline, longest_wait_rounds, present_rounds
 from vfm.planner import Policy
 from vfm.planner.shockwave import wait_bound
 
@@ -181,8 +180,8 @@ def run_case(case: str, policy: str, vfm_options: Mapping[str, Any] | None = Non
         bound = np.asarray(wait_bound(scheduler.config.max_wait, workload.gpus, gangs, demand))
         out["wait_bound_rounds"] = int(bound[np.argmax(waits)])
         out["waits_within_bound"] = bool(np.all(waits <= bound))
-        # How many times its no-starvation guard decided a round (a job reaching max_wait rounds of waiting).
-        out["max_wait_fired"] = waits_reaching(simulation, scheduler.config.max_wait)
+        # How many times its no-starvation guard decided a round (`vfm.planner.Decision.guards`).
+        out["max_wait_fired"] = simulation.guards.get("max_wait", 0)
     out["seconds"] = time.perf_counter() - tic
     return out
 

@@ -47,8 +47,8 @@ from typing import Any
 
 from benchmarks._cli import Parser
 from benchmarks._executors import make_executor
-from benchmarks.reproduce import guarded_summary, vfm_policy
-from vfm.cluster import Workload, load_workload, simulate
+from benchmarks.reproduce import vfm_policy
+from vfm.cluster import Workload, load_workload, simulate, summarize
 from vfm.cluster.generate import Uncertainty, WorkloadSpec, generate_workload
 from vfm.forecast import DirichletForecaster, Forecaster, OracleForecaster, PopulationForecaster, ScenarioProgress
 
@@ -127,11 +127,10 @@ def run_one(name: str, planner: str, scenarios: int, jobs: int | None = None) ->
     forecaster, sampled, options = PLANNERS[planner]
     policy = vfm_policy(job_set.gpus, job_set.round_s, 0, forecaster=forecaster(job_set),
                         scenarios=scenarios if sampled else 1, **options)
-    summary = guarded_summary(simulate(job_set, policy), policy)
+    summary = summarize(simulate(job_set, policy))
     replans = summary["replans"]
     return {**{key: summary[key] for key in METRICS}, "replans": replans["count"],
-            "longest_wait_rounds": summary["longest_wait_rounds"], "max_wait_fired": summary["max_wait_fired"],
-            "guards": summary["guards"],
+            "longest_wait_rounds": summary["longest_wait_rounds"], "guards": summary["guards"],
             "replan_s": {"median": replans["median_s"].get("total", float("nan")),
                          "max": replans["max_s"].get("total", float("nan"))},
             "solvers": replans["solvers"], "statuses": replans["statuses"]}
@@ -142,7 +141,7 @@ def format_rows(name: str, results: dict[str, dict[str, Any]]) -> list[str]:
     for planner, r in results.items():
         rows.append(f"{name:<28} {planner:<15} {r['makespan_s']:>9.0f} {r['avg_jct_s']:>8.0f} {r['worst_ftf']:>6.3f} "
                     f"{r['unfair_pct']:>7.2f} {r['utilization']:>6.3f} {r['replan_s']['median']:>8.3f} "
-                    f"{r['replan_s']['max']:>7.2f} {r['longest_wait_rounds']:>5d} {r['max_wait_fired']:>5d}")
+                    f"{r['replan_s']['max']:>7.2f} {r['longest_wait_rounds']:>5d} {r['guards']['max_wait']:>5d}")
     return rows
 
 

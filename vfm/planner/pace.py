@@ -26,13 +26,13 @@ def window_epochs(model: Forecaster, states: JobStates, options: PlanOptions, re
     The forecaster's per-round forecasts are asked for only where they are used: at the calendar
     pace, and with scenarios (whose pace is relative to the point forecast's)."""
     n, rounds, round_s = states.n_jobs, options.rounds, float(options.round_s)
-    forecast = None
-    if options.pace == "forecast" or options.scenarios > 1:
-        forecast = checked_forecast(model, "epochs_per_round", model.epochs_per_round(states, rounds, round_s),
-                                    states, (n, rounds))
     left = states.remaining_epochs
-    point = in_fitting_rounds(flat_pace(remaining_s, left, rounds, round_s) if options.pace == "flat" else forecast,
-                              fits)
+    flat = flat_pace(remaining_s, left, rounds, round_s) if options.pace == "flat" else None
+    if flat is not None and options.scenarios == 1:
+        return in_fitting_rounds(flat, fits)[None]
+    forecast = checked_forecast(model, "epochs_per_round", model.epochs_per_round(states, rounds, round_s),
+                                states, (n, rounds))
+    point = in_fitting_rounds(forecast if flat is None else flat, fits)
     if options.scenarios == 1:
         return point[None]
     samples = checked_forecast(

@@ -256,7 +256,7 @@ def plan(
         raise ValidationError(f"options must be a vfm.planner.PlanOptions or None, got {type(options).__name__}")
     opts = (PlanOptions() if options is None else options).updated(**overrides)
     clock = _Clock(started, opts.time_limit_s)
-    rounds, round_s, scenarios = opts.rounds, opts.round_s, opts.scenarios
+    rounds, round_s = opts.rounds, opts.round_s
     if not isinstance(states, JobStates):
         raise ValidationError(f"states must be a vfm.forecast.JobStates, got {type(states).__name__}")
     if forecaster is not None and (isinstance(forecaster, type) or not isinstance(forecaster, Forecaster)):

@@ -281,8 +281,8 @@ def guards_fired(ran: np.ndarray, first: np.ndarray, *, want: FloatArray | None 
     the credit order (`by_credit`, bool (n,)) while owed nothing of their own (`want` <= 0): the
     continuity bonus alone put them there. ``credit_floor``: jobs whose credit after the round
     (`owed`, before the floor) is below the credit floor (`floor`: `CREDIT_FLOOR`, or per job), so
-    that the floor raised it. Without
-    `want` and `by_credit` (window execution) continuity counts 0; without `owed`, the floor does.
+    that the floor raised it. Without `want` and `by_credit` (window execution) continuity counts
+    0; without `owed`, the floor does.
     """
     continued = 0 if want is None or by_credit is None else int((by_credit & (quantize(want) <= 0)).sum())
     floored = 0 if owed is None else int((owed < floor).sum())

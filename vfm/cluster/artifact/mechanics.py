@@ -35,7 +35,7 @@ from vfm.cluster.artifact._adaptation import Rules, ceil_div, rescale, wanted
 from vfm.cluster.artifact.allocations import AllocationInputs, Allocator, make_allocator
 from vfm.cluster.gpu_types import throughput_table
 from vfm.cluster.protocol import SchedulingPolicy
-from vfm.cluster.simulator import Round, Simulation, _ask, _check_answer
+from vfm.cluster.simulator import Round, Simulation, _ask, _check_answer, _count_guards
 from vfm.cluster.workload import Workload
 from vfm.errors import ValidationError
 from vfm.planner.rounding import first_fit
@@ -116,6 +116,7 @@ class _Gavel:
         self.last_reset = 0.0
         self.pending = False  # a job arrived, finished or failed since the last recomputation
         self.recomputes: list[dict[str, object]] = []
+        self.guards: dict[str, int] = {}  # an allocation of the artifact's has none
 
     def add(self, rows: IntArray, jobs: _Jobs) -> None:
         """Jobs arrive (their rows, in arrival order)."""
@@ -255,6 +256,7 @@ class _Driven:
         self.epochs = ceil_div(jobs.total_steps, ceil_div(rules.samples, rules.initial))
         self.reported = np.zeros(workload.n_jobs, dtype=np.int64)
         self.recomputes: list[dict[str, object]] = []
+        self.guards: dict[str, int] = {}
         self.rounds = 0
 
     def _regimes(self, jobs: _Jobs, row: int) -> dict[float, float]:
@@ -290,6 +292,7 @@ class _Driven:
 
     def decide(self, now: float, jobs: _Jobs) -> IntArray:
         answer, _, replan = _ask(self.policy)
+        _count_guards(self.policy, self.guards)
         if replan is not None:
             self.recomputes.append(replan)
         self.rounds += 1
@@ -384,7 +387,7 @@ def simulate(workload: Workload, policy: str | Allocator | SchedulingPolicy,
         arrival_s=jobs.arrival_s, finish_s=jobs.finish_s, isolated_s=workload.isolated_s, restarts=jobs.restarts,
         held_s=jobs.held_s, rounds=tuple(rounds), planner_s=np.array(planner_s),
         planner_busy=np.ones(len(planner_s), dtype=bool), busy_gpu_s=float((gang * jobs.held_s).sum()),
-        replans=tuple(chooser.recomputes))
+        replans=tuple(chooser.recomputes), guards=chooser.guards)
 
 
 @dataclass(frozen=True)
