@@ -19,6 +19,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.cluster.test_simulator import Fifo
 from vfm.cluster import Workload, load_workload, simulate, summarize, workload_from_dict
 from vfm.cluster.generate import Uncertainty, WorkloadSpec, generate_workload, resample_workload
 from vfm.errors import ValidationError
@@ -324,33 +325,17 @@ def test_a_name_that_is_not_a_string_is_refused_first() -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-class _Fifo:
-    """Every present job that fits, in arrival order; counts its calls."""
+class _Fifo(Fifo):
+    """`Fifo` that counts the jobs it was given."""
 
     def __init__(self, capacity: int) -> None:
-        self.capacity, self.calls = capacity, 0
-        self.jobs: dict[Hashable, list[int]] = {}  # id -> [gpus, epochs left]
+        super().__init__(capacity)
+        self.calls = 0
 
     def add_job(self, job_id: Hashable, gpus: int, regimes: Mapping[float, float], epochs: int, *,
                 kind: Hashable = None) -> None:
         self.calls += 1
-        self.jobs[job_id] = [gpus, epochs]
-
-    def remove_job(self, job_id: Hashable) -> None:
-        del self.jobs[job_id]
-
-    def report_progress(self, job_id: Hashable, batch_sizes: Sequence[float]) -> None:
-        self.jobs[job_id][1] -= len(batch_sizes)
-        if self.jobs[job_id][1] == 0:
-            del self.jobs[job_id]
-
-    def next_round(self) -> list[Hashable]:
-        free, run = self.capacity, []
-        for job_id, (gpus, _) in self.jobs.items():
-            if gpus <= free:
-                run.append(job_id)
-                free -= gpus
-        return run
+        super().add_job(job_id, gpus, regimes, epochs, kind=kind)
 
 
 def _with_ids(ids: Sequence[Any]) -> Workload:

@@ -341,17 +341,25 @@ def test_a_standing_plan_older_than_its_window_is_not_served():
     policy = Policy(1, rounds=2, forecaster=forecaster)
     policy.add_job("a", 1, REGIMES, 40)
     policy.add_job("b", 1, REGIMES, 40)
+    # The window's second round is served as planned (no re-plan due); then its window has passed.
+    assert sources_after_breaking(policy, forecaster, lambda served: len(served) == 1) == \
+        ["plan", "fallback", "fallback", "fallback"]
+    assert policy.last_decision is not None
+    assert policy.last_decision.reason.endswith("the standing plan is older than its window: served first-fit in "
+                                                "arrival order")
+
+
+def sources_after_breaking(policy: Any, forecaster: Flaky, served: Any, rounds: int = 4) -> list[str]:
+    """After a first round, break `forecaster` and serve `rounds` rounds, each answer passing
+    `served`; how each was decided (`Decision.source`)."""
     policy.next_round()
     forecaster.broken = True
     sources = []
-    for _ in range(4):
-        assert len(policy.next_round()) == 1
+    for _ in range(rounds):
+        assert served(policy.next_round())
         assert policy.last_decision is not None
         sources.append(policy.last_decision.source)
-    # The window's second round is served as planned (no re-plan due); then its window has passed.
-    assert sources == ["plan", "fallback", "fallback", "fallback"]
-    assert policy.last_decision.reason.endswith("the standing plan is older than its window: served first-fit in "
-                                                "arrival order")
+    return sources
 
 
 @pytest.mark.parametrize("change", [
