@@ -61,7 +61,7 @@ from benchmarks._executors import SerialExecutor, make_executor
 from vfm.cluster import BASELINES, SchedulingPolicy, Workload, artifact, load_workload, simulate, summarize
 from vfm.cluster.workload import SHIPPED
 from vfm.forecast import DirichletForecaster, Forecaster, PopulationForecaster
-from vfm.planner import PlanOptions, Policy
+from vfm.planner import PlanOptions, Policy, shockwave
 from vfm.planner.shockwave import SHOCKWAVE_EFFICIENCY, SHOCKWAVE_RESERVE
 
 #: The vfm policy's planning backend in the reproduction: vfm's interior point. The planner
@@ -71,6 +71,11 @@ VFM_SOLVER = "saa-ipm"
 #: The vfm policy's forecasters by name (``forecaster=<name>`` in its options); each starts cold.
 FORECASTERS: dict[str, Callable[[], Forecaster]] = {"dirichlet": DirichletForecaster,
                                                      "population": PopulationForecaster}
+
+
+def rounds_or_none(text: str) -> int | None:
+    """``--vfm-wait-limit``: a whole number of rounds, or ``none``."""
+    return None if text.strip().lower() == "none" else int(text)
 
 
 def vfm_policy(capacity: int, round_s: float, seed: int = 0, **options: Any) -> Policy:
@@ -325,12 +330,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--vfm-service-floor", type=float, default=0.0,
                         help="share of every round each job gets at least in the vfm policy's plans "
                              "(PlanOptions.service_floor; default 0)")
+    parser.add_argument("--vfm-wait-limit", type=rounds_or_none, default=shockwave.WAIT_LIMIT,
+                        help="rounds a job may wait in a row in the vfm policy's plans, or 'none' "
+                             f"(PlanOptions.wait_limit; default {shockwave.WAIT_LIMIT}; none with --vfm-scenarios > 1)")
     parser.add_argument("--vfm-forecaster", default="dirichlet", choices=tuple(FORECASTERS),
                         help="the vfm policy's forecaster, learning online from the jobs that complete if it can "
                              "(default dirichlet)")
     args = parser.parse_args(argv)
     with parser.reporting():
-        PlanOptions(service_floor=args.vfm_service_floor)  # a bad floor is named here, before any run
+        # A bad floor or limit is named here, before any run.
+        if args.vfm_scenarios > 1 and args.vfm_wait_limit is not None:
+            parser.error("--vfm-wait-limit applies to one scenario: with --vfm-scenarios > 1 pass "
+                         "--vfm-wait-limit none")
+        PlanOptions(service_floor=args.vfm_service_floor, wait_limit=args.vfm_wait_limit,
+                    scenarios=args.vfm_scenarios)
         names = with_artifact_runs([name.strip() for name in args.policies.split(",") if name.strip()],
                                    args.mechanics)
         with ExitStack() as stack:
@@ -341,7 +354,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                                       "reserve": args.vfm_reserve, "execution": args.vfm_execution,
                                       "solver": args.vfm_solver, "forecaster": args.vfm_forecaster,
                                       "polish": not args.vfm_no_polish,
-                                      "service_floor": args.vfm_service_floor})
+                                      "service_floor": args.vfm_service_floor,
+                                      "wait_limit": args.vfm_wait_limit})
             published = published_results(args.workload) if args.jobs is None else {}
         table = format_table(result, published)
         print(table, end="")

@@ -33,7 +33,7 @@ def test_without_a_floor_a_job_with_much_done_can_get_nothing_and_with_one_it_ge
 @pytest.mark.parametrize("solver", ["saa-ipm", "cvxpy"])
 def test_the_program_above_the_floor_is_the_program_with_the_floor_added(solver):
     result = plan(STATES, GPUS, 3, rounds=10, service_floor=0.1, solver=solver, polish=False, spread=0.0)
-    reduced, lower = above_floor(result.program, 0.1)
+    reduced, lower, _ = above_floor(result.program, 0.1)
     z = result.relaxed - lower
     assert (z >= -1e-9).all() and (z <= reduced.bounds[None, :] + 1e-9).all()
     # The same objective, the floor's progress moved to the base and its time out of the leftover.
@@ -44,7 +44,7 @@ def test_the_program_above_the_floor_is_the_program_with_the_floor_added(solver)
 def test_a_floor_leaves_room_for_the_widest_gang_and_skips_jobs_that_need_less():
     states = JobStates.from_lists([10, 10, 1], [{8: 120.0}, {8: 120.0}, {8: 6.0}])
     program = plan(states, [1, 4, 1], 5, rounds=4).program
-    reduced, lower = above_floor(program, 0.5)
+    reduced, lower, _ = above_floor(program, 0.5)
     # Round capacity 5, widest gang 4: the floor may take 1 GPU of it, shared by the 6 GPUs the
     # runnable jobs want in round 0 (5 later: job 2 is forecast finished after it).
     np.testing.assert_allclose(lower[:2], [[1 / 6, 0.2, 0.2, 0.2]] * 2)
@@ -73,7 +73,7 @@ def test_bad_floors_are_named(options, message):
 
 
 def test_a_floor_is_refused_on_gpu_types():
-    with pytest.raises(ValidationError, match="service_floor applies to one GPU type"):
+    with pytest.raises(ValidationError, match="service_floor and wait_limit apply to one GPU type"):
         TypedPolicy(ClusterTypes({"v100": 2, "k80": 2}), service_floor=0.1)
-    with pytest.raises(ValidationError, match="service_floor applies to one GPU type"):
+    with pytest.raises(ValidationError, match="service_floor and wait_limit apply to one GPU type"):
         plan(STATES, GPUS, [3, 3], rounds=4, speed=np.ones((4, 2)), service_floor=0.1)

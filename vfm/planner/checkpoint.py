@@ -690,6 +690,11 @@ def _check_plan(config: PolicyConfig, state: PolicyState, types: int | None) -> 
                               f"{rounds}: the state was made with another configuration")
     if not np.isfinite(relaxed).all():
         raise ValidationError("the plan's relaxed schedule holds a value that is not finite")
+    committed = getattr(plan, "committed", None)
+    if committed is not None and not (isinstance(committed, np.ndarray) and committed.dtype == np.bool_
+                                      and committed.shape == relaxed.shape):
+        raise ValidationError(f"the plan's committed rounds must be a bool array of the schedule's shape "
+                              f"{relaxed.shape}")
     if since > rounds:
         raise ValidationError(f"since_plan of the state ({since}) is past the plan's window of {rounds} rounds")
     program = plan.program

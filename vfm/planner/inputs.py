@@ -54,6 +54,14 @@ def checked_budgets(states: JobStates, budgets: ArrayLike | None) -> FloatArray:
     return weights
 
 
+def checked_waits(waited: ArrayLike, states: JobStates) -> np.ndarray:
+    """`waited` as whole numbers of rounds >= 0, shape (n,), one per job."""
+    array = as_real_array(waited, "waited", (states.n_jobs,))
+    require_per_job("waited", array, (array < 0) | (array != np.round(array)),
+                    "must be a whole number of rounds >= 0", ids=states.job_ids)
+    return array.astype(np.int64)
+
+
 def checked_warm_start(warm_start: Any, n: int, rounds: int, types: int | None) -> FloatArray:
     """`warm_start` as a float array of shape (n, T) (or (n, K T) over `types`), finite, in [0, 1].
 

@@ -87,6 +87,13 @@ class PlanOptions:
         rounds to the window's cheaper late rounds again and again; a floor gives it a share of
         the round being served, so a policy serving by credit runs it within about 1 / floor rounds
         (docs/planning.md, "A service floor"). One scenario, one GPU type.
+    wait_limit : int or None
+        Rounds a job may wait in a row (default None: no limit). Each plan commits a whole round,
+        within the window, to every job whose wait would pass the limit there, before it does
+        (`vfm.planner.program.wait_floor`), given the rounds each job has waited (`vfm.planner.plan`'s
+        ``waited``); the rest of the window is planned around those commitments, and a policy serves
+        a committed round before the others (docs/planning.md, "A limit on waits"). One scenario, one
+        GPU type.
     time_limit_s : float or None
         Seconds one `vfm.planner.plan` call may take (default None: no limit). `plan` checks the
         time between its phases, at every interior-point iteration and every polish step; once
@@ -125,6 +132,7 @@ class PlanOptions:
     polish: bool = True
     pace: Literal["flat", "forecast"] = "flat"
     service_floor: float = 0.0
+    wait_limit: int | None = None
     time_limit_s: float | None = None
 
     def __post_init__(self) -> None:
@@ -149,6 +157,12 @@ class PlanOptions:
         if self.service_floor and self.scenarios > 1:
             raise ValidationError(f"service_floor applies to one scenario (scenarios=1), got scenarios="
                                   f"{self.scenarios}")
+        if self.wait_limit is not None and (not is_whole(self.wait_limit) or self.wait_limit < 1):
+            raise ValidationError(f"wait_limit must be a positive whole number of rounds or None, got "
+                                  f"{self.wait_limit!r}")
+        if self.wait_limit is not None and self.scenarios > 1:
+            raise ValidationError(f"wait_limit applies to one scenario (scenarios=1), got scenarios={self.scenarios}; "
+                                  f"plan over scenarios with wait_limit=None")
         if self.pace not in ("flat", "forecast"):
             raise ValidationError(f"pace must be 'flat' or 'forecast', got {self.pace!r}")
         if self.solver is not None and self.solver not in available_solvers("planning"):

@@ -35,7 +35,7 @@ from vfm.equilibrium import Status
 from vfm.errors import ValidationError
 from vfm.forecast import DirichletForecaster, Forecaster, JobStates, SeedLike
 from vfm.planner import shockwave
-from vfm.planner.inputs import checked_budgets, checked_cluster, checked_forecast, checked_warm_start
+from vfm.planner.inputs import checked_budgets, checked_cluster, checked_forecast, checked_waits, checked_warm_start
 from vfm.planner.options import STRICT_TOL, PlanOptions
 from vfm.planner.pace import window_epochs
 from vfm.planner.polish import polish
@@ -107,6 +107,10 @@ class Plan:
         maximum flow, or LP over GPU types, that checks the FTF rows have room), ``solve``
         (with the relaxation's fallback solve, if any), ``rounding`` and in ``total``.
     job_ids : tuple of hashable, or None
+    committed : ndarray of bool, shape (n, T), or None
+        The rounds the plan commits whole to a job so that its wait stays within
+        `PlanOptions.wait_limit` (`vfm.planner.program.wait_floor`); a policy serves them before the
+        others. None without a limit.
     placement : ndarray of int, shape (n, T), or None
         With GPU types (`plan`'s ``speed``): the type each job runs on in each round, -1 where it
         does not run; `schedule`, `relaxed` and `prices` are then over the goods (type, round),
@@ -128,12 +132,13 @@ class Plan:
     timings: Mapping[str, float] = field(default_factory=dict)
     job_ids: tuple[Hashable, ...] | None = None
     placement: np.ndarray | None = None
+    committed: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         # A plan is shared (a policy serves rounds from it): its arrays are read-only for good
         # (`vfm._validation.read_only`: no setflags(write=True) undoes it), its timings a
         # read-only mapping.
-        for name in ("schedule", "relaxed", "prices", "placement"):
+        for name in ("schedule", "relaxed", "prices", "placement", "committed"):
             if getattr(self, name) is not None:
                 object.__setattr__(self, name, read_only(np.asarray(getattr(self, name))))
         object.__setattr__(self, "timings", MappingProxyType(dict(self.timings)))
@@ -174,6 +179,7 @@ def plan(
     fair_finish_s: ArrayLike | None = None,
     warm_start: FloatArray | None = None,
     speed: ArrayLike | None = None,
+    waited: ArrayLike | None = None,
     **overrides: Any,
 ) -> Plan:
     r"""Plan the next `rounds` rounds: forecast, solve expected NSWOT exactly, round to whole gangs.
@@ -220,6 +226,10 @@ def plan(
         gives the GPUs of each type, shape (K,) or (K, rounds); the program's goods are (type,
         round), `Plan.relaxed`, `schedule` and `prices` have K T columns (type-major) and
         `Plan.placement` says on which type each job runs in each round.
+    waited : array_like of int, shape (n,), optional
+        Rounds each job has waited in a row since it last ran (or arrived); with
+        `PlanOptions.wait_limit`, the plan commits a whole round to every job whose wait would pass
+        the limit within the window (`Plan.committed`). Default: none has waited.
     **overrides
         Options that replace those of `options` (``plan(..., rounds=10)`` is
         ``plan(..., PlanOptions(rounds=10))``).
@@ -265,13 +275,15 @@ def plan(
                               f"epochs_per_round, sample_epochs_per_round), got {what}")
     n = states.n_jobs
     for name, value in (("gpus", gpus), ("capacity", capacity), ("budgets", budgets),
-                        ("fair_finish_s", fair_finish_s), ("warm_start", warm_start), ("speed", speed)):
+                        ("fair_finish_s", fair_finish_s), ("warm_start", warm_start), ("speed", speed),
+                        ("waited", waited)):
         reject_masked(value, name)
     width, supply, window = checked_cluster(states, gpus, capacity, speed, opts)
     weights = checked_budgets(states, budgets)
     targets = None if fair_finish_s is None else as_real_array(fair_finish_s, "fair_finish_s", (n,))
     if targets is not None:
         require_per_job("fair_finish_s", targets, targets <= 0, "must be > 0 seconds", ids=states.job_ids)
+    waits = np.zeros(n, dtype=np.int64) if waited is None else checked_waits(waited, states)
     if warm_start is not None:
         warm_start = checked_warm_start(warm_start, n, rounds, None if window is None else window.types)
 
@@ -315,11 +327,12 @@ def plan(
         fairness = "constraints"
     if window is not None:
         program = window.program(program)
-    if opts.service_floor and window is not None:
-        raise ValidationError("service_floor applies to one GPU type; plan without speed, or with service_floor=0")
-    # Every backend solves the program above the service floor (`above_floor`), which is the
-    # program itself without one; `lower` is added back to its schedule.
-    solved, lower = above_floor(program, opts.service_floor)
+    if (opts.service_floor or opts.wait_limit is not None) and window is not None:
+        raise ValidationError("service_floor and wait_limit apply to one GPU type; plan without speed, or with "
+                              "service_floor=0 and wait_limit=None")
+    # Every backend solves the program above its floors (`above_floor`), which is the program
+    # itself without them; `lower` is added back to its schedule.
+    solved, lower, committed = above_floor(program, opts.service_floor, waits, opts.wait_limit)
     warm = None if warm_start is None else np.maximum(warm_start - lower, 0.0)
     # Rows infeasible, or feasible only in a sliver that backends resolve differently, are relaxed
     # before any backend sees them, the same for all: judged on the program solved (one maximum
@@ -339,7 +352,7 @@ def plan(
         if solution is None or solution.status == Status.INFEASIBLE:
             assert lateness is not None
             program = shockwave.relax(program, weights, lateness, opts)
-            solved, lower = above_floor(program, opts.service_floor)
+            solved, lower, committed = above_floor(program, opts.service_floor, waits, opts.wait_limit)
             fairness, ftf_bound, solution = "relaxed", float("nan"), None
     if solution is None:
         solution, name = _solve(solved, opts, warm, early, clock.deadline)
@@ -392,6 +405,7 @@ def plan(
                  "rounding": total_s - forecast_s - build_s - solve_s, "total": total_s},
         job_ids=states.job_ids,
         placement=placement,
+        committed=None if opts.wait_limit is None else committed,
     ), supply)
 
 

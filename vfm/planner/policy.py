@@ -202,15 +202,18 @@ def _serve(config: PolicyConfig, state: PolicyState) -> tuple[PolicyState, list[
     program = plan_.program
     open_ = program.base < 1.0
     first = shockwave.overdue_order(state.waited, open_, config.max_wait)
+    committed = shockwave.committed_order(plan_.committed, state.since_plan, state.waited)
     if config.execution == "window":
         planned = np.flatnonzero(plan_.schedule[:, state.since_plan])
         ran = np.zeros(open_.size, dtype=bool)
-        ran[first_fit(shockwave.served_first(first, planned), program.gpus, float(config.capacity))] = True
-        credit, fired = state.credit, shockwave.guards_fired(ran, first)
+        order = shockwave.served_first(first, shockwave.served_first(committed, planned))
+        ran[first_fit(order, program.gpus, float(config.capacity))] = True
+        credit, fired = state.credit, shockwave.guards_fired(ran, first[~np.isin(first, committed)])
     else:
         ran, credit, fired = shockwave.serve_with_credit(
             program, plan_.relaxed[:, state.since_plan], state.credit, float(config.capacity), first=first,
-            ran_last=state.ran_last, continuity=config.continuity, owed_first=config.options.service_floor > 0)
+            ran_last=state.ran_last, continuity=config.continuity, owed_first=config.options.service_floor > 0,
+            committed=committed)
     running = [plan_.job_ids[i] for i in np.flatnonzero(ran)]
     waited = np.where(ran | ~open_, 0, state.waited + 1)
     return replace(state, credit=read_only(credit), waited=read_only(waited), ran_last=read_only(ran),
@@ -238,8 +241,15 @@ def _replan(config: PolicyConfig, state: PolicyState, options: PlanOptions | Non
         states, gpus, config.capacity, options, forecaster=forecaster,
         seed=np.random.SeedSequence((config.seed, state.replans)), budgets=[j.budget for j in jobs],
         fair_finish_s=targets, warm_start=warm_start(state, ids, options.rounds),
+        waited=None if options.wait_limit is None else carried_waits(state, ids),
     )
     return _replanned(state, ids, jobs, new_plan, forecaster)
+
+
+def carried_waits(state: PolicyState, ids: tuple[Hashable, ...]) -> np.ndarray:
+    """The rounds each job of `ids` has waited in a row (0 for a job the last plan did not hold)."""
+    row = {job: k for k, job in enumerate(state.carried)}
+    return np.array([state.waited[row[job]] if job in row else 0 for job in ids], dtype=np.int64)
 
 
 def warm_start(state: PolicyState, ids: tuple[Hashable, ...], rounds: int) -> FloatArray | None:
@@ -308,7 +318,7 @@ def shockwave_configuration(round_s: float) -> dict[str, Any]:
     """The arguments of `Policy.shockwave` (and `vfm.planner.TypedPolicy.shockwave`) for rounds of `round_s`."""
     return {"rounds": 20, "round_s": round_s, "replan_every": 8, "fairness": True, "rho_max": 1.0,
             "priority_exponent": SHOCKWAVE_PRIORITY_EXPONENT, "efficiency": SHOCKWAVE_EFFICIENCY,
-            "reserve": SHOCKWAVE_RESERVE, "execution": "credit"}
+            "reserve": SHOCKWAVE_RESERVE, "execution": "credit", "wait_limit": shockwave.WAIT_LIMIT}
 
 
 def policy_config(capacity: int, options: PlanOptions | None = None, *, replan_every: int = 8,
@@ -580,7 +590,9 @@ class Policy(StateView):
         8 rounds; finish-time-fairness targets with :math:`\\rho_{\\max} = 1` and the priority
         relaxation (exponent `SHOCKWAVE_PRIORITY_EXPONENT`, the same for every cluster); the efficiency term
         :math:`-k \\max_i S_i` with `SHOCKWAVE_EFFICIENCY`; `SHOCKWAVE_RESERVE` of each window's
-        GPU-rounds left to it; credit execution; the certainty-equivalent forecast (S = 1).
+        GPU-rounds left to it; credit execution; the certainty-equivalent forecast (S = 1); plans
+        that keep every wait within `vfm.planner.shockwave.WAIT_LIMIT` rounds where the load allows
+        (`PlanOptions.wait_limit`; with ``scenarios`` > 1 pass ``wait_limit=None``).
 
         Parameters
         ----------

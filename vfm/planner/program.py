@@ -347,28 +347,59 @@ class PlanningProgram:
         return float((self.gpus @ np.asarray(schedule, dtype=np.float64) - self.capacity).max())
 
 
-#: A service floor takes at most this share of a round's capacity, and leaves room for its
-#: widest gang (`above_floor`): at least half of every round stays the program's to allocate.
+#: The floors take at most this share of a round's capacity, a service floor leaving room for its
+#: widest gang too (`above_floor`, `wait_floor`): at least half of every round stays the program's
+#: to allocate.
 FLOOR_CAPACITY_SHARE = 0.5
 
 
-def above_floor(program: PlanningProgram, share: float) -> tuple[PlanningProgram, FloatArray]:
-    r"""The program over the schedule above a service floor, and the floor, shape (n, T).
+def above_floor(program: PlanningProgram, share: float, waited: np.ndarray | None = None,
+                wait_limit: int | None = None) -> tuple[PlanningProgram, FloatArray, np.ndarray]:
+    r"""The program over the schedule above its floors; the floor, shape (n, T); the entries
+    committed to a whole round (`wait_floor`), bool (n, T).
 
-    The floor gives every job at least :math:`\ell_t = \min(\text{share}, h_t)` of each round it
-    can run in (`PlanningProgram.runnable`), :math:`h_t` the most the round can give every
+    The service floor gives every job at least :math:`\ell_t = \min(\text{share}, h_t)` of each
+    round it can run in (`PlanningProgram.runnable`), :math:`h_t` the most the round can give every
     runnable job within `FLOOR_CAPACITY_SHARE` of its capacity, leaving room for its widest gang
     above the floor; a job whose remaining runtime is less than :math:`\ell_t` of each of its
     runnable rounds gets no floor (it needs less than the floor would give it; it can then run at
-    most :math:`1 - \ell_t` of the round). Writing :math:`y = \ell + z`, the program in
-    :math:`z \ge 0` is the same program with the floor's progress in the base, its GPUs out of the
-    capacity, its running time out of the remaining runtime and out of the upper bound; so every
-    backend, the polish and the certificates apply unchanged, and :math:`\ell + z^*` is the
-    optimum over the schedules that give every job its floor. One scenario on one GPU type (the
-    base is per job). A `share` of 0 is no floor: the program itself and a floor of zeros.
+    most :math:`1 - \ell_t` of the round). With `waited` and `wait_limit`, the jobs whose wait would
+    pass the limit within the window get a whole round by then (`wait_floor`) on top.
+    Writing :math:`y = \ell + z`, the program in :math:`z \ge 0` is the same program with the
+    floor's progress in the base, its GPUs out of the capacity, its running time out of the
+    remaining runtime and out of the upper bound (a committed entry is not runnable above its
+    floor); so every backend, the polish and the certificates apply unchanged, and
+    :math:`\ell + z^*` is the optimum over the schedules that give every job its floor. One
+    scenario on one GPU type (the base is per job). A `share` of 0 and no `wait_limit` is no floor:
+    the program itself and a floor of zeros.
     """
+    n, goods = program.shape[1:]
+    level, lower = _service_floor(program, share)
+    committed = np.zeros((n, goods), dtype=bool)
+    if wait_limit is not None and waited is not None:
+        committed = wait_floor(program, waited, wait_limit,
+                               FLOOR_CAPACITY_SHARE * program.capacity - program.gpus @ lower)
+    if not share and not committed.any():
+        return program, read_only(lower), read_only(committed)
+    need = program.remaining_s / program.round_s
+    whole = np.minimum(program.bounds[None, :], need[:, None])
+    lower = np.where(committed, whole, lower)
+    # A commitment that covers all a job needs finishes it: its base is whole, nothing is left to plan.
+    done = np.any(committed & (whole >= need[:, None]), axis=1)
+    progress = np.where(committed[None] | done[None, :, None], 0.0, program.progress)
+    base = np.where(done, 1.0, program.base + (program.progress[0] * lower).sum(axis=1))
+    reduced = replace(program, progress=progress, base=base,
+                      capacity=np.maximum(program.capacity - program.gpus @ lower, 0.0),
+                      remaining_s=np.where(done, 0.0, np.maximum(
+                          program.remaining_s - program.round_s * (program.pace * lower).sum(axis=1), 0.0)),
+                      upper=program.bounds - level)
+    return reduced, read_only(lower), read_only(committed)
+
+
+def _service_floor(program: PlanningProgram, share: float) -> tuple[FloatArray, FloatArray]:
+    """The service floor's level per round, shape (T,), and per entry, shape (n, T) (`above_floor`)."""
     if not share:
-        return program, read_only(np.zeros(program.shape[1:]))
+        return np.zeros(program.shape[2]), np.zeros(program.shape[1:])
     runnable = program.runnable.astype(np.float64)
     demand = program.gpus @ runnable
     widest = np.where(program.runnable, program.gpus[:, None], 0.0).max(axis=0, initial=0.0)
@@ -378,11 +409,42 @@ def above_floor(program: PlanningProgram, share: float) -> tuple[PlanningProgram
         need = np.where(runnable.sum(axis=1) > 0,
                         program.remaining_s / program.round_s / runnable.sum(axis=1), 0.0)
     level = np.minimum(level, program.bounds)
-    lower = runnable * (need[:, None] >= level[None, :]) * level[None, :]
-    reduced = replace(program,
-                      base=program.base + (program.progress[0] * lower).sum(axis=1),
-                      capacity=program.capacity - program.gpus @ lower,
-                      remaining_s=np.maximum(program.remaining_s - program.round_s * (program.pace * lower).sum(axis=1),
-                                             0.0),
-                      upper=program.bounds - level)
-    return reduced, read_only(lower)
+    return level, runnable * (need[:, None] >= level[None, :]) * level[None, :]
+
+
+def wait_floor(program: PlanningProgram, waited: np.ndarray, wait_limit: int, room: FloatArray) -> np.ndarray:
+    r"""The entries committed to a whole round so that no job waits more than `wait_limit` rounds
+    in a row, bool (n, T).
+
+    A job open and runnable in the window that has waited `waited` rounds since it last ran
+    reaches the limit in round :math:`d_i = \max(0, \text{wait\_limit} - \text{waited}_i)` of the
+    window. The jobs with :math:`d_i < T`, earliest :math:`d_i` first and then longest wait first,
+    each get the latest round at or before :math:`d_i` in which their gang fits the GPUs left
+    (`room`, shape (T,): `FLOOR_CAPACITY_SHARE` of the capacity less the service floor's), else the
+    earliest after it. A round is committed whole: a share of one would be served by credit, after
+    the rounds a job owes. A job with no such round gets none. Where the load cannot keep every
+    wait within the limit (the waiting jobs' gangs sum to more than `wait_limit` times the room of
+    the window's first round), there are no commitments at all: committing what room there is
+    would turn the schedule into a round robin of single rounds, each with a restart, and leave
+    the other waits as long.
+    """
+    n, goods = program.shape[1:]
+    committed = np.zeros((n, goods), dtype=bool)
+    # Where the gang fits, not only where the forecast credits progress: a job forecast to finish in
+    # the window's first round, if it runs from now, still has that work to do in a later one.
+    runs_somewhere = np.any(program.runnable, axis=1)
+    candidates = program.fits & (program.base < 1.0)[:, None] & runs_somewhere[:, None]
+    deadline = np.maximum(wait_limit - np.asarray(waited, dtype=np.int64), 0)
+    jobs = np.flatnonzero(candidates.any(axis=1) & (deadline < goods))
+    room = np.array(room, dtype=np.float64)
+    waiting = candidates.any(axis=1) & (np.asarray(waited) > 0)
+    if program.gpus[waiting].sum() > wait_limit * max(float(room[0]), 0.0):
+        return committed  # more waiting than the room can serve within the limit: no round robin
+    for i in jobs[np.lexsort((-waited[jobs], deadline[jobs]))]:  # per job by nature: a greedy assignment
+        fit = np.flatnonzero(candidates[i] & (program.gpus[i] <= room + 1e-9))
+        before, after = fit[fit <= deadline[i]], fit[fit > deadline[i]]
+        if before.size or after.size:
+            t = before[-1] if before.size else after[0]
+            committed[i, t] = True
+            room[t] -= program.gpus[i]
+    return committed

@@ -56,6 +56,9 @@ CREDIT_FLOOR = -2.0
 #: Rounds a job with work left may go without running before it is served ahead of every job
 #: that has waited less (`overdue_order`; the guarantee is `wait_bound`).
 MAX_WAIT = 80
+#: Rounds a job may wait in a row under `vfm.planner.Policy.shockwave` (`PlanOptions.wait_limit`):
+#: one window of 20 rounds, 40 minutes of 120 s rounds. The target itself, not a tuned value.
+WAIT_LIMIT = 20
 #: Rounds of credit a job that ran in the previous round may run ahead of its plan before it
 #: yields its gang (`serve_with_credit`).
 CONTINUITY = 2.0
@@ -219,6 +222,15 @@ def overdue_order(waited: np.ndarray, open_: np.ndarray, max_wait: int | None) -
     return due[np.argsort(-waited[due], kind="stable")]
 
 
+def committed_order(committed: np.ndarray | None, column: int, waited: np.ndarray) -> np.ndarray:
+    """The jobs a plan commits round `column` of its window to (`vfm.planner.Plan.committed`),
+    longest wait first, ties in plan (arrival) order; none without commitments."""
+    if committed is None or column >= committed.shape[1]:
+        return np.empty(0, dtype=np.int64)
+    jobs = np.flatnonzero(committed[:, column])
+    return jobs[np.argsort(-waited[jobs], kind="stable")]
+
+
 def served_first(first: np.ndarray, order: np.ndarray) -> np.ndarray:
     """`order` with the jobs `first` moved to its front, in `first`'s order."""
     return np.concatenate([first, order[~np.isin(order, first)]])
@@ -240,7 +252,8 @@ def wait_bound(max_wait: int, capacity: float, gang: int | np.ndarray, demand: f
 
 def credit_order(program: PlanningProgram, planned: FloatArray, credit: FloatArray, *,
                  first: np.ndarray | None = None, ran_last: np.ndarray | None = None,
-                 continuity: float = 0.0, owed_first: bool = False) -> tuple[FloatArray, np.ndarray]:
+                 continuity: float = 0.0, owed_first: bool = False,
+                 committed: np.ndarray | None = None) -> tuple[FloatArray, np.ndarray]:
     """What each job is owed this round (credit plus `planned`, read to `RESOLUTION`) and the jobs
     with a claim in the order `serve_with_credit` serves them (arguments as there)."""
     want = quantize(credit + planned)
@@ -260,6 +273,9 @@ def credit_order(program: PlanningProgram, planned: FloatArray, credit: FloatArr
     owed = quantize(want / usable) >= 1.0 if owed_first else np.zeros(want.size, dtype=bool)
     order = np.lexsort((-remaining, -quantize(claim / usable), ~owed))  # stable
     order = order[(claim[order] > 0) & (remaining[order] > 0)]
+    # The plan's commitments, then the overdue jobs before them: `wait_bound` holds whatever the plan says.
+    if committed is not None:
+        order = served_first(committed, order)
     if first is not None:
         order = served_first(first, order)
     return want, order
@@ -291,8 +307,8 @@ def guards_fired(ran: np.ndarray, first: np.ndarray, *, want: FloatArray | None 
 
 def serve_with_credit(program: PlanningProgram, planned: FloatArray, credit: FloatArray, capacity: float, *,
                       first: np.ndarray | None = None, ran_last: np.ndarray | None = None,
-                      continuity: float = 0.0,
-                      owed_first: bool = False) -> tuple[np.ndarray, FloatArray, dict[str, int]]:
+                      continuity: float = 0.0, owed_first: bool = False,
+                      committed: np.ndarray | None = None) -> tuple[np.ndarray, FloatArray, dict[str, int]]:
     """One round served from a standing plan by carried credit.
 
     Parameters
@@ -317,6 +333,9 @@ def serve_with_credit(program: PlanningProgram, planned: FloatArray, credit: Flo
         Serve the jobs owed a whole round (of what they can use) before the others, and give
         continuity only to the jobs planned `OWED_FIRST_CONTINUITY_SHARE` of this round or more:
         the execution of a plan with a service floor (`vfm.planner.PlanOptions.service_floor`).
+    committed : ndarray of int, optional
+        Jobs the plan commits this round to (`vfm.planner.Plan.committed`), served after `first`
+        and before the others: the plan's own decision, not a guard.
 
     Returns
     -------
@@ -327,7 +346,7 @@ def serve_with_credit(program: PlanningProgram, planned: FloatArray, credit: Flo
         How many jobs each guard decided (`guards_fired`).
     """
     want, order = credit_order(program, planned, credit, first=first, ran_last=ran_last, continuity=continuity,
-                               owed_first=owed_first)
+                               owed_first=owed_first, committed=committed)
     chosen = first_fit(order, program.gpus, capacity)
     remaining = np.where(program.base < 1.0, program.remaining_s, 0.0)
     ran = np.zeros(want.size, dtype=bool)
@@ -343,6 +362,9 @@ def serve_with_credit(program: PlanningProgram, planned: FloatArray, credit: Flo
     owed = want - ran
     floor = CREDIT_FLOOR * (np.clip(remaining / program.round_s, RESOLUTION, 1.0)
                             * np.minimum(1.0, planned / OWED_FIRST_CONTINUITY_SHARE) if owed_first else 1.0)
-    fired = guards_fired(ran, np.empty(0, dtype=np.int64) if first is None else first, want=want,
+    guarded = np.empty(0, dtype=np.int64) if first is None else first
+    if committed is not None:
+        guarded = guarded[~np.isin(guarded, committed)]  # the plan served them, not the guard
+    fired = guards_fired(ran, guarded, want=want,
                          by_credit=by_credit, owed=owed, floor=floor)
     return ran, np.maximum(owed, floor), fired

@@ -115,8 +115,8 @@ class TypedPolicy(homogeneous.StateView):
         self.config: PolicyConfig = homogeneous.policy_config(cluster.total, options, replan_every=replan_every,
                                                               forecaster=forecaster, seed=seed,
                                                               deadline_s=deadline_s, **overrides)
-        if self.config.options.service_floor:
-            raise ValidationError("service_floor applies to one GPU type (Policy), not to a TypedPolicy")
+        if self.config.options.service_floor or self.config.options.wait_limit is not None:
+            raise ValidationError("service_floor and wait_limit apply to one GPU type (Policy), not to a TypedPolicy")
         if self.config.options.solver in (None, "saa-ipm"):
             load_kernels()  # here, not in the first re-plan, as `Policy` does
         self._start()
@@ -130,8 +130,10 @@ class TypedPolicy(homogeneous.StateView):
     def shockwave(cls, cluster: ClusterTypes, round_s: float = 120.0, **overrides: Any) -> TypedPolicy:
         """`vfm.planner.Policy.shockwave`'s configuration on GPU types (finish-time-fairness targets,
         the priority relaxation, the efficiency term, the reserve, credit execution), with the
-        efficiency term's weight `TYPED_SHOCKWAVE_EFFICIENCY`."""
-        configuration = {**homogeneous.shockwave_configuration(round_s), "efficiency": TYPED_SHOCKWAVE_EFFICIENCY}
+        efficiency term's weight `TYPED_SHOCKWAVE_EFFICIENCY` and no wait limit (the program over
+        GPU types has no commitments; the `max_wait` guard bounds waits)."""
+        configuration = {**homogeneous.shockwave_configuration(round_s), "efficiency": TYPED_SHOCKWAVE_EFFICIENCY,
+                         "wait_limit": None}
         return cls(cluster, **{**configuration, **overrides})
 
     @property

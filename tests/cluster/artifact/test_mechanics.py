@@ -141,3 +141,23 @@ def test_a_policy_answer_that_cannot_run_is_named(workload) -> None:
                                   "jobs": [_raw(workload, 0, arrival_s=0.0), _raw(workload, 3, arrival_s=0.0)]})
     with pytest.raises(PolicyError, match=r"Greedy.next_round\(\) in round 0 asked for 2 GPUs"):
         simulate(crowded, Greedy())
+
+
+def test_epochs_are_counted_after_the_rounds_batch_size_change_as_the_artifact_does(workload) -> None:
+    from vfm.cluster.artifact._adaptation import ceil_div
+    from vfm.cluster.artifact.mechanics import _end_round, _Jobs
+
+    def round_with(pending: bool) -> tuple[int, int]:
+        jobs = _Jobs.of(workload, ArtifactOptions())
+        row = 1  # 32 -> 256 samples per step: 1,563 steps per epoch at the start
+        epoch_steps = int(ceil_div(jobs.rules.samples[row], jobs.batch[row]))
+        jobs.steps_run[row] = 3 * epoch_steps + 100  # in its fourth epoch
+        jobs.active[row], jobs.up[row] = True, pending
+        end = _end_round(jobs, np.array([row]), np.array([200]), np.array([120.0]), 0.0, None,
+                         jobs.rules.gang, 120.0, ArtifactOptions())
+        return int(end.epochs[0]), int(jobs.batch[row])
+
+    # The change rescales the steps done to whole epochs (the partial one counts), and the
+    # artifact counts epochs after it (``_done_callback``, then ``_update_shockwave_scheduler``).
+    assert round_with(pending=True) == (4, 256)
+    assert round_with(pending=False) == (3, 32)

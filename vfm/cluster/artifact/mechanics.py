@@ -435,8 +435,11 @@ def _end_round(jobs: _Jobs, running: IntArray, steps: IntArray, ends: FloatArray
     leaving = done | dropped
     jobs.finish_s[running[leaving]] = ends[leaving]
     batch = jobs.batch[ok].copy()
-    epochs = jobs.steps_run[ok] // ceil_div(jobs.rules.samples[ok], batch)
     jobs.apply_batch_changes(running[~leaving])
+    # Epochs counted after the round's batch-size change, at the new batch size, as the artifact
+    # does (``_scale_bs_and_iters`` in ``_done_callback``, then ``_update_shockwave_scheduler``):
+    # the rescaled steps round the epoch in progress up.
+    epochs = jobs.steps_run[ok] // ceil_div(jobs.rules.samples[ok], jobs.batch[ok])
     jobs.active[running[leaving]] = False
     return _RoundEnd(ran=ok, seconds=ran[~failed], epochs=epochs, batch=batch, completed=running[done],
                      dropped=running[dropped], failed=bool(failed.any()))
