@@ -33,7 +33,7 @@ def test_without_a_floor_a_job_with_much_done_can_get_nothing_and_with_one_it_ge
 @pytest.mark.parametrize("solver", ["saa-ipm", "cvxpy"])
 def test_the_program_above_the_floor_is_the_program_with_the_floor_added(solver):
     result = plan(STATES, GPUS, 3, rounds=10, service_floor=0.1, solver=solver, polish=False, spread=0.0)
-    reduced, lower, _ = above_floor(result.program, 0.1)
+    reduced, lower = above_floor(result.program, 0.1)
     z = result.relaxed - lower
     assert (z >= -1e-9).all() and (z <= reduced.bounds[None, :] + 1e-9).all()
     # The same objective, the floor's progress moved to the base and its time out of the leftover.
@@ -44,7 +44,7 @@ def test_the_program_above_the_floor_is_the_program_with_the_floor_added(solver)
 def test_a_floor_leaves_room_for_the_widest_gang_and_skips_jobs_that_need_less():
     states = JobStates.from_lists([10, 10, 1], [{8: 120.0}, {8: 120.0}, {8: 6.0}])
     program = plan(states, [1, 4, 1], 5, rounds=4).program
-    reduced, lower, _ = above_floor(program, 0.5)
+    reduced, lower = above_floor(program, 0.5)
     # Round capacity 5, widest gang 4: the floor may take 1 GPU of it, shared by the 6 GPUs the
     # runnable jobs want in round 0 (5 later: job 2 is forecast finished after it).
     np.testing.assert_allclose(lower[:2], [[1 / 6, 0.2, 0.2, 0.2]] * 2)
@@ -55,8 +55,8 @@ def test_a_floor_leaves_room_for_the_widest_gang_and_skips_jobs_that_need_less()
 def test_a_policy_with_a_floor_keeps_waits_short():
     workload = generate_workload(WorkloadSpec(jobs=24, gpus=4, interarrival_s=0.0, duration_s=(900.0, 5400.0),
                                               gang_mix={1: 0.6, 2: 0.4}), 0)
-    plain = simulate(workload, Policy.shockwave(workload.gpus, workload.round_s))
-    floored = simulate(workload, Policy.shockwave(workload.gpus, workload.round_s, service_floor=0.1))
+    plain = simulate(workload, Policy.shockwave(workload.gpus, workload.round_s, wait_limit=None))
+    floored = simulate(workload, Policy.shockwave(workload.gpus, workload.round_s, service_floor=0.1, wait_limit=None))
     assert longest_wait_rounds(floored).max() < longest_wait_rounds(plain).max()
     assert longest_wait_rounds(floored).max() <= 20
     assert floored.guards["max_wait"] == 0

@@ -11,7 +11,7 @@ from vfm.cluster.metrics import longest_wait_rounds
 from vfm.errors import ValidationError
 from vfm.forecast import JobStates
 from vfm.planner import Policy, TypedPolicy, plan
-from vfm.planner.program import above_floor, wait_floor
+from vfm.planner.program import above_floor, commitments, wait_floor
 
 STATES = JobStates.from_lists([40, 12, 30, 50], [{32: 60.0, 64: 30.0}, {16: 200.0}, {64: 90.0, 128: 45.0}, {8: 100.0}],
                               [[32] * 5 + [64] * 3, [], [64] * 2, [8] * 30])
@@ -45,17 +45,31 @@ def test_a_plan_runs_its_committed_rounds_whole_and_bounds_the_schedules_that_ke
     assert (np.asarray(GPUS) @ limited.relaxed <= 3 + 1e-7).all()
     assert limited.status.value == "optimal"
     assert limited.bound <= plain.bound + 1e-9
-    reduced, lower, committed = above_floor(limited.program, 0.0, np.array([0, 0, 0, 15]), 20)
+    program, committed = commitments(limited.program, 0.0, np.array([0, 0, 0, 15]), 20)
+    reduced, lower = above_floor(program, 0.0, committed)
     assert not reduced.runnable[committed].any()  # nothing to plan above a whole round
     assert reduced.objective(limited.relaxed - lower) == pytest.approx(limited.program.objective(limited.relaxed))
 
 
 def test_a_commitment_that_covers_a_job_finishes_it_in_the_program():
     states = JobStates.from_lists([10, 10], [{8: 120.0}, {8: 6.0}], [[8] * 9, []])
-    program = plan(states, [1, 1], 2, rounds=4).program
-    reduced, lower, committed = above_floor(program, 0.0, np.array([0, 40]), 20)
+    program, committed = commitments(plan(states, [1, 1], 2, rounds=4).program, 0.0, np.array([0, 40]), 20)
+    reduced, lower = above_floor(program, 0.0, committed)
     assert committed[1, 0] and 0 < lower[1, 0] < 1  # it needs a sliver of a round to finish
     assert reduced.base[1] == 1.0 and reduced.remaining_s[1] == 0.0 and not reduced.runnable[1].any()
+
+
+def test_a_round_committed_after_a_jobs_forecast_end_is_credited_its_next_round_of_running():
+    # Job 1 needs a sliver of a round: the forecast credits it progress in round 0 only. With
+    # round 0 committed to job 0 it is committed round 1, worth what its next round of running is.
+    states = JobStates.from_lists([10, 10], [{8: 120.0}, {8: 6.0}], [[8] * 9, []])
+    result = plan(states, [2, 2], 4, rounds=4, wait_limit=3, waited=[5, 2])  # room: one gang a round
+    assert np.flatnonzero(result.committed[0]).tolist() == [0]
+    assert np.flatnonzero(result.committed[1]).tolist() == [1]
+    program = result.program
+    assert program.progress[0, 1, 1] == program.progress[0, 1, 0] > 0
+    assert np.isfinite(result.relaxed_objective) and np.isfinite(result.bound)
+    assert result.status.value == "optimal" and result.schedule[1, 1]
 
 
 def test_a_policy_with_a_limit_keeps_every_wait_within_it_without_the_guard():
@@ -96,7 +110,8 @@ def test_a_limit_is_refused_on_gpu_types():
 def test_commitments_take_at_most_half_of_a_round():
     states = JobStates.from_lists([50] * 4, [{8: 100.0}] * 4)
     program = plan(states, [2, 2, 2, 2], 4, rounds=5).program
-    _, lower, committed = above_floor(program, 0.0, np.array([30, 30, 30, 30]), 20)
+    program, committed = commitments(program, 0.0, np.array([30, 30, 30, 30]), 20)
+    _, lower = above_floor(program, 0.0, committed)
     # 2 of the 4 GPUs per round: one 2-GPU gang in each of the first four rounds, longest wait (ties: order) first.
     assert [tuple(np.flatnonzero(row)) for row in committed] == [(0,), (1,), (2,), (3,)]
     assert (np.asarray([2, 2, 2, 2]) @ lower <= 2 + 1e-12).all()
@@ -106,7 +121,5 @@ def test_no_commitments_where_the_load_cannot_keep_the_limit():
     states = JobStates.from_lists([50] * 4, [{8: 100.0}] * 4)
     program = plan(states, [2, 2, 2, 2], 4, rounds=5).program
     # 8 GPUs of gangs waiting, 2 GPUs of room a round: a limit of 3 rounds cannot be kept, 4 can.
-    _, _, committed = above_floor(program, 0.0, np.array([30, 30, 30, 30]), 3)
-    assert not committed.any()
-    _, _, committed = above_floor(program, 0.0, np.array([30, 30, 30, 30]), 4)
-    assert committed.sum() == 4
+    assert not commitments(program, 0.0, np.array([30, 30, 30, 30]), 3)[1].any()
+    assert commitments(program, 0.0, np.array([30, 30, 30, 30]), 4)[1].sum() == 4

@@ -40,7 +40,7 @@ from vfm.planner.options import STRICT_TOL, PlanOptions
 from vfm.planner.pace import window_epochs
 from vfm.planner.polish import polish
 from vfm.planner.polish import supports as polish_supports
-from vfm.planner.program import PlanningProgram, above_floor
+from vfm.planner.program import PlanningProgram, above_floor, commitments
 from vfm.planner.rounding import round_placement, round_schedule
 from vfm.solvers.base import Solution
 from vfm.solvers.registry import candidates, select
@@ -332,7 +332,10 @@ def plan(
                               "service_floor=0 and wait_limit=None")
     # Every backend solves the program above its floors (`above_floor`), which is the program
     # itself without them; `lower` is added back to its schedule.
-    solved, lower, committed = above_floor(program, opts.service_floor, waits, opts.wait_limit)
+    program, committed = commitments(program, opts.service_floor, waits, opts.wait_limit)
+    if committed.any():  # one GPU type: a committed round is credited, so the rounding serves it
+        per_round = program.progress
+    solved, lower = above_floor(program, opts.service_floor, committed)
     warm = None if warm_start is None else np.maximum(warm_start - lower, 0.0)
     # Rows infeasible, or feasible only in a sliver that backends resolve differently, are relaxed
     # before any backend sees them, the same for all: judged on the program solved (one maximum
@@ -352,7 +355,7 @@ def plan(
         if solution is None or solution.status == Status.INFEASIBLE:
             assert lateness is not None
             program = shockwave.relax(program, weights, lateness, opts)
-            solved, lower, committed = above_floor(program, opts.service_floor, waits, opts.wait_limit)
+            solved, lower = above_floor(program, opts.service_floor, committed)
             fairness, ftf_bound, solution = "relaxed", float("nan"), None
     if solution is None:
         solution, name = _solve(solved, opts, warm, early, clock.deadline)

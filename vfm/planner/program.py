@@ -353,34 +353,29 @@ class PlanningProgram:
 FLOOR_CAPACITY_SHARE = 0.5
 
 
-def above_floor(program: PlanningProgram, share: float, waited: np.ndarray | None = None,
-                wait_limit: int | None = None) -> tuple[PlanningProgram, FloatArray, np.ndarray]:
-    r"""The program over the schedule above its floors; the floor, shape (n, T); the entries
-    committed to a whole round (`wait_floor`), bool (n, T).
+def above_floor(program: PlanningProgram, share: float,
+                committed: np.ndarray | None = None) -> tuple[PlanningProgram, FloatArray]:
+    r"""The program over the schedule above its floors, and the floor, shape (n, T).
 
     The service floor gives every job at least :math:`\ell_t = \min(\text{share}, h_t)` of each
     round it can run in (`PlanningProgram.runnable`), :math:`h_t` the most the round can give every
     runnable job within `FLOOR_CAPACITY_SHARE` of its capacity, leaving room for its widest gang
     above the floor; a job whose remaining runtime is less than :math:`\ell_t` of each of its
     runnable rounds gets no floor (it needs less than the floor would give it; it can then run at
-    most :math:`1 - \ell_t` of the round). With `waited` and `wait_limit`, the jobs whose wait would
-    pass the limit within the window get a whole round by then (`wait_floor`) on top.
-    Writing :math:`y = \ell + z`, the program in :math:`z \ge 0` is the same program with the
-    floor's progress in the base, its GPUs out of the capacity, its running time out of the
-    remaining runtime and out of the upper bound (a committed entry is not runnable above its
-    floor); so every backend, the polish and the certificates apply unchanged, and
-    :math:`\ell + z^*` is the optimum over the schedules that give every job its floor. One
-    scenario on one GPU type (the base is per job). A `share` of 0 and no `wait_limit` is no floor:
-    the program itself and a floor of zeros.
+    most :math:`1 - \ell_t` of the round). The `committed` entries (`commitments`, bool (n, T))
+    get a whole round, or what the job has left if less. Writing :math:`y = \ell + z`, the program
+    in :math:`z \ge 0` is the same program with the floor's progress in the base, its GPUs out of
+    the capacity, its running time out of the remaining runtime and out of the upper bound (a
+    committed entry is not runnable above its floor); so every backend, the polish and the
+    certificates apply unchanged, and :math:`\ell + z^*` is the optimum over the schedules that
+    give every job its floor. One scenario on one GPU type (the base is per job). A `share` of 0
+    and no commitment is no floor: the program itself and a floor of zeros.
     """
-    n, goods = program.shape[1:]
     level, lower = _service_floor(program, share)
-    committed = np.zeros((n, goods), dtype=bool)
-    if wait_limit is not None and waited is not None:
-        committed = wait_floor(program, waited, wait_limit,
-                               FLOOR_CAPACITY_SHARE * program.capacity - program.gpus @ lower)
-    if not share and not committed.any():
-        return program, read_only(lower), read_only(committed)
+    if committed is None or not committed.any():
+        if not share:
+            return program, read_only(lower)
+        committed = np.zeros(lower.shape, dtype=bool)
     need = program.remaining_s / program.round_s
     whole = np.minimum(program.bounds[None, :], need[:, None])
     lower = np.where(committed, whole, lower)
@@ -393,7 +388,32 @@ def above_floor(program: PlanningProgram, share: float, waited: np.ndarray | Non
                       remaining_s=np.where(done, 0.0, np.maximum(
                           program.remaining_s - program.round_s * (program.pace * lower).sum(axis=1), 0.0)),
                       upper=program.bounds - level)
-    return reduced, read_only(lower), read_only(committed)
+    return reduced, read_only(lower)
+
+
+def commitments(program: PlanningProgram, share: float, waited: np.ndarray,
+                wait_limit: int | None) -> tuple[PlanningProgram, np.ndarray]:
+    """The rounds committed whole to keep waits within `wait_limit` (`wait_floor`, in the room the
+    service floor of `share` leaves), bool (n, T), and the program that credits them.
+
+    A committed round is credited what the job's first round of running is worth: at a flat pace
+    (`vfm.planner.PlanOptions.pace`) a round of running is worth the same whenever it comes, and a
+    job forecast to finish in the window's first round if it runs from now, committed a later
+    round, still does that work there (the forecast credits it nothing after its forecast end).
+    None: no commitment, the program itself.
+    """
+    committed = np.zeros(program.shape[1:], dtype=bool)
+    if wait_limit is None:
+        return program, read_only(committed)
+    taken = program.gpus @ _service_floor(program, share)[1]
+    committed = wait_floor(program, waited, wait_limit, FLOOR_CAPACITY_SHARE * program.capacity - taken)
+    if not committed.any():
+        return program, read_only(committed)
+    first = np.argmax(program.runnable, axis=1)  # each job's first round with progress
+    rows = np.arange(program.shape[1])
+    next_round = program.progress[:, rows, first]  # (S, n)
+    progress = np.where(committed[None] & (program.progress == 0), next_round[:, :, None], program.progress)
+    return replace(program, progress=progress), read_only(committed)
 
 
 def _service_floor(program: PlanningProgram, share: float) -> tuple[FloatArray, FloatArray]:
@@ -437,8 +457,7 @@ def wait_floor(program: PlanningProgram, waited: np.ndarray, wait_limit: int, ro
     deadline = np.maximum(wait_limit - np.asarray(waited, dtype=np.int64), 0)
     jobs = np.flatnonzero(candidates.any(axis=1) & (deadline < goods))
     room = np.array(room, dtype=np.float64)
-    waiting = candidates.any(axis=1) & (np.asarray(waited) > 0)
-    if program.gpus[waiting].sum() > wait_limit * max(float(room[0]), 0.0):
+    if program.gpus[candidates.any(axis=1)].sum() > wait_limit * max(float(room[0]), 0.0):
         return committed  # more waiting than the room can serve within the limit: no round robin
     for i in jobs[np.lexsort((-waited[jobs], deadline[jobs]))]:  # per job by nature: a greedy assignment
         fit = np.flatnonzero(candidates[i] & (program.gpus[i] <= room + 1e-9))
