@@ -4,27 +4,169 @@ reported as one line (``python -m benchmarks.<name>: error: ...``) with exit sta
 A caller's mistake (a bad option, a missing or malformed workload file, an argument the library
 rejects) is not a crash: the command prints what is wrong and exits, as argparse does for
 unknown options. Anything else (a bug) still ends in a traceback.
+
+Each option's rule is declared with it (``parser.add_argument("--repeats", check=whole(1))``):
+`Parser.parse_args` converts and checks every such value, defaults included, before the command
+does any work, and names the option as it is spelled on the command line
+(``--repeats must be a whole number >= 1, got 0``).
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator
+import math
+import os
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import NoReturn
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
 
 from vfm.errors import VFMError
+
+#: Where a command writes by default: ``results/<command>`` under the current folder (ignored by git),
+#: never the committed ``benchmarks/results/``, which is written only when ``--out`` names it.
+RESULTS = Path("results")
+
+
+@dataclass(frozen=True)
+class Check:
+    """A rule on one option: `convert` turns the text into a value (ValueError if it cannot),
+    `holds` says whether the value is allowed; `rule` completes "<flag> must be ...".
+
+    `why`, if given, explains a failure of `holds` (e.g. which folder cannot be written)."""
+
+    rule: str
+    convert: Callable[[str], Any]
+    holds: Callable[[Any], bool]
+    why: Callable[[Any], str] | None = None
+
+
+def whole(low: int = 1) -> Check:
+    """A whole number >= `low`."""
+    return Check(f"a whole number >= {low}", int, lambda value: value >= low)
+
+
+def number(low: float = 0.0, high: float = math.inf, *, open_low: bool = False, open_high: bool = True) -> Check:
+    """A finite number in the interval from `low` to `high` (ends closed unless `open_*`)."""
+    if high == math.inf:
+        rule = f"a number {'>' if open_low else '>='} {low:g}"
+    else:
+        rule = f"a number in {'(' if open_low else '['}{low:g}, {high:g}{')' if open_high else ']'}"
+
+    def holds(value: float) -> bool:
+        above = value > low if open_low else value >= low
+        below = value < high if open_high else value <= high
+        return math.isfinite(value) and above and below
+
+    return Check(rule, float, holds)
+
+
+def whole_or_none(low: int = 1) -> Check:
+    """A whole number >= `low`, or ``none`` (None)."""
+    return Check(f"a whole number >= {low} or none", lambda text: None if text.strip().lower() == "none" else int(text),
+                 lambda value: value is None or value >= low)
+
+
+def _nearest_existing(path: Path) -> Path:
+    path = path.absolute()
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def _writable_folder(path: Path) -> bool:
+    return path.is_dir() and os.access(path, os.W_OK | os.X_OK)
+
+
+def _folder_problem(path: Path) -> str:
+    """Why the folder `path` cannot be made or written ("" if it can): it, or the nearest folder
+    above it that exists (where `mkdir(parents=True)` would start), must be a writable folder."""
+    if path.exists():
+        return "" if _writable_folder(path) else f"{path} is not a folder you can write"
+    above = _nearest_existing(path)
+    return "" if _writable_folder(above) else f"{above} is not a folder you can write"
+
+
+def _file_problem(path: Path) -> str:
+    """Why the file `path` cannot be written ("" if it can): not a folder, in an existing writable folder."""
+    if path.is_dir():
+        return f"{path} is a folder; name a file"
+    folder = path.absolute().parent
+    if not folder.exists():
+        return f"there is no folder {folder}"
+    return "" if _writable_folder(folder) else f"{folder} is not a folder you can write"
+
+
+#: An output folder, made if missing (with its parents).
+OUTPUT_FOLDER = Check("a folder you can write", Path, lambda path: not _folder_problem(path), _folder_problem)
+#: An output file in an existing folder.
+OUTPUT_FILE = Check("a file in a folder you can write", Path, lambda path: not _file_problem(path), _file_problem)
+#: An output file whose folder is made if missing.
+OUTPUT_FILE_MADE = Check("a file you can write", Path,
+                         lambda path: not path.is_dir() and not _folder_problem(path.parent),
+                         lambda path: f"{path} is a folder; name a file" if path.is_dir()
+                         else _folder_problem(path.parent))
+
+
+def choice_list(known: Sequence[str], what: str) -> Check:
+    """Comma-separated names, each one of `known` (a policy name, a mix ...)."""
+
+    def convert(text: str) -> list[str]:
+        names = [name.strip() for name in text.split(",") if name.strip()]
+        if not names:
+            raise ValueError(text)
+        return names
+
+    def unknown(names: list[str]) -> str:
+        return f"unknown {what} {', '.join(repr(name) for name in names if name not in known)}"
+
+    return Check(f"comma-separated names from {', '.join(known)}", convert,
+                 lambda names: all(name in known for name in names), unknown)
 
 
 class Parser(argparse.ArgumentParser):
     """An argument parser named ``python -m <module>``, whose errors are one line and exit 2.
 
     `module` is the command's module (``"benchmarks.reproduce"``); the description is the first
-    paragraph of `doc`.
+    paragraph of `doc`. `add_argument` takes a `Check` as ``check=`` (module docstring).
     """
 
     def __init__(self, module: str, doc: str | None) -> None:
         super().__init__(prog=f"python -m {module}", description=(doc or "").split("\n\n")[0].strip())
+        self._checks: list[tuple[argparse.Action, Check]] = []
+
+    def add_argument(self, *args: Any, check: Check | None = None, **kwargs: Any) -> argparse.Action:
+        action = super().add_argument(*args, **kwargs)
+        if check is not None:
+            # The check converts the text itself, so that a value that is not even a number gets its message too.
+            assert "type" not in kwargs, "a checked option is converted by its check"
+            self._checks.append((action, check))
+        return action
+
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        for action, check in self._checks:
+            value = getattr(parsed, action.dest, None)
+            if value is not None:
+                flag = action.option_strings[0] if action.option_strings else action.dest
+                setattr(parsed, action.dest, self.checked(flag, check, value))
+        return parsed, extras
+
+    def checked(self, flag: str, check: Check, value: Any) -> Any:
+        """`value` of option `flag` converted and checked (each item of a list of them), or `error`'s
+        one line; for a value the command derives itself (a default that depends on other options)."""
+        if isinstance(value, list):
+            return [self.checked(flag, check, item) for item in value]
+        try:
+            converted = check.convert(value) if isinstance(value, str) else value
+        except ValueError:
+            self.error(f"{flag} must be {check.rule}, got {value}")
+        if not check.holds(converted):
+            reason = check.why(converted) if check.why is not None else ""
+            self.error(f"{flag} must be {check.rule}, got {value}" + (f" ({reason})" if reason else ""))
+        return converted
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 import vfm
-from benchmarks._cli import Parser
+from benchmarks._cli import Parser, whole
 from vfm import check
 
 OBJECTIVE_LEVEL = {"market_clearing", "price_complementarity", "duality_gap", "buyer_optimality", "feasibility"}
@@ -43,8 +43,8 @@ def random_market(rng: np.random.Generator, kind: int) -> vfm.VolatileFisherMark
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = Parser("benchmarks.calibrate_tolerances", __doc__)
-    parser.add_argument("--markets", type=int, default=60)
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--markets", check=whole(1), default=60, help="random markets per solver (default 60)")
+    parser.add_argument("--seed", check=whole(0), default=1, help="seed of the markets (default 1)")
     args = parser.parse_args(argv)
     with parser.reporting():
         print("ratio of each residual to its tolerance base (accuracy, or its square root)")

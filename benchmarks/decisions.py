@@ -37,8 +37,9 @@ Output
     round, the jobs present, their time again, how the round was decided
     (`Policy.last_decision`) and, for a re-plan, where its time went (`Plan.timings`), its status
     and message (`Plan.message`); the machine and the command.
-    Printed, and with ``--out`` written to ``benchmarks/results/decisions.txt`` (or the file
-    given).
+    Printed, and with ``--out`` written to ``results/decisions/decisions.txt`` under the current
+    folder (or the file given; the committed report is written only with
+    ``--out benchmarks/results/decisions.txt``).
 """
 
 from __future__ import annotations
@@ -51,16 +52,16 @@ import time
 import warnings
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
 
-from benchmarks._cli import Parser
+from benchmarks._cli import OUTPUT_FILE_MADE, RESULTS, Parser, whole
 from vfm.planner import Policy
 from vfm.planner.policy import decide
 
-OUT = Path(__file__).resolve().parent / "results" / "decisions.txt"
+#: The report file of a bare ``--out`` (`benchmarks._cli.RESULTS`).
+OUT = RESULTS / "decisions" / "decisions.txt"
 #: The longest a decision may take.
 TARGET_S = 0.050
 #: How many of the slowest decisions are detailed, and timed again (best of RETIMES).
@@ -306,24 +307,16 @@ def _seeds(text: str) -> list[int]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = Parser("benchmarks.decisions", __doc__)
-    parser.add_argument("--cases", type=int, default=100, help="random cases (default 100)")
-    parser.add_argument("--seed", type=int, default=0, help="case k uses the seed SEED + k (default 0)")
-    parser.add_argument("--max-jobs", type=int, default=10, help="the most jobs present at once (default 10)")
+    parser.add_argument("--cases", check=whole(1), default=100, help="random cases (default 100)")
+    parser.add_argument("--seed", check=whole(0), default=0, help="case k uses the seed SEED + k (default 0)")
+    parser.add_argument("--max-jobs", check=whole(1), default=10, help="the most jobs present at once (default 10)")
     parser.add_argument("--replay", help="comma-separated case seeds: run only these (slow cases, timed alone)")
-    parser.add_argument("--out", type=Path, nargs="?", const=OUT,
-                        help="also write the report to this file (without a file: benchmarks/results/decisions.txt)")
+    parser.add_argument("--out", check=OUTPUT_FILE_MADE, nargs="?", const=OUT,
+                        help=f"also write the report to this file (without a file: {OUT})")
     args = parser.parse_args(argv)
     with parser.reporting():
-        if args.cases < 1:
-            parser.error(f"--cases must be >= 1, got {args.cases}")
-        if args.seed < 0:
-            parser.error(f"--seed must be >= 0, got {args.seed}")
-        if args.max_jobs < 1:
-            parser.error(f"--max-jobs must be >= 1, got {args.max_jobs}")
         seeds = _seeds(args.replay) if args.replay is not None else list(range(args.seed, args.seed + args.cases))
         if args.out is not None:
-            if args.out.is_dir():
-                parser.error(f"--out {args.out} is a folder; name a file")
             args.out.parent.mkdir(parents=True, exist_ok=True)
         command = " ".join(["python -m benchmarks.decisions", *(sys.argv[1:] if argv is None else argv)])
         load_start = tuple(round(x, 2) for x in os.getloadavg())

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 import vfm
-from benchmarks._cli import Parser
+from benchmarks._cli import Parser, whole
 from vfm.cluster.windows import fresh_window
 from vfm.cluster.workload import load_workload
 
@@ -22,8 +22,8 @@ from vfm.cluster.workload import load_workload
 def main(argv: Sequence[str] | None = None) -> None:
     parser = Parser("benchmarks.demo", __doc__)
     parser.add_argument("--workload", default="shockwave_900jobs_256gpus")
-    parser.add_argument("--rounds", type=int, default=20)
-    parser.add_argument("--repeats", type=int, default=3, help="solves to time (median is printed)")
+    parser.add_argument("--rounds", check=whole(1), default=20, help="rounds in the market (default 20)")
+    parser.add_argument("--repeats", check=whole(1), default=3, help="solves to time (median is printed; default 3)")
     args = parser.parse_args(argv)
     with parser.reporting():
         workload = load_workload(args.workload)

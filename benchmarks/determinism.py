@@ -33,7 +33,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from benchmarks._cli import Parser
+from benchmarks._cli import OUTPUT_FILE, Parser, whole
 from benchmarks.reproduce import load, vfm_policy
 from vfm.cluster import simulate, summarize
 from vfm.planner import Policy
@@ -159,8 +159,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                              f"{','.join(DEFAULT_VARIANTS['unpolished'])})")
     parser.add_argument("--no-polish", action="store_true",
                         help="plan with each backend's own schedule, unpolished (reference and variants)")
-    parser.add_argument("--jobs", type=int, help="only the workload's first JOBS jobs (a slice)")
-    parser.add_argument("--json", type=Path, help="write the comparisons here")
+    parser.add_argument("--jobs", check=whole(1), help="only the workload's first JOBS jobs (a slice)")
+    parser.add_argument("--json", check=OUTPUT_FILE, help="write the comparisons to this file (in an existing folder)")
     args = parser.parse_args(argv)
     with parser.reporting():
         texts = args.variants.split(",") if args.variants else DEFAULT_VARIANTS[

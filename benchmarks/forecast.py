@@ -28,7 +28,8 @@ workloads two-fold (120 from 220 and 220 from 120; generated seed 0 from 1 and 1
 data the `vfm.forecast.PopulationOptions` defaults were chosen on, and ``--option NAME=VALUE``
 overrides an option to compare.
 
-Outputs (printed, and written to ``--out``, default ``benchmarks/results/forecast``):
+Outputs (printed, and written to ``--out``, default ``results/forecast`` under the current
+folder; the committed results are written only with ``--out benchmarks/results/forecast``):
 ``table.txt`` (median and p90 of each error, coverage, per workload, forecaster and progress
 point; and a cold-start curve: the population forecaster on the 900-job trace at 25 % as it learns
 from the first 0, 10, 30, 100 and 340 jobs of the fitting traces) and ``results.json``.
@@ -46,12 +47,11 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from benchmarks._cli import Parser
+from benchmarks._cli import OUTPUT_FOLDER, RESULTS, Parser, whole
 from vfm.cluster import Workload, WorkloadSpec, generate_workload, load_workload
 from vfm.forecast import DirichletForecaster, JobStates, PopulationForecaster, PopulationOptions, Trajectory
 
@@ -243,8 +243,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--choose", action="store_true", help="score the fitting workloads two-fold instead")
     parser.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
                         help="override a PopulationOptions field, e.g. prior_weight=1")
-    parser.add_argument("--scenarios", type=int, default=200, help="sampled runtimes per job for the band")
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/forecast"))
+    parser.add_argument("--scenarios", check=whole(1), default=200,
+                        help="sampled runtimes per job for the band (default 200)")
+    parser.add_argument("--out", check=OUTPUT_FOLDER, default=RESULTS / "forecast",
+                        help="folder for table.txt and results.json (default results/forecast)")
     args = parser.parse_args(argv)
     with parser.reporting():
         options = replace(PopulationOptions(), **dict(_option(t) for t in args.option))

@@ -20,7 +20,7 @@ configuration (20-round window, finish-time targets, priority relaxation, reserv
 execution) with the efficiency weight chosen for types, `TYPED_SHOCKWAVE_EFFICIENCY`; its
 re-plans solved by `saa-ipm`), ``vfm-plain``
 (`vfm.planner.TypedPolicy`: the plain NSWOT program, credit execution), ``gavel``
-(`vfm.cluster.typed_baselines.HeterogeneousMaxMinFairness`) and ``static-market``
+(`vfm.cluster.typed_baselines.HeterogeneousMaxMinFairness`) and ``static_market``
 (`vfm.cluster.typed_baselines.HeterogeneousStaticMarket`: the one-round Fisher market over the
 types, equal budgets, through Gavel's round mechanism; the VFM without forecasts or a window).
 Only with ``--policies``, not in the default run: Gavel's other heterogeneity-aware policies
@@ -35,7 +35,8 @@ utilization, median and max seconds of a ``next_round`` call) and, per workload 
 targets of issue 16 (vfm at least 1.2x better makespan and 1.5x better worst FTF than gavel,
 unfair share no higher); writes ``table.txt``, ``results.json`` (with each run's sorted FTF
 ratios) and, per workload, ``<workload>_metrics.png`` and ``<workload>_ftf_cdf.png`` to ``--out``
-(default ``benchmarks/results/heterogeneous``).
+(default ``results/heterogeneous`` under the current folder; the committed results are written only with
+``--out benchmarks/results/heterogeneous``).
 """
 
 from __future__ import annotations
@@ -50,7 +51,8 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks._cli import Parser
+from benchmarks import _plots
+from benchmarks._cli import OUTPUT_FOLDER, RESULTS, Parser, choice_list, number, whole
 from benchmarks._executors import make_executor
 from vfm.cluster import ClusterTypes, Workload, load_workload, simulate, summarize
 from vfm.cluster.generate import WorkloadSpec, generate_workload
@@ -80,14 +82,14 @@ POLICIES: dict[str, Callable[[ClusterTypes, float], TypedSchedulingPolicy]] = {
     "vfm": lambda cluster, round_s: TypedPolicy.shockwave(cluster, round_s),
     "vfm-plain": lambda cluster, round_s: TypedPolicy(cluster, rounds=20, round_s=round_s),
     "gavel": lambda cluster, round_s: HeterogeneousMaxMinFairness(cluster, round_s),
-    "static-market": lambda cluster, round_s: HeterogeneousStaticMarket(cluster, round_s),
+    "static_market": lambda cluster, round_s: HeterogeneousStaticMarket(cluster, round_s),
     # Gavel's other heterogeneity-aware policies: only with --policies (not in the default run).
     "gavel-ftf": lambda cluster, round_s: HeterogeneousFinishTimeFairness(cluster, round_s),
     "gavel-throughput": lambda cluster, round_s: HeterogeneousMaxSumThroughput(cluster, round_s),
     "gavel-makespan": lambda cluster, round_s: HeterogeneousMinTotalDuration(cluster, round_s),
 }
 #: The policies run when --policies is not given.
-DEFAULT_POLICIES = ("vfm", "vfm-plain", "gavel", "static-market")
+DEFAULT_POLICIES = ("vfm", "vfm-plain", "gavel", "static_market")
 
 
 def workload(name: str) -> Workload:
@@ -151,53 +153,62 @@ def plot(results: dict[str, dict[str, dict[str, Any]]], directory: Path) -> list
     """Per workload, ``<workload>_metrics.png`` (each metric by mix and policy, as the homogeneous
     reproduction's ``metrics.png``) and ``<workload>_ftf_cdf.png`` (each policy's FTF CDF, one
     panel per mix), in `directory`; the paths written."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     written = []
     names = dict.fromkeys(key.split("/")[0] for key in results)
     for name in names:
         mixes = [key.split("/")[1] for key in results if key.split("/")[0] == name]
         # In `POLICIES`' order whatever order the runs finished in: the same colour for a policy everywhere.
         policies = [p for p in POLICIES if any(p in results[f"{name}/{mix}"] for mix in mixes)]
-        figure, axes = plt.subplots(1, len(PLOTTED), figsize=(4 * len(PLOTTED), 4))
-        width = 0.8 / len(policies)
-        for axis, (key, title, higher) in zip(axes, PLOTTED, strict=True):
-            for j, policy in enumerate(policies):
-                values = [results[f"{name}/{mix}"].get(policy, {}).get(key, np.nan) for mix in mixes]
-                axis.bar(np.arange(len(mixes)) + (j - (len(policies) - 1) / 2) * width, values, width, label=policy)
-            axis.set_xticks(np.arange(len(mixes)), mixes)
-            axis.set_title(title)
-            axis.set_ylabel(f"{'higher' if higher else 'lower'} is better")
-        figure.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=len(policies), fontsize=8)
-        figure.suptitle(f"{name} on mixed clusters")
-        figure.tight_layout(rect=(0, 0.08, 1, 1))
-        written.append(_save(figure, directory / f"{name}_metrics.png"))
-        figure, axes = plt.subplots(1, len(mixes), figsize=(6 * len(mixes), 4), squeeze=False)
-        for axis, mix in zip(axes[0], mixes, strict=True):
-            for policy in policies:
-                if policy not in results[f"{name}/{mix}"]:
-                    continue
-                rho = np.asarray(results[f"{name}/{mix}"][policy]["ftf_rho"])
-                axis.step(rho, np.arange(1, rho.size + 1) / rho.size, where="post", label=policy)
-            axis.axvline(1.0, color="grey", linewidth=0.8)
-            axis.set_title(f"{mix}: finish-time fairness, further left is better")
-            axis.set_xlabel(r"FTF $\rho$ (JCT ÷ time on a proportional slice)")
-            axis.set_ylabel("fraction of jobs")
-            axis.legend(fontsize=7)
-        figure.tight_layout()
-        written.append(_save(figure, directory / f"{name}_ftf_cdf.png"))
+        runs = [results[f"{name}/{mix}"][p] for mix in mixes for p in policies if p in results[f"{name}/{mix}"]]
+        title = _plots.title_of(name, len(runs[0]["ftf_rho"]), sum(runs[0]["cluster"].values())) if runs else name
+        written.append(_plot_metrics(results, name, mixes, policies, title, directory / f"{name}_metrics.png"))
+        written.append(_plot_ftf(results, name, mixes, policies, title, directory / f"{name}_ftf_cdf.png"))
     return written
 
 
-def _save(figure: Any, path: Path) -> Path:
-    import matplotlib.pyplot as plt
+def _plot_metrics(results: dict[str, dict[str, dict[str, Any]]], name: str, mixes: list[str], policies: list[str],
+                  title: str, path: Path) -> Path:
+    """A 2 x 2 grid, one metric each: bars by mix, one per policy (vfm first and outlined)."""
+    look = _plots.styles(policies)
+    figure, axes, _ = _plots.grid(len(PLOTTED), columns=2)
+    width = 0.8 / len(policies)
+    for axis, (key, heading, higher) in zip(axes, PLOTTED, strict=True):
+        for j, policy in enumerate(policies):
+            values = [results[f"{name}/{mix}"].get(policy, {}).get(key, np.nan) for mix in mixes]
+            axis.bar(np.arange(len(mixes)) + (j - (len(policies) - 1) / 2) * width, values, width, label=policy,
+                     color=look[policy]["color"], edgecolor="black", linewidth=1.2 if policy == "vfm" else 0.3)
+        axis.set_xticks(np.arange(len(mixes)), [f"{mix} mix" for mix in mixes])
+        axis.set_title(heading, fontsize=10)
+        axis.set_ylabel(f"{'higher' if higher else 'lower'} is better", fontsize=8)
+        axis.grid(axis="y", alpha=0.3)
+        axis.set_axisbelow(True)
+    _plots.legend_right(axes[1], title="policy")
+    figure.suptitle(f"{title} on mixed V100/P100/K80 clusters: makespan, worst FTF, unfair share, utilization",
+                    fontsize=11)
+    figure.tight_layout()
+    return _plots.save(figure, path)
 
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
-    return path
+
+def _plot_ftf(results: dict[str, dict[str, dict[str, Any]]], name: str, mixes: list[str], policies: list[str],
+              title: str, path: Path) -> Path:
+    """One panel per mix: each policy's CDF of FTF rho, with the equal-share and unfairness lines."""
+    look = _plots.styles(policies)
+    figure, axes, _ = _plots.grid(len(mixes), columns=len(mixes), size=(_plots.PAGE[0], 4.5))
+    for axis, mix in zip(axes, mixes, strict=True):
+        for policy in policies:
+            if policy in results[f"{name}/{mix}"]:
+                rho = np.asarray(results[f"{name}/{mix}"][policy]["ftf_rho"])
+                axis.step(rho, np.arange(1, rho.size + 1) / rho.size, where="post", label=policy, **look[policy])
+        _plots.fairness_lines(axis)
+        axis.set_title(f"{mix} mix", fontsize=10)
+        axis.set_xlabel(r"FTF $\rho$ (JCT ÷ time on a proportional slice)")
+        axis.grid(alpha=0.3)
+    axes[0].set_ylabel("fraction of jobs")
+    _plots.legend_right(axes[-1])
+    figure.suptitle(f"{title} on mixed clusters: finish-time fairness of every job (further left is fairer)",
+                    fontsize=11)
+    figure.tight_layout()
+    return _plots.save(figure, path)
 
 
 HEADER = (f"{'workload':<26} {'mix':<11} {'policy':<13} {'makespan':>9} {'JCT':>8} {'FTF':>6} {'unfair%':>7} "
@@ -215,21 +226,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = Parser("benchmarks.heterogeneous", __doc__)
     parser.add_argument("--workloads", default=",".join(WORKLOADS),
                         help="comma-separated shipped trace names or generated-<seed>")
-    parser.add_argument("--mixes", default=",".join(MIXES), help=f"comma-separated of {', '.join(MIXES)}")
-    parser.add_argument("--policies", default=",".join(DEFAULT_POLICIES),
+    parser.add_argument("--mixes", default=",".join(MIXES), check=choice_list(tuple(MIXES), "mix"),
+                        help=f"comma-separated of {', '.join(MIXES)}")
+    parser.add_argument("--policies", default=",".join(DEFAULT_POLICIES), check=choice_list(tuple(POLICIES), "policy"),
                         help=f"comma-separated of {', '.join(POLICIES)} (default {','.join(DEFAULT_POLICIES)})")
-    parser.add_argument("--workers", type=int, default=2, help="parallel simulations (default 2)")
-    parser.add_argument("--jobs", type=int, help="simulate only each workload's first JOBS jobs (a slice)")
-    parser.add_argument("--efficiency", type=float, help="kappa of the vfm policy (default: TypedPolicy.shockwave's)")
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/heterogeneous"))
+    parser.add_argument("--workers", check=whole(1), default=2, help="parallel simulations (default 2)")
+    parser.add_argument("--jobs", check=whole(1), help="simulate only each workload's first JOBS jobs (a slice)")
+    parser.add_argument("--efficiency", check=number(0),
+                        help="kappa of the vfm policy (default: TypedPolicy.shockwave's)")
+    parser.add_argument("--out", check=OUTPUT_FOLDER, default=RESULTS / "heterogeneous",
+                        help="folder for the table, results.json and the plots (default results/heterogeneous)")
     args = parser.parse_args(argv)
     with parser.reporting():
         names = [n.strip() for n in args.workloads.split(",") if n.strip()]
-        mixes = [m.strip() for m in args.mixes.split(",") if m.strip()]
-        policies = [p.strip() for p in args.policies.split(",") if p.strip()]
-        for label, chosen, known in (("mix", mixes, MIXES), ("policy", policies, POLICIES)):
-            if unknown := [c for c in chosen if c not in known]:
-                raise ValueError(f"unknown {label} {unknown[0]!r}; choose from {', '.join(known)}")
+        mixes, policies = args.mixes, args.policies
         for name in names:
             mixed(name, mixes[0], args.jobs)  # a bad name fails here, before any simulation
         args.out.mkdir(parents=True, exist_ok=True)

@@ -2,7 +2,7 @@
 
 Run from the repository root::
 
-    python -m benchmarks.plan [--sizes 120,460,900] [--runs 5] [--out benchmarks/results] [--synthetic] [--types]
+    python -m benchmarks.plan [--sizes 120,460,900] [--runs 5] [--out results/plan] [--synthetic] [--types]
 
 What is measured
     The wall time of one call of `vfm.planner.plan` (``vfm.planner.plan.plan``) with the default
@@ -58,7 +58,9 @@ The synthetic window (``--synthetic``)
     (``size`` 10000).
 
 Outputs
-    A table on stdout and ``OUT/plan.json``: a JSON list with one object per size and ``S``, with
+    A table on stdout and ``OUT/plan.json`` in the folder ``--out`` (default ``results/plan`` under
+    the current folder; the committed results are written only with ``--out benchmarks/results``):
+    a JSON list with one object per size and ``S``, with
     keys ``workload``, ``jobs``, ``gpus``, ``scenarios``, ``runs``, ``median_s``, ``min_s``,
     ``max_s``, ``times_s``, ``components_s``, ``rounding_gap``, ``rounding_gap_max``, ``solver``, ``config``,
     ``statuses``, ``messages`` (of runs not certified optimal) and ``size`` (non-finite numbers
@@ -79,7 +81,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks._cli import Parser
+from benchmarks._cli import OUTPUT_FOLDER, RESULTS, Parser, whole
 from benchmarks.solve import _jsonable
 from vfm.cluster import ClusterTypes, type_regimes, windows
 from vfm.cluster.workload import load_workload
@@ -88,7 +90,8 @@ from vfm.jobs import equal_share
 from vfm.planner import Policy
 from vfm.planner.plan import plan
 
-OUT = Path(__file__).resolve().parent / "results"
+#: The default results folder (`benchmarks._cli.RESULTS`).
+OUT = RESULTS / "plan"
 #: size -> workload file (its GPUs are in the file: 32 / 128 / 256).
 SIZES: dict[int, str] = {
     120: "shockwave_120jobs_32gpus",
@@ -328,9 +331,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = Parser("benchmarks.plan", __doc__)
     parser.add_argument("--sizes", default=",".join(str(s) for s in SIZES),
                         help="comma-separated subset of " + ",".join(str(s) for s in SIZES))
-    parser.add_argument("--runs", type=int, default=MIN_RUNS,
+    parser.add_argument("--runs", check=whole(1), default=MIN_RUNS,
                         help=f"timed re-plans per size and S (default {MIN_RUNS}; fewer is only a smoke run)")
-    parser.add_argument("--out", type=Path, default=OUT, help="directory for plan.json (default benchmarks/results)")
+    parser.add_argument("--out", check=OUTPUT_FOLDER, default=OUT, help=f"directory for plan.json (default {OUT})")
     parser.add_argument("--synthetic", action="store_true",
                         help=f"also the synthetic window ({SYNTHETIC_JOBS} jobs, {SYNTHETIC_GPUS} GPUs)")
     parser.add_argument("--types", action="store_true",
@@ -343,8 +346,6 @@ def main(argv: Sequence[str] | None = None) -> None:
             parser.error(f"--sizes must be comma-separated integers, got {args.sizes!r}")
         if not sizes or set(sizes) - set(SIZES):
             parser.error(f"--sizes must be a non-empty subset of {','.join(str(s) for s in SIZES)}, got {args.sizes!r}")
-        if args.runs < 1:
-            parser.error(f"--runs must be >= 1, got {args.runs}")
         run(sizes, runs=args.runs, out=args.out, synthetic=args.synthetic, types=args.types)
 
 

@@ -25,7 +25,7 @@ import time
 import tracemalloc
 from collections.abc import Sequence
 
-from benchmarks._cli import Parser
+from benchmarks._cli import Parser, whole
 from vfm.planner import Policy
 
 #: The regimes each job is told: batch size -> seconds per epoch.
@@ -46,20 +46,13 @@ def peak_rss_bytes() -> int:
     return int(peak if sys.platform == "darwin" else peak * 1024)
 
 
-def positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise ValueError(f"must be a positive whole number, got {text}")
-    return value
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     parser = Parser("benchmarks.policy_scale", __doc__)
-    parser.add_argument("--jobs", type=positive, required=True, help="jobs added to the policy")
-    parser.add_argument("--capacity", type=positive, default=256, help="GPUs (default 256)")
-    parser.add_argument("--rounds", type=positive, default=None, help="the planning window (default: PlanOptions')")
+    parser.add_argument("--jobs", check=whole(1), required=True, help="jobs added to the policy")
+    parser.add_argument("--capacity", check=whole(1), default=256, help="GPUs (default 256)")
+    parser.add_argument("--rounds", check=whole(1), default=None, help="the planning window (default: PlanOptions')")
     parser.add_argument("--no-round", action="store_true", help="only add the jobs")
-    parser.add_argument("--profile", type=positive, default=None, metavar="N",
+    parser.add_argument("--profile", check=whole(1), default=None, metavar="N",
                         help="print the N most costly functions of the first round")
     args = parser.parse_args(argv)
     with parser.reporting():

@@ -56,7 +56,8 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from benchmarks._cli import Parser
+from benchmarks import _plots
+from benchmarks._cli import OUTPUT_FOLDER, RESULTS, Parser, choice_list, number, whole, whole_or_none
 from benchmarks._executors import SerialExecutor, make_executor
 from vfm.cluster import BASELINES, SchedulingPolicy, Workload, artifact, load_workload, simulate, summarize
 from vfm.cluster.workload import SHIPPED
@@ -71,11 +72,6 @@ VFM_SOLVER = "saa-ipm"
 #: The vfm policy's forecasters by name (``forecaster=<name>`` in its options); each starts cold.
 FORECASTERS: dict[str, Callable[[], Forecaster]] = {"dirichlet": DirichletForecaster,
                                                      "population": PopulationForecaster}
-
-
-def rounds_or_none(text: str) -> int | None:
-    """``--vfm-wait-limit``: a whole number of rounds, or ``none``."""
-    return None if text.strip().lower() == "none" else int(text)
 
 
 def vfm_policy(capacity: int, round_s: float, seed: int = 0, **options: Any) -> Policy:
@@ -175,14 +171,17 @@ def published_results(workload_path: str | Path) -> dict[str, dict[str, Any]]:
 
 
 def format_table(result: dict[str, Any], published: dict[str, dict[str, Any]] | None = None) -> str:
-    """The paper's table: metrics per policy, ratios to ``vfm``, and the published numbers."""
+    """The paper's table: metrics per policy, ratios to ``vfm``, and the published numbers.
+
+    ``decision med/max ms`` times every ``next_round()`` call (re-plan or not); the re-plans alone
+    are timed on each policy's ``re-plans:`` line below the table."""
     lines: list[str] = []
     add = lines.append
     policies = result["policies"]
     reference = policies.get("vfm")
     add(f"{result['workload']}: {result['gpus']} GPUs")
     header = (f"{'policy':29s} {'makespan s':>11s} {'avg JCT s':>10s} {'worst FTF':>9s} {'unfair %':>8s} "
-              f"{'util':>6s} {'plan med/max ms':>16s} {'wait':>5s} {'guard':>5s}")
+              f"{'util':>6s} {'decision med/max ms':>19s} {'wait':>5s} {'guard':>5s}")
     if reference is not None:
         header += f" {'makespan/vfm':>12s} {'FTF/vfm':>8s}"
     if published:
@@ -192,7 +191,7 @@ def format_table(result: dict[str, Any], published: dict[str, dict[str, Any]] | 
         planner = row["planner_s"]
         line = (f"{name:29s} {row['makespan_s']:11.1f} {row['avg_jct_s']:10.1f} {row['worst_ftf']:9.3f} "
                 f"{row['unfair_pct']:8.2f} {row['utilization']:6.3f} "
-                f"{1e3 * planner['median']:7.1f}/{1e3 * planner['max']:<8.1f} "
+                f"{1e3 * planner['median']:10.1f}/{1e3 * planner['max']:<8.1f} "
                 f"{row.get('longest_wait_rounds', -1):5d} {row.get('guards', {}).get('max_wait', '-'):>5}")
         if reference is not None:
             line += (f" {row['makespan_s'] / reference['makespan_s']:12.3f}"
@@ -222,103 +221,142 @@ PLOTTED = (("makespan_s", "Makespan", "s", True, False),
            ("worst_ftf", r"Worst FTF $\rho$", "", True, False),
            ("unfair_pct", r"Unfair jobs ($\rho$ > 1.05)", "%", False, False),
            ("utilization", "Utilization", "fraction of GPU time", False, True))
+#: The bars' colours by mechanics; vfm's bars are `_plots.VFM_COLOUR` (lighter under the artifact's).
+BAR_COLOURS = {"ours": "#4c72b0", "artifact": "#e1a45c"}
 
 
 def plot(result: dict[str, Any], directory: Path, workload: Workload,
          published: dict[str, dict[str, Any]] | None = None) -> list[Path]:
     """metrics.png, ftf_cdf.png and occupancy.png in `directory` (module docstring); the paths written."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
     directory.mkdir(parents=True, exist_ok=True)
     policies = result["policies"]
-    names = list(policies)
-    published = published or {}
-    written = []
+    names = _plots.vfm_first(list(policies))
+    jobs = len(next(iter(policies.values()))["jobs"]) if policies else 0
+    title = _plots.title_of(result["workload"], jobs, result["gpus"])
+    return [_plot_metrics(result, names, published or {}, title, directory / "metrics.png"),
+            _plot_ftf(policies, names, title, directory / "ftf_cdf.png"),
+            _plot_occupancy(result, names, workload, title, directory / "occupancy.png")]
 
-    figure, axes = plt.subplots(1, len(PLOTTED), figsize=(4 * len(PLOTTED), 4))
-    for axis, (key, title, unit, relative, higher) in zip(axes, PLOTTED, strict=True):
+
+def _plot_metrics(result: dict[str, Any], names: list[str], published: dict[str, dict[str, Any]], title: str,
+                  path: Path) -> Path:
+    """One panel per metric: a group of bars per policy (vfm first), one bar per mechanics, the
+    published value as a tick on its bar."""
+    from matplotlib.artist import Artist
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    policies = result["policies"]
+    bases = list(dict.fromkeys(name.removeprefix(ARTIFACT) for name in names))
+    shown = [m for m in ("ours", "artifact") if any(n.startswith(ARTIFACT) == (m == "artifact") for n in names)]
+    width = 0.8 / len(shown)
+    figure, axes, spare = _plots.grid(len(PLOTTED))
+    for axis, (key, heading, unit, relative, higher) in zip(axes, PLOTTED, strict=True):
         ours = policies.get("vfm", {}).get(key) if relative else 1.0
         if not ours:
             ours, relative = 1.0, False
-        for mechanics, color in (("ours", "tab:blue"), ("artifact", "tab:orange")):
-            shown_here = [name for name in names if name.startswith(ARTIFACT) == (mechanics == "artifact")]
-            if shown_here:
-                axis.bar(shown_here, [policies[name][key] / ours for name in shown_here], color=color,
-                         label=f"{mechanics} mechanics")
         paper_ours = published.get("vfm", {}).get(key) if relative else 1.0
-        marked = [(k, published[name][key] / paper_ours) for k, name in enumerate(names)
-                  if paper_ours and key in published.get(name, {})]
-        if marked:
-            axis.plot(*zip(*marked, strict=True), "k_", markersize=14, markeredgewidth=2,
-                      label="published (artifact)" + (" ÷ its Shockwave" if relative else ""))
-            axis.legend(fontsize=7)
-        shown = f"{ours:,.0f} {unit}" if unit == "s" else f"{ours:.3g}"
-        scale = f"÷ vfm's ({shown})" if relative else unit
-        axis.set_title(title)
-        axis.set_ylabel(f"{scale}, {'higher' if higher else 'lower'} is better")
-        axis.tick_params(axis="x", rotation=75, labelsize=7)
-    figure.suptitle(f"{result['workload']} ({result['gpus']} GPUs)")
-    written.append(_save(figure, directory / "metrics.png"))
+        for j, mechanics in enumerate(shown):
+            for x, base in enumerate(bases):
+                name = ARTIFACT + base if mechanics == "artifact" else base
+                if name not in policies:
+                    continue
+                at = x + (j - (len(shown) - 1) / 2) * width
+                vfm = base == "vfm"
+                axis.bar(at, policies[name][key] / ours, width, color=_plots.VFM_COLOUR if vfm else
+                         BAR_COLOURS[mechanics], alpha=0.55 if vfm and mechanics == "artifact" else 1.0,
+                         edgecolor="black", linewidth=1.2 if vfm else 0.3)
+                # Once per policy: on its artifact bar where it has one (those are the numbers to compare).
+                marked = name.startswith(ARTIFACT) or ARTIFACT + name not in policies
+                if paper_ours and marked and key in published.get(name, {}):
+                    axis.plot(at, published[name][key] / paper_ours, "k_", markersize=9, markeredgewidth=2)
+        scale = f"÷ vfm's ({f'{ours:,.0f} {unit}' if unit == 's' else f'{ours:.3g}'})" if relative else unit
+        axis.set_title(heading, fontsize=10)
+        axis.set_ylabel(f"{scale}\n{'higher' if higher else 'lower'} is better", fontsize=8)
+        axis.set_xticks(range(len(bases)), bases, rotation=60, ha="right", fontsize=7)
+        axis.tick_params(axis="y", labelsize=7)
+        axis.grid(axis="y", alpha=0.3)
+        axis.set_axisbelow(True)
+    legend: list[Artist] = [Patch(facecolor=_plots.VFM_COLOUR, edgecolor="black", label=f"vfm, {_plots.MECHANICS[m]}",
+                                  alpha=0.55 if m == "artifact" else 1.0) for m in shown]
+    legend += [Patch(color=BAR_COLOURS[m], label=f"baselines, {_plots.MECHANICS[m]}") for m in shown]
+    if published:
+        legend.append(Line2D([], [], color="black", marker="_", markersize=9, markeredgewidth=2, linestyle="",
+                             label="published (Shockwave artifact),\nrelative to its Shockwave"))
+    (spare[0] if spare else figure).legend(handles=legend, loc="center", fontsize=8, frameon=False)
+    figure.suptitle(f"{title}: makespan, average JCT, worst FTF, unfair share, utilization", fontsize=11)
+    figure.tight_layout()
+    return _plots.save(figure, path)
 
-    figure, axis = plt.subplots(figsize=(6, 4))
+
+def _label(name: str) -> str:
+    """A series' name in a legend: a run under the artifact's mechanics says so."""
+    base = name.removeprefix(ARTIFACT)
+    return f"{base} ({_plots.MECHANICS['artifact']})" if name.startswith(ARTIFACT) else base
+
+
+def _plot_ftf(policies: dict[str, Any], names: list[str], title: str, path: Path) -> Path:
+    """Each policy's CDF of FTF rho, vfm on top, with the equal-share and unfairness lines."""
+    import numpy as np
+
+    plt = _plots.pyplot()
+    figure, axis = plt.subplots(figsize=_plots.PAGE)
+    look = _plots.styles(names)
     for name in names:
         rho = np.sort([job["ftf_rho"] for job in policies[name]["jobs"]])
-        axis.step(rho, np.arange(1, rho.size + 1) / rho.size, where="post", label=name)
-    axis.axvline(1.0, color="grey", linewidth=0.8)
-    axis.set_title("Finish-time fairness: further left is better")
-    written.append(_save(figure, directory / "ftf_cdf.png", r"FTF $\rho$ (JCT ÷ equal-share JCT)", "fraction of jobs"))
+        axis.step(rho, np.arange(1, rho.size + 1) / rho.size, where="post", label=_label(name), **look[name])
+    _plots.fairness_lines(axis)
+    axis.set_title(f"{title}: finish-time fairness of every job (further left is fairer)", fontsize=11)
+    axis.set_xlabel(r"FTF $\rho$ (JCT ÷ JCT at an equal share of the cluster)")
+    axis.set_ylabel("fraction of jobs")
+    axis.grid(alpha=0.3)
+    _plots.legend_right(axis)
+    return _plots.save(figure, path)
 
-    figure, axis = plt.subplots(figsize=(7, 4))
+
+def _plot_occupancy(result: dict[str, Any], names: list[str], workload: Workload, title: str, path: Path) -> Path:
+    """GPUs each policy holds round by round, against the cluster's size."""
+    plt = _plots.pyplot()
+    figure, axis = plt.subplots(figsize=_plots.PAGE)
+    look = _plots.styles(names)
     gpus = {job.id: job.gpus for job in workload.jobs}
     for name in names:
-        rounds = policies[name]["rounds"]
+        rounds = result["policies"][name]["rounds"]
         held = [sum(gpus[job] for job in entry["jobs"]) for entry in rounds]
-        axis.step([entry["start_s"] / 3600 for entry in rounds], held, where="post", label=name, linewidth=0.8)
-    axis.axhline(result["gpus"], color="grey", linewidth=0.8)
-    axis.set_title(f"GPUs held ({result['gpus']} in the cluster)")
-    written.append(_save(figure, directory / "occupancy.png", "time (h)", "GPUs held"))
-    return written
-
-
-def _save(figure: Any, path: Path, xlabel: str | None = None, ylabel: str | None = None) -> Path:
-    """Label a one-axis figure (legend included), write it to `path` and close it."""
-    import matplotlib.pyplot as plt
-
-    if xlabel is not None:
-        axis = figure.axes[0]
-        axis.set_xlabel(xlabel)
-        axis.set_ylabel(ylabel)
-        axis.legend(fontsize=7)
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
-    return path
+        axis.step([entry["start_s"] / 3600 for entry in rounds], held, where="post", label=_label(name),
+                  **{**look[name], "linewidth": 0.6 * look[name]["linewidth"]})
+    axis.axhline(result["gpus"], color="black", linewidth=0.8, linestyle=":", label=f"cluster ({result['gpus']} GPUs)")
+    axis.set_title(f"{title}: GPUs held over time", fontsize=11)
+    axis.set_xlabel("time (h)")
+    axis.set_ylabel("GPUs held")
+    axis.grid(alpha=0.3)
+    _plots.legend_right(axis)
+    return _plots.save(figure, path)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = Parser("benchmarks.reproduce", __doc__)
     parser.add_argument("--workload", required=True,
                         help="a workload JSON file, or a shipped one's name (e.g. shockwave_120jobs_32gpus)")
-    parser.add_argument("--policies", default=",".join(POLICIES), help="comma-separated policy names")
+    parser.add_argument("--policies", default=",".join(POLICIES),
+                        check=choice_list((*POLICIES, *(ARTIFACT + name for name in ARTIFACT_RUNS)), "policy"),
+                        help="comma-separated policy names (default all)")
     parser.add_argument("--mechanics", default="both", choices=("ours", "artifact", "both"),
                         help="run the baselines under our simulator's mechanics, the Shockwave artifact's "
                              "(vfm.cluster.artifact; rows artifact:<name>), or both (default)")
-    parser.add_argument("--out", type=Path,
+    parser.add_argument("--out", check=OUTPUT_FOLDER,
                         help="the results folder: table.txt, results.json and the plots (default results/<workload>)")
     parser.add_argument("--executor", default="process", choices=("process", "thread", "serial", "dask"))
-    parser.add_argument("--workers", type=int, default=2, help="parallel policies (default 2: this machine's cores)")
-    parser.add_argument("--jobs", type=int, help="simulate only the workload's first JOBS jobs (a slice)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workers", check=whole(1), default=2,
+                        help="parallel policies (default 2: this machine's cores)")
+    parser.add_argument("--jobs", check=whole(1), help="simulate only the workload's first JOBS jobs (a slice)")
+    parser.add_argument("--seed", check=whole(0), default=0, help="seed of the policies (default 0)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
-    parser.add_argument("--vfm-scenarios", type=int, default=1, help="S of the vfm policy's planner (default 1)")
-    parser.add_argument("--vfm-efficiency", type=float, default=SHOCKWAVE_EFFICIENCY,
+    parser.add_argument("--vfm-scenarios", check=whole(1), default=1, help="S of the vfm policy's planner (default 1)")
+    parser.add_argument("--vfm-efficiency", check=number(0), default=SHOCKWAVE_EFFICIENCY,
                         help=f"k of the vfm policy's efficiency term, per second of leftover "
                              f"(default {SHOCKWAVE_EFFICIENCY})")
-    parser.add_argument("--vfm-reserve", type=float, default=SHOCKWAVE_RESERVE,
+    parser.add_argument("--vfm-reserve", check=number(0, 1), default=SHOCKWAVE_RESERVE,
                         help=f"share of GPU-rounds the vfm policy's FTF constraints leave free "
                              f"(default {SHOCKWAVE_RESERVE})")
     parser.add_argument("--vfm-execution", default="credit", choices=("credit", "window"),
@@ -327,10 +365,10 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help=f"the vfm policy's planning backend (default {VFM_SOLVER})")
     parser.add_argument("--vfm-no-polish", action="store_true",
                         help="plan with the backend's own schedule, not polished to the exact optimum")
-    parser.add_argument("--vfm-service-floor", type=float, default=0.0,
+    parser.add_argument("--vfm-service-floor", check=number(0, 0.5, open_high=False), default=0.0,
                         help="share of every round each job gets at least in the vfm policy's plans "
                              "(PlanOptions.service_floor; default 0)")
-    parser.add_argument("--vfm-wait-limit", type=rounds_or_none, default=shockwave.WAIT_LIMIT,
+    parser.add_argument("--vfm-wait-limit", check=whole_or_none(1), default=shockwave.WAIT_LIMIT,
                         help="rounds a job may wait in a row in the vfm policy's plans, or 'none' "
                              f"(PlanOptions.wait_limit; default {shockwave.WAIT_LIMIT}; none with --vfm-scenarios > 1)")
     parser.add_argument("--vfm-forecaster", default="dirichlet", choices=tuple(FORECASTERS),
@@ -344,8 +382,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                          "--vfm-wait-limit none")
         PlanOptions(service_floor=args.vfm_service_floor, wait_limit=args.vfm_wait_limit,
                     scenarios=args.vfm_scenarios)
-        names = with_artifact_runs([name.strip() for name in args.policies.split(",") if name.strip()],
-                                   args.mechanics)
+        names = with_artifact_runs(args.policies, args.mechanics)
+        # The default folder is named after the workload (loading it also names a bad file before any run).
+        out = parser.checked("--out", OUTPUT_FOLDER, args.out or RESULTS / load(args.workload, args.jobs).name)
         with ExitStack() as stack:
             executor = make_executor(args.executor, args.workers, stack)
             result = run(args.workload, names, executor=executor, seed=args.seed, jobs=args.jobs,
@@ -359,7 +398,6 @@ def main(argv: Sequence[str] | None = None) -> None:
             published = published_results(args.workload) if args.jobs is None else {}
         table = format_table(result, published)
         print(table, end="")
-        out = args.out if args.out is not None else Path("results") / result["workload"]
         out.mkdir(parents=True, exist_ok=True)
         (out / "table.txt").write_text(table)
         (out / "results.json").write_text(json.dumps(result, indent=1))

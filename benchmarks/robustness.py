@@ -33,7 +33,8 @@ Parallelism
     (`benchmarks._executors`): a local process pool by default; pass a Dask
     ``Client(...).get_executor()`` to `run` to spread the sweep over a cluster.
 
-Outputs (printed, and written to ``--out``, default ``benchmarks/results/robustness``)
+Outputs (printed, and written to ``--out``, default ``results/robustness`` under the current folder;
+the committed results are written only with ``--out benchmarks/results/robustness``)
     ``table.txt``: per workload, every policy's makespan, average JCT, worst FTF, unfair share,
     longest wait (``wait``: rounds a job with work left went without running), jobs that waited
     more than 20 rounds in a row (``>20``), for the vfm policy how many times its ``max_wait``
@@ -72,12 +73,14 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks._cli import Parser
+from benchmarks import _plots
+from benchmarks._cli import OUTPUT_FOLDER, RESULTS, Parser, choice_list, whole
 from benchmarks._executors import SerialExecutor, make_executor
 from benchmarks.reproduce import POLICIES, vfm_policy
 from vfm.cluster import SchedulingPolicy, Workload, simulate
 from vfm.cluster.generate import WorkloadSpec, generate_workload, resample_workload
 from vfm.cluster.metrics import headline, longest_wait_rounds, present_rounds
+from vfm.errors import VFMError
 from vfm.planner import Policy
 from vfm.planner.shockwave import wait_bound
 
@@ -345,20 +348,19 @@ def format_table(result: Mapping[str, Any]) -> str:
 def plot(result: Mapping[str, Any], path: Path) -> Path:
     """The vfm policy's metrics against its targets' references, per workload: average JCT over the
     best of Gavel, Themis and Gandiva-Fair; worst FTF over the best fair baseline; makespan over OSSP's."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
 
     cases = {c: e["policies"] for c, e in result["cases"].items() if "vfm" in e["policies"]}
-    panels = (("avg_jct_s", JCT_PEERS, 1 + JCT_SLACK, "best of Gavel, Themis, Gandiva"),
-              ("worst_ftf", FAIR, 1.0, "best fair baseline"),
-              ("makespan_s", ("min_total_duration",), 1 + OSSP_MAKESPAN_SLACK, "OSSP"))
-    figure, axes = plt.subplots(1, len(panels), figsize=(13, 0.3 * len(cases) + 2), sharey=True)
+    panels = (("avg_jct_s", JCT_PEERS, 1 + JCT_SLACK, "Average JCT", "best of Gavel, Themis, Gandiva"),
+              ("worst_ftf", FAIR, 1.0, r"Worst FTF $\rho$", "best fair baseline"),
+              ("makespan_s", ("min_total_duration",), 1 + OSSP_MAKESPAN_SLACK, "Makespan", "OSSP"))
+    figure, axes, _ = _plots.grid(len(panels), size=(_plots.PAGE[0], max(_plots.PAGE[1], 0.2 * len(cases) + 1.5)))
     labels = list(cases)
     rows = np.arange(len(labels))
-    colours = ["tab:blue" if c.endswith("@report") else "tab:gray" for c in labels]
-    for axis, (metric, names, target, against) in zip(axes, panels, strict=True):
+    halves = {"report": "tab:blue", "choose": "tab:gray"}
+    colours = [halves["report" if c.endswith("@report") else "choose"] for c in labels]
+    for axis, (metric, names, target, heading, against) in zip(axes, panels, strict=True):
         ratio = []
         for p in cases.values():
             best = _best(p, names, metric)
@@ -366,16 +368,22 @@ def plot(result: Mapping[str, Any], path: Path) -> Path:
         axis.barh(rows, ratio, color=colours)
         axis.axvline(1.0, color="black", linewidth=0.8)
         if target != 1.0:
-            axis.axvline(target, color="tab:red", linewidth=0.8, linestyle="--")
-        axis.set_xlabel(f"vfm {metric} / {against}")
-    axes[0].set_yticks(rows, labels, fontsize=7)
-    axes[0].invert_yaxis()
-    figure.suptitle("vfm against its targets' references (blue: report half, grey: choose half; lower is better; "
-                    "red: the target's tolerance)", fontsize=9)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
+            axis.axvline(target, color=_plots.VFM_COLOUR, linewidth=0.9, linestyle="--")
+        axis.set_title(heading, fontsize=10)
+        axis.set_xlabel(f"vfm ÷ {against}\n(lower is better)", fontsize=8)
+        axis.set_yticks(rows, labels if axis is axes[0] else [], fontsize=6)
+        axis.invert_yaxis()
+        axis.grid(axis="x", alpha=0.3)
+        axis.set_axisbelow(True)
+    legend = [Patch(color=halves["report"], label="report half (judged)"),
+              Patch(color=halves["choose"], label="choose half (vfm's constants chosen here)"),
+              Line2D([], [], color="black", linewidth=0.8, label="equal to the reference"),
+              Line2D([], [], color=_plots.VFM_COLOUR, linestyle="--", label="the target's tolerance")]
+    figure.legend(handles=legend, loc="lower center", ncol=4, fontsize=8, frameon=False, bbox_to_anchor=(0.5, -0.03))
+    figure.suptitle(f"vfm against the baselines on {len(labels)} generated and resampled workloads: "
+                    "average JCT, worst FTF and makespan relative to each target's reference", fontsize=10)
+    figure.tight_layout(rect=(0, 0.03, 1, 1))
+    return _plots.save(figure, path)
 
 
 def _option(text: str) -> tuple[str, Any]:
@@ -388,22 +396,35 @@ def _option(text: str) -> tuple[str, Any]:
         return name, value
 
 
+def _check_vfm_options(options: Mapping[str, Any], texts: Sequence[str]) -> None:
+    """Build a vfm policy with `options`, so that a bad one is named before any run (in a worker, it
+    would fail after the progress bar)."""
+    try:
+        vfm_policy(1, 120.0, **options)
+    except (VFMError, TypeError, ValueError) as mistake:
+        raise ValueError(f"--vfm {' '.join(texts)}: {mistake}") from None
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = Parser("benchmarks.robustness", __doc__)
     parser.add_argument("--half", default="both", choices=("choose", "report", "both"))
     parser.add_argument("--cases", help="comma-separated case names <scenario>@<half> (default: the half's)")
-    parser.add_argument("--policies", default=",".join(("vfm", *BASELINE_NAMES)))
+    parser.add_argument("--policies", default=",".join(("vfm", *BASELINE_NAMES)),
+                        check=choice_list(tuple(POLICIES), "policy"),
+                        help=f"comma-separated policy names (default {','.join(('vfm', *BASELINE_NAMES))})")
     parser.add_argument("--vfm", action="append", default=[], metavar="NAME=VALUE",
                         help="override an option of the vfm policy (Policy.shockwave), e.g. efficiency=0.1")
     parser.add_argument("--executor", default="process", choices=("process", "thread", "serial", "dask"))
-    parser.add_argument("--workers", type=int, default=2, help="parallel runs (default 2: this machine's cores)")
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/robustness"))
+    parser.add_argument("--workers", check=whole(1), default=2, help="parallel runs (default 2: this machine's cores)")
+    parser.add_argument("--out", check=OUTPUT_FOLDER, default=RESULTS / "robustness",
+                        help="folder for table.txt, results.json and robustness.png (default results/robustness)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     with parser.reporting():
         cases = [c.strip() for c in args.cases.split(",")] if args.cases else case_names(args.half)
         options = dict(_option(text) for text in args.vfm)
-        policies = [p.strip() for p in args.policies.split(",") if p.strip()]
+        _check_vfm_options(options, args.vfm)
+        policies = args.policies
         with ExitStack() as stack:
             executor = make_executor(args.executor, args.workers, stack)
             result = run(cases, policies, executor=executor, vfm_options=options, progress=not args.quiet)

@@ -39,17 +39,24 @@ Quality is measured on the schedule, with the exact log: :math:`U_i = \min(\bar 
 NSWOT :math:`= \sum_i B_i \log U_i`, which is :math:`-\infty` if the schedule leaves a job with no
 progress at all (the piecewise-linear log charges such a job only :math:`\log 10^{-6}`). `vfm`'s
 relaxation NSWOT is an upper bound on this number for every integral schedule.
+
+Run from the repository root, to solve it once on a size of `benchmarks.solve` (its busiest
+window) and print how it ended (`benchmarks.solve` runs it beside every backend)::
+
+    python -m benchmarks.shockwave_milp [--size 120] [--rounds 20] [--time-limit 15] [--adjacency]
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import Bounds, LinearConstraint, milp
 
+from benchmarks._cli import Check, Parser, number, whole
 from vfm.jobs import JobWindow
 
 #: The artifact's ``log_approximation_bases`` and the value standing in for log 0.
@@ -254,3 +261,31 @@ def solve(window: JobWindow, time_limit: float = 15.0, mip_rel_gap: float = MIP_
         n_variables=int(model.c.size),
         n_constraints=int(matrix.shape[0]),
     )
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    # `benchmarks.solve` imports this module: its sizes are imported here, not at the top.
+    from benchmarks.solve import SIZES, window_for
+
+    parser = Parser("benchmarks.shockwave_milp", __doc__)
+    sizes = ", ".join(str(s) for s in SIZES)
+    parser.add_argument("--size", default=120, check=Check(f"one of {sizes}", int, lambda size: size in SIZES),
+                        help=f"the workload, by size: one of {sizes} (default 120)")
+    parser.add_argument("--rounds", check=whole(1), default=20, help="rounds in the window (default 20)")
+    parser.add_argument("--time-limit", check=number(0, open_low=True), default=15.0,
+                        help="HiGHS time limit in seconds (default 15, the artifact's)")
+    parser.add_argument("--adjacency", action="store_true",
+                        help="add the artifact's adjacency binaries (same optimum, the artifact's model size)")
+    args = parser.parse_args(argv)
+    with parser.reporting():
+        window = window_for(args.size, args.rounds).window
+        result = solve(window, args.time_limit, adjacency=args.adjacency)
+        print(f"size {args.size}: {result.n_binaries} binaries, {result.n_variables} variables, "
+              f"{result.n_constraints} constraints; built in {result.build_s:.2f} s, solved in {result.solve_s:.2f} s")
+        print(f"status {result.status} ({result.message}); MIP gap {result.mip_gap:.2e}; piecewise-linear "
+              f"objective {result.pwl_objective:.6f} (bound {result.pwl_bound:.6f}); exact NSWOT {result.nswot:.6f}, "
+              f"{result.starved} jobs with no progress")
+
+
+if __name__ == "__main__":
+    main()

@@ -3,7 +3,7 @@
 Run from the repository root::
 
     python -m benchmarks.solve [--sizes 120,220,460,900,1800,3600] [--runs 5] [--milp-limit 15]
-                               [--skip-milp] [--out benchmarks/results]
+                               [--skip-milp] [--out results/solve]
 
 Sizes and windows
     A size names a workload: 120 / 220 / 460 / 900 are the Shockwave workloads of
@@ -59,7 +59,9 @@ Targets (printed as met / not met)
     the slope against jobs x rounds) is fitted per backend and must be <= 1.2.
 
 Outputs
-    A table on stdout, ``OUT/solve.json`` and ``OUT/solve.png`` (log-log time against jobs, one
+    A table on stdout, ``OUT/solve.json`` and ``OUT/solve.png`` in the folder ``--out`` (default
+    ``results/solve`` under the current folder; the committed results are written only with
+    ``--out benchmarks/results``) (log-log time against jobs, one
     line per backend, the MILP dashed). The machine's load average is recorded at start and
     end: other processes running at the same time inflate the times.
 """
@@ -82,8 +84,8 @@ import numpy as np
 import scipy
 
 import vfm
-from benchmarks import shockwave_milp
-from benchmarks._cli import Parser
+from benchmarks import _plots, shockwave_milp
+from benchmarks._cli import OUTPUT_FOLDER, RESULTS, Parser, number, whole
 from vfm.cluster.windows import ACTIVITY, BusiestWindow, busiest_window, resample
 from vfm.cluster.workload import load_workload
 
@@ -107,7 +109,8 @@ TARGET_SPEEDUP = 5.0
 TARGET_SLOPE = 1.2
 SLOPE_RANGE = (120, 3600)
 
-OUT = Path(__file__).resolve().parent / "results"
+#: The default results folder (`benchmarks._cli.RESULTS`).
+OUT = RESULTS / "solve"
 
 
 def window_for(size: int, rounds: int = 20, activity: str = "equal-share") -> BusiestWindow:
@@ -318,15 +321,13 @@ def print_summary(result: dict[str, Any]) -> None:
 def plot(result: dict[str, Any], path: Path) -> bool:
     """Log-log time against jobs, one line per backend (min-max bars), the MILP dashed."""
     try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = _plots.pyplot()
     except ImportError:
         print("matplotlib is not installed: no plot (pip install matplotlib)", file=sys.stderr)
         return False
     sizes = result["sizes"]
-    fig, ax = plt.subplots(figsize=(7.5, 5))
+    fig, ax = plt.subplots(figsize=_plots.PAGE)
+    colours = iter(_plots.COLOURS)
     for name in result["meta"]["backends"]:
         rows = [(s["jobs"], s["backends"][name]) for s in sizes if name in s["backends"]]
         jobs = np.array([j for j, _ in rows])
@@ -339,7 +340,7 @@ def plot(result: dict[str, Any], path: Path) -> bool:
         certified = all(b["certified"] for _, b in rows)
         if not certified:
             label += ", not certified"
-        ax.errorbar(jobs, med, yerr=[low, high], marker="o", capsize=3, label=label,
+        ax.errorbar(jobs, med, yerr=[low, high], marker="o", capsize=3, label=label, color=next(colours),
                     ls="-" if certified else ":", alpha=1.0 if certified else 0.6)
     milp = [(s["jobs"], s["milp"]) for s in sizes if s.get("milp")]
     if milp:
@@ -350,12 +351,11 @@ def plot(result: dict[str, Any], path: Path) -> bool:
     ax.set_yscale("log")
     ax.set_xlabel(f"jobs in the window ({result['meta']['rounds']} rounds)")
     ax.set_ylabel("seconds per solve (median, min-max)")
-    ax.set_title("Job-window NSWOT solve time, busiest moment of each workload")
+    ax.set_title(f"Solve time of the {result['meta']['rounds']}-round job window at each workload's busiest moment, "
+                 "every backend", fontsize=11)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _plots.legend_right(ax)
+    _plots.save(fig, path)
     return True
 
 
@@ -485,14 +485,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = Parser("benchmarks.solve", __doc__)
     parser.add_argument("--sizes", default=",".join(str(s) for s in SIZES),
                         help=f"comma-separated subset of {','.join(str(s) for s in SIZES)}")
-    parser.add_argument("--runs", type=int, default=5, help="timed solves per backend and size (median, min, max)")
-    parser.add_argument("--milp-limit", type=float, default=15.0, help="HiGHS time limit for Shockwave's MILP (s)")
+    parser.add_argument("--runs", check=whole(1), default=5,
+                        help="timed solves per backend and size (median, min, max; default 5)")
+    parser.add_argument("--milp-limit", check=number(0, open_low=True), default=15.0,
+                        help="HiGHS time limit for Shockwave's MILP (s; default 15)")
     parser.add_argument("--skip-milp", action="store_true", help="do not solve Shockwave's MILP")
-    parser.add_argument("--out", type=Path, default=OUT, help="directory for solve.json and solve.png")
-    parser.add_argument("--rounds", type=int, default=20, help="rounds in the window")
+    parser.add_argument("--out", check=OUTPUT_FOLDER, default=OUT,
+                        help=f"directory for solve.json and solve.png (default {OUT})")
+    parser.add_argument("--rounds", check=whole(1), default=20, help="rounds in the window (default 20)")
     parser.add_argument("--activity", choices=ACTIVITY, default="equal-share",
                         help="how the busiest moment counts active jobs (see the module docstring)")
-    parser.add_argument("--budget", type=float, default=120.0,
+    parser.add_argument("--budget", check=number(0, open_low=True), default=120.0,
                         help="stop repeating a backend on a size after this many seconds (at least one run)")
     args = parser.parse_args(argv)
     with parser.reporting():
@@ -503,8 +506,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         unknown = sorted(set(sizes) - set(SIZES))
         if unknown or not sizes:
             parser.error(f"--sizes must be a non-empty subset of {','.join(str(s) for s in SIZES)}, got {args.sizes!r}")
-        if args.runs < 1:
-            parser.error("--runs must be >= 1")
         run(sizes, args.runs, args.milp_limit, args.skip_milp, args.out, args.rounds, args.activity, args.budget)
 
 

@@ -30,7 +30,8 @@ profiles that list batch sizes a job may never reach: `vfm.cluster.generate.Unce
 
 Prints one row per workload and planner (makespan, mean JCT, worst FTF ratio, unfair share,
 utilization, median and max seconds of a re-plan) and writes ``table.txt`` and ``results.json`` to
-``--out`` (default ``benchmarks/results/uncertainty``), one file per workload as it completes, so
+``--out`` (default ``results/uncertainty`` under the current folder; the committed results are written
+only with ``--out benchmarks/results/uncertainty``), one file per workload as it completes, so
 that a long run can be read while it goes.
 """
 
@@ -42,10 +43,9 @@ from concurrent import futures
 from contextlib import ExitStack
 from functools import cache
 from itertools import pairwise
-from pathlib import Path
 from typing import Any
 
-from benchmarks._cli import Parser
+from benchmarks._cli import OUTPUT_FOLDER, RESULTS, Parser, choice_list, whole
 from benchmarks._executors import make_executor
 from benchmarks.reproduce import vfm_policy
 from vfm.cluster import Workload, load_workload, simulate, summarize
@@ -154,17 +154,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = Parser("benchmarks.uncertainty", __doc__)
     parser.add_argument("--workloads", default=",".join(CHOSEN_ON + REPORTED_ON),
                         help="comma-separated: shipped trace names, uncertain-<seed>, generated-<seed>")
-    parser.add_argument("--planners", default=",".join(PLANNERS), help=f"comma-separated of {', '.join(PLANNERS)}")
-    parser.add_argument("--scenarios", type=int, default=8, help="S of the sampled planners (default 8)")
-    parser.add_argument("--workers", type=int, default=2, help="parallel simulations (default 2)")
-    parser.add_argument("--jobs", type=int, help="simulate only each workload's first JOBS jobs (a slice)")
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/uncertainty"))
+    parser.add_argument("--planners", default=",".join(PLANNERS), check=choice_list(tuple(PLANNERS), "planner"),
+                        help=f"comma-separated of {', '.join(PLANNERS)}")
+    parser.add_argument("--scenarios", check=whole(1), default=8, help="S of the sampled planners (default 8)")
+    parser.add_argument("--workers", check=whole(1), default=2, help="parallel simulations (default 2)")
+    parser.add_argument("--jobs", check=whole(1), help="simulate only each workload's first JOBS jobs (a slice)")
+    parser.add_argument("--out", check=OUTPUT_FOLDER, default=RESULTS / "uncertainty",
+                        help="folder for table.txt and results.json (default results/uncertainty)")
     args = parser.parse_args(argv)
     with parser.reporting():
         names = [n.strip() for n in args.workloads.split(",") if n.strip()]
-        planners = [p.strip() for p in args.planners.split(",") if p.strip()]
-        if unknown := [p for p in planners if p not in PLANNERS]:
-            raise ValueError(f"unknown planner {unknown[0]!r}; choose from {', '.join(PLANNERS)}")
+        planners = args.planners
         for name in names:
             workload(name)  # a bad name fails here, before any simulation
         args.out.mkdir(parents=True, exist_ok=True)

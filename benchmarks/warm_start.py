@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 
 import vfm
-from benchmarks._cli import Parser
+from benchmarks._cli import Parser, whole
 from vfm.cluster.windows import prior_mean_epoch_s
 from vfm.cluster.workload import load_workload
 from vfm.jobs import shift_rounds, window_market
@@ -28,9 +28,9 @@ from vfm.jobs import shift_rounds, window_market
 def main(argv: Sequence[str] | None = None) -> None:
     parser = Parser("benchmarks.warm_start", __doc__)
     parser.add_argument("--workload", default="shockwave_900jobs_256gpus")
-    parser.add_argument("--replans", type=int, default=8)
-    parser.add_argument("--rounds", type=int, default=20)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--replans", check=whole(1), default=8, help="warm-started re-plans (default 8)")
+    parser.add_argument("--rounds", check=whole(1), default=20, help="rounds in each window (default 20)")
+    parser.add_argument("--seed", check=whole(0), default=0, help="seed of the forecast drift (default 0)")
     args = parser.parse_args(argv)
     with parser.reporting():
         workload = load_workload(args.workload)

@@ -73,7 +73,7 @@ def test_command_writes_its_results_folder(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, says", [
     (["--workload", "no_such_workload"], "no workload file 'no_such_workload'"),
-    (["--workload", "shockwave_120jobs_32gpus", "--policies", "gavel"], "unknown policies ['gavel']"),
+    (["--workload", "shockwave_120jobs_32gpus", "--policies", "gavel"], "(unknown policy 'gavel')"),
     (["--workload", "shockwave_120jobs_32gpus", "--bogus"], "unrecognized arguments: --bogus"),
 ])
 def test_bad_input_is_one_line_and_exit_status_2(argv, says, capsys):
