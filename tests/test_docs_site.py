@@ -178,7 +178,7 @@ def test_no_stylesheet_imports_a_remote_resource(site: Path) -> None:
     assert not remote, "stylesheets fetch url()/@import resources from the network:\n" + "\n".join(remote)
 
 
-@pytest.mark.parametrize("name", ["model", "api"])
+@pytest.mark.parametrize("name", ["model", "api/vfm", "api/planner"])
 def test_maths_is_rendered_by_the_bundled_renderer(site: Path, name: str) -> None:
     page = _math_page(site, name)
     html = page.read_text(encoding="utf-8")

@@ -24,8 +24,8 @@ type ``t``::
   unknown, so only its V100 times are).
 
 `ClusterTypes` is a cluster's GPU count per type (a workload file's optional ``"cluster"``
-field, `vfm.cluster.workload.Workload.cluster`). The simulator, the policies and the metrics are
-still single-type (docs/simulation.md, "GPU types").
+field, `vfm.cluster.workload.Workload.cluster`). `vfm.cluster.simulate` runs a workload on such a
+cluster with a `vfm.cluster.protocol.TypedSchedulingPolicy` (docs/simulation.md, "GPU types").
 
 Examples
 --------
