@@ -16,9 +16,13 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import platform
+import shlex
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -125,6 +129,19 @@ def choice_list(known: Sequence[str], what: str) -> Check:
                  lambda names: all(name in known for name in names), unknown)
 
 
+def machine() -> str:
+    """The machine in one line: system, CPUs and their model, and the BLAS threads asked for."""
+    model = ""
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            model = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), "")
+    except OSError:
+        model = platform.processor()
+    threads = os.environ.get("OPENBLAS_NUM_THREADS", "unset")
+    return (f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs"
+            f"{f' ({model})' if model else ''}, OPENBLAS_NUM_THREADS={threads}")
+
+
 class Parser(argparse.ArgumentParser):
     """An argument parser named ``python -m <module>``, whose errors are one line and exit 2.
 
@@ -146,6 +163,7 @@ class Parser(argparse.ArgumentParser):
 
     def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
                          namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
+        self.argv = list(sys.argv[1:] if args is None else args)
         parsed, extras = super().parse_known_args(args, namespace)
         for action, check in self._checks:
             value = getattr(parsed, action.dest, None)
@@ -167,6 +185,19 @@ class Parser(argparse.ArgumentParser):
             reason = check.why(converted) if check.why is not None else ""
             self.error(f"{flag} must be {check.rule}, got {value}" + (f" ({reason})" if reason else ""))
         return converted
+
+    def provenance(self) -> dict[str, str]:
+        """The command as run and the machine it ran on: written beside every result, so that a
+        number in a results file says where it comes from."""
+        import numpy  # here: the parser itself is light
+
+        return {"command": " ".join([self.prog, *map(shlex.quote, getattr(self, "argv", []))]),
+                "machine": machine(), "software": f"Python {platform.python_version()}, NumPy {numpy.__version__}",
+                "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")}
+
+    def header(self) -> str:
+        """`provenance` as the comment lines that open a results table."""
+        return "".join(f"# {key}: {value}\n" for key, value in self.provenance().items())
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")

@@ -328,7 +328,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         report = summary(timed, seeds, args.max_jobs, (load_start, load_end), command, again)
         print(report)
         if args.out is not None:
-            args.out.write_text(report + "\n")
+            args.out.write_text(parser.header() + report + "\n")
             print(f"wrote {args.out}")
 
 

@@ -255,7 +255,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(table)
         if not args.choose:
             args.out.mkdir(parents=True, exist_ok=True)
-            (args.out / "table.txt").write_text(table + "\n")
+            (args.out / "table.txt").write_text(parser.header() + table + "\n")
             (args.out / "results.json").write_text(json.dumps(result, indent=1))
             print(f"wrote {args.out}/: table.txt, results.json")
 

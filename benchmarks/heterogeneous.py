@@ -262,7 +262,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 lines += [format_row(name, mix, p, done[p]) for p in policies]
                 if verdict := targets(done):
                     lines.append(f"  {name} {mix}: {verdict}")
-        (args.out / "table.txt").write_text("\n".join(lines) + "\n")
+        (args.out / "table.txt").write_text(parser.header() + "\n".join(lines) + "\n")
         print("\n".join(lines[1:]))
         written = plot(results, args.out)
         print(f"wrote {args.out}/: table.txt, results.json, {', '.join(path.name for path in written)}")

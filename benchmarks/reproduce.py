@@ -399,8 +399,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         table = format_table(result, published)
         print(table, end="")
         out.mkdir(parents=True, exist_ok=True)
-        (out / "table.txt").write_text(table)
-        (out / "results.json").write_text(json.dumps(result, indent=1))
+        (out / "table.txt").write_text(parser.header() + table)
+        (out / "results.json").write_text(json.dumps({**result, "provenance": parser.provenance()}, indent=1))
         written = plot(result, out, load(args.workload, args.jobs), published)
         print(f"wrote {out}/: table.txt, results.json, {', '.join(path.name for path in written)}")
 

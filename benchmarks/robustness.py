@@ -431,8 +431,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         table = format_table(result)
         print(table)
         args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "table.txt").write_text(table + "\n")
-        (args.out / "results.json").write_text(json.dumps(result, indent=1))
+        (args.out / "table.txt").write_text(parser.header() + table + "\n")
+        (args.out / "results.json").write_text(json.dumps({**result, "provenance": parser.provenance()}, indent=1))
         png = plot(result, args.out / "robustness.png")
         print(f"wrote {args.out}/: table.txt, results.json, {png.name}")
 

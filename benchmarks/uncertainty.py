@@ -178,8 +178,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                 name, planner = tasks[task]
                 results[name][planner] = task.result()
                 print(format_rows(name, {planner: results[name][planner]})[0], flush=True)
-                (args.out / "results.json").write_text(json.dumps({"scenarios": args.scenarios,
-                                                                   "results": results}, indent=1))
+                (args.out / "results.json").write_text(json.dumps({"scenarios": args.scenarios, "results": results,
+                                                                   "provenance": parser.provenance()}, indent=1))
         table = "\n".join([HEADER, *(row for name in names for row in format_rows(
             name, {p: results[name][p] for p in planners}))])
         verdicts = [f"{name}: {line}" for name in names for line in information_pays(results[name])]
@@ -187,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             table += "\n\nvalue of information (worst FTF +0.02, unfair +0.5 points, avg JCT and makespan +1 %):\n"
             table += "\n".join(verdicts)
             print("\n".join(verdicts))
-        (args.out / "table.txt").write_text(table + "\n")
+        (args.out / "table.txt").write_text(parser.header() + table + "\n")
         print(f"wrote {args.out}/: table.txt, results.json")
 
 

@@ -34,7 +34,9 @@ def test_a_decision_is_timed_again_from_the_same_state():
 def test_the_report_is_written_with_the_slowest_decisions(tmp_path, capsys):
     out = tmp_path / "decisions.txt"
     decisions.main(["--cases", "2", "--seed", "5", "--max-jobs", "3", "--out", str(out)])
-    report = out.read_text()
+    header, _, report = out.read_text().partition("\n# date: ")
+    assert header.startswith("# command: python -m benchmarks.decisions --cases 2 --seed 5")
+    report = report.split("\n", 1)[1]
     assert report.startswith("decisions: ") and "the 5 slowest:" in report and "case seed " in report
     assert report.count("(again, best of 3: ") >= 5 and "\ntimed again" in report
     assert "command: python -m benchmarks.decisions --cases 2 --seed 5 --max-jobs 3 --out" in report

@@ -62,9 +62,14 @@ def test_command_writes_its_results_folder(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "vfm" in printed and "makespan/vfm" in printed
     assert printed.splitlines()[-1].startswith(f"wrote {out}/")
-    assert (out / "table.txt").read_text() in printed
+    table = (out / "table.txt").read_text()
+    header = [line for line in table.splitlines() if line.startswith("# ")]
+    assert [line.split(":")[0] for line in header] == ["# command", "# machine", "# software", "# date"]
+    assert "--jobs 12" in header[0] and "CPUs" in header[1]
+    assert table.split("\n", len(header))[-1] in printed
+    assert json.loads((out / "results.json").read_text())["provenance"]["command"] == header[0][len("# command: "):]
     document = json.loads((out / "results.json").read_text())
-    assert set(document) == {"workload", "gpus", "policies"}
+    assert set(document) == {"workload", "gpus", "policies", "provenance"}
     # --mechanics both (the default) adds both under the artifact's mechanics.
     assert set(document["policies"]) == {"vfm", "max_min_fairness", "artifact:vfm", "artifact:max_min_fairness"}
     for name in ("metrics.png", "ftf_cdf.png", "occupancy.png"):

@@ -28,7 +28,8 @@ def test_runs_every_planner_on_a_slice_and_writes_the_table(tmp_path, capsys):
     for row in results.values():
         assert 0 < row["worst_ftf"] < 10 and 0 < row["utilization"] <= 1 and row["makespan_s"] > 0
         assert set(row["solvers"]) == {"saa-ipm"}
-    assert len((tmp_path / "table.txt").read_text().splitlines()) == 5
+    lines = (tmp_path / "table.txt").read_text().splitlines()
+    assert len(lines) == 4 + 5 and lines[0].startswith("# command: python -m benchmarks.uncertainty --workloads")
     assert "wrote" in capsys.readouterr().out
 
 
