@@ -348,7 +348,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="the results folder: table.txt, results.json and the plots (default results/<workload>)")
     parser.add_argument("--executor", default="process", choices=("process", "thread", "serial", "dask"))
     parser.add_argument("--workers", check=whole(1), default=2,
-                        help="parallel policies (default 2: this machine's cores)")
+                        help="parallel policies (default 2)")
     parser.add_argument("--jobs", check=whole(1), help="simulate only the workload's first JOBS jobs (a slice)")
     parser.add_argument("--seed", check=whole(0), default=0, help="seed of the policies (default 0)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -415,7 +415,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--vfm", action="append", default=[], metavar="NAME=VALUE",
                         help="override an option of the vfm policy (Policy.shockwave), e.g. efficiency=0.1")
     parser.add_argument("--executor", default="process", choices=("process", "thread", "serial", "dask"))
-    parser.add_argument("--workers", check=whole(1), default=2, help="parallel runs (default 2: this machine's cores)")
+    parser.add_argument("--workers", check=whole(1), default=2, help="parallel runs (default 2)")
     parser.add_argument("--out", check=OUTPUT_FOLDER, default=RESULTS / "robustness",
                         help="folder for table.txt, results.json and robustness.png (default results/robustness)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -185,7 +185,7 @@ class Workload:
     cluster : ClusterTypes or None
         The cluster's GPUs by type, totalling `gpus`, when the file gives them (its
         ``"cluster"`` field); None for the homogeneous cluster of `gpus` V100s (the shipped
-        workloads). The simulator and the policies do not read it yet (single-type).
+        workloads). `vfm.cluster.simulate` runs the workload on it.
     """
 
     name: str

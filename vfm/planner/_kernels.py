@@ -3,12 +3,11 @@ r"""Compiled kernels of `saa_ipm`'s iteration and of `polish`'s Lagrangian minim
 Each job's Newton block is :math:`D^{1/2} (I + V V^\top) D^{1/2}` with :math:`V` of shape
 (T, S'), S' small (the scenarios plus one column for the FTF and efficiency rows), and a point's
 evaluation, right-hand side and back-substitution are a few operations per entry. NumPy can only
-run them as whole-array passes, one call and one temporary (n, S', T) or (n, T) array each; at
-874 jobs an iteration made about 1,400 Python-level calls (cProfile), most of them such passes. These
-kernels run each step as one loop over the jobs with a block's few numbers in registers: the
-busiest 874-job window (S = 1, full Shockwave configuration) went from 8.5 ms to about 4 ms per
-iteration. Pure functions of their inputs, except that results are written to ``out`` arrays
-the caller owns (the solver reuses its buffers across iterations).
+run them as whole-array passes, one call and one temporary (n, S', T) or (n, T) array each, so an
+iteration over hundreds of jobs is mostly Python-level calls. These kernels run each step as one
+loop over the jobs with a block's few numbers in registers. Pure functions of their inputs,
+except that results are written to ``out`` arrays the caller owns (the solver reuses its buffers
+across iterations).
 
 Numba compiles them once per machine (``cache=True`` keeps the machine code beside this module);
 they take float64 C-contiguous arrays, which is what `saa_ipm` passes.

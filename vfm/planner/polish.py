@@ -1,11 +1,11 @@
 r"""Polish a backend's schedule to the regularized window program's exact optimum (S = 1, one GPU type).
 
 With the tie-breaking term (`PlanningProgram.spread` > 0) the window program has one optimal
-schedule, but a backend returns it only to its tolerance: at the default 1e-9 the schedules of
-``saa-ipm`` and ``cvxpy`` differ by up to 1e-3 on busy windows, and a rounding that crosses a
-threshold there serves other jobs from that round on. The polish solves the optimality conditions
-themselves, by Newton's method on the dual, to a residual of `RESIDUAL` (1e-11), so that every
-backend and every tolerance hands the rounding the same schedule.
+schedule, but a backend returns it only to its tolerance: the schedules of ``saa-ipm`` and
+``cvxpy`` differ by up to 1e-3 on busy windows, and a rounding that crosses a threshold there
+serves other jobs from that round on. The polish solves the optimality conditions themselves, by
+Newton's method on the dual, to a residual of `RESIDUAL` (1e-11), so that every backend and every
+tolerance hands the rounding the same schedule.
 
 The dual
     With capacity prices :math:`\lambda_t`, FTF and efficiency multipliers :math:`\nu_i,
@@ -31,9 +31,8 @@ Iterations
     once that residual is below `RESIDUAL`, what is left is in the slacks' units, and the plain
     residual is tried first. The derivative is an arrow: a job's rows and multipliers meet
     only the prices, each other and zeta. So each step eliminates every job's block (at most 2 by
-    2) onto the T + 1 prices and zeta and factors that dense system once: O(n T^2) per step,
-    where a sparse LU of the whole system took 45 ms per step on a 10,000-job window (the
-    polish of that window went from 360 to 106 ms). The matrix has a Levenberg-Marquardt ridge
+    2) onto the T + 1 prices and zeta and factors that dense system once: O(n T^2) per step, far
+    less than a sparse LU of the whole system. The matrix has a Levenberg-Marquardt ridge
     :math:`0.1 \|F\|_\infty |J_{rr}|` plus :math:`10^{-12} \max_r |J_{rr}|`, which keeps
     dependent binding rows solvable (one per connected block of the transportation structure),
     and the step two steps of iterative refinement against the matrix without it (the
@@ -43,42 +42,37 @@ Iterations
     ridge at least the rows' mean curvature: a row whose entries all sit at a bound has
     derivative 0 until one leaves it, and the plain ridge leaves the step along that row
     undamped. If that fails too, the step is retried with the other residual.
-    The start is the backend's own multipliers (`Solution`'s ``prices`` and row multipliers).
-    From multipliers estimated from the schedule alone, a prototype converged from both backends'
-    answers on only 16 to 19 of the first 40 windows of the 120-job reproduction. A job whose
-    progress in the Lagrangian minimizer at those multipliers misses its progress in the backend's
-    schedule by more than `_MATCH` has its row multiplier moved, within 10 % of itself, to where
-    the two agree (`_matched`): a job with a small spread answers its multiplier so steeply that
-    the backend's tolerance can put it at a bound where the backend ran it fractionally.
+    The start is the backend's own multipliers (`Solution`'s ``prices`` and row multipliers):
+    multipliers estimated from the schedule alone are too far off for Newton's method to converge
+    reliably. A job whose progress in the Lagrangian minimizer at those multipliers misses its
+    progress in the backend's schedule by more than `_MATCH` has its row multiplier moved, within
+    10 % of itself, to where the two agree (`_matched`): a job with a small spread answers its
+    multiplier so steeply that the backend's tolerance can put it at a bound where the backend ran
+    it fractionally.
 
 Accuracy
     Converged means :math:`\|F\|_\infty \le` `RESIDUAL`: the schedule is then the exact
     minimizer of the Lagrangian at multipliers that are feasible and complementary to 1e-11, so
     its distance to the optimum is of order 1e-11 divided by the smallest :math:`\sigma_i`.
-    That can be large (stopped there, the two backends' polished schedules on the 900-job
-    reproduction's windows were up to 5e-7 apart), so one more full step follows, kept if it
-    decreases the residual: the convergence being quadratic, it takes the schedule the rest of the
-    way to rounding (then at most 3.9e-12 apart on the 120-job reproduction's windows, 1.0e-12,
-    1.4e-11 and 5.2e-12 on the 220-, 460- and 900-job ones), far below the rounding's resolution
-    of 1e-2. Every test is NaN-safe (``not residual <= RESIDUAL``): a NaN residual never counts
-    as converged.
+    That can be large, so one more full step follows, kept if it decreases the residual: the
+    convergence being quadratic, it takes the schedule the rest of the way to rounding, far below
+    the rounding's resolution of 1e-2. Every test is NaN-safe (``not residual <= RESIDUAL``): a
+    NaN residual never counts as converged.
 
     Some windows cannot reach `RESIDUAL` in floating point: a job with a small spread and a small
     utility (a fresh job planned a sliver of each round) answers the multipliers so steeply that
-    moving them by one unit in their last place moves the residual by more (`rounding_floor`;
-    3e-11 to 6e-8 on such windows of 5 to 10 jobs). A residual within that floor counts as
-    converged too ("at its rounding floor"; measured below `FLOOR_LIMIT`): no representable
-    multipliers do better, and stepping on only spent the step limit (schedules polished from
-    both backends' answers there agreed to 7e-10).
+    moving them by one unit in their last place moves the residual by more (`rounding_floor`).
+    A residual within that floor counts as converged too ("at its rounding floor"; measured below
+    `FLOOR_LIMIT`): no representable multipliers do better.
 
 Bounds
     The polish is bounded in steps and in time: at most `MAX_STEPS` Newton steps (from the
-    backends' default starts it converges in at most 5 on the reproductions' windows, and in at
-    most 17 from Clarabel's 1e-7 answers; a window it does not converge on keeps stepping at a
-    residual that no longer falls) and, with a ``deadline``, no step after it (`vfm.planner.plan`
-    gives the polish and its fallback `vfm.planner.plan.polish_budget_s`). When it does not
-    converge (no step decreases the residual, the step limit or the deadline), the backend's
-    schedule is kept with its status, and the message says that the polish stopped and why.
+    backends' default starts it converges in a few on the reproductions' windows; a window it does
+    not converge on keeps stepping at a residual that no longer falls) and, with a ``deadline``,
+    no step after it (`vfm.planner.plan` gives the polish and its fallback
+    `vfm.planner.plan.polish_budget_s`). When it does not converge (no step decreases the
+    residual, the step limit or the deadline), the backend's schedule is kept with its status, and
+    the message says that the polish stopped and why.
 """
 
 from __future__ import annotations

@@ -38,8 +38,7 @@ Linear algebra
     :math:`X_i = \operatorname{diag}(g_i D_i^{-1/2})`, is one Gram matrix. A factor, not the
     difference :math:`I - V (I + V^\top V)^{-1} V^\top`: that loses :math:`\sigma^2 \epsilon` in the
     directions where the inverse is small, and the capacity system, whose prices' curvature
-    :math:`\lambda / s_c` reaches 1e12, needs those digits (the difference stalled
-    `test_converges_on_fresh_jobs_sharing_a_round` at 1.4e-8). That regularized inverse only
+    :math:`\lambda / s_c` reaches 1e12, needs those digits. That regularized inverse only
     preconditions conjugate gradients on :math:`H` applied exactly from its definition: on
     degenerate windows (jobs indifferent between rounds) the bound curvatures of interior
     entries fall towards 0, the exact :math:`K_i^{-1}` gets entries of order :math:`1/\mu` and
@@ -51,16 +50,14 @@ Linear algebra
     right-hand side and the back-substitution) are compiled loops over the jobs
     (`vfm.planner._kernels`); the capacity system's Gram matrix is one BLAS product (with low-rank
     blocks, two: the curved jobs' stacked factors and the other jobs' low-rank terms,
-    `_BlockFactor.gram`, with the stacked product as fallback). At 874 jobs,
-    20 rounds and S = 1 an iteration costs about 4 ms (15 ms with dense NumPy factors, 9 ms with
-    low-rank NumPy ones); at S = 16 about 11 ms (the dense factor adds the rows' column by a
-    rank-one update of the scenarios' factor, which also gives `_corner_without_capacity` its
-    loads without a second factorization); the (n, S', T) and (n, T, T) arrays are
-    allocated once per solve. With the efficiency term the preconditioner eliminates
-    :math:`\Delta\zeta` through the scalar :math:`d - c^\top P_y^{-1} c`; at the end of a solve
-    the rows' curvatures reach 1e7 while that difference is 1e-3, so it is computed as two sums of
-    positive terms, job by job without the capacity rows (`_corner_without_capacity`) plus the
-    capacity rows' Woodbury term.
+    `_BlockFactor.gram`, with the stacked product as fallback). The dense factor adds the rows'
+    column by a rank-one update of the scenarios' factor, which also gives
+    `_corner_without_capacity` its loads without a second factorization; the (n, S', T) and
+    (n, T, T) arrays are allocated once per solve. With the efficiency term the preconditioner
+    eliminates :math:`\Delta\zeta` through the scalar :math:`d - c^\top P_y^{-1} c`; at the end of
+    a solve the rows' curvatures reach 1e7 while that difference is 1e-3, so it is computed as two
+    sums of positive terms, job by job without the capacity rows (`_corner_without_capacity`) plus
+    the capacity rows' Woodbury term.
 
 GPU types
     Over goods (type, round) (`PlanningProgram.good_round`, ``speed``) the entries are
@@ -72,11 +69,11 @@ GPU types
     block: diagonal plus one rank-one term per round on disjoint goods, factored in closed form and
     folded into the scaling (`_TypeFold`: :math:`K_i^{-1} = N_i^\top D_i^{-1/2} F_i^\top F_i
     D_i^{-1/2} N_i`), so that the blocks and the capacity system keep the one-type structure over
-    the K R goods. The capacity system's Gram matrix is formed in pieces (`_TypeFold.gram`: 2.1 ms
-    instead of 16.1 ms at 874 jobs on three types, medians over one solve's iterations) and, when
-    its solves miss their tolerance, as one product. The certified gap adds :math:`{z^o}^\top s^o`
-    and the rows' multipliers in :math:`q` (the one-type rows dualized, the box kept). On one GPU
-    type (one good per round, pace 1) every step is the one-type step, bit for bit.
+    the K R goods. The capacity system's Gram matrix is formed in pieces (`_TypeFold.gram`, much
+    cheaper than the stacked product) and, when its solves miss their tolerance, as one product.
+    The certified gap adds :math:`{z^o}^\top s^o` and the rows' multipliers in :math:`q` (the
+    one-type rows dualized, the box kept). On one GPU type (one good per round, pace 1) every step
+    is the one-type step, bit for bit.
 
 Iterations
     Mehrotra predictor-corrector steps with one step length for the primal and the dual (the
@@ -96,22 +93,16 @@ Iterations
     the Newton step linearizes like a complementarity (the Hessian's blocks take
     :math:`w_{si} / U_{si}` for :math:`\beta_i / U_{si}^2`; the right-hand side is the same). A job
     with a tiny budget and no progress yet has an optimal utility orders of magnitude below the
-    start's (about 1e-6 in Shockwave-like windows whose budgets span five orders of magnitude);
-    Newton's step on the logarithm overshoots such a fall, the dual residual at the true gradient
-    jumps, and the line search cut every step to 0.004 to 0.1 (80 iterations, the FTF rows still
-    violated). With the multipliers the residual is linear in the step and the rows' residual
-    :math:`\sum |w U - \beta|` joins the merit; the windows converge in 5 to 15 iterations. The
+    start's; Newton's step on the logarithm overshoots such a fall, the dual residual at the true
+    gradient jumps, and the line search cuts every step short. With the multipliers the residual
+    is linear in the step and the rows' residual :math:`\sum |w U - \beta|` joins the merit. The
     certified gap still takes the true gradient, so an iterate whose rows are far from met
     (`_Repricing.measure`) is no stall; once every row is met within `_LOG_SETTLED` the multipliers
-    restart from :math:`\beta / U` (`_primal`), the primal Newton step, as fast there (iteration
-    counts at 900 jobs unchanged). The start
+    restart from :math:`\beta / U` (`_primal`), the primal Newton step, as fast there. The start
     is strictly feasible in the primal and dual feasible: prices that minimize the start's
     certified gap (a weighted quantile per round, one sort), bound multipliers that balance the
-    gradient, plus a centring shift (this saves ~5 of ~30 iterations at 900 jobs). With the
-    efficiency term, :math:`\zeta` starts on the central path of its rows (`_central_zeta`), so
-    that their multipliers already carry :math:`\kappa` (23 iterations at the
-    busiest 874-job window of the full Shockwave configuration, 31 from a round above the
-    longest leftover).
+    gradient, plus a centring shift. With the efficiency term, :math:`\zeta` starts on the central
+    path of its rows (`_central_zeta`), so that their multipliers already carry :math:`\kappa`.
 
 Stopping
     On the certified gap :math:`\lambda^\top s_c + {z^f}^\top s^f + \sum q^+ y + q^- (1 - y)`,
@@ -127,8 +118,7 @@ Stopping
     entry), the test also certifies the point at the prices that minimize its gap, and the
     iterations are judged on that gap where the iterate's own jumps (`_Repricing`); such a point's
     step is also centred enough to reach its full length, which removes the residual
-    (`_RESIDUAL_SIGMA`). A policy's first re-plan of 100,000 jobs on 256 GPUs converges so in 7
-    iterations.
+    (`_RESIDUAL_SIGMA`).
 """
 
 from __future__ import annotations
