@@ -68,15 +68,16 @@ def test_the_polish_of_many_identical_buyers_is_quick():
 
 
 def test_the_polish_stops_at_its_budget(monkeypatch):
-    from vfm import exact
+    from vfm import market_polish
 
     market = vfm.VolatileFisherMarket.static([[1.0, 1.0], [0.0, 1.0]], budgets=[2.0, 1.0])
     solved = vfm.solve(market, polish=False)
-    kept = exact.polished(market, solved, deadline=time.perf_counter() - 1.0)  # the first guess is still tried
+    kept = market_polish.polished(market, solved, deadline=time.perf_counter() - 1.0)  # the first guess is still tried
     assert "polished to the exact equilibrium" in kept.message
-    monkeypatch.setattr(exact, "_float_violation", lambda data, solution: "rejected (stub)")
+    monkeypatch.setattr(market_polish, "_float_violation", lambda data, solution: "rejected (stub)")
     market = vfm.VolatileFisherMarket(np.random.default_rng(0).uniform(0.1, 1.0, (6, 3, 2)))  # several guesses
     solved = vfm.solve(market, polish=False)
-    stopped = exact.polished(market, solved, deadline=time.perf_counter() - 1.0)
+    stopped = market_polish.polished(market, solved, deadline=time.perf_counter() - 1.0)
     assert stopped.status == solved.status and "the polish stopped at its time budget" in stopped.message
-    assert exact.polish_budget_s(0.0) == exact.POLISH_MIN_S and exact.polish_budget_s(10.0) == 20.0
+    budget = market_polish.polish_budget_s
+    assert budget(0.0) == market_polish.POLISH_MIN_S and budget(10.0) == 20.0

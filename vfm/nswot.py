@@ -7,24 +7,15 @@ from typing import Any
 
 import numpy as np
 
-from vfm.check import Residual, certify
 from vfm.duality import duality_gap, stationary_prices
+from vfm.entry_checks import certified, require_market
 from vfm.equilibrium import Equilibrium, Status, failed
 from vfm.errors import ValidationError
 from vfm.market import VolatileFisherMarket
+from vfm.market_polish import polish_budget_s, polished
 from vfm.program import ScaledProgram
 from vfm.solvers.base import Backend
 from vfm.solvers.registry import candidates, check_options, select
-
-
-def require_market(market: object) -> VolatileFisherMarket:
-    """Return `market` if it is a `VolatileFisherMarket`, else raise naming what was passed."""
-    if not isinstance(market, VolatileFisherMarket):
-        raise ValidationError(
-            f"market must be a vfm.VolatileFisherMarket, got {type(market).__name__}; "
-            "build one with vfm.VolatileFisherMarket(utilities, budgets, supply)"
-        )
-    return market
 
 
 def solve(market: VolatileFisherMarket, solver: str | None = None, *, polish: bool = True,
@@ -54,12 +45,12 @@ def solve(market: VolatileFisherMarket, solver: str | None = None, *, polish: bo
         the market on to the next.
     polish : bool
         For a plain market (no caps, base utility or utility caps), polish the interior-point
-        answer to the exact equilibrium (`vfm.exact.polished`: identify the support, solve the
+        answer to the exact equilibrium (`vfm.market_polish.polished`: identify the support, solve the
         equilibrium's linear system on it, verify; default True). A polished result is within a
         relative 1e-9 of the exact equilibrium (an interior point alone is within about
         :math:`\sqrt{\epsilon}`, 1e-3 on generated markets); when no guess of the support
         verifies, the interior-point answer is returned with the reason in its message. The
-        polish gets `vfm.exact.polish_budget_s` of the solve's time (at least 0.05 s, at most
+        polish gets `vfm.market_polish.polish_budget_s` of the solve's time (at least 0.05 s, at most
         twice the solve): past it no further support guess is tried, and the interior-point
         answer keeps its status, its message saying the polish stopped.
     **options
@@ -130,8 +121,6 @@ def solve(market: VolatileFisherMarket, solver: str | None = None, *, polish: bo
             break
     result = _report(results)
     if polish and market.is_plain and result.status in (Status.OPTIMAL, Status.INACCURATE):
-        from vfm.exact import polish_budget_s, polished  # here, not at the top: vfm.exact builds on this module
-
         result = polished(market, result, deadline=time.perf_counter() + polish_budget_s(result.solve_time))
     return result.relabel(wall_time=time.perf_counter() - started)
 
@@ -200,42 +189,3 @@ def _solve_with(backend: Backend, program: ScaledProgram, options: dict[str, Any
         message=message,
         **timing,  # type: ignore[arg-type]
     ))
-
-
-def certified(result: Equilibrium) -> Equilibrium:
-    """Set the status of a solved point by vfm's own certificate, `vfm.check.certify`.
-
-    Solvers judge convergence on their own conic reformulation, whose extra dual variables
-    (caps, utility caps, cone duals) can lag behind the allocation and prices that matter here;
-    on degenerate markets (many jobs that can finish inside the window, rounds with identical
-    forecasts) Clarabel then stops with "almost solved". The certificate instead measures the
-    exact duality gap of (allocation, prices) and their feasibility, buyer by buyer (each
-    relative to its own budget) and good by good (each relative to its own supply), at the
-    tolerances derived from the accuracy the solver was asked for (`vfm.check`). So `OPTIMAL`
-    means the certificate holds, whatever the solver said, and a point the solver called
-    optimal that fails it is downgraded to `INACCURATE`; the message gives the residual
-    furthest beyond its tolerance, then every other violated one.
-    """
-    if result.status not in (Status.OPTIMAL, Status.INACCURATE):
-        return result
-    certificate = certify(result)
-    if certificate.holds:
-        if result.status is Status.OPTIMAL:
-            return result
-        note = (f"; vfm's certificate verifies the requested accuracy anyway "
-                f"(relative duality gap {result.relative_gap:.1e})")
-        return result.relabel(status=Status.OPTIMAL, message=result.message + note)
-    violated = sorted((r for r in certificate if not r.holds), key=_excess, reverse=True)
-    worst, *others = violated
-    note = f"; vfm's certificate does not hold: {worst}"
-    if others:
-        note += " (also violated: " + ", ".join(
-            f"{r.name} {r.value:.1e} > {r.tolerance:.1e} at {r.where}" for r in others) + ")"
-    return result.relabel(status=Status.INACCURATE, message=result.message + note)
-
-
-def _excess(residual: Residual) -> float:
-    """How far beyond its tolerance a residual is (inf when it is not finite)."""
-    if not np.isfinite(residual.value):
-        return np.inf
-    return residual.value / residual.tolerance if residual.tolerance > 0 else np.inf

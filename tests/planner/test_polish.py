@@ -13,7 +13,8 @@ from vfm.planner import PlanningProgram, PlanOptions
 from vfm.planner.options import STRICT_TOL
 from vfm.planner.polish import RESIDUAL, lagrangian_minimizer, polish, supports
 from vfm.planner.saa_cvxpy import solve_saa_cvxpy
-from vfm.planner.saa_ipm import _data, solve_saa_ipm
+from vfm.planner.saa_ipm import solve_saa_ipm
+from vfm.planner.scaled_program import scale_program
 
 
 def _program(seed: int, jobs: int = 14, rounds: int = 8, scenarios: int = 1) -> PlanningProgram:
@@ -36,7 +37,7 @@ def test_both_backends_polish_to_the_same_certified_schedule(seed):
     assert "; polished to residual" in a.message and "; polished to residual" in b.message
     # Before: the backends' tolerances apart; after: the same schedule to rounding (module docstring:
     # a residual of RESIDUAL moves y by about RESIDUAL / min sigma).
-    sigma = _data(program)[0].spread.min()
+    sigma = scale_program(program)[0].spread.min()
     assert np.abs(a.x - b.x).max() <= 100 * RESIDUAL / sigma
     assert np.abs(a.x - b.x).max() < np.abs(fast.x - reference.x).max()
     for polished, backend in ((a, fast), (b, reference)):
@@ -53,7 +54,7 @@ def _random_multipliers(program_seed: int, jobs: int, seed: int):
     """A random program's solver data, random capacity prices and row multipliers, and the generator."""
     program = _program(program_seed, jobs=jobs)
     rng = np.random.default_rng(seed)
-    return _data(program)[0], rng.uniform(0.0, 0.05, program.shape[2]), rng.uniform(0.0, 0.01, jobs), rng
+    return scale_program(program)[0], rng.uniform(0.0, 0.05, program.shape[2]), rng.uniform(0.0, 0.01, jobs), rng
 
 
 def test_the_lagrangian_minimizer_is_exact():
@@ -102,7 +103,7 @@ def test_the_slopes_are_the_slacks_derivative():
     from vfm.planner.polish import _Duals, _jacobian, _rows, _System
 
     program = _program(5, jobs=20)
-    data, _ = _data(program)
+    data, _ = scale_program(program)
     rng = np.random.default_rng(3)
     n = program.shape[1]
     duals = _Duals(rng.uniform(0.0, 0.05, program.shape[2]), np.where(data.constrained, rng.uniform(0, 0.01, n), 0),

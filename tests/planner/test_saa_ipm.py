@@ -18,10 +18,10 @@ from vfm.planner.saa_ipm import (
     _PROGRESS,
     _BlockFactor,
     _exhausted,
-    _gap_minimizing_prices,
     _Workspace,
     solve_saa_ipm,
 )
+from vfm.planner.scaled_program import gap_minimizing_prices
 
 from .strategies import programs
 
@@ -249,7 +249,7 @@ def test_gap_minimizing_prices_minimize_each_rounds_gap(seed):
         q = gradient[:, t] + g[:, t] * price
         return s_cap[t] * price + float((np.maximum(q, 0) * y[:, t] + np.maximum(-q, 0) * (1 - y[:, t])).sum())
 
-    prices = _gap_minimizing_prices(gradient, g, y, 1 - y, s_cap)
+    prices = gap_minimizing_prices(gradient, g, y, 1 - y, s_cap)
     assert np.all(prices >= 0)
     for t in range(rounds):
         # The gap is piecewise linear in the price, kinked where an entry's q changes sign.

@@ -34,7 +34,6 @@ from collections.abc import Callable
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-import vfm
 from vfm.cluster._rounds import (
     FloatArray,
     GavelRoundPolicy,
@@ -43,6 +42,7 @@ from vfm.cluster._rounds import (
     RoundPolicy,
 )
 from vfm.jobs import window_market
+from vfm.per_period import solve_per_period
 from vfm.planner.rounding import first_fit
 
 __all__ = [
@@ -330,7 +330,7 @@ class StaticMarket(GavelRoundPolicy):
         rate = self.round_s / t.col("epoch_s")
         window = window_market(t.col("gpus"), epochs, done, np.minimum(rate, epochs - done)[:, None],
                                float(self.capacity))
-        result = vfm.solve_per_period(window.market)
+        result = solve_per_period(window.market)
         return np.asarray(window.schedule(result)[:, 0], dtype=np.float64)
 
 

@@ -55,8 +55,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from vfm._validation import finite_float, first_bad, is_whole
-from vfm.cluster.gpu_types import ClusterTypes
 from vfm.errors import ValidationError
+from vfm.gpu_cluster import ClusterTypes
 from vfm.limits import MAX_ARRIVAL_ROUNDS, MAX_COUNT, MAX_GPUS, MAX_JOB_SECONDS, MAX_WORKLOAD_EPOCHS
 
 FloatArray = NDArray[np.float64]

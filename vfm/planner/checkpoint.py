@@ -62,9 +62,9 @@ from vfm._validation import (
     is_whole,
     read_only,
 )
-from vfm.cluster.gpu_types import ClusterTypes
 from vfm.errors import ValidationError
 from vfm.forecast import Forecaster, PopulationForecaster, Trajectory
+from vfm.gpu_cluster import ClusterTypes
 from vfm.limits import MAX_COUNT, MAX_JOB_EPOCHS
 from vfm.planner import shockwave
 from vfm.planner.plan import Plan

@@ -279,6 +279,9 @@ def plan(
                         ("waited", waited)):
         reject_masked(value, name)
     width, supply, window = checked_cluster(states, gpus, capacity, speed, opts)
+    if (opts.service_floor or opts.wait_limit is not None) and window is not None:
+        raise ValidationError("service_floor and wait_limit apply to one GPU type; plan without speed, or with "
+                              "service_floor=0 and wait_limit=None")
     weights = checked_budgets(states, budgets)
     targets = None if fair_finish_s is None else as_real_array(fair_finish_s, "fair_finish_s", (n,))
     if targets is not None:
@@ -327,9 +330,6 @@ def plan(
         fairness = "constraints"
     if window is not None:
         program = window.program(program)
-    if (opts.service_floor or opts.wait_limit is not None) and window is not None:
-        raise ValidationError("service_floor and wait_limit apply to one GPU type; plan without speed, or with "
-                              "service_floor=0 and wait_limit=None")
     # Every backend solves the program above its floors (`above_floor`), which is the program
     # itself without them; `lower` is added back to its schedule.
     program, committed = commitments(program, opts.service_floor, waits, opts.wait_limit)

@@ -210,10 +210,10 @@ def _serve(config: PolicyConfig, state: PolicyState) -> tuple[PolicyState, list[
         ran[first_fit(order, program.gpus, float(config.capacity))] = True
         credit, fired = state.credit, shockwave.guards_fired(ran, first[~np.isin(first, committed)])
     else:
+        precedence = shockwave.Precedence(overdue=first, committed=committed, ran_last=state.ran_last,
+                                          continuity=config.continuity, owed_first=config.options.service_floor > 0)
         ran, credit, fired = shockwave.serve_with_credit(
-            program, plan_.relaxed[:, state.since_plan], state.credit, float(config.capacity), first=first,
-            ran_last=state.ran_last, continuity=config.continuity, owed_first=config.options.service_floor > 0,
-            committed=committed)
+            program, plan_.relaxed[:, state.since_plan], state.credit, float(config.capacity), precedence)
     running = [plan_.job_ids[i] for i in np.flatnonzero(ran)]
     waited = np.where(ran | ~open_, 0, state.waited + 1)
     return replace(state, credit=read_only(credit), waited=read_only(waited), ran_last=read_only(ran),

@@ -88,7 +88,7 @@ import scipy.linalg
 from vfm._validation import FloatArray
 from vfm.planner import _kernels
 from vfm.planner.program import PlanningProgram
-from vfm.planner.saa_ipm import _certified_gap, _Data, _data
+from vfm.planner.scaled_program import ScaledProgram, scale_program, scaled_certified_gap
 from vfm.solvers.base import Solution
 
 #: Converged when every complementarity residual is at most this (capacity fractions, rounds and
@@ -124,7 +124,7 @@ class _Duals:
     efficiency: FloatArray  # (n,) eta; 0 off `efficient`
     zeta: float  # the longest leftover, rounds
 
-    def moved(self, step: FloatArray, alpha: float, data: _Data) -> _Duals:
+    def moved(self, step: FloatArray, alpha: float, data: ScaledProgram) -> _Duals:
         """These multipliers plus `alpha` times `step` (in the order of `_rows`)."""
         jobs = _by_job(data, step, 0.0)
         zeta = self.zeta + alpha * step[-1] if data.kappa else 0.0
@@ -193,7 +193,7 @@ def polish(program: PlanningProgram, solution: Solution, *, max_steps: int | Non
         reason = "the backend returned no point or no multipliers"
     if reason is not None:
         return replace(solution, message=f"{solution.message}; not polished: {reason}")
-    data, scale = _data(program)
+    data, scale = scale_program(program)
     capacity = np.where(program.capacity > 0, program.capacity, 1.0)
     duals, found = _start(data, np.asarray(solution.prices) * capacity / scale,
                           np.asarray(solution.ftf_multipliers), np.asarray(solution.efficiency_multipliers),
@@ -207,12 +207,12 @@ def polish(program: PlanningProgram, solution: Solution, *, max_steps: int | Non
         solution, x=y, prices=np.where(program.capacity > 0, scale * duals.prices / capacity, 0.0),
         ftf_multipliers=duals.ftf,
         efficiency_multipliers=duals.efficiency,
-        gap=scale * _certified_gap(data, y, duals.ftf, duals.efficiency), relative_gap=float("nan"),
+        gap=scale * scaled_certified_gap(data, y, duals.ftf, duals.efficiency), relative_gap=float("nan"),
         message=f"{solution.message}; polished to residual {residual:.0e} in {steps} Newton steps"
                 + (f" ({why})" if why == _AT_FLOOR else ""))
 
 
-def lagrangian_minimizer(data: _Data, prices: FloatArray, rows: FloatArray,
+def lagrangian_minimizer(data: ScaledProgram, prices: FloatArray, rows: FloatArray,
                          jobs: np.ndarray | None = None) -> tuple[FloatArray, FloatArray, np.ndarray]:
     r"""Each job's minimizer of the Lagrangian at capacity prices (T,) and row multipliers
     :math:`w = \nu + \eta` (n,): the schedule (n, T), the utilities U (n,) and the entries
@@ -229,7 +229,7 @@ def lagrangian_minimizer(data: _Data, prices: FloatArray, rows: FloatArray,
     return y, utility, free
 
 
-def _minimized_again(data: _Data, prices: FloatArray, rows: FloatArray,
+def _minimized_again(data: ScaledProgram, prices: FloatArray, rows: FloatArray,
                      found: tuple[FloatArray, FloatArray, np.ndarray],
                      jobs: np.ndarray) -> tuple[FloatArray, FloatArray, np.ndarray]:
     """`found`, the `lagrangian_minimizer` at other row multipliers, with the jobs `jobs` (indices)
@@ -241,7 +241,7 @@ def _minimized_again(data: _Data, prices: FloatArray, rows: FloatArray,
     return y, utility, free
 
 
-def _start(data: _Data, prices: FloatArray, ftf: FloatArray, efficiency: FloatArray,
+def _start(data: ScaledProgram, prices: FloatArray, ftf: FloatArray, efficiency: FloatArray,
            x: FloatArray) -> tuple[_Duals, tuple[FloatArray, FloatArray, np.ndarray]]:
     """The backend's multipliers (negative ones read as 0), with zeta the longest leftover of the
     schedule they give and the efficiency multipliers made to sum to at most kappa (exactly kappa,
@@ -268,7 +268,7 @@ def _start(data: _Data, prices: FloatArray, ftf: FloatArray, efficiency: FloatAr
     return _Duals(prices, nu, eta if data.kappa else np.zeros_like(eta), zeta), found
 
 
-def _matched(data: _Data, prices: FloatArray, rows: FloatArray, y: FloatArray, x: FloatArray) -> FloatArray:
+def _matched(data: ScaledProgram, prices: FloatArray, rows: FloatArray, y: FloatArray, x: FloatArray) -> FloatArray:
     """`rows` (w, (n,)) with each job's w moved, within a factor 1 +- `_MATCH_TRUST` of itself, to where
     its Lagrangian minimizer's progress equals its progress in the backend's schedule `x`
     (`vfm.planner._kernels.matched_rows`), for the jobs with a row whose progress in the minimizer
@@ -295,7 +295,7 @@ def _matched(data: _Data, prices: FloatArray, rows: FloatArray, y: FloatArray, x
     return out
 
 
-def _rows(data: _Data, duals: _Duals, y: FloatArray) -> tuple[FloatArray, FloatArray]:
+def _rows(data: ScaledProgram, duals: _Duals, y: FloatArray) -> tuple[FloatArray, FloatArray]:
     """The rows' multipliers and slacks (capacity, FTF, efficiency, zeta), in that order."""
     running = (data.pace * y).sum(axis=1)
     slack = _in_order(data, 1.0 - (data.g * y).sum(axis=0),
@@ -316,12 +316,12 @@ class _Slopes:
     cross: FloatArray  # (T, n): capacity row t in job i's multipliers, and job i's rows in price t
     own: FloatArray  # (n,): job i's rows in its own multipliers
 
-    def diagonal(self, data: _Data) -> FloatArray:
+    def diagonal(self, data: ScaledProgram) -> FloatArray:
         """Each row's derivative in its own multiplier, in the order of `_rows`."""
         return _in_order(data, np.diag(self.prices), np.stack([self.own, self.own], axis=1), 0.0)
 
 
-def _jacobian(data: _Data, utility: FloatArray, free: np.ndarray) -> _Slopes:
+def _jacobian(data: ScaledProgram, utility: FloatArray, free: np.ndarray) -> _Slopes:
     """The rows' slacks' derivative in (prices, FTF multipliers, efficiency multipliers, zeta)."""
     a, inside = data.progress[:, 0, :], free.astype(np.float64)
     sigma = np.where(data.spread > 0, data.spread, 1.0)  # 0 only for a job with no active entry
@@ -338,7 +338,7 @@ def _jacobian(data: _Data, utility: FloatArray, free: np.ndarray) -> _Slopes:
     return _Slopes(prices, cross, own)
 
 
-def _by_job(data: _Data, vector: FloatArray, absent: float) -> FloatArray:
+def _by_job(data: ScaledProgram, vector: FloatArray, absent: float) -> FloatArray:
     """The job rows' entries of `vector` (in the order of `_rows`) as (n, 2): FTF, efficiency;
     `absent` where a job has no such row."""
     rounds, constrained = data.g.shape[1], int(data.constrained.sum())
@@ -348,7 +348,7 @@ def _by_job(data: _Data, vector: FloatArray, absent: float) -> FloatArray:
     return out
 
 
-def _in_order(data: _Data, prices: FloatArray, jobs: FloatArray, zeta: float) -> FloatArray:
+def _in_order(data: ScaledProgram, prices: FloatArray, jobs: FloatArray, zeta: float) -> FloatArray:
     """`_by_job`'s inverse: prices (T,), the job rows' (n, 2) and zeta in the order of `_rows`."""
     return np.concatenate([prices, jobs[data.constrained, 0], jobs[data.efficient, 1], [zeta] if data.kappa else []])
 
@@ -359,7 +359,7 @@ class _System:
     slopes :math:`J`: each row scaled by `factor` (0 for a row that does not bind), plus
     `extra` on the diagonal (the identity of the rows that do not bind, the ridge)."""
 
-    data: _Data
+    data: ScaledProgram
     slopes: _Slopes
     factor: FloatArray
     extra: FloatArray
@@ -427,7 +427,7 @@ _CONVERGED = "converged"
 _AT_FLOOR = "at its rounding floor"
 
 
-def rounding_floor(data: _Data, duals: _Duals, rows: tuple[FloatArray, FloatArray] | None = None) -> float:
+def rounding_floor(data: ScaledProgram, duals: _Duals, rows: tuple[FloatArray, FloatArray] | None = None) -> float:
     r"""How much the residual (unscaled, the max-norm of `_rows`' min-function) moves when every
     multiplier moves by one unit in its last place: the residual that no multipliers representable
     in floating point can improve on around `duals`.
@@ -455,7 +455,7 @@ def rounding_floor(data: _Data, duals: _Duals, rows: tuple[FloatArray, FloatArra
     return floor
 
 
-def _newton(data: _Data, duals: _Duals, start: tuple[FloatArray, FloatArray, np.ndarray], max_steps: int,
+def _newton(data: ScaledProgram, duals: _Duals, start: tuple[FloatArray, FloatArray, np.ndarray], max_steps: int,
             deadline: float | None = None) -> tuple[FloatArray, _Duals, int, float, str]:
     """Semismooth Newton from `duals`, whose `lagrangian_minimizer` is `start`: the schedule, the
     multipliers, the steps, the residual (unscaled, what `RESIDUAL` bounds) and why it stopped,
@@ -509,7 +509,7 @@ def _newton(data: _Data, duals: _Duals, start: tuple[FloatArray, FloatArray, np.
         steps += 1
 
 
-def _line_search(data: _Data, duals: _Duals, residual: FloatArray, jacobian: _System,
+def _line_search(data: ScaledProgram, duals: _Duals, residual: FloatArray, jacobian: _System,
                  scale: FloatArray, floored: bool,
                  trials: int) -> tuple[_Duals, FloatArray, FloatArray, np.ndarray] | None:
     """The damped Newton step halved until the residual's square decreases: the trial point and

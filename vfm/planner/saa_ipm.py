@@ -148,13 +148,21 @@ from vfm._validation import FloatArray, is_whole
 from vfm.equilibrium import Status
 from vfm.errors import ValidationError
 from vfm.planner import _kernels
+from vfm.planner.polish import polish
 from vfm.planner.program import PlanningProgram
+from vfm.planner.scaled_program import (
+    ScaledProgram,
+    gap_from_terms,
+    gap_minimizing_prices,
+    objective,
+    row_terms,
+    scale_program,
+    scaled_certified_gap,
+)
 from vfm.solvers.base import Solution
 
 #: The FTF rows count as having no interior when no schedule meets them all with this margin (rounds).
 _NO_INTERIOR_MARGIN = 1e-6
-#: An FTF row violated by more than this (relative to 1 + m_i rounds) leaves the point uncertified.
-_FTF_TOLERANCE = 1e-9
 _START_SHARE = 0.5
 #: Added to the bound curvatures in the preconditioner only (H is applied exactly), smallest first.
 #: The objective is scaled to budgets summing to 1, so the curvatures are O(1) at the start and
@@ -196,37 +204,6 @@ _PROGRESS = 0.5
 #: within this fraction (`_settled`): from there the primal Newton step converges as fast, and the
 #: certified gap, which takes the true gradient, no longer lags the iterate.
 _LOG_SETTLED = 1e-2
-
-
-@dataclass(frozen=True)
-class _Data:
-    """The program in the solver's terms (budgets scaled to sum to 1, inactive entries zeroed)."""
-
-    active: np.ndarray  # (n, T) bool: the job fits the round and progresses in it in some scenario
-    progress: FloatArray  # (n, S, T), 0 off `active`
-    base: FloatArray  # (n,)
-    beta: FloatArray  # (n,) budgets / (sum of budgets * S)
-    g: FloatArray  # (n, T) w_i / G_t on `active`, 0 elsewhere
-    upper: FloatArray  # (T,) u_t: the box is 0 <= y_it <= u_t
-    floor: FloatArray  # (n,) m_i: the FTF constraint sum_t y_it >= m_i (0 where there is none)
-    constrained: np.ndarray  # (n,) bool: job i has an FTF constraint that can bind (m_i > 0)
-    kappa: float  # weight of the longest leftover zeta in the scaled objective (0: no efficiency term)
-    leftover: FloatArray  # (n,) r_i = T_i / W: the efficiency row sum_t y_it + zeta >= r_i; 0 off `efficient`
-    efficient: np.ndarray  # (n,) bool: job i has an efficiency row (kappa > 0 and r_i > 0)
-    zeta_max: float  # an upper bound on the optimal zeta (the largest r_i), for the certified gap
-    spread: FloatArray  # (n,) delta m_i / sum B: F has the tie-breaking term sum_i spread_i |y_i|^2 / 2
-    zeros: FloatArray  # (n, T) zeros (never written): the predictor's absent second-order terms
-    pace: FloatArray  # (n, T) p_it, the running time of a round of good t on `active` (1 on one GPU type), 0 elsewhere
-    good_round: np.ndarray  # (T,) the round of each good (``arange(T)`` on one GPU type)
-    rounds_of_goods: FloatArray  # (T, R) 0/1: good t is in round r
-    shared: np.ndarray  # (n, R) bool: job i has a one-type row in round r (several active goods there)
-    round_upper: FloatArray  # (R,) u_r: the one-type rows read sum_{t in r} y_it <= u_r
-    members: np.ndarray  # (R, K) the goods of each round (K the most of a round), padded with -1
-
-    @property
-    def typed(self) -> bool:
-        """Whether the program has one-type-per-round rows (GPU types with several goods per round)."""
-        return bool(self.shared.any())
 
 
 class _Workspace:
@@ -274,8 +251,8 @@ class _TypeRows:
     r"""The one-type-per-round rows at one point (or a step of them): per job and round with several
     active goods, :math:`\sum_{t \in r} y_{it} + s_{ir} = u_r`, :math:`s, z \ge 0`."""
 
-    s: FloatArray  # (n, R) slacks; 1 off `_Data.shared`
-    z: FloatArray  # (n, R) multipliers; 0 off `_Data.shared`
+    s: FloatArray  # (n, R) slacks; 1 off `ScaledProgram.shared`
+    z: FloatArray  # (n, R) multipliers; 0 off `ScaledProgram.shared`
 
     def moved(self, step: _TypeRows, alpha: float) -> _TypeRows:
         """This point moved by `alpha` times `step`."""
@@ -350,7 +327,7 @@ def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 8
         raise ValidationError(f"max_iter must be a positive whole number of iterations, got {max_iter!r}")
     started = time.perf_counter()
     n_scenarios, n, rounds = program.shape
-    data, scale = _data(program)
+    data, scale = scale_program(program)
     active, constrained, efficient = data.active, data.constrained, data.efficient
     n_constraints = 2 * int(active.sum()) + rounds + int(constrained.sum()) + int(efficient.sum()) \
         + int(efficient.any()) + int(data.shared.sum())
@@ -385,7 +362,7 @@ def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 8
         # The certificate is for the program's own objective (without the tie-breaking term): the
         # same multipliers, the gradient without the term (valid for any multipliers, by convexity).
         gap = scale * best.gap if not program.spread or not np.isfinite(best.gap) else \
-            scale * _certified_gap(data, best.y, best.z_f, best.longest.z_e, best.type_rows.z)
+            scale * scaled_certified_gap(data, best.y, best.z_f, best.longest.z_e, best.type_rows.z)
         if status == Status.INACCURATE and not np.isfinite(best.gap):
             # No iterate met the FTF rows: nothing certifies the schedule, which is no optimum.
             status, message = Status.ERROR, f"{message}; the FTF rows were still violated"
@@ -438,7 +415,7 @@ def _residual_dominated(point: _Point) -> bool:
 
 class _Repricing:
     r"""The stopping test and the iterations' measure, with a second certificate for residual-dominated
-    points: the same point at the capacity prices that minimize its certified gap (`_gap_minimizing_prices`).
+    points: the same point at the capacity prices that minimize its certified gap (`gap_minimizing_prices`).
 
     Any prices :math:`\lambda \ge 0` certify a gap (module docstring, Stopping); the iterate's own
     lag the optimal ones by the dual residual, which counts once per entry. At 10,000 jobs on 256
@@ -453,7 +430,7 @@ class _Repricing:
     short of the tolerance before the deadline.
     """
 
-    def __init__(self, data: _Data, tol: float, deadline: float | None) -> None:
+    def __init__(self, data: ScaledProgram, tol: float, deadline: float | None) -> None:
         self.data, self.tol, self.deadline = data, tol, deadline
         self.last: tuple[_Point, _Point] | None = None  # a point and its repricing
         self.measured: list[tuple[_Point, float]] = []  # `iterate` measures the new point and the best one
@@ -510,11 +487,11 @@ class _Repricing:
                                       f"{_relative(best):.1e} at the gap-minimizing prices")
 
 
-def _repriced(data: _Data, point: _Point) -> _Point:
+def _repriced(data: ScaledProgram, point: _Point) -> _Point:
     """`point` with the capacity prices that minimize its certified gap (its other multipliers kept)."""
-    _, gradient, _ = _objective(data, point.y)
-    rows = _row_terms(data, point.z_f + point.longest.z_e, point.type_rows.z)
-    prices = _gap_minimizing_prices(gradient - rows, data.g, point.y, point.s_hi, point.s_cap)
+    _, gradient, _ = objective(data, point.y)
+    rows = row_terms(data, point.z_f + point.longest.z_e, point.type_rows.z)
+    prices = gap_minimizing_prices(gradient - rows, data.g, point.y, point.s_hi, point.s_cap)
     return _evaluate(data, point.y, point.s_hi, point.s_cap, point.z_lo, point.z_hi, prices, point.s_f, point.z_f,
                      point.longest, point.type_rows, point.w)
 
@@ -525,54 +502,6 @@ def check_tolerance(tol: object) -> None:
     real = not isinstance(tol, bool) and isinstance(tol, int | float | np.integer | np.floating)
     if not (real and 0 < tol < 1):  # type: ignore[operator]
         raise ValidationError(f"tol must be a relative gap in (0, 1), got {tol!r}")
-
-
-def _data(program: PlanningProgram) -> tuple[_Data, float]:
-    """The program in the solver's terms, and the scale of its objective (the budgets' sum)."""
-    n_scenarios, n, rounds = program.shape
-    active = program.fits & (program.progress > 0).any(axis=0)
-    scale = float(program.weights.sum())
-    floor = program.fairness_floor
-    constrained = floor > 0
-    leftover = np.where(program.base < 1.0, program.remaining_s / program.round_s, 0.0)
-    efficient = (leftover > 0) & (program.efficiency > 0)
-    rounds_of_goods = program.rounds_of_goods.toarray()
-    data = _Data(
-        active=active,
-        progress=np.where(active[None], program.progress, 0.0).transpose(1, 0, 2).copy(),
-        base=program.base,
-        beta=program.weights / (scale * n_scenarios),
-        # A good without GPUs (a GPU type absent in a round) is active for no job.
-        g=np.where(active, program.gpus[:, None] / np.where(program.capacity > 0, program.capacity, 1.0)[None, :], 0.0),
-        upper=program.bounds,
-        floor=floor,
-        constrained=constrained,
-        # Running time in rounds: the term k max_i S_i is (k W / sum B) zeta in the scaled objective.
-        kappa=float(program.efficiency * program.round_s / scale) if efficient.any() else 0.0,
-        leftover=np.where(efficient, leftover, 0.0),
-        efficient=efficient,
-        zeta_max=float(leftover.max(initial=0.0)) + 1.0,
-        spread=program.spread * program.spread_weights / scale,
-        zeros=np.zeros((n, rounds)),
-        pace=np.where(active, program.pace, 0.0),
-        good_round=program.round_index,
-        rounds_of_goods=rounds_of_goods,
-        # A row only where the job has two goods or more in the round (else its box bound is the row).
-        shared=active.astype(np.float64) @ rounds_of_goods >= 2,
-        round_upper=program.round_bounds,
-        members=_members(program.round_index),
-    )
-    return data, scale
-
-
-def _members(good_round: np.ndarray) -> np.ndarray:
-    """The goods of each round, shape (R, K) with K the most goods of a round, padded with -1."""
-    order = np.argsort(good_round, kind="stable")
-    counts = np.bincount(good_round)
-    position = np.arange(good_round.size) - np.repeat(np.cumsum(counts) - counts, counts)
-    members = np.full((counts.size, int(counts.max())), -1)
-    members[good_round[order], position] = order
-    return members
 
 
 
@@ -586,8 +515,6 @@ def load_kernels() -> None:
     processes load it (about 0.3 s). `vfm.planner.Policy` calls this when it is built, so that no
     re-plan pays for it; once per process.
     """
-    from vfm.planner.polish import polish  # here, not at the top: the polish builds on this module
-
     for scenarios in (1, 5):
         rounds = 4
         program = PlanningProgram(
@@ -632,48 +559,11 @@ def certified_gap(program: PlanningProgram, x: FloatArray, ftf_multipliers: Floa
     float
         The gap in the program's objective units.
     """
-    data, scale = _data(program)
-    return scale * _certified_gap(data, x, ftf_multipliers, efficiency_multipliers)
+    data, scale = scale_program(program)
+    return scale * scaled_certified_gap(data, x, ftf_multipliers, efficiency_multipliers)
 
 
-def _certified_gap(data: _Data, x: FloatArray, ftf_multipliers: FloatArray,
-                   efficiency_multipliers: FloatArray, type_multipliers: FloatArray | None = None) -> float:
-    """`certified_gap` in the solver's terms (the objective scaled to budgets summing to 1), with the
-    one-type rows' multipliers `type_multipliers` (n, R) (None: 0, a valid but looser bound)."""
-    plain = replace(data, spread=np.zeros_like(data.spread))
-    y = np.where(data.active, np.clip(x, 0.0, data.upper[None, :]), 0.0)
-    running = (y * data.pace).sum(axis=1)
-    z_f = np.where(data.constrained, np.maximum(ftf_multipliers, 0.0), 0.0)
-    z_e = np.where(data.efficient, np.maximum(efficiency_multipliers, 0.0), 0.0)
-    zeta = max(0.0, float(np.max(np.where(data.efficient, data.leftover - running, 0.0), initial=0.0)))
-    longest = _Longest(zeta, np.where(data.efficient, running + zeta - data.leftover, 1.0), z_e, 0.0)
-    s_hi, s_cap = np.where(data.active, data.upper[None, :] - y, 1.0), 1.0 - (data.g * y).sum(axis=0)
-    # The slacks as y has them (possibly negative: the identity behind the bound holds for any y).
-    s_f = np.where(data.constrained, running - data.floor, 1.0)
-    z_o = np.zeros(data.shared.shape) if type_multipliers is None else \
-        np.where(data.shared, np.maximum(type_multipliers, 0.0), 0.0)
-    type_rows = _TypeRows(np.where(data.shared, data.round_upper[None, :] - y @ data.rounds_of_goods, 1.0), z_o)
-    _, gradient, _ = _objective(plain, y)
-    prices = _gap_minimizing_prices(gradient - _row_terms(data, z_f + z_e, z_o), data.g, y, s_hi, s_cap)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        point = _evaluate(plain, y, s_hi, s_cap, data.zeros, data.zeros, prices, s_f, z_f, longest, type_rows, None)
-    return point.gap
-
-
-def _row_terms(data: _Data, per_job: FloatArray, per_round: FloatArray | None) -> FloatArray:
-    r"""The rows' terms in the gradient of the Lagrangian on each entry, shape (n, T):
-    :math:`r_i p_{it} - o_{i, r(t)}` from `per_job` :math:`r` (n,) (the FTF and efficiency rows,
-    :math:`\ge` rows in :math:`\sum_t p_{it} y_{it}`) and `per_round` :math:`o` (n, R) (the one-type
-    rows, :math:`\le` rows in :math:`\sum_{t \in r} y_{it}`; not read without them, may be None),
-    subtracted from the gradient."""
-    terms = per_job[:, None] * data.pace
-    if data.typed:
-        assert per_round is not None
-        terms -= per_round[:, data.good_round]
-    return terms
-
-
-def _start(data: _Data, warm_start: FloatArray | None, n_constraints: int) -> _Point:
+def _start(data: ScaledProgram, warm_start: FloatArray | None, n_constraints: int) -> _Point:
     """A primal start strictly inside the box, the capacity and the efficiency rows (the FTF rows may
     start violated) and a dual-feasible start with every product near 1 / n_constraints."""
     active, g = data.active, data.g
@@ -699,7 +589,7 @@ def _start(data: _Data, warm_start: FloatArray | None, n_constraints: int) -> _P
     # the residual sum_t y - m - s_f (a full step closes it).
     running = (y * data.pace).sum(axis=1)
     s_f = np.where(data.constrained, np.maximum(running - data.floor, 1.0), 1.0)
-    _, gradient, _ = _objective(data, y)
+    _, gradient, _ = objective(data, y)
     # Multipliers that make the start dual feasible (the Newton steps then only have to centre
     # and reduce mu, not also repair stationarity, which took a third of the iterations), shifted by
     # mu0 / slack so that every product is at least mu0 = 1 / n_constraints.
@@ -715,8 +605,8 @@ def _start(data: _Data, warm_start: FloatArray | None, n_constraints: int) -> _P
     type_rows = _TypeRows(s_o, np.where(data.shared, mu0 / s_o, 0.0))
     # The prices that minimize the start's gap given the rows' multipliers (with the efficiency
     # term, z_e carries kappa: the reduced gradient below includes it).
-    rows = _row_terms(data, z_f + z_e, type_rows.z)
-    prices = _gap_minimizing_prices(gradient - rows, g, y, s_hi, s_cap)
+    rows = row_terms(data, z_f + z_e, type_rows.z)
+    prices = gap_minimizing_prices(gradient - rows, g, y, s_hi, s_cap)
     reduced = np.where(active, gradient + g * prices[None, :] - rows, 0.0)
     z_lo = np.where(active, np.maximum(reduced, 0.0) + mu0 / np.where(active, y, 1.0), 0.0)
     z_hi = np.where(active, np.maximum(-reduced, 0.0) + mu0 / s_hi, 0.0)
@@ -724,7 +614,7 @@ def _start(data: _Data, warm_start: FloatArray | None, n_constraints: int) -> _P
                      _Longest(zeta, s_e, z_e, z_zeta), type_rows, None)
 
 
-def _central_zeta(data: _Data, running: FloatArray, mu0: float) -> float:
+def _central_zeta(data: ScaledProgram, running: FloatArray, mu0: float) -> float:
     r"""The start's :math:`\zeta`: on the central path at `mu0` for the efficiency rows, if that is
     within a round of the longest leftover.
 
@@ -754,42 +644,7 @@ def _central_zeta(data: _Data, running: FloatArray, mu0: float) -> float:
     return float(scipy.optimize.brentq(surplus, lowest + mu0 / (2.0 * data.kappa), margin, rtol=1e-12))
 
 
-def _gap_minimizing_prices(gradient: FloatArray, g: FloatArray, y: FloatArray, s_hi: FloatArray,
-                           s_cap: FloatArray) -> FloatArray:
-    r"""The prices :math:`\lambda \ge 0` that minimize the certified gap at `y` (module docstring).
-
-    The gap is convex and piecewise linear in each :math:`\lambda_t` separately, with breakpoints at
-    the jobs' marginal values per unit of capacity :math:`-\partial_t F_i / g_{it}`; its slope in
-    :math:`\lambda_t` is :math:`s_{c,t} + \sum_{\text{below}} g y - \sum_{\text{above}} g (1 - y)`,
-    so the minimizer is the breakpoint where that slope turns nonnegative (a weighted quantile).
-    """
-    # Rounds by jobs: each round's sort and sums run along contiguous memory (a quarter less time than
-    # down the strided (n, T) columns at 100,000 jobs; the same prices but for rounding in the sums).
-    value = np.where(g > 0, -gradient / np.where(g > 0, g, 1.0), -1.0).T.copy()  # -1: entries without capacity use
-    order = np.argsort(value, axis=1)
-    breakpoints = np.take_along_axis(value, order, axis=1)
-    below = np.cumsum(np.take_along_axis((g * y).T, order, axis=1), axis=1)
-    above_weights = np.take_along_axis(np.where(g > 0, g * s_hi, 0.0).T, order, axis=1)
-    above = above_weights.sum(axis=1)[:, None] - np.cumsum(above_weights, axis=1)
-    slope = s_cap[:, None] + below - above  # just above each breakpoint, nondecreasing along the row
-    first = np.argmax(slope >= 0, axis=1)  # exists: the last slope is s_cap + sum g y > 0
-    prices = np.maximum(breakpoints[np.arange(g.shape[1]), first], 0.0)
-    # Slope at lambda = 0 already nonnegative: 0 is the minimizer.
-    return np.where(s_cap - above_weights.sum(axis=1) >= 0, 0.0, prices)
-
-
-def _objective(data: _Data, y: FloatArray) -> tuple[FloatArray, FloatArray, float]:
-    """Utilities (n, S), gradient of F (n, T; 0 off `active`) and F at `y`."""
-    n, scenarios, rounds = data.progress.shape
-    u, gradient = np.empty((n, scenarios)), np.empty((n, rounds))
-    # With no prices, row multipliers or bound multipliers, the dual residual is the gradient.
-    value, *_ = _kernels.evaluate_entries(data.progress, data.base, data.beta, data.spread, data.active, data.g, y, y,
-                                         data.zeros, data.zeros, np.zeros(rounds), data.zeros, data.pace, u, False, u,
-                                         np.empty((n, rounds)), gradient, np.empty(n))
-    return u, gradient, value
-
-
-def _evaluate(data: _Data, y: FloatArray, s_hi: FloatArray, s_cap: FloatArray, z_lo: FloatArray,
+def _evaluate(data: ScaledProgram, y: FloatArray, s_hi: FloatArray, s_cap: FloatArray, z_lo: FloatArray,
               z_hi: FloatArray, prices: FloatArray, s_f: FloatArray, z_f: FloatArray, longest: _Longest,
               type_rows: _TypeRows, w: FloatArray | None) -> _Point:
     """Everything the iteration needs at one point; O(n S T), one pass over the entries.
@@ -802,7 +657,7 @@ def _evaluate(data: _Data, y: FloatArray, s_hi: FloatArray, s_cap: FloatArray, z
     primal_residual = np.empty((n, rounds))
     value, bounds_complementarity, bounds_residual, bounds_gap, log_residual = _kernels.evaluate_entries(
         data.progress, data.base, data.beta, data.spread, data.active, data.g, y, s_hi, z_lo, z_hi, prices,
-        _row_terms(data, z_f + z_e, type_rows.z), data.pace, u if w is None else w, w is not None, u, dual_residual,
+        row_terms(data, z_f + z_e, type_rows.z), data.pace, u if w is None else w, w is not None, u, dual_residual,
         primal_residual, running)
     if w is None:
         w = data.beta[:, None] / u
@@ -814,12 +669,8 @@ def _evaluate(data: _Data, y: FloatArray, s_hi: FloatArray, s_cap: FloatArray, z
     ftf_residual = np.where(data.constrained, running - data.floor - s_f, 0.0)
     merit = complementarity + bounds_residual + abs(zeta_residual) * max(zeta, data.zeta_max) \
         + float(np.abs(ftf_residual).sum()) + log_residual
-    gap = float(s_cap @ prices + (s_f + ftf_residual) @ z_f + longest.s_e @ z_e) + bounds_gap + type_complementarity
-    if not (ftf_residual >= -_FTF_TOLERANCE * (1.0 + data.floor)).all():
-        gap = np.inf  # y violates an FTF row: a lower bound on the optimum, but no certificate for y
-    if data.kappa:
-        # zeta* lies in [0, zeta_max]: the Lagrangian's linear term in zeta is at least this much below.
-        gap += max(reduced_zeta * zeta, -reduced_zeta * (data.zeta_max - zeta))
+    gap = gap_from_terms(data, bounds_gap, type_complementarity, (s_cap, prices), (s_f, ftf_residual, z_f),
+                         (zeta, longest.s_e, z_e))
     return _Point(y, s_hi, s_cap, z_lo, z_hi, prices, s_f, ftf_residual, z_f, longest, type_rows, u,
                   value + data.kappa * zeta, dual_residual, zeta_residual, complementarity, merit, gap, w,
                   primal_residual, log_residual)
@@ -843,7 +694,7 @@ class _Direction:
     error: float = 0.0  # the largest relative residual of its solves that missed their tolerance (0: none did)
 
 
-def _step(data: _Data, point: _Point, n_constraints: int, work: _Workspace) -> _Point | None:
+def _step(data: ScaledProgram, point: _Point, n_constraints: int, work: _Workspace) -> _Point | None:
     """The next iterate: a line search along Mehrotra's direction, else along the first-order one
     (None when neither decreases the merit).
 
@@ -865,13 +716,13 @@ def _step(data: _Data, point: _Point, n_constraints: int, work: _Workspace) -> _
     return None
 
 
-def _settled(data: _Data, point: _Point) -> bool:
+def _settled(data: ScaledProgram, point: _Point) -> bool:
     r"""Whether every logarithm's row of `point` is met within `_LOG_SETTLED`: :math:`|w U - \beta| \le
     \epsilon \beta` (then its multipliers may be replaced by their values :math:`\beta / U`, `_primal`)."""
     return bool((np.abs(point.w * point.u - data.beta[:, None]) <= _LOG_SETTLED * data.beta[:, None]).all())
 
 
-def _primal(data: _Data, point: _Point) -> _Point:
+def _primal(data: ScaledProgram, point: _Point) -> _Point:
     r"""`point` with the logarithms' multipliers at their values :math:`\beta / U` (the primal Newton step's).
 
     What `_evaluate` with ``w=None`` returns, bit for bit, without its pass over the entries: the
@@ -900,7 +751,7 @@ def _exhausted(previous: _Point, point: _Point) -> bool:
     return point.inexact > 0 and not point.gap <= _PROGRESS * previous.gap
 
 
-def _direction(data: _Data, point: _Point, n_constraints: int, work: _Workspace,
+def _direction(data: ScaledProgram, point: _Point, n_constraints: int, work: _Workspace,
                second_order: bool = True) -> _Direction | None:
     """Mehrotra's predictor-corrector direction at `point` (None when it is not finite); without
     `second_order`, the corrector aims at sigma mu alone."""
@@ -930,7 +781,7 @@ def _direction(data: _Data, point: _Point, n_constraints: int, work: _Workspace,
     return best
 
 
-def _mehrotra(data: _Data, point: _Point, newton: _NewtonSystem,
+def _mehrotra(data: ScaledProgram, point: _Point, newton: _NewtonSystem,
               second_order: float) -> _Direction | None:
     """Predictor and corrector with one factorization; `second_order` (1 or 0) weighs the
     corrector's second-order terms."""
@@ -968,7 +819,7 @@ def _mehrotra(data: _Data, point: _Point, newton: _NewtonSystem,
     return replace(corrector, error=max(newton.stalled, default=0.0))
 
 
-def _line_search(data: _Data, point: _Point, direction: _Direction) -> _Point | None:
+def _line_search(data: ScaledProgram, point: _Point, direction: _Direction) -> _Point | None:
     """The first of the steps 0.99 * largest, halved, ... whose merit decreases enough (None: none),
     carrying the direction's missed-solve residual (`_Point.inexact`, for `_exhausted`)."""
     alpha = min(1.0, STEP_TO_BOUNDARY * direction.largest)
@@ -1006,7 +857,7 @@ class _NewtonSystem:
     run on the whole system applied exactly.
     """
 
-    data: _Data
+    data: ScaledProgram
     point: _Point
     curvature: FloatArray  # (n, S, T): the Hessian of F is sum_s c_s c_s^T per job
     diagonal: FloatArray  # (n, T) z_lo / y + z_hi / (1 - y) + the tie-breaking term's curvature; 1 off `active`
@@ -1023,7 +874,7 @@ class _NewtonSystem:
     mu: float  # the mean complementarity at `point`: the centring target and the solves' tolerance (`cg_tolerance`)
 
     @classmethod
-    def factor(cls, data: _Data, point: _Point, mu: float, work: _Workspace, regularization: float,
+    def factor(cls, data: ScaledProgram, point: _Point, mu: float, work: _Workspace, regularization: float,
                stacked: bool = True) -> _NewtonSystem:
         """The system at `point` (mean complementarity `mu`), with `regularization` in the preconditioner;
         with one-type rows, its capacity Gram matrix as one product if `stacked`, else in pieces
@@ -1162,7 +1013,7 @@ class _NewtonSystem:
         rows = np.where(constrained, (target_f - z_f * residual) / s_f - z_f, 0.0) + efficiency_rows
         # A one-type row's multiplier step is (t - z ds) / s - z with ds = -sum_{t in r} dy.
         type_rows = point.type_rows
-        rows = _row_terms(data, rows,
+        rows = row_terms(data, rows,
                           np.where(data.shared, target_type / type_rows.s - type_rows.z, 0.0) if data.typed else None)
         aff = (predictor.dy, predictor.dz_lo, predictor.dz_hi) if predictor is not None else (data.zeros,) * 3
         rhs = np.empty_like(y)
@@ -1205,7 +1056,7 @@ class _NewtonSystem:
                           _TypeRows(ds_o, dz_o), du, dw, largest, sigma)
 
 
-def _corner_without_capacity(data: _Data, point: _Point, work: _Workspace, root: FloatArray,
+def _corner_without_capacity(data: ScaledProgram, point: _Point, work: _Workspace, root: FloatArray,
                              blocks: _BlockFactor, rows: FloatArray) -> float:
     r"""The efficiency border's Schur complement without the capacity coupling, term by term.
 
@@ -1261,10 +1112,10 @@ class _TypeFold:
     inverse_diagonal: FloatArray  # (n, T) 1 / d_t on the active entries, 0 elsewhere
     active: FloatArray  # (n, T) 1 on the active entries, 0 elsewhere
     good_round: np.ndarray  # (T,)
-    members: np.ndarray  # (R, K) `_Data.members`
+    members: np.ndarray  # (R, K) `ScaledProgram.members`
 
     @classmethod
-    def of(cls, data: _Data, point: _Point, root: FloatArray) -> _TypeFold:
+    def of(cls, data: ScaledProgram, point: _Point, root: FloatArray) -> _TypeFold:
         """The fold at `point`, `root` the bounds' (regularized) diagonal to the power -1/2."""
         inverse_diagonal = np.where(data.active, root * root, 0.0)
         sigma = inverse_diagonal @ data.rounds_of_goods

@@ -34,7 +34,7 @@ from vfm.planner.program import PlanningProgram
 from vfm.planner.rounding import RESOLUTION, first_fit, quantize
 
 __all__ = ["GUARDS", "SHOCKWAVE_EFFICIENCY", "SHOCKWAVE_PRIORITY_EXPONENT", "SHOCKWAVE_RESERVE", "FairFinishLimits",
-           "FairnessDecision", "constrain", "guards_fired", "overdue_order", "priority_weights", "relax",
+           "FairnessDecision", "Precedence", "constrain", "guards_fired", "overdue_order", "priority_weights", "relax",
            "serve_with_credit", "served_first", "updated_targets", "wait_bound"]
 
 #: The Shockwave configuration (`vfm.planner.Policy.shockwave`), one for every cluster: the
@@ -250,18 +250,54 @@ def wait_bound(max_wait: int, capacity: float, gang: int | np.ndarray, demand: f
     return max_wait + np.floor_divide(np.maximum(demand - gang, 0), capacity - gang + 1).astype(np.int64)
 
 
-def credit_order(program: PlanningProgram, planned: FloatArray, credit: FloatArray, *,
-                 first: np.ndarray | None = None, ran_last: np.ndarray | None = None,
-                 continuity: float = 0.0, owed_first: bool = False,
-                 committed: np.ndarray | None = None) -> tuple[FloatArray, np.ndarray]:
+@dataclass(frozen=True)
+class Precedence:
+    """Who the credit execution serves ahead of the credit order, and how it ranks the rest
+    (`credit_order`, `serve_with_credit`).
+
+    Attributes
+    ----------
+    overdue : ndarray of int, optional
+        Jobs placed before every other (`overdue_order`), in that order: the `max_wait` guard.
+    committed : ndarray of int, optional
+        Jobs the plan commits this round to (`vfm.planner.Plan.committed`), served after `overdue`
+        and before the others: the plan's own decision, not a guard.
+    ran_last : ndarray of bool, shape (n,), optional
+        Jobs that ran in the previous round.
+    continuity : float
+        Rounds of credit a job that ran in the previous round may run ahead of its plan before it
+        yields its gang: each stop and start costs a restart, so a job owed half the rounds runs
+        longer stretches instead of every other round.
+    owed_first : bool
+        Serve the jobs owed a whole round (of what they can use) before the others, and give
+        continuity only to the jobs planned `OWED_FIRST_CONTINUITY_SHARE` of this round or more:
+        the execution of a plan with a service floor (`vfm.planner.PlanOptions.service_floor`).
+    """
+
+    overdue: np.ndarray | None = None
+    committed: np.ndarray | None = None
+    ran_last: np.ndarray | None = None
+    continuity: float = 0.0
+    owed_first: bool = False
+
+    @property
+    def guarded(self) -> np.ndarray:
+        """The overdue jobs the guard, not a commitment, puts first."""
+        overdue = np.empty(0, dtype=np.int64) if self.overdue is None else self.overdue
+        return overdue if self.committed is None else overdue[~np.isin(overdue, self.committed)]
+
+
+def credit_order(program: PlanningProgram, planned: FloatArray, credit: FloatArray,
+                 precedence: Precedence = Precedence()) -> tuple[FloatArray, np.ndarray]:
     """What each job is owed this round (credit plus `planned`, read to `RESOLUTION`) and the jobs
     with a claim in the order `serve_with_credit` serves them (arguments as there)."""
     want = quantize(credit + planned)
+    ran_last, owed_first = precedence.ran_last, precedence.owed_first
     if ran_last is not None and owed_first:
         # Continuity only for the jobs the plan gives half a round or more: a job planned a small
         # share that runs ahead of it waits that many rounds over again (docs/planning.md).
         ran_last = ran_last & (planned >= OWED_FIRST_CONTINUITY_SHARE)
-    claim = want if ran_last is None else quantize(want + continuity * ran_last)
+    claim = want if ran_last is None else quantize(want + precedence.continuity * ran_last)
     remaining = np.where(program.base < 1.0, program.remaining_s, 0.0)
     # Most credit first, counted in rounds the job can use: a job that needs a tenth of a round
     # to finish and is owed that tenth is owed all it can use, as much as a job owed a whole
@@ -274,10 +310,10 @@ def credit_order(program: PlanningProgram, planned: FloatArray, credit: FloatArr
     order = np.lexsort((-remaining, -quantize(claim / usable), ~owed))  # stable
     order = order[(claim[order] > 0) & (remaining[order] > 0)]
     # The plan's commitments, then the overdue jobs before them: `wait_bound` holds whatever the plan says.
-    if committed is not None:
-        order = served_first(committed, order)
-    if first is not None:
-        order = served_first(first, order)
+    if precedence.committed is not None:
+        order = served_first(precedence.committed, order)
+    if precedence.overdue is not None:
+        order = served_first(precedence.overdue, order)
     return want, order
 
 
@@ -305,10 +341,8 @@ def guards_fired(ran: np.ndarray, first: np.ndarray, *, want: FloatArray | None 
     return {"max_wait": int(ran[first].sum()), "continuity": continued, "credit_floor": floored}
 
 
-def serve_with_credit(program: PlanningProgram, planned: FloatArray, credit: FloatArray, capacity: float, *,
-                      first: np.ndarray | None = None, ran_last: np.ndarray | None = None,
-                      continuity: float = 0.0, owed_first: bool = False,
-                      committed: np.ndarray | None = None) -> tuple[np.ndarray, FloatArray, dict[str, int]]:
+def serve_with_credit(program: PlanningProgram, planned: FloatArray, credit: FloatArray, capacity: float,
+                      precedence: Precedence = Precedence()) -> tuple[np.ndarray, FloatArray, dict[str, int]]:
     """One round served from a standing plan by carried credit.
 
     Parameters
@@ -321,21 +355,8 @@ def serve_with_credit(program: PlanningProgram, planned: FloatArray, credit: Flo
         Rounds each job is owed (negative: owes) from the rounds served before.
     capacity : float
         GPUs this round.
-    first : ndarray of int, optional
-        Jobs placed before the credit order (`overdue_order`), in that order.
-    ran_last : ndarray of bool, shape (n,), optional
-        Jobs that ran in the previous round.
-    continuity : float
-        Rounds of credit a job that ran in the previous round may run ahead of its plan before it
-        yields its gang: each stop and start costs a restart, so a job owed half the rounds runs
-        longer stretches instead of every other round.
-    owed_first : bool
-        Serve the jobs owed a whole round (of what they can use) before the others, and give
-        continuity only to the jobs planned `OWED_FIRST_CONTINUITY_SHARE` of this round or more:
-        the execution of a plan with a service floor (`vfm.planner.PlanOptions.service_floor`).
-    committed : ndarray of int, optional
-        Jobs the plan commits this round to (`vfm.planner.Plan.committed`), served after `first`
-        and before the others: the plan's own decision, not a guard.
+    precedence : Precedence
+        Who goes ahead of the credit order, continuity and the service floor's rules.
 
     Returns
     -------
@@ -345,8 +366,7 @@ def serve_with_credit(program: PlanningProgram, planned: FloatArray, credit: Flo
     fired : dict of str to int
         How many jobs each guard decided (`guards_fired`).
     """
-    want, order = credit_order(program, planned, credit, first=first, ran_last=ran_last, continuity=continuity,
-                               owed_first=owed_first, committed=committed)
+    want, order = credit_order(program, planned, credit, precedence)
     chosen = first_fit(order, program.gpus, capacity)
     remaining = np.where(program.base < 1.0, program.remaining_s, 0.0)
     ran = np.zeros(want.size, dtype=bool)
@@ -361,10 +381,8 @@ def serve_with_credit(program: PlanningProgram, planned: FloatArray, credit: Flo
     # below `OWED_FIRST_CONTINUITY_SHARE` (a debt repaid at a small share is a long wait).
     owed = want - ran
     floor = CREDIT_FLOOR * (np.clip(remaining / program.round_s, RESOLUTION, 1.0)
-                            * np.minimum(1.0, planned / OWED_FIRST_CONTINUITY_SHARE) if owed_first else 1.0)
-    guarded = np.empty(0, dtype=np.int64) if first is None else first
-    if committed is not None:
-        guarded = guarded[~np.isin(guarded, committed)]  # the plan served them, not the guard
-    fired = guards_fired(ran, guarded, want=want,
-                         by_credit=by_credit, owed=owed, floor=floor)
+                            * np.minimum(1.0, planned / OWED_FIRST_CONTINUITY_SHARE) if precedence.owed_first
+                            else 1.0)
+    # An overdue job that a commitment serves anyway is the plan's decision, not the guard's.
+    fired = guards_fired(ran, precedence.guarded, want=want, by_credit=by_credit, owed=owed, floor=floor)
     return ran, np.maximum(owed, floor), fired

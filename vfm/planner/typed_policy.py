@@ -47,9 +47,9 @@ from typing import Any
 import numpy as np
 
 from vfm._validation import FloatArray, is_whole, read_only
-from vfm.cluster.gpu_types import ClusterTypes
 from vfm.errors import ValidationError
 from vfm.forecast import Forecaster
+from vfm.gpu_cluster import ClusterTypes
 from vfm.planner import checkpoint as checkpoint_format
 from vfm.planner import policy as homogeneous
 from vfm.planner import shockwave
@@ -266,9 +266,8 @@ class TypedPolicy(homogeneous.StateView):
         standing, fractions, pace, hosts = self._round_view(state)
         program, gpus = standing.program, standing.program.gpus
         planned = (pace * fractions).sum(axis=1)  # reference rounds planned this round
-        continuity = self.config.continuity
-        want, order = shockwave.credit_order(program, planned, state.credit, first=first, ran_last=state.ran_last,
-                                             continuity=continuity)
+        precedence = shockwave.Precedence(overdue=first, ran_last=state.ran_last, continuity=self.config.continuity)
+        want, order = shockwave.credit_order(program, planned, state.credit, precedence)
         free = self.cluster.counts.astype(np.float64)
         placed = np.full(planned.size, -1, dtype=np.int64)
         jobs, kinds = place(order, gpus, free, _preference(fractions, pace), hosts)
