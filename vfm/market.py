@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import ClassVar, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -70,6 +71,9 @@ class VolatileFisherMarket:
     >>> market.is_plain
     True
     """
+
+    #: The problem type, for the solver registry (`vfm.solvers.base.Problem`).
+    problem_kind: ClassVar[Literal["market"]] = "market"
 
     utilities: FloatArray
     budgets: FloatArray
@@ -261,6 +265,23 @@ class VolatileFisherMarket:
     @property
     def has_utility_cap(self) -> bool:
         return bool(np.isfinite(self.utility_cap).any())
+
+    @property
+    def features(self) -> frozenset[str]:
+        """The features the market uses, which a backend must support to solve it
+        (`vfm.solvers.base.MARKET_FEATURES`): ``caps``, ``base_utility``, ``utility_cap``,
+        ``several_goods_per_period``.
+
+        >>> sorted(VolatileFisherMarket.static([[1.0, 2.0]], base_utility=[1.0]).features)
+        ['base_utility', 'several_goods_per_period']
+        """
+        uses = {
+            "caps": self.has_caps,
+            "base_utility": self.has_base_utility,
+            "utility_cap": self.has_utility_cap,
+            "several_goods_per_period": self.n_goods > 1,
+        }
+        return frozenset(name for name, used in uses.items() if used)
 
     @property
     def is_plain(self) -> bool:

@@ -11,6 +11,10 @@ import vfm
 from vfm import VolatileFisherMarket
 from vfm.errors import UnknownSolverError, UnsupportedMarketError, ValidationError
 from vfm.solvers import Capabilities, CvxpyConicBackend, registry
+from vfm.solvers.base import MARKET_FEATURES, PLANNING_FEATURES
+
+NO_CAPS = Capabilities(features=MARKET_FEATURES - {"caps"})
+NO_EFFICIENCY = Capabilities(problem="planning", features=PLANNING_FEATURES - {"efficiency"})
 
 
 def test_fastest_backend_is_the_default_and_clarabel_is_installed():
@@ -43,15 +47,31 @@ def test_options_need_a_named_solver():
 
 def test_backend_declares_what_it_lacks():
     capped = VolatileFisherMarket.static([[1.0, 1.0]], caps=[[0.5, np.inf]], base_utility=[1.0])
-    limited = Capabilities(caps=False, base_utility=False, several_goods_per_period=False)
-    assert limited.unsupported(capped) == ["caps", "base_utility", "several_goods_per_period"]
+    limited = Capabilities(features=frozenset({"utility_cap"}))
+    assert limited.unsupported(capped) == ["base_utility", "caps", "several_goods_per_period"]
     assert Capabilities().unsupported(capped) == []
+    assert Capabilities().features == MARKET_FEATURES
+    assert Capabilities(problem="planning").features == PLANNING_FEATURES
+
+
+def test_each_problem_states_its_kind_and_features():
+    full = VolatileFisherMarket.static([[1.0, 1.0]], caps=[[0.5, np.inf]], base_utility=[1.0], utility_cap=[9.0])
+    assert full.problem_kind == "market" and full.features == MARKET_FEATURES
+    assert VolatileFisherMarket.static([[1.0]]).features == frozenset()
+    window = _window(0.01)
+    assert window.problem_kind == "planning" and window.features == {"efficiency"}
+    assert "efficiency" not in _window().features
+
+
+def test_capabilities_refuse_a_feature_of_another_problem_type():
+    with pytest.raises(ValueError, match="efficiency is not a feature of market problems"):
+        Capabilities(features=frozenset({"caps", "efficiency"}))
 
 
 @pytest.fixture
 def limited_backend():
     clarabel = registry._REGISTRY["clarabel"]
-    backend = dataclasses.replace(clarabel, name="limited", capabilities=Capabilities(caps=False))
+    backend = dataclasses.replace(clarabel, name="limited", capabilities=NO_CAPS)
     saved = dict(registry._REGISTRY)
     registry.register(backend, preferred=True)
     yield backend
@@ -111,13 +131,13 @@ def test_plan_skips_a_planning_backend_that_lacks_a_feature():
     saved = dict(registry._REGISTRY)
     cvxpy_backend = registry._REGISTRY["cvxpy"]
     limited = dataclasses.replace(cvxpy_backend, name="no-efficiency",
-                                  capabilities=Capabilities(problem="planning", efficiency=False))
+                                  capabilities=NO_EFFICIENCY)
     try:
         registry.register(limited, preferred=True)
         states = JobStates.from_lists([10, 10], [{32: 60.0}, {32: 30.0}])
         assert plan(states, [1, 1], 1, rounds=3).solver == "no-efficiency"
         assert plan(states, [1, 1], 1, rounds=3, efficiency=0.01).solver == "saa-ipm"
-        assert Capabilities(problem="planning", efficiency=False).unsupported(_window(0.01)) == ["efficiency"]
+        assert NO_EFFICIENCY.unsupported(_window(0.01)) == ["efficiency"]
     finally:
         registry._REGISTRY.clear()
         registry._REGISTRY.update(saved)

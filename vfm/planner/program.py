@@ -48,7 +48,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import scipy.optimize
@@ -101,6 +101,9 @@ class PlanningProgram:
         :math:`p_{ig} = 0` cannot host job `i` (`fits` is False there).
     """
 
+    #: The problem type, for the solver registry (`vfm.solvers.base.Problem`).
+    problem_kind: ClassVar[Literal["planning"]] = "planning"
+
     progress: FloatArray
     base: FloatArray
     weights: FloatArray
@@ -137,8 +140,22 @@ class PlanningProgram:
     @property
     def over_types(self) -> bool:
         """Whether the program is over GPU types (`good_round` or `speed` given, module docstring):
-        a backend must declare `vfm.solvers.Capabilities.gpu_types` to be given it."""
+        a backend must declare the ``gpu_types`` feature (`features`) to be given it."""
         return self.good_round is not None or self.speed is not None
+
+    @property
+    def features(self) -> frozenset[str]:
+        """The features the program uses, which a backend must support to solve it
+        (`vfm.solvers.base.PLANNING_FEATURES`): ``scenarios`` (more than one), ``efficiency``,
+        ``fairness`` (FTF rows), ``spread`` and ``gpu_types`` (`over_types`)."""
+        uses = {
+            "scenarios": self.shape[0] > 1,
+            "efficiency": self.efficiency > 0,
+            "fairness": self.leftover_limit_s is not None,
+            "spread": self.spread > 0,
+            "gpu_types": self.over_types,
+        }
+        return frozenset(name for name, used in uses.items() if used)
 
     @cached_property
     def several_per_round(self) -> bool:

@@ -3,15 +3,44 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
 from vfm.equilibrium import Status
-from vfm.market import VolatileFisherMarket
 
-if TYPE_CHECKING:  # the planner imports this module: no import at run time
-    from vfm.planner.program import PlanningProgram
+#: The problem types a backend solves (`Capabilities.problem`, `Problem.problem_kind`).
+ProblemKind = Literal["market", "planning"]
+
+#: The features a market can use (`vfm.VolatileFisherMarket.features`): finite allocation caps,
+#: a base utility, a utility cap, and more than one good per period.
+MARKET_FEATURES: frozenset[str] = frozenset({"caps", "base_utility", "utility_cap", "several_goods_per_period"})
+
+#: The features a planning program can use (the planner's `PlanningProgram.features`): several
+#: scenarios, the efficiency term, FTF rows, the spread (tie-breaking) term, and goods of several
+#: GPU types per round or a running time per good (`PlanningProgram.over_types`).
+PLANNING_FEATURES: frozenset[str] = frozenset({"scenarios", "efficiency", "fairness", "spread", "gpu_types"})
+
+#: Each problem type's features: what a backend of that type supports unless it says otherwise.
+FEATURES: dict[ProblemKind, frozenset[str]] = {"market": MARKET_FEATURES, "planning": PLANNING_FEATURES}
+
+
+class Problem(Protocol):
+    """What the registry needs of a problem, whatever its type: its kind and the features it uses.
+
+    `vfm.VolatileFisherMarket` and the planner's `PlanningProgram` both state them; a backend is
+    handed a problem only if its `Capabilities` cover both.
+    """
+
+    @property
+    def problem_kind(self) -> ProblemKind:
+        """``"market"`` or ``"planning"``."""
+        ...
+
+    @property
+    def features(self) -> frozenset[str]:
+        """The features the problem uses (names from `MARKET_FEATURES` or `PLANNING_FEATURES`)."""
+        ...
 
 
 #: The kinds of solver option a backend can declare (`Capabilities.options`), each checked the
@@ -30,62 +59,64 @@ class Capabilities:
     """What a backend solves: one problem type and the features of it that it handles.
 
     `problem` is ``"market"`` (a `VolatileFisherMarket`, through its scaled program; `vfm.solve`)
-    or ``"planning"`` (a `vfm.planner.PlanningProgram`; `vfm.planner.plan`). The registry never
-    hands a backend a problem of the other type or with a feature it lacks.
+    or ``"planning"`` (the planner's `PlanningProgram`; its `plan`). `features` are the
+    features of that problem type the backend supports (None, the default: all of them,
+    `MARKET_FEATURES` or `PLANNING_FEATURES`); a backend that lacks some states the rest, e.g.
+    ``Capabilities(features=MARKET_FEATURES - {"caps"})``. The registry never hands a backend a
+    problem of the other type or with a feature it lacks (`unsupported`).
 
-    `options` declares the solver options the backend takes, as ``(name, kind)`` pairs (kinds:
-    `OptionKind`); `vfm.solve` rejects any other name, and any value of the wrong kind, before
-    solving. None (the default) declares nothing: options are passed on unchecked.
+    The rest are properties of the backend, not of the problems it takes. `options` declares the
+    solver options the backend takes, as ``(name, kind)`` pairs (kinds: `OptionKind`); `vfm.solve`
+    rejects any other name, and any value of the wrong kind, before solving. None (the default)
+    declares nothing: options are passed on unchecked.
+
+    Examples
+    --------
+    >>> from vfm import VolatileFisherMarket
+    >>> capped = VolatileFisherMarket.static([[1.0, 1.0]], caps=[[0.5, 1.0]])
+    >>> sorted(capped.features)
+    ['caps', 'several_goods_per_period']
+    >>> Capabilities(features=MARKET_FEATURES - {"caps"}).unsupported(capped)
+    ['caps']
+    >>> Capabilities().unsupported(capped)
+    []
     """
 
-    problem: Literal["market", "planning"] = "market"
-    # Market features.
-    caps: bool = True
-    base_utility: bool = True
-    utility_cap: bool = True
-    several_goods_per_period: bool = True
-    # Planning-program features (`warm_start` is a solve option: a backend without it ignores it).
-    scenarios: bool = True
-    efficiency: bool = True
-    fairness: bool = True
-    spread: bool = True
-    gpu_types: bool = True  # goods of several types per round, or a running time per good (`PlanningProgram.speed`)
+    problem: ProblemKind = "market"
+    features: frozenset[str] | None = None
+    # Takes a ``warm_start`` solve option (planning backends): the planner's `plan` passes none to a backend
+    # without it.
     warm_start: bool = False
     # Takes a ``deadline`` solve option (a `time.perf_counter` instant after which it stops with
-    # `Status.ITERATION_LIMIT`); `vfm.planner.plan` passes none to a backend without it.
+    # `Status.ITERATION_LIMIT`); the planner's `plan` passes none to a backend without it.
     deadline: bool = False
-    # The relative gap a planning backend is asked by default for a program `vfm.planner.polish`
+    # The relative gap a planning backend is asked by default for a program the planner's `polish`
     # takes to its exact optimum: where the polish converges from its answers as surely as from
-    # a stricter one's (None: `vfm.planner.options.STRICT_TOL`, as for any other program).
+    # a stricter one's (None: the planner's `STRICT_TOL`, as for any other program).
     polish_start_tol: float | None = None
     options: tuple[tuple[str, OptionKind], ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.problem not in FEATURES:
+            raise ValueError(f"problem must be 'market' or 'planning', got {self.problem!r}")
+        known = FEATURES[self.problem]
+        features = known if self.features is None else frozenset(self.features)
+        unknown = sorted(features - known)
+        if unknown:
+            raise ValueError(f"{', '.join(unknown)} is not a feature of {self.problem} problems; "
+                             f"they are {', '.join(sorted(known))}")
+        object.__setattr__(self, "features", features)
 
     def option_kinds(self) -> dict[str, OptionKind] | None:
         """`options` as a dict from name to kind (None if undeclared)."""
         return None if self.options is None else dict(self.options)
 
-    def unsupported(self, problem: VolatileFisherMarket | PlanningProgram) -> list[str]:
-        """The features `problem` uses that these capabilities lack (its type first, if it is not `problem`)."""
-        if isinstance(problem, VolatileFisherMarket):
-            kind = "market"
-            needs = {
-                "caps": problem.has_caps,
-                "base_utility": problem.has_base_utility,
-                "utility_cap": problem.has_utility_cap,
-                "several_goods_per_period": problem.n_goods > 1,
-            }
-        else:
-            kind = "planning"
-            needs = {
-                "scenarios": problem.shape[0] > 1,
-                "efficiency": problem.efficiency > 0,
-                "fairness": problem.leftover_limit_s is not None,
-                "spread": problem.spread > 0,
-                "gpu_types": problem.over_types,
-            }
-        if kind != self.problem:
-            return [f"{kind} problems (it solves {self.problem} problems)"]
-        return [name for name, needed in needs.items() if needed and not getattr(self, name)]
+    def unsupported(self, problem: Problem) -> list[str]:
+        """The features `problem` uses that these capabilities lack, sorted (its type alone, if it
+        is not `problem`)."""
+        if problem.problem_kind != self.problem:
+            return [f"{problem.problem_kind} problems (it solves {self.problem} problems)"]
+        return sorted(problem.features - (self.features or frozenset()))
 
 
 @dataclass(frozen=True)
@@ -116,7 +147,7 @@ class Solution:
     ftf_multipliers, efficiency_multipliers : ndarray or None
         A planning program's row multipliers, shape (n,), in its objective divided by the budgets'
         sum: of the FTF rows and of the efficiency rows (0 for a job without the row). None for a
-        market, or when the backend produced none. `vfm.planner.polish` starts from them.
+        market, or when the backend produced none. The planner's `polish` starts from them.
     """
 
     x: np.ndarray | None
@@ -134,7 +165,7 @@ class Solution:
 
 class Backend(Protocol):
     """A solver of one problem type (`Capabilities.problem`): the scaled NSWOT program of a market
-    (`vfm.program.ScaledProgram`) or a planning program (`vfm.planner.PlanningProgram`); either
+    (`vfm.program.ScaledProgram`) or a planning program (the planner's `PlanningProgram`); either
     returns a `Solution`."""
 
     @property

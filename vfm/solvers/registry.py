@@ -1,24 +1,20 @@
 """Which backends exist, which are installed here, and which one a solve uses.
 
 One registry for both problem types (`Capabilities.problem`): markets (`vfm.solve`) and planning
-programs (`vfm.planner.plan`, whose backends `vfm.planner.backends` registers on import).
+programs (the planner's `plan`, whose backends the planner registers on import).
 """
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any
 
 from vfm._validation import is_real, is_whole
 from vfm.errors import UnknownSolverError, UnsupportedMarketError, ValidationError
-from vfm.market import VolatileFisherMarket
-from vfm.solvers.base import Backend, OptionKind
+from vfm.solvers.base import Backend, OptionKind, Problem, ProblemKind
 from vfm.solvers.clarabel_direct import ClarabelDirectBackend
 from vfm.solvers.cvxpy_conic import CVXPY_BACKENDS
 from vfm.solvers.schur_ipm import SchurIPMBackend
-
-if TYPE_CHECKING:  # the planner imports this module: no import at run time
-    from vfm.planner.program import PlanningProgram
 
 # In order of preference (fastest first, as measured by benchmarks/solve.py): the first
 # installed backend that supports a market is the default.
@@ -34,7 +30,7 @@ def register(backend: Backend, *, preferred: bool = False) -> None:
     _REGISTRY = {backend.name: backend, **rest} if preferred else {**rest, backend.name: backend}
 
 
-def available_solvers(problem: Literal["market", "planning"] = "market") -> tuple[str, ...]:
+def available_solvers(problem: ProblemKind = "market") -> tuple[str, ...]:
     """Names of the backends for `problem` installed on this machine, default first.
 
     Examples
@@ -48,11 +44,11 @@ def available_solvers(problem: Literal["market", "planning"] = "market") -> tupl
                  if backend.capabilities.problem == problem and backend.is_installed())
 
 
-def _kind(problem: VolatileFisherMarket | PlanningProgram) -> Literal["market", "planning"]:
-    return "market" if isinstance(problem, VolatileFisherMarket) else "planning"
+def _kind(problem: Problem) -> ProblemKind:
+    return problem.problem_kind
 
 
-def candidates(market: VolatileFisherMarket | PlanningProgram) -> list[Backend]:
+def candidates(market: Problem) -> list[Backend]:
     """The installed backends that support `market` (or planning program), in order of preference.
 
     Raises
@@ -75,7 +71,7 @@ def candidates(market: VolatileFisherMarket | PlanningProgram) -> list[Backend]:
     return fitting
 
 
-def select(market: VolatileFisherMarket | PlanningProgram, solver: str | None = None) -> Backend:
+def select(market: Problem, solver: str | None = None) -> Backend:
     """The backend for `market` (or planning program): the one named by `solver`, else the first
     installed that fits.
 
