@@ -180,3 +180,25 @@ def test_option_kinds(kind, good, bad):
     for value in bad:
         with pytest.raises(ValidationError, match=r"option x=.* of solver='schur-ipm' must be"):
             registry.check_options(backend, {"x": value})
+
+
+def test_prepare_warms_the_backend_a_solve_would_use_first(monkeypatch):
+    prepared = []
+
+    class Warming:
+        name = "warming"
+        capabilities = Capabilities(problem="planning")
+
+        def is_installed(self):
+            return True
+
+        def prepare(self):
+            prepared.append(self.name)
+
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+    registry.register(Warming(), preferred=True)
+    registry.prepare("planning")  # the default: the preferred one
+    registry.prepare("planning", "WARMING")  # named, in any case
+    registry.prepare("planning", "no-such-backend")  # left to the solve to report
+    registry.prepare("market", "warming")  # not a market backend
+    assert prepared == ["warming", "warming"]

@@ -19,7 +19,7 @@ from vfm._validation import FloatArray
 from vfm.equilibrium import Status
 from vfm.planner.program import PlanningProgram
 from vfm.planner.saa_cvxpy import solve_saa_cvxpy
-from vfm.planner.saa_ipm import check_tolerance, solve_saa_ipm
+from vfm.planner.saa_ipm import check_tolerance, load_kernels, solve_saa_ipm
 from vfm.solvers.base import Capabilities, Solution
 from vfm.solvers.registry import register
 
@@ -34,6 +34,9 @@ class SaaIpmBackend:
     # 10,000-job window's solve (docs/planning.md, "The polish's start").
     capabilities: Capabilities = field(default_factory=lambda: Capabilities(
         problem="planning", warm_start=True, deadline=True, polish_start_tol=1e-7))
+
+    def prepare(self) -> None:
+        load_kernels()
 
     def is_installed(self) -> bool:
         return True
@@ -56,6 +59,9 @@ class SaaCvxpyBackend:
     # No looser polish start: from Clarabel's 1e-7 answers the polish failed on one of the 900-job
     # reproduction's 201 windows (a second solve, 1.5 s) and took up to 17 steps.
     capabilities: Capabilities = field(default_factory=lambda: Capabilities(problem="planning", deadline=True))
+
+    def prepare(self) -> None:
+        pass  # CVXPY and Clarabel load on import
 
     def is_installed(self) -> bool:
         return all(importlib.util.find_spec(module) is not None for module in ("cvxpy", "clarabel"))

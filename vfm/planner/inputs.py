@@ -4,12 +4,14 @@ each checked once and refused with a `vfm.errors.ValidationError` naming the arg
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from vfm._validation import FloatArray, as_real_array, require_per_job
+from vfm._validation import FloatArray, as_real_array, reject_masked, require_per_job
 from vfm.errors import ValidationError
 from vfm.forecast import Forecaster, JobStates
 from vfm.limits import MAX_BUDGET_SUM
@@ -141,3 +143,62 @@ def checked_forecast(model: Forecaster, method: str, value: Any, states: JobStat
                                   f"{states.job_name(job)}{scenario}, more than the {left[job]:g} it has left; a "
                                   f"forecaster must never forecast more epochs than a job has left")
     return array
+
+
+@dataclass(frozen=True, eq=False)
+class Arguments:
+    """`vfm.planner.plan`'s array arguments as given, each field named as its argument."""
+
+    gpus: ArrayLike
+    capacity: ArrayLike
+    budgets: ArrayLike | None
+    fair_finish_s: ArrayLike | None
+    warm_start: FloatArray | None
+    speed: ArrayLike | None
+    waited: ArrayLike | None
+
+
+@dataclass(frozen=True, eq=False)
+class Inputs:
+    """`vfm.planner.plan`'s arguments checked: the options with their overrides; the gangs (n,), the
+    GPUs each round can hold (T,) and the window over GPU types (`checked_cluster`); the budgets, the
+    finish-time targets, the waits and the warm start."""
+
+    options: PlanOptions
+    width: FloatArray
+    supply: FloatArray
+    window: typed.TypeWindow | None
+    weights: FloatArray
+    targets: FloatArray | None
+    waits: np.ndarray
+    warm_start: FloatArray | None
+
+
+def checked_inputs(states: JobStates, forecaster: Forecaster | None, options: PlanOptions | None,
+                   overrides: Mapping[str, Any], arguments: Arguments) -> Inputs:
+    """`vfm.planner.plan`'s arguments checked, in the order of its parameters after the options."""
+    if options is not None and not isinstance(options, PlanOptions):
+        raise ValidationError(f"options must be a vfm.planner.PlanOptions or None, got {type(options).__name__}")
+    opts = (PlanOptions() if options is None else options).updated(**overrides)
+    if not isinstance(states, JobStates):
+        raise ValidationError(f"states must be a vfm.forecast.JobStates, got {type(states).__name__}")
+    if forecaster is not None and (isinstance(forecaster, type) or not isinstance(forecaster, Forecaster)):
+        what = f"the class {forecaster.__name__}" if isinstance(forecaster, type) else type(forecaster).__name__
+        raise ValidationError(f"forecaster must be an object implementing vfm.forecast.Forecaster (remaining_runtime, "
+                              f"epochs_per_round, sample_epochs_per_round), got {what}")
+    n = states.n_jobs
+    for argument in fields(arguments):
+        reject_masked(getattr(arguments, argument.name), argument.name)
+    width, supply, window = checked_cluster(states, arguments.gpus, arguments.capacity, arguments.speed, opts)
+    if (opts.service_floor or opts.wait_limit is not None) and window is not None:
+        raise ValidationError("service_floor and wait_limit apply to one GPU type; plan without speed, or with "
+                              "service_floor=0 and wait_limit=None")
+    weights = checked_budgets(states, arguments.budgets)
+    targets = None if arguments.fair_finish_s is None else as_real_array(arguments.fair_finish_s, "fair_finish_s", (n,))
+    if targets is not None:
+        require_per_job("fair_finish_s", targets, targets <= 0, "must be > 0 seconds", ids=states.job_ids)
+    waits = np.zeros(n, dtype=np.int64) if arguments.waited is None else checked_waits(arguments.waited, states)
+    warm_start = arguments.warm_start
+    if warm_start is not None:
+        warm_start = checked_warm_start(warm_start, n, opts.rounds, None if window is None else window.types)
+    return Inputs(opts, width, supply, window, weights, targets, waits, warm_start)

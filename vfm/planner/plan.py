@@ -24,18 +24,11 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
-from vfm._validation import (
-    FloatArray,
-    as_real_array,
-    read_only,
-    reject_masked,
-    require_per_job,
-)
+from vfm._validation import FloatArray, read_only, require_per_job
 from vfm.equilibrium import Status
-from vfm.errors import ValidationError
 from vfm.forecast import DirichletForecaster, Forecaster, JobStates, SeedLike
 from vfm.planner import shockwave
-from vfm.planner.inputs import checked_budgets, checked_cluster, checked_forecast, checked_waits, checked_warm_start
+from vfm.planner.inputs import Arguments, Inputs, checked_forecast, checked_inputs
 from vfm.planner.options import STRICT_TOL, PlanOptions
 from vfm.planner.pace import window_epochs
 from vfm.planner.polish import polish
@@ -262,54 +255,87 @@ def plan(
     True
     """
     started = time.perf_counter()
-    if options is not None and not isinstance(options, PlanOptions):
-        raise ValidationError(f"options must be a vfm.planner.PlanOptions or None, got {type(options).__name__}")
-    opts = (PlanOptions() if options is None else options).updated(**overrides)
-    clock = _Clock(started, opts.time_limit_s)
-    rounds, round_s = opts.rounds, opts.round_s
-    if not isinstance(states, JobStates):
-        raise ValidationError(f"states must be a vfm.forecast.JobStates, got {type(states).__name__}")
-    if forecaster is not None and (isinstance(forecaster, type) or not isinstance(forecaster, Forecaster)):
-        what = f"the class {forecaster.__name__}" if isinstance(forecaster, type) else type(forecaster).__name__
-        raise ValidationError(f"forecaster must be an object implementing vfm.forecast.Forecaster (remaining_runtime, "
-                              f"epochs_per_round, sample_epochs_per_round), got {what}")
-    n = states.n_jobs
-    for name, value in (("gpus", gpus), ("capacity", capacity), ("budgets", budgets),
-                        ("fair_finish_s", fair_finish_s), ("warm_start", warm_start), ("speed", speed),
-                        ("waited", waited)):
-        reject_masked(value, name)
-    width, supply, window = checked_cluster(states, gpus, capacity, speed, opts)
-    if (opts.service_floor or opts.wait_limit is not None) and window is not None:
-        raise ValidationError("service_floor and wait_limit apply to one GPU type; plan without speed, or with "
-                              "service_floor=0 and wait_limit=None")
-    weights = checked_budgets(states, budgets)
-    targets = None if fair_finish_s is None else as_real_array(fair_finish_s, "fair_finish_s", (n,))
-    if targets is not None:
-        require_per_job("fair_finish_s", targets, targets <= 0, "must be > 0 seconds", ids=states.job_ids)
-    waits = np.zeros(n, dtype=np.int64) if waited is None else checked_waits(waited, states)
-    if warm_start is not None:
-        warm_start = checked_warm_start(warm_start, n, rounds, None if window is None else window.types)
+    inputs = checked_inputs(states, forecaster, options, overrides,
+                            Arguments(gpus, capacity, budgets, fair_finish_s, warm_start, speed, waited))
+    clock = _Clock(started, inputs.options.time_limit_s)
+    forecast = _forecast(states, forecaster, inputs, seed, clock)
+    built = _build(states, inputs, forecast, clock)
+    solved = _solved(inputs, forecast, built, clock)
+    return _round(states, inputs, forecast, built, solved, clock)
 
+
+@dataclass(frozen=True, eq=False)
+class _Forecast:
+    """`plan`'s forecast: each job's remaining seconds, whether it has finished, the rounds its gang
+    fits (n, T), its epochs in each round (S, n, T), the seconds it took, the time limit's message."""
+
+    remaining_s: FloatArray
+    finished: np.ndarray
+    fits: np.ndarray
+    epochs: FloatArray
+    seconds: float
+    late: str | None
+
+
+@dataclass(frozen=True, eq=False)
+class _Built:
+    """`plan`'s program (FTF rows, types, commitments), the progress the rounding credits, the fairness,
+    the program solved above its floor `lower` and the warm start above it, the seconds, the limit."""
+
+    program: PlanningProgram
+    per_round: FloatArray
+    fairness: Fairness
+    lateness: FloatArray | None
+    ftf_bound: float
+    committed: np.ndarray
+    solved: PlanningProgram
+    lower: FloatArray
+    warm: FloatArray | None
+    has_room: bool
+    seconds: float
+    late: str | None
+
+
+@dataclass(frozen=True, eq=False)
+class _Solved:
+    """`plan`'s relaxation solved: the program (`_Built.program`, or its priority relaxation), its
+    floor, the fairness held, the backend's solution and name, the seconds, the time limit's message."""
+
+    program: PlanningProgram
+    lower: FloatArray
+    fairness: Fairness
+    ftf_bound: float
+    solution: Solution
+    solver: str
+    seconds: float
+    late: str | None
+
+
+def _forecast(states: JobStates, forecaster: Forecaster | None, inputs: Inputs, seed: SeedLike,
+              clock: _Clock) -> _Forecast:
+    """The forecast of `forecaster` (default: `DirichletForecaster()`) over the window (`window_epochs`)."""
+    width, supply, window, n = inputs.width, inputs.supply, inputs.window, states.n_jobs
     model = DirichletForecaster() if forecaster is None else forecaster
     remaining_s = checked_forecast(model, "remaining_runtime", model.remaining_runtime(states), states, (n,))
     finished = states.remaining_epochs <= 0
     fits = (width[:, None] <= supply[None, :]) if window is None else window.hosts(width).any(axis=1)
     fits &= ~finished[:, None]
-    epochs = window_epochs(model, states, opts, remaining_s, fits, seed)
-    forecast_s = time.perf_counter() - started
-    late = clock.late("forecast")
+    epochs = window_epochs(model, states, inputs.options, remaining_s, fits, seed)
+    return _Forecast(remaining_s, finished, fits, epochs, time.perf_counter() - clock.started, clock.late("forecast"))
 
+
+def _build(states: JobStates, inputs: Inputs, forecast: _Forecast, clock: _Clock) -> _Built:
+    """The expected-NSWOT program of the forecast, with the FTF constraints (`shockwave.constrain`),
+    over the GPU types, with the rounds committed to waits and the service floor (`commitments`)."""
+    opts, window, targets, late = inputs.options, inputs.window, inputs.targets, forecast.late
+    finished = forecast.finished
     program = PlanningProgram(
-        progress=epochs / states.total_epochs[None, :, None],
-        base=states.epochs_done / states.total_epochs,
-        weights=weights,
-        gpus=width,
-        capacity=supply,
-        round_s=float(round_s),
-        remaining_s=remaining_s,
+        progress=forecast.epochs / states.total_epochs[None, :, None], base=states.epochs_done / states.total_epochs,
+        weights=inputs.weights, gpus=inputs.width, capacity=inputs.supply, round_s=float(opts.round_s),
+        remaining_s=forecast.remaining_s,
         # k per second of leftover, from kappa per window of leftover relative to the mean log
         # utility: the same trade-off whatever the number of jobs, the round and the window.
-        efficiency=float(opts.efficiency) * float(weights[~finished].sum()) / (rounds * round_s),
+        efficiency=float(opts.efficiency) * float(inputs.weights[~finished].sum()) / (opts.rounds * opts.round_s),
         spread=float(opts.spread),
     )
     per_round = program.progress  # (S, n, T): on the jobs' reference types
@@ -317,99 +343,104 @@ def plan(
     require_per_job("epochs", program.base, stuck,
                     "cannot progress: the forecast gives it no epoch in any round it fits and it has done none",
                     ids=states.job_ids)
-
     fairness: Fairness = "none"
-    lateness = None
-    ftf_bound = float("nan")
+    lateness, ftf_bound = None, float("nan")
     if targets is not None and late is None:
         # On types the bound is judged on the reference types at the cluster's effective capacity
         # (`TypeWindow.effective_capacity`); the room below, on the program solved, over the types.
-        decision = shockwave.constrain(program, targets, finished, remaining_s,
-                                       supply if window is None else window.effective_capacity(fits), opts)
+        decision = shockwave.constrain(program, targets, finished, forecast.remaining_s,
+                                       inputs.supply if window is None else window.effective_capacity(forecast.fits),
+                                       opts)
         program, lateness, ftf_bound = decision.program, decision.lateness, decision.ftf_bound
         fairness = "constraints"
     if window is not None:
         program = window.program(program)
     # Every backend solves the program above its floors (`above_floor`), which is the program
     # itself without them; `lower` is added back to its schedule.
-    program, committed = commitments(program, opts.service_floor, waits, opts.wait_limit)
+    program, committed = commitments(program, opts.service_floor, inputs.waits, opts.wait_limit)
     if committed.any():  # one GPU type: a committed round is credited, so the rounding serves it
         per_round = program.progress
     solved, lower = above_floor(program, opts.service_floor, committed)
-    warm = None if warm_start is None else np.maximum(warm_start - lower, 0.0)
+    warm = None if inputs.warm_start is None else np.maximum(inputs.warm_start - lower, 0.0)
     # Rows infeasible, or feasible only in a sliver that backends resolve differently, are relaxed
     # before any backend sees them, the same for all: judged on the program solved (one maximum
     # flow; one LP over GPU types). A check on the reference-type program of a typed window, whose
     # capacity is one type's GPUs, relaxed nine in ten re-plans at 460 jobs.
     has_room = late is None and fairness == "constraints" and solved.fairness_room(shockwave.FAIRNESS_MARGIN)
-    build_s = time.perf_counter() - started - forecast_s
-    late = late or clock.late("build")
+    return _Built(program, per_round, fairness, lateness, ftf_bound, committed, solved, lower, warm, has_room,
+                  time.perf_counter() - clock.started - forecast.seconds, late or clock.late("build"))
+
+
+def _solved(inputs: Inputs, forecast: _Forecast, built: _Built, clock: _Clock) -> _Solved:
+    """The relaxation solved (`_solve`) and polished (`_polished`); with FTF rows that have no room
+    or that the backends find infeasible, the priority relaxation (`shockwave.relax`) instead."""
+    opts, late, program, solved, lower = inputs.options, built.late, built.program, built.solved, built.lower
+    fairness, ftf_bound = built.fairness, built.ftf_bound
     early = opts.polish and polish_supports(solved) is None  # backends may stop early: the polish finishes
     solution: Solution | None = None
     name = opts.solver or candidates(solved)[0].name
     if late is not None:
         solution = _unsolved(late)
     if fairness == "constraints" and solution is None:
-        if has_room:
-            solution, name = _solve(solved, opts, warm, early, clock.deadline)
+        if built.has_room:
+            solution, name = _solve(solved, opts, built.warm, early, clock.deadline)
         if solution is None or solution.status == Status.INFEASIBLE:
-            assert lateness is not None
-            program = shockwave.relax(program, weights, lateness, opts)
-            solved, lower = above_floor(program, opts.service_floor, committed)
+            assert built.lateness is not None
+            program = shockwave.relax(program, inputs.weights, built.lateness, opts)
+            solved, lower = above_floor(program, opts.service_floor, built.committed)
             fairness, ftf_bound, solution = "relaxed", float("nan"), None
     if solution is None:
-        solution, name = _solve(solved, opts, warm, early, clock.deadline)
+        solution, name = _solve(solved, opts, built.warm, early, clock.deadline)
     late = late or clock.late("solve")
     if opts.polish and late is None:
-        solution, name = _polished(solved, opts, warm, solution, name, clock)
+        solution, name = _polished(solved, opts, built.warm, solution, name, clock)
         late = clock.late("polish")
-    solve_s = time.perf_counter() - started - forecast_s - build_s
+    return _Solved(program, lower, fairness, ftf_bound, solution, name,
+                   time.perf_counter() - clock.started - forecast.seconds - built.seconds, late)
 
+
+def _round(states: JobStates, inputs: Inputs, forecast: _Forecast, built: _Built, solved: _Solved,
+           clock: _Clock) -> Plan:
+    """The `Plan`: the relaxation rounded to whole gangs (`round_schedule`; over GPU types,
+    `round_placement`), its status saying whether the time limit cut it short (`_guarded`)."""
+    n, fits, per_round, lateness, window = states.n_jobs, forecast.fits, built.per_round, built.lateness, inputs.window
+    program, solution, round_s = solved.program, solved.solution, float(inputs.options.round_s)
     # A backend that produced no point (an error on both): nothing runs, and the status says why.
     goods = program.shape[2]
-    relaxed = solution.x + lower if solution.x is not None else np.zeros((n, goods))
+    relaxed = solution.x + solved.lower if solution.x is not None else np.zeros((n, goods))
     prices = solution.prices if solution.prices is not None else np.full(goods, np.nan)
     placement = None
+    left_s = np.where(forecast.finished, 0.0, forecast.remaining_s)
+    owed, useful = owed_rounds(per_round), per_round.min(axis=0) > 0
     if window is None:
-        schedule = round_schedule(relaxed, width, supply, np.where(finished, 0.0, remaining_s),
-                                  float(round_s), lateness, program.base, owed_rounds(per_round),
-                                  per_round.min(axis=0) > 0) & fits
+        schedule = round_schedule(relaxed, inputs.width, inputs.supply, left_s, round_s, lateness, program.base, owed,
+                                  useful) & fits
     else:
-        placement = np.where(fits, round_placement(
-            relaxed.reshape(n, window.types, rounds), width, window.capacity, np.where(finished, 0.0, remaining_s),
-            float(round_s), lateness, program.base, owed_rounds(per_round), per_round.min(axis=0) > 0, window.pace),
-            -1)
+        placement = np.where(fits, round_placement(relaxed.reshape(n, window.types, inputs.options.rounds),
+                                                   inputs.width, window.capacity, left_s, round_s, lateness,
+                                                   program.base, owed, useful, window.pace), -1)
         schedule = window.schedule(placement)
     with np.errstate(all="ignore"):  # non-finite values are the guard's to report (`_guarded`)
         relaxed_objective = program.objective(relaxed)
         rounded_objective = program.objective(schedule.astype(np.float64))
     gap = solution.gap  # certified for the objective without the tie-breaking term, by every backend
-    late = late or clock.late("rounding")
+    late = solved.late or clock.late("rounding")
     status, message = solution.status, solution.message
     if late is not None:
         message = f"{late} ({message})"
         if status in (Status.OPTIMAL, Status.INACCURATE) or solution.x is None:
             status = Status.ITERATION_LIMIT
-    total_s = time.perf_counter() - started
+    total_s = time.perf_counter() - clock.started
+    forecast_s, build_s, solve_s = forecast.seconds, built.seconds, solved.seconds
     return _guarded(Plan(
-        schedule=schedule,
-        relaxed=relaxed,
-        prices=prices,
-        bound=relaxed_objective + gap,
-        relaxed_objective=relaxed_objective,
-        rounded_objective=rounded_objective,
-        program=program,
-        fairness=fairness,
-        ftf_bound=ftf_bound,
-        status=status,
-        message=message,
-        solver=name,
+        schedule=schedule, relaxed=relaxed, prices=prices, bound=relaxed_objective + gap,
+        relaxed_objective=relaxed_objective, rounded_objective=rounded_objective, program=program,
+        fairness=solved.fairness, ftf_bound=solved.ftf_bound, status=status, message=message, solver=solved.solver,
         timings={"forecast": forecast_s, "build": build_s, "solve": solve_s,
                  "rounding": total_s - forecast_s - build_s - solve_s, "total": total_s},
-        job_ids=states.job_ids,
-        placement=placement,
-        committed=None if opts.wait_limit is None else committed,
-    ), supply)
+        job_ids=states.job_ids, placement=placement,
+        committed=None if inputs.options.wait_limit is None else built.committed,
+    ), inputs.supply)
 
 
 @dataclass(frozen=True)

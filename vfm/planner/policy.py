@@ -54,9 +54,9 @@ from vfm.planner.inputs import checked_forecast
 from vfm.planner.options import PlanOptions
 from vfm.planner.plan import Plan, plan
 from vfm.planner.rounding import first_fit
-from vfm.planner.saa_ipm import load_kernels
 from vfm.planner.shockwave import SHOCKWAVE_EFFICIENCY, SHOCKWAVE_PRIORITY_EXPONENT, SHOCKWAVE_RESERVE
 from vfm.planner.state import JobRecord, PolicyConfig, PolicyState, checked_record
+from vfm.solvers.registry import prepare
 
 
 def _with_jobs(state: PolicyState, jobs: dict[Hashable, JobRecord], **changes: Any) -> PolicyState:
@@ -579,8 +579,8 @@ class Policy(StateView):
                                     fairness=fairness, execution=execution, max_wait=max_wait,
                                     continuity=continuity, deadline_s=deadline_s, **overrides)
         self._start()
-        if self.config.options.solver in (None, "saa-ipm"):
-            load_kernels()  # here, not in the first re-plan: a scheduler's re-plans stay predictable
+        # Here, not in the first re-plan: a scheduler's re-plans stay predictable.
+        prepare("planning", self.config.options.solver)
 
     @classmethod
     def shockwave(cls, capacity: int, round_s: float = 120.0, **overrides: Any) -> Policy:

@@ -58,8 +58,8 @@ from vfm.planner.options import PlanOptions
 from vfm.planner.plan import Plan, plan
 from vfm.planner.policy import PolicyConfig, PolicyState
 from vfm.planner.rounding import place
-from vfm.planner.saa_ipm import load_kernels
 from vfm.planner.typed import hosting
+from vfm.solvers.registry import prepare
 
 #: :math:`\kappa` of `TypedPolicy.shockwave` (one type: `vfm.planner.shockwave.SHOCKWAVE_EFFICIENCY`, 1).
 #: Chosen on generated workloads (``generated-0`` and ``generated-1`` of `benchmarks.heterogeneous`,
@@ -117,8 +117,7 @@ class TypedPolicy(homogeneous.StateView):
                                                               deadline_s=deadline_s, **overrides)
         if self.config.options.service_floor or self.config.options.wait_limit is not None:
             raise ValidationError("service_floor and wait_limit apply to one GPU type (Policy), not to a TypedPolicy")
-        if self.config.options.solver in (None, "saa-ipm"):
-            load_kernels()  # here, not in the first re-plan, as `Policy` does
+        prepare("planning", self.config.options.solver)  # here, not in the first re-plan, as `Policy` does
         self._start()
         # Each job's speed on each type (`_speed`), (K, R + 1): at each of its regimes in its record's
         # order, then at their mean (for a job with no regime observed yet); 0 where the type

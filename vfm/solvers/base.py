@@ -182,6 +182,11 @@ class Backend(Protocol):
         """Whether the backend can run on this machine."""
         ...
 
+    def prepare(self) -> None:
+        """Load what its first solve in a process would otherwise pay for (compiled kernels), so
+        that a scheduler's first re-plan costs what the others do; nothing for most backends."""
+        ...
+
     def solve(self, program: Any, **options: Any) -> Solution:
         """Solve `program`; never raise on solver failure, report it in the status."""
         ...

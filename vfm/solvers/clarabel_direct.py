@@ -345,6 +345,9 @@ class ClarabelDirectBackend:
     def __repr__(self) -> str:
         return f"ClarabelDirectBackend(cached={self._cached is not None}, {self.cache_stats})"
 
+    def prepare(self) -> None:
+        pass  # nothing to load ahead of the first solve
+
     def is_installed(self) -> bool:
         return clarabel is not None
 

@@ -72,6 +72,9 @@ class CvxpyConicBackend:
                   for target in targets}
         return {**common, **own}
 
+    def prepare(self) -> None:
+        pass  # nothing to load ahead of the first solve
+
     def is_installed(self) -> bool:
         return self.cvxpy_name in cp.installed_solvers()
 

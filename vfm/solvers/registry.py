@@ -71,6 +71,16 @@ def candidates(market: Problem) -> list[Backend]:
     return fitting
 
 
+def prepare(problem: ProblemKind, solver: str | None = None) -> None:
+    """Prepare the backend a solve of a `problem` kind would use first: the one named by `solver`,
+    else the default (`Backend.prepare`: compiled kernels loaded once, ahead of the first solve).
+    A name that is not a backend of that kind, or not installed here, is left to the solve to report."""
+    names = available_solvers(problem)
+    name = names[0] if solver is None and names else (solver or "").lower()
+    if name in names:
+        _REGISTRY[name].prepare()
+
+
 def select(market: Problem, solver: str | None = None) -> Backend:
     """The backend for `market` (or planning program): the one named by `solver`, else the first
     installed that fits.

@@ -290,6 +290,9 @@ class SchurIPMBackend:
         *COMMON_OPTIONS, ("gap_tol", "tolerance"), ("verbose", "flag"), ("warm_start", "any"),
     )))
 
+    def prepare(self) -> None:
+        pass  # nothing to load ahead of the first solve
+
     def is_installed(self) -> bool:
         return True
 
