@@ -18,7 +18,7 @@ from scipy.optimize import linprog
 
 import vfm
 from vfm.cluster import GPU_TYPES, ClusterTypes, TypedSchedulingPolicy, load_workload, simulate
-from vfm.cluster import typed_baselines as typed_baselines_module
+from vfm.cluster import typed_market as typed_baselines_module
 from vfm.cluster.baselines import (
     FinishTimeFairness,
     MaxMinFairness,

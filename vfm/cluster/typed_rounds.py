@@ -1,0 +1,401 @@
+"""Gavel's round mechanism over GPU types, with its heterogeneity-aware max-min fairness.
+
+`HeterogeneousMaxMinFairness` implements `vfm.cluster.protocol.TypedSchedulingPolicy` after
+Gavel (Narayanan et al., OSDI'20, "Heterogeneity-Aware Cluster Scheduling Policies for Deep
+Learning Workloads"; stanford-futuredata/gavel). Every round it
+
+1. computes the allocation `X` (jobs x types, the fraction of time each job should spend on each
+   type) that maximizes, lexicographically, the jobs' effective throughputs normalized by their
+   throughputs under Gavel's proportional split
+   (`vfm.cluster.typed_max_min.max_min_allocation`: one or a few `scipy.optimize.linprog` solves
+   with HiGHS; reused while neither the job set nor any job's throughput estimate changed);
+2. turns it into whole gangs on types with Gavel's round mechanism: per-(job, type) priorities
+   ``X_ik / (share of type k's time job i received)``, deficits as tie-breakers, type by type
+   (fastest first), whole gangs first-fit, each job on at most one type; then work conservation:
+   idle GPUs go to waiting jobs that fit, each on the fastest type for it with room.
+
+Step 1 is the one part `vfm.cluster.typed_policies` changes (``_solve``). ``docs/baselines_typed.md``
+states every decision and where it follows Gavel's code (``scheduler/scheduler.py``:
+``_update_priorities``, ``_reset_time_run_so_far``, ``_schedule_jobs_on_workers_helper``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from vfm._validation import is_real, is_whole, read_only
+from vfm.cluster._rounds import RowTable
+from vfm.cluster.gpu_types import ClusterTypes
+from vfm.cluster.typed_instance import FloatArray, IntArray
+from vfm.cluster.typed_max_min import solve_lex_max_min
+from vfm.errors import ValidationError
+from vfm.planner.rounding import first_fit
+
+__all__ = [
+    "HeterogeneousMaxMinFairness",
+    "PolicyAllocation",
+]
+
+
+class PolicyAllocation(NamedTuple):
+    """A policy's current allocation (`HeterogeneousMaxMinFairness.allocation`); arrays read-only.
+
+    Attributes
+    ----------
+    jobs : tuple
+        The present jobs, in the rows' order.
+    types : tuple of str
+        The cluster's types, in the columns' order.
+    x : ndarray, shape (len(jobs), len(types))
+        Fraction of time each job should spend on each type.
+    normalized : ndarray, shape (len(jobs),)
+        Each job's normalized effective throughput under `x` (`normalized_throughputs`).
+    throughputs : ndarray, shape (len(jobs), len(types))
+        The throughput estimates the allocation was computed from: 1 / current epoch seconds,
+        0 where the type cannot host the job.
+    """
+
+    jobs: tuple[Hashable, ...]
+    types: tuple[str, ...]
+    x: FloatArray
+    normalized: FloatArray
+    throughputs: FloatArray
+
+
+def _table(types: int) -> RowTable:
+    """The present jobs' table: 1-D columns ``(n,)`` and per-type ones ``(n, K)``; its ``regimes``
+    map each batch size to its seconds per type (inf: cannot host)."""
+    return RowTable({
+        "gpus": (np.int64, ()), "seq": (np.int64, ()), "epochs": (np.int64, ()), "done": (np.int64, ()),
+        "epoch_s": (np.float64, (types,)),   # current seconds per epoch on each type
+        "job_time": (np.float64, (types,)),  # Gavel's _job_time_so_far
+        "should": (np.float64, (types,)),    # time it should have received since the reset
+        "deficit": (np.float64, (types,)),   # Gavel's _deficits
+        "arrival_s": (np.float64, ()),       # policy clock when added (finish-time fairness)
+        "done_mix_s": (np.float64, ()),      # finished epochs' seconds on the proportional mix (idem)
+    })
+
+
+class HeterogeneousMaxMinFairness:
+    """Gavel's heterogeneity-aware max-min fairness: `max_min_allocation` + Gavel's typed rounds.
+
+    A `vfm.cluster.protocol.TypedSchedulingPolicy`. Each round:
+
+    1. The allocation ``X`` (n jobs x K types) of `max_min_allocation` on the current throughput
+       estimates (``1 / epoch seconds`` of each job's current regime on each type), recomputed
+       when the job set or an estimate changed, else reused (the LPs are a deterministic function
+       of those inputs, so reuse gives the very allocation a new solve would).
+    2. Gavel's per-(job, type) priority ``X_ik / f_ik``, ``f_ik`` the share of type k's counted
+       time (since the last reset) that job i received; counts start at ``round_s / 2`` and a job
+       that runs on type k is credited ``round_s`` there. When the job set changes the counts are
+       reset and each job's deficit on each type grows by the time it should have received there
+       (``sum of X_ik round_s`` over the rounds since the reset) minus what it received.
+    3. Type by type in the cluster's order (`vfm.cluster.gpu_types.GPU_TYPES`, fastest first),
+       the jobs with ``X_ik > 0`` not yet placed, by (priority, deficit, allocation) descending
+       then arrival, take whole gangs first-fit (Gavel's ``_schedule_jobs_on_workers_helper``).
+    4. Work conservation: every job still waiting, by (its largest priority, its total deficit)
+       descending then arrival, goes to the type with the highest throughput for it among those
+       that host it and still have room for its gang.
+
+    Parameters
+    ----------
+    cluster : ClusterTypes
+        The cluster's GPU counts per type.
+    round_s : float
+        Seconds per round (default 120); `next_round` is called once per round.
+    seed : int
+        Accepted so that every policy is built alike; the policy is deterministic (ties go to
+        the earlier arrival) and draws no random numbers.
+
+    Attributes
+    ----------
+    cluster : ClusterTypes
+    round_s : float
+    seed : int
+    round_index : int
+        Rounds decided so far.
+    lps : int
+        LP solves so far (all rounds).
+    """
+
+    name = "heterogeneous_max_min_fairness"
+
+    #: Reuse the allocation while nothing it depends on changed (tests switch it off to check
+    #: that reuse gives the schedule a fresh solve every round gives).
+    reuse_allocation = True
+
+    def __init__(self, cluster: ClusterTypes, round_s: float = 120.0, seed: int = 0) -> None:
+        if not isinstance(cluster, ClusterTypes):
+            raise ValidationError(f"cluster must be a vfm.cluster.ClusterTypes (GPU counts per type), got "
+                                  f"{type(cluster).__name__} {cluster!r}")
+        if not (is_real(round_s) and np.isfinite(round_s) and round_s > 0):
+            raise ValidationError(f"round_s must be a finite number > 0, got {round_s!r}")
+        self.cluster = cluster
+        self.round_s = float(round_s)
+        self.seed = seed
+        self.round_index = 0
+        self.lps = 0
+        self._types = cluster.types
+        self._counts = np.array(cluster.counts, dtype=np.int64)
+        self._table = _table(len(self._types))
+        self._seq = 0
+        self._changed = True  # the job set changed since the last round: reset the counts
+        self._stale = True    # the allocation must be recomputed
+        self._x = np.zeros((0, len(self._types)))
+        self._normalized = np.zeros(0)
+        self._thr = np.zeros((0, len(self._types)))
+        self._completed: list[Hashable] = []
+
+    # --- state --------------------------------------------------------------------------------
+
+    @property
+    def clock_s(self) -> float:
+        """Start time of the next round: rounds decided so far x `round_s`."""
+        return self.round_index * self.round_s
+
+    @property
+    def jobs(self) -> list[Hashable]:
+        """The present jobs (row order, not arrival order)."""
+        return list(self._table.ids)
+
+    @property
+    def completed(self) -> list[Hashable]:
+        """Jobs that finished all their epochs, in completion order."""
+        return list(self._completed)
+
+    def allocation(self) -> PolicyAllocation:
+        """The allocation the next round will use (computed now if needed); arrays read-only."""
+        self._ensure_allocation()
+        return PolicyAllocation(tuple(self._table.ids), self._types, read_only(self._x),
+                                read_only(self._normalized), read_only(self._thr))
+
+    # --- what the scheduler tells the policy ---------------------------------------------------
+
+    def add_job(self, job_id: Hashable, gpus: int, regimes: Mapping[str, Mapping[float, float]], epochs: int, *,
+                kind: Hashable = None) -> None:
+        """A job arrives; `regimes` maps each type that can host it to batch size -> seconds per
+        epoch there. `kind` is not used.
+
+        A type whose count is smaller than the gang cannot host it and is ignored.
+
+        Raises
+        ------
+        vfm.errors.ValidationError
+            Naming the job and the field: an id already present; a gang that is not a positive
+            whole number, or wider than every type its regimes name; regimes that are not a
+            non-empty mapping of the cluster's types to non-empty mappings batch size ->
+            seconds > 0 (finite), or that list different batch sizes on different types; epochs
+            that are not a positive whole number.
+        """
+        if job_id in self._table.row:
+            raise ValidationError(f"job {job_id!r} is already in the policy; remove it first")
+        if not is_whole(gpus) or gpus < 1:
+            raise ValidationError(f"gpus of job {job_id!r} must be a positive whole number, got {gpus!r}")
+        if not is_whole(epochs) or epochs < 1:
+            raise ValidationError(f"epochs of job {job_id!r} must be a positive whole number, got {epochs!r}")
+        table = self._checked_regimes(job_id, int(gpus), regimes)
+        seconds = np.stack(list(table.values()))
+        self._table.append(job_id, table, {
+            "gpus": int(gpus), "seq": self._seq, "epochs": int(epochs),
+            "epoch_s": seconds.mean(axis=0),  # the regimes' mean per type, inf where it cannot run
+            "job_time": self.round_s / 2.0, "arrival_s": self.clock_s,
+        })
+        self._seq += 1
+        self._changed = self._stale = True
+
+    def _checked_regimes(self, job_id: Hashable, gpus: int, regimes: Any) -> dict[float, FloatArray]:
+        """``batch size -> seconds on each of the cluster's types`` (inf where it cannot host)."""
+        types = ", ".join(self._types)
+        if not isinstance(regimes, Mapping) or not regimes:
+            raise ValidationError(f"regimes of job {job_id!r} must map at least one GPU type of the cluster ({types}) "
+                                  f"to its batch size -> seconds per epoch, got {regimes!r}")
+        sizes: tuple[float, ...] | None = None
+        per_type: dict[str, dict[float, float]] = {}
+        for gpu_type, regime in regimes.items():
+            if gpu_type not in self._types:
+                raise ValidationError(f"regimes of job {job_id!r} name type {gpu_type!r}, not a GPU type of the "
+                                      f"cluster ({types})")
+            if not isinstance(regime, Mapping) or not regime:
+                raise ValidationError(f"regimes[{gpu_type!r}] of job {job_id!r} must map batch sizes to seconds per "
+                                      f"epoch, got {regime!r}")
+            if not all(is_real(b) and np.isfinite(b) and b > 0 and is_real(s) and np.isfinite(s) and s > 0
+                       for b, s in regime.items()):
+                raise ValidationError(f"regimes[{gpu_type!r}] of job {job_id!r} must map batch sizes > 0 to finite "
+                                      f"seconds per epoch > 0, got {dict(regime)!r}")
+            reg = {float(b): float(s) for b, s in regime.items()}
+            if sizes is None:
+                sizes = tuple(sorted(reg))
+            elif tuple(sorted(reg)) != sizes:
+                first = next(iter(per_type))
+                raise ValidationError(f"regimes of job {job_id!r} list batch sizes {sorted(reg)} on {gpu_type!r} but "
+                                      f"{list(sizes)} on {first!r}; every type must list the same batch sizes")
+            per_type[gpu_type] = reg
+        wide = [t for t in per_type if self.cluster[t] < gpus]
+        if len(wide) == len(per_type):
+            counts = ", ".join(f"{t}: {self.cluster[t]}" for t in per_type)
+            raise ValidationError(f"gpus of job {job_id!r} is {gpus}, more than every type its regimes name has "
+                                  f"({counts})")
+        assert sizes is not None
+        table = {b: np.full(len(self._types), np.inf) for b in sizes}
+        for gpu_type, reg in per_type.items():
+            if gpu_type in wide:
+                continue
+            k = self._types.index(gpu_type)
+            for b, s in reg.items():
+                table[b][k] = s
+        return table
+
+    def remove_job(self, job_id: Hashable) -> None:
+        """A job leaves without finishing (cancelled)."""
+        if job_id not in self._table.row:
+            raise ValidationError(f"job {job_id!r} is not in the policy")
+        self._table.remove(job_id)
+        self._changed = self._stale = True
+
+    def report_progress(self, job_id: Hashable, batch_sizes: Sequence[float]) -> None:
+        """Epochs the job finished last round, one batch size per epoch.
+
+        The last batch size's seconds on each type become the job's estimates; a job with all
+        epochs done completes and leaves.
+
+        Raises
+        ------
+        vfm.errors.ValidationError
+            An unknown job, a batch size not in its regimes, more epochs than it has left.
+        """
+        t = self._table
+        if job_id not in t.row:
+            raise ValidationError(f"job {job_id!r} is not in the policy")
+        if not len(batch_sizes):
+            return
+        i = t.row[job_id]
+        reg = t.regimes[i]
+        unknown = [b for b in batch_sizes if not is_real(b) or float(b) not in reg]
+        if unknown:
+            raise ValidationError(f"job {job_id!r} reported batch size {unknown[0]!r}, not in its regimes "
+                                  f"({sorted(reg)})")
+        done = t.col("done")
+        if done[i] + len(batch_sizes) > t.col("epochs")[i]:
+            raise ValidationError(f"job {job_id!r} reported {len(batch_sizes)} epochs, more than the "
+                                  f"{int(t.col('epochs')[i] - done[i])} it has left")
+        done[i] += len(batch_sizes)
+        if done[i] >= t.col("epochs")[i]:
+            t.remove(job_id)
+            self._completed.append(job_id)
+            self._changed = self._stale = True
+            return
+        current = reg[float(batch_sizes[-1])]
+        epoch_s = t.col("epoch_s")
+        if not np.array_equal(epoch_s[i], current):
+            epoch_s[i] = current
+            self._stale = True
+
+    # --- what the policy tells the scheduler ---------------------------------------------------
+
+    def next_round(self) -> dict[Hashable, str]:
+        """The jobs to run in the next round, each with the type its whole gang runs on."""
+        t = self._table
+        if t.n == 0:
+            self._changed = False
+            self.round_index += 1
+            return {}
+        if self._changed:
+            self._reset()
+        x = self._ensure_allocation()
+        rows, on = self._place(x)
+        t.col("job_time")[rows, on] += self.round_s
+        t.col("should")[:] += x * self.round_s
+        self._changed = False
+        self.round_index += 1
+        return {t.ids[i]: self._types[k] for i, k in zip(rows.tolist(), on.tolist(), strict=True)}
+
+    # --- internals ----------------------------------------------------------------------------
+
+    def _ensure_allocation(self) -> FloatArray:
+        if self._stale or not self.reuse_allocation:
+            t = self._table
+            epoch_s = t.col("epoch_s")
+            gpus = t.col("gpus")
+            thr = np.where(np.isfinite(epoch_s), 1.0 / epoch_s, 0.0)
+            thr[gpus[:, None] > self._counts[None, :]] = 0.0  # (already inf there: a gang too wide)
+            self._x, self._normalized = self._solve(thr)
+            self._thr = thr
+            self._stale = False
+        return self._x
+
+    def _solve(self, thr: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """The allocation ``X`` (n, K) of the present jobs and their normalized throughputs under it
+        (n,), from the throughputs `thr` (0 where a type cannot host the job): the one part a
+        subclass changes (`HeterogeneousStaticMarket`)."""
+        x, normalized, lps = solve_lex_max_min(thr, self._table.col("gpus"), self._counts)
+        self.lps += lps
+        return x, normalized
+
+    def _reset(self) -> None:
+        """Gavel's ``_reset_time_run_so_far``: deficits absorb the time owed, counts restart."""
+        t = self._table
+        job_time = t.col("job_time")
+        t.col("deficit")[:] += t.col("should") - (job_time - self.round_s / 2.0)
+        t.col("should")[:] = 0.0
+        job_time[:] = self.round_s / 2.0
+
+    def _place(self, x: FloatArray) -> tuple[IntArray, IntArray]:
+        """Rows to run and the type index of each, in placement order."""
+        t = self._table
+        gpus, seq, deficit = t.col("gpus"), t.col("seq"), t.col("deficit")
+        job_time = t.col("job_time")
+        fraction = job_time / job_time.sum(axis=0)  # > 0: every count starts at round_s / 2
+        priority = np.where(x > 0, x / fraction, 0.0)
+        placed = np.full(t.n, -1, dtype=np.int64)
+        free = self._counts.copy()
+        rows, on = [], []
+        for k in range(len(self._types)):  # the types (at most 3), each a vectorized first-fit
+            cand = np.flatnonzero((x[:, k] > 0) & (placed < 0))
+            order = cand[np.lexsort((seq[cand], -x[cand, k], -deficit[cand, k], -priority[cand, k]))]
+            chosen = first_fit(order, gpus, int(free[k]))
+            placed[chosen] = k
+            free[k] -= int(gpus[chosen].sum())
+            rows.append(chosen)
+            on.append(np.full(chosen.size, k, dtype=np.int64))
+        hosts = np.isfinite(t.col("epoch_s"))
+        waiting = np.flatnonzero((placed < 0) & (hosts & (gpus[:, None] <= free[None, :])).any(axis=1))
+        if waiting.size:
+            extra_rows, extra_on = self._fill(waiting, priority, deficit, seq, gpus, free)
+            rows.append(extra_rows)
+            on.append(extra_on)
+        return np.concatenate(rows), np.concatenate(on)
+
+    def _fill(self, waiting: IntArray, priority: FloatArray, deficit: FloatArray, seq: IntArray, gpus: IntArray,
+              free: IntArray) -> tuple[IntArray, IntArray]:
+        """Work conservation: waiting jobs in order, each on its fastest type with room.
+
+        A loop over the waiting jobs: each job's choice depends on the room the jobs before it
+        left on every type, a sequential greedy with no vectorized pass equivalent once jobs
+        prefer different types. It is plain Python over small lists, runs only over jobs whose
+        gang fits some type's idle GPUs, and stops as soon as no waiting gang fits anywhere.
+        """
+        epoch_s = self._table.col("epoch_s")
+        order = waiting[np.lexsort((seq[waiting], -deficit[waiting].sum(axis=1), -priority[waiting].max(axis=1)))]
+        # Each job's hosting types, fastest first (ties: the cluster's order).
+        prefs = np.argsort(epoch_s[order], axis=1, kind="stable")
+        hosting = np.isfinite(np.take_along_axis(epoch_s[order], prefs, axis=1))
+        room = free.tolist()
+        widths = gpus[order].tolist()
+        smallest = min(widths)
+        rows, on = [], []
+        for pos, (i, width) in enumerate(zip(order.tolist(), widths, strict=True)):
+            if max(room) < smallest:
+                break
+            if width > max(room):
+                continue
+            for k, ok in zip(prefs[pos].tolist(), hosting[pos].tolist(), strict=True):
+                if ok and width <= room[k]:
+                    room[k] -= width
+                    rows.append(i)
+                    on.append(k)
+                    break
+        free[:] = room
+        return np.array(rows, dtype=np.int64), np.array(on, dtype=np.int64)
