@@ -353,9 +353,9 @@ def test_skipping_empty_rounds_changes_nothing_else(raw: dict[str, Any], gap_s: 
 def _stepped(workload: Workload) -> Simulation:
     """The reference: the round semantics (docs/simulation.md) under `Fifo`, stepped here one
     round at a time in plain Python, empty rounds included (recorded with ``planner_busy`` False)."""
-    from vfm.cluster.simulator import _Trace
+    from vfm.cluster._trace import Trace
 
-    trace = _Trace(workload, ClusterTypes.single(workload.gpus))
+    trace = Trace(workload, ClusterTypes.single(workload.gpus))
     isolated, ends, origin = trace.isolated_s[0], trace.ends[0], trace.origin[0]
     round_s, restart_s, n = workload.round_s, 20.0, workload.n_jobs
     policy = Fifo(workload.gpus)

@@ -26,13 +26,14 @@ import math
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 from numpy.typing import NDArray
 
 from vfm._validation import checked_job_id, first_bad, is_real, is_whole
-from vfm.cluster.gpu_types import ClusterTypes, type_profile
+from vfm.cluster._trace import Trace
+from vfm.cluster.gpu_types import ClusterTypes
 from vfm.cluster.protocol import SchedulingPolicy, TypedSchedulingPolicy
 from vfm.cluster.workload import Workload
 from vfm.errors import PolicyError, ValidationError
@@ -149,7 +150,7 @@ def default_max_rounds(workload: Workload, round_s: float, restart_s: float) -> 
     the sum of that plus the rounds up to the last arrival, plus one round per job.
     """
     cluster = workload.cluster if workload.cluster is not None else ClusterTypes.single(workload.gpus)
-    return _rounds_bound(workload, _Trace(workload, cluster).slowest_s, round_s, restart_s)
+    return _rounds_bound(workload, Trace(workload, cluster).slowest_s, round_s, restart_s)
 
 
 def _rounds_bound(workload: Workload, slowest_s: FloatArray, round_s: float, restart_s: float) -> int:
@@ -157,87 +158,6 @@ def _rounds_bound(workload: Workload, slowest_s: FloatArray, round_s: float, res
     serial = int(np.ceil(slowest_s / (round_s - restart_s)).sum())
     last_arrival = math.ceil(float(workload.arrival_s.max()) / round_s)
     return last_arrival + 2 * serial + workload.n_jobs + 1
-
-
-class _Trace:
-    """The workload flattened for the hot path: every job's epochs on one time line per GPU type.
-
-    On type k, job j's epochs end at ``ends[k, offset[j] : offset[j] + epochs[j]]``, a slice of the
-    cumulative sum of all epoch durations on that type in workload order, so job j's work there
-    occupies the stretch that starts at ``origin[k, j]`` (the previous job's last epoch end). The
-    epochs all running jobs have finished are then one `searchsorted` of ``origin + work done`` per
-    type. The work itself is kept per job (seconds done on the type it last ran on, out of
-    ``isolated_s[k, j]``) so that finish times carry no rounding from the global sum; the lines
-    only count epochs and carry a job's position in its current epoch over to another type.
-    Epochs a type cannot run (``inf``, `vfm.cluster.gpu_types.epoch_seconds_by_type`) take no time
-    on its line: the jobs they belong to never run there (``hosts``).
-    """
-
-    def __init__(self, workload: Workload, cluster: ClusterTypes) -> None:
-        jobs = workload.jobs
-        self.epochs = np.array([job.epochs for job in jobs], dtype=np.int64)
-        self.gpus = np.array([job.gpus for job in jobs], dtype=np.int64)
-        self.batch_size = np.concatenate([job.batch_size for job in jobs])
-        self.offset = np.cumsum(self.epochs) - self.epochs
-        # Each job's profile on the types, computed once (with throughput profiles and several types).
-        profiles = (None if cluster.types == ("v100",) or workload.throughputs is None
-                    else [type_profile(job, workload.throughputs, cluster) for job in jobs])
-        told: list[dict[str, dict[float, float]]]
-        if profiles is not None:
-            seconds = np.concatenate([profile.seconds for profile in profiles], axis=1)
-            isolated = np.stack([profile.isolated_s for profile in profiles], axis=1)
-            told = [profile.regimes for profile in profiles]
-        else:  # one type, or no profiles to carry the V100 times over with: V100 only
-            rows = np.asarray(cluster.types)[:, None] == "v100"
-            seconds = np.where(rows, np.concatenate([job.epoch_s for job in jobs])[None, :], np.inf)
-            isolated = np.where(rows, workload.isolated_s[None, :], np.inf)
-            told = [{"v100": job.regimes} if "v100" in cluster.types else {} for job in jobs]
-        runs = np.isfinite(seconds)
-        self.seconds = np.where(runs, seconds, 0.0)
-        self.ends = np.cumsum(self.seconds, axis=1)
-        # Each epoch's start is the previous one's end, the very number (not ends - seconds).
-        self.starts = np.concatenate([np.zeros((len(cluster), 1)), self.ends[:, :-1]], axis=1)
-        self.origin = self.starts[:, self.offset]
-        # Per job and type: every epoch runs there, the scheduler was told so (`type_regimes`), and
-        # the type's GPUs can hold the gang.
-        listed = np.array([[t in regimes for regimes in told] for t in cluster.types], dtype=bool)
-        self.hosts = (np.logical_and.reduceat(runs, self.offset, axis=1) & listed.reshape(len(cluster), -1)
-                      & (self.gpus[None, :] <= cluster.counts[:, None]))
-        # Seconds alone on each type (`isolated_s_by_type`: the workload's own isolated_s on V100).
-        self.isolated_s = np.where(self.hosts, isolated, np.inf)
-        # What a typed policy is told of each job: its regimes on each type that hosts it.
-        self.regimes = [{t: r for t, r in regimes.items() if self.hosts[cluster.types.index(t), j]}
-                        for j, regimes in enumerate(told)]
-        # Each job's isolated time on the slowest type that hosts it (`default_max_rounds`).
-        self.slowest_s = np.where(np.isfinite(self.isolated_s), self.isolated_s, 0.0).max(axis=0)
-        # Each job's finish-time-fairness reference (`proportional_isolated_s`; on one type its
-        # isolated time; without throughput profiles, V100 time over V100's share of the GPUs),
-        # inf where no type hosts it.
-        if len(cluster) == 1:
-            self.reference_s = self.isolated_s[0]
-        elif profiles is not None:
-            self.reference_s = np.array([profile.proportional_s(job.gpus, cluster)
-                                         for profile, job in zip(profiles, jobs, strict=True)])
-        else:
-            share = cluster["v100"] / cluster.total if "v100" in cluster.types else 0.0
-            with np.errstate(divide="ignore"):
-                self.reference_s = np.where(self.hosts.any(axis=0), workload.isolated_s / share, np.inf)
-
-    def carried(self, jobs: IntArray, old: IntArray, new: IntArray, work_s: FloatArray, done: IntArray) -> FloatArray:
-        """The work of `jobs` moving from types `old` to `new` (all shape (m,)): seconds on the new
-        type up to the same fraction of the same epoch (`done` epochs finished)."""
-        epoch = self.offset[jobs] + done
-        into = self.origin[old, jobs] + work_s - self.starts[old, epoch]
-        fraction = np.clip(into / self.seconds[old, epoch], 0.0, 1.0)
-        return self.starts[new, epoch] - self.origin[new, jobs] + fraction * self.seconds[new, epoch]
-
-    def epochs_done(self, jobs: IntArray, types: IntArray, work_s: FloatArray) -> IntArray:
-        """Epoch ends on each job's line at or before its position (unclipped)."""
-        after = np.empty(jobs.size, dtype=np.int64)
-        for k in np.unique(types).tolist():  # one searchsorted per type present
-            on = types == k
-            after[on] = np.searchsorted(self.ends[k], self.origin[k, jobs[on]] + work_s[on], side="right")
-        return after - self.offset[jobs]
 
 
 def _ask(policy: SchedulingPolicy) -> tuple[Any, float, dict[str, Any] | None]:
@@ -292,7 +212,7 @@ def _who(policy: object, round_index: int) -> str:
 
 
 def _check_placement(answer: Any, policy: object, round_index: int, index_of: Mapping[Hashable, int],
-                     present: NDArray[np.bool_], finished: NDArray[np.bool_], trace: _Trace,
+                     present: NDArray[np.bool_], finished: NDArray[np.bool_], trace: Trace,
                      cluster: ClusterTypes) -> tuple[IntArray, IntArray]:
     """A typed policy's answer as job indices and the index of each one's type (`_check_answer`
     for the jobs, then the types: known, able to run the job, within each type's count)."""
@@ -353,40 +273,11 @@ def _first_round_at(arrival_s: float, round_s: float, at_least: int) -> int:
     return r
 
 
-def simulate(workload: Workload, policy: SchedulingPolicy | TypedSchedulingPolicy, *, round_s: float | None = None,
-             restart_s: float = 20.0, max_rounds: int | None = None,
-             progress: Callable[[int, int, int], None] | None = None) -> Simulation:
-    """Run `policy` on `workload`, round by round, until every job has finished.
-
-    Parameters
-    ----------
-    workload : Workload
-    policy : SchedulingPolicy
-        A fresh policy for this workload's cluster (its state is advanced by the run).
-    round_s : float, optional
-        Round length; default ``workload.round_s``.
-    restart_s : float
-        Seconds a job loses at the start of a round when it did not run in the previous round
-        (its first round included); ``0 <= restart_s < round_s``.
-    max_rounds : int, optional
-        Stop with a PolicyError after this many rounds; default `default_max_rounds`.
-    progress : callable, optional
-        Called after every round as ``progress(round_index, finished_jobs, total_jobs)``.
-
-    Returns
-    -------
-    Simulation
-
-    Raises
-    ------
-    PolicyError
-        If the policy returns an unknown, absent, finished or repeated job or more GPUs than
-        the cluster has (naming the policy class, the round and the job), or if the jobs have
-        not all finished after `max_rounds` rounds.
-    ValidationError
-        For a bad `round_s`, `restart_s` or `max_rounds`, or a job id that is not a string, an
-        int (not a bool) or a tuple of them (naming the job), before the first round.
-    """
+def _check_arguments(workload: Workload, policy: SchedulingPolicy | TypedSchedulingPolicy, round_s: float | None,
+                     restart_s: float, max_rounds: int | None,
+                     progress: Callable[[int, int, int], None] | None) -> tuple[ClusterTypes, float]:
+    """`simulate`'s arguments checked before the first round: the workload's cluster (`gpus` V100s
+    for a workload without types) and the round length (default ``workload.round_s``)."""
     if not isinstance(workload, Workload):
         raise ValidationError(f"workload must be a vfm.cluster.Workload (load_workload or generate_workload makes "
                               f"one), got {type(workload).__name__}")
@@ -422,119 +313,235 @@ def simulate(workload: Workload, policy: SchedulingPolicy | TypedSchedulingPolic
     if max_rounds is not None and (not is_whole(max_rounds) or max_rounds < 1):
         raise ValidationError(f"max_rounds must be a positive integer, got {max_rounds!r}")
     _check_ids(workload)
+    return cluster, round_s
 
-    trace = _Trace(workload, cluster)
+
+@dataclass(frozen=True, eq=False)
+class _Run:
+    """What stays fixed over a run: the checked arguments, the flattened trace and the job lookups."""
+
+    workload: Workload
+    policy: SchedulingPolicy
+    cluster: ClusterTypes
+    typed: bool
+    trace: Trace
+    round_s: float
+    restart_s: float
+    max_rounds: int
+    ids: list[Hashable]
+    index_of: dict[Hashable, int]
+    arrival_order: IntArray
+    regimes: list[Any]
+
+
+def _prepare(workload: Workload, policy: SchedulingPolicy, cluster: ClusterTypes, round_s: float,
+             restart_s: float, max_rounds: int | None) -> _Run:
+    """The fixed part of a run on checked arguments, or a ValidationError for a job no type can run."""
+    typed = isinstance(policy, TypedSchedulingPolicy)
+    trace = Trace(workload, cluster)
     if max_rounds is None:
         max_rounds = _rounds_bound(workload, trace.slowest_s, round_s, restart_s)
-    reference_s = trace.reference_s
-    if (j := first_bad(~np.isfinite(reference_s))) is not None:
+    if (j := first_bad(~np.isfinite(trace.reference_s))) is not None:
         raise ValidationError(f"job {workload.jobs[j].id!r} cannot run on any GPU type of the cluster "
                               f"({', '.join(cluster.types)}): no type runs every batch size of its profile and epochs")
-    n = workload.n_jobs
     ids = [job.id for job in workload.jobs]
-    index_of = {job_id: j for j, job_id in enumerate(ids)}
-    arrival = workload.arrival_s
-    arrival_order = np.argsort(arrival, kind="stable")  # ties keep file order
-    regimes: list[Any] = trace.regimes if typed else [job.regimes for job in workload.jobs]
+    return _Run(workload=workload, policy=policy, cluster=cluster, typed=typed, trace=trace, round_s=round_s,
+                restart_s=restart_s, max_rounds=max_rounds, ids=ids,
+                index_of={job_id: j for j, job_id in enumerate(ids)},
+                arrival_order=np.argsort(workload.arrival_s, kind="stable"),  # ties keep file order
+                regimes=trace.regimes if typed else [job.regimes for job in workload.jobs])
 
-    work_s = np.zeros(n)  # (n,) seconds of isolated work each job has done
-    done_epochs = np.zeros(n, dtype=np.int64)
-    added = np.zeros(n, dtype=bool)
-    finished = np.zeros(n, dtype=bool)
-    ran_last = np.zeros(n, dtype=bool)
-    last_type = np.zeros(n, dtype=np.int64)  # the type of each job's last round; its work_s is seconds there
-    finish_s = np.full(n, np.nan)
-    restarts = np.zeros(n, dtype=np.int64)
-    held_s = np.zeros(n)
-    rounds: list[Round] = []
-    planner_s: list[float] = []
-    planner_busy: list[bool] = []
-    replans: list[dict[str, Any]] = []
-    guards: dict[str, int] = {}
-    next_arrival = 0
-    n_finished = 0
 
+@dataclass(eq=False)
+class _State:
+    """What a run changes round by round (per job, shape (n,), and per round), recorded at its end."""
+
+    n: int
+    work_s: FloatArray = field(init=False)  # seconds of isolated work each job has done
+    done_epochs: IntArray = field(init=False)
+    added: NDArray[np.bool_] = field(init=False)
+    finished: NDArray[np.bool_] = field(init=False)
+    ran_last: NDArray[np.bool_] = field(init=False)
+    last_type: IntArray = field(init=False)  # the type of each job's last round; its work_s is seconds there
+    finish_s: FloatArray = field(init=False)
+    restarts: IntArray = field(init=False)
+    held_s: FloatArray = field(init=False)
+    rounds: list[Round] = field(default_factory=list)
+    planner_s: list[float] = field(default_factory=list)
+    planner_busy: list[bool] = field(default_factory=list)
+    replans: list[dict[str, Any]] = field(default_factory=list)
+    guards: dict[str, int] = field(default_factory=dict)
+    next_arrival: int = 0
+    n_finished: int = 0
+
+    def __post_init__(self) -> None:
+        n = self.n
+        self.work_s, self.done_epochs = np.zeros(n), np.zeros(n, dtype=np.int64)
+        self.added, self.finished, self.ran_last = (np.zeros(n, dtype=bool) for _ in range(3))
+        self.last_type = np.zeros(n, dtype=np.int64)
+        self.finish_s = np.full(n, np.nan)
+        self.restarts, self.held_s = np.zeros(n, dtype=np.int64), np.zeros(n)
+
+
+def _add_arrivals(run: _Run, state: _State, start: float) -> None:
+    """Add to the policy, in arrival order, the jobs that have arrived by the round's `start`."""
+    n, arrival, order = state.n, run.workload.arrival_s, run.arrival_order
+    while state.next_arrival < n and arrival[order[state.next_arrival]] <= start:
+        j = int(order[state.next_arrival])
+        job = run.workload.jobs[j]
+        kind = None if job.training is None else (job.training.model, job.training.adaptation)
+        run.policy.add_job(job.id, job.gpus, run.regimes[j], job.epochs, kind=kind)
+        state.added[j] = True
+        state.next_arrival += 1
+
+
+def _plan_round(run: _Run, state: _State, round_index: int, start: float) -> tuple[IntArray, IntArray]:
+    """Ask the policy for the round, record the call and the round, and return the jobs it runs
+    (indices) and the index of the type each runs on (0 on a cluster scheduled without types)."""
+    present = state.added & ~state.finished
+    answer, seconds, replan = _ask(run.policy)
+    _count_guards(run.policy, state.guards)
+    state.planner_s.append(seconds)
+    if replan is not None:
+        state.replans.append(replan)
+    state.planner_busy.append(bool(present.any()))
+    if run.typed:
+        picked, placed = _check_placement(answer, run.policy, round_index, run.index_of, present, state.finished,
+                                          run.trace, run.cluster)
+    else:
+        picked = _check_answer(answer, run.policy, round_index, run.index_of, present, state.finished,
+                               run.trace.gpus, run.workload.gpus)
+        placed = np.zeros(picked.size, dtype=np.int64)
+    state.rounds.append(Round(start, tuple(run.ids[j] for j in picked.tolist()),
+                              tuple(run.cluster.types[k] for k in placed.tolist()) if run.typed else ()))
+    return picked, placed
+
+
+def _work_round(run: _Run, state: _State, picked: IntArray, placed: IntArray, start: float) -> NDArray[np.bool_]:
+    """Advance the scheduled jobs `picked` (on types `placed`) through the round that starts at
+    `start`; return which of them completed in it."""
+    trace, work_s, last_type = run.trace, state.work_s, state.last_type
+    end = start + run.round_s
+    # A job moving to another type continues its epoch there, from the same fraction.
+    moved = (placed != last_type[picked]) & (work_s[picked] > 0)
+    if moved.any():
+        jobs = picked[moved]
+        work_s[jobs] = trace.carried(jobs, last_type[jobs], placed[moved], work_s[jobs], state.done_epochs[jobs])
+    # The round for every scheduled job at once; a change of type is a restart.
+    restarting = ~state.ran_last[picked] | (placed != last_type[picked])
+    state.restarts[picked] += restarting
+    work_from = start + np.where(restarting, run.restart_s, 0.0)
+    isolated = trace.isolated_s[placed, picked]
+    need = isolated - work_s[picked]
+    completes = need <= end - work_from
+    done_at = np.where(completes, work_from + need, end)
+    work_s[picked] = np.where(completes, isolated, work_s[picked] + (end - work_from))
+    last_type[picked] = placed
+    state.held_s[picked] += done_at - start
+    state.finish_s[picked[completes]] = done_at[completes]
+    state.finished[picked[completes]] = True
+    state.n_finished += int(completes.sum())
+    state.ran_last[:] = False
+    state.ran_last[picked] = True
+    return completes
+
+
+def _report_epochs(run: _Run, state: _State, picked: IntArray, placed: IntArray,
+                   completes: NDArray[np.bool_]) -> None:
+    """Count the epochs the scheduled jobs have finished and report the new ones to the policy."""
+    trace = run.trace
+    # Epochs finished so far: epoch ends on the global line at or before the job's position.
+    # A completed job has all its epochs by definition (no rounding can leave one behind).
+    before = state.done_epochs[picked]
+    after = trace.epochs_done(picked, placed, state.work_s[picked])
+    after = np.where(completes, trace.epochs[picked], np.clip(after, before, trace.epochs[picked] - 1))
+    state.done_epochs[picked] = after
+    # The policy sees finished epochs only: one call per job that finished any.
+    # In workload order, whatever the order of the policy's answer.
+    reports = np.flatnonzero(after > before)
+    reports = reports[np.argsort(picked[reports])]
+    first = (trace.offset[picked] + before)[reports].tolist()
+    last = (trace.offset[picked] + after)[reports].tolist()
+    for j, a, b in zip(picked[reports].tolist(), first, last, strict=True):
+        run.policy.report_progress(run.ids[j], trace.batch_size[a:b].tolist())
+
+
+def _run_rounds(run: _Run, state: _State, progress: Callable[[int, int, int], None] | None) -> None:
+    """Step round by round until every job has finished, skipping the rounds with no job present."""
+    n, arrival = state.n, run.workload.arrival_s
     round_index = 0
-    while n_finished < n:
-        if next_arrival == n_finished:
+    while state.n_finished < n:
+        if state.next_arrival == state.n_finished:
             # No job present (each added job has finished): the rounds until the next arrival are
             # empty, so jump to the first round whose start is at or after it, with the same
             # comparison the arrivals below make.
-            round_index = _first_round_at(float(arrival[arrival_order[next_arrival]]), round_s, round_index)
-        if round_index >= max_rounds:
+            round_index = _first_round_at(float(arrival[run.arrival_order[state.next_arrival]]), run.round_s,
+                                          round_index)
+        if round_index >= run.max_rounds:
             raise PolicyError(
-                f"{type(policy).__name__} left {n - n_finished} of {n} jobs unfinished after {max_rounds} rounds "
-                f"(is it starving jobs?); first unfinished: {ids[int(np.flatnonzero(~finished)[0])]!r}")
-        start = round_index * round_s
-        end = start + round_s
-        while next_arrival < n and arrival[arrival_order[next_arrival]] <= start:
-            j = int(arrival_order[next_arrival])
-            job = workload.jobs[j]
-            kind = None if job.training is None else (job.training.model, job.training.adaptation)
-            policy.add_job(job.id, job.gpus, regimes[j], job.epochs, kind=kind)
-            added[j] = True
-            next_arrival += 1
-
-        present = added & ~finished
-        answer, seconds, replan = _ask(policy)
-        _count_guards(policy, guards)
-        planner_s.append(seconds)
-        if replan is not None:
-            replans.append(replan)
-        planner_busy.append(bool(present.any()))
-        if typed:
-            run, placed = _check_placement(answer, policy, round_index, index_of, present, finished, trace, cluster)
-        else:
-            run = _check_answer(answer, policy, round_index, index_of, present, finished, trace.gpus, workload.gpus)
-            placed = np.zeros(run.size, dtype=np.int64)
-        rounds.append(Round(start, tuple(ids[j] for j in run.tolist()),
-                            tuple(cluster.types[k] for k in placed.tolist()) if typed else ()))
-
-        # A job moving to another type continues its epoch there, from the same fraction.
-        moved = (placed != last_type[run]) & (work_s[run] > 0)
-        if moved.any():
-            jobs = run[moved]
-            work_s[jobs] = trace.carried(jobs, last_type[jobs], placed[moved], work_s[jobs], done_epochs[jobs])
-        # The round for every scheduled job at once; a change of type is a restart.
-        restarting = ~ran_last[run] | (placed != last_type[run])
-        restarts[run] += restarting
-        work_from = start + np.where(restarting, restart_s, 0.0)
-        isolated = trace.isolated_s[placed, run]
-        need = isolated - work_s[run]
-        completes = need <= end - work_from
-        done_at = np.where(completes, work_from + need, end)
-        work_s[run] = np.where(completes, isolated, work_s[run] + (end - work_from))
-        last_type[run] = placed
-        held_s[run] += done_at - start
-        finish_s[run[completes]] = done_at[completes]
-        finished[run[completes]] = True
-        n_finished += int(completes.sum())
-        ran_last[:] = False
-        ran_last[run] = True
-
-        # Epochs finished so far: epoch ends on the global line at or before the job's position.
-        # A completed job has all its epochs by definition (no rounding can leave one behind).
-        before = done_epochs[run]
-        after = trace.epochs_done(run, placed, work_s[run])
-        after = np.where(completes, trace.epochs[run], np.clip(after, before, trace.epochs[run] - 1))
-        done_epochs[run] = after
-        # The policy sees finished epochs only: one call per job that finished any.
-        # In workload order, whatever the order of the policy's answer.
-        reports = np.flatnonzero(after > before)
-        reports = reports[np.argsort(run[reports])]
-        first = (trace.offset[run] + before)[reports].tolist()
-        last = (trace.offset[run] + after)[reports].tolist()
-        for j, a, b in zip(run[reports].tolist(), first, last, strict=True):
-            policy.report_progress(ids[j], trace.batch_size[a:b].tolist())
-
+                f"{type(run.policy).__name__} left {n - state.n_finished} of {n} jobs unfinished after "
+                f"{run.max_rounds} rounds (is it starving jobs?); first unfinished: "
+                f"{run.ids[int(np.flatnonzero(~state.finished)[0])]!r}")
+        start = round_index * run.round_s
+        _add_arrivals(run, state, start)
+        picked, placed = _plan_round(run, state, round_index, start)
+        completes = _work_round(run, state, picked, placed, start)
+        _report_epochs(run, state, picked, placed, completes)
         if progress is not None:
-            progress(round_index, n_finished, n)
+            progress(round_index, state.n_finished, n)
         round_index += 1
 
+
+def _recorded(run: _Run, state: _State) -> Simulation:
+    """The finished run as a `Simulation`."""
+    workload = run.workload
     return Simulation(
-        workload=workload.name, policy=type(policy).__name__, gpus=workload.gpus, n_jobs=n, round_s=round_s,
-        restart_s=float(restart_s), job_id=_id_array(ids), arrival_s=arrival, finish_s=finish_s,
-        isolated_s=reference_s, restarts=restarts, held_s=held_s, rounds=tuple(rounds),
-        planner_s=np.array(planner_s), planner_busy=np.array(planner_busy, dtype=bool),
-        busy_gpu_s=float((trace.gpus * held_s).sum()), replans=tuple(replans), guards=guards, cluster=cluster,
+        workload=workload.name, policy=type(run.policy).__name__, gpus=workload.gpus, n_jobs=state.n,
+        round_s=run.round_s, restart_s=float(run.restart_s), job_id=_id_array(run.ids), arrival_s=workload.arrival_s,
+        finish_s=state.finish_s, isolated_s=run.trace.reference_s, restarts=state.restarts, held_s=state.held_s,
+        rounds=tuple(state.rounds), planner_s=np.array(state.planner_s),
+        planner_busy=np.array(state.planner_busy, dtype=bool), busy_gpu_s=float((run.trace.gpus * state.held_s).sum()),
+        replans=tuple(state.replans), guards=state.guards, cluster=run.cluster,
     )
+
+
+def simulate(workload: Workload, policy: SchedulingPolicy | TypedSchedulingPolicy, *, round_s: float | None = None,
+             restart_s: float = 20.0, max_rounds: int | None = None,
+             progress: Callable[[int, int, int], None] | None = None) -> Simulation:
+    """Run `policy` on `workload`, round by round, until every job has finished.
+
+    Parameters
+    ----------
+    workload : Workload
+    policy : SchedulingPolicy
+        A fresh policy for this workload's cluster (its state is advanced by the run).
+    round_s : float, optional
+        Round length; default ``workload.round_s``.
+    restart_s : float
+        Seconds a job loses at the start of a round when it did not run in the previous round
+        (its first round included); ``0 <= restart_s < round_s``.
+    max_rounds : int, optional
+        Stop with a PolicyError after this many rounds; default `default_max_rounds`.
+    progress : callable, optional
+        Called after every round as ``progress(round_index, finished_jobs, total_jobs)``.
+
+    Returns
+    -------
+    Simulation
+
+    Raises
+    ------
+    PolicyError
+        If the policy returns an unknown, absent, finished or repeated job or more GPUs than
+        the cluster has (naming the policy class, the round and the job), or if the jobs have
+        not all finished after `max_rounds` rounds.
+    ValidationError
+        For a bad `round_s`, `restart_s` or `max_rounds`, or a job id that is not a string, an
+        int (not a bool) or a tuple of them (naming the job), before the first round.
+    """
+    cluster, round_s = _check_arguments(workload, policy, round_s, restart_s, max_rounds, progress)
+    checked = cast(SchedulingPolicy, policy)  # _check_arguments: it implements SchedulingPolicy
+    run = _prepare(workload, checked, cluster, round_s, restart_s, max_rounds)
+    state = _State(workload.n_jobs)
+    _run_rounds(run, state, progress)
+    return _recorded(run, state)

@@ -547,12 +547,18 @@ def _profiles(phases: _Records, told: _Records, n_jobs: int,
     return [tuple((b, s) for b, s in block.tolist()) for block in blocks]
 
 
-def workload_from_dict(raw: Any, default_name: str = "workload") -> Workload:
-    """Check a decoded workload file (the JSON object) and build the `Workload`.
+@dataclass(frozen=True)
+class _Header:
+    """A workload file's top-level fields, checked: its name, GPUs, round length and job records."""
 
-    `default_name` names the workload when `raw` has no ``name``. Raises what `load_workload`
-    raises for a malformed file, without the file's path.
-    """
+    name: str
+    capacity: float
+    round_s: float
+    jobs: list[Any]
+
+
+def _read_header(raw: Any, default_name: str) -> _Header:
+    """The top-level fields of `raw` (`workload_from_dict`), or a ValidationError naming the field."""
     if not isinstance(raw, Mapping):
         raise ValidationError(f"a workload file must hold a JSON object, got {type(raw).__name__}")
     _check_keys(raw, _WORKLOAD_KEYS, "workload")
@@ -569,14 +575,32 @@ def workload_from_dict(raw: Any, default_name: str = "workload") -> Workload:
     jobs = raw.get("jobs")
     if not isinstance(jobs, list) or not jobs:
         raise ValidationError("workload: 'jobs' must be a non-empty list")
+    return _Header(name=name, capacity=capacity, round_s=round_s, jobs=jobs)
 
+
+@dataclass(frozen=True)
+class _JobFields:
+    """The job records' fields, read (present and of the right type) but not yet range-checked."""
+
+    ids: list[Any]
+    arrival_s: FloatArray
+    gang: FloatArray
+    epochs: FloatArray
+    stated_isolated: FloatArray  # NaN where the file gives no isolated_s
+    trainings: list[Training | None]
+    phase_blocks: list[FloatArray]  # per job, rows (epochs, batch_size, epoch_s)
+    profile_blocks: list[FloatArray]  # per job, rows (batch_size, epoch_s); none: derived
+
+
+def _read_jobs(jobs: list[Any]) -> _JobFields:
+    """The fields of the job records, or a ValidationError naming the job and the field."""
     # One pass over the records for what only Python can check (presence and types); the
     # range checks below run on arrays and name the first offending job.
     ids: list[Any] = []
     scalars = np.empty((len(jobs), 3))  # arrival_s, gpus, epochs
     stated_isolated = np.full(len(jobs), np.nan)
-    phase_blocks: list[FloatArray] = []  # per job, rows (epochs, batch_size, epoch_s)
-    profile_blocks: list[FloatArray] = []  # per job, rows (batch_size, epoch_s); none: derived
+    phase_blocks: list[FloatArray] = []
+    profile_blocks: list[FloatArray] = []
     trainings: list[Training | None] = []
     for index, job in enumerate(jobs):
         if not isinstance(job, Mapping):
@@ -601,17 +625,32 @@ def workload_from_dict(raw: Any, default_name: str = "workload") -> Workload:
                                   + ("" if "phases" in job else " (missing field 'phases')"))
         phase_blocks.append(_read_records(phases, _PHASE_FIELDS, _PHASE_KEYS, where, "phase"))
         profile_blocks.append(_read_profile(job, where))
-
     arrival_s, gang, epochs = scalars.T
+    return _JobFields(ids=ids, arrival_s=arrival_s, gang=gang, epochs=epochs, stated_isolated=stated_isolated,
+                      trainings=trainings, phase_blocks=phase_blocks, profile_blocks=profile_blocks)
+
+
+def _check_unique_ids(ids: list[Any]) -> None:
+    """No two jobs share an id (naming the later one and the job it repeats)."""
     seen: dict[Any, int] = {}
     for index, job_id in enumerate(ids):
         if job_id in seen:
             raise ValidationError(f"{_describe_job(index, job_id)}: id repeats job {seen[job_id]}")
         seen[job_id] = index
 
+
+def _failing(ids: list[Any]) -> Callable[[int, str], None]:
+    """``fail(index, message)``: raise a ValidationError naming the job (index and id) and what is wrong."""
     def fail(index: int, message: str) -> None:
         raise ValidationError(f"{_describe_job(index, ids[index])}: {message}")
 
+    return fail
+
+
+def _checked_records(fields: _JobFields, capacity: float, round_s: float,
+                     fail: Callable[[int, str], None]) -> tuple[_Records, _Records]:
+    """Range-check the jobs' numbers and return their phases and told profile entries, flattened."""
+    arrival_s, gang, epochs = fields.arrival_s, fields.gang, fields.epochs
     if (i := first_bad(arrival_s < 0)) is not None:
         fail(i, f"arrival_s must be >= 0, got {arrival_s[i]:g}")
     if (i := first_bad(gang < 1)) is not None:
@@ -621,20 +660,25 @@ def workload_from_dict(raw: Any, default_name: str = "workload") -> Workload:
     if (i := first_bad(epochs < 1)) is not None:
         fail(i, f"epochs must be >= 1, got {epochs[i]:g}")
 
-    phases_of = _Records.of(phase_blocks)
+    phases_of = _Records.of(fields.phase_blocks)
     phase, owner = phases_of.rows, phases_of.owner
     for column, field in ((1, "batch_size"), (2, "epoch_s")):
         if (p := first_bad(phase[:, column] <= 0)) is not None:
             fail(int(owner[p]), f"phase {phases_of.index[p]}: {field} must be > 0, got {phase[p, column]:g}")
     if (p := first_bad(phase[:, 0] < 0)) is not None:
         fail(int(owner[p]), f"phase {phases_of.index[p]}: epochs must be >= 0, got {phase[p, 0]:g}")
-    summed = np.bincount(owner, weights=phase[:, 0], minlength=len(jobs))
+    summed = np.bincount(owner, weights=phase[:, 0], minlength=len(fields.ids))
     if (i := first_bad(summed != epochs)) is not None:
         fail(i, f"phases' epochs sum to {summed[i]:g}, but epochs is {epochs[i]:g}")
-    told = _Records.of(profile_blocks)
-    _check_bounds(phases_of, told, epochs, arrival_s, round_s, ids, fail)
-    profiles = _profiles(phases_of, told, len(jobs), fail)
+    told = _Records.of(fields.profile_blocks)
+    _check_bounds(phases_of, told, epochs, arrival_s, round_s, fields.ids, fail)
+    return phases_of, told
 
+
+def _built_jobs(fields: _JobFields, phases_of: _Records, profiles: list[tuple[tuple[float, float], ...]],
+                fail: Callable[[int, str], None]) -> tuple[Job, ...]:
+    """The checked jobs as `Job` records, their phases expanded to read-only per-epoch arrays."""
+    phase, owner, epochs, n_jobs = phases_of.rows, phases_of.owner, fields.epochs, len(fields.ids)
     # Expand phases to epochs for all jobs at once, then cut per job.
     counts = phase[:, 0].astype(np.int64)
     batch_flat = np.repeat(phase[:, 1], counts)
@@ -642,24 +686,41 @@ def workload_from_dict(raw: Any, default_name: str = "workload") -> Workload:
     cuts = np.cumsum(epochs.astype(np.int64))[:-1]
     batches = np.split(batch_flat, cuts)
     durations = np.split(epoch_s_flat, cuts)
-    isolated = np.bincount(owner, weights=phase[:, 0] * phase[:, 2], minlength=len(jobs))
+    isolated = np.bincount(owner, weights=phase[:, 0] * phase[:, 2], minlength=n_jobs)
     _check_job_seconds(isolated, epochs, profiles, fail)
-    off = ~np.isnan(stated_isolated) & ~np.isclose(stated_isolated, isolated, rtol=_ISOLATED_RTOL, atol=0.0)
+    stated = fields.stated_isolated
+    off = ~np.isnan(stated) & ~np.isclose(stated, isolated, rtol=_ISOLATED_RTOL, atol=0.0)
     if (i := first_bad(off)) is not None:
-        fail(i, f"isolated_s ({stated_isolated[i]:g}) differs from the sum of its epoch durations ({isolated[i]:g})")
+        fail(i, f"isolated_s ({stated[i]:g}) differs from the sum of its epoch durations ({isolated[i]:g})")
 
     built = []
-    for index, job_id in enumerate(ids):
+    for index, job_id in enumerate(fields.ids):
         batches[index].setflags(write=False)
         durations[index].setflags(write=False)
-        built.append(Job(id=job_id, arrival_s=float(arrival_s[index]), gpus=int(gang[index]),
+        built.append(Job(id=job_id, arrival_s=float(fields.arrival_s[index]), gpus=int(fields.gang[index]),
                          epochs=int(epochs[index]), isolated_s=float(isolated[index]),
-                         batch_size=batches[index], epoch_s=durations[index], training=trainings[index],
+                         batch_size=batches[index], epoch_s=durations[index], training=fields.trainings[index],
                          profile=profiles[index]))
+    return tuple(built)
+
+
+def workload_from_dict(raw: Any, default_name: str = "workload") -> Workload:
+    """Check a decoded workload file (the JSON object) and build the `Workload`.
+
+    `default_name` names the workload when `raw` has no ``name``. Raises what `load_workload`
+    raises for a malformed file, without the file's path.
+    """
+    header = _read_header(raw, default_name)
+    fields = _read_jobs(header.jobs)
+    _check_unique_ids(fields.ids)
+    fail = _failing(fields.ids)
+    phases_of, told = _checked_records(fields, header.capacity, header.round_s, fail)
+    profiles = _profiles(phases_of, told, len(fields.ids), fail)
+    built = _built_jobs(fields, phases_of, profiles, fail)
     throughputs = raw.get("throughputs")
     if throughputs is not None and not isinstance(throughputs, str):
         raise ValidationError(f"workload: throughputs must name a throughput set (a string), got {_shown(throughputs)}")
-    return Workload(name=name, gpus=int(capacity), round_s=float(round_s), jobs=tuple(built),
+    return Workload(name=header.name, gpus=int(header.capacity), round_s=float(header.round_s), jobs=built,
                     throughputs=throughputs, cluster=_read_cluster(raw))
 
 
