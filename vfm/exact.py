@@ -61,19 +61,19 @@ from vfm.market import VolatileFisherMarket
 # re-exported here, where the docs and tests name them.
 from vfm.market_polish import POLISH_MIN_S as POLISH_MIN_S
 from vfm.market_polish import (
+    MarketData,
     Number,
-    _components,
-    _construct,
-    _Data,
-    _float_solutions,
-    _good,
-    _max_spanning_tree,
-    _prices_on,
-    _Rejected,
-    _require_point,
-    _Solution,
+    Rejected,
+    SupportSolution,
+    components,
+    construct,
+    float_solutions,
+    good_of,
+    max_spanning_tree,
     polished,
+    prices_on,
     require_plain,
+    require_point,
 )
 from vfm.market_polish import polish_budget_s as polish_budget_s
 from vfm.nswot import solve
@@ -202,17 +202,17 @@ def solve_exact(market: VolatileFisherMarket, result: Equilibrium | None = None)
         result = solve(market)
     elif result.market is not market:
         raise ValidationError("solve_exact needs the market that `result` solved (result.market is another object)")
-    _require_point(result)
-    data = _Data(market)
+    require_point(result)
+    data = MarketData(market)
     tried: list[str] = []
-    for approximate in _float_solutions(data, result, tried):
+    for approximate in float_solutions(data, result, tried):
         support = np.zeros((data.n, data.goods), dtype=bool)
         support[approximate.edges[:, 0], approximate.edges[:, 1]] = True
         hint = np.array(approximate.flows, dtype=np.float64)
         for mask, how in _exact_supports(data, support, approximate, hint):
             try:
-                solution = _construct(data, mask, hint[mask[support]], exact=True, how=how)
-            except _Rejected as reason:
+                solution = construct(data, mask, hint[mask[support]], exact=True, how=how)
+            except Rejected as reason:
                 tried.append(f"{how} (exact): {reason}")
                 continue
             exact = _exact_result(data, solution, mask)
@@ -229,13 +229,13 @@ def solve_exact(market: VolatileFisherMarket, result: Equilibrium | None = None)
     )
 
 
-def _exact_supports(data: _Data, support: np.ndarray, approximate: _Solution,
+def _exact_supports(data: MarketData, support: np.ndarray, approximate: SupportSolution,
                     hint: np.ndarray) -> Iterator[tuple[np.ndarray, str]]:
     """The float-verified support, then (if its cycles are only near-ties in binary) the forest that
     breaks the near-ties the way the exact data does."""
     yield support, approximate.how
     edges = approximate.edges
-    count, _ = _components(data, edges)
+    count, _ = components(data, edges)
     if len(edges) == data.n + data.goods - count:
         return  # a forest: nothing to break
     forest = _break_near_ties(data, support, approximate, hint)
@@ -243,7 +243,7 @@ def _exact_supports(data: _Data, support: np.ndarray, approximate: _Solution,
         yield forest, approximate.how + ", near-ties broken by a linear program on the exact reduced costs"
 
 
-def _break_near_ties(data: _Data, support: np.ndarray, approximate: _Solution,
+def _break_near_ties(data: MarketData, support: np.ndarray, approximate: SupportSolution,
                      hint: np.ndarray) -> np.ndarray | None:
     r"""Ties that hold in decimals but not in binary (e.g. :math:`0.1 \cdot 0.7 \ne 0.7 \cdot 0.1` style
     cycles): the exact equilibrium's support is a forest inside the float support.
@@ -255,12 +255,12 @@ def _break_near_ties(data: _Data, support: np.ndarray, approximate: _Solution,
     """
     edges = approximate.edges
     tree_mask = np.zeros(len(edges), dtype=bool)
-    count, labels = _components(data, edges)
+    count, labels = components(data, edges)
     edge_component = labels[edges[:, 0]]
     for c in range(count):
         ids = np.flatnonzero(edge_component == c)
         if ids.size:
-            tree_mask[ids[_max_spanning_tree(data, edges[ids], hint[ids])]] = True
+            tree_mask[ids[max_spanning_tree(data, edges[ids], hint[ids])]] = True
     tree = np.zeros_like(support)
     tree[edges[tree_mask, 0], edges[tree_mask, 1]] = True
     try:
@@ -270,8 +270,8 @@ def _break_near_ties(data: _Data, support: np.ndarray, approximate: _Solution,
         for c in range(count):
             ids = np.flatnonzero(tree_mask & (edge_component == c))
             if ids.size:
-                _prices_on(edges[ids], utility, prices, beta, Fraction(1), True)
-    except _Rejected:  # pragma: no cover - a tree has no cycle to disagree on
+                prices_on(edges[ids], utility, prices, beta, Fraction(1), True)
+    except Rejected:  # pragma: no cover - a tree has no cycle to disagree on
         return None
     reduced = np.array([float(beta[i] * utility(i, g) / prices[g] - 1) for i, g in edges.tolist()])
     if not np.any(reduced):
@@ -291,7 +291,7 @@ def _break_near_ties(data: _Data, support: np.ndarray, approximate: _Solution,
     return forest
 
 
-def _exact_result(data: _Data, solution: _Solution, support: np.ndarray) -> ExactEquilibrium:
+def _exact_result(data: MarketData, solution: SupportSolution, support: np.ndarray) -> ExactEquilibrium:
     market = data.market
     allocation = solution.allocation(data, exact=True)
     utilities = np.array([Fraction(b) / beta for b, beta in zip(market.budgets.tolist(), solution.beta, strict=True)],
@@ -341,7 +341,7 @@ def exact_certificate(market: VolatileFisherMarket, exact: ExactEquilibrium) -> 
     for name, (values, shape) in shapes.items():
         if np.shape(values) != shape:
             raise ValidationError(f"exact.{name} has shape {np.shape(values)}, the market needs {shape}")
-    data = _Data(market)
+    data = MarketData(market)
     u = data.rational("utilities")
     budgets, supply = data.rational("budgets"), data.rational("supply")
     x = np.array([Fraction(v) for v in np.asarray(exact.allocation).reshape(-1).tolist()],
@@ -349,8 +349,8 @@ def exact_certificate(market: VolatileFisherMarket, exact: ExactEquilibrium) -> 
     prices = np.array([Fraction(v) for v in np.asarray(exact.prices).reshape(-1).tolist()], dtype=object)
     stored = np.array([Fraction(v) for v in np.asarray(exact.utilities).tolist()], dtype=object)
     zero = Fraction(0)
-    where_good = lambda g: _good(data, g)  # noqa: E731
-    where_entry = lambda i, g: (i, *_good(data, g))  # noqa: E731
+    where_good = lambda g: good_of(data, g)  # noqa: E731
+    where_entry = lambda i, g: (i, *good_of(data, g))  # noqa: E731
 
     bought = [(i, g) for i, g in zip(*np.nonzero(x != zero), strict=True)]
     bought = [(int(i), int(g)) for i, g in bought]

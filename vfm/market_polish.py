@@ -26,10 +26,22 @@ from vfm.equilibrium import Equilibrium, Status
 from vfm.errors import SolverError, ValidationError
 from vfm.market import VolatileFisherMarket
 
+# What `polished` needs and `vfm.exact`'s rational solve builds on too: the market's data, the
+# supports tried, an equilibrium constructed on a support.
 __all__ = [
+    "MarketData",
+    "Rejected",
+    "SupportSolution",
+    "components",
+    "construct",
+    "float_solutions",
+    "good_of",
+    "max_spanning_tree",
     "polish_budget_s",
     "polished",
+    "prices_on",
     "require_plain",
+    "require_point",
 ]
 
 #: Support thresholds tried after the gaps of the interior-point answer (share of the good's
@@ -48,7 +60,7 @@ POLISH_SOLVE_FACTOR = 2.0
 Number = Any  # float or Fraction: the construction below is written once for both
 
 
-class _Rejected(Exception):
+class Rejected(Exception):
     """A support guess that does not give an equilibrium (the message says why)."""
 
 
@@ -76,7 +88,7 @@ def require_plain(market: VolatileFisherMarket, what: str) -> VolatileFisherMark
     return market
 
 
-class _Data:
+class MarketData:
     """A plain market flattened to buyers x goods (a good is a good-period), floats and rationals."""
 
     def __init__(self, market: VolatileFisherMarket) -> None:
@@ -110,7 +122,7 @@ class _Data:
 
 
 @dataclass
-class _Solution:
+class SupportSolution:
     """Prices, money per utility and flows of one support, in floats or Fractions (flat goods)."""
 
     prices: list[Number]
@@ -119,33 +131,33 @@ class _Solution:
     flows: list[Number]
     how: str
 
-    def allocation(self, data: _Data, exact: bool) -> np.ndarray:
+    def allocation(self, data: MarketData, exact: bool) -> np.ndarray:
         x = np.full((data.n, data.goods), Fraction(0) if exact else 0.0, dtype=object if exact else np.float64)
         for (i, g), f in zip(self.edges.tolist(), self.flows, strict=True):
             x[i, g] = f / self.prices[g]
         return x
 
 
-def _components(data: _Data, edges: np.ndarray) -> tuple[int, np.ndarray]:
+def components(data: MarketData, edges: np.ndarray) -> tuple[int, np.ndarray]:
     """Connected components of the support graph, nodes 0..n-1 buyers and n.. goods."""
     size = data.n + data.goods
     graph = sp.coo_matrix((np.ones(len(edges)), (edges[:, 0], data.n + edges[:, 1])), shape=(size, size))
     return connected_components(graph, directed=False)
 
 
-def _construct(data: _Data, support: np.ndarray, hint: np.ndarray, exact: bool, how: str) -> _Solution:
+def construct(data: MarketData, support: np.ndarray, hint: np.ndarray, exact: bool, how: str) -> SupportSolution:
     """Solve the equilibrium system on `support` (bool, n x goods); `hint` are float flows to stay close to.
 
-    Raises `_Rejected` if the support cannot carry an equilibrium (a buyer or a sold good without
+    Raises `Rejected` if the support cannot carry an equilibrium (a buyer or a sold good without
     an edge, edges that disagree on a price, negative flows).
     """
     support = support & data.reachable
     buyers_without = ~support.any(axis=1)
     if buyers_without.any():
-        raise _Rejected(f"buyer {int(np.argmax(buyers_without))} buys nothing")
+        raise Rejected(f"buyer {int(np.argmax(buyers_without))} buys nothing")
     unsold = data.active & ~support.any(axis=0)
     if unsold.any():
-        raise _Rejected(f"good {_good(data, int(np.argmax(unsold)))} is sold to nobody")
+        raise Rejected(f"good {good_of(data, int(np.argmax(unsold)))} is sold to nobody")
     edges = np.argwhere(support)
     budgets, supply, utility = data.field(exact)
     zero: Number = Fraction(0) if exact else 0.0
@@ -153,7 +165,7 @@ def _construct(data: _Data, support: np.ndarray, hint: np.ndarray, exact: bool, 
     prices: list[Number] = [zero] * data.goods
     beta: list[Number] = [zero] * data.n
     flows: list[Number] = [zero] * len(edges)
-    count, labels = _components(data, edges)
+    count, labels = components(data, edges)
     edge_component = labels[edges[:, 0]]
     by_component = np.argsort(edge_component, kind="stable")
     bounds = np.searchsorted(edge_component[by_component], np.arange(count + 1))
@@ -162,7 +174,7 @@ def _construct(data: _Data, support: np.ndarray, hint: np.ndarray, exact: bool, 
         if ids.size == 0:
             continue  # a good nobody can buy: price 0
         comp = edges[ids]
-        _prices_on(comp, utility, prices, beta, one, exact)
+        prices_on(comp, utility, prices, beta, one, exact)
         buyers = np.unique(comp[:, 0])
         goods = np.unique(comp[:, 1])
         worth = sum((prices[g] * supply[g] for g in goods.tolist()), zero)
@@ -175,10 +187,10 @@ def _construct(data: _Data, support: np.ndarray, hint: np.ndarray, exact: bool, 
         demand.update({data.n + int(g): prices[g] * supply[g] for g in goods.tolist()})
         for k, f in zip(ids.tolist(), _flows_on(data, comp, demand, hint[ids], exact), strict=True):
             flows[k] = f
-    return _Solution(prices, beta, edges, flows, how)
+    return SupportSolution(prices, beta, edges, flows, how)
 
 
-def _prices_on(comp: np.ndarray, utility: Callable[[int, int], Number], prices: list[Number],
+def prices_on(comp: np.ndarray, utility: Callable[[int, int], Number], prices: list[Number],
                beta: list[Number], one: Number, exact: bool) -> None:
     """Prices and betas of one component relative to its first buyer (BFS); other edges must agree."""
     neighbours: dict[tuple[str, int], list[int]] = {}
@@ -206,10 +218,11 @@ def _prices_on(comp: np.ndarray, utility: Callable[[int, int], Number], prices: 
     for i, g in comp.tolist():
         implied = beta[i] * utility(i, g)
         if (implied != prices[g]) if exact else abs(implied - prices[g]) > FLOAT_TOLERANCE * prices[g]:
-            raise _Rejected(f"the support's cycles disagree on the price of good index {g} (buyer {i})")
+            raise Rejected(f"the support's cycles disagree on the price of good index {g} (buyer {i})")
 
 
-def _flows_on(data: _Data, comp: np.ndarray, demand: dict[int, Number], hint: np.ndarray, exact: bool) -> list[Number]:
+def _flows_on(data: MarketData, comp: np.ndarray, demand: dict[int, Number], hint: np.ndarray,
+              exact: bool) -> list[Number]:
     """Money flows of one component meeting `demand` at every node (buyer: budget, good: p s)."""
     nodes = len(demand)
     tree = np.ones(len(comp), dtype=bool)
@@ -223,7 +236,7 @@ def _flows_on(data: _Data, comp: np.ndarray, demand: dict[int, Number], hint: np
         target = np.array([float(v) for v in demand.values()])
         projected = hint + _least_change(sp.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(nodes, len(comp))),
                                          target, hint)
-        tree = _max_spanning_tree(data, comp, projected)
+        tree = max_spanning_tree(data, comp, projected)
         for k in np.flatnonzero(~tree).tolist():
             fixed[k] = Fraction(max(float(projected[k]), 0.0)) if exact else max(float(projected[k]), 0.0)
     flows = list(fixed)
@@ -254,7 +267,7 @@ def _flows_on(data: _Data, comp: np.ndarray, demand: dict[int, Number], hint: np
     for k, f in enumerate(flows):
         if f < 0:
             if exact or f < -FLOAT_TOLERANCE * scale:
-                raise _Rejected(f"negative flow {float(f):.3g} between buyer {comp[k, 0]} and good index {comp[k, 1]}")
+                raise Rejected(f"negative flow {float(f):.3g} between buyer {comp[k, 0]} and good index {comp[k, 1]}")
             flows[k] = 0.0
     return flows
 
@@ -278,7 +291,7 @@ def _least_change(incidence: sp.csr_matrix, target: np.ndarray, hint: np.ndarray
     return np.asarray(incidence.T @ z)
 
 
-def _max_spanning_tree(data: _Data, comp: np.ndarray, weight: np.ndarray) -> np.ndarray:
+def max_spanning_tree(data: MarketData, comp: np.ndarray, weight: np.ndarray) -> np.ndarray:
     """Kruskal: a spanning tree of the component of the largest weights (bool over its edges)."""
     parent: dict[int, int] = {}
 
@@ -298,7 +311,7 @@ def _max_spanning_tree(data: _Data, comp: np.ndarray, weight: np.ndarray) -> np.
     return tree
 
 
-def _good(data: _Data, g: int) -> tuple[int, int]:
+def good_of(data: MarketData, g: int) -> tuple[int, int]:
     j, t = np.unravel_index(g, data.market.supply.shape)
     return int(j), int(t)
 
@@ -306,7 +319,7 @@ def _good(data: _Data, g: int) -> tuple[int, int]:
 # --- guessing the support ------------------------------------------------------------------------
 
 
-def _candidates(data: _Data, result: Equilibrium) -> Iterator[tuple[np.ndarray, str]]:
+def _candidates(data: MarketData, result: Equilibrium) -> Iterator[tuple[np.ndarray, str]]:
     """Support guesses from an interior-point answer, most plausible first, without repeats."""
     x = np.where(data.reachable, np.maximum(np.nan_to_num(result.allocation.reshape(data.n, -1)), 0.0), 0.0)
     prices = np.maximum(np.nan_to_num(result.prices.reshape(-1)), 0.0)
@@ -335,29 +348,29 @@ def _candidates(data: _Data, result: Equilibrium) -> Iterator[tuple[np.ndarray, 
             yield mask, f"pairs within {slack:g} of the best bang-per-buck"
 
 
-def _float_violation(data: _Data, solution: _Solution) -> str | None:
+def _float_violation(data: MarketData, solution: SupportSolution) -> str | None:
     """Floating-point verification of a float construction: bang-per-buck on every pair."""
     prices = np.array(solution.prices, dtype=np.float64)
     beta = np.array(solution.beta, dtype=np.float64)
     excess = np.where(data.reachable, beta[:, None] * data.utilities - prices[None, :] * (1.0 + FLOAT_TOLERANCE), 0.0)
     if (excess > 0).any():
         i, g = np.unravel_index(int(np.argmax(excess)), excess.shape)
-        return f"buyer {int(i)} prefers good {_good(data, int(g))} to what it buys"
+        return f"buyer {int(i)} prefers good {good_of(data, int(g))} to what it buys"
     return None
 
 
-def _hint(data: _Data, result: Equilibrium) -> np.ndarray:
+def _hint(data: MarketData, result: Equilibrium) -> np.ndarray:
     """The interior-point money flows per pair, flat over (buyer, good)."""
     x = np.maximum(np.nan_to_num(result.allocation.reshape(data.n, -1)), 0.0)
     return x * np.maximum(np.nan_to_num(result.prices.reshape(-1)), 0.0)[None, :]
 
 
-#: What `_float_solutions` records in `tried` when its deadline stops the guesses.
+#: What `float_solutions` records in `tried` when its deadline stops the guesses.
 _STOPPED = "the polish stopped at its time budget"
 
 
-def _float_solutions(data: _Data, result: Equilibrium, tried: list[str],
-                     deadline: float | None = None) -> Iterator[_Solution]:
+def float_solutions(data: MarketData, result: Equilibrium, tried: list[str],
+                     deadline: float | None = None) -> Iterator[SupportSolution]:
     """Float constructions on the support guesses that pass the float verification; after the
     first guess, none once `deadline` (`time.perf_counter`) has passed (`_STOPPED` ends `tried`)."""
     flows = _hint(data, result)
@@ -367,8 +380,8 @@ def _float_solutions(data: _Data, result: Equilibrium, tried: list[str],
             return
         try:
             edges = np.argwhere(mask & data.reachable)
-            solution = _construct(data, mask, flows[edges[:, 0], edges[:, 1]], exact=False, how=how)
-        except _Rejected as reason:
+            solution = construct(data, mask, flows[edges[:, 0], edges[:, 1]], exact=False, how=how)
+        except Rejected as reason:
             tried.append(f"{how}: {reason}")
             continue
         violation = _float_violation(data, solution)
@@ -378,7 +391,7 @@ def _float_solutions(data: _Data, result: Equilibrium, tried: list[str],
         yield solution
 
 
-def _require_point(result: Equilibrium) -> None:
+def require_point(result: Equilibrium) -> None:
     if not np.isfinite(result.allocation).all() or not np.isfinite(result.prices).all():
         raise SolverError(f"the solve returned no point to start from ({result.solver} ended '{result.status}': "
                           f"{result.message})", status=str(result.status), result=result)
@@ -431,12 +444,12 @@ def polished(market: VolatileFisherMarket, result: Equilibrium, deadline: float 
     if result.market is not market:
         raise ValidationError("polished needs the market that `result` solved (result.market is another object)")
     try:
-        _require_point(result)
+        require_point(result)
     except SolverError:
         return result
-    data = _Data(market)
+    data = MarketData(market)
     tried: list[str] = []
-    for solution in _float_solutions(data, result, tried, deadline):
+    for solution in float_solutions(data, result, tried, deadline):
         allocation = solution.allocation(data, exact=False).reshape(market.shape)
         prices = np.array(solution.prices, dtype=np.float64).reshape(market.supply.shape)
         note = (f"; polished to the exact equilibrium (support: {solution.how}, {len(solution.edges)} pairs, "

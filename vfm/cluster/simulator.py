@@ -160,7 +160,11 @@ def _rounds_bound(workload: Workload, slowest_s: FloatArray, round_s: float, res
     return last_arrival + 2 * serial + workload.n_jobs + 1
 
 
-def _ask(policy: SchedulingPolicy) -> tuple[Any, float, dict[str, Any] | None]:
+# `ask_policy`, `count_guards` and `checked_answer` are how any simulator talks to a policy: the
+# artifact's mechanics (`vfm.cluster.artifact`) use them too.
+
+
+def ask_policy(policy: SchedulingPolicy) -> tuple[Any, float, dict[str, Any] | None]:
     """``policy.next_round()``, its wall-clock seconds, and, when a policy with a ``last_plan``
     (`vfm.planner.Policy`) re-planned for it, the re-plan's record (`Simulation.replans`)."""
     standing = getattr(policy, "last_plan", None)
@@ -174,7 +178,7 @@ def _ask(policy: SchedulingPolicy) -> tuple[Any, float, dict[str, Any] | None]:
                              **fresh.timings}
 
 
-def _count_guards(policy: SchedulingPolicy, totals: dict[str, int]) -> None:
+def count_guards(policy: SchedulingPolicy, totals: dict[str, int]) -> None:
     """Add the guards that decided the round just asked for (a policy with a ``last_decision``,
     `vfm.planner.Decision.guards`) to `totals`."""
     decision = getattr(policy, "last_decision", None)
@@ -182,7 +186,7 @@ def _count_guards(policy: SchedulingPolicy, totals: dict[str, int]) -> None:
         totals[name] = totals.get(name, 0) + int(count)
 
 
-def _check_answer(answer: Any, policy: object, round_index: int, index_of: Mapping[Hashable, int],
+def checked_answer(answer: Any, policy: object, round_index: int, index_of: Mapping[Hashable, int],
                   present: NDArray[np.bool_], finished: NDArray[np.bool_], gpus: IntArray,
                   capacity: int) -> IntArray:
     """The indices of the jobs in a policy's answer, or a PolicyError saying what is wrong."""
@@ -214,13 +218,13 @@ def _who(policy: object, round_index: int) -> str:
 def _check_placement(answer: Any, policy: object, round_index: int, index_of: Mapping[Hashable, int],
                      present: NDArray[np.bool_], finished: NDArray[np.bool_], trace: Trace,
                      cluster: ClusterTypes) -> tuple[IntArray, IntArray]:
-    """A typed policy's answer as job indices and the index of each one's type (`_check_answer`
+    """A typed policy's answer as job indices and the index of each one's type (`checked_answer`
     for the jobs, then the types: known, able to run the job, within each type's count)."""
     who = _who(policy, round_index)
     if not isinstance(answer, Mapping):
         raise PolicyError(f"{who} must return a mapping job id -> GPU type, got {type(answer).__name__}")
     jobs, types = list(answer.keys()), list(answer.values())
-    picked = _check_answer(jobs, policy, round_index, index_of, present, finished, trace.gpus, cluster.total)
+    picked = checked_answer(jobs, policy, round_index, index_of, present, finished, trace.gpus, cluster.total)
     placed = np.empty(picked.size, dtype=np.int64)
     for k, gpu_type in enumerate(types):
         if not isinstance(gpu_type, str) or gpu_type not in cluster.types:
@@ -399,8 +403,8 @@ def _plan_round(run: _Run, state: _State, round_index: int, start: float) -> tup
     """Ask the policy for the round, record the call and the round, and return the jobs it runs
     (indices) and the index of the type each runs on (0 on a cluster scheduled without types)."""
     present = state.added & ~state.finished
-    answer, seconds, replan = _ask(run.policy)
-    _count_guards(run.policy, state.guards)
+    answer, seconds, replan = ask_policy(run.policy)
+    count_guards(run.policy, state.guards)
     state.planner_s.append(seconds)
     if replan is not None:
         state.replans.append(replan)
@@ -409,7 +413,7 @@ def _plan_round(run: _Run, state: _State, round_index: int, start: float) -> tup
         picked, placed = _check_placement(answer, run.policy, round_index, run.index_of, present, state.finished,
                                           run.trace, run.cluster)
     else:
-        picked = _check_answer(answer, run.policy, round_index, run.index_of, present, state.finished,
+        picked = checked_answer(answer, run.policy, round_index, run.index_of, present, state.finished,
                                run.trace.gpus, run.workload.gpus)
         placed = np.zeros(picked.size, dtype=np.int64)
     state.rounds.append(Round(start, tuple(run.ids[j] for j in picked.tolist()),
