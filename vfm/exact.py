@@ -307,6 +307,24 @@ def _exact_result(data: MarketData, solution: SupportSolution, support: np.ndarr
     )
 
 
+def _rational_point(market: VolatileFisherMarket,
+                    exact: ExactEquilibrium) -> tuple[MarketData, np.ndarray, np.ndarray, np.ndarray]:
+    """`market`'s data, and `exact`'s allocation, prices and stored utilities as rationals, once
+    their shapes are checked against the market's."""
+    n = market.n_buyers
+    shapes = {"allocation": (exact.allocation, market.shape), "prices": (exact.prices, market.supply.shape),
+              "utilities": (exact.utilities, (n,))}
+    for name, (values, shape) in shapes.items():
+        if np.shape(values) != shape:
+            raise ValidationError(f"exact.{name} has shape {np.shape(values)}, the market needs {shape}")
+
+    def rational(values: object) -> np.ndarray:
+        return np.array([Fraction(v) for v in np.asarray(values).reshape(-1).tolist()], dtype=object)
+
+    allocation = rational(exact.allocation).reshape(n, -1)
+    return MarketData(market), allocation, rational(exact.prices), rational(exact.utilities)
+
+
 def exact_certificate(market: VolatileFisherMarket, exact: ExactEquilibrium) -> ExactCertificate:
     r"""Verify an equilibrium of a plain market in rational arithmetic, with no tolerance.
 
@@ -336,24 +354,13 @@ def exact_certificate(market: VolatileFisherMarket, exact: ExactEquilibrium) -> 
     """
     market = require_plain(market, "exact_certificate")
     n = market.n_buyers
-    shapes = {"allocation": (exact.allocation, market.shape), "prices": (exact.prices, market.supply.shape),
-              "utilities": (exact.utilities, (n,))}
-    for name, (values, shape) in shapes.items():
-        if np.shape(values) != shape:
-            raise ValidationError(f"exact.{name} has shape {np.shape(values)}, the market needs {shape}")
-    data = MarketData(market)
-    u = data.rational("utilities")
-    budgets, supply = data.rational("budgets"), data.rational("supply")
-    x = np.array([Fraction(v) for v in np.asarray(exact.allocation).reshape(-1).tolist()],
-                 dtype=object).reshape(n, -1)
-    prices = np.array([Fraction(v) for v in np.asarray(exact.prices).reshape(-1).tolist()], dtype=object)
-    stored = np.array([Fraction(v) for v in np.asarray(exact.utilities).tolist()], dtype=object)
+    data, x, prices, stored = _rational_point(market, exact)
+    u, budgets, supply = (data.rational(field) for field in ("utilities", "budgets", "supply"))
     zero = Fraction(0)
     where_good = lambda g: good_of(data, g)  # noqa: E731
     where_entry = lambda i, g: (i, *good_of(data, g))  # noqa: E731
 
-    bought = [(i, g) for i, g in zip(*np.nonzero(x != zero), strict=True)]
-    bought = [(int(i), int(g)) for i, g in bought]
+    bought = [(int(i), int(g)) for i, g in zip(*np.nonzero(x != zero), strict=True)]
     total = sum(budgets.tolist(), zero)
     unit = [s if s > 0 else Fraction(1) for s in supply.tolist()]
 
@@ -380,8 +387,7 @@ def exact_certificate(market: VolatileFisherMarket, exact: ExactEquilibrium) -> 
     residuals.append(ExactResidual("market_clearing", *worst))
 
     # Budgets.
-    spent = [zero] * n
-    achieved = [zero] * n
+    spent, achieved = [zero] * n, [zero] * n
     for i, g in bought:
         spent[i] += prices[g] * x[i, g]
         achieved[i] += u[i, g] * x[i, g]
