@@ -241,15 +241,21 @@ def _replan(config: PolicyConfig, state: PolicyState, options: PlanOptions | Non
         states, gpus, config.capacity, options, forecaster=forecaster,
         seed=np.random.SeedSequence((config.seed, state.replans)), budgets=[j.budget for j in jobs],
         fair_finish_s=targets, warm_start=warm_start(state, ids, options.rounds),
-        waited=None if options.wait_limit is None else carried_waits(state, ids),
+        waited=None if options.wait_limit is None else carried(state.waited, carried_rows(state, ids), 0),
     )
     return _replanned(state, ids, jobs, new_plan, forecaster)
 
 
-def carried_waits(state: PolicyState, ids: tuple[Hashable, ...]) -> np.ndarray:
-    """The rounds each job of `ids` has waited in a row (0 for a job the last plan did not hold)."""
+def carried_rows(state: PolicyState, ids: tuple[Hashable, ...]) -> np.ndarray:
+    """Each job of `ids`'s row in the arrays `state` carries (`PolicyState.carried`): -1 for a job
+    the last plan did not hold."""
     row = {job: k for k, job in enumerate(state.carried)}
-    return np.array([state.waited[row[job]] if job in row else 0 for job in ids], dtype=np.int64)
+    return np.array([row.get(job, -1) for job in ids], dtype=np.int64)
+
+
+def carried(values: np.ndarray, rows: np.ndarray, new: Any) -> np.ndarray:
+    """`values` (aligned to `PolicyState.carried`) taken at `rows` (`carried_rows`), `new` where -1."""
+    return read_only(np.where(rows >= 0, values[np.maximum(rows, 0)] if values.size else new, new))
 
 
 def warm_start(state: PolicyState, ids: tuple[Hashable, ...], rounds: int) -> FloatArray | None:
@@ -268,16 +274,11 @@ def _replanned(state: PolicyState, ids: tuple[Hashable, ...], jobs: list[JobReco
                forecaster: Forecaster) -> PolicyState:
     """The state after a re-plan: the new plan, and the credit, waits and last round of the jobs
     still present (`PolicyState.carried`) carried into its order (`ids`)."""
-    row = {job: k for k, job in enumerate(state.carried)}
-    old = np.array([row.get(job, -1) for job in ids], dtype=np.int64)
-    kept = old >= 0
-
-    def carried(values: np.ndarray, new: Any) -> np.ndarray:
-        return read_only(np.where(kept, values[np.maximum(old, 0)] if values.size else new, new))
-
-    return _with_jobs(state, dict(zip(ids, jobs, strict=True)), plan=new_plan, credit=carried(state.credit, 0.0),
-                      waited=carried(state.waited, 0), ran_last=carried(state.ran_last, False), since_plan=0,
-                      stale=False, replans=state.replans + 1, forecaster=forecaster, finished=(), carried=ids)
+    rows = carried_rows(state, ids)
+    return _with_jobs(state, dict(zip(ids, jobs, strict=True)), plan=new_plan,
+                      credit=carried(state.credit, rows, 0.0), waited=carried(state.waited, rows, 0),
+                      ran_last=carried(state.ran_last, rows, False), since_plan=0, stale=False,
+                      replans=state.replans + 1, forecaster=forecaster, finished=(), carried=ids)
 
 
 def _fair_finish(config: PolicyConfig, forecaster: Forecaster, round_index: int, states: JobStates,

@@ -417,7 +417,7 @@ def commitments(program: PlanningProgram, share: float, waited: np.ndarray,
     (`vfm.planner.PlanOptions.pace`) a round of running is worth the same whenever it comes, and a
     job forecast to finish in the window's first round if it runs from now, committed a later
     round, still does that work there (the forecast credits it nothing after its forecast end).
-    None: no commitment, the program itself.
+    Without a `wait_limit` (None): no commitment, and the program itself.
     """
     committed = np.zeros(program.shape[1:], dtype=bool)
     if wait_limit is None:
@@ -460,10 +460,10 @@ def wait_floor(program: PlanningProgram, waited: np.ndarray, wait_limit: int, ro
     (`room`, shape (T,): `FLOOR_CAPACITY_SHARE` of the capacity less the service floor's), else the
     earliest after it. A round is committed whole: a share of one would be served by credit, after
     the rounds a job owes. A job with no such round gets none. Where the load cannot keep every
-    wait within the limit (the waiting jobs' gangs sum to more than `wait_limit` times the room of
-    the window's first round), there are no commitments at all: committing what room there is
-    would turn the schedule into a round robin of single rounds, each with a restart, and leave
-    the other waits as long.
+    wait within the limit (the gangs of the jobs that can run in the window sum to more than
+    `wait_limit` times the room of the window's first round), there are no commitments at all:
+    committing what room there is would turn the schedule into a round robin of single rounds,
+    each with a restart, and leave the other waits as long.
     """
     n, goods = program.shape[1:]
     committed = np.zeros((n, goods), dtype=bool)
@@ -472,9 +472,10 @@ def wait_floor(program: PlanningProgram, waited: np.ndarray, wait_limit: int, ro
     runs_somewhere = np.any(program.runnable, axis=1)
     candidates = program.fits & (program.base < 1.0)[:, None] & runs_somewhere[:, None]
     deadline = np.maximum(wait_limit - np.asarray(waited, dtype=np.int64), 0)
-    jobs = np.flatnonzero(candidates.any(axis=1) & (deadline < goods))
+    can_run = candidates.any(axis=1)
+    jobs = np.flatnonzero(can_run & (deadline < goods))
     room = np.array(room, dtype=np.float64)
-    if program.gpus[candidates.any(axis=1)].sum() > wait_limit * max(float(room[0]), 0.0):
+    if program.gpus[can_run].sum() > wait_limit * max(float(room[0]), 0.0):
         return committed  # more waiting than the room can serve within the limit: no round robin
     for i in jobs[np.lexsort((-waited[jobs], deadline[jobs]))]:  # per job by nature: a greedy assignment
         fit = np.flatnonzero(candidates[i] & (program.gpus[i] <= room + 1e-9))

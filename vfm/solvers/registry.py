@@ -76,7 +76,7 @@ def prepare(problem: ProblemKind, solver: str | None = None) -> None:
     else the default (`Backend.prepare`: compiled kernels loaded once, ahead of the first solve).
     A name that is not a backend of that kind, or not installed here, is left to the solve to report."""
     names = available_solvers(problem)
-    name = names[0] if solver is None and names else (solver or "").lower()
+    name = solver.lower() if solver is not None else next(iter(names), None)
     if name in names:
         _REGISTRY[name].prepare()
 
