@@ -19,7 +19,7 @@ import os
 import platform
 import shlex
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -127,6 +127,22 @@ def choice_list(known: Sequence[str], what: str) -> Check:
 
     return Check(f"comma-separated names from {', '.join(known)}", convert,
                  lambda names: all(name in known for name in names), unknown)
+
+
+def size_list(known: Collection[int]) -> Check:
+    """Comma-separated sizes, each one of `known` (the sizes a benchmark has workloads for)."""
+
+    def convert(text: str) -> list[int]:
+        sizes = [int(size) for size in text.split(",") if size.strip()]
+        if not sizes:
+            raise ValueError(text)
+        return sizes
+
+    def unknown(sizes: list[int]) -> str:
+        return f"unknown size {', '.join(str(size) for size in sizes if size not in known)}"
+
+    return Check(f"comma-separated sizes from {','.join(str(size) for size in known)}", convert,
+                 lambda sizes: all(size in known for size in sizes), unknown)
 
 
 def machine() -> str:

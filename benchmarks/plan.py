@@ -81,7 +81,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks._cli import OUTPUT_FOLDER, RESULTS, Parser, whole
+from benchmarks._cli import OUTPUT_FOLDER, RESULTS, Parser, size_list, whole
 from benchmarks.solve import _jsonable
 from vfm.cluster import ClusterTypes, type_regimes, windows
 from vfm.cluster.workload import load_workload
@@ -329,7 +329,7 @@ def run(sizes: Sequence[int] = tuple(SIZES), runs: int = MIN_RUNS, out: Path | N
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = Parser("benchmarks.plan", __doc__)
-    parser.add_argument("--sizes", default=",".join(str(s) for s in SIZES),
+    parser.add_argument("--sizes", check=size_list(SIZES), default=",".join(str(s) for s in SIZES),
                         help="comma-separated subset of " + ",".join(str(s) for s in SIZES))
     parser.add_argument("--runs", check=whole(1), default=MIN_RUNS,
                         help=f"timed re-plans per size and S (default {MIN_RUNS}; fewer is only a smoke run)")
@@ -340,13 +340,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="also the 900-job S=1 re-plan on three GPU types")
     args = parser.parse_args(argv)
     with parser.reporting():
-        try:
-            sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
-        except ValueError:
-            parser.error(f"--sizes must be comma-separated integers, got {args.sizes!r}")
-        if not sizes or set(sizes) - set(SIZES):
-            parser.error(f"--sizes must be a non-empty subset of {','.join(str(s) for s in SIZES)}, got {args.sizes!r}")
-        run(sizes, runs=args.runs, out=args.out, synthetic=args.synthetic, types=args.types)
+        run(args.sizes, runs=args.runs, out=args.out, synthetic=args.synthetic, types=args.types)
 
 
 if __name__ == "__main__":

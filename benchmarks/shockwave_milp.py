@@ -57,6 +57,7 @@ import scipy.sparse as sp
 from scipy.optimize import Bounds, LinearConstraint, milp
 
 from benchmarks._cli import Check, Parser, number, whole
+from benchmarks._sizes import SIZES, window_for
 from vfm.jobs import JobWindow
 
 #: The artifact's ``log_approximation_bases`` and the value standing in for log 0.
@@ -264,9 +265,6 @@ def solve(window: JobWindow, time_limit: float = 15.0, mip_rel_gap: float = MIP_
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    # `benchmarks.solve` imports this module: its sizes are imported here, not at the top.
-    from benchmarks.solve import SIZES, window_for
-
     parser = Parser("benchmarks.shockwave_milp", __doc__)
     sizes = ", ".join(str(s) for s in SIZES)
     parser.add_argument("--size", default=120, check=Check(f"one of {sizes}", int, lambda size: size in SIZES),

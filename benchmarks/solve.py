@@ -85,23 +85,11 @@ import scipy
 
 import vfm
 from benchmarks import _plots, shockwave_milp
-from benchmarks._cli import OUTPUT_FOLDER, RESULTS, Parser, number, whole
-from vfm.cluster.windows import ACTIVITY, BusiestWindow, busiest_window, resample
-from vfm.cluster.workload import load_workload
+from benchmarks._cli import OUTPUT_FOLDER, RESULTS, Parser, number, size_list, whole
+from benchmarks._sizes import SIZES, window_for
+from vfm.cluster.windows import ACTIVITY, BusiestWindow
 
-#: size -> (workload file, or None for a synthetic resample of the 900-job workload; GPUs).
-SIZES: dict[int, tuple[str | None, int]] = {
-    120: ("shockwave_120jobs_32gpus", 32),
-    220: ("shockwave_220jobs_64gpus", 64),
-    460: ("shockwave_460jobs_128gpus", 128),
-    900: ("shockwave_900jobs_256gpus", 256),
-    1800: (None, 512),
-    3600: (None, 1024),
-}
 REFERENCE = "clarabel"
-#: The synthetic sizes resample this workload's jobs with this seed.
-SYNTHETIC_BASE, SYNTHETIC_SEED = "shockwave_900jobs_256gpus", 0
-
 TARGET_SIZE = 900
 TARGET_SECONDS = 0.050
 TARGET_GAP = 1e-6
@@ -111,18 +99,6 @@ SLOPE_RANGE = (120, 3600)
 
 #: The default results folder (`benchmarks._cli.RESULTS`).
 OUT = RESULTS / "solve"
-
-
-def window_for(size: int, rounds: int = 20, activity: str = "equal-share") -> BusiestWindow:
-    """The window of `rounds` rounds at the busiest moment of the workload named by `size`."""
-    if size not in SIZES:
-        raise ValueError(f"size {size} is not one of {sorted(SIZES)}")
-    name, gpus = SIZES[size]
-    if name is None:
-        arrays = resample(load_workload(SYNTHETIC_BASE).arrays(), size, gpus, seed=SYNTHETIC_SEED)
-    else:
-        arrays = load_workload(name).arrays()
-    return busiest_window(arrays, rounds, activity)
 
 
 def time_backend(
@@ -483,7 +459,7 @@ def run(sizes: Sequence[int] = tuple(SIZES), runs: int = 5, milp_limit: float = 
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = Parser("benchmarks.solve", __doc__)
-    parser.add_argument("--sizes", default=",".join(str(s) for s in SIZES),
+    parser.add_argument("--sizes", check=size_list(SIZES), default=",".join(str(s) for s in SIZES),
                         help=f"comma-separated subset of {','.join(str(s) for s in SIZES)}")
     parser.add_argument("--runs", check=whole(1), default=5,
                         help="timed solves per backend and size (median, min, max; default 5)")
@@ -499,14 +475,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="stop repeating a backend on a size after this many seconds (at least one run)")
     args = parser.parse_args(argv)
     with parser.reporting():
-        try:
-            sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
-        except ValueError:
-            parser.error(f"--sizes must be comma-separated integers, got {args.sizes!r}")
-        unknown = sorted(set(sizes) - set(SIZES))
-        if unknown or not sizes:
-            parser.error(f"--sizes must be a non-empty subset of {','.join(str(s) for s in SIZES)}, got {args.sizes!r}")
-        run(sizes, args.runs, args.milp_limit, args.skip_milp, args.out, args.rounds, args.activity, args.budget)
+        run(args.sizes, args.runs, args.milp_limit, args.skip_milp, args.out, args.rounds, args.activity, args.budget)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, TypeGuard, TypeVar
 
 import numpy as np
@@ -230,8 +230,6 @@ def checked_regime_pairs(regimes: Any, what: str, *, max_seconds: float) -> tupl
 
     Raises a `ValidationError` starting with `what` (the argument as the caller wrote it).
     """
-    from collections.abc import Mapping  # here: this module's imports are shared by every check
-
     example = "as {32: 60.0} or [(32, 60.0)]"
     try:
         items = list(regimes.items()) if isinstance(regimes, Mapping) else [tuple(p) for p in regimes]
