@@ -81,9 +81,8 @@ class _Shadowed:
     def remove_job(self, job_id: Hashable) -> None:
         self.policy.remove_job(job_id)
 
-    @property
-    def last_plan(self) -> Any:
-        return self.policy.last_plan
+    def diagnostics(self) -> Mapping[str, Any]:
+        return self.policy.diagnostics()
 
     def next_round(self) -> list[Hashable]:
         # The same state stepped under the other options (the step is pure, so nothing is copied),

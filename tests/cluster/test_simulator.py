@@ -24,7 +24,7 @@ from vfm.cluster import (
     summarize,
     workload_from_dict,
 )
-from vfm.cluster.protocol import SchedulingPolicy
+from vfm.cluster.protocol import ReportsDiagnostics, SchedulingPolicy
 from vfm.errors import PolicyError, ValidationError
 
 # ---------------------------------------------------------------------------------------------
@@ -647,3 +647,44 @@ def test_bad_simulate_arguments_are_rejected_by_name(call, pattern):
     workload = load_workload("shockwave_120jobs_32gpus").head(2)
     with pytest.raises(ValidationError, match=pattern):
         call(workload, _policy_for(workload))
+
+
+# ---------------------------------------------------------------------------------------------
+# Diagnostics: what a policy says about its rounds, through the protocol only
+# ---------------------------------------------------------------------------------------------
+
+
+class Explaining(Fifo):
+    """First fit that says, every third round, that it re-planned, and that a guard decided one job."""
+
+    def __init__(self, capacity: int) -> None:
+        super().__init__(capacity)
+        self.asked = 0
+
+    def next_round(self) -> list[Hashable]:
+        self.asked += 1
+        return super().next_round()
+
+    def diagnostics(self) -> Mapping[str, Any]:
+        replan = {"solver": "scripted", "status": "optimal", "fairness": "none", "solve": 0.5}
+        return {"guards": {"continuity": 1}, "replan": replan if self.asked % 3 == 1 else None}
+
+
+class Attributes(Fifo):
+    """First fit carrying a ``last_plan`` and a ``last_decision`` that are not the protocol's."""
+
+    last_plan = object()
+    last_decision = object()
+
+
+def test_the_simulator_records_what_a_policy_reports_through_diagnostics_and_nothing_else():
+    workload = load_workload("shockwave_120jobs_32gpus")
+    explained = simulate(workload, Explaining(workload.gpus))
+    rounds = len(explained.rounds)
+    assert isinstance(Explaining(1), ReportsDiagnostics) and not isinstance(Attributes(1), ReportsDiagnostics)
+    assert len(explained.replans) == (rounds + 2) // 3
+    assert explained.replans[0] == {"solver": "scripted", "status": "optimal", "fairness": "none", "solve": 0.5}
+    assert explained.guards == {"continuity": rounds}
+    plain = simulate(workload, Attributes(workload.gpus))
+    assert plain.replans == () and plain.guards == {}
+    assert [r.jobs for r in plain.rounds] == [r.jobs for r in explained.rounds]

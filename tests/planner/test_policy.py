@@ -396,3 +396,19 @@ def test_the_constructor_names_a_bad_options_object_or_a_forecaster_class():
     with pytest.raises(ValidationError, match=r"^forecaster must be a forecaster object, got the class "
                                               r"DirichletForecaster; pass an instance"):
         Policy(2, forecaster=DirichletForecaster)  # type: ignore[arg-type]  # was TypeError at the first round
+
+
+def test_diagnostics_report_the_replan_of_the_round_that_made_it_and_the_rounds_guards():
+    policy = Policy(capacity=4, rounds=10, replan_every=3)
+    assert policy.diagnostics() == {"guards": {}, "replan": None}
+    for k in range(3):
+        policy.add_job(f"job{k}", gpus=2, regimes=REGIMES, epochs=200)
+    reports = []
+    for _ in range(4):
+        policy.next_round()
+        reports.append(policy.diagnostics())
+    made = policy.last_plan
+    assert [report["replan"] is not None for report in reports] == [True, False, False, True]
+    assert reports[3]["replan"]["solver"] == made.solver and reports[3]["replan"]["status"] == str(made.status)
+    assert set(reports[3]["replan"]) >= {"fairness", *made.timings}
+    assert all(report["guards"] == dict(policy.last_decision.guards) for report in reports[3:])

@@ -13,7 +13,8 @@ and the baselines.
   clusters and gang mixes (`resample_workload`).
 - `vfm.cluster.protocol`: `SchedulingPolicy`, the interface a scheduler drives (every policy
   here implements it, `vfm.planner.Policy` included), and `TypedSchedulingPolicy`, its form for
-  clusters of several GPU types (a policy with a `cluster` places each job on a type).
+  clusters of several GPU types (a policy with a `cluster` places each job on a type);
+  `ReportsDiagnostics`, the optional method by which a policy says how it decided a round.
 - `vfm.cluster.simulator`: `simulate` runs a policy on a workload round by round.
 - `vfm.cluster.metrics`: makespan, JCT, finish-time fairness, utilization; `summarize`.
 - `vfm.cluster.baselines`: the paper's baselines (`BASELINES`) and the static market.
@@ -55,7 +56,7 @@ from vfm.cluster.gpu_types import (
     type_regimes,
 )
 from vfm.cluster.metrics import summarize
-from vfm.cluster.protocol import SchedulingPolicy, TypedSchedulingPolicy
+from vfm.cluster.protocol import ReportsDiagnostics, SchedulingPolicy, TypedSchedulingPolicy
 from vfm.cluster.simulator import Round, Simulation, simulate
 from vfm.cluster.typed_baselines import (
     TYPED_BASELINES,
@@ -78,6 +79,7 @@ __all__ = [
     "HeterogeneousMinTotalDuration",
     "HeterogeneousStaticMarket",
     "Job",
+    "ReportsDiagnostics",
     "Round",
     "SchedulingPolicy",
     "Simulation",

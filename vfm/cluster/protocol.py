@@ -10,7 +10,7 @@ mode), and, as they finish, the batch sizes of its epochs. It never sees a job's
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from vfm.cluster.gpu_types import ClusterTypes
 
@@ -64,3 +64,17 @@ class TypedSchedulingPolicy(Protocol):
     def next_round(self) -> Mapping[Hashable, str]:
         """The jobs to run in the next round, each with the type its whole gang runs on: within
         every type's count, and only on types the job was told of."""
+
+
+@runtime_checkable
+class ReportsDiagnostics(Protocol):
+    """The optional part of the conversation: a policy that says how it decided each round
+    (`vfm.planner.Policy` and `vfm.planner.TypedPolicy` do). The simulator asks it once per
+    round, right after `next_round`, and keeps what it says (`Simulation.replans`,
+    `Simulation.guards`); a policy without it is simulated the same, with nothing recorded."""
+
+    def diagnostics(self) -> Mapping[str, Any]:
+        """How the round `next_round` last returned was decided: ``"guards"``, a mapping of each
+        guard's name to the jobs it decided, and ``"replan"``, None or, when the policy re-planned
+        for this round, a mapping of the re-plan's ``solver``, ``status`` and ``fairness`` and the
+        seconds of each of its stages."""

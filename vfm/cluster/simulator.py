@@ -34,8 +34,8 @@ from numpy.typing import NDArray
 from vfm._validation import checked_job_id, first_bad, is_real, is_whole
 from vfm.cluster._trace import Trace
 from vfm.cluster.gpu_types import ClusterTypes
-from vfm.cluster.protocol import SchedulingPolicy, TypedSchedulingPolicy
-from vfm.cluster.workload import Workload
+from vfm.cluster.protocol import ReportsDiagnostics, SchedulingPolicy, TypedSchedulingPolicy
+from vfm.cluster.workload_model import Workload
 from vfm.errors import PolicyError, ValidationError
 from vfm.limits import MAX_ARRIVAL_ROUNDS
 
@@ -94,14 +94,13 @@ class Simulation:
     busy_gpu_s : float
         GPU-seconds held by jobs: ``sum(gpus * held_s)``.
     replans : tuple of dict
-        For a policy with a ``last_plan`` (`vfm.planner.Policy`), one entry per re-plan: the
-        backend (``solver``), the ``status``, the ``fairness`` of its FTF targets
-        (``Plan.fairness``) and the seconds of each component of ``Plan.timings``. Empty for other
-        policies.
+        For a policy that reports diagnostics (`vfm.cluster.protocol.ReportsDiagnostics`, as
+        `vfm.planner.Policy` does), one entry per re-plan: the backend (``solver``), the
+        ``status``, the ``fairness`` of its FTF targets (``Plan.fairness``) and the seconds of each
+        component of ``Plan.timings``. Empty for other policies.
     guards : mapping of str to int
-        For a policy with a ``last_decision`` (`vfm.planner.Policy`): over the run, how many
-        job-rounds each guard of its execution decided (`vfm.planner.Decision.guards`). Empty for
-        other policies.
+        For a policy that reports diagnostics: over the run, how many job-rounds each guard of
+        its execution decided (`vfm.planner.Decision.guards`). Empty for other policies.
     cluster : ClusterTypes or None
         The cluster's GPUs by type (`Workload.cluster`, or `gpus` V100s for a workload without
         types); None only for a record built by hand.
@@ -165,25 +164,21 @@ def _rounds_bound(workload: Workload, slowest_s: FloatArray, round_s: float, res
 
 
 def ask_policy(policy: SchedulingPolicy) -> tuple[Any, float, dict[str, Any] | None]:
-    """``policy.next_round()``, its wall-clock seconds, and, when a policy with a ``last_plan``
-    (`vfm.planner.Policy`) re-planned for it, the re-plan's record (`Simulation.replans`)."""
-    standing = getattr(policy, "last_plan", None)
+    """``policy.next_round()``, its wall-clock seconds, and, when a policy that reports diagnostics
+    (`ReportsDiagnostics`) re-planned for it, the re-plan's record (`Simulation.replans`)."""
     tic = time.perf_counter()
     answer = policy.next_round()
     seconds = time.perf_counter() - tic
-    fresh = getattr(policy, "last_plan", None)
-    if fresh is None or fresh is standing:
-        return answer, seconds, None
-    return answer, seconds, {"solver": fresh.solver, "status": str(fresh.status), "fairness": fresh.fairness,
-                             **fresh.timings}
+    replan = policy.diagnostics().get("replan") if isinstance(policy, ReportsDiagnostics) else None
+    return answer, seconds, None if replan is None else dict(replan)
 
 
 def count_guards(policy: SchedulingPolicy, totals: dict[str, int]) -> None:
-    """Add the guards that decided the round just asked for (a policy with a ``last_decision``,
-    `vfm.planner.Decision.guards`) to `totals`."""
-    decision = getattr(policy, "last_decision", None)
-    for name, count in getattr(decision, "guards", {}).items():
-        totals[name] = totals.get(name, 0) + int(count)
+    """Add the guards that decided the round just asked for (a policy that reports diagnostics,
+    `ReportsDiagnostics`) to `totals`."""
+    if isinstance(policy, ReportsDiagnostics):
+        for name, count in policy.diagnostics().get("guards", {}).items():
+            totals[name] = totals.get(name, 0) + int(count)
 
 
 def checked_answer(answer: Any, policy: object, round_index: int, index_of: Mapping[Hashable, int],

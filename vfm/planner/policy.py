@@ -491,6 +491,19 @@ class StateView:
         with self._lock:
             return self._rest.replans
 
+    def diagnostics(self) -> dict[str, Any]:
+        """How the round `next_round` last returned was decided, for a scheduler's logs and the
+        simulator (`vfm.cluster.protocol.ReportsDiagnostics`): ``"guards"`` (`Decision.guards`)
+        and ``"replan"``, None or, when the round re-planned, the plan's ``solver``, ``status``,
+        ``fairness`` and the seconds of each stage (`Plan.timings`)."""
+        with self._lock:
+            decision, plan = self._last_decision, self._rest.plan
+            if decision is None:
+                return {"guards": {}, "replan": None}
+            replan = None if not decision.replanned or plan is None else {
+                "solver": plan.solver, "status": str(plan.status), "fairness": plan.fairness, **plan.timings}
+            return {"guards": dict(decision.guards), "replan": replan}
+
     @property
     def last_decision(self) -> Decision | None:
         """How the last round was decided (`Decision`: from the plan, the standing plan or the
