@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from vfm.errors import ValidationError
 from vfm.forecast import JobStates
-from vfm.planner import plan, round_schedule
+from vfm.planner import RoundingContext, plan, round_schedule
 from vfm.planner.rounding import round_placement
 
 from .strategies import JobSet, job_sets
@@ -20,9 +20,9 @@ from .test_rounding import ROUND_S, fractional_inputs
 @given(fractional_inputs())
 def test_rounding_on_one_type_is_round_schedule(inputs):
     relaxed, gpus, capacity, remaining_s, lateness, base, useful = inputs
-    placement = round_placement(relaxed[:, None, :], gpus, capacity[None, :], remaining_s, ROUND_S, lateness, base,
-                                useful)
-    expected = round_schedule(relaxed, gpus, capacity, remaining_s, ROUND_S, lateness, base, useful)
+    context = RoundingContext(lateness, base, useful)
+    placement = round_placement(relaxed[:, None, :], gpus, capacity[None, :], remaining_s, ROUND_S, context)
+    expected = round_schedule(relaxed, gpus, capacity, remaining_s, ROUND_S, context)
     np.testing.assert_array_equal(placement >= 0, expected)
     assert set(np.unique(placement)) <= {-1, 0}
 
@@ -35,8 +35,8 @@ def test_rounding_places_whole_gangs_on_hosting_types_within_each_count(inputs, 
     split = rng.dirichlet(np.ones(types), rounds).T  # each type's share of the round's fraction
     per_type = np.floor(capacity[None, :] * rng.uniform(0.3, 1.0, (types, rounds)))
     speed = rng.uniform(0.0, 1.0, (n, types)) * (rng.random((n, types)) < 0.8)
-    placement = round_placement(relaxed[:, None, :] * split[None], gpus, per_type, remaining_s, ROUND_S, lateness,
-                                base, useful, speed=speed)
+    placement = round_placement(relaxed[:, None, :] * split[None], gpus, per_type, remaining_s, ROUND_S,
+                                RoundingContext(lateness, base, useful), speed=speed)
     for t in range(rounds):
         for k in range(types):
             on = placement[:, t] == k

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from vfm.planner import round_schedule
+from vfm.planner import RoundingContext, round_schedule
 from vfm.planner.rounding import first_fit, quantize
 
 ROUND_S = 120.0
@@ -38,7 +38,7 @@ def fractional_inputs(draw, ample: bool = False):
 
 def _round(inputs):
     relaxed, gpus, capacity, remaining_s, lateness, base, useful = inputs
-    return round_schedule(relaxed, gpus, capacity, remaining_s, ROUND_S, lateness, base, useful)
+    return round_schedule(relaxed, gpus, capacity, remaining_s, ROUND_S, RoundingContext(lateness, base, useful))
 
 
 def _owed(relaxed, gpus, capacity, base, useful):
@@ -125,7 +125,7 @@ def test_latest_job_is_served_first():
     relaxed = np.full((2, 2), 0.5)
     for late in ([0.0, 3.0], [3.0, 0.0]):
         schedule = round_schedule(relaxed, np.array([2.0, 2.0]), np.array([2.0, 2.0]), np.zeros(2), ROUND_S,
-                                  lateness=np.array(late))
+                                  RoundingContext(lateness=np.array(late)))
         first = int(np.argmax(late))
         np.testing.assert_array_equal(schedule[:, 0], np.arange(2) == first)
         np.testing.assert_array_equal(schedule[:, 1], np.arange(2) != first)
@@ -143,10 +143,10 @@ def test_fresh_job_planned_any_time_is_owed_a_round():
     # Job 0 has no progress yet and is planned 0.3 rounds: owed one (round(0.3) = 0 otherwise).
     relaxed = np.array([[0.2, 0.1], [1.0, 0.0]])
     schedule = round_schedule(relaxed, np.array([1.0, 1.0]), np.array([1.0, 1.0]), np.zeros(2), ROUND_S,
-                              base=np.array([0.0, 0.5]))
+                              RoundingContext(base=np.array([0.0, 0.5])))
     np.testing.assert_array_equal(schedule.astype(int), [[0, 1], [1, 0]])
     schedule = round_schedule(relaxed, np.array([1.0, 1.0]), np.array([1.0, 1.0]), np.zeros(2), ROUND_S,
-                              base=np.array([0.2, 0.5]))
+                              RoundingContext(base=np.array([0.2, 0.5])))
     np.testing.assert_array_equal(schedule.astype(int), [[0, 0], [1, 0]])
 
 
@@ -155,11 +155,11 @@ def test_a_fresh_job_planned_below_the_resolution_is_still_owed_a_round():
     # weight on job 1 leaves it), which quantizes to 0: it is planned, so it is owed its round.
     relaxed = np.array([[6.5e-4], [1.0 - 6.5e-4]])
     schedule = round_schedule(relaxed, np.array([1.0, 1.0]), np.array([1.0]), np.full(2, 1e4), ROUND_S,
-                              base=np.array([0.0, 0.5]))
+                              RoundingContext(base=np.array([0.0, 0.5])))
     np.testing.assert_array_equal(schedule.astype(int), [[1], [0]])
     # Planned no time at all, it is owed none.
     schedule = round_schedule(np.array([[0.0], [1.0]]), np.array([1.0, 1.0]), np.array([1.0]), np.full(2, 1e4),
-                              ROUND_S, base=np.array([0.0, 0.5]))
+                              ROUND_S, RoundingContext(base=np.array([0.0, 0.5])))
     np.testing.assert_array_equal(schedule.astype(int), [[0], [1]])
 
 
@@ -173,7 +173,7 @@ def test_a_fresh_job_planned_below_the_resolution_is_still_owed_a_round():
 def test_fresh_job_owed_rounds_is_not_starved_by_a_must_run_job(relaxed, gpus, capacity):
     relaxed = np.array(relaxed)
     schedule = round_schedule(relaxed, np.array(gpus), np.array(capacity), np.full(2, 1e4), ROUND_S,
-                              base=np.array([0.5, 0.0]))
+                              RoundingContext(base=np.array([0.5, 0.0])))
     assert schedule[1].any()
 
 
@@ -198,8 +198,9 @@ def test_a_fresh_job_gets_its_first_round_where_every_scenario_credits_progress(
     relaxed = np.array([[0.0, 0.0, 1.0], [1.0, 1.0, 0.0]])
     covering = np.array([[True, False, False], [True, True, True]])
     common = dict(gpus=np.array([1, 1]), capacity=np.array([1, 1, 1]), remaining_s=np.array([360.0, 360.0]),
-                  round_s=120.0, base=np.array([0.0, 0.5]), useful=np.ones((2, 3), dtype=bool))
-    without = round_schedule(relaxed, **common)
-    assert not without[0, 0] and without[0, 2]  # what happened before: the round earns nothing somewhere
-    schedule = round_schedule(relaxed, covering=covering, **common)
+                  round_s=120.0)
+    base, useful = np.array([0.0, 0.5]), np.ones((2, 3), dtype=bool)
+    without = round_schedule(relaxed, context=RoundingContext(base=base, useful=useful), **common)
+    assert not without[0, 0] and without[0, 2]  # without covering rounds: the round earns nothing somewhere
+    schedule = round_schedule(relaxed, context=RoundingContext(base=base, useful=useful, covering=covering), **common)
     assert schedule[0, 0] and schedule[0].sum() == 1 and schedule[1, 1:].all()

@@ -12,7 +12,8 @@ from vfm.planner.options import PlanOptions
 from vfm.planner.plan import Plan, plan
 from vfm.planner.policy import Policy
 from vfm.planner.program import PlanningProgram
-from vfm.planner.rounding import round_schedule
+from vfm.planner.rounding import RoundingContext, round_schedule
 from vfm.planner.typed_policy import TypedPolicy
 
-__all__ = ["Decision", "Plan", "PlanOptions", "PlanningProgram", "Policy", "TypedPolicy", "plan", "round_schedule"]
+__all__ = ["Decision", "Plan", "PlanOptions", "PlanningProgram", "Policy", "RoundingContext", "TypedPolicy", "plan",
+           "round_schedule"]

@@ -34,7 +34,7 @@ from vfm.planner.pace import window_epochs
 from vfm.planner.polish import polish
 from vfm.planner.polish import supports as polish_supports
 from vfm.planner.program import PlanningProgram, above_floor, commitments
-from vfm.planner.rounding import round_placement, round_schedule
+from vfm.planner.rounding import RoundingContext, round_placement, round_schedule
 from vfm.solvers.base import Solution
 from vfm.solvers.registry import candidates, select
 
@@ -412,13 +412,13 @@ def _round(states: JobStates, inputs: Inputs, forecast: _Forecast, built: _Built
     placement = None
     left_s = np.where(forecast.finished, 0.0, forecast.remaining_s)
     owed, useful = owed_rounds(per_round), per_round.min(axis=0) > 0
+    context = RoundingContext(lateness, program.base, useful=owed, covering=useful)
     if window is None:
-        schedule = round_schedule(relaxed, inputs.width, inputs.supply, left_s, round_s, lateness, program.base, owed,
-                                  useful) & fits
+        schedule = round_schedule(relaxed, inputs.width, inputs.supply, left_s, round_s, context) & fits
     else:
         placement = np.where(fits, round_placement(relaxed.reshape(n, window.types, inputs.options.rounds),
-                                                   inputs.width, window.capacity, left_s, round_s, lateness,
-                                                   program.base, owed, useful, window.pace), -1)
+                                                   inputs.width, window.capacity, left_s, round_s, context,
+                                                   window.pace), -1)
         schedule = window.schedule(placement)
     with np.errstate(all="ignore"):  # non-finite values are the guard's to report (`_guarded`)
         relaxed_objective = program.objective(relaxed)

@@ -30,6 +30,8 @@ Ties
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from vfm._validation import FloatArray
@@ -48,16 +50,43 @@ def quantize(fractions: FloatArray) -> FloatArray:
     return np.round(np.asarray(fractions, dtype=np.float64) / RESOLUTION) * RESOLUTION
 
 
+@dataclass(frozen=True)
+class RoundingContext:
+    """What the rounding reads of each job besides its fractions (module docstring); every field
+    optional, None meaning no preference or no restriction.
+
+    Attributes
+    ----------
+    lateness : ndarray, shape (n,), optional
+        Priority among owed jobs: how far past its fair finish time each job is projected
+        (larger goes first). Default: no preference.
+    base : ndarray, shape (n,), optional
+        Progress before the window. A job with none (0) that the relaxation plans for any
+        positive time is owed at least one round, so that its rounded utility is not 0.
+    useful : ndarray of bool, shape (n, T), optional
+        Rounds in which running makes forecast progress (default: every round the job fits).
+        Owed rounds are served only there; the forecast of "epochs in round t if the job runs
+        all rounds up to t" is 0 after its forecast end, so a round there would earn nothing.
+    covering : ndarray of bool, shape (n, T), optional
+        Rounds in which running makes progress in *every* scenario (default: `useful`). A job
+        with no progress yet (`base` 0) is served its first owed round only there when it has
+        such a round: a round that earns nothing in one scenario leaves its utility 0 (log
+        utility -inf) in that scenario. Its later rounds may be any `useful` ones.
+    """
+
+    lateness: FloatArray | None = None
+    base: FloatArray | None = None
+    useful: np.ndarray | None = None
+    covering: np.ndarray | None = None
+
+
 def round_schedule(
     relaxed: FloatArray,
     gpus: FloatArray,
     capacity: FloatArray,
     remaining_s: FloatArray,
     round_s: float,
-    lateness: FloatArray | None = None,
-    base: FloatArray | None = None,
-    useful: np.ndarray | None = None,
-    covering: np.ndarray | None = None,
+    context: RoundingContext = RoundingContext(),
 ) -> BoolArray:
     """Round a fractional schedule to whole rounds (module docstring).
 
@@ -75,21 +104,8 @@ def round_schedule(
         already given, longest first, and adds them even when that is used up).
     round_s : float
         Seconds per round.
-    lateness : ndarray, shape (n,), optional
-        Priority among owed jobs: how far past its fair finish time each job is projected
-        (larger goes first). Default: no preference.
-    base : ndarray, shape (n,), optional
-        Progress before the window. A job with none (0) that the relaxation plans for any
-        positive time is owed at least one round, so that its rounded utility is not 0.
-    useful : ndarray of bool, shape (n, T), optional
-        Rounds in which running makes forecast progress (default: every round the job fits).
-        Owed rounds are served only there; the forecast of "epochs in round t if the job runs
-        all rounds up to t" is 0 after its forecast end, so a round there would earn nothing.
-    covering : ndarray of bool, shape (n, T), optional
-        Rounds in which running makes progress in *every* scenario (default: `useful`). A job
-        with no progress yet (`base` 0) is served its first owed round only there when it has
-        such a round: a round that earns nothing in one scenario leaves its utility 0 (log
-        utility -inf) in that scenario. Its later rounds may be any `useful` ones.
+    context : RoundingContext, optional
+        Each job's lateness, progress before the window and useful rounds (default: none).
 
     Returns
     -------
@@ -109,9 +125,7 @@ def round_schedule(
            [1, 0],
            [0, 1]])
     """
-    placement = round_placement(relaxed[:, None, :], gpus, capacity[None, :], remaining_s, round_s, lateness, base,
-                                useful, covering)
-    return placement >= 0
+    return round_placement(relaxed[:, None, :], gpus, capacity[None, :], remaining_s, round_s, context) >= 0
 
 
 def round_placement(
@@ -120,10 +134,7 @@ def round_placement(
     capacity: FloatArray,
     remaining_s: FloatArray,
     round_s: float,
-    lateness: FloatArray | None = None,
-    base: FloatArray | None = None,
-    useful: np.ndarray | None = None,
-    covering: np.ndarray | None = None,
+    context: RoundingContext = RoundingContext(),
     speed: FloatArray | None = None,
 ) -> np.ndarray:
     r"""`round_schedule` on a cluster of GPU types: whole rounds, each gang on one type.
@@ -140,7 +151,7 @@ def round_placement(
     gpus : ndarray, shape (n,)
     capacity : ndarray, shape (K, T)
         GPUs of each type in each round.
-    remaining_s, round_s, lateness, base, useful, covering
+    remaining_s, round_s, context
         As in `round_schedule` (`useful` and `covering` per round, shape (n, T)).
     speed : ndarray, shape (n, K), optional
         Each job's running time per round on each type relative to the type `remaining_s` is
@@ -156,6 +167,7 @@ def round_placement(
     # read before quantizing: a large priority weight on another job can plan it a sliver below
     # the resolution, which would read as none.
     planned_any = np.asarray(relaxed, dtype=np.float64).sum(axis=(1, 2)) > 0
+    lateness, base, useful, covering = context.lateness, context.base, context.useful, context.covering
     relaxed = quantize(relaxed)
     n, types, rounds = relaxed.shape
     pace = np.ones((n, types)) if speed is None else speed
