@@ -71,7 +71,7 @@ Every function takes ``backend``:
   module imports JAX on first use, not at import time;
 * ``"auto"`` (the default): ``"jax"`` when JAX can be imported and runs on an accelerator
   (GPU/TPU), else ``"numpy"``: on a CPU the NumPy path measured as fast or faster (see
-  `_automatic_backend`).
+  `vfm.utility_backend.automatic_backend`).
 
 Both backends return NumPy float64 arrays (or a NumPy float64 scalar for 0-d results) and agree
 to rounding (about :math:`10^{-15}` relative), with one exception: XLA on CPU flushes subnormal
@@ -100,16 +100,16 @@ array([[1.5, 1.5],
 
 from __future__ import annotations
 
-import functools
-import importlib
 from collections.abc import Callable
-from typing import Any, Literal, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from vfm._validation import FloatArray, real_array
-from vfm.errors import ValidationError
+from vfm._validation import FloatArray
+from vfm.utility_backend import Backend, available_backends, resolve_backend
+from vfm.utility_inputs import UtilityInputs, validated_inputs
+from vfm.utility_jax import run_jax
+from vfm.utility_numpy import NUMPY_FUNCTIONS, numpy_safe_nswot
 
 __all__ = [
     "Backend",
@@ -121,308 +121,30 @@ __all__ = [
     "nswot_gradient",
 ]
 
-Backend = Literal["auto", "jax", "numpy"]
-_BACKENDS = ("auto", "jax", "numpy")
+# The NSWOT quantities whose overflow is evaluated again in logs, by how the logs give them.
+_IN_LOGS: dict[str, Callable[[UtilityInputs], FloatArray]] = {
+    "nswot": numpy_safe_nswot,
+    "expected": lambda inputs: numpy_safe_nswot(inputs).mean(axis=0),
+}
 
 
-# --------------------------------------------------------------------------------------------
-# Backend selection
-# --------------------------------------------------------------------------------------------
+def _evaluated(name: str, utilities: ArrayLike, allocation: ArrayLike, budgets: ArrayLike | None,
+               base_utility: ArrayLike | None, backend: object) -> tuple[UtilityInputs, FloatArray]:
+    """What every public function does before shaping its result: validate the arguments, resolve
+    the backend and evaluate quantity `name` (a key of `vfm.utility_numpy.NUMPY_FUNCTIONS`) on it;
+    an NSWOT value that overflows is evaluated again in logs (`_IN_LOGS`)."""
+    inputs = validated_inputs(utilities, allocation, budgets, base_utility)
+    if name not in _IN_LOGS:
+        return inputs, _evaluate(name, inputs, resolve_backend(backend))
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is caught below, not warned of
+        result = _evaluate(name, inputs, resolve_backend(backend))
+    if not np.all(np.isfinite(result) | np.isneginf(result)):  # an overflow: evaluated again in logs
+        result = _IN_LOGS[name](inputs)
+    return inputs, result
 
 
-@functools.cache
-def _jax_module() -> Any:
-    """Import JAX once; return the module, or None if it cannot be imported."""
-    try:
-        import jax
-    except Exception:  # ImportError, or a broken install failing at import time
-        return None
-    return jax
-
-
-def available_backends() -> tuple[str, ...]:
-    """The backends usable in this environment.
-
-    Returns
-    -------
-    tuple of str
-        ``("jax", "numpy")`` when JAX can be imported, else ``("numpy",)``. ``backend="auto"``
-        picks JAX only on an accelerator. Calling this imports JAX if it is installed.
-
-    Examples
-    --------
-    >>> from vfm.utility import available_backends
-    >>> "numpy" in available_backends()
-    True
-    """
-    return ("jax", "numpy") if _jax_module() is not None else ("numpy",)
-
-
-def _automatic_backend() -> str:
-    """JAX where it runs on an accelerator, NumPy otherwise.
-
-    On a CPU, at the planner's sizes (16 scenarios x 4 allocations x 900 jobs x 20 rounds) the
-    jitted JAX kernels measured 0.9 to 3 ms per call against 0.5 to 2.5 ms for NumPy on this
-    project's 2-core machine, and every new shape costs 0.1 to 0.3 s of compilation; JAX pays
-    off only where XLA has a GPU or TPU to use.
-    """
-    jax = _jax_module()
-    if jax is not None and jax.default_backend() != "cpu":
-        return "jax"
-    return "numpy"
-
-
-def _resolve_backend(backend: object) -> str:
-    if not isinstance(backend, str) or backend not in _BACKENDS:
-        raise ValidationError(f"backend must be one of {', '.join(map(repr, _BACKENDS))}, got {backend!r}")
-    if backend == "auto":
-        return _automatic_backend()
-    if backend == "jax" and _jax_module() is None:
-        raise ValidationError(
-            "backend='jax' needs JAX, which cannot be imported here: pip install 'vfm[jax]', "
-            "or pass backend='numpy' (or 'auto')"
-        )
-    return backend
-
-
-# --------------------------------------------------------------------------------------------
-# Validation
-# --------------------------------------------------------------------------------------------
-
-
-def _check_entries(array: FloatArray, name: str, *, positive: bool = False) -> None:
-    """Reject NaN, infinities and negative (or, with `positive`, non-positive) entries."""
-    finite = np.isfinite(array)
-    if not finite.all():
-        where = tuple(int(i) for i in np.argwhere(~finite)[0])
-        what = "NaN" if np.isnan(array[where]) else f"an infinite value {array[where]}"
-        raise ValidationError(f"{name} contains {what} at index {where}")
-    bad = array <= 0 if positive else array < 0
-    if bad.any():
-        where = tuple(int(i) for i in np.argwhere(bad)[0])
-        raise ValidationError(f"{name} must be {'> 0' if positive else '>= 0'}, got {array[where]} at index {where}")
-
-
-class _Inputs(NamedTuple):
-    """Validated inputs, always batched and flattened over goods and periods."""
-
-    utilities: FloatArray  # (S, n, K), K = m * T
-    allocation: FloatArray  # (A, n, K)
-    budgets: FloatArray  # (n,)
-    base_utility: FloatArray  # (n,)
-    market_shape: tuple[int, int, int]  # (n, m, T)
-    scenario_batch: tuple[int, ...]  # () or (S,)
-    allocation_batch: tuple[int, ...]  # () or (A,)
-
-
-def _validate(
-    utilities: ArrayLike,
-    allocation: ArrayLike,
-    budgets: ArrayLike | None,
-    base_utility: ArrayLike | None,
-) -> _Inputs:
-    u = real_array(utilities, "utilities")
-    if u.ndim not in (3, 4):
-        raise ValidationError(f"utilities must have shape (n, m, T) or (S, n, m, T) with S scenarios, got {u.shape}")
-    if 0 in u.shape:
-        raise ValidationError(f"utilities must have at least one scenario, buyer, good and period, got shape {u.shape}")
-    market_shape: tuple[int, int, int] = (u.shape[-3], u.shape[-2], u.shape[-1])
-    n, m, periods = market_shape
-    x = real_array(allocation, "allocation")
-    if x.ndim not in (3, 4) or x.shape[-3:] != market_shape:
-        raise ValidationError(
-            f"allocation must have shape {market_shape} or (A, {n}, {m}, {periods}) with A allocations, "
-            f"matching utilities' trailing (n, m, T) = {market_shape}; got {x.shape}"
-        )
-    if x.ndim == 4 and x.shape[0] == 0:
-        raise ValidationError(f"allocation must hold at least one allocation, got shape {x.shape}")
-    b = np.ones(n) if budgets is None else real_array(budgets, "budgets")
-    if b.shape != (n,):
-        raise ValidationError(f"budgets must have shape ({n},), one per buyer of utilities, got {b.shape}")
-    c = np.zeros(n) if base_utility is None else real_array(base_utility, "base_utility")
-    if c.shape != (n,):
-        raise ValidationError(f"base_utility must have shape ({n},), one per buyer of utilities, got {c.shape}")
-    _check_entries(u, "utilities")
-    _check_entries(x, "allocation")
-    _check_entries(b, "budgets", positive=True)
-    _check_entries(c, "base_utility")
-    return _Inputs(
-        utilities=u.reshape(-1, n, m * periods),
-        allocation=x.reshape(-1, n, m * periods),
-        budgets=b,
-        base_utility=c,
-        market_shape=market_shape,
-        scenario_batch=u.shape[:-3],
-        allocation_batch=x.shape[:-3],
-    )
-
-
-# --------------------------------------------------------------------------------------------
-# NumPy backend: batched matrix products over the buyer axis
-# --------------------------------------------------------------------------------------------
-
-
-def _np_cumulative(inputs: _Inputs) -> FloatArray:
-    """(S, A, n): for every buyer i, the (S, K) @ (K, A) product of its utilities and allocations."""
-    u, x = inputs.utilities, inputs.allocation
-    products = np.matmul(u.transpose(1, 0, 2), x.transpose(1, 2, 0))  # (n, S, A)
-    return inputs.base_utility + products.transpose(1, 2, 0)
-
-
-def _np_nswot(inputs: _Inputs) -> FloatArray:
-    with np.errstate(divide="ignore"):
-        return np.log(_np_cumulative(inputs)) @ inputs.budgets  # (S, A)
-
-
-def _np_log_cumulative(inputs: _Inputs) -> FloatArray:
-    r"""(S, A, n): :math:`\log U_{sai}` without overflow: each buyer's utilities scaled by their
-    largest entry (and its base utility), each allocation by its largest entry when above 1, so
-    that the sum left is at most K + 1, and the scales' logs added back."""
-    u, x, c = inputs.utilities, inputs.allocation, inputs.base_utility
-    u_scale = np.maximum(u.max(axis=(0, 2)), c)  # (n,)
-    u_scale = np.where(u_scale > 0, u_scale, 1.0)
-    x_scale = np.maximum(x.max(axis=2), 1.0)  # (A, n)
-    inner = np.matmul((u / u_scale[None, :, None]).transpose(1, 0, 2),
-                      (x / x_scale[:, :, None]).transpose(1, 2, 0)).transpose(1, 2, 0)  # (S, A, n)
-    inner = inner + (c / u_scale)[None, None, :] / x_scale[None, :, :]
-    with np.errstate(divide="ignore"):
-        return np.log(inner) + np.log(u_scale)[None, None, :] + np.log(x_scale)[None, :, :]
-
-
-def _np_safe_nswot(inputs: _Inputs) -> FloatArray:
-    """(S, A): NSWOT from `_np_log_cumulative`; -inf where some buyer's utility is 0, and
-    +inf only where the sum itself exceeds the largest float."""
-    logs = _np_log_cumulative(inputs)
-    with np.errstate(over="ignore", invalid="ignore"):
-        terms = logs * inputs.budgets
-        total = np.sum(np.where(np.isneginf(logs), 0.0, terms), axis=-1)
-    return np.where(np.isneginf(logs).any(axis=-1), -np.inf, total)
-
-
-def _np_weights(inputs: _Inputs) -> FloatArray:
-    """(S, A, n): B_i / U_sai, ``inf`` where U_sai = 0 (or where the quotient overflows)."""
-    with np.errstate(divide="ignore", over="ignore"):
-        return inputs.budgets / _np_cumulative(inputs)
-
-
-def _np_gradient(inputs: _Inputs) -> FloatArray:
-    weights = _np_weights(inputs)
-    u = inputs.utilities
-    with np.errstate(invalid="ignore", over="ignore"):
-        gradient = weights[..., None] * u[:, None]  # (S, A, n, K)
-    if np.isinf(weights).any():  # inf * 0 = NaN where the buyer does not value the entry
-        gradient = np.where(u[:, None] > 0, gradient, 0.0)
-    return gradient
-
-
-def _np_expected_gradient(inputs: _Inputs) -> FloatArray:
-    """(A, n, K): (1/S) sum_s w_sai u_sik without forming the (S, A, n, K) array."""
-    weights = _np_weights(inputs)
-    u = inputs.utilities
-    infinite = np.isinf(weights)
-    finite_weights = np.where(infinite, 0.0, weights)
-    # For every buyer i: (A, S) @ (S, K).
-    with np.errstate(over="ignore"):
-        gradient = np.matmul(finite_weights.transpose(2, 1, 0), u.transpose(1, 0, 2)).transpose(1, 0, 2)
-        gradient /= u.shape[0]
-    if infinite.any():
-        hits = np.matmul(infinite.transpose(2, 1, 0).astype(np.float64), (u > 0).transpose(1, 0, 2).astype(np.float64))
-        gradient = np.where(hits.transpose(1, 0, 2) > 0, np.inf, gradient)
-    return gradient
-
-
-# --------------------------------------------------------------------------------------------
-# JAX backend: a single-market kernel, vmapped over allocations and scenarios, jitted
-# --------------------------------------------------------------------------------------------
-
-
-class _JaxFunctions(NamedTuple):
-    cumulative: Callable[..., Any]  # (S, A, n)
-    nswot: Callable[..., Any]  # (S, A)
-    gradient: Callable[..., Any]  # (S, A, n, K)
-    expected: Callable[..., Any]  # (A,)
-    expected_gradient: Callable[..., Any]  # (A, n, K)
-
-
-@functools.cache
-def _jax_functions() -> _JaxFunctions:
-    """Build and jit the JAX functions once per process (module-level cache)."""
-    jax = _jax_module()
-    jnp = jax.numpy
-
-    # Single market: u, x (n, K); budgets b, base utility c (n,).
-    def cumulative_one(u: Any, x: Any, b: Any, c: Any) -> Any:
-        return c + jnp.einsum("ik,ik->i", u, x)
-
-    def nswot_one(u: Any, x: Any, b: Any, c: Any) -> Any:
-        return jnp.dot(b, jnp.log(cumulative_one(u, x, b, c)))
-
-    def weights_one(u: Any, x: Any, b: Any, c: Any) -> Any:
-        return b / cumulative_one(u, x, b, c)  # (n,), inf where U_i = 0
-
-    def gradient_one(u: Any, x: Any, b: Any, c: Any) -> Any:
-        return jnp.where(u > 0, weights_one(u, x, b, c)[:, None] * u, 0.0)
-
-    def batched(kernel: Callable[..., Any]) -> Callable[..., Any]:
-        over_allocations = jax.vmap(kernel, in_axes=(None, 0, None, None))
-        return jax.vmap(over_allocations, in_axes=(0, None, None, None))
-
-    def expected(u: Any, x: Any, b: Any, c: Any) -> Any:
-        return jnp.mean(batched(nswot_one)(u, x, b, c), axis=0)
-
-    def expected_gradient(u: Any, x: Any, b: Any, c: Any) -> Any:
-        # Contract the (S, A, n) weights with u instead of averaging (S, A, n, K) gradients.
-        weights = batched(weights_one)(u, x, b, c)
-        infinite = jnp.isinf(weights)
-        gradient = jnp.einsum("sai,sik->aik", jnp.where(infinite, 0.0, weights), u) / u.shape[0]
-
-        def mark_infinite(g: Any) -> Any:
-            hits = jnp.einsum("sai,sik->aik", infinite.astype(u.dtype), (u > 0).astype(u.dtype))
-            return jnp.where(hits > 0, jnp.inf, g)
-
-        return jax.lax.cond(jnp.any(infinite), mark_infinite, lambda g: g, gradient)
-
-    return _JaxFunctions(
-        cumulative=jax.jit(batched(cumulative_one)),
-        nswot=jax.jit(batched(nswot_one)),
-        gradient=jax.jit(batched(gradient_one)),
-        expected=jax.jit(expected),
-        expected_gradient=jax.jit(expected_gradient),
-    )
-
-
-def _x64_scope(jax: Any) -> Any:
-    """A context manager that enables float64 in JAX for the current thread only."""
-    if hasattr(jax, "enable_x64"):
-        return jax.enable_x64(True)
-    # JAX before jax.enable_x64 became a context manager.
-    return importlib.import_module("jax.experimental").enable_x64(True)
-
-
-def _run_jax(name: str, inputs: _Inputs) -> FloatArray:
-    jax = _jax_module()
-    function = getattr(_jax_functions(), name)
-    with _x64_scope(jax):
-        result = function(inputs.utilities, inputs.allocation, inputs.budgets, inputs.base_utility)
-        return np.asarray(result, dtype=np.float64)
-
-
-# --------------------------------------------------------------------------------------------
-# Public API
-# --------------------------------------------------------------------------------------------
-
-
-def _evaluate(name: str, inputs: _Inputs, backend: str) -> FloatArray:
-    if backend == "jax":
-        return _run_jax(name, inputs)
-    numpy_functions: dict[str, Callable[[_Inputs], FloatArray]] = {
-        "cumulative": _np_cumulative,
-        "nswot": _np_nswot,
-        "gradient": _np_gradient,
-        "expected": lambda i: _np_nswot(i).mean(axis=0),
-        "expected_gradient": _np_expected_gradient,
-    }
-    return numpy_functions[name](inputs)
+def _evaluate(name: str, inputs: UtilityInputs, backend: str) -> FloatArray:
+    return run_jax(name, inputs) if backend == "jax" else NUMPY_FUNCTIONS[name](inputs)
 
 
 def _shaped(result: FloatArray, shape: tuple[int, ...]) -> FloatArray:
@@ -470,8 +192,7 @@ def cumulative_utilities(
     >>> cumulative_utilities(u, np.full((2, 1, 2), 0.5), base_utility=[0.0, 1.0], backend="numpy")
     array([1.5, 2.5])
     """
-    inputs = _validate(utilities, allocation, None, base_utility)
-    result = _evaluate("cumulative", inputs, _resolve_backend(backend))
+    inputs, result = _evaluated("cumulative", utilities, allocation, None, base_utility, backend)
     n = inputs.market_shape[0]
     return _shaped(result, (*inputs.scenario_batch, *inputs.allocation_batch, n))
 
@@ -525,11 +246,7 @@ def nswot(
     >>> float(nswot(u, np.zeros((2, 1, 2)), backend="numpy"))
     -inf
     """
-    inputs = _validate(utilities, allocation, budgets, base_utility)
-    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is caught below, not warned of
-        result = _evaluate("nswot", inputs, _resolve_backend(backend))
-    if not np.all(np.isfinite(result) | np.isneginf(result)):  # an overflow: evaluated again in logs
-        result = _np_safe_nswot(inputs)
+    inputs, result = _evaluated("nswot", utilities, allocation, budgets, base_utility, backend)
     return _shaped(result, (*inputs.scenario_batch, *inputs.allocation_batch))
 
 
@@ -549,12 +266,17 @@ def nswot_gradient(
     Parameters
     ----------
     utilities : array_like, shape (n, m, T) or (S, n, m, T)
+        :math:`u \ge 0`: one market's utilities, or `S` forecast scenarios of them, each with its
+        own gradient.
     allocation : array_like, shape (n, m, T) or (A, n, m, T)
+        :math:`x \ge 0`: the allocation at which the gradient is taken, or a batch of `A`.
     budgets : array_like, shape (n,), optional
-        Default: equal budgets of 1.
+        :math:`B > 0`, each buyer's weight in the NSWOT. Default: equal budgets of 1.
     base_utility : array_like, shape (n,), optional
+        :math:`c \ge 0`, utility accrued before the window, which flattens a buyer's gradient.
         Default 0.
     backend : {"auto", "jax", "numpy"}
+        See the module docstring.
 
     Returns
     -------
@@ -576,8 +298,7 @@ def nswot_gradient(
     array([[0.5, 1. ],
            [1. , 0. ]])
     """
-    inputs = _validate(utilities, allocation, budgets, base_utility)
-    result = _evaluate("gradient", inputs, _resolve_backend(backend))
+    inputs, result = _evaluated("gradient", utilities, allocation, budgets, base_utility, backend)
     return _shaped(result, (*inputs.scenario_batch, *inputs.allocation_batch, *inputs.market_shape))
 
 
@@ -597,12 +318,16 @@ def expected_nswot(
     Parameters
     ----------
     utilities : array_like, shape (n, m, T) or (S, n, m, T)
+        :math:`u \ge 0`: the `S` forecast scenarios averaged over; one market's utilities count
+        as a single scenario.
     allocation : array_like, shape (n, m, T) or (A, n, m, T)
+        :math:`x \ge 0`: one allocation, or a batch of `A`, each scored against every scenario.
     budgets : array_like, shape (n,), optional
-        Default: equal budgets of 1.
+        :math:`B > 0`, the same in every scenario. Default: equal budgets of 1.
     base_utility : array_like, shape (n,), optional
-        Default 0.
+        :math:`c \ge 0`, the same in every scenario. Default 0.
     backend : {"auto", "jax", "numpy"}
+        See the module docstring.
 
     Returns
     -------
@@ -625,11 +350,7 @@ def expected_nswot(
     >>> bool(np.allclose(expected_nswot(u, x, backend="numpy"), nswot(u, x, backend="numpy").mean(axis=0)))
     True
     """
-    inputs = _validate(utilities, allocation, budgets, base_utility)
-    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is caught below, not warned of
-        result = _evaluate("expected", inputs, _resolve_backend(backend))
-    if not np.all(np.isfinite(result) | np.isneginf(result)):  # an overflow: evaluated again in logs
-        result = _np_safe_nswot(inputs).mean(axis=0)
+    inputs, result = _evaluated("expected", utilities, allocation, budgets, base_utility, backend)
     return _shaped(result, inputs.allocation_batch)
 
 
@@ -648,12 +369,17 @@ def expected_nswot_gradient(
     Parameters
     ----------
     utilities : array_like, shape (n, m, T) or (S, n, m, T)
+        :math:`u \ge 0`: the `S` forecast scenarios whose gradients are averaged; one market's
+        utilities count as a single scenario.
     allocation : array_like, shape (n, m, T) or (A, n, m, T)
+        :math:`x \ge 0`: the allocation at which the gradient is taken, or a batch of `A`; the
+        result has its shape.
     budgets : array_like, shape (n,), optional
-        Default: equal budgets of 1.
+        :math:`B > 0`, each buyer's weight, shared by all scenarios. Default: equal budgets of 1.
     base_utility : array_like, shape (n,), optional
-        Default 0.
+        :math:`c \ge 0`, utility accrued before the window, shared by all scenarios. Default 0.
     backend : {"auto", "jax", "numpy"}
+        See the module docstring.
 
     Returns
     -------
@@ -675,6 +401,5 @@ def expected_nswot_gradient(
     array([[0.5, 1. ],
            [1. , 0. ]])
     """
-    inputs = _validate(utilities, allocation, budgets, base_utility)
-    result = _evaluate("expected_gradient", inputs, _resolve_backend(backend))
+    inputs, result = _evaluated("expected_gradient", utilities, allocation, budgets, base_utility, backend)
     return _shaped(result, (*inputs.allocation_batch, *inputs.market_shape))

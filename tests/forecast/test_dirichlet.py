@@ -530,7 +530,7 @@ def test_whole_scenarios_with_durations_far_apart_stay_cheap():
 
 
 def test_the_bisection_draws_the_same_distribution_as_epochs_drawn_one_by_one(monkeypatch):
-    import vfm.forecast.dirichlet as dirichlet
+    import vfm.forecast.renewal as dirichlet
 
     states = JobStates.from_lists([5000], [{32: 0.01, 64: 0.5, 128: 0.2}], [[32, 64, 128]])
     forecaster = DirichletForecaster(scenario_progress="whole", prior_weight=1e6)  # regimes drawn ~ 1/3 each

@@ -17,7 +17,7 @@ from vfm.cluster import ClusterTypes
 from vfm.errors import ValidationError
 from vfm.forecast import PopulationForecaster
 from vfm.planner import Policy, TypedPolicy
-from vfm.planner import checkpoint as checkpoints
+from vfm.planner import checkpoint_config as checkpoints
 from vfm.planner.policy import PolicyState
 
 REGIMES: dict[float, float] = {32: 50.0, 64: 30.0}

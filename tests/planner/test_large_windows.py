@@ -3,7 +3,7 @@
 A policy's first re-plan puts every job in one window. With hundreds of jobs per GPU the optimum
 shares every round among all of them (every entry interior), and the dual residual, which counts
 once per entry, dominates the certified gap at the iterate's own prices
-(`vfm.planner.saa_ipm._Repricing`). 1,000 jobs on 8 GPUs is as loaded as 30,000 on 256, whose first
+(`vfm.planner.saa_ipm_stopping.Repricing`). 1,000 jobs on 8 GPUs is as loaded as 30,000 on 256, whose first
 step's own-price gap is 18 times the start's: without the gap-minimizing prices the iterations
 would read it as a stall and the planner would solve the window again with CVXPY (90 s at 100,000
 jobs).

@@ -393,7 +393,7 @@ def test_the_constructor_names_a_bad_options_object_or_a_forecaster_class():
 
     with pytest.raises(ValidationError, match=r"^options must be a vfm.planner.PlanOptions or None"):
         Policy(2, {"rounds": 3})  # type: ignore[arg-type]  # was AttributeError
-    with pytest.raises(ValidationError, match=r"^forecaster must be a forecaster object, got the class "
+    with pytest.raises(ValidationError, match=r"^forecaster must be a vfm.forecast.Forecaster or None, got the class "
                                               r"DirichletForecaster; pass an instance"):
         Policy(2, forecaster=DirichletForecaster)  # type: ignore[arg-type]  # was TypeError at the first round
 

@@ -14,13 +14,13 @@ from vfm.equilibrium import Status
 from vfm.planner import PlanningProgram, _kernels
 from vfm.planner.saa_cvxpy import solve_saa_cvxpy
 from vfm.planner.saa_ipm import (
-    _GRAM_CURVATURE,
     _PROGRESS,
-    _BlockFactor,
     _exhausted,
-    _Workspace,
     solve_saa_ipm,
 )
+from vfm.planner.saa_ipm_blocks import GRAM_CURVATURE as _GRAM_CURVATURE
+from vfm.planner.saa_ipm_blocks import BlockFactor as _BlockFactor
+from vfm.planner.saa_ipm_blocks import Workspace as _Workspace
 from vfm.planner.scaled_program import gap_minimizing_prices
 
 from .strategies import programs

@@ -1,7 +1,7 @@
 """The baseline schedulers of the Shockwave paper, on a homogeneous GPU cluster.
 
 Each class implements `vfm.cluster.protocol.SchedulingPolicy` on top of the shared machinery
-of `vfm.cluster._rounds` (present jobs' table, clock, first-fit of whole gangs, Gavel's rounds).
+of `vfm.cluster.rounds` (present jobs' table, clock, first-fit of whole gangs, Gavel's rounds).
 They follow the Shockwave artifact (uw-mad-dash/shockwave, ``scheduler/policies/*.py`` and
 ``scheduler/scheduler.py``), itself built on Gavel (stanford-futuredata/gavel); with one GPU type
 every LP of those files has a closed form or a one-dimensional search, computed here with numpy
@@ -34,7 +34,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from vfm.cluster._rounds import (
+from vfm.cluster.rounds import (
     FloatArray,
     GavelRoundPolicy,
     IntArray,
@@ -336,13 +336,6 @@ class StaticMarket(GavelRoundPolicy):
 
 PolicyFactory = Callable[[int, float, int], RoundPolicy]
 
-#: name -> ``factory(capacity, round_s, seed)`` of each baseline.
-BASELINES: dict[str, PolicyFactory] = {
-    "static_market": StaticMarket,
-    "max_min_fairness": MaxMinFairness,
-    "finish_time_fairness": FinishTimeFairness,
-    "gandiva_fair": GandivaFair,
-    "allox": AlloX,
-    "max_sum_throughput": MaxSumThroughput,
-    "min_total_duration": MinTotalDuration,
-}
+#: name -> ``factory(capacity, round_s, seed)`` of each baseline, under the policy's `name`.
+BASELINES: dict[str, PolicyFactory] = {policy.name: policy for policy in (
+    StaticMarket, MaxMinFairness, FinishTimeFairness, GandivaFair, AlloX, MaxSumThroughput, MinTotalDuration)}

@@ -56,7 +56,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from vfm._validation import read_only
-from vfm.cluster.workload import Job
+from vfm.cluster.workload_model import Job
 from vfm.errors import ValidationError
 from vfm.gpu_cluster import GPU_TYPES, ClusterTypes, check_gpu_type
 

@@ -12,11 +12,11 @@ This module gathers them; each concept lives in its own module:
 - `vfm.cluster.typed_gavel_programs`: Gavel's other heterogeneity-aware ("_perf") programs,
   `finish_time_fairness_allocation` (a cone program, CVXPY and Clarabel),
   `max_sum_throughput_allocation` and `min_total_duration_allocation` (one HiGHS LP each);
-- `vfm.cluster.typed_rounds`: Gavel's round mechanism, `HeterogeneousMaxMinFairness` (a
+- `vfm.cluster.typed_rounds`: Gavel's round mechanism, `TypedRoundPolicy` (a
   `vfm.cluster.protocol.TypedSchedulingPolicy`): every round the allocation `X` (jobs x types),
   then per-(job, type) priorities ``X_ik / (share of type k's time job i received)``, deficits as
   tie-breakers, type by type (fastest first), whole gangs first-fit, each job on at most one
-  type; then work conservation;
+  type; then work conservation. `HeterogeneousMaxMinFairness` runs it on `max_min_allocation`;
 - `vfm.cluster.typed_policies`: the same rounds on the other allocations,
   `HeterogeneousStaticMarket`, `HeterogeneousFinishTimeFairness`, `HeterogeneousMaxSumThroughput`
   and `HeterogeneousMinTotalDuration`, and the registry `TYPED_BASELINES`.
@@ -67,7 +67,7 @@ from vfm.cluster.typed_policies import (
     HeterogeneousStaticMarket,
     TypedPolicyFactory,
 )
-from vfm.cluster.typed_rounds import HeterogeneousMaxMinFairness, PolicyAllocation
+from vfm.cluster.typed_rounds import HeterogeneousMaxMinFairness, PolicyAllocation, TypedRoundPolicy
 
 __all__ = [
     "TYPED_BASELINES",
@@ -83,6 +83,7 @@ __all__ = [
     "PolicyAllocation",
     "ThroughputAllocation",
     "TypedPolicyFactory",
+    "TypedRoundPolicy",
     "finish_time_fairness_allocation",
     "max_min_allocation",
     "max_sum_throughput_allocation",

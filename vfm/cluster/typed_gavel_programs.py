@@ -56,31 +56,19 @@ class FinishTimeAllocation(NamedTuple):
 
 
 class ThroughputAllocation(NamedTuple):
-    """What `max_sum_throughput_allocation` returns (read-only array).
-
-    Attributes
-    ----------
-    x : ndarray, shape (n, K)
-        Fraction of time job i should spend on type k (feasible as in `MaxMinAllocation`).
-    total : float
-        The optimal total effective throughput ``sum_ik thr_ik x_ik``.
-    """
+    """What `max_sum_throughput_allocation` returns: `x` (n, K, read-only), the fraction of time job
+    i should spend on type k (feasible as in `MaxMinAllocation`), and `total`, its optimal total
+    effective throughput ``sum_ik thr_ik x_ik``."""
 
     x: FloatArray
     total: float
 
 
 class DurationAllocation(NamedTuple):
-    """What `min_total_duration_allocation` returns (read-only array).
-
-    Attributes
-    ----------
-    x : ndarray, shape (n, K)
-        Fraction of time job i should spend on type k (feasible as in `MaxMinAllocation`); every
-        job's effective throughput is exactly what it needs to finish at `makespan_s`.
-    makespan_s : float
-        The smallest time within which every job can finish at constant allocation.
-    """
+    """What `min_total_duration_allocation` returns: `makespan_s`, the smallest time within which
+    every job can finish at a constant allocation, and `x` (n, K, read-only), such an allocation:
+    the fraction of time job i should spend on type k (feasible as in `MaxMinAllocation`), every
+    job's effective throughput exactly what it needs to finish at `makespan_s`."""
 
     x: FloatArray
     makespan_s: float

@@ -21,14 +21,6 @@ from vfm.errors import SolverError, ValidationError
 from vfm.planner.program import PlanningProgram
 from vfm.planner.saa_ipm import solve_saa_ipm
 
-__all__ = [
-    "MARKET_TOL",
-    "MARKET_X_TOL",
-    "MarketAllocation",
-    "solve_market",
-    "static_market_allocation",
-]
-
 #: Relative gap `static_market_allocation` asks of the interior point (`solve_saa_ipm`'s `tol`).
 MARKET_TOL = 1e-9
 #: Market fractions below this (a millionth of a round, 0.12 ms of a 120 s round) are set to 0.
@@ -37,9 +29,18 @@ MARKET_TOL = 1e-9
 #: in, it would make the job a candidate of that type in Gavel's placement.
 MARKET_X_TOL = 1e-6
 
+__all__ = [
+    "MARKET_TOL",
+    "MARKET_X_TOL",
+    "MarketAllocation",
+    "solve_market",
+    "static_market_allocation",
+]
+
 
 class MarketAllocation(NamedTuple):
-    """What `static_market_allocation` returns (read-only arrays).
+    """The equilibrium of the one-round market, as `static_market_allocation` returns it (arrays
+    read-only).
 
     Attributes
     ----------

@@ -1,8 +1,10 @@
 """Gavel's round mechanism over GPU types, with its heterogeneity-aware max-min fairness.
 
-`HeterogeneousMaxMinFairness` implements `vfm.cluster.protocol.TypedSchedulingPolicy` after
-Gavel (Narayanan et al., OSDI'20, "Heterogeneity-Aware Cluster Scheduling Policies for Deep
-Learning Workloads"; stanford-futuredata/gavel). Every round it
+`TypedRoundPolicy` is the mechanism, a `vfm.cluster.protocol.TypedSchedulingPolicy` over any
+allocation (jobs x types) its subclass computes (``_solve``), after Gavel (Narayanan et al.,
+OSDI'20, "Heterogeneity-Aware Cluster Scheduling Policies for Deep Learning Workloads";
+stanford-futuredata/gavel). `HeterogeneousMaxMinFairness` runs it on Gavel's max-min fair
+allocation. Every round it
 
 1. computes the allocation `X` (jobs x types, the fraction of time each job should spend on each
    type) that maximizes, lexicographically, the jobs' effective throughputs normalized by their
@@ -14,22 +16,26 @@ Learning Workloads"; stanford-futuredata/gavel). Every round it
    (fastest first), whole gangs first-fit, each job on at most one type; then work conservation:
    idle GPUs go to waiting jobs that fit, each on the fastest type for it with room.
 
-Step 1 is the one part `vfm.cluster.typed_policies` changes (``_solve``). ``docs/baselines_typed.md``
-states every decision and where it follows Gavel's code (``scheduler/scheduler.py``:
+Step 1 is the one part `vfm.cluster.typed_policies` changes (``_solve``). Step 2 keeps Gavel's
+counters with `vfm.cluster.gavel_counters`, as the one-type `vfm.cluster.rounds.GavelRoundPolicy`
+does, and the jobs' book is `vfm.cluster.round_book.RoundBook`, as every baseline's.
+``docs/baselines_typed.md`` states every decision and where it follows Gavel's code (``scheduler/scheduler.py``:
 ``_update_priorities``, ``_reset_time_run_so_far``, ``_schedule_jobs_on_workers_helper``).
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from vfm._validation import is_real, is_whole, read_only
-from vfm.cluster._rounds import RowTable
+from vfm.cluster.gavel_counters import credit, priorities, ranking, reset_counts
 from vfm.cluster.gpu_types import ClusterTypes
-from vfm.cluster.typed_instance import FloatArray, IntArray
+from vfm.cluster.round_book import RoundBook, RowTable
+from vfm.cluster.typed_instance import FloatArray, IntArray, normalized_from_checked
 from vfm.cluster.typed_max_min import solve_lex_max_min
 from vfm.errors import ValidationError
 from vfm.planner.rounding import first_fit
@@ -37,11 +43,12 @@ from vfm.planner.rounding import first_fit
 __all__ = [
     "HeterogeneousMaxMinFairness",
     "PolicyAllocation",
+    "TypedRoundPolicy",
 ]
 
 
 class PolicyAllocation(NamedTuple):
-    """A policy's current allocation (`HeterogeneousMaxMinFairness.allocation`); arrays read-only.
+    """A policy's current allocation (`TypedRoundPolicy.allocation`); arrays read-only.
 
     Attributes
     ----------
@@ -79,15 +86,15 @@ def _table(types: int) -> RowTable:
     })
 
 
-class HeterogeneousMaxMinFairness:
-    """Gavel's heterogeneity-aware max-min fairness: `max_min_allocation` + Gavel's typed rounds.
+class TypedRoundPolicy(RoundBook, ABC):
+    """Gavel's round mechanism over GPU types, on the allocation a subclass computes (``_solve``).
 
     A `vfm.cluster.protocol.TypedSchedulingPolicy`. Each round:
 
-    1. The allocation ``X`` (n jobs x K types) of `max_min_allocation` on the current throughput
+    1. The allocation ``X`` (n jobs x K types) of ``_solve`` on the current throughput
        estimates (``1 / epoch seconds`` of each job's current regime on each type), recomputed
-       when the job set or an estimate changed, else reused (the LPs are a deterministic function
-       of those inputs, so reuse gives the very allocation a new solve would).
+       when the job set or an estimate changed (or when the subclass says it is stale), else
+       reused.
     2. Gavel's per-(job, type) priority ``X_ik / f_ik``, ``f_ik`` the share of type k's counted
        time (since the last reset) that job i received; counts start at ``round_s / 2`` and a job
        that runs on type k is credited ``round_s`` there. When the job set changes the counts are
@@ -121,7 +128,7 @@ class HeterogeneousMaxMinFairness:
         LP solves so far (all rounds).
     """
 
-    name = "heterogeneous_max_min_fairness"
+    name = "typed_rounds"
 
     #: Reuse the allocation while nothing it depends on changed (tests switch it off to check
     #: that reuse gives the schedule a fresh solve every round gives).
@@ -133,38 +140,15 @@ class HeterogeneousMaxMinFairness:
                                   f"{type(cluster).__name__} {cluster!r}")
         if not (is_real(round_s) and np.isfinite(round_s) and round_s > 0):
             raise ValidationError(f"round_s must be a finite number > 0, got {round_s!r}")
+        super().__init__(_table(len(cluster.types)), round_s, seed)
         self.cluster = cluster
-        self.round_s = float(round_s)
-        self.seed = seed
-        self.round_index = 0
         self.lps = 0
+        self._stale = True  # the allocation must be recomputed
         self._types = cluster.types
         self._counts = np.array(cluster.counts, dtype=np.int64)
-        self._table = _table(len(self._types))
-        self._seq = 0
-        self._changed = True  # the job set changed since the last round: reset the counts
-        self._stale = True    # the allocation must be recomputed
         self._x = np.zeros((0, len(self._types)))
         self._normalized = np.zeros(0)
         self._thr = np.zeros((0, len(self._types)))
-        self._completed: list[Hashable] = []
-
-    # --- state --------------------------------------------------------------------------------
-
-    @property
-    def clock_s(self) -> float:
-        """Start time of the next round: rounds decided so far x `round_s`."""
-        return self.round_index * self.round_s
-
-    @property
-    def jobs(self) -> list[Hashable]:
-        """The present jobs (row order, not arrival order)."""
-        return list(self._table.ids)
-
-    @property
-    def completed(self) -> list[Hashable]:
-        """Jobs that finished all their epochs, in completion order."""
-        return list(self._completed)
 
     def allocation(self) -> PolicyAllocation:
         """The allocation the next round will use (computed now if needed); arrays read-only."""
@@ -190,21 +174,23 @@ class HeterogeneousMaxMinFairness:
             seconds > 0 (finite), or that list different batch sizes on different types; epochs
             that are not a positive whole number.
         """
-        if job_id in self._table.row:
-            raise ValidationError(f"job {job_id!r} is already in the policy; remove it first")
+        self.refuse_present(job_id)
         if not is_whole(gpus) or gpus < 1:
             raise ValidationError(f"gpus of job {job_id!r} must be a positive whole number, got {gpus!r}")
         if not is_whole(epochs) or epochs < 1:
             raise ValidationError(f"epochs of job {job_id!r} must be a positive whole number, got {epochs!r}")
         table = self._checked_regimes(job_id, int(gpus), regimes)
         seconds = np.stack(list(table.values()))
-        self._table.append(job_id, table, {
-            "gpus": int(gpus), "seq": self._seq, "epochs": int(epochs),
+        self.admit(job_id, table, {
+            "gpus": int(gpus), "epochs": int(epochs),
             "epoch_s": seconds.mean(axis=0),  # the regimes' mean per type, inf where it cannot run
             "job_time": self.round_s / 2.0, "arrival_s": self.clock_s,
         })
-        self._seq += 1
-        self._changed = self._stale = True
+
+    def job_set_changed(self) -> None:
+        """An arrival, completion or cancellation: Gavel's counts reset and the allocation is stale."""
+        super().job_set_changed()
+        self._stale = True
 
     def _checked_regimes(self, job_id: Hashable, gpus: int, regimes: Any) -> dict[float, FloatArray]:
         """``batch size -> seconds on each of the cluster's types`` (inf where it cannot host)."""
@@ -248,13 +234,6 @@ class HeterogeneousMaxMinFairness:
                 table[b][k] = s
         return table
 
-    def remove_job(self, job_id: Hashable) -> None:
-        """A job leaves without finishing (cancelled)."""
-        if job_id not in self._table.row:
-            raise ValidationError(f"job {job_id!r} is not in the policy")
-        self._table.remove(job_id)
-        self._changed = self._stale = True
-
     def report_progress(self, job_id: Hashable, batch_sizes: Sequence[float]) -> None:
         """Epochs the job finished last round, one batch size per epoch.
 
@@ -267,11 +246,9 @@ class HeterogeneousMaxMinFairness:
             An unknown job, a batch size not in its regimes, more epochs than it has left.
         """
         t = self._table
-        if job_id not in t.row:
-            raise ValidationError(f"job {job_id!r} is not in the policy")
+        i = self.row_of(job_id)
         if not len(batch_sizes):
             return
-        i = t.row[job_id]
         reg = t.regimes[i]
         unknown = [b for b in batch_sizes if not is_real(b) or float(b) not in reg]
         if unknown:
@@ -283,15 +260,18 @@ class HeterogeneousMaxMinFairness:
                                   f"{int(t.col('epochs')[i] - done[i])} it has left")
         done[i] += len(batch_sizes)
         if done[i] >= t.col("epochs")[i]:
-            t.remove(job_id)
-            self._completed.append(job_id)
-            self._changed = self._stale = True
+            self.complete(job_id)
             return
         current = reg[float(batch_sizes[-1])]
         epoch_s = t.col("epoch_s")
         if not np.array_equal(epoch_s[i], current):
             epoch_s[i] = current
             self._stale = True
+        self._progressed(i, batch_sizes)
+
+    def _progressed(self, row: int, batch_sizes: Sequence[float]) -> None:
+        """A job still present reported epochs (its estimates already updated): what else its
+        allocation depends on (default: nothing)."""
 
     # --- what the policy tells the scheduler ---------------------------------------------------
 
@@ -299,17 +279,14 @@ class HeterogeneousMaxMinFairness:
         """The jobs to run in the next round, each with the type its whole gang runs on."""
         t = self._table
         if t.n == 0:
-            self._changed = False
-            self.round_index += 1
+            self.close_round()
             return {}
         if self._changed:
-            self._reset()
+            reset_counts(t, self.round_s)
         x = self._ensure_allocation()
         rows, on = self._place(x)
-        t.col("job_time")[rows, on] += self.round_s
-        t.col("should")[:] += x * self.round_s
-        self._changed = False
-        self.round_index += 1
+        credit(t, (rows, on), x, self.round_s)
+        self.close_round()
         return {t.ids[i]: self._types[k] for i, k in zip(rows.tolist(), on.tolist(), strict=True)}
 
     # --- internals ----------------------------------------------------------------------------
@@ -326,35 +303,33 @@ class HeterogeneousMaxMinFairness:
             self._stale = False
         return self._x
 
+    @abstractmethod
     def _solve(self, thr: FloatArray) -> tuple[FloatArray, FloatArray]:
         """The allocation ``X`` (n, K) of the present jobs and their normalized throughputs under it
         (n,), from the throughputs `thr` (0 where a type cannot host the job): the one part a
-        subclass changes (`HeterogeneousStaticMarket`)."""
-        x, normalized, lps = solve_lex_max_min(thr, self._table.col("gpus"), self._counts)
-        self.lps += lps
-        return x, normalized
+        subclass changes."""
 
-    def _reset(self) -> None:
-        """Gavel's ``_reset_time_run_so_far``: deficits absorb the time owed, counts restart."""
+    def _normalized_under(self, x: FloatArray, thr: FloatArray) -> FloatArray:
+        """The present jobs' normalized throughputs under `x` (`normalized_from_checked`)."""
+        return normalized_from_checked(x, thr, self._table.col("gpus"), self._counts)
+
+    def _epochs_left(self) -> FloatArray:
+        """Each present job's epochs left, as floats."""
         t = self._table
-        job_time = t.col("job_time")
-        t.col("deficit")[:] += t.col("should") - (job_time - self.round_s / 2.0)
-        t.col("should")[:] = 0.0
-        job_time[:] = self.round_s / 2.0
+        left: FloatArray = (t.col("epochs") - t.col("done")).astype(np.float64)
+        return left
 
     def _place(self, x: FloatArray) -> tuple[IntArray, IntArray]:
         """Rows to run and the type index of each, in placement order."""
         t = self._table
         gpus, seq, deficit = t.col("gpus"), t.col("seq"), t.col("deficit")
-        job_time = t.col("job_time")
-        fraction = job_time / job_time.sum(axis=0)  # > 0: every count starts at round_s / 2
-        priority = np.where(x > 0, x / fraction, 0.0)
+        priority = np.where(x > 0, priorities(t.col("job_time"), x), 0.0)
         placed = np.full(t.n, -1, dtype=np.int64)
         free = self._counts.copy()
         rows, on = [], []
         for k in range(len(self._types)):  # the types (at most 3), each a vectorized first-fit
             cand = np.flatnonzero((x[:, k] > 0) & (placed < 0))
-            order = cand[np.lexsort((seq[cand], -x[cand, k], -deficit[cand, k], -priority[cand, k]))]
+            order = cand[ranking(seq[cand], x[cand, k], deficit[cand, k], priority[cand, k])]
             chosen = first_fit(order, gpus, int(free[k]))
             placed[chosen] = k
             free[k] -= int(gpus[chosen].sum())
@@ -399,3 +374,21 @@ class HeterogeneousMaxMinFairness:
                     break
         free[:] = room
         return np.array(rows, dtype=np.int64), np.array(on, dtype=np.int64)
+
+
+class HeterogeneousMaxMinFairness(TypedRoundPolicy):
+    """Gavel's heterogeneity-aware max-min fairness: `max_min_allocation` + Gavel's typed rounds.
+
+    A `vfm.cluster.protocol.TypedSchedulingPolicy`: `TypedRoundPolicy`'s rounds, built as it is
+    (``cluster``, the GPU counts per type; ``round_s``; ``seed``), on the allocation of
+    `max_min_allocation`. The LPs are a deterministic function of the job set and the throughput
+    estimates, so reusing the allocation while they hold gives the very allocation a new solve
+    would; `lps` counts the solves.
+    """
+
+    name = "heterogeneous_max_min_fairness"
+
+    def _solve(self, thr: FloatArray) -> tuple[FloatArray, FloatArray]:
+        x, normalized, lps = solve_lex_max_min(thr, self._table.col("gpus"), self._counts)
+        self.lps += lps
+        return x, normalized

@@ -13,12 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
-import numpy as np
-
 from vfm._validation import is_whole
 from vfm.errors import UnknownSolverError, ValidationError
 from vfm.forecast import check_horizon
 from vfm.limits import MAX_WINDOW_ROUNDS
+from vfm.parameters import Boolean, Constraint, OneOf, Optional, Real, Whole, check_parameters
 from vfm.solvers.base import Capabilities
 from vfm.solvers.registry import available_solvers
 
@@ -26,6 +25,23 @@ from vfm.solvers.registry import available_solvers
 #: within the rounding's resolution. A backend may declare a looser one for programs the polish
 #: finishes (`vfm.solvers.Capabilities.polish_start_tol`; `backend_tol`).
 STRICT_TOL = 1e-9
+
+#: The options' ranges, each checked on construction (`vfm.parameters`); `rounds`, `round_s` and
+#: `scenarios` are the forecast horizon's (`vfm.forecast.check_horizon`).
+_CONSTRAINTS: dict[str, Constraint] = {
+    "time_limit_s": Optional(Real("a finite number of seconds > 0", lambda v: v > 0)),
+    "efficiency": Real("a finite number >= 0", lambda v: v >= 0),
+    "rho_max": Real("a finite number > 0", lambda v: v > 0),
+    "priority_exponent": Real("a finite number >= 0", lambda v: v >= 0),
+    "reserve": Real("a fraction in [0, 1)", lambda v: 0 <= v < 1),
+    "tol": Optional(Real("a relative gap in (0, 1)", lambda v: 0 < v < 1)),
+    "spread": Real("a finite number >= 0", lambda v: v >= 0),
+    "polish": Boolean(),
+    "service_floor": Real("a share of a round in [0, 0.5]", lambda v: 0 <= v <= 0.5),
+    "wait_limit": Optional(Whole("a positive whole number of rounds", lambda v: v >= 1)),
+    "pace": OneOf(("flat", "forecast")),
+}
+
 
 @dataclass(frozen=True)
 class PlanOptions:
@@ -142,29 +158,13 @@ class PlanOptions:
                                   f"factors dense round-by-round systems, O(rounds^2) memory and O(rounds^3) time), "
                                   f"got {self.rounds!r}; plan a shorter window and re-plan as it recedes")
         check_horizon(self.rounds, self.round_s, self.scenarios)
-        if self.time_limit_s is not None:
-            _require("time_limit_s", self.time_limit_s, lambda v: v > 0, "a finite number of seconds > 0 or None")
-        _require("efficiency", self.efficiency, lambda v: v >= 0, "a finite number >= 0")
-        _require("rho_max", self.rho_max, lambda v: v > 0, "a finite number > 0")
-        _require("priority_exponent", self.priority_exponent, lambda v: v >= 0, "a finite number >= 0")
-        _require("reserve", self.reserve, lambda v: 0 <= v < 1, "a fraction in [0, 1)")
-        if self.tol is not None:
-            _require("tol", self.tol, lambda v: 0 < v < 1, "a relative gap in (0, 1) or None")
-        _require("spread", self.spread, lambda v: v >= 0, "a finite number >= 0")
-        if not isinstance(self.polish, bool | np.bool_):
-            raise ValidationError(f"polish must be True or False, got {self.polish!r}")
-        _require("service_floor", self.service_floor, lambda v: 0 <= v <= 0.5, "a share of a round in [0, 0.5]")
+        check_parameters({f.name: getattr(self, f.name) for f in fields(self)}, _CONSTRAINTS)
         if self.service_floor and self.scenarios > 1:
             raise ValidationError(f"service_floor applies to one scenario (scenarios=1), got scenarios="
                                   f"{self.scenarios}")
-        if self.wait_limit is not None and (not is_whole(self.wait_limit) or self.wait_limit < 1):
-            raise ValidationError(f"wait_limit must be a positive whole number of rounds or None, got "
-                                  f"{self.wait_limit!r}")
         if self.wait_limit is not None and self.scenarios > 1:
             raise ValidationError(f"wait_limit applies to one scenario (scenarios=1), got scenarios={self.scenarios}; "
                                   f"plan over scenarios with wait_limit=None")
-        if self.pace not in ("flat", "forecast"):
-            raise ValidationError(f"pace must be 'flat' or 'forecast', got {self.pace!r}")
         if self.solver is not None and self.solver not in available_solvers("planning"):
             raise UnknownSolverError(f"solver must be one of the installed planning backends "
                                      f"{list(available_solvers('planning'))} or None, got {self.solver!r}")
@@ -191,10 +191,3 @@ class PlanOptions:
             raise ValidationError(f"{', '.join(unknown)} is not a planning option; the options are "
                                   f"{', '.join(f.name for f in fields(self))}")
         return replace(self, **overrides) if overrides else self
-
-
-def _require(name: str, value: Any, in_range: Any, what: str) -> None:
-    """Raise `ValidationError` unless `value` is a finite real number with `in_range(value)`."""
-    real = not isinstance(value, bool) and isinstance(value, int | float | np.integer | np.floating)
-    if not (real and np.isfinite(value) and in_range(value)):
-        raise ValidationError(f"{name} must be {what}, got {value!r}")

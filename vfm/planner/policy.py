@@ -26,148 +26,37 @@ fit in the round at its current batch size.
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
-from types import MappingProxyType
 from typing import Any, Literal
 
 import numpy as np
 
 from vfm._validation import (
-    FloatArray,
-    checked_job_id,
-    is_real,
-    is_whole,
     read_only,
 )
-from vfm.errors import ValidationError
-from vfm.forecast import DirichletForecaster, Forecaster, JobStates, LearningForecaster, Trajectory
-from vfm.forecast.base import batch_sizes as read_batch_sizes
-from vfm.jobs import equal_share
+from vfm.forecast import DirichletForecaster, Forecaster
+from vfm.parameters import Boolean, Constraint, Instance, OneOf, Optional, Real, Whole, check_parameters
 from vfm.planner import checkpoint as checkpoint_format
 from vfm.planner import shockwave
 from vfm.planner.decision import Decision, Placement, Serving, decide_placed
-from vfm.planner.inputs import checked_forecast
 from vfm.planner.options import PlanOptions
-from vfm.planner.plan import Plan, plan
+from vfm.planner.plan import plan
+from vfm.planner.replanning import (
+    carried,
+    carried_rows,
+    fair_finish,
+    job_states,
+    replanned,
+    taught_forecaster,
+    warm_start,
+)
 from vfm.planner.rounding import first_fit
 from vfm.planner.shockwave import SHOCKWAVE_EFFICIENCY, SHOCKWAVE_PRIORITY_EXPONENT, SHOCKWAVE_RESERVE
-from vfm.planner.state import JobRecord, PolicyConfig, PolicyState, checked_record
+from vfm.planner.state import PolicyConfig, PolicyState
+from vfm.planner.state_view import StateView
 from vfm.solvers.registry import prepare
-
-
-def _with_jobs(state: PolicyState, jobs: dict[Hashable, JobRecord], **changes: Any) -> PolicyState:
-    return replace(state, jobs=MappingProxyType(jobs), **changes)
-
-
-def _job(state: PolicyState, job_id: Hashable) -> JobRecord:
-    return _record_in(state.jobs, job_id, lambda: _completed(state, job_id))
-
-
-def _record_in(jobs: Mapping[Hashable, JobRecord], job_id: Hashable, completed: Any) -> JobRecord:
-    """Job `job_id`'s record in `jobs`, or a `ValidationError` saying whether it completed
-    (`completed()`: asked only on the way to the error)."""
-    try:
-        return jobs[job_id]
-    except (KeyError, TypeError):
-        pass
-    if completed():
-        raise ValidationError(f"job {job_id!r} has completed all its epochs and left the policy; it takes no "
-                              f"more reports") from None
-    raise ValidationError(f"job {job_id!r} is not in the policy (add it with add_job)") from None
-
-
-def _completed(state: PolicyState, job_id: Hashable) -> bool:
-    try:
-        return job_id in state.completed
-    except TypeError:  # an unhashable id compares fine with a tuple's entries, but be safe
-        return False
-
-
-def checked_new_id(jobs: Mapping[Hashable, JobRecord], completed: Any, job_id: Hashable) -> Hashable:
-    """`job_id` as keyed (`vfm._validation.checked_job_id`), refused when it is already present in
-    `jobs` or has completed (`completed`, a container). O(1)."""
-    try:
-        hash(job_id)
-    except TypeError:
-        raise ValidationError(f"job_id must be hashable (a string, a whole number or a tuple of them), got "
-                              f"{type(job_id).__name__} {job_id!r}") from None
-    key = checked_job_id(job_id)
-    if key in jobs:
-        raise ValidationError(f"job {job_id!r} is already in the policy; job ids must be unique (remove it first)")
-    if key in completed:
-        raise ValidationError(f"job {job_id!r} has already completed in this policy; job ids must be unique "
-                              f"(give the new job another id)")
-    return key
-
-
-def add_job(config: PolicyConfig, state: PolicyState, job_id: Hashable, gpus: int, regimes: Mapping[float, float],
-            epochs: int, budget: float = 1.0, kind: Hashable = None) -> PolicyState:
-    """The state after job `job_id` arrives (`Policy.add_job` checks and raises the same).
-
-    A pure function of the state: O(jobs present), since it copies the mapping of jobs; a
-    `Policy` adds a job in O(1)."""
-    key = checked_new_id(state.jobs, state.completed, job_id)
-    record = checked_record(config.capacity, job_id, gpus, regimes, epochs, budget, kind)
-    return _with_jobs(state, {**state.jobs, key: record}, stale=True)
-
-
-def remove_job(state: PolicyState, job_id: Hashable) -> PolicyState:
-    """The state after job `job_id` leaves (O(jobs present); a `Policy` removes a job in O(1))."""
-    _job(state, job_id)
-    return _with_jobs(state, {key: job for key, job in state.jobs.items() if key != job_id}, stale=True)
-
-
-def reported(job: JobRecord, job_id: Hashable, batch_sizes: Sequence[float]) -> JobRecord:
-    """Job `job_id`'s record after it reports finished epochs, or the `ValidationError`
-    `Policy.report_progress` raises; O(its epochs reported and regimes)."""
-    sizes = read_batch_sizes(batch_sizes, f"batch_sizes of job {job_id!r}")
-    labels = np.array([b for b, _ in job.regimes])
-    match = sizes[:, None] == labels
-    unknown = ~match.any(axis=1)
-    if unknown.any():
-        k = int(np.argmax(unknown))
-        raise ValidationError(
-            f"batch_sizes[{k}] of job {job_id!r} is {sizes[k]:g}, which is not in the job's regimes "
-            f"{{{', '.join(f'{b:g}' for b in labels)}}}")
-    left = job.epochs - job.done
-    if sizes.size > left:
-        raise ValidationError(f"batch_sizes of job {job_id!r} reports {sizes.size} epochs, more epochs done than "
-                              f"the job has left ({left} of {job.epochs})")
-    return replace(job, stages=_runs(job.stages, np.argmax(match, axis=1)))
-
-
-def report_progress(state: PolicyState, job_id: Hashable, batch_sizes: Sequence[float]) -> PolicyState:
-    """The state after job `job_id` reports finished epochs (`Policy.report_progress`; O(jobs
-    present) here, O(the report) in a `Policy`)."""
-    job = reported(_job(state, job_id), job_id, batch_sizes)
-    if job.done == job.epochs:
-        taught = (job.trajectory(),) if job.kind is not None else ()
-        return _with_jobs(state, {key: other for key, other in state.jobs.items() if key != job_id},
-                          completed=(*state.completed, job_id), stale=True, finished=state.finished + taught)
-    return _with_jobs(state, {**state.jobs, job_id: job})
-
-
-def _runs(stages: tuple[tuple[int, int], ...], columns: np.ndarray) -> tuple[tuple[int, int], ...]:
-    """`stages` followed by the epochs in regime `columns`, as maximal runs (column, epochs)."""
-    if not columns.size:
-        return stages
-    starts = np.flatnonzero(np.r_[True, columns[1:] != columns[:-1]])
-    new = list(zip(columns[starts].tolist(), np.diff(np.r_[starts, columns.size]).tolist(), strict=True))
-    if stages and stages[-1][0] == new[0][0]:
-        return (*stages[:-1], (new[0][0], stages[-1][1] + new[0][1]), *new[1:])
-    return (*stages, *new)
-
-
-def _taught_forecaster(config: PolicyConfig, state: PolicyState) -> Forecaster:
-    """The forecaster the next re-plan uses: the configured one, taught the jobs that completed."""
-    forecaster = config.forecaster if state.forecaster is None else state.forecaster
-    if state.finished and isinstance(forecaster, LearningForecaster):
-        forecaster = forecaster.learned(state.finished)
-    return forecaster
 
 
 def serving(config: PolicyConfig) -> Serving:
@@ -230,12 +119,12 @@ def _replan(config: PolicyConfig, state: PolicyState, options: PlanOptions | Non
     """The state with a new plan of the jobs present (`options`: default the configured ones)."""
     ids = tuple(state.jobs)
     jobs = [state.jobs[i] for i in ids]
-    states = _states(jobs, ids)
+    states = job_states(jobs, ids)
     gpus = np.array([j.gpus for j in jobs])
-    forecaster = _taught_forecaster(config, state)
+    forecaster = taught_forecaster(config, state)
     targets = None
     if config.fairness:
-        jobs, targets = _fair_finish(config, forecaster, state.round_index, states, jobs)
+        jobs, targets = fair_finish(config, forecaster, state.round_index, states, jobs)
     options = config.options if options is None else options
     new_plan = plan(
         states, gpus, config.capacity, options, forecaster=forecaster,
@@ -243,76 +132,7 @@ def _replan(config: PolicyConfig, state: PolicyState, options: PlanOptions | Non
         fair_finish_s=targets, warm_start=warm_start(state, ids, options.rounds),
         waited=None if options.wait_limit is None else carried(state.waited, carried_rows(state, ids), 0),
     )
-    return _replanned(state, ids, jobs, new_plan, forecaster)
-
-
-def carried_rows(state: PolicyState, ids: tuple[Hashable, ...]) -> np.ndarray:
-    """Each job of `ids`'s row in the arrays `state` carries (`PolicyState.carried`): -1 for a job
-    the last plan did not hold."""
-    row = {job: k for k, job in enumerate(state.carried)}
-    return np.array([row.get(job, -1) for job in ids], dtype=np.int64)
-
-
-def carried(values: np.ndarray, rows: np.ndarray, new: Any) -> np.ndarray:
-    """`values` (aligned to `PolicyState.carried`) taken at `rows` (`carried_rows`), `new` where -1."""
-    return read_only(np.where(rows >= 0, values[np.maximum(rows, 0)] if values.size else new, new))
-
-
-def warm_start(state: PolicyState, ids: tuple[Hashable, ...], rounds: int) -> FloatArray | None:
-    """The last plan's relaxation moved forward by the rounds served since, when it planned the
-    same jobs `ids` and is not older than its window (else None); with GPU types each type's
-    rounds are moved (the relaxation's columns are type-major goods)."""
-    planned = () if state.plan is None or state.plan.job_ids is None else state.plan.job_ids
-    if state.plan is None or ids != planned or state.since_plan >= rounds:
-        return None
-    keep = np.minimum(np.arange(rounds) + state.since_plan, rounds - 1)
-    relaxed = state.plan.relaxed
-    return relaxed.reshape(len(ids), -1, rounds)[:, :, keep].reshape(len(ids), -1)
-
-
-def _replanned(state: PolicyState, ids: tuple[Hashable, ...], jobs: list[JobRecord], new_plan: Plan,
-               forecaster: Forecaster) -> PolicyState:
-    """The state after a re-plan: the new plan, and the credit, waits and last round of the jobs
-    still present (`PolicyState.carried`) carried into its order (`ids`)."""
-    rows = carried_rows(state, ids)
-    return _with_jobs(state, dict(zip(ids, jobs, strict=True)), plan=new_plan,
-                      credit=carried(state.credit, rows, 0.0), waited=carried(state.waited, rows, 0),
-                      ran_last=carried(state.ran_last, rows, False), since_plan=0, stale=False,
-                      replans=state.replans + 1, forecaster=forecaster, finished=(), carried=ids)
-
-
-def _fair_finish(config: PolicyConfig, forecaster: Forecaster, round_index: int, states: JobStates,
-                 jobs: list[JobRecord], slowdown: FloatArray | None = None) -> tuple[list[JobRecord], FloatArray]:
-    """The jobs with their updated finish-time targets, and FT* of each in seconds from now.
-
-    `slowdown` (n,): how much longer than the forecast's remaining time each job takes at its
-    fair pace (on GPU types: on a proportional slice of the cluster, `vfm.planner.TypedPolicy`);
-    default 1."""
-    now = round_index * config.options.round_s
-    share = equal_share(len(jobs), config.capacity)
-    remaining = checked_forecast(forecaster, "remaining_runtime", forecaster.remaining_runtime(states), states,
-                                 (states.n_jobs,))
-    estimate = now + (remaining if slowdown is None else remaining * slowdown) / share
-    targets = shockwave.updated_targets(np.array([job.fair_finish_at_s for job in jobs]), estimate)
-    jobs = [replace(job, fair_finish_at_s=at) for job, at in zip(jobs, targets.tolist(), strict=True)]
-    # A target already passed cannot be met: it counts as due in one second, which makes the
-    # constraints infeasible (the planner falls back to the priority relaxation) and keeps the
-    # projected ratios finite and ordered by the time the jobs have left.
-    return jobs, np.maximum(targets - now, 1.0)
-
-
-def _states(jobs: list[JobRecord], ids: tuple[Hashable, ...]) -> JobStates:
-    """The jobs' states, regimes padded to the largest set (each job was validated on arrival)."""
-    recent = np.array([job.recent for job in jobs], dtype=np.int64).T
-    n, width = len(jobs), max(len(job.regimes) for job in jobs)
-    labels, durations = np.full((n, width), np.nan), np.zeros((n, width))
-    mask, counts = np.zeros((n, width), dtype=np.bool_), np.zeros((n, width))
-    for row, job in enumerate(jobs):  # per job by nature: a mapping of jobs
-        k = len(job.regimes)
-        labels[row, :k], durations[row, :k] = np.array(job.regimes).T
-        mask[row, :k], counts[row, :k] = True, job.counts
-    return JobStates(np.array([job.epochs for job in jobs], dtype=np.float64), counts, durations, mask,
-                     regime_labels=labels, job_ids=ids, groups=[job.kind for job in jobs], recent=tuple(recent))
+    return replanned(state, ids, jobs, new_plan, forecaster)
 
 
 def shockwave_configuration(round_s: float) -> dict[str, Any]:
@@ -322,201 +142,36 @@ def shockwave_configuration(round_s: float) -> dict[str, Any]:
             "reserve": SHOCKWAVE_RESERVE, "execution": "credit", "wait_limit": shockwave.WAIT_LIMIT}
 
 
+#: `Policy`'s own arguments' constraints, checked in this order (`vfm.parameters`).
+_CONSTRAINTS: dict[str, Constraint] = {
+    "capacity": Whole("a positive whole number of GPUs", lambda v: v >= 1),
+    "replan_every": Whole("a positive whole number of rounds", lambda v: v >= 1),
+    "options": Optional(Instance(PlanOptions, "a vfm.planner.PlanOptions",
+                                 "or give its fields as keywords, as Policy(8, rounds=10)")),
+    "forecaster": Optional(Instance(Forecaster, "a vfm.forecast.Forecaster",
+                                    "a forecaster has remaining_runtime, epochs_per_round, sample_epochs_per_round")),
+    "fairness": Boolean(),
+    "seed": Whole("a non-negative whole number", lambda v: v >= 0),
+    "execution": OneOf(("credit", "window")),
+    "max_wait": Optional(Whole("a positive whole number of rounds", lambda v: v >= 1)),
+    "continuity": Real("a finite number of rounds >= 0", lambda v: v >= 0),
+    "deadline_s": Optional(Real("a finite number of seconds > 0", lambda v: v > 0)),
+}
+
+
 def policy_config(capacity: int, options: PlanOptions | None = None, *, replan_every: int = 8,
                   forecaster: Forecaster | None = None, seed: int = 0, fairness: bool = False,
                   execution: Literal["credit", "window"] = "credit", max_wait: int | None = shockwave.MAX_WAIT,
                   continuity: float = shockwave.CONTINUITY, deadline_s: float | None = None,
                   **overrides: Any) -> PolicyConfig:
     """`Policy`'s arguments validated once (each named in its error), as a `PolicyConfig`."""
-    if not is_whole(capacity) or capacity < 1:
-        raise ValidationError(f"capacity must be a positive whole number of GPUs, got {capacity!r}")
-    if not is_whole(replan_every) or replan_every < 1:
-        raise ValidationError(f"replan_every must be a positive whole number of rounds, got {replan_every!r}")
-    if options is not None and not isinstance(options, PlanOptions):
-        raise ValidationError(f"options must be a vfm.planner.PlanOptions or None (or give its fields as keywords, "
-                              f"as Policy(8, rounds=10)), got {type(options).__name__}")
-    if isinstance(forecaster, type):
-        raise ValidationError(f"forecaster must be a forecaster object, got the class {forecaster.__name__}; "
-                              f"pass an instance, as {forecaster.__name__}()")
-    if forecaster is not None and not isinstance(forecaster, Forecaster):
-        raise ValidationError(f"forecaster must implement vfm.forecast.Forecaster (remaining_runtime, "
-                              f"epochs_per_round, sample_epochs_per_round), got {type(forecaster).__name__}")
-    if not isinstance(fairness, bool | np.bool_):
-        raise ValidationError(f"fairness must be True or False, got {fairness!r}")
-    if not is_whole(seed) or seed < 0:
-        raise ValidationError(f"seed must be a non-negative whole number, got {seed!r}")
-    if execution not in ("credit", "window"):
-        raise ValidationError(f"execution must be 'credit' or 'window', got {execution!r}")
-    if max_wait is not None and (not is_whole(max_wait) or max_wait < 1):
-        raise ValidationError(f"max_wait must be a positive whole number of rounds or None, got {max_wait!r}")
-    if isinstance(continuity, bool) or not (isinstance(continuity, int | float) and 0 <= continuity < np.inf):
-        raise ValidationError(f"continuity must be a finite number of rounds >= 0, got {continuity!r}")
-    if deadline_s is not None and not (is_real(deadline_s) and 0 < deadline_s < np.inf):
-        raise ValidationError(f"deadline_s must be a finite number of seconds > 0 or None, got {deadline_s!r}")
+    check_parameters(locals(), _CONSTRAINTS)
     plan_options = (PlanOptions() if options is None else options).updated(**overrides)
     return PolicyConfig(
         capacity=int(capacity), options=plan_options, replan_every=min(int(replan_every), plan_options.rounds),
         forecaster=DirichletForecaster() if forecaster is None else forecaster, seed=int(seed),
         fairness=bool(fairness), execution=execution, max_wait=None if max_wait is None else int(max_wait),
         continuity=float(continuity), deadline_s=None if deadline_s is None else float(deadline_s))
-
-
-class StateView:
-    """A policy's state held for O(1) events, shared by `Policy` and `vfm.planner.TypedPolicy`.
-
-    The jobs live in a private dict (insertion order: arrival order) and the completed ids in a
-    list and a set, so that an arrival, a report and a removal cost O(1) amortized (plus the
-    size of the report), not a copy of every job. The frozen `PolicyState` is built from them
-    only when asked for (`_snapshot`, O(jobs present), kept until the next change) and a round
-    installs the state it steps to (`_install`, O(jobs present), once per round like the
-    re-plan itself). ``_state`` reads and writes through these two, so code that swaps whole
-    states (`Policy.restore`) keeps working.
-
-    Every method holds the policy's re-entrant lock (``_lock``): a policy is safe to share
-    between threads, and its calls are serialized (each sees the state the previous one left).
-    """
-
-    config: PolicyConfig
-    _lock: threading.RLock
-    _jobs: dict[Hashable, JobRecord]
-    _completed: list[Hashable]
-    _completed_ids: set[Hashable]
-    _finished: list[Trajectory]
-    _stale: bool
-    _rest: PolicyState  # the state last installed: every other field (its jobs, completed, finished, stale are old)
-    _cached: PolicyState | None
-    _last_decision: Decision | None
-
-    def _start(self, state: PolicyState | None = None) -> None:
-        """Make the lock and install `state` (default: an empty one); the constructors call it first."""
-        self._lock = threading.RLock()
-        self._last_decision = None
-        self._install(PolicyState() if state is None else state)
-
-    def _snapshot(self) -> PolicyState:
-        """The state as a frozen `PolicyState` (the same object until the next change)."""
-        with self._lock:
-            if self._cached is None:
-                self._cached = replace(self._rest, jobs=MappingProxyType(dict(self._jobs)),
-                                       completed=tuple(self._completed), finished=tuple(self._finished),
-                                       stale=self._stale)
-            return self._cached
-
-    def _install(self, state: PolicyState) -> None:
-        """Continue from the frozen `state` (copied into the private containers)."""
-        with self._lock:
-            self._jobs = dict(state.jobs)
-            self._completed = list(state.completed)
-            self._completed_ids = set(state.completed)
-            self._finished = list(state.finished)
-            self._stale = state.stale
-            self._rest = state
-            self._cached = state
-
-    @property
-    def _state(self) -> PolicyState:
-        return self._snapshot()
-
-    @_state.setter
-    def _state(self, state: PolicyState) -> None:
-        self._install(state)
-
-    def _record(self, job_id: Hashable) -> JobRecord:
-        """Job `job_id`'s record, or the `ValidationError` naming it (and saying if it completed)."""
-        with self._lock:
-            return _record_in(self._jobs, job_id, lambda: _member(self._completed_ids, job_id))
-
-    def _add(self, config: PolicyConfig, job_id: Hashable, gpus: int, regimes: Mapping[float, float], epochs: int,
-             budget: float, kind: Hashable) -> JobRecord:
-        """Job `job_id` arrives (checked by `checked_new_id` and `checked_record`, O(1)); its record."""
-        with self._lock:
-            key = checked_new_id(self._jobs, self._completed_ids, job_id)
-            record = checked_record(config.capacity, job_id, gpus, regimes, epochs, budget, kind)
-            self._jobs[key] = record
-            self._stale, self._cached = True, None
-            return record
-
-    def _remove(self, job_id: Hashable) -> None:
-        with self._lock:
-            self._record(job_id)
-            del self._jobs[job_id]
-            self._stale, self._cached = True, None
-
-    def _report(self, job_id: Hashable, batch_sizes: Sequence[float]) -> None:
-        with self._lock:
-            job = reported(self._record(job_id), job_id, batch_sizes)
-            if job.done == job.epochs:
-                del self._jobs[job_id]
-                self._completed.append(job_id)
-                self._completed_ids.add(job_id)
-                if job.kind is not None:
-                    self._finished.append(job.trajectory())
-                self._stale = True
-            else:
-                self._jobs[job_id] = job
-            self._cached = None
-
-    def _decide(self, serving: Serving) -> Placement:
-        """The next round decided by `decide_placed` with `serving`: the state it steps to installed
-        and how it was decided kept (`last_decision`, its seconds the whole call's); its jobs."""
-        with self._lock:
-            started = time.perf_counter()
-            state, placed, decision = decide_placed(self.config, self._snapshot(), serving, started)
-            self._install(state)
-            self._last_decision = replace(decision, seconds=time.perf_counter() - started)
-            return placed
-
-    @property
-    def jobs(self) -> list[Hashable]:
-        """The jobs in the policy, in arrival order."""
-        with self._lock:
-            return list(self._jobs)
-
-    @property
-    def completed(self) -> list[Hashable]:
-        """The jobs that completed all their epochs, in completion order."""
-        with self._lock:
-            return list(self._completed)
-
-    @property
-    def last_plan(self) -> Plan | None:
-        """The standing plan (None before the first re-plan and after `restore`, whose next round
-        re-plans); its arrays are read-only."""
-        with self._lock:
-            return self._rest.plan
-
-    @property
-    def replans(self) -> int:
-        """How many times the policy has re-planned."""
-        with self._lock:
-            return self._rest.replans
-
-    def diagnostics(self) -> dict[str, Any]:
-        """How the round `next_round` last returned was decided, for a scheduler's logs and the
-        simulator (`vfm.cluster.protocol.ReportsDiagnostics`): ``"guards"`` (`Decision.guards`)
-        and ``"replan"``, None or, when the round re-planned, the plan's ``solver``, ``status``,
-        ``fairness`` and the seconds of each stage (`Plan.timings`)."""
-        with self._lock:
-            decision, plan = self._last_decision, self._rest.plan
-            if decision is None:
-                return {"guards": {}, "replan": None}
-            replan = None if not decision.replanned or plan is None else {
-                "solver": plan.solver, "status": str(plan.status), "fairness": plan.fairness, **plan.timings}
-            return {"guards": dict(decision.guards), "replan": replan}
-
-    @property
-    def last_decision(self) -> Decision | None:
-        """How the last round was decided (`Decision`: from the plan, the standing plan or the
-        fallback, and why); None before the first round."""
-        with self._lock:
-            return self._last_decision
-
-
-def _member(ids: set[Hashable], job_id: Hashable) -> bool:
-    try:
-        return job_id in ids
-    except TypeError:  # an unhashable id is in no set
-        return False
 
 
 class Policy(StateView):

@@ -56,8 +56,10 @@ from vfm.planner import shockwave
 from vfm.planner.decision import Placement, Serving
 from vfm.planner.options import PlanOptions
 from vfm.planner.plan import Plan, plan
-from vfm.planner.policy import PolicyConfig, PolicyState
+from vfm.planner.replanning import fair_finish, job_states, replanned, taught_forecaster, warm_start
 from vfm.planner.rounding import place
+from vfm.planner.state import JobRecord, PolicyConfig, PolicyState
+from vfm.planner.state_view import StateView
 from vfm.planner.typed import hosting
 from vfm.solvers.registry import prepare
 
@@ -70,7 +72,7 @@ from vfm.solvers.registry import prepare
 TYPED_SHOCKWAVE_EFFICIENCY = 0.25
 
 
-class TypedPolicy(homogeneous.StateView):
+class TypedPolicy(StateView):
     """vfm's policy on a cluster of GPU types (module docstring).
 
     Parameters
@@ -287,24 +289,24 @@ class TypedPolicy(homogeneous.StateView):
         options = self.config.options if options is None else options
         ids = tuple(state.jobs)
         jobs = [state.jobs[i] for i in ids]
-        forecaster = homogeneous._taught_forecaster(self.config, state)
-        states = homogeneous._states(jobs, ids)
+        forecaster = taught_forecaster(self.config, state)
+        states = job_states(jobs, ids)
         speed = self._speed(ids, jobs)
         targets = None
         if self.config.fairness:
             # The equal share of all the GPUs, each job at its pace on a proportional slice of the
             # cluster: the reference of finish-time fairness (`vfm.cluster.proportional_isolated_s`).
             proportional = speed @ (self.cluster.counts / self.cluster.total)
-            jobs, targets = homogeneous._fair_finish(self.config, forecaster, state.round_index, states, jobs,
+            jobs, targets = fair_finish(self.config, forecaster, state.round_index, states, jobs,
                                                      slowdown=1.0 / proportional)
         new_plan = plan(
             states, np.array([j.gpus for j in jobs]), self.cluster.counts.astype(np.float64), options,
             forecaster=forecaster, seed=np.random.SeedSequence((self.config.seed, state.replans)),
             budgets=[j.budget for j in jobs], fair_finish_s=targets, speed=speed,
-            warm_start=homogeneous.warm_start(state, ids, options.rounds))
-        return homogeneous._replanned(state, ids, jobs, new_plan, forecaster)
+            warm_start=warm_start(state, ids, options.rounds))
+        return replanned(state, ids, jobs, new_plan, forecaster)
 
-    def _speed(self, ids: tuple[Hashable, ...], jobs: list[homogeneous.JobRecord]) -> FloatArray:
+    def _speed(self, ids: tuple[Hashable, ...], jobs: list[JobRecord]) -> FloatArray:
         """Each job's speed on each type at its current regime relative to its reference, shape (n, K)."""
         # Column -1 (no regime observed yet) is the last: the speed at the regimes' mean.
         return np.stack([self._typed[job_id][:, job.recent[0]] for job_id, job in zip(ids, jobs, strict=True)])

@@ -6,11 +6,10 @@ programs (the planner's `plan`, whose backends the planner registers on import).
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from vfm._validation import is_real, is_whole
 from vfm.errors import UnknownSolverError, UnsupportedMarketError, ValidationError
+from vfm.parameters import Anything, Boolean, Constraint, Real, Whole
 from vfm.solvers.base import Backend, OptionKind, Problem, ProblemKind
 from vfm.solvers.clarabel_direct import ClarabelDirectBackend
 from vfm.solvers.cvxpy_conic import CVXPY_BACKENDS
@@ -116,26 +115,15 @@ def select(market: Problem, solver: str | None = None) -> Backend:
     return backend
 
 
-#: What each option kind must be, as messages state it.
-_RULES: dict[OptionKind, str] = {
-    "tolerance": "a real number in (0, 1) (a relative accuracy; 1 or more would accept any point)",
-    "count": "a whole number >= 1",
-    "seconds": "a real number > 0",
-    "flag": "True or False",
-    "any": "anything",
+#: What each option kind must be (`vfm.parameters`), as messages state it.
+_KINDS: dict[OptionKind, Constraint] = {
+    "tolerance": Real("a real number in (0, 1) (a relative accuracy; 1 or more would accept any point)",
+                      lambda v: 0.0 < v < 1.0),
+    "count": Whole("a whole number >= 1", lambda v: v >= 1),
+    "seconds": Real("a real number > 0", lambda v: v > 0.0, finite=False),
+    "flag": Boolean(),
+    "any": Anything(),
 }
-
-
-def _fits(kind: OptionKind, value: Any) -> bool:
-    if kind == "tolerance":
-        return is_real(value) and 0.0 < float(value) < 1.0  # NaN fails both comparisons
-    if kind == "count":
-        return is_whole(value) and int(value) >= 1
-    if kind == "seconds":
-        return is_real(value) and float(value) > 0.0 and not math.isnan(float(value))
-    if kind == "flag":
-        return isinstance(value, bool)
-    return True
 
 
 def check_options(backend: Backend, options: dict[str, Any]) -> None:
@@ -158,8 +146,6 @@ def check_options(backend: Backend, options: dict[str, Any]) -> None:
             raise ValidationError(
                 f"{name!r} is not an option of solver={backend.name!r}; it takes: {', '.join(sorted(kinds))}"
             )
-        kind = kinds[name]
-        if not _fits(kind, value):
-            raise ValidationError(
-                f"option {name}={value!r} of solver={backend.name!r} must be {_RULES[kind]}"
-            )
+        constraint = _KINDS[kinds[name]]
+        if not constraint.admits(value):
+            raise ValidationError(f"option {name}={value!r} of solver={backend.name!r} must be {constraint.says}")

@@ -145,7 +145,7 @@ def test_a_policy_answer_that_cannot_run_is_named(workload) -> None:
 
 def test_epochs_are_counted_after_the_rounds_batch_size_change_as_the_artifact_does(workload) -> None:
     from vfm.cluster.artifact._adaptation import ceil_div
-    from vfm.cluster.artifact.mechanics import _end_round, _Jobs
+    from vfm.cluster.artifact.mechanics import _Dispatched, _end_round, _Jobs
 
     def round_with(pending: bool) -> tuple[int, int]:
         jobs = _Jobs.of(workload, ArtifactOptions())
@@ -153,7 +153,7 @@ def test_epochs_are_counted_after_the_rounds_batch_size_change_as_the_artifact_d
         epoch_steps = int(ceil_div(jobs.rules.samples[row], jobs.batch[row]))
         jobs.steps_run[row] = 3 * epoch_steps + 100  # in its fourth epoch
         jobs.active[row], jobs.up[row] = True, pending
-        end = _end_round(jobs, np.array([row]), np.array([200]), np.array([120.0]), 0.0, None,
+        end = _end_round(jobs, _Dispatched(np.array([row]), np.array([200]), np.array([120.0]), 0.0), None,
                          jobs.rules.gang, 120.0, ArtifactOptions())
         return int(end.epochs[0]), int(jobs.batch[row])
 

@@ -36,7 +36,7 @@ from vfm.cluster.artifact.allocations import AllocationInputs, Allocator, make_a
 from vfm.cluster.gpu_types import throughput_table
 from vfm.cluster.protocol import SchedulingPolicy
 from vfm.cluster.simulator import Round, Simulation, ask_policy, checked_answer, count_guards
-from vfm.cluster.workload import Workload
+from vfm.cluster.workload_model import Workload
 from vfm.errors import ValidationError
 from vfm.planner.rounding import first_fit
 
@@ -358,7 +358,8 @@ def simulate(workload: Workload, policy: str | Allocator | SchedulingPolicy,
                 round_start = last_end
             last_end = now
             previous = placed[-2] if len(placed) > 1 else None
-            chooser.after_round(_end_round(jobs, running, steps, ends, round_start, previous, gang, round_s, opts))
+            chooser.after_round(_end_round(jobs, _Dispatched(running, steps, ends, round_start), previous, gang,
+                                           round_s, opts))
         elif arrived < len(queue):
             now = max(now, float(jobs.arrival_s[queue[arrived]]))
             last_end = now  # an idle cluster: the next round starts at the arrival
@@ -405,13 +406,24 @@ class _RoundEnd:
     failed: bool
 
 
-def _end_round(jobs: _Jobs, running: IntArray, steps: IntArray, ends: FloatArray, start: float,
-               previous: IntArray | None, gang: IntArray, round_s: float, opts: ArtifactOptions) -> _RoundEnd:
-    """Account for the round `running` just ran (``scheduler.py`` main loop and ``_done_callback``)."""
+@dataclass(frozen=True)
+class _Dispatched:
+    """A round as it was dispatched: the rows placed, the steps each was to run, when each was
+    planned to finish, and when the round started."""
+
+    rows: IntArray
+    steps: IntArray
+    ends: FloatArray
+    start: float
+
+
+def _end_round(jobs: _Jobs, dispatched: _Dispatched, previous: IntArray | None, gang: IntArray, round_s: float,
+               opts: ArtifactOptions) -> _RoundEnd:
+    """Account for the round `dispatched` just ran (``scheduler.py`` main loop and ``_done_callback``)."""
     # The artifact completes jobs latest planned finish first (ties by id).
-    order = np.lexsort((running, -ends))
-    running, steps, ends = running[order], steps[order].copy(), ends[order]
-    ran = ends - start
+    order = np.lexsort((dispatched.rows, -dispatched.ends))
+    running, steps, ends = dispatched.rows[order], dispatched.steps[order].copy(), dispatched.ends[order]
+    ran = ends - dispatched.start
     if previous is not None:
         charged = ~np.isin(running, previous) & (ran != 0) & (ran > round_s - opts.restart_free_s)
         factor = (ran[charged] - opts.restart_s) / ran[charged]

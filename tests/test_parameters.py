@@ -1,0 +1,51 @@
+"""The declarative parameter constraints (`vfm.parameters`): each admits what it says and names
+the parameter and the value it refuses."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from vfm.errors import ValidationError
+from vfm.forecast import DirichletForecaster, Forecaster
+from vfm.parameters import Anything, Boolean, Instance, OneOf, Optional, Real, Whole, check_parameters
+
+FRACTION = Real("a fraction in [0, 1)", lambda v: 0 <= v < 1)
+
+
+@pytest.mark.parametrize(("constraint", "good", "bad"), [
+    (FRACTION, [0, 0.5, np.float32(0.25), np.int64(0)], [1, -0.1, math.nan, math.inf, True, "0.5", None]),
+    (Real("a number > 0", lambda v: v > 0, finite=False), [1e-9, math.inf], [0, math.nan, -math.inf, False]),
+    (Whole("a whole number >= 1", lambda v: v >= 1), [1, np.int64(7)], [0, 3.0, 2.5, True, "3", math.inf]),
+    (Boolean(), [True, False, np.bool_(True)], [0, 1, "yes", None]),
+    (OneOf(("credit", "window")), ["credit", "window"], ["Credit", 1, None, np.array(["credit"])]),
+    (Instance(Forecaster, "a vfm.forecast.Forecaster"), [DirichletForecaster()], [DirichletForecaster, 3]),
+    (Optional(FRACTION), [None, 0.5], [1.5, "x"]),
+    (Anything(), [None, object(), math.nan], []),
+])
+def test_each_constraint_admits_what_it_says_and_nothing_else(constraint, good, bad):
+    assert all(constraint.admits(value) for value in good)
+    assert not any(constraint.admits(value) for value in bad)
+
+
+def test_the_first_violation_in_order_is_named_with_the_value_as_written():
+    constraints = {"reserve": FRACTION, "rounds": Whole("a positive whole number of rounds", lambda v: v >= 1)}
+    check_parameters({"reserve": 0.5, "rounds": 3}, constraints)
+    with pytest.raises(ValidationError, match=r"^reserve must be a fraction in \[0, 1\), got 1.5$"):
+        check_parameters({"reserve": 1.5, "rounds": 0}, constraints)
+    with pytest.raises(ValidationError, match=r"^rounds must be a positive whole number of rounds, got 2.5$"):
+        check_parameters({"reserve": 0.5, "rounds": 2.5}, constraints)
+    with pytest.raises(ValidationError, match=r"^reserve must be a fraction in \[0, 1\) or None, got 'x'$"):
+        check_parameters({"reserve": "x"}, {"reserve": Optional(FRACTION)})
+
+
+def test_an_instance_constraint_names_a_class_passed_for_an_instance_and_gives_its_hint():
+    forecaster = Instance(Forecaster, "a vfm.forecast.Forecaster", "it has remaining_runtime")
+    with pytest.raises(ValidationError, match=r"got the class DirichletForecaster; pass an instance, as "
+                                              r"DirichletForecaster\(\)$"):
+        check_parameters({"forecaster": DirichletForecaster}, {"forecaster": forecaster})
+    with pytest.raises(ValidationError, match=r"^forecaster must be a vfm.forecast.Forecaster, got int; it has "
+                                              r"remaining_runtime$"):
+        check_parameters({"forecaster": 3}, {"forecaster": forecaster})

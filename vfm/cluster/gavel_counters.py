@@ -1,0 +1,58 @@
+"""Gavel's time accounting: the counters by which its round mechanism ranks jobs against an allocation.
+
+Gavel's scheduler (``scheduler/scheduler.py``: ``_update_priorities``, ``_reset_time_run_so_far``,
+``_schedule_jobs_on_workers_helper``) turns a fractional allocation ``x`` (the share of time each
+job should run) into whole rounds by three counters per job, kept in columns of a
+`vfm.cluster.round_book.RowTable`: ``job_time`` (seconds run since the last reset, starting at
+``round_s / 2``), ``should`` (seconds it should have run since the reset, ``sum x round_s``) and
+``deficit`` (what it was owed at earlier resets). On one GPU type each column has one entry per
+job, shape ``(n,)`` (`vfm.cluster.rounds.GavelRoundPolicy`); on K types one per job and type,
+``(n, K)`` (`vfm.cluster.typed_rounds.TypedRoundPolicy`). Every function here works on both.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from vfm.cluster.round_book import RowTable
+
+__all__ = ["credit", "priorities", "ranking", "reset_counts"]
+
+
+def reset_counts(table: RowTable, round_s: float) -> None:
+    """Gavel's ``_reset_time_run_so_far``: deficits absorb the time owed, counts restart.
+
+    Each deficit grows by the time the job should have received since the last reset minus the
+    time it did receive; ``job_time`` restarts at ``round_s / 2`` and ``should`` at 0.
+    """
+    job_time = table.col("job_time")
+    table.col("deficit")[:] += table.col("should") - (job_time - round_s / 2.0)
+    table.col("should")[:] = 0.0
+    job_time[:] = round_s / 2.0
+
+
+def priorities(job_time: NDArray[np.float64], x: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Gavel's priorities ``x / fraction``: `fraction` the share of the counted time (over all
+    jobs, per type) each job received; the jobs furthest below their allocation come first.
+
+    Every count starts at ``round_s / 2``, so every fraction is > 0.
+    """
+    fraction = job_time / job_time.sum(axis=0)
+    out: NDArray[np.float64] = x / fraction
+    return out
+
+
+def ranking(seq: NDArray[np.int64], x: NDArray[np.float64], deficit: NDArray[np.float64],
+            priority: NDArray[np.float64]) -> NDArray[np.intp]:
+    """Positions in Gavel's order: (priority, deficit, allocation) descending, then arrival."""
+    # lexsort: the last key is the primary one.
+    return np.lexsort((seq, -x, -deficit, -priority))
+
+
+def credit(table: RowTable, ran: NDArray[np.int64] | tuple[NDArray[np.int64], NDArray[np.int64]],
+           x: NDArray[np.float64], round_s: float) -> None:
+    """Close a round: the entries `ran` of ``job_time`` (rows, or rows and types) ran a whole round,
+    and every job should have received ``x round_s`` more."""
+    table.col("job_time")[ran] += round_s
+    table.col("should")[:] += x * round_s

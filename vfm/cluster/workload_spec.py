@@ -1,0 +1,238 @@
+"""What a workload to generate or resample is: `WorkloadSpec` (its jobs, cluster, arrivals, round
+length and the mixes of gang sizes, adaptation modes and run times) and `Uncertainty` (how
+uncertain generated jobs' adaptation is), each validated on construction, naming the field.
+
+`vfm.cluster.generate` draws workloads to a spec (`generate_workload`, `resample_workload`); its
+module docstring gives the model each field sets. A mix is given as weights, normalized to
+probabilities (`WorkloadSpec.gang_weights`, `WorkloadSpec.adaptation_weights`,
+`WorkloadSpec.duration_weights`).
+
+Examples
+--------
+>>> spec = WorkloadSpec(jobs=10, gpus=8, gang_mix={1: 3, 2: 1})
+>>> spec.gang_weights
+((1, 0.75), (2, 0.25))
+>>> WorkloadSpec(jobs=10, gpus=8, gang_mix={16: 1})
+Traceback (most recent call last):
+    ...
+vfm.errors.ValidationError: gang_mix has gang size 16; gang sizes must be whole numbers from 1 to the cluster's 8 GPUs
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+import numpy as np
+
+from vfm._validation import finite_float, is_real, is_whole
+from vfm.cluster.gpu_types import throughput_sets
+from vfm.cluster.workload_model import ADAPTATIONS
+from vfm.errors import ValidationError
+from vfm.limits import MAX_GPUS, MAX_JOB_SECONDS, MAX_WORKLOAD_EPOCHS
+
+__all__ = ["MAX_CHANGE_JITTER", "MAX_EPOCH_NOISE", "Uncertainty", "WorkloadSpec"]
+
+# The artifact's gang mix (``--scale-factor-mix`` of its trace generator).
+_ARTIFACT_GANG_MIX = ((1, 0.6), (2, 0.3), (4, 0.09), (8, 0.01))
+# Upper bounds of `Uncertainty`: past them its draws are no longer a perturbation (a jitter of 10
+# already moves a change by factors of e^10 at one standard deviation, and a coefficient of
+# variation of 100 makes one epoch in a thousand some 10^4 times its nominal length), and far
+# past them exp() overflows.
+MAX_CHANGE_JITTER = 10.0
+MAX_EPOCH_NOISE = 100.0
+# How far a mix's weights may sum from 1 after normalizing before it is refused (rounding of a
+# sum of many terms is far below; only a weight numpy cannot divide lands outside).
+_MIX_TOLERANCE = 1e-9
+
+
+@dataclass(frozen=True)
+class Uncertainty:
+    """How uncertain generated jobs' adaptation is (frozen; validated on construction, naming the
+    field). Every option off by default, so ``Uncertainty()`` changes nothing;
+    `vfm.cluster.generate` gives the model.
+
+    Parameters
+    ----------
+    change_jitter : float
+        Standard deviation (0 to `MAX_CHANGE_JITTER`) of the log of each job's stretch of its
+        batch-size schedule: a change at nominal epoch ``e`` moves to ``round(e * f)``,
+        ``log f ~ N(0, change_jitter**2)``.
+    epoch_noise : float
+        Coefficient of variation (0 to `MAX_EPOCH_NOISE`) of each epoch's true duration around
+        its nominal one (independent log-normal factors of mean 1).
+    hidden_regimes : bool
+        Whether the told profile lists every batch size the job's adaptation mode could reach on
+        its gang, not only those it runs.
+    """
+
+    change_jitter: float = 0.0
+    epoch_noise: float = 0.0
+    hidden_regimes: bool = False
+
+    def __post_init__(self) -> None:
+        for name, most in (("change_jitter", MAX_CHANGE_JITTER), ("epoch_noise", MAX_EPOCH_NOISE)):
+            _finite(name, getattr(self, name), lambda v, most=most: 0 <= v <= most, f">= 0 and at most {most:g}")
+            object.__setattr__(self, name, float(getattr(self, name)))
+        if not isinstance(self.hidden_regimes, bool | np.bool_):
+            raise ValidationError(f"hidden_regimes must be a bool, got {self.hidden_regimes!r}")
+        object.__setattr__(self, "hidden_regimes", bool(self.hidden_regimes))
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    """What to generate (frozen; validated on construction, naming the field).
+
+    Every bound below is one a workload file states too (`vfm.cluster.workload`), so that what
+    is generated loads; a setting past one fails here, before any job is drawn.
+
+    Parameters
+    ----------
+    jobs : int
+        Number of jobs, 1 to `vfm.limits.MAX_WORKLOAD_EPOCHS` (each job has an epoch at least).
+        `generate_workload` also refuses, before expanding any epoch, jobs whose drawn run times
+        add up to more epochs than a workload may have.
+    gpus : int
+        GPUs in the cluster, 1 to ``vfm.limits.MAX_GPUS`` (1e6). Contention is
+        ``jobs / gpus`` jobs per GPU over the trace.
+    interarrival_s : float
+        Mean gap between arrivals of the Poisson process (default 40 s, the 120-job trace's),
+        0 to ``MAX_JOB_SECONDS`` (1e12 s); 0 makes every job arrive at t = 0.
+    gang_mix : mapping of int to float
+        Gang size -> probability weight. Weights are finite and >= 0, not all 0, and are
+        normalized: ``{1: 3, 2: 1}`` is 0.75 / 0.25 (a mix that sums to 1 is used as it is). A
+        gang size given twice is an error. Default (None): the artifact's 0.6 / 0.3 / 0.09 / 0.01
+        for 1 / 2 / 4 / 8 GPUs, without the gangs wider than the cluster. A gang given wider
+        than the cluster is an error.
+    adaptation_mix : mapping of str to float
+        ``"static"``, ``"gns"``, ``"accordion"`` -> weight, normalized as `gang_mix`'s; default the
+        shipped traces' 0 / 0.5 / 0.5. Generated jobs only: a resampled job keeps its own adaptation.
+    duration_s : tuple of float
+        ``(low, high)`` of the log-uniform static run time, ``0 < low <= high <= MAX_JOB_SECONDS``
+        (1e12 s); default 0.2 h to 5 h, the shipped traces' range. Generated jobs only.
+    duration_mix : mapping of (float, float) to float, optional
+        Run-time ranges -> weight, normalized as `gang_mix`'s: each job draws a range from the mix
+        and its static run time log-uniform over that range, each range ``(low, high)`` bounded as
+        `duration_s` is; ``{(360, 1800): 0.85, (18000, 54000): 0.15}`` draws 85 % jobs of 6 to 30
+        minutes and 15 % of 5 to 15 hours. None (default): every job's run time from `duration_s`,
+        which the mix then replaces (a seed draws exactly what it drew before the field existed).
+        Generated jobs only.
+    round_s : float
+        Round length of the workload (default 120 s), > 0 and at most ``MAX_JOB_SECONDS``.
+    throughputs : str
+        Throughput set of the shipped profiles (``"tacc"``, default, or ``"wisr"``).
+    uncertainty : Uncertainty, optional
+        Uncertain adaptation of generated jobs (`vfm.cluster.generate`); None (default) and
+        ``Uncertainty()`` generate the same. Generated jobs only: a resampled job keeps its own
+        epochs and profile.
+    """
+
+    jobs: int
+    gpus: int
+    interarrival_s: float = 40.0
+    gang_mix: Mapping[int, float] | tuple[tuple[int, float], ...] | None = None
+    adaptation_mix: Mapping[str, float] | tuple[tuple[str, float], ...] = (
+        ("static", 0.0), ("gns", 0.5), ("accordion", 0.5))
+    duration_s: tuple[float, float] = (720.0, 18000.0)
+    round_s: float = 120.0
+    throughputs: str = "tacc"
+    uncertainty: Uncertainty | None = None
+    duration_mix: Mapping[tuple[float, float], float] | tuple[tuple[tuple[float, float], float], ...] | None = None
+
+    def __post_init__(self) -> None:
+        for name, most, why in (("jobs", MAX_WORKLOAD_EPOCHS, "MAX_WORKLOAD_EPOCHS: a job has an epoch at least"),
+                                ("gpus", MAX_GPUS, "MAX_GPUS")):
+            value = getattr(self, name)
+            if not is_whole(value) or value < 1:
+                raise ValidationError(f"{name} must be a positive whole number, got {value!r}")
+            if value > most:
+                raise ValidationError(f"{name} must be at most {most:.0e} ({why}), got {value!r}")
+        _finite("interarrival_s", self.interarrival_s, lambda v: 0 <= v <= MAX_JOB_SECONDS,
+                f">= 0 and at most {MAX_JOB_SECONDS:.0e} s")
+        _finite("round_s", self.round_s, lambda v: 0 < v <= MAX_JOB_SECONDS, f"> 0 and at most {MAX_JOB_SECONDS:.0e} s")
+        gang_mix = self.gang_mix if self.gang_mix is not None else tuple(
+            (g, w) for g, w in _ARTIFACT_GANG_MIX if g <= self.gpus)
+        object.__setattr__(self, "gang_mix", _mix("gang_mix", gang_mix))
+        object.__setattr__(self, "adaptation_mix", _mix("adaptation_mix", self.adaptation_mix))
+        bad_gang = next((g for g, _ in self.gang_weights if not is_whole(g) or not 1 <= g <= self.gpus), None)
+        if bad_gang is not None:
+            raise ValidationError(f"gang_mix has gang size {bad_gang!r}; gang sizes must be whole numbers from 1 "
+                                  f"to the cluster's {self.gpus} GPUs")
+        bad_mode = next((m for m, _ in self.adaptation_weights if m not in ADAPTATIONS), None)
+        if bad_mode is not None:
+            raise ValidationError(f"adaptation_mix has {bad_mode!r}; the modes are {', '.join(ADAPTATIONS)}")
+        object.__setattr__(self, "duration_s", _duration_range("duration_s", self.duration_s))
+        if self.duration_mix is not None:
+            ranges = _mix("duration_mix", self.duration_mix)
+            ranges = tuple((_duration_range("duration_mix's range", r), p) for r, p in ranges)
+            if len({r for r, _ in ranges}) < len(ranges):
+                raise ValidationError(f"duration_mix gives a range twice; give each range one weight, "
+                                      f"got {self.duration_mix!r}")
+            object.__setattr__(self, "duration_mix", ranges)
+        sets = throughput_sets()
+        if self.throughputs not in sets:
+            raise ValidationError(f"throughputs must be one of the shipped sets {', '.join(sets)}, "
+                                  f"got {self.throughputs!r}")
+        if self.uncertainty is not None and not isinstance(self.uncertainty, Uncertainty):
+            raise ValidationError(f"uncertainty must be an Uncertainty or None, got {type(self.uncertainty).__name__}")
+
+    @property
+    def gang_weights(self) -> tuple[tuple[int, float], ...]:
+        """`gang_mix` as ``((gang, probability), ...)``, probabilities summing to 1."""
+        return cast(tuple[tuple[int, float], ...], self.gang_mix)
+
+    @property
+    def duration_weights(self) -> tuple[tuple[tuple[float, float], float], ...] | None:
+        """`duration_mix` as ``(((low, high), probability), ...)``, probabilities summing to 1;
+        None without one."""
+        return cast(tuple[tuple[tuple[float, float], float], ...] | None, self.duration_mix)
+
+    @property
+    def adaptation_weights(self) -> tuple[tuple[str, float], ...]:
+        """`adaptation_mix` as ``((mode, probability), ...)``, probabilities summing to 1."""
+        return cast(tuple[tuple[str, float], ...], self.adaptation_mix)
+
+
+def _duration_range(name: str, low_high: Any) -> tuple[float, float]:
+    """`low_high` as ``(low, high)`` floats, checked: ``0 < low <= high <= MAX_JOB_SECONDS``."""
+    if not (isinstance(low_high, tuple | list) and len(low_high) == 2
+            and all(is_real(v) and 0 < v <= MAX_JOB_SECONDS for v in low_high) and low_high[0] <= low_high[1]):
+        raise ValidationError(f"{name} must be (low, high) seconds with 0 < low <= high <= "
+                              f"{MAX_JOB_SECONDS:.0e} (MAX_JOB_SECONDS), got {low_high!r}")
+    return float(low_high[0]), float(low_high[1])
+
+
+def _finite(name: str, value: Any, in_range: Any, what: str) -> None:
+    number = finite_float(value)
+    if number is None or not in_range(number):
+        raise ValidationError(f"{name} must be a finite number {what}, got {value!r}")
+
+
+def _mix(name: str, mix: Any) -> tuple[tuple[Any, float], ...]:
+    """A mix as ``((value, probability), ...)``, weights normalized to probabilities summing to 1."""
+    if isinstance(mix, str | bytes) or not isinstance(mix, Mapping | Sequence):
+        raise ValidationError(f"{name} must be a non-empty mapping of values to weights, got {mix!r}")
+    pairs = tuple(mix.items()) if isinstance(mix, Mapping) else tuple(mix)
+    if not pairs or not all(isinstance(p, tuple) and len(p) == 2 for p in pairs):
+        raise ValidationError(f"{name} must be a non-empty mapping of values to weights, got {mix!r}")
+    values = [value for value, _ in pairs]
+    if (twice := next((v for k, v in enumerate(values) if v in values[:k]), None)) is not None:
+        raise ValidationError(f"{name} gives {twice!r} twice; give each value one weight")
+    weights = [w for _, w in pairs]
+    floats = [finite_float(w) for w in weights]
+    if any(w is None or w < 0 for w in floats) or max(cast(list[float], floats)) <= 0:
+        raise ValidationError(f"{name}'s weights must be finite numbers >= 0, not all 0, got {weights!r}")
+    scaled = cast(list[float], floats)
+    total = sum(scaled)
+    if not sys.float_info.min < total < math.inf:
+        # Weights near 1e308 sum to inf, and subnormal ones lose their digits: scale by the largest.
+        largest = max(scaled)
+        scaled = [w / largest for w in scaled]
+        total = sum(scaled)
+    probabilities = [w / total for w in scaled]
+    if abs(math.fsum(probabilities) - 1) > _MIX_TOLERANCE:
+        raise ValidationError(f"{name}'s weights {weights!r} do not normalize to probabilities summing to 1")
+    return tuple((value, p) for value, p in zip(values, probabilities, strict=True))

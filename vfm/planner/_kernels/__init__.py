@@ -1,0 +1,59 @@
+r"""The planner's compiled layer: Numba kernels of `vfm.planner.saa_ipm`'s iterations and of
+`vfm.planner.polish`'s Lagrangian minimizer.
+
+Each step of an interior-point iteration over hundreds of jobs is one loop over the jobs with a
+block's few numbers in registers, not a chain of whole-array NumPy passes (one call and one
+temporary array each). The kernels are pure functions of their inputs, except that results are
+written to ``out`` arrays the caller owns (the solver reuses its buffers across iterations). By
+what they compute:
+
+- `vfm.planner._kernels.low_rank`: the Newton blocks' low-rank factor and its block solves;
+- `vfm.planner._kernels.dense`: the dense (Cholesky) factor and its block solves;
+- `vfm.planner._kernels.one_type_rows`: the one-type-per-round rows over GPU types;
+- `vfm.planner._kernels.entries`: a point's evaluation and the Newton system's entry-wise passes;
+- `vfm.planner._kernels.lagrangian`: the Lagrangian minimizer and the matched row multipliers;
+- `vfm.planner._kernels.jit`: the compilation settings they share.
+"""
+
+from vfm.planner._kernels.dense import dense_factor, dense_inverse_blocks, dense_subtract_inverse_blocks
+from vfm.planner._kernels.entries import (
+    box_residual,
+    evaluate_entries,
+    hessian_times,
+    newton_back,
+    newton_rhs,
+    scaled_columns,
+)
+from vfm.planner._kernels.lagrangian import lagrangian_minimizer, matched_rows
+from vfm.planner._kernels.low_rank import (
+    gram_pieces,
+    inverse_blocks,
+    low_rank_factor,
+    row_free_loads,
+    subtract_inverse_blocks,
+    times_diagonal,
+)
+from vfm.planner._kernels.one_type_rows import add_group_outer, add_round_sums, typed_gram
+
+__all__ = [
+    "add_group_outer",
+    "add_round_sums",
+    "box_residual",
+    "dense_factor",
+    "dense_inverse_blocks",
+    "dense_subtract_inverse_blocks",
+    "evaluate_entries",
+    "gram_pieces",
+    "hessian_times",
+    "inverse_blocks",
+    "lagrangian_minimizer",
+    "low_rank_factor",
+    "matched_rows",
+    "newton_back",
+    "newton_rhs",
+    "row_free_loads",
+    "scaled_columns",
+    "subtract_inverse_blocks",
+    "times_diagonal",
+    "typed_gram",
+]

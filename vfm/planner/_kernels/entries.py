@@ -1,0 +1,205 @@
+r"""The interior point's passes over the (n, T) entries, compiled: a point's evaluation, the Newton
+system's columns, its Hessian products, right-hand side and back-substitution
+(`vfm.planner.saa_ipm_point`, `vfm.planner.saa_ipm_newton`).
+
+Each is a few operations per entry. NumPy can only run them as whole-array passes, one call and
+one temporary (n, S', T) or (n, T) array each, so an iteration over hundreds of jobs would be
+mostly Python-level calls; each kernel here is one loop over the jobs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vfm.planner._kernels import jit
+
+
+@jit.compiled
+def scaled_columns(progress: np.ndarray, weights: np.ndarray, u: np.ndarray, row: np.ndarray,
+                   diagonal: np.ndarray, regularization: float, curvature: np.ndarray, root: np.ndarray,
+                   scaled: np.ndarray) -> None:
+    r"""The Hessian's columns and their scaled form, for every job.
+
+    `curvature[i, s]` := :math:`\sqrt{w_{si} / U_{si}}\, a_{si}` for the S scenarios (`progress`
+    :math:`a`, shape (n, S, T); `weights` :math:`w` (n, S) the logarithms' multipliers, whose value
+    :math:`\beta_i / U_{si}` gives the Hessian of F) and, when `curvature` has a column more, `row` (n, T) (the
+    square root of the FTF and efficiency rows' curvature times the entries' pace, 0 off the
+    active entries); `root` :=
+    :math:`(d + \text{regularization})^{-1/2}` and `scaled` := `curvature` times `root`
+    (:math:`V_i^\top`)."""
+    n, scenarios, rounds = progress.shape
+    extra = curvature.shape[1] > scenarios
+    for i in range(n):
+        for t in range(rounds):
+            root[i, t] = 1.0 / np.sqrt(diagonal[i, t] + regularization)
+        for s in range(scenarios):
+            factor = np.sqrt(weights[i, s] / u[i, s])
+            for t in range(rounds):
+                curvature[i, s, t] = factor * progress[i, s, t]
+                scaled[i, s, t] = curvature[i, s, t] * root[i, t]
+        if extra:
+            for t in range(rounds):
+                curvature[i, scenarios, t] = row[i, t]
+                scaled[i, scenarios, t] = curvature[i, scenarios, t] * root[i, t]
+
+
+@jit.compiled
+def hessian_times(curvature: np.ndarray, diagonal: np.ndarray, g: np.ndarray, prices_term: np.ndarray,
+                  vector: np.ndarray, out: np.ndarray) -> None:
+    r"""`out` := :math:`(\operatorname{diag}(d_i) + \sum_s c_{is} c_{is}^\top) v_i + g_i \circ p` for every
+    job, `curvature` the columns :math:`c_{is}`, shape (n, S', T), `prices_term` :math:`p` (T,) (the
+    capacity rows' part, :math:`\lambda / s_c` times the load of `vector`)."""
+    n, k, rounds = curvature.shape
+    for i in range(n):
+        for t in range(rounds):
+            out[i, t] = diagonal[i, t] * vector[i, t] + g[i, t] * prices_term[t]
+        for p in range(k):
+            total = 0.0
+            for t in range(rounds):
+                total += curvature[i, p, t] * vector[i, t]
+            for t in range(rounds):
+                out[i, t] += total * curvature[i, p, t]
+
+
+@jit.compiled
+def evaluate_entries(progress: np.ndarray, base: np.ndarray, beta: np.ndarray, spread: np.ndarray,
+                     active: np.ndarray, g: np.ndarray, y: np.ndarray, s_hi: np.ndarray, z_lo: np.ndarray,
+                     z_hi: np.ndarray, prices: np.ndarray, rows: np.ndarray, pace: np.ndarray, weights: np.ndarray,
+                     own_weights: bool, u: np.ndarray, dual_residual: np.ndarray, primal_residual: np.ndarray,
+                     running: np.ndarray) -> tuple[float, float, float, float, float]:
+    r"""`vfm.planner.saa_ipm`'s point evaluation over the (n, T) entries, in one pass.
+
+    Writes the utilities `u` (n, S), the dual residual :math:`q - z^{lo} + z^{hi}` (`dual_residual`,
+    0 off `active`; :math:`q = -\sum_s w_s a_s + \nabla \text{spread} + g \lambda - r`, with the
+    logarithms' multipliers `weights` :math:`w` (n, S) if `own_weights`, else their values
+    :math:`\beta / U`; `rows` :math:`r` (n, T) the rows' multipliers' part of the gradient of the
+    Lagrangian on each entry), the same with :math:`w = \beta / U` (`primal_residual`: with the true
+    gradient of F) and the rows' running sums
+    :math:`\sum_t p_{it} y_{it}` (`running`, `pace` :math:`p`); returns
+    :math:`F(y)`, the bounds' complementarity :math:`\sum y z^{lo} + s^{hi} z^{hi}`, the dual residual
+    weighted by the box :math:`\sum |q - z^{lo} + z^{hi}| \max(y, s^{hi})`, the bounds' part of
+    the certified gap :math:`\sum q^+ y + q^- s^{hi}` (at the true gradient) and the logarithms'
+    residual :math:`\sum |w U - \beta|` (0 without `own_weights`)."""
+    n, scenarios, rounds = progress.shape
+    value = 0.0
+    complementarity = 0.0
+    residual_norm = 0.0
+    gap = 0.0
+    log_residual = 0.0
+    weight = np.empty(scenarios)
+    true_weight = np.empty(scenarios)
+    for i in range(n):
+        squares = 0.0
+        total_y = 0.0
+        for s in range(scenarios):
+            total = base[i]
+            for t in range(rounds):
+                total += progress[i, s, t] * y[i, t]
+            u[i, s] = total
+            value -= beta[i] * np.log(total)
+            true_weight[s] = beta[i] / total
+            if own_weights:
+                weight[s] = weights[i, s]
+                log_residual += abs(weights[i, s] * total - beta[i])
+            else:
+                weight[s] = true_weight[s]
+        for t in range(rounds):
+            if not active[i, t]:
+                dual_residual[i, t] = 0.0
+                primal_residual[i, t] = 0.0
+                continue
+            gradient = spread[i] * y[i, t]
+            true_gradient = gradient
+            for s in range(scenarios):
+                gradient -= weight[s] * progress[i, s, t]
+                true_gradient -= true_weight[s] * progress[i, s, t]
+            outside = g[i, t] * prices[t] - rows[i, t]
+            priced = true_gradient + outside
+            residual = gradient + outside - z_lo[i, t] + z_hi[i, t]
+            dual_residual[i, t] = residual
+            primal_residual[i, t] = priced - z_lo[i, t] + z_hi[i, t]
+            complementarity += y[i, t] * z_lo[i, t] + s_hi[i, t] * z_hi[i, t]
+            residual_norm += abs(residual) * max(y[i, t], s_hi[i, t])
+            gap += max(priced, 0.0) * y[i, t] + max(-priced, 0.0) * s_hi[i, t]
+            squares += y[i, t] * y[i, t]
+            total_y += pace[i, t] * y[i, t]
+        running[i] = total_y
+        value += 0.5 * spread[i] * squares
+    return value, complementarity, residual_norm, gap, log_residual
+
+
+@jit.compiled
+def box_residual(active: np.ndarray, residual: np.ndarray, y: np.ndarray, s_hi: np.ndarray) -> float:
+    r"""The dual residual weighted by the box, :math:`\sum |q - z^{lo} + z^{hi}| \max(y, s^{hi})` over
+    the `active` entries, summed in `evaluate_entries`' order (the same float)."""
+    n, rounds = y.shape
+    total = 0.0
+    for i in range(n):
+        for t in range(rounds):
+            if active[i, t]:
+                total += abs(residual[i, t]) * max(y[i, t], s_hi[i, t])
+    return total
+
+
+@jit.compiled
+def newton_rhs(active: np.ndarray, dual_residual: np.ndarray, y: np.ndarray, s_hi: np.ndarray, z_lo: np.ndarray,
+               z_hi: np.ndarray, g: np.ndarray, capacity_term: np.ndarray, rows: np.ndarray, sigma_mu: float,
+               second_order: float, dy: np.ndarray, dz_lo: np.ndarray, dz_hi: np.ndarray,
+               out: np.ndarray) -> None:
+    r"""The Newton system's right-hand side on the entries (0 off `active`), the bounds' targets
+    :math:`\sigma\mu - w\,\Delta y \Delta z^{lo}` and :math:`\sigma\mu + w\,\Delta y \Delta z^{hi}`
+    (`second_order` :math:`w`, the predictor's `dy`, `dz_lo`, `dz_hi`):
+    :math:`-q + t^{lo}/y - z^{lo} - t^{hi}/s^{hi} + z^{hi} - g\,c + r`, `capacity_term` :math:`c` (T,),
+    `rows` :math:`r` (n, T)."""
+    n, rounds = y.shape
+    for i in range(n):
+        for t in range(rounds):
+            if not active[i, t]:
+                out[i, t] = 0.0
+                continue
+            target_lo = sigma_mu - second_order * dy[i, t] * dz_lo[i, t]
+            target_hi = sigma_mu + second_order * dy[i, t] * dz_hi[i, t]
+            out[i, t] = (-dual_residual[i, t] + target_lo / y[i, t] - z_lo[i, t] - target_hi / s_hi[i, t] + z_hi[i, t]
+                         - g[i, t] * capacity_term[t] + rows[i, t])
+
+
+@jit.compiled
+def newton_back(active: np.ndarray, y: np.ndarray, s_hi: np.ndarray, z_lo: np.ndarray, z_hi: np.ndarray,
+                g: np.ndarray, sigma_mu: float, second_order: float, dy_aff: np.ndarray, dz_lo_aff: np.ndarray,
+                dz_hi_aff: np.ndarray, pace: np.ndarray, dy: np.ndarray, dz_lo: np.ndarray, dz_hi: np.ndarray,
+                loads: np.ndarray, running: np.ndarray) -> float:
+    r"""The bounds' multiplier steps from `dy` (targets as in `newton_rhs`), in one pass: zeroes `dy`
+    off `active`, writes `dz_lo`, `dz_hi`, the capacity load :math:`\sum_i g_i \Delta y_i` (`loads`,
+    (T,)) and the rows' :math:`\sum_t p_{it} \Delta y_{it}` (`running`, (n,), `pace` :math:`p`); returns
+    the largest rate
+    :math:`-\Delta v / v` over the falling :math:`y, s^{hi}, z^{lo}, z^{hi}` (`largest_step`'s)."""
+    n, rounds = y.shape
+    rate = 0.0
+    loads[:] = 0.0
+    for i in range(n):
+        total = 0.0
+        for t in range(rounds):
+            if not active[i, t]:
+                dy[i, t] = 0.0
+                dz_lo[i, t] = 0.0
+                dz_hi[i, t] = 0.0
+                continue
+            step = dy[i, t]
+            target_lo = sigma_mu - second_order * dy_aff[i, t] * dz_lo_aff[i, t]
+            target_hi = sigma_mu + second_order * dy_aff[i, t] * dz_hi_aff[i, t]
+            lo = (target_lo - z_lo[i, t] * step) / y[i, t] - z_lo[i, t]
+            hi = (target_hi + z_hi[i, t] * step) / s_hi[i, t] - z_hi[i, t]
+            dz_lo[i, t] = lo
+            dz_hi[i, t] = hi
+            loads[t] += g[i, t] * step
+            total += pace[i, t] * step
+            if step < 0:
+                rate = max(rate, -step / y[i, t])
+            elif step > 0:
+                rate = max(rate, step / s_hi[i, t])
+            if lo < 0:
+                rate = max(rate, -lo / z_lo[i, t])
+            if hi < 0:
+                rate = max(rate, -hi / z_hi[i, t])
+        running[i] = total
+    return rate

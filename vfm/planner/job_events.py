@@ -1,0 +1,120 @@
+"""A policy's job events as pure steps of its state: a job arrives (`add_job`), leaves
+(`remove_job`) or reports the epochs it finished (`report_progress`); each returns the next frozen
+`PolicyState`, or a `vfm.errors.ValidationError` naming the job and what is wrong."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import replace
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from vfm._validation import checked_job_id
+from vfm.errors import ValidationError
+from vfm.forecast.base import batch_sizes as read_batch_sizes
+from vfm.planner.state import JobRecord, PolicyConfig, PolicyState, checked_record
+
+
+def with_jobs(state: PolicyState, jobs: dict[Hashable, JobRecord], **changes: Any) -> PolicyState:
+    return replace(state, jobs=MappingProxyType(jobs), **changes)
+
+
+def _job(state: PolicyState, job_id: Hashable) -> JobRecord:
+    return record_in(state.jobs, job_id, lambda: _completed(state, job_id))
+
+
+def record_in(jobs: Mapping[Hashable, JobRecord], job_id: Hashable, completed: Any) -> JobRecord:
+    """Job `job_id`'s record in `jobs`, or a `ValidationError` saying whether it completed
+    (`completed()`: asked only on the way to the error)."""
+    try:
+        return jobs[job_id]
+    except (KeyError, TypeError):
+        pass
+    if completed():
+        raise ValidationError(f"job {job_id!r} has completed all its epochs and left the policy; it takes no "
+                              f"more reports") from None
+    raise ValidationError(f"job {job_id!r} is not in the policy (add it with add_job)") from None
+
+
+def _completed(state: PolicyState, job_id: Hashable) -> bool:
+    try:
+        return job_id in state.completed
+    except TypeError:  # an unhashable id compares fine with a tuple's entries, but be safe
+        return False
+
+
+def checked_new_id(jobs: Mapping[Hashable, JobRecord], completed: Any, job_id: Hashable) -> Hashable:
+    """`job_id` as keyed (`vfm._validation.checked_job_id`), refused when it is already present in
+    `jobs` or has completed (`completed`, a container). O(1)."""
+    try:
+        hash(job_id)
+    except TypeError:
+        raise ValidationError(f"job_id must be hashable (a string, a whole number or a tuple of them), got "
+                              f"{type(job_id).__name__} {job_id!r}") from None
+    key = checked_job_id(job_id)
+    if key in jobs:
+        raise ValidationError(f"job {job_id!r} is already in the policy; job ids must be unique (remove it first)")
+    if key in completed:
+        raise ValidationError(f"job {job_id!r} has already completed in this policy; job ids must be unique "
+                              f"(give the new job another id)")
+    return key
+
+
+def add_job(config: PolicyConfig, state: PolicyState, job_id: Hashable, gpus: int, regimes: Mapping[float, float],
+            epochs: int, budget: float = 1.0, kind: Hashable = None) -> PolicyState:
+    """The state after job `job_id` arrives (`Policy.add_job` checks and raises the same).
+
+    A pure function of the state: O(jobs present), since it copies the mapping of jobs; a
+    `Policy` adds a job in O(1)."""
+    key = checked_new_id(state.jobs, state.completed, job_id)
+    record = checked_record(config.capacity, job_id, gpus, regimes, epochs, budget, kind)
+    return with_jobs(state, {**state.jobs, key: record}, stale=True)
+
+
+def remove_job(state: PolicyState, job_id: Hashable) -> PolicyState:
+    """The state after job `job_id` leaves (O(jobs present); a `Policy` removes a job in O(1))."""
+    _job(state, job_id)
+    return with_jobs(state, {key: job for key, job in state.jobs.items() if key != job_id}, stale=True)
+
+
+def reported(job: JobRecord, job_id: Hashable, batch_sizes: Sequence[float]) -> JobRecord:
+    """Job `job_id`'s record after it reports finished epochs, or the `ValidationError`
+    `Policy.report_progress` raises; O(its epochs reported and regimes)."""
+    sizes = read_batch_sizes(batch_sizes, f"batch_sizes of job {job_id!r}")
+    labels = np.array([b for b, _ in job.regimes])
+    match = sizes[:, None] == labels
+    unknown = ~match.any(axis=1)
+    if unknown.any():
+        k = int(np.argmax(unknown))
+        raise ValidationError(
+            f"batch_sizes[{k}] of job {job_id!r} is {sizes[k]:g}, which is not in the job's regimes "
+            f"{{{', '.join(f'{b:g}' for b in labels)}}}")
+    left = job.epochs - job.done
+    if sizes.size > left:
+        raise ValidationError(f"batch_sizes of job {job_id!r} reports {sizes.size} epochs, more epochs done than "
+                              f"the job has left ({left} of {job.epochs})")
+    return replace(job, stages=_runs(job.stages, np.argmax(match, axis=1)))
+
+
+def report_progress(state: PolicyState, job_id: Hashable, batch_sizes: Sequence[float]) -> PolicyState:
+    """The state after job `job_id` reports finished epochs (`Policy.report_progress`; O(jobs
+    present) here, O(the report) in a `Policy`)."""
+    job = reported(_job(state, job_id), job_id, batch_sizes)
+    if job.done == job.epochs:
+        taught = (job.trajectory(),) if job.kind is not None else ()
+        return with_jobs(state, {key: other for key, other in state.jobs.items() if key != job_id},
+                          completed=(*state.completed, job_id), stale=True, finished=state.finished + taught)
+    return with_jobs(state, {**state.jobs, job_id: job})
+
+
+def _runs(stages: tuple[tuple[int, int], ...], columns: np.ndarray) -> tuple[tuple[int, int], ...]:
+    """`stages` followed by the epochs in regime `columns`, as maximal runs (column, epochs)."""
+    if not columns.size:
+        return stages
+    starts = np.flatnonzero(np.r_[True, columns[1:] != columns[:-1]])
+    new = list(zip(columns[starts].tolist(), np.diff(np.r_[starts, columns.size]).tolist(), strict=True))
+    if stages and stages[-1][0] == new[0][0]:
+        return (*stages[:-1], (new[0][0], stages[-1][1] + new[0][1]), *new[1:])
+    return (*stages, *new)

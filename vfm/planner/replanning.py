@@ -1,0 +1,98 @@
+"""What a policy's re-plan reads and carries: the jobs' states and the forecaster taught the jobs
+that completed, the finish-time targets, the warm start from the last plan, and the state after
+the new plan (the credit, waits and last round of the jobs still present carried into its order).
+`vfm.planner.Policy` and `vfm.planner.TypedPolicy` re-plan through these."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from vfm._validation import FloatArray, read_only
+from vfm.forecast import Forecaster, JobStates, LearningForecaster
+from vfm.jobs import equal_share
+from vfm.planner import shockwave
+from vfm.planner.inputs import checked_forecast
+from vfm.planner.job_events import with_jobs
+from vfm.planner.plan import Plan
+from vfm.planner.state import JobRecord, PolicyConfig, PolicyState
+
+
+def taught_forecaster(config: PolicyConfig, state: PolicyState) -> Forecaster:
+    """The forecaster the next re-plan uses: the configured one, taught the jobs that completed."""
+    forecaster = config.forecaster if state.forecaster is None else state.forecaster
+    if state.finished and isinstance(forecaster, LearningForecaster):
+        forecaster = forecaster.learned(state.finished)
+    return forecaster
+
+
+def carried_rows(state: PolicyState, ids: tuple[Hashable, ...]) -> np.ndarray:
+    """Each job of `ids`'s row in the arrays `state` carries (`PolicyState.carried`): -1 for a job
+    the last plan did not hold."""
+    row = {job: k for k, job in enumerate(state.carried)}
+    return np.array([row.get(job, -1) for job in ids], dtype=np.int64)
+
+
+def carried(values: np.ndarray, rows: np.ndarray, new: Any) -> np.ndarray:
+    """`values` (aligned to `PolicyState.carried`) taken at `rows` (`carried_rows`), `new` where -1."""
+    return read_only(np.where(rows >= 0, values[np.maximum(rows, 0)] if values.size else new, new))
+
+
+def warm_start(state: PolicyState, ids: tuple[Hashable, ...], rounds: int) -> FloatArray | None:
+    """The last plan's relaxation moved forward by the rounds served since, when it planned the
+    same jobs `ids` and is not older than its window (else None); with GPU types each type's
+    rounds are moved (the relaxation's columns are type-major goods)."""
+    planned = () if state.plan is None or state.plan.job_ids is None else state.plan.job_ids
+    if state.plan is None or ids != planned or state.since_plan >= rounds:
+        return None
+    keep = np.minimum(np.arange(rounds) + state.since_plan, rounds - 1)
+    relaxed = state.plan.relaxed
+    return relaxed.reshape(len(ids), -1, rounds)[:, :, keep].reshape(len(ids), -1)
+
+
+def replanned(state: PolicyState, ids: tuple[Hashable, ...], jobs: list[JobRecord], new_plan: Plan,
+               forecaster: Forecaster) -> PolicyState:
+    """The state after a re-plan: the new plan, and the credit, waits and last round of the jobs
+    still present (`PolicyState.carried`) carried into its order (`ids`)."""
+    rows = carried_rows(state, ids)
+    return with_jobs(state, dict(zip(ids, jobs, strict=True)), plan=new_plan,
+                      credit=carried(state.credit, rows, 0.0), waited=carried(state.waited, rows, 0),
+                      ran_last=carried(state.ran_last, rows, False), since_plan=0, stale=False,
+                      replans=state.replans + 1, forecaster=forecaster, finished=(), carried=ids)
+
+
+def fair_finish(config: PolicyConfig, forecaster: Forecaster, round_index: int, states: JobStates,
+                 jobs: list[JobRecord], slowdown: FloatArray | None = None) -> tuple[list[JobRecord], FloatArray]:
+    """The jobs with their updated finish-time targets, and FT* of each in seconds from now.
+
+    `slowdown` (n,): how much longer than the forecast's remaining time each job takes at its
+    fair pace (on GPU types: on a proportional slice of the cluster, `vfm.planner.TypedPolicy`);
+    default 1."""
+    now = round_index * config.options.round_s
+    share = equal_share(len(jobs), config.capacity)
+    remaining = checked_forecast(forecaster, "remaining_runtime", forecaster.remaining_runtime(states), states,
+                                 (states.n_jobs,))
+    estimate = now + (remaining if slowdown is None else remaining * slowdown) / share
+    targets = shockwave.updated_targets(np.array([job.fair_finish_at_s for job in jobs]), estimate)
+    jobs = [replace(job, fair_finish_at_s=at) for job, at in zip(jobs, targets.tolist(), strict=True)]
+    # A target already passed cannot be met: it counts as due in one second, which makes the
+    # constraints infeasible (the planner falls back to the priority relaxation) and keeps the
+    # projected ratios finite and ordered by the time the jobs have left.
+    return jobs, np.maximum(targets - now, 1.0)
+
+
+def job_states(jobs: list[JobRecord], ids: tuple[Hashable, ...]) -> JobStates:
+    """The jobs' states, regimes padded to the largest set (each job was validated on arrival)."""
+    recent = np.array([job.recent for job in jobs], dtype=np.int64).T
+    n, width = len(jobs), max(len(job.regimes) for job in jobs)
+    labels, durations = np.full((n, width), np.nan), np.zeros((n, width))
+    mask, counts = np.zeros((n, width), dtype=np.bool_), np.zeros((n, width))
+    for row, job in enumerate(jobs):  # per job by nature: a mapping of jobs
+        k = len(job.regimes)
+        labels[row, :k], durations[row, :k] = np.array(job.regimes).T
+        mask[row, :k], counts[row, :k] = True, job.counts
+    return JobStates(np.array([job.epochs for job in jobs], dtype=np.float64), counts, durations, mask,
+                     regime_labels=labels, job_ids=ids, groups=[job.kind for job in jobs], recent=tuple(recent))
