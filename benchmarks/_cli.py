@@ -113,36 +113,31 @@ OUTPUT_FILE_MADE = Check("a file you can write", Path,
                          else _folder_problem(path.parent))
 
 
+def _listed(rule: str, item: Callable[[str], Any], known: Collection[Any], what: str,
+            show: Callable[[Any], str]) -> Check:
+    """Comma-separated items, each converted by `item` and one of `known`; an unknown one is named
+    (as `show` writes it) after `what`."""
+
+    def convert(text: str) -> list[Any]:
+        items = [item(part.strip()) for part in text.split(",") if part.strip()]
+        if not items:
+            raise ValueError(text)
+        return items
+
+    def unknown(items: list[Any]) -> str:
+        return f"unknown {what} {', '.join(show(value) for value in items if value not in known)}"
+
+    return Check(rule, convert, lambda items: all(value in known for value in items), unknown)
+
+
 def choice_list(known: Sequence[str], what: str) -> Check:
     """Comma-separated names, each one of `known` (a policy name, a mix ...)."""
-
-    def convert(text: str) -> list[str]:
-        names = [name.strip() for name in text.split(",") if name.strip()]
-        if not names:
-            raise ValueError(text)
-        return names
-
-    def unknown(names: list[str]) -> str:
-        return f"unknown {what} {', '.join(repr(name) for name in names if name not in known)}"
-
-    return Check(f"comma-separated names from {', '.join(known)}", convert,
-                 lambda names: all(name in known for name in names), unknown)
+    return _listed(f"comma-separated names from {', '.join(known)}", str, known, what, repr)
 
 
 def size_list(known: Collection[int]) -> Check:
     """Comma-separated sizes, each one of `known` (the sizes a benchmark has workloads for)."""
-
-    def convert(text: str) -> list[int]:
-        sizes = [int(size) for size in text.split(",") if size.strip()]
-        if not sizes:
-            raise ValueError(text)
-        return sizes
-
-    def unknown(sizes: list[int]) -> str:
-        return f"unknown size {', '.join(str(size) for size in sizes if size not in known)}"
-
-    return Check(f"comma-separated sizes from {','.join(str(size) for size in known)}", convert,
-                 lambda sizes: all(size in known for size in sizes), unknown)
+    return _listed(f"comma-separated sizes from {','.join(str(size) for size in known)}", int, known, "size", str)
 
 
 def machine() -> str:

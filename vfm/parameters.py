@@ -45,8 +45,15 @@ def _always(value: Any) -> bool:
     return True
 
 
+class _ShowsValue:
+    """A constraint whose violation shows the value as the caller wrote it."""
+
+    def shown(self, value: Any) -> str:
+        return repr(value)
+
+
 @dataclass(frozen=True)
-class Real:
+class Real(_ShowsValue):
     """A real number (an int or a float, numpy's included; not a bool, not NaN) that `holds`; finite
     unless `finite` is False (a time limit may be infinite)."""
 
@@ -59,12 +66,9 @@ class Real:
             return False
         return bool(self.holds(value))
 
-    def shown(self, value: Any) -> str:
-        return repr(value)
-
 
 @dataclass(frozen=True)
-class Whole:
+class Whole(_ShowsValue):
     """An integer (Python's or numpy's; not a bool, not a float) that `holds`."""
 
     says: str
@@ -73,12 +77,9 @@ class Whole:
     def admits(self, value: Any) -> bool:
         return is_whole(value) and bool(self.holds(value))
 
-    def shown(self, value: Any) -> str:
-        return repr(value)
-
 
 @dataclass(frozen=True)
-class Anything:
+class Anything(_ShowsValue):
     """Any value: a parameter the callee checks itself."""
 
     says: str = "anything"
@@ -86,12 +87,9 @@ class Anything:
     def admits(self, value: Any) -> bool:
         return True
 
-    def shown(self, value: Any) -> str:
-        return repr(value)
-
 
 @dataclass(frozen=True)
-class Boolean:
+class Boolean(_ShowsValue):
     """True or False (numpy's too): a 0 or 1 meant as a flag is a mistake worth naming."""
 
     says: str = "True or False"
@@ -99,12 +97,9 @@ class Boolean:
     def admits(self, value: Any) -> bool:
         return isinstance(value, bool | np.bool_)
 
-    def shown(self, value: Any) -> str:
-        return repr(value)
-
 
 @dataclass(frozen=True)
-class OneOf:
+class OneOf(_ShowsValue):
     """One of a few values (of the same type, and equal)."""
 
     values: tuple[Any, ...]
@@ -116,9 +111,6 @@ class OneOf:
     def admits(self, value: Any) -> bool:
         # Same type as well as equal: an array compared with a string would broadcast.
         return any(type(value) is type(known) and value == known for known in self.values)
-
-    def shown(self, value: Any) -> str:
-        return repr(value)
 
 
 @dataclass(frozen=True)

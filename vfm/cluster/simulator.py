@@ -159,26 +159,24 @@ def _rounds_bound(workload: Workload, slowest_s: FloatArray, round_s: float, res
     return last_arrival + 2 * serial + workload.n_jobs + 1
 
 
-# `ask_policy`, `count_guards` and `checked_answer` are how any simulator talks to a policy: the
-# artifact's mechanics (`vfm.cluster.artifact`) use them too.
+# `ask_policy` and `checked_answer` are how any simulator talks to a policy: the artifact's
+# mechanics (`vfm.cluster.artifact`) use them too.
 
 
-def ask_policy(policy: SchedulingPolicy) -> tuple[Any, float, dict[str, Any] | None]:
+def ask_policy(policy: SchedulingPolicy, guards: dict[str, int]) -> tuple[Any, float, dict[str, Any] | None]:
     """``policy.next_round()``, its wall-clock seconds, and, when a policy that reports diagnostics
-    (`ReportsDiagnostics`) re-planned for it, the re-plan's record (`Simulation.replans`)."""
+    (`ReportsDiagnostics`) re-planned for it, the re-plan's record (`Simulation.replans`); the
+    guards that decided the round are added to `guards` (`Simulation.guards`)."""
     tic = time.perf_counter()
     answer = policy.next_round()
     seconds = time.perf_counter() - tic
-    replan = policy.diagnostics().get("replan") if isinstance(policy, ReportsDiagnostics) else None
+    if not isinstance(policy, ReportsDiagnostics):
+        return answer, seconds, None
+    report = policy.diagnostics()
+    for name, count in report.get("guards", {}).items():
+        guards[name] = guards.get(name, 0) + int(count)
+    replan = report.get("replan")
     return answer, seconds, None if replan is None else dict(replan)
-
-
-def count_guards(policy: SchedulingPolicy, totals: dict[str, int]) -> None:
-    """Add the guards that decided the round just asked for (a policy that reports diagnostics,
-    `ReportsDiagnostics`) to `totals`."""
-    if isinstance(policy, ReportsDiagnostics):
-        for name, count in policy.diagnostics().get("guards", {}).items():
-            totals[name] = totals.get(name, 0) + int(count)
 
 
 def checked_answer(answer: Any, policy: object, round_index: int, index_of: Mapping[Hashable, int],
@@ -398,8 +396,7 @@ def _plan_round(run: _Run, state: _State, round_index: int, start: float) -> tup
     """Ask the policy for the round, record the call and the round, and return the jobs it runs
     (indices) and the index of the type each runs on (0 on a cluster scheduled without types)."""
     present = state.added & ~state.finished
-    answer, seconds, replan = ask_policy(run.policy)
-    count_guards(run.policy, state.guards)
+    answer, seconds, replan = ask_policy(run.policy, state.guards)
     state.planner_s.append(seconds)
     if replan is not None:
         state.replans.append(replan)

@@ -158,7 +158,7 @@ class PlanOptions:
                                   f"factors dense round-by-round systems, O(rounds^2) memory and O(rounds^3) time), "
                                   f"got {self.rounds!r}; plan a shorter window and re-plan as it recedes")
         check_horizon(self.rounds, self.round_s, self.scenarios)
-        check_parameters({f.name: getattr(self, f.name) for f in fields(self)}, _CONSTRAINTS)
+        check_parameters(vars(self), _CONSTRAINTS)
         if self.service_floor and self.scenarios > 1:
             raise ValidationError(f"service_floor applies to one scenario (scenarios=1), got scenarios="
                                   f"{self.scenarios}")

@@ -35,7 +35,7 @@ from vfm.cluster.artifact._adaptation import Rules, ceil_div, rescale, wanted
 from vfm.cluster.artifact.allocations import AllocationInputs, Allocator, make_allocator
 from vfm.cluster.gpu_types import throughput_table
 from vfm.cluster.protocol import SchedulingPolicy
-from vfm.cluster.simulator import Round, Simulation, ask_policy, checked_answer, count_guards
+from vfm.cluster.simulator import Round, Simulation, ask_policy, checked_answer
 from vfm.cluster.workload_model import Workload
 from vfm.errors import ValidationError
 from vfm.planner.rounding import first_fit
@@ -291,8 +291,7 @@ class _Driven:
             self.policy.remove_job(self.ids[row])
 
     def decide(self, now: float, jobs: _Jobs) -> IntArray:
-        answer, _, replan = ask_policy(self.policy)
-        count_guards(self.policy, self.guards)
+        answer, _, replan = ask_policy(self.policy, self.guards)
         if replan is not None:
             self.recomputes.append(replan)
         self.rounds += 1
