@@ -33,11 +33,15 @@ from vfm.errors import ValidationError
 
 IntArray = NDArray[np.int64]
 
-__all__ = ["GPU_TYPES", "ClusterTypes", "check_gpu_type"]
+__all__ = ["GPU_TYPES", "PROFILED_TYPE", "ClusterTypes", "check_gpu_type"]
 
 #: The GPU types of the throughput profiles (the file's ``types``), fastest first; the
 #: workloads' epoch times are times on the first.
 GPU_TYPES: tuple[str, ...] = ("v100", "p100", "k80")
+
+#: The type a workload's epoch times (`Job.isolated_s`, its regimes) are measured on; every other
+#: type's times follow from the throughput ratio to it, and a workload without types runs on it.
+PROFILED_TYPE: str = GPU_TYPES[0]
 
 
 def check_gpu_type(name: str, gpu_type: Any) -> str:
@@ -103,7 +107,7 @@ class ClusterTypes(Mapping[str, int]):
         self._total = int(self._counts.sum())
 
     @classmethod
-    def single(cls, gpus: int, gpu_type: str = "v100") -> ClusterTypes:
+    def single(cls, gpus: int, gpu_type: str = PROFILED_TYPE) -> ClusterTypes:
         """A homogeneous cluster: `gpus` GPUs of `gpu_type` (what a workload without a
         ``cluster`` field is, on V100)."""
         _check_positive("gpus", gpus)

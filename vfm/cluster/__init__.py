@@ -47,6 +47,7 @@ from vfm.cluster.baselines import BASELINES
 from vfm.cluster.generate import Uncertainty, WorkloadSpec, generate_workload, resample_workload
 from vfm.cluster.gpu_types import (
     GPU_TYPES,
+    PROFILED_TYPE,
     ClusterTypes,
     epoch_seconds_by_type,
     fastest_isolated_s,
@@ -71,6 +72,7 @@ from vfm.cluster.workload import Job, Workload, WorkloadArrays, load_workload, w
 __all__ = [
     "BASELINES",
     "GPU_TYPES",
+    "PROFILED_TYPE",
     "TYPED_BASELINES",
     "ClusterTypes",
     "HeterogeneousFinishTimeFairness",

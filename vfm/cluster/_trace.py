@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from vfm.cluster.gpu_types import ClusterTypes, type_profile
+from vfm.cluster.gpu_types import PROFILED_TYPE, ClusterTypes, type_profile
 from vfm.cluster.workload_model import Workload
 
 FloatArray = NDArray[np.float64]
@@ -34,7 +34,7 @@ class Trace:
         self.batch_size = np.concatenate([job.batch_size for job in jobs])
         self.offset = np.cumsum(self.epochs) - self.epochs
         # Each job's profile on the types, computed once (with throughput profiles and several types).
-        profiles = (None if cluster.types == ("v100",) or workload.throughputs is None
+        profiles = (None if cluster.types == (PROFILED_TYPE,) or workload.throughputs is None
                     else [type_profile(job, workload.throughputs, cluster) for job in jobs])
         told: list[dict[str, dict[float, float]]]
         if profiles is not None:
@@ -42,10 +42,10 @@ class Trace:
             isolated = np.stack([profile.isolated_s for profile in profiles], axis=1)
             told = [profile.regimes for profile in profiles]
         else:  # one type, or no profiles to carry the V100 times over with: V100 only
-            rows = np.asarray(cluster.types)[:, None] == "v100"
+            rows = np.asarray(cluster.types)[:, None] == PROFILED_TYPE
             seconds = np.where(rows, np.concatenate([job.epoch_s for job in jobs])[None, :], np.inf)
             isolated = np.where(rows, workload.isolated_s[None, :], np.inf)
-            told = [{"v100": job.regimes} if "v100" in cluster.types else {} for job in jobs]
+            told = [{PROFILED_TYPE: job.regimes} if PROFILED_TYPE in cluster.types else {} for job in jobs]
         runs = np.isfinite(seconds)
         self.seconds = np.where(runs, seconds, 0.0)
         self.ends = np.cumsum(self.seconds, axis=1)
@@ -73,7 +73,7 @@ class Trace:
             self.reference_s = np.array([profile.proportional_s(job.gpus, cluster)
                                          for profile, job in zip(profiles, jobs, strict=True)])
         else:
-            share = cluster["v100"] / cluster.total if "v100" in cluster.types else 0.0
+            share = cluster[PROFILED_TYPE] / cluster.total if PROFILED_TYPE in cluster.types else 0.0
             with np.errstate(divide="ignore"):
                 self.reference_s = np.where(self.hosts.any(axis=0), workload.isolated_s / share, np.inf)
 

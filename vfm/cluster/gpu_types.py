@@ -58,12 +58,13 @@ from numpy.typing import NDArray
 from vfm._validation import read_only
 from vfm.cluster.workload_model import Job
 from vfm.errors import ValidationError
-from vfm.gpu_cluster import GPU_TYPES, ClusterTypes, check_gpu_type
+from vfm.gpu_cluster import GPU_TYPES, PROFILED_TYPE, ClusterTypes, check_gpu_type
 
 FloatArray = NDArray[np.float64]
 
 __all__ = [
     "GPU_TYPES",
+    "PROFILED_TYPE",
     "THROUGHPUTS_FILE",
     "ClusterTypes",
     "TypeProfile",
@@ -103,7 +104,7 @@ def _rows(throughput_set: str) -> Mapping[str, Mapping[str, float | None]]:
     return rows
 
 
-def throughput_table(throughput_set: str = "tacc", gpu_type: str = "v100") -> dict[str, float]:
+def throughput_table(throughput_set: str = "tacc", gpu_type: str = PROFILED_TYPE) -> dict[str, float]:
     """Steps/s of each ``"<model> (batch size b)|<gang>"`` in a set of the shipped
     ``gpu_types_throughputs.json`` (the artifact's profiles), for one GPU type."""
     return {key: float(row[gpu_type]) for key, row in _rows(throughput_set).items()  # type: ignore[arg-type]
@@ -178,9 +179,9 @@ def _by_ratio(job: Job, throughputs: str, names: tuple[str, ...], batch_size: Fl
     of operations: exactly `seconds` on V100, ``inf`` where the rule gives no time (module
     docstring). Each distinct batch size is looked up once."""
     out = np.full((len(names), seconds.size), np.inf)
-    others = [i for i, t in enumerate(names) if t != "v100"]
-    if "v100" in names:
-        out[names.index("v100")] = seconds
+    others = [i for i, t in enumerate(names) if t != PROFILED_TYPE]
+    if PROFILED_TYPE in names:
+        out[names.index(PROFILED_TYPE)] = seconds
     if job.training is None or not others:
         return out
     rows = _rows(throughputs)
@@ -188,9 +189,9 @@ def _by_ratio(job: Job, throughputs: str, names: tuple[str, ...], batch_size: Fl
     entries = [rows.get(_size_key(job.training.model, b, job.gpus), {}) for b in sizes.tolist()]
     inverse = inverse.reshape(-1)
     # null or 0 (cannot run), or no entry: NaN, and NaN times become inf below.
-    v100 = np.array([row.get("v100") or np.nan for row in entries])[inverse]
+    profiled = np.array([row.get(PROFILED_TYPE) or np.nan for row in entries])[inverse]
     for i in others:
-        times = seconds * v100 / np.array([row.get(names[i]) or np.nan for row in entries])[inverse]
+        times = seconds * profiled / np.array([row.get(names[i]) or np.nan for row in entries])[inverse]
         out[i] = np.where(np.isnan(times), np.inf, times)
     return out
 
@@ -276,8 +277,8 @@ def type_profile(job: Job, throughputs: str, types: ClusterTypes | Sequence[str]
     regimes = type_regimes(job, throughputs, names)
     hosts = np.isfinite(seconds).all(axis=1) & np.isin(names, list(regimes))
     totals = seconds.sum(axis=1)
-    if "v100" in names:
-        totals[names.index("v100")] = job.isolated_s
+    if PROFILED_TYPE in names:
+        totals[names.index(PROFILED_TYPE)] = job.isolated_s
     return TypeProfile(names, read_only(seconds), regimes, read_only(hosts), read_only(totals))
 
 

@@ -33,7 +33,7 @@ from numpy.typing import NDArray
 
 from vfm._validation import checked_job_id, first_bad, is_real, is_whole
 from vfm.cluster._trace import Trace
-from vfm.cluster.gpu_types import ClusterTypes
+from vfm.cluster.gpu_types import PROFILED_TYPE, ClusterTypes
 from vfm.cluster.protocol import ReportsDiagnostics, SchedulingPolicy, TypedSchedulingPolicy
 from vfm.cluster.workload_model import Workload
 from vfm.errors import PolicyError, ValidationError
@@ -208,16 +208,25 @@ def _who(policy: object, round_index: int) -> str:
     return f"{type(policy).__name__}.next_round() in round {round_index}"
 
 
-def _check_placement(answer: Any, policy: object, round_index: int, index_of: Mapping[Hashable, int],
-                     present: NDArray[np.bool_], finished: NDArray[np.bool_], trace: Trace,
-                     cluster: ClusterTypes) -> tuple[IntArray, IntArray]:
-    """A typed policy's answer as job indices and the index of each one's type (`checked_answer`
-    for the jobs, then the types: known, able to run the job, within each type's count)."""
-    who = _who(policy, round_index)
+def _answered(answer: Any, who: str, typed: bool) -> tuple[Any, list[Any] | None]:
+    """A typed policy's mapping job id -> type as its jobs and their types; a one-type policy's
+    list of job ids as it is, with no types: each job runs on the cluster's one type."""
+    if not typed:
+        return answer, None
     if not isinstance(answer, Mapping):
         raise PolicyError(f"{who} must return a mapping job id -> GPU type, got {type(answer).__name__}")
-    jobs, types = list(answer.keys()), list(answer.values())
-    picked = checked_answer(jobs, policy, round_index, index_of, present, finished, trace.gpus, cluster.total)
+    return list(answer.keys()), list(answer.values())
+
+
+def _check_placement(answer: Any, run: _Run, round_index: int, present: NDArray[np.bool_],
+                     finished: NDArray[np.bool_]) -> tuple[IntArray, IntArray]:
+    """A policy's answer as job indices and the index of each one's type (`checked_answer` for the
+    jobs, then the types: known, able to run the job, within each type's count)."""
+    policy, trace, cluster = run.policy, run.trace, run.cluster
+    who = _who(policy, round_index)
+    jobs, told = _answered(answer, who, run.typed)
+    picked = checked_answer(jobs, policy, round_index, run.index_of, present, finished, trace.gpus, cluster.total)
+    types = [cluster.types[0]] * picked.size if told is None else told
     placed = np.empty(picked.size, dtype=np.int64)
     for k, gpu_type in enumerate(types):
         if not isinstance(gpu_type, str) or gpu_type not in cluster.types:
@@ -289,7 +298,7 @@ def _check_arguments(workload: Workload, policy: SchedulingPolicy | TypedSchedul
     if isinstance(policy, TypedSchedulingPolicy) and policy.cluster != cluster:
         raise ValidationError(f"policy.cluster is {policy.cluster!r} but the workload's cluster is {cluster!r}; "
                               f"build the policy for the workload's cluster")
-    if not typed and cluster.types != ("v100",):
+    if not typed and cluster.types != (PROFILED_TYPE,):
         raise ValidationError(f"{type(policy).__name__} schedules a cluster of one GPU type, but the workload's "
                               f"cluster is {dict(cluster)}; use a policy with a `cluster` "
                               f"(vfm.cluster.TypedSchedulingPolicy)")
@@ -401,13 +410,7 @@ def _plan_round(run: _Run, state: _State, round_index: int, start: float) -> tup
     if replan is not None:
         state.replans.append(replan)
     state.planner_busy.append(bool(present.any()))
-    if run.typed:
-        picked, placed = _check_placement(answer, run.policy, round_index, run.index_of, present, state.finished,
-                                          run.trace, run.cluster)
-    else:
-        picked = checked_answer(answer, run.policy, round_index, run.index_of, present, state.finished,
-                               run.trace.gpus, run.workload.gpus)
-        placed = np.zeros(picked.size, dtype=np.int64)
+    picked, placed = _check_placement(answer, run, round_index, present, state.finished)
     state.rounds.append(Round(start, tuple(run.ids[j] for j in picked.tolist()),
                               tuple(run.cluster.types[k] for k in placed.tolist()) if run.typed else ()))
     return picked, placed

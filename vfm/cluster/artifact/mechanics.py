@@ -33,7 +33,7 @@ from numpy.typing import NDArray
 
 from vfm.cluster.artifact._adaptation import Rules, ceil_div, rescale, wanted
 from vfm.cluster.artifact.allocations import AllocationInputs, Allocator, make_allocator
-from vfm.cluster.gpu_types import throughput_table
+from vfm.cluster.gpu_types import PROFILED_TYPE, throughput_table
 from vfm.cluster.protocol import SchedulingPolicy
 from vfm.cluster.simulator import Round, Simulation, ask_policy, checked_answer
 from vfm.cluster.workload_model import Workload
@@ -74,7 +74,7 @@ class ArtifactOptions:
     reset_interval_s: float = 1000.0
     max_failures: int = 5
     deadline_factor: float = 1.5
-    gpu_type: str = "v100"
+    gpu_type: str = PROFILED_TYPE
 
 
 def _rules(workload: Workload, gpu_type: str) -> tuple[Rules, FloatArray, IntArray]:
