@@ -11,7 +11,7 @@ from hypothesis import given
 import vfm
 from vfm import VolatileFisherMarket, check
 from vfm.errors import CertificateError, ValidationError
-from vfm.testing.strategies import markets
+from vfm.testing.strategies import EXTENSIONS, markets
 
 
 def perturbed(result, **fields):
@@ -37,7 +37,7 @@ def test_unequal_budgets_give_weighted_envy_freeness_and_proportionality(market)
     assert check.pareto_optimality(result).holds
 
 
-@given(markets(caps=True, base_utility=True, utility_cap=True))
+@given(markets(extensions=EXTENSIONS))
 def test_pareto_optimality_survives_every_extension(market):
     result = vfm.solve(market)
     assert check.pareto_optimality(result).holds
@@ -73,7 +73,7 @@ def test_base_utility_can_break_envy_freeness_and_proportionality():
     assert check.pareto_optimality(result).holds
 
 
-@given(markets(budgets="equal", utility_cap=True))
+@given(markets(budgets="equal", extensions={"utility_cap"}))
 def test_utility_caps_alone_keep_envy_freeness_and_proportionality(market):
     """Measured on utility cut at the cap (a buyer at its cap has all it can use)."""
     result = vfm.solve(market)

@@ -12,7 +12,7 @@ from hypothesis.extra.numpy import arrays
 import vfm
 from vfm import VolatileFisherMarket
 from vfm.duality import best_response_values, duality_gap, stationary_prices
-from vfm.testing.strategies import markets
+from vfm.testing.strategies import EXTENSIONS, markets
 
 
 def brute_force_best_response(market: VolatileFisherMarket, prices: np.ndarray, i: int) -> float:
@@ -38,7 +38,7 @@ def brute_force_best_response(market: VolatileFisherMarket, prices: np.ndarray, 
 # far inside the 1e-6 comparison.
 @pytest.mark.filterwarnings("ignore:Solution may be inaccurate")
 @given(
-    markets(n_buyers=(1, 3), n_goods=(1, 2), n_periods=(1, 3), caps=True, base_utility=True, utility_cap=True,
+    markets(n_buyers=(1, 3), n_goods=(1, 2), n_periods=(1, 3), extensions=EXTENSIONS,
             decades=2.0),
     st.data(),
 )
@@ -60,7 +60,7 @@ def test_free_good_with_a_utility_cap_is_bounded():
     assert best_response_values(market, [[0.0]])[0] == pytest.approx(np.log(3.0))
 
 
-@given(markets(caps=True, base_utility=True, utility_cap=True), st.data())
+@given(markets(extensions=EXTENSIONS), st.data())
 def test_weak_duality_for_any_feasible_allocation_and_prices(market, data):
     """g(p) >= NSWOT(x) for arbitrary p >= 0 and any feasible x: the bound is never wrong."""
     prices = data.draw(arrays(np.float64, market.supply.shape, elements=st.floats(0.0, 50.0)))

@@ -20,7 +20,7 @@ import vfm
 from vfm import VolatileFisherMarket, check
 from vfm.duality import best_response_values
 from vfm.errors import ValidationError
-from vfm.testing.strategies import markets
+from vfm.testing.strategies import EXTENSIONS, markets
 
 #: Decades every scale is drawn from: budgets, per-buyer utility units and per-good supply units
 #: each span 1e-8..1e8.
@@ -39,7 +39,7 @@ def hostile_markets(draw: st.DrawFn) -> VolatileFisherMarket:
     factor, each good-period's supply (with its caps) by its own, budgets drawn anew; all over
     1e-8..1e8, ties kept on request (equal budgets)."""
     market = draw(markets(n_buyers=(1, 4), n_goods=(1, 2), n_periods=(1, 3),
-                          caps=True, base_utility=True, utility_cap=True))
+                          extensions=EXTENSIONS))
     n, m, periods = market.shape
     buyer = draw(_scales(n))
     good = draw(_scales(m * periods)).reshape(m, periods)

@@ -7,10 +7,10 @@ from hypothesis import given
 
 import vfm
 from vfm import VolatileFisherMarket, check
-from vfm.testing.strategies import markets
+from vfm.testing.strategies import EXTENSIONS, markets
 
 
-@given(markets(n_periods=(2, 4), caps=True, base_utility=True, utility_cap=True))
+@given(markets(n_periods=(2, 4), extensions=EXTENSIONS))
 def test_joint_nswot_is_never_below_the_per_period_baseline(market):
     joint = vfm.solve(market)
     baseline = vfm.solve_per_period(market)

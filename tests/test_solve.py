@@ -9,7 +9,7 @@ from hypothesis import given, settings
 import vfm
 from vfm import Status, VolatileFisherMarket, check
 from vfm.errors import SolverError, UnknownSolverError, ValidationError
-from vfm.testing.strategies import markets
+from vfm.testing.strategies import EXTENSIONS, markets
 
 SOLVERS = vfm.available_solvers()
 # Tight Clarabel tolerances for closed-form comparisons: allocations and prices are accurate to
@@ -142,7 +142,7 @@ def test_solver_names_are_case_insensitive():
 # --- invariances --------------------------------------------------------------------------------
 
 
-@given(markets(n_buyers=(2, 5), caps=True, base_utility=True, utility_cap=True))
+@given(markets(n_buyers=(2, 5), extensions=EXTENSIONS))
 def test_solution_is_invariant_to_units(market):
     """Rescaling a buyer's utility (and base, cap) by f_i and all budgets by 7 changes nothing real."""
     factor = np.geomspace(1e-3, 1e3, market.n_buyers)
@@ -163,7 +163,7 @@ def test_solution_is_invariant_to_units(market):
 
 
 @pytest.mark.parametrize("solver", SOLVERS)
-@given(market=markets(caps=True, base_utility=True, utility_cap=True))
+@given(market=markets(extensions=EXTENSIONS))
 def test_certificate_holds_for_every_solver(solver, market):
     """Clarabel always certifies; the others must whenever they report success.
 
@@ -178,7 +178,7 @@ def test_certificate_holds_for_every_solver(solver, market):
         assert check.pareto_optimality(result).holds  # PO holds with every extension
 
 
-@given(markets(caps=True, base_utility=True, utility_cap=True))
+@given(markets(extensions=EXTENSIONS))
 @settings(max_examples=15)
 def test_solvers_agree_on_the_optimum(market):
     results = [vfm.solve(market, s) for s in SOLVERS]

@@ -125,7 +125,7 @@ def test_output_shapes_follow_the_batch_axes(u, x, batch, expected_batch):
 # ---------------------------------------------------------------------------------------------
 
 
-@given(batches(markets(n_buyers=(1, 5), n_goods=(1, 3), n_periods=(1, 4), base_utility=True)))
+@given(batches(markets(n_buyers=(1, 5), n_goods=(1, 3), n_periods=(1, 4), extensions={"base_utility"})))
 def test_numpy_matches_the_market_entry_by_entry(case):
     market, u, x = case
     b, c = market.budgets, market.base_utility
@@ -154,7 +154,7 @@ def test_numpy_matches_the_market_entry_by_entry(case):
     assert_close(out["expected_nswot_gradient"], gradient.mean(axis=0).reshape(x.shape), rtol=1e-13 * 16)
 
 
-@given(markets(base_utility=True), st.data())
+@given(markets(extensions={"base_utility"}), st.data())
 def test_single_allocation_nswot_equals_the_market(market, data):
     x = data.draw(arrays(np.float64, market.shape, elements=ALLOCATION_ENTRIES)) * market.supply
     U = market.utility_of(x)
@@ -169,7 +169,7 @@ def test_single_allocation_nswot_equals_the_market(market, data):
     )
 
 
-@given(batches(markets(n_buyers=N, n_goods=M, n_periods=T, base_utility=True), 5, 2, batched=(True, True)))
+@given(batches(markets(n_buyers=N, n_goods=M, n_periods=T, extensions={"base_utility"}), 5, 2, batched=(True, True)))
 def test_jax_and_numpy_agree(case):
     pytest.importorskip("jax")
     market, u, x = case

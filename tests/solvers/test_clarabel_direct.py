@@ -14,7 +14,7 @@ from vfm.errors import SolverError, ValidationError
 from vfm.program import ScaledProgram
 from vfm.solvers import Capabilities, registry
 from vfm.solvers.clarabel_direct import CacheStats, ClarabelDirectBackend
-from vfm.testing.strategies import markets
+from vfm.testing.strategies import EXTENSIONS, markets
 
 # Tight tolerances where allocations or prices are compared (accurate to ~sqrt(1e-12) = 1e-6).
 TIGHT = {"tol_gap_abs": 1e-12, "tol_gap_rel": 1e-12, "tol_feas": 1e-12}
@@ -89,7 +89,7 @@ def test_closed_form_equilibria(direct, market, allocation, price):
 # --- generated markets: same optimum as CVXPY + Clarabel, and certified -------------------------
 
 
-@given(market=markets(caps=True, base_utility=True, utility_cap=True))
+@given(market=markets(extensions=EXTENSIONS))
 def test_agrees_with_cvxpy_clarabel_and_is_certified(direct, market):
     result = vfm.solve(market, "clarabel-direct")
     assert result.status is Status.OPTIMAL, result.message

@@ -12,10 +12,10 @@ from vfm.cluster.windows import fresh_window
 from vfm.cluster.workload import load_workload
 from vfm.program import ScaledProgram
 from vfm.solvers.schur_ipm import SchurIPMBackend
-from vfm.testing.strategies import markets
+from vfm.testing.strategies import EXTENSIONS, markets
 
 
-@given(markets(caps=True, base_utility=True, utility_cap=True))
+@given(markets(extensions=EXTENSIONS))
 def test_agrees_with_clarabel_and_certifies(market):
     reference = vfm.solve(market, "clarabel")
     result = vfm.solve(market, "schur-ipm")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import find, given, settings
 
-from vfm.testing.strategies import markets
+from vfm.testing.strategies import EXTENSIONS, markets
 
 
 @given(markets(n_buyers=3, n_goods=2, n_periods=4, budgets="equal"))
@@ -15,13 +15,13 @@ def test_fixed_sizes_and_equal_budgets(market):
     assert market.is_plain  # no extensions unless asked for
 
 
-@given(markets(budgets="unequal", zeros=False, ties=False, n_buyers=(2, 4)))
+@given(markets(budgets="unequal", degenerate=False, n_buyers=(2, 4)))
 def test_no_zeros_means_every_entry_positive(market):
     assert (market.utilities > 0).all() and (market.supply > 0).all()
     assert np.all((market.utilities >= 10.0**-3) & (market.utilities <= 10.0**3))
 
 
-@given(markets(caps=True, base_utility=True, utility_cap=True))
+@given(markets(extensions=EXTENSIONS))
 def test_extensions_keep_the_market_feasible(market):
     # Construction validated it; the anchor guarantees every buyer some reachable utility.
     assert (market.reachable.any(axis=(1, 2)) | (market.base_utility > 0)).all()
@@ -32,7 +32,7 @@ def test_strategies_reach_every_feature():
     """Over the profile's draws every feature shows up: zeros, identical buyers, each extension."""
     seen = {"zero": False, "identical": False, "caps": False, "base": False, "cap": False}
 
-    @given(markets(n_buyers=(2, 6), caps=True, base_utility=True, utility_cap=True))
+    @given(markets(n_buyers=(2, 6), extensions=EXTENSIONS))
     def collect(market):
         seen["zero"] |= bool((market.utilities == 0).any())
         seen["identical"] |= bool((market.utilities[0] == market.utilities[1]).all())

@@ -20,6 +20,7 @@ Requires the ``hypothesis`` package (``pip install vfm[test]``).
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Literal
 
 import numpy as np
@@ -33,6 +34,9 @@ except ImportError as exc:  # pragma: no cover - exercised only without the test
 from vfm.market import VolatileFisherMarket
 
 Size = int | tuple[int, int]
+
+#: The model's extensions `markets` can draw (`VolatileFisherMarket.features`' names).
+EXTENSIONS: tuple[str, ...] = ("caps", "base_utility", "utility_cap")
 
 
 def _size(draw: st.DrawFn, size: Size) -> int:
@@ -55,11 +59,8 @@ def markets(
     *,
     budgets: Literal["equal", "unequal", "any"] = "any",
     decades: float = 6.0,
-    zeros: bool = True,
-    ties: bool = True,
-    caps: bool = False,
-    base_utility: bool = False,
-    utility_cap: bool = False,
+    degenerate: bool = True,
+    extensions: Collection[str] = (),
 ) -> VolatileFisherMarket:
     """Strategy for `VolatileFisherMarket` instances.
 
@@ -73,13 +74,19 @@ def markets(
     decades : float
         Utilities are drawn as :math:`10^e` with `e` uniform in ``[-decades/2, decades/2]``,
         so they span `decades` orders of magnitude (six by default).
-    zeros : bool
-        Allow zero utilities, zero supply and (with `caps`) zero caps off the anchors.
-    ties : bool
-        Allow identical buyers (duplicated rows) and tied values (integer exponents).
-    caps, base_utility, utility_cap : bool
-        Allow the model's extensions, each drawn present or absent when allowed.
+    degenerate : bool
+        Allow the degenerate cases: zero utilities, zero supply and (with caps) zero caps off the
+        anchors; identical buyers (duplicated rows) and tied values (integer exponents).
+    extensions : collection of str
+        The model's extensions to allow, among `EXTENSIONS` (``"caps"``, ``"base_utility"``,
+        ``"utility_cap"``: the names of `VolatileFisherMarket.features`), each drawn present or
+        absent when allowed. Default: none, plain markets.
     """
+    unknown = sorted(set(extensions) - set(EXTENSIONS))
+    if unknown:
+        raise ValueError(f"extensions must be among {', '.join(EXTENSIONS)}, got {', '.join(map(repr, unknown))}")
+    zeros = ties = degenerate
+    caps, base_utility, utility_cap = (name in extensions for name in EXTENSIONS)
     n, m, periods = _size(draw, n_buyers), _size(draw, n_goods), _size(draw, n_periods)
     shape = (n, m, periods)
     half = decades / 2.0
@@ -109,22 +116,22 @@ def markets(
     else:
         budget = draw(arrays(np.float64, n, elements=_unit_floats(0.1, 10.0)))
 
-    extensions: dict[str, np.ndarray] = {}
+    drawn: dict[str, np.ndarray] = {}
     if caps and draw(st.booleans()):
         fraction = draw(arrays(np.float64, shape, elements=_unit_floats(0.01, 2.0)))
         bounded = draw(arrays(np.bool_, shape))
         cap = np.where(bounded, fraction * supply[None], np.inf)
         if zeros:
             cap = np.where(draw(arrays(np.bool_, shape)) & bounded & ~anchor_mask, 0.0, cap)
-        extensions["caps"] = cap
+        drawn["caps"] = cap
     if base_utility and draw(st.booleans()):
         base = draw(arrays(np.float64, n, elements=_unit_floats(0.0, 2.0)))
-        extensions["base_utility"] = np.where(draw(arrays(np.bool_, n)), base, 0.0) if zeros else base
+        drawn["base_utility"] = np.where(draw(arrays(np.bool_, n)), base, 0.0) if zeros else base
     if utility_cap and draw(st.booleans()):
-        base = extensions.get("base_utility", np.zeros(n))
-        cap = extensions.get("caps", np.full(shape, np.inf))
+        base = drawn.get("base_utility", np.zeros(n))
+        cap = drawn.get("caps", np.full(shape, np.inf))
         reachable = np.where(utilities > 0, utilities * np.minimum(supply[None], cap), 0.0).sum(axis=(1, 2))
         headroom = draw(arrays(np.float64, n, elements=_unit_floats(0.05, 2.0))) * reachable
         limited = draw(arrays(np.bool_, n))
-        extensions["utility_cap"] = np.where(limited, base + headroom, np.inf)
-    return VolatileFisherMarket(utilities, budget, supply, **extensions)
+        drawn["utility_cap"] = np.where(limited, base + headroom, np.inf)
+    return VolatileFisherMarket(utilities, budget, supply, **drawn)
