@@ -19,15 +19,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Protocol
+from dataclasses import dataclass, fields, replace
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
 from vfm._validation import is_real, is_whole
 from vfm.errors import ValidationError
 
-__all__ = ["Anything", "Boolean", "Constraint", "Instance", "OneOf", "Optional", "Real", "Whole", "check_parameters"]
+__all__ = ["Anything", "Boolean", "Constraint", "Instance", "OneOf", "Optional", "Real", "Whole", "check_parameters",
+           "updated"]
 
 
 class Constraint(Protocol):
@@ -155,3 +156,17 @@ def check_parameters(values: Mapping[str, Any], constraints: Mapping[str, Constr
         value = values[name]
         if not constraint.admits(value):
             raise ValidationError(f"{name} must be {constraint.says}, got {constraint.shown(value)}")
+
+
+Options = TypeVar("Options")
+
+
+def updated(options: Options, what: str, **overrides: Any) -> Options:
+    """A copy of the frozen dataclass `options` with `overrides`, validated as its constructor
+    validates; a name that is not a field raises a `vfm.errors.ValidationError` saying it is not
+    a `what` and listing the fields."""
+    names = [f.name for f in fields(options)]  # type: ignore[arg-type]
+    unknown = sorted(set(overrides) - set(names))
+    if unknown:
+        raise ValidationError(f"{', '.join(unknown)} is not a {what}; the options are {', '.join(names)}")
+    return replace(options, **overrides) if overrides else options  # type: ignore[type-var]

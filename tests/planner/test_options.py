@@ -28,6 +28,8 @@ def test_an_unknown_backend_or_option_is_named():
     with pytest.raises(UnknownSolverError, match="'gurobi'"):
         PlanOptions(solver="gurobi")  # type: ignore[arg-type]
     with pytest.raises(ValidationError, match=re.escape("horizon is not a planning option")):
+        PlanOptions().updated(horizon=10)
+    with pytest.raises(ValidationError, match=re.escape("horizon is not an argument of the policy")):
         Policy(4, horizon=10)
 
 

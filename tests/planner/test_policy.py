@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from vfm.errors import ValidationError
-from vfm.planner import Policy
+from vfm.planner import PlanOptions, Policy
 
 REGIMES = {32: 50.0, 64: 30.0}
 
@@ -412,3 +412,20 @@ def test_diagnostics_report_the_replan_of_the_round_that_made_it_and_the_rounds_
     assert reports[3]["replan"]["solver"] == made.solver and reports[3]["replan"]["status"] == str(made.status)
     assert set(reports[3]["replan"]) >= {"fairness", *made.timings}
     assert all(report["guards"] == dict(policy.last_decision.guards) for report in reports[3:])
+
+
+def test_round_options_are_one_frozen_object_or_its_fields_as_keywords():
+    from vfm.planner import RoundOptions
+
+    by_object = Policy(4, PlanOptions(rounds=6),
+                       round_options=RoundOptions(replan_every=3, execution="window", max_wait=None))
+    by_keywords = Policy(4, rounds=6, replan_every=3, execution="window", max_wait=None)
+    assert by_object.config == by_keywords.config
+    assert Policy(4, round_options=RoundOptions(fairness=True), rounds=5).config.fairness
+    with pytest.raises(ValidationError, match=r"^replan_every must be a positive whole number of rounds, got 0$"):
+        RoundOptions(replan_every=0)
+    with pytest.raises(ValidationError, match=r"^round_options must be a vfm.planner.RoundOptions or None, got dict"):
+        Policy(4, round_options={"replan_every": 3})  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match=r"^horizon is not an argument of the policy; .* fields of RoundOptions "
+                                              r"\(replan_every, fairness"):
+        Policy(4, horizon=10)

@@ -13,7 +13,8 @@ from vfm.planner.plan import Plan, plan
 from vfm.planner.policy import Policy
 from vfm.planner.program import PlanningProgram
 from vfm.planner.rounding import RoundingContext, round_schedule
+from vfm.planner.state import RoundOptions
 from vfm.planner.typed_policy import TypedPolicy
 
-__all__ = ["Decision", "Plan", "PlanOptions", "PlanningProgram", "Policy", "RoundingContext", "TypedPolicy", "plan",
-           "round_schedule"]
+__all__ = ["Decision", "Plan", "PlanOptions", "PlanningProgram", "Policy", "RoundOptions", "RoundingContext",
+           "TypedPolicy", "plan", "round_schedule"]

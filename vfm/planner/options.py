@@ -10,14 +10,14 @@ stays an argument of `plan`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from vfm._validation import is_whole
 from vfm.errors import UnknownSolverError, ValidationError
 from vfm.forecast import check_horizon
 from vfm.limits import MAX_WINDOW_ROUNDS
-from vfm.parameters import Boolean, Constraint, OneOf, Optional, Real, Whole, check_parameters
+from vfm.parameters import Boolean, Constraint, OneOf, Optional, Real, Whole, check_parameters, updated
 from vfm.solvers.base import Capabilities
 from vfm.solvers.registry import available_solvers
 
@@ -186,8 +186,4 @@ class PlanOptions:
         vfm.errors.ValidationError
             For a name that is not an option, or a value out of its range.
         """
-        unknown = sorted(set(overrides) - {f.name for f in fields(self)})
-        if unknown:
-            raise ValidationError(f"{', '.join(unknown)} is not a planning option; the options are "
-                                  f"{', '.join(f.name for f in fields(self))}")
-        return replace(self, **overrides) if overrides else self
+        return updated(self, "planning option", **overrides)

@@ -27,17 +27,18 @@ fit in the round at its current batch size.
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import fields, replace
 from functools import partial
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from vfm._validation import (
     read_only,
 )
+from vfm.errors import ValidationError
 from vfm.forecast import DirichletForecaster, Forecaster
-from vfm.parameters import Boolean, Constraint, Instance, OneOf, Optional, Real, Whole, check_parameters
+from vfm.parameters import Constraint, Instance, Optional, Whole, check_parameters
 from vfm.planner import checkpoint as checkpoint_format
 from vfm.planner import shockwave
 from vfm.planner.decision import Decision, Placement, Serving, decide_placed
@@ -54,7 +55,7 @@ from vfm.planner.replanning import (
 )
 from vfm.planner.rounding import first_fit
 from vfm.planner.shockwave import SHOCKWAVE_EFFICIENCY, SHOCKWAVE_PRIORITY_EXPONENT, SHOCKWAVE_RESERVE
-from vfm.planner.state import PolicyConfig, PolicyState
+from vfm.planner.state import PolicyConfig, PolicyState, RoundOptions
 from vfm.planner.state_view import StateView
 from vfm.solvers.registry import prepare
 
@@ -142,36 +143,43 @@ def shockwave_configuration(round_s: float) -> dict[str, Any]:
             "reserve": SHOCKWAVE_RESERVE, "execution": "credit", "wait_limit": shockwave.WAIT_LIMIT}
 
 
-#: `Policy`'s own arguments' constraints, checked in this order (`vfm.parameters`).
+#: `Policy`'s own arguments' constraints, checked in this order (`vfm.parameters`); the round
+#: options check theirs (`RoundOptions`).
 _CONSTRAINTS: dict[str, Constraint] = {
     "capacity": Whole("a positive whole number of GPUs", lambda v: v >= 1),
-    "replan_every": Whole("a positive whole number of rounds", lambda v: v >= 1),
     "options": Optional(Instance(PlanOptions, "a vfm.planner.PlanOptions",
                                  "or give its fields as keywords, as Policy(8, rounds=10)")),
+    "round_options": Optional(Instance(RoundOptions, "a vfm.planner.RoundOptions",
+                                       "or give its fields as keywords, as Policy(8, replan_every=4)")),
     "forecaster": Optional(Instance(Forecaster, "a vfm.forecast.Forecaster",
                                     "a forecaster has remaining_runtime, epochs_per_round, sample_epochs_per_round")),
-    "fairness": Boolean(),
     "seed": Whole("a non-negative whole number", lambda v: v >= 0),
-    "execution": OneOf(("credit", "window")),
-    "max_wait": Optional(Whole("a positive whole number of rounds", lambda v: v >= 1)),
-    "continuity": Real("a finite number of rounds >= 0", lambda v: v >= 0),
-    "deadline_s": Optional(Real("a finite number of seconds > 0", lambda v: v > 0)),
 }
+_ROUND_FIELDS = tuple(f.name for f in fields(RoundOptions))
+_PLAN_FIELDS = tuple(f.name for f in fields(PlanOptions))
 
 
-def policy_config(capacity: int, options: PlanOptions | None = None, *, replan_every: int = 8,
-                  forecaster: Forecaster | None = None, seed: int = 0, fairness: bool = False,
-                  execution: Literal["credit", "window"] = "credit", max_wait: int | None = shockwave.MAX_WAIT,
-                  continuity: float = shockwave.CONTINUITY, deadline_s: float | None = None,
-                  **overrides: Any) -> PolicyConfig:
-    """`Policy`'s arguments validated once (each named in its error), as a `PolicyConfig`."""
-    check_parameters(locals(), _CONSTRAINTS)
-    plan_options = (PlanOptions() if options is None else options).updated(**overrides)
+def policy_config(capacity: int, options: PlanOptions | None = None, *, round_options: RoundOptions | None = None,
+                  forecaster: Forecaster | None = None, seed: int = 0, **overrides: Any) -> PolicyConfig:
+    """`Policy`'s arguments validated once (each named in its error), as a `PolicyConfig`:
+    `overrides` are fields of `RoundOptions` or of `PlanOptions`, replacing those given."""
+    check_parameters({"capacity": capacity, "options": options, "round_options": round_options,
+                      "forecaster": forecaster, "seed": seed}, _CONSTRAINTS)
+    unknown = sorted(set(overrides) - {*_ROUND_FIELDS, *_PLAN_FIELDS})
+    if unknown:
+        raise ValidationError(f"{', '.join(unknown)} is not an argument of the policy; its keyword arguments are "
+                              f"forecaster, seed and the fields of RoundOptions ({', '.join(_ROUND_FIELDS)}) and of "
+                              f"PlanOptions ({', '.join(_PLAN_FIELDS)})")
+    rounds = (RoundOptions() if round_options is None else round_options).updated(
+        **{name: value for name, value in overrides.items() if name in _ROUND_FIELDS})
+    plan_options = (PlanOptions() if options is None else options).updated(
+        **{name: value for name, value in overrides.items() if name not in _ROUND_FIELDS})
     return PolicyConfig(
-        capacity=int(capacity), options=plan_options, replan_every=min(int(replan_every), plan_options.rounds),
+        capacity=int(capacity), options=plan_options, replan_every=min(int(rounds.replan_every), plan_options.rounds),
         forecaster=DirichletForecaster() if forecaster is None else forecaster, seed=int(seed),
-        fairness=bool(fairness), execution=execution, max_wait=None if max_wait is None else int(max_wait),
-        continuity=float(continuity), deadline_s=None if deadline_s is None else float(deadline_s))
+        fairness=bool(rounds.fairness), execution=rounds.execution,
+        max_wait=None if rounds.max_wait is None else int(rounds.max_wait), continuity=float(rounds.continuity),
+        deadline_s=None if rounds.deadline_s is None else float(rounds.deadline_s))
 
 
 class Policy(StateView):
@@ -185,35 +193,20 @@ class Policy(StateView):
         How each re-plan plans (window, Shockwave options, backend; default: `PlanOptions`'s
         defaults). Keyword overrides of its fields are accepted too
         (``Policy(8, rounds=10)`` is ``Policy(8, PlanOptions(rounds=10))``).
-    replan_every : int
-        `K`: re-plan at least every `K` rounds (default 8), besides arrivals and completions.
+    round_options : vfm.planner.RoundOptions, optional
+        How each round is decided: when to re-plan (``replan_every``), finish-time-fairness
+        targets (``fairness``), how a round is served from the plan (``execution``, ``max_wait``,
+        ``continuity``) and the time a round may take (``deadline_s``); default: `RoundOptions`'s
+        defaults. Keyword overrides of its fields are accepted too (``Policy(8, replan_every=4)``).
     forecaster : vfm.forecast.Forecaster, optional
         Default: `vfm.forecast.DirichletForecaster()`. A `vfm.forecast.LearningForecaster` (as
         `vfm.forecast.PopulationForecaster`) is taught each job of a known ``kind`` that
         completes, at the next re-plan; `forecaster` is then the one taught so far.
     seed : int
         Scenarios of the `k`-th re-plan are drawn from ``(seed, k)``: reproducible runs.
-    fairness : bool
-        Keep Shockwave's finish-time-fairness targets (momentum averages of each job's
-        equal-share finish-time estimate) and plan with them (default False).
-    execution : {"credit", "window"}
-        How a round is served from the standing plan. ``"window"``: the plan's own rounded
-        schedule for that round. ``"credit"`` (default): the relaxation's fractions for that
-        round plus each job's credit (fractions planned minus rounds received, carried across
-        re-plans), jobs with the most first, whole gangs first-fit, then idle GPUs to the other
-        jobs with the longest forecast time left; the rounding error of one round is made up in
-        the next instead of being lost at every re-plan (as Gavel does with its allocations).
-    max_wait : int or None
-        `M`: a job with work left that has gone `M` rounds without running is served before
-        every job that has waited less (default `vfm.planner.shockwave.MAX_WAIT`, 80); no job
-        then waits more than `vfm.planner.shockwave.wait_bound` rounds. None: no guarantee.
-    continuity : float
-        Rounds of credit a job that ran in the previous round may run ahead of its plan before
-        it yields its gang (default `vfm.planner.shockwave.CONTINUITY`, 2): fewer restarts.
-    deadline_s : float or None
-        Seconds `next_round` may spend deciding a round that re-plans (finite, > 0; default None:
-        no deadline). The planner is told the time left when `vfm.planner.PlanOptions` has a
-        ``time_limit_s``; a re-plan that ends past the deadline is not used.
+    **overrides
+        Fields of `RoundOptions` or of `vfm.planner.PlanOptions`, replacing those of
+        `round_options` and `options`.
 
     Notes
     -----
@@ -229,24 +222,10 @@ class Policy(StateView):
     epochs reported); `state` and a round cost O(jobs present).
     """
 
-    def __init__(
-        self,
-        capacity: int,
-        options: PlanOptions | None = None,
-        *,
-        replan_every: int = 8,
-        forecaster: Forecaster | None = None,
-        seed: int = 0,
-        fairness: bool = False,
-        execution: Literal["credit", "window"] = "credit",
-        max_wait: int | None = shockwave.MAX_WAIT,
-        continuity: float = shockwave.CONTINUITY,
-        deadline_s: float | None = None,
-        **overrides: Any,
-    ) -> None:
-        self.config = policy_config(capacity, options, replan_every=replan_every, forecaster=forecaster, seed=seed,
-                                    fairness=fairness, execution=execution, max_wait=max_wait,
-                                    continuity=continuity, deadline_s=deadline_s, **overrides)
+    def __init__(self, capacity: int, options: PlanOptions | None = None, *, round_options: RoundOptions | None = None,
+                 forecaster: Forecaster | None = None, seed: int = 0, **overrides: Any) -> None:
+        self.config = policy_config(capacity, options, round_options=round_options, forecaster=forecaster, seed=seed,
+                                    **overrides)
         self._start()
         # Here, not in the first re-plan: a scheduler's re-plans stay predictable.
         prepare("planning", self.config.options.solver)

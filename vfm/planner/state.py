@@ -1,4 +1,5 @@
-"""What a policy remembers and how it is configured: `JobRecord`, `PolicyConfig`, `PolicyState`.
+"""What a policy remembers and how it is configured: `JobRecord`, `RoundOptions`, `PolicyConfig`,
+`PolicyState`.
 
 Plain frozen records, below both the policy that changes them (`vfm.planner.policy`) and the
 checkpoint format that writes and reads them (`vfm.planner.checkpoint`).
@@ -18,6 +19,8 @@ from vfm._validation import FloatArray, checked_regime_pairs, is_real, is_whole,
 from vfm.errors import ValidationError
 from vfm.forecast import Forecaster, Trajectory
 from vfm.limits import MAX_BUDGET, MAX_JOB_EPOCHS, MAX_JOB_SECONDS
+from vfm.parameters import Boolean, Constraint, OneOf, Optional, Real, Whole, check_parameters, updated
+from vfm.planner import shockwave
 from vfm.planner.options import PlanOptions
 from vfm.planner.plan import Plan
 
@@ -60,6 +63,66 @@ class JobRecord:
         labels = np.array([b for b, _ in self.regimes])
         column, length = np.array(self.stages, dtype=np.int64).reshape(-1, 2).T
         return Trajectory(self.kind, np.repeat(labels[column], length), regimes=labels)
+
+
+#: `RoundOptions`' ranges, each checked on construction (`vfm.parameters`).
+_ROUND_CONSTRAINTS: dict[str, Constraint] = {
+    "replan_every": Whole("a positive whole number of rounds", lambda v: v >= 1),
+    "fairness": Boolean(),
+    "execution": OneOf(("credit", "window")),
+    "max_wait": Optional(Whole("a positive whole number of rounds", lambda v: v >= 1)),
+    "continuity": Real("a finite number of rounds >= 0", lambda v: v >= 0),
+    "deadline_s": Optional(Real("a finite number of seconds > 0", lambda v: v > 0)),
+}
+
+
+@dataclass(frozen=True)
+class RoundOptions:
+    """How a policy decides each round (frozen; validated on construction): when it re-plans,
+    whether it keeps finish-time-fairness targets, how it serves a round from its plan, and how
+    long a round may take. `vfm.planner.Policy` and `vfm.planner.TypedPolicy` take one, or its
+    fields as keyword arguments (``Policy(8, replan_every=4)``).
+
+    Parameters
+    ----------
+    replan_every : int
+        `K`: re-plan at least every `K` rounds (default 8), besides arrivals and completions.
+    fairness : bool
+        Keep Shockwave's finish-time-fairness targets (momentum averages of each job's
+        equal-share finish-time estimate) and plan with them (default False).
+    execution : {"credit", "window"}
+        How a round is served from the standing plan. ``"window"``: the plan's own rounded
+        schedule for that round. ``"credit"`` (default): the relaxation's fractions for that
+        round plus each job's credit (fractions planned minus rounds received, carried across
+        re-plans), jobs with the most first, whole gangs first-fit, then idle GPUs to the other
+        jobs with the longest forecast time left; the rounding error of one round is made up in
+        the next instead of being lost at every re-plan (as Gavel does with its allocations).
+    max_wait : int or None
+        `M`: a job with work left that has gone `M` rounds without running is served before
+        every job that has waited less (default `vfm.planner.shockwave.MAX_WAIT`, 80); no job
+        then waits more than `vfm.planner.shockwave.wait_bound` rounds. None: no guarantee.
+    continuity : float
+        Rounds of credit a job that ran in the previous round may run ahead of its plan before
+        it yields its gang (default `vfm.planner.shockwave.CONTINUITY`, 2): fewer restarts.
+    deadline_s : float or None
+        Seconds `next_round` may spend deciding a round that re-plans (finite, > 0; default None:
+        no deadline). The planner is told the time left when `vfm.planner.PlanOptions` has a
+        ``time_limit_s``; a re-plan that ends past the deadline is not used.
+    """
+
+    replan_every: int = 8
+    fairness: bool = False
+    execution: Literal["credit", "window"] = "credit"
+    max_wait: int | None = shockwave.MAX_WAIT
+    continuity: float = shockwave.CONTINUITY
+    deadline_s: float | None = None
+
+    def __post_init__(self) -> None:
+        check_parameters(vars(self), _ROUND_CONSTRAINTS)
+
+    def updated(self, **overrides: Any) -> RoundOptions:
+        """A copy with `overrides` (validated like the constructor's arguments)."""
+        return updated(self, "round option", **overrides)
 
 
 @dataclass(frozen=True)

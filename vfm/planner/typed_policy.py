@@ -58,7 +58,7 @@ from vfm.planner.options import PlanOptions
 from vfm.planner.plan import Plan, plan
 from vfm.planner.replanning import fair_finish, job_states, replanned, taught_forecaster, warm_start
 from vfm.planner.rounding import place
-from vfm.planner.state import JobRecord, PolicyConfig, PolicyState
+from vfm.planner.state import JobRecord, PolicyConfig, PolicyState, RoundOptions
 from vfm.planner.state_view import StateView
 from vfm.planner.typed import hosting
 from vfm.solvers.registry import prepare
@@ -81,18 +81,14 @@ class TypedPolicy(StateView):
         The cluster's GPUs by type.
     options : vfm.planner.PlanOptions, optional
         How each re-plan plans (keyword overrides of its fields accepted, as in `Policy`).
-    replan_every : int
-        Re-plan at least every this many rounds (default 8), besides arrivals and completions.
+    round_options : vfm.planner.RoundOptions, optional
+        How each round is decided (keyword overrides of its fields accepted, as in `Policy`).
     forecaster : vfm.forecast.Forecaster, optional
         Default `vfm.forecast.DirichletForecaster()`; forecasts on each job's reference type.
     seed : int
         Scenarios of the `k`-th re-plan are drawn from ``(seed, k)``.
-    deadline_s : float or None
-        Seconds `next_round` may spend deciding a round that re-plans (`vfm.planner.Policy`'s
-        `deadline_s`; default None: no deadline).
     **overrides
-        Any other `vfm.planner.Policy` argument (``fairness``, ``execution``, ``max_wait``,
-        ``continuity``) or `vfm.planner.PlanOptions` field.
+        Fields of `vfm.planner.RoundOptions` or of `vfm.planner.PlanOptions`.
 
     Notes
     -----
@@ -105,8 +101,8 @@ class TypedPolicy(StateView):
     order; `last_decision` says which and why. No round runs more GPUs of a type than it has.
     """
 
-    def __init__(self, cluster: ClusterTypes, options: PlanOptions | None = None, *, replan_every: int = 8,
-                 forecaster: Forecaster | None = None, seed: int = 0, deadline_s: float | None = None,
+    def __init__(self, cluster: ClusterTypes, options: PlanOptions | None = None, *,
+                 round_options: RoundOptions | None = None, forecaster: Forecaster | None = None, seed: int = 0,
                  **overrides: Any) -> None:
         if not isinstance(cluster, ClusterTypes):
             raise ValidationError(f"cluster must be a vfm.cluster.ClusterTypes (GPU type -> count), got "
@@ -114,9 +110,8 @@ class TypedPolicy(StateView):
         # `Policy`'s arguments, with all the cluster's GPUs as its capacity, which the equal share of
         # the finish-time-fairness targets counts (a gang must fit one type: `add_job`).
         self.cluster = cluster
-        self.config: PolicyConfig = homogeneous.policy_config(cluster.total, options, replan_every=replan_every,
-                                                              forecaster=forecaster, seed=seed,
-                                                              deadline_s=deadline_s, **overrides)
+        self.config: PolicyConfig = homogeneous.policy_config(cluster.total, options, round_options=round_options,
+                                                              forecaster=forecaster, seed=seed, **overrides)
         if self.config.options.service_floor or self.config.options.wait_limit is not None:
             raise ValidationError("service_floor and wait_limit apply to one GPU type (Policy), not to a TypedPolicy")
         prepare("planning", self.config.options.solver)  # here, not in the first re-plan, as `Policy` does
