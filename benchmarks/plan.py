@@ -87,7 +87,7 @@ from vfm.cluster import ClusterTypes, type_regimes, windows
 from vfm.cluster.workload import load_workload
 from vfm.forecast import DirichletForecaster, JobStates
 from vfm.jobs import equal_share
-from vfm.planner import Policy
+from vfm.planner import JobTerms, Policy
 from vfm.planner.plan import plan
 
 #: The default results folder (`benchmarks._cli.RESULTS`).
@@ -148,7 +148,7 @@ def shockwave_options(states: JobStates, capacity: int) -> dict[str, Any]:
     on `capacity` GPUs), with each job's equal-share finish from now as its finish-time target."""
     share = equal_share(states.n_jobs, capacity)
     targets = np.maximum(np.asarray(DirichletForecaster().remaining_runtime(states)) / share, 1.0)
-    return {"options": Policy.shockwave(capacity).options, "fair_finish_s": targets}
+    return {"options": Policy.shockwave(capacity).options, "terms": JobTerms(fair_finish_s=targets)}
 
 
 def time_plans(states: JobStates, gpus: np.ndarray, capacity: int | np.ndarray, scenarios: int, runs: int,
@@ -294,7 +294,7 @@ def run(sizes: Sequence[int] = tuple(SIZES), runs: int = MIN_RUNS, out: Path | N
                 print(f"  {SIZES[size]} S=16 shockwave: median {record['median_s'] * 1e3:.1f} ms", flush=True)
     if types:
         states, gpus, cluster, speed = typed_window()
-        record = time_plans(states, gpus, cluster.counts.astype(np.float64), 1, runs, speed=speed)
+        record = time_plans(states, gpus, cluster.counts.astype(np.float64), 1, runs, terms=JobTerms(speed=speed))
         rows.append({"workload": SIZES[TARGET_SIZE], "config": "3 types", "size": TARGET_SIZE,
                      "jobs": states.n_jobs, "gpus": cluster.total, "scenarios": 1, **record})
         if verbose:

@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from vfm.forecast import DirichletForecaster, JobStates
-from vfm.planner import PlanningProgram
+from vfm.planner import JobTerms, PlanningProgram
 
 FORECASTER = DirichletForecaster()
 BATCH_SIZES = (8, 16, 32, 64, 128, 256)
@@ -27,10 +27,11 @@ class JobSet:
     seed: int
     budgets: np.ndarray  # (n,)
 
-    def kwargs(self) -> dict[str, object]:
-        """The keyword arguments of `vfm.planner.plan` after `states`, `gpus` and `capacity`."""
+    def kwargs(self, **terms: object) -> dict[str, object]:
+        """The keyword arguments of `vfm.planner.plan` after `states`, `gpus` and `capacity`, with
+        `terms` (fields of `vfm.planner.JobTerms`) beside the budgets."""
         return {"rounds": self.rounds, "round_s": self.round_s, "scenarios": self.scenarios, "seed": self.seed,
-                "budgets": self.budgets}
+                "terms": JobTerms(budgets=self.budgets, **terms)}
 
 
 @st.composite

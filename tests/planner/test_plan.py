@@ -15,7 +15,7 @@ from vfm.equilibrium import Status
 from vfm.errors import UnknownSolverError, UnsupportedMarketError, ValidationError
 from vfm.forecast import DirichletForecaster, JobStates
 from vfm.jobs import window_market
-from vfm.planner import plan
+from vfm.planner import JobTerms, plan
 from vfm.planner.plan import OWED_PROGRESS_SHARE, owed_rounds
 from vfm.planner.shockwave import FAIRNESS_MARGIN
 
@@ -26,9 +26,9 @@ SOLVERS = ("saa-ipm", "cvxpy")
 TOL = 1e-5
 
 
-def _plan(case: JobSet, **kwargs):
+def _plan(case: JobSet, fair_finish_s=None, **kwargs):
     """`plan` on a random job set."""
-    return plan(case.states, case.gpus, case.capacity, **case.kwargs(), **kwargs)
+    return plan(case.states, case.gpus, case.capacity, **case.kwargs(fair_finish_s=fair_finish_s), **kwargs)
 
 
 def _certified(result) -> bool:
@@ -252,7 +252,8 @@ def test_fair_finish_constraint_binds_and_holds():
     remaining = FORECASTER.remaining_runtime(states)
     limit = remaining[0] - 4.5 * round_s  # job 0 must run 4.5 rounds
     target = limit / share + rounds * round_s  # rho_max = 1
-    result = plan(states, gpus, capacity, rounds=rounds, round_s=round_s, fair_finish_s=[target, 1e9, 1e9])
+    result = plan(states, gpus, capacity, rounds=rounds, round_s=round_s,
+                  terms=JobTerms(fair_finish_s=[target, 1e9, 1e9]))
     assert result.fairness == "constraints" and result.status == Status.OPTIMAL
     np.testing.assert_allclose(result.program.leftover_limit_s[0], share * (target - rounds * round_s))
     assert result.relaxed[0].sum() >= 4.5 - 1e-6
@@ -313,7 +314,8 @@ def test_oversubscribed_equal_shares_hold_the_tightest_bound(reserve):
     rounds, round_s = 6, 120.0
     remaining = FORECASTER.remaining_runtime(states)
     targets = remaining  # equal-share finish (share 1): each job alone from now
-    result = plan(states, [2, 2], 2, rounds=rounds, round_s=round_s, fair_finish_s=targets, reserve=reserve)
+    result = plan(states, [2, 2], 2, rounds=rounds, round_s=round_s, terms=JobTerms(fair_finish_s=targets),
+                  reserve=reserve)
     assert result.fairness == "constraints" and result.status == Status.OPTIMAL, result.message
     assert result.ftf_bound > 1.0
     # The bisection's bound: the GPU-rounds needed fill the window less the reserve and the 1 %
@@ -334,7 +336,8 @@ def test_a_constraint_only_the_boundary_meets_becomes_a_priority(solver):
     # is weighted by its priority instead, and the other job keeps its constraint.
     rounds, round_s = 4, 120.0
     states = JobStates.from_lists([rounds, 8], [{32: round_s}, {32: 60.0}])
-    result = plan(states, [1, 1], 1, rounds=rounds, round_s=round_s, fair_finish_s=[10.0, 1e9], solver=solver)
+    result = plan(states, [1, 1], 1, rounds=rounds, round_s=round_s, terms=JobTerms(fair_finish_s=[10.0, 1e9]),
+                  solver=solver)
     assert result.fairness == "constraints" and result.ftf_bound == 1.0
     assert not np.isfinite(result.program.leftover_limit_s[0]) and result.program.weights[0] > 1
     assert np.isfinite(result.program.leftover_limit_s[1]) and result.program.weights[1] == 1
@@ -405,8 +408,8 @@ STATES = JobStates.from_lists([10, 10, 10], [REGIMES, REGIMES, REGIMES], job_ids
     ({"gpus": [0, 1, 1]}, "gpus[0]", "a", "positive whole number"),
     ({"gpus": [1, 1.5, 1]}, "gpus[1]", "b", "positive whole number"),
     ({"gpus": [1, 8, 1]}, "gpus[1]", "b", "wider"),
-    ({"gpus": [1, 1, 1], "budgets": [1.0, 1.0, -2.0]}, "budgets[2]", "c", "> 0"),
-    ({"gpus": [1, 1, 1], "fair_finish_s": [100.0, 0.0, 100.0]}, "fair_finish_s[1]", "b", "> 0"),
+    ({"gpus": [1, 1, 1], "terms": JobTerms(budgets=[1.0, 1.0, -2.0])}, "budgets[2]", "c", "> 0"),
+    ({"gpus": [1, 1, 1], "terms": JobTerms(fair_finish_s=[100.0, 0.0, 100.0])}, "fair_finish_s[1]", "b", "> 0"),
 ])
 def test_malformed_plan_arguments_name_the_job_and_field(kwargs, field, job, rule):
     with pytest.raises(ValueError, match=re.escape(field)) as raised:
@@ -414,6 +417,14 @@ def test_malformed_plan_arguments_name_the_job_and_field(kwargs, field, job, rul
     message = str(raised.value)
     assert isinstance(raised.value, ValidationError)
     assert f"id {job!r}" in message and rule in message, message
+
+
+def test_a_job_term_given_as_an_option_is_pointed_to_job_terms():
+    with pytest.raises(ValidationError, match=r"^budgets is a field of vfm.planner.JobTerms, not a planning option: "
+                                              r"pass terms=JobTerms\(budgets=...\)$"):
+        plan(STATES, [1, 1, 1], 4, rounds=3, budgets=[1.0, 1.0, 1.0])
+    with pytest.raises(ValidationError, match=r"^terms must be a vfm.planner.JobTerms or None, got dict$"):
+        plan(STATES, [1, 1, 1], 4, rounds=3, terms={"budgets": [1.0, 1.0, 1.0]})
 
 
 @pytest.mark.parametrize(("kwargs", "name"), [
@@ -488,7 +499,7 @@ def test_prioritized_job_with_efficiency_is_solved():
                                   [[32] * 3, [8], [16]])
     share = min(1.0, 2 / 3)
     target = FORECASTER.remaining_runtime(states)[0] / share / 10.0  # lateness 10
-    result = plan(states, [1, 2, 1], 2, rounds=5, fair_finish_s=[target, 1e9, 1e9], efficiency=0.01)
+    result = plan(states, [1, 2, 1], 2, rounds=5, terms=JobTerms(fair_finish_s=[target, 1e9, 1e9]), efficiency=0.01)
     assert result.fairness == "constraints" and result.solver == "saa-ipm"
     assert not np.isfinite(result.program.leftover_limit_s[0]) and result.program.weights[0] > 1
     assert result.status == Status.OPTIMAL, result.message
@@ -517,7 +528,7 @@ def test_saa_ipm_does_not_raise_on_a_degenerate_window():
         [[], [], [], [8, 8], [], [], [], [], [], []],
     )
     budgets = [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.5, 1.0, 1.0, 0.5]
-    result = plan(states, [1] * 10, 1, rounds=4, round_s=60.0, budgets=budgets, solver="saa-ipm")
+    result = plan(states, [1] * 10, 1, rounds=4, round_s=60.0, terms=JobTerms(budgets=budgets), solver="saa-ipm")
     assert result.status in (Status.OPTIMAL, Status.INACCURATE)
 
 
@@ -530,7 +541,7 @@ def test_cvxpy_bound_with_efficiency_is_accurate():
         [[128] * 12 + [32] * 11 + [256] * 11, [8], [8, 8], [128] * 3 + [8] * 2 + [32], [128] * 12],
     )
     budgets = [3.94315652, 5.64480096, 5.44396952, 0.5, 6.2871907]
-    result = plan(states, [4, 3, 1, 1, 1], [13, 7, 1, 11, 14], rounds=5, round_s=300.0, budgets=budgets,
+    result = plan(states, [4, 3, 1, 1, 1], [13, 7, 1, 11, 14], rounds=5, round_s=300.0, terms=JobTerms(budgets=budgets),
                   efficiency=0.001, solver="cvxpy")
     assert result.status == Status.OPTIMAL
     # Certified from Clarabel's multipliers: exact up to evaluating the objective (its optimum,
@@ -669,7 +680,7 @@ def test_plan_rejects_a_masked_array_instead_of_reading_its_raw_data(argument):
     values[argument] = np.ma.masked_array(values[argument], mask=[False, True])
     gpus = values.pop("gpus")
     with pytest.raises(ValidationError, match=rf"^{argument} is a numpy masked array"):
-        plan(states, gpus, 2, rounds=3, **values)
+        plan(states, gpus, 2, rounds=3, terms=JobTerms(**values))
 
 
 def test_a_plan_pickles_and_comes_back_read_only():

@@ -16,7 +16,7 @@ from vfm.equilibrium import Status
 from vfm.errors import ValidationError
 from vfm.forecast import JobStates
 from vfm.limits import MAX_WINDOW_ROUNDS
-from vfm.planner import PlanOptions, plan
+from vfm.planner import JobTerms, PlanOptions, plan
 from vfm.solvers import Solution
 
 SERVED = (Status.OPTIMAL, Status.INACCURATE)
@@ -42,9 +42,9 @@ def _honest(result, gpus, capacity) -> None:
 
 def test_budgets_whose_sum_overflows_are_refused():
     with pytest.raises(ValidationError, match="budgets must sum to at most 1e"):
-        plan(_states(), gpus=[1, 1, 2], capacity=2, rounds=4, budgets=[1e308] * 3)
+        plan(_states(), gpus=[1, 1, 2], capacity=2, rounds=4, terms=JobTerms(budgets=[1e308] * 3))
     with pytest.raises(ValidationError, match="budgets must sum to at most 1e"):  # with FTF: 1e308 times 1e4
-        plan(_states(1), gpus=[1], capacity=1, rounds=1, budgets=[1e308], fair_finish_s=[1.0])
+        plan(_states(1), gpus=[1], capacity=1, rounds=1, terms=JobTerms(budgets=[1e308], fair_finish_s=[1.0]))
 
 
 @pytest.mark.parametrize("bad, match", [
@@ -82,7 +82,7 @@ def test_a_fresh_job_gets_its_round_rather_than_an_infinite_loss():
     fresh job a sliver of the round that the rounding read as 0, and the rounded objective was -inf
     under OPTIMAL; the fresh job is owed its first round."""
     states = JobStates.from_lists([1, 18], [{32: 50.0}, {32: 50.0}], observed=[[], [32] * 12])
-    result = plan(states, gpus=[1, 1], capacity=1, rounds=1, fair_finish_s=[1858.0, 133.0])
+    result = plan(states, gpus=[1, 1], capacity=1, rounds=1, terms=JobTerms(fair_finish_s=[1858.0, 133.0]))
     assert result.status == Status.OPTIMAL
     assert np.isfinite(result.rounded_objective) and result.schedule[0, 0], result.schedule
 
@@ -217,7 +217,7 @@ def test_hostile_plans_are_refused_or_honest(case, solver):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            result = plan(states, gpus, capacity, rounds=rounds, budgets=budgets, fair_finish_s=targets,
+            result = plan(states, gpus, capacity, rounds=rounds, terms=JobTerms(budgets=budgets, fair_finish_s=targets),
                           warm_start=_warm_start(warm, n, rounds), solver=solver)
     except ValidationError as error:
         assert any(name in str(error) for name in ("budgets", "warm_start", "fair_finish_s", "gpus", "epochs")), error

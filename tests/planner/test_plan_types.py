@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from vfm.errors import ValidationError
 from vfm.forecast import JobStates
-from vfm.planner import RoundingContext, plan, round_schedule
+from vfm.planner import JobTerms, RoundingContext, plan, round_schedule
 from vfm.planner.rounding import round_placement
 
 from .strategies import JobSet, job_sets
@@ -65,7 +65,7 @@ def test_one_type_through_speed_gives_the_homogeneous_plan(solver, case):
     # The same backend on both formulations: the polish applies to the homogeneous one only.
     plain = plan(case.states, case.gpus, case.capacity, solver=solver, polish=False, **case.kwargs())
     typed = plan(case.states, case.gpus, case.capacity[None, :], solver=solver, polish=False,
-                 speed=np.ones((case.states.n_jobs, 1)), **case.kwargs())
+                 **case.kwargs(speed=np.ones((case.states.n_jobs, 1))))
     np.testing.assert_array_equal(typed.schedule, plain.schedule)
     np.testing.assert_array_equal(typed.placement >= 0, plain.schedule)
     np.testing.assert_allclose(typed.relaxed, plain.relaxed, atol=1e-9)
@@ -78,7 +78,7 @@ def test_a_plan_on_two_types_places_whole_gangs_within_each_types_gpus(case, dat
     n = case.states.n_jobs
     rng = np.random.default_rng(data.draw(st.integers(0, 2**31)))
     per_type, speed = _two_types(case, rng.uniform(0.0, 1.0, n) * (rng.random(n) < 0.8))
-    result = plan(case.states, case.gpus, per_type, speed=speed, **case.kwargs())
+    result = plan(case.states, case.gpus, per_type, **case.kwargs(speed=speed))
     assert result.solver == "saa-ipm" and result.schedule.shape == (n, 2 * case.rounds)
     relaxed = result.relaxed.reshape(n, 2, case.rounds)
     assert relaxed.sum(axis=1).max() <= 1.0 + 1e-6  # one type per job and round
@@ -97,7 +97,7 @@ def test_a_slow_type_goes_to_the_job_that_loses_least_on_it():
     # Two identical one-GPU jobs but job 1 runs at 0.9 on the second type, job 0 at 0.2: with one
     # GPU of each type, job 0 gets the fast type and job 1 the slow one in every round.
     states = JobStates.from_lists([100, 100], [{32: 60.0}, {32: 60.0}])
-    result = plan(states, [1, 1], [1, 1], speed=[[1.0, 0.2], [1.0, 0.9]], rounds=3)
+    result = plan(states, [1, 1], [1, 1], terms=JobTerms(speed=[[1.0, 0.2], [1.0, 0.9]]), rounds=3)
     np.testing.assert_array_equal(result.placement, [[0, 0, 0], [1, 1, 1]])
 
 
@@ -111,8 +111,9 @@ def test_a_slow_type_goes_to_the_job_that_loses_least_on_it():
 def test_bad_typed_arguments_are_named(kwargs, pattern):
     states = JobStates.from_lists([10, 10], [{32: 60.0}, {32: 60.0}])
     arguments = {"capacity": [1, 1], **kwargs}
+    capacity, terms = arguments.pop("capacity"), JobTerms(speed=arguments.pop("speed"))
     with pytest.raises(ValidationError, match=pattern):
-        plan(states, [1, 1], arguments.pop("capacity"), rounds=2, **arguments)
+        plan(states, [1, 1], capacity, rounds=2, terms=terms, **arguments)
 
 
 def test_finish_time_targets_on_types_hold_in_running_time_by_speed():
@@ -122,8 +123,8 @@ def test_finish_time_targets_on_types_hold_in_running_time_by_speed():
     # does, counting K80 rounds at half.
     states = JobStates.from_lists([200] * 4, [{32: 60.0}] * 4)
     speed = np.array([[1.0, 0.5]] * 4)
-    result = plan(states, [1] * 4, [1, 2], speed=speed, rounds=6, fair_finish_s=np.full(4, 24300.0),
-                  budgets=[8.0, 1.0, 1.0, 1.0])
+    terms = JobTerms(speed=speed, fair_finish_s=np.full(4, 24300.0), budgets=[8.0, 1.0, 1.0, 1.0])
+    result = plan(states, [1] * 4, [1, 2], terms=terms, rounds=6)
     np.testing.assert_allclose(result.program.fairness_floor, 1.75)
     assert result.fairness == "constraints"
     program = result.program
@@ -137,10 +138,10 @@ def test_a_warm_start_over_goods_reaches_the_cold_plans_optimum(case, data):
     n = case.states.n_jobs
     rng = np.random.default_rng(data.draw(st.integers(0, 2**31)))
     per_type, speed = _two_types(case, rng.uniform(0.2, 1.0, n))
-    cold = plan(case.states, case.gpus, per_type, speed=speed, **case.kwargs())
+    cold = plan(case.states, case.gpus, per_type, **case.kwargs(speed=speed))
     # The cold plan's relaxation moved forward a round, as `vfm.planner.policy.warm_start` does.
     shifted = cold.relaxed.reshape(n, 2, case.rounds)[:, :, np.minimum(np.arange(case.rounds) + 1, case.rounds - 1)]
-    warm = plan(case.states, case.gpus, per_type, speed=speed, warm_start=shifted.reshape(n, -1), **case.kwargs())
+    warm = plan(case.states, case.gpus, per_type, warm_start=shifted.reshape(n, -1), **case.kwargs(speed=speed))
     assert warm.solver == "saa-ipm"
     # Both certify their relaxations: the objectives agree within the sum of the gaps.
     tolerance = (cold.bound - cold.relaxed_objective) + (warm.bound - warm.relaxed_objective) + 1e-9
@@ -157,7 +158,7 @@ def test_finish_time_constraints_on_types_are_judged_over_the_types_not_one_type
     # after the 6-round window, so it must run 4.2 of the 6 rounds: 25.2 GPU-rounds in all, more
     # than one type's 12 and less than the cluster's 36.
     states = JobStates.from_lists([40] * 6, [{32: 60.0}] * 6)
-    result = plan(states, [1] * 6, [2, 2, 2], speed=np.ones((6, 3)), rounds=6, round_s=60.0,
-                  fair_finish_s=np.full(6, 2508.0))
+    result = plan(states, [1] * 6, [2, 2, 2], terms=JobTerms(speed=np.ones((6, 3)), fair_finish_s=np.full(6, 2508.0)),
+                  rounds=6, round_s=60.0)
     assert result.fairness == "constraints"
     assert (result.program.leftover_s(result.relaxed) <= result.program.leftover_limit_s + 1e-6).all()

@@ -10,7 +10,7 @@ from vfm.cluster.generate import WorkloadSpec, generate_workload
 from vfm.cluster.metrics import longest_wait_rounds
 from vfm.errors import ValidationError
 from vfm.forecast import JobStates
-from vfm.planner import Policy, TypedPolicy, plan
+from vfm.planner import JobTerms, Policy, TypedPolicy, plan
 from vfm.planner.program import above_floor, commitments, wait_floor
 
 STATES = JobStates.from_lists([40, 12, 30, 50], [{32: 60.0, 64: 30.0}, {16: 200.0}, {64: 90.0, 128: 45.0}, {8: 100.0}],
@@ -37,7 +37,7 @@ def test_commitments_fit_the_room_given_and_move_to_the_nearest_round_with_room(
 def test_a_plan_runs_its_committed_rounds_whole_and_bounds_the_schedules_that_keep_them():
     plain = plan(STATES, GPUS, 3, rounds=10)
     assert plain.relaxed[3].max() < 1e-6  # without a limit job 3 gets nothing in this window
-    limited = plan(STATES, GPUS, 3, rounds=10, wait_limit=20, waited=[0, 0, 0, 15])
+    limited = plan(STATES, GPUS, 3, rounds=10, wait_limit=20, terms=JobTerms(waited=[0, 0, 0, 15]))
     assert limited.committed is not None and np.flatnonzero(limited.committed[3]).tolist() == [5]
     assert limited.committed.sum() == 1
     assert limited.relaxed[3, 5] == pytest.approx(1.0)
@@ -63,7 +63,7 @@ def test_a_round_committed_after_a_jobs_forecast_end_is_credited_its_next_round_
     # Job 1 needs a sliver of a round: the forecast credits it progress in round 0 only. With
     # round 0 committed to job 0 it is committed round 1, worth what its next round of running is.
     states = JobStates.from_lists([10, 10], [{8: 120.0}, {8: 6.0}], [[8] * 9, []])
-    result = plan(states, [2, 2], 4, rounds=4, wait_limit=3, waited=[5, 2])  # room: one gang a round
+    result = plan(states, [2, 2], 4, rounds=4, wait_limit=3, terms=JobTerms(waited=[5, 2]))  # room: one gang a round
     assert np.flatnonzero(result.committed[0]).tolist() == [0]
     assert np.flatnonzero(result.committed[1]).tolist() == [1]
     program = result.program
@@ -95,16 +95,16 @@ def test_bad_limits_are_named(options, message):
 
 def test_a_limit_is_whole_and_bad_waits_are_named_by_job():
     with pytest.raises(ValidationError, match="waited"):
-        plan(STATES, GPUS, 3, rounds=4, wait_limit=5, waited=[0, -1, 0, 0])
+        plan(STATES, GPUS, 3, rounds=4, wait_limit=5, terms=JobTerms(waited=[0, -1, 0, 0]))
     with pytest.raises(ValidationError, match="waited"):
-        plan(STATES, GPUS, 3, rounds=4, wait_limit=5, waited=[0, 1])
+        plan(STATES, GPUS, 3, rounds=4, wait_limit=5, terms=JobTerms(waited=[0, 1]))
 
 
 def test_a_limit_is_refused_on_gpu_types():
     with pytest.raises(ValidationError, match="wait_limit apply to one GPU type"):
         TypedPolicy(ClusterTypes({"v100": 2, "k80": 2}), wait_limit=20)
     with pytest.raises(ValidationError, match="wait_limit apply to one GPU type"):
-        plan(STATES, GPUS, [3, 3], rounds=4, speed=np.ones((4, 2)), wait_limit=20)
+        plan(STATES, GPUS, [3, 3], rounds=4, terms=JobTerms(speed=np.ones((4, 2))), wait_limit=20)
 
 
 def test_commitments_take_at_most_half_of_a_round():

@@ -8,6 +8,7 @@ object a scheduler drives round by round: it re-plans on arrivals, completions a
 
 from vfm.planner import backends as backends  # registers the planning backends
 from vfm.planner.decision import Decision
+from vfm.planner.inputs import JobTerms
 from vfm.planner.options import PlanOptions
 from vfm.planner.plan import Plan, plan
 from vfm.planner.policy import Policy
@@ -16,5 +17,5 @@ from vfm.planner.rounding import RoundingContext, round_schedule
 from vfm.planner.state import RoundOptions
 from vfm.planner.typed_policy import TypedPolicy
 
-__all__ = ["Decision", "Plan", "PlanOptions", "PlanningProgram", "Policy", "RoundOptions", "RoundingContext",
-           "TypedPolicy", "plan", "round_schedule"]
+__all__ = ["Decision", "JobTerms", "Plan", "PlanOptions", "PlanningProgram", "Policy", "RoundOptions",
+           "RoundingContext", "TypedPolicy", "plan", "round_schedule"]

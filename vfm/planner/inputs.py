@@ -146,16 +146,57 @@ def checked_forecast(model: Forecaster, method: str, value: Any, states: JobStat
 
 
 @dataclass(frozen=True, eq=False)
+class JobTerms:
+    r"""What a scheduler tells `vfm.planner.plan` about each job besides its epochs (the
+    `vfm.forecast.JobStates`) and its gang; every field optional, each array with one entry (row)
+    per job, checked by `plan` and refused naming the field and the job.
+
+    Attributes
+    ----------
+    budgets : array_like, shape (n,), optional
+        :math:`B_i > 0`. Default: equal.
+    fair_finish_s : array_like, shape (n,), optional
+        Finish-time-fairness targets :math:`FT^*_i`: seconds from now by which job `i` would
+        finish with an equal share. Adds the constraints
+        :math:`TW + S_i / \min(1, G/N) \le \theta\, FT^*_i` with :math:`\theta = \rho_{\max}`
+        when they fit (see the reserve below). A job that cannot meet its own even running in
+        every round gets no constraint; its log utility is weighted by
+        :math:`\hat\rho_i^{\lambda}`, :math:`\hat\rho_i = (\hat T_i / \min(1, G/N)) / FT^*_i`.
+        If the constraints are still infeasible, all are dropped and every job projected past
+        :math:`\rho_{\max}` is weighted so (Shockwave's relaxation). The rounding serves the
+        largest :math:`\hat\rho_i` first. :math:`\theta` is the smallest bound
+        :math:`\ge \rho_{\max}` at which the GPU-rounds the constrained jobs need,
+        :math:`w_i \max(0, \hat T_i - b_i(\theta)) / W` each, fit in
+        :math:`1 - \text{reserve}` of the cluster's, round by round as earliest-deadline-first
+        would serve them (docs/planning.md): when equal shares over-subscribe the cluster (gangs
+        wider than one GPU), every job keeps the same, looser, guarantee instead of none, and
+        the reserve is left to the objective (the efficiency term).
+    waited : array_like of int, shape (n,), optional
+        Rounds each job has waited in a row since it last ran (or arrived); with
+        `PlanOptions.wait_limit`, the plan commits a whole round to every job whose wait would pass
+        the limit within the window (`Plan.committed`). Default: none has waited.
+    speed : array_like, shape (n, K), optional
+        A cluster of `K` GPU types (`vfm.planner.typed`): job `i`'s speed on type `k` relative to
+        the type its forecast is on, in [0, 1] (0: the type cannot host it). `plan`'s `capacity`
+        then gives the GPUs of each type, shape (K,) or (K, rounds); the program's goods are (type,
+        round), `Plan.relaxed`, `schedule` and `prices` have K T columns (type-major) and
+        `Plan.placement` says on which type each job runs in each round. Default: one type.
+    """
+
+    budgets: ArrayLike | None = None
+    fair_finish_s: ArrayLike | None = None
+    waited: ArrayLike | None = None
+    speed: ArrayLike | None = None
+
+
+@dataclass(frozen=True, eq=False)
 class Arguments:
     """`vfm.planner.plan`'s array arguments as given, each field named as its argument."""
 
     gpus: ArrayLike
     capacity: ArrayLike
-    budgets: ArrayLike | None
-    fair_finish_s: ArrayLike | None
+    terms: JobTerms | None
     warm_start: FloatArray | None
-    speed: ArrayLike | None
-    waited: ArrayLike | None
 
 
 @dataclass(frozen=True, eq=False)
@@ -179,6 +220,10 @@ def checked_inputs(states: JobStates, forecaster: Forecaster | None, options: Pl
     """`vfm.planner.plan`'s arguments checked, in the order of its parameters after the options."""
     if options is not None and not isinstance(options, PlanOptions):
         raise ValidationError(f"options must be a vfm.planner.PlanOptions or None, got {type(options).__name__}")
+    misplaced = sorted(set(overrides) & {f.name for f in fields(JobTerms)})
+    if misplaced:
+        raise ValidationError(f"{', '.join(misplaced)} is a field of vfm.planner.JobTerms, not a planning option: "
+                              f"pass terms=JobTerms({misplaced[0]}=...)")
     opts = (PlanOptions() if options is None else options).updated(**overrides)
     if not isinstance(states, JobStates):
         raise ValidationError(f"states must be a vfm.forecast.JobStates, got {type(states).__name__}")
@@ -186,18 +231,22 @@ def checked_inputs(states: JobStates, forecaster: Forecaster | None, options: Pl
         what = f"the class {forecaster.__name__}" if isinstance(forecaster, type) else type(forecaster).__name__
         raise ValidationError(f"forecaster must be an object implementing vfm.forecast.Forecaster (remaining_runtime, "
                               f"epochs_per_round, sample_epochs_per_round), got {what}")
+    if arguments.terms is not None and not isinstance(arguments.terms, JobTerms):
+        raise ValidationError(f"terms must be a vfm.planner.JobTerms or None, got {type(arguments.terms).__name__}")
+    terms = JobTerms() if arguments.terms is None else arguments.terms
     n = states.n_jobs
-    for argument in fields(arguments):
-        reject_masked(getattr(arguments, argument.name), argument.name)
-    width, supply, window = checked_cluster(states, arguments.gpus, arguments.capacity, arguments.speed, opts)
+    given = {"gpus": arguments.gpus, "capacity": arguments.capacity, "warm_start": arguments.warm_start, **vars(terms)}
+    for name, value in given.items():
+        reject_masked(value, name)
+    width, supply, window = checked_cluster(states, arguments.gpus, arguments.capacity, terms.speed, opts)
     if (opts.service_floor or opts.wait_limit is not None) and window is not None:
         raise ValidationError("service_floor and wait_limit apply to one GPU type; plan without speed, or with "
                               "service_floor=0 and wait_limit=None")
-    weights = checked_budgets(states, arguments.budgets)
-    targets = None if arguments.fair_finish_s is None else as_real_array(arguments.fair_finish_s, "fair_finish_s", (n,))
+    weights = checked_budgets(states, terms.budgets)
+    targets = None if terms.fair_finish_s is None else as_real_array(terms.fair_finish_s, "fair_finish_s", (n,))
     if targets is not None:
         require_per_job("fair_finish_s", targets, targets <= 0, "must be > 0 seconds", ids=states.job_ids)
-    waits = np.zeros(n, dtype=np.int64) if arguments.waited is None else checked_waits(arguments.waited, states)
+    waits = np.zeros(n, dtype=np.int64) if terms.waited is None else checked_waits(terms.waited, states)
     warm_start = arguments.warm_start
     if warm_start is not None:
         warm_start = checked_warm_start(warm_start, n, opts.rounds, None if window is None else window.types)

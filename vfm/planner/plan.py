@@ -28,7 +28,7 @@ from vfm._validation import FloatArray, read_only, require_per_job
 from vfm.equilibrium import Status
 from vfm.forecast import DirichletForecaster, Forecaster, JobStates, SeedLike
 from vfm.planner import shockwave
-from vfm.planner.inputs import Arguments, Inputs, checked_forecast, checked_inputs
+from vfm.planner.inputs import Arguments, Inputs, JobTerms, checked_forecast, checked_inputs
 from vfm.planner.options import STRICT_TOL, PlanOptions
 from vfm.planner.pace import window_epochs
 from vfm.planner.polish import polish
@@ -105,7 +105,7 @@ class Plan:
         `PlanOptions.wait_limit` (`vfm.planner.program.wait_floor`); a policy serves them before the
         others. None without a limit.
     placement : ndarray of int, shape (n, T), or None
-        With GPU types (`plan`'s ``speed``): the type each job runs on in each round, -1 where it
+        With GPU types (``JobTerms.speed``): the type each job runs on in each round, -1 where it
         does not run; `schedule`, `relaxed` and `prices` are then over the goods (type, round),
         K T columns type-major. None on one type.
     """
@@ -168,11 +168,8 @@ def plan(
     *,
     forecaster: Forecaster | None = None,
     seed: SeedLike = None,
-    budgets: ArrayLike | None = None,
-    fair_finish_s: ArrayLike | None = None,
+    terms: JobTerms | None = None,
     warm_start: FloatArray | None = None,
-    speed: ArrayLike | None = None,
-    waited: ArrayLike | None = None,
     **overrides: Any,
 ) -> Plan:
     r"""Plan the next `rounds` rounds: forecast, solve expected NSWOT exactly, round to whole gangs.
@@ -193,36 +190,12 @@ def plan(
         Default: `vfm.forecast.DirichletForecaster()` (Shockwave's).
     seed : int, numpy.random.Generator, optional
         Makes the scenarios reproducible (with ``options.scenarios > 1``).
-    budgets : array_like, shape (n,), optional
-        :math:`B_i > 0`. Default: equal.
-    fair_finish_s : array_like, shape (n,), optional
-        Finish-time-fairness targets :math:`FT^*_i`: seconds from now by which job `i` would
-        finish with an equal share. Adds the constraints
-        :math:`TW + S_i / \min(1, G/N) \le \theta\, FT^*_i` with :math:`\theta = \rho_{\max}`
-        when they fit (see the reserve below). A job that cannot meet its own even running in
-        every round gets no constraint; its log utility is weighted by
-        :math:`\hat\rho_i^{\lambda}`, :math:`\hat\rho_i = (\hat T_i / \min(1, G/N)) / FT^*_i`.
-        If the constraints are still infeasible, all are dropped and every job projected past
-        :math:`\rho_{\max}` is weighted so (Shockwave's relaxation). The rounding serves the
-        largest :math:`\hat\rho_i` first. :math:`\theta` is the smallest bound
-        :math:`\ge \rho_{\max}` at which the GPU-rounds the constrained jobs need,
-        :math:`w_i \max(0, \hat T_i - b_i(\theta)) / W` each, fit in
-        :math:`1 - \text{reserve}` of the cluster's, round by round as earliest-deadline-first
-        would serve them (docs/planning.md): when equal shares over-subscribe the cluster (gangs
-        wider than one GPU), every job keeps the same, looser, guarantee instead of none, and
-        the reserve is left to the objective (the efficiency term).
-    warm_start : ndarray, shape (n, T), or (n, K T) with `speed`, optional
+    terms : JobTerms, optional
+        What the scheduler tells the planner about each job besides its epochs and gang: its
+        budget, its finish-time-fairness target, the rounds it has waited and its speed on each
+        GPU type (`JobTerms`; default: equal budgets, no targets, no waits, one GPU type).
+    warm_start : ndarray, shape (n, T), or (n, K T) with `JobTerms.speed`, optional
         A previous relaxed schedule shifted to this window (``"saa-ipm"`` only; ignored otherwise).
-    speed : array_like, shape (n, K), optional
-        A cluster of `K` GPU types (`vfm.planner.typed`): job `i`'s speed on type `k` relative to
-        the type its forecast is on, in [0, 1] (0: the type cannot host it). `capacity` then
-        gives the GPUs of each type, shape (K,) or (K, rounds); the program's goods are (type,
-        round), `Plan.relaxed`, `schedule` and `prices` have K T columns (type-major) and
-        `Plan.placement` says on which type each job runs in each round.
-    waited : array_like of int, shape (n,), optional
-        Rounds each job has waited in a row since it last ran (or arrived); with
-        `PlanOptions.wait_limit`, the plan commits a whole round to every job whose wait would pass
-        the limit within the window (`Plan.committed`). Default: none has waited.
     **overrides
         Options that replace those of `options` (``plan(..., rounds=10)`` is
         ``plan(..., PlanOptions(rounds=10))``).
@@ -255,8 +228,7 @@ def plan(
     True
     """
     started = time.perf_counter()
-    inputs = checked_inputs(states, forecaster, options, overrides,
-                            Arguments(gpus, capacity, budgets, fair_finish_s, warm_start, speed, waited))
+    inputs = checked_inputs(states, forecaster, options, overrides, Arguments(gpus, capacity, terms, warm_start))
     clock = _Clock(started, inputs.options.time_limit_s)
     forecast = _forecast(states, forecaster, inputs, seed, clock)
     built = _build(states, inputs, forecast, clock)

@@ -42,6 +42,7 @@ from vfm.parameters import Constraint, Instance, Optional, Whole, check_paramete
 from vfm.planner import checkpoint as checkpoint_format
 from vfm.planner import shockwave
 from vfm.planner.decision import Decision, Placement, Serving, decide_placed
+from vfm.planner.inputs import JobTerms
 from vfm.planner.options import PlanOptions
 from vfm.planner.plan import plan
 from vfm.planner.replanning import (
@@ -127,11 +128,12 @@ def _replan(config: PolicyConfig, state: PolicyState, options: PlanOptions | Non
     if config.fairness:
         jobs, targets = fair_finish(config, forecaster, state.round_index, states, jobs)
     options = config.options if options is None else options
+    waited = None if options.wait_limit is None else carried(state.waited, carried_rows(state, ids), 0)
     new_plan = plan(
         states, gpus, config.capacity, options, forecaster=forecaster,
-        seed=np.random.SeedSequence((config.seed, state.replans)), budgets=[j.budget for j in jobs],
-        fair_finish_s=targets, warm_start=warm_start(state, ids, options.rounds),
-        waited=None if options.wait_limit is None else carried(state.waited, carried_rows(state, ids), 0),
+        seed=np.random.SeedSequence((config.seed, state.replans)),
+        terms=JobTerms(budgets=[j.budget for j in jobs], fair_finish_s=targets, waited=waited),
+        warm_start=warm_start(state, ids, options.rounds),
     )
     return replanned(state, ids, jobs, new_plan, forecaster)
 

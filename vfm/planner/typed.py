@@ -1,6 +1,7 @@
 r"""Planning windows on a cluster of several GPU types: goods (type, round).
 
-`vfm.planner.plan` with ``speed`` plans a window whose goods are "GPUs of type `k` in round `t`".
+`vfm.planner.plan` with ``JobTerms.speed`` plans a window whose goods are "GPUs of type `k` in round
+`t`".
 The forecaster forecasts each job on one type (its *reference*: the type its regimes, epochs per
 round and remaining running time are on); on type `k` the job runs at speed :math:`p_{ik}` of
 that, so a full round there earns :math:`p_{ik}` times the forecast progress of the round and
@@ -44,7 +45,7 @@ class TypeWindow:
     @classmethod
     def of(cls, speed: ArrayLike, capacity: ArrayLike, n: int, rounds: int,
            ids: Sequence[Hashable] | None = None) -> TypeWindow:
-        """`plan`'s ``speed`` and ``capacity`` for `n` jobs and `rounds` rounds, validated (a
+        """`plan`'s ``JobTerms.speed`` and ``capacity`` for `n` jobs and `rounds` rounds, validated (a
         `ValidationError` naming the job and type)."""
         pace = checked_speed(speed, n, ids)
         return cls(pace, checked_type_capacity(capacity, pace.shape[1], rounds))
@@ -95,7 +96,7 @@ def hosting(gpus: FloatArray, capacity: FloatArray, pace: FloatArray) -> np.ndar
 
 
 def checked_speed(speed: ArrayLike, n: int, ids: Sequence[Hashable] | None) -> FloatArray:
-    """`plan`'s ``speed`` as a float array of shape (n, K), each entry in [0, 1], or a
+    """`plan`'s ``JobTerms.speed`` as a float array of shape (n, K), each entry in [0, 1], or a
     `ValidationError` naming the job and type."""
     array = np.asarray(speed)
     if array.ndim != 2 or array.shape[0] != n or array.shape[1] < 1:

@@ -54,6 +54,7 @@ from vfm.planner import checkpoint as checkpoint_format
 from vfm.planner import policy as homogeneous
 from vfm.planner import shockwave
 from vfm.planner.decision import Placement, Serving
+from vfm.planner.inputs import JobTerms
 from vfm.planner.options import PlanOptions
 from vfm.planner.plan import Plan, plan
 from vfm.planner.replanning import fair_finish, job_states, replanned, taught_forecaster, warm_start
@@ -297,7 +298,7 @@ class TypedPolicy(StateView):
         new_plan = plan(
             states, np.array([j.gpus for j in jobs]), self.cluster.counts.astype(np.float64), options,
             forecaster=forecaster, seed=np.random.SeedSequence((self.config.seed, state.replans)),
-            budgets=[j.budget for j in jobs], fair_finish_s=targets, speed=speed,
+            terms=JobTerms(budgets=[j.budget for j in jobs], fair_finish_s=targets, speed=speed),
             warm_start=warm_start(state, ids, options.rounds))
         return replanned(state, ids, jobs, new_plan, forecaster)
 
