@@ -10,7 +10,7 @@ import pytest
 
 from vfm.errors import ValidationError
 from vfm.forecast import DirichletForecaster, Forecaster
-from vfm.parameters import Anything, Boolean, Instance, OneOf, Optional, Real, Whole, check_parameters
+from vfm.parameters import Anything, Boolean, Function, Instance, OneOf, Optional, Real, Whole, check_parameters
 
 FRACTION = Real("a fraction in [0, 1)", lambda v: 0 <= v < 1)
 
@@ -24,6 +24,7 @@ FRACTION = Real("a fraction in [0, 1)", lambda v: 0 <= v < 1)
     (Instance(Forecaster, "a vfm.forecast.Forecaster"), [DirichletForecaster()], [DirichletForecaster, 3]),
     (Optional(FRACTION), [None, 0.5], [1.5, "x"]),
     (Anything(), [None, object(), math.nan], []),
+    (Function("a callable"), [print, len, lambda: None, DirichletForecaster().remaining_runtime], [3, None, int]),
 ])
 def test_each_constraint_admits_what_it_says_and_nothing_else(constraint, good, bad):
     assert all(constraint.admits(value) for value in good)

@@ -27,8 +27,19 @@ import numpy as np
 from vfm._validation import is_real, is_whole
 from vfm.errors import ValidationError
 
-__all__ = ["Anything", "Boolean", "Constraint", "Instance", "OneOf", "Optional", "Real", "Whole", "check_parameters",
-           "updated"]
+__all__ = [
+    "Anything",
+    "Boolean",
+    "Constraint",
+    "Function",
+    "Instance",
+    "OneOf",
+    "Optional",
+    "Real",
+    "Whole",
+    "check_parameters",
+    "updated",
+]
 
 
 class Constraint(Protocol):
@@ -130,6 +141,19 @@ class Instance:
         if isinstance(value, type):
             return f"the class {value.__name__}; pass an instance, as {value.__name__}()"
         return type(value).__name__ + (f"; {self.hint}" if self.hint else "")
+
+
+@dataclass(frozen=True)
+class Function:
+    """A function or other callable object; a violation shows the type's name."""
+
+    says: str
+
+    def admits(self, value: Any) -> bool:
+        return callable(value) and not isinstance(value, type)
+
+    def shown(self, value: Any) -> str:
+        return type(value).__name__
 
 
 @dataclass(frozen=True)

@@ -31,13 +31,14 @@ from typing import Any, NamedTuple, cast
 import numpy as np
 from numpy.typing import NDArray
 
-from vfm._validation import checked_job_id, first_bad, is_real, is_whole
+from vfm._validation import checked_job_id, first_bad
 from vfm.cluster._trace import Trace
 from vfm.cluster.gpu_types import PROFILED_TYPE, ClusterTypes
 from vfm.cluster.protocol import ReportsDiagnostics, SchedulingPolicy, TypedSchedulingPolicy
 from vfm.cluster.workload_model import Workload
 from vfm.errors import PolicyError, ValidationError
 from vfm.limits import MAX_ARRIVAL_ROUNDS
+from vfm.parameters import Constraint, Function, Instance, Optional, Real, Whole, check_parameters
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -279,14 +280,9 @@ def _first_round_at(arrival_s: float, round_s: float, at_least: int) -> int:
     return r
 
 
-def _check_arguments(workload: Workload, policy: SchedulingPolicy | TypedSchedulingPolicy, round_s: float | None,
-                     restart_s: float, max_rounds: int | None,
-                     progress: Callable[[int, int, int], None] | None) -> tuple[ClusterTypes, float]:
-    """`simulate`'s arguments checked before the first round: the workload's cluster (`gpus` V100s
-    for a workload without types) and the round length (default ``workload.round_s``)."""
-    if not isinstance(workload, Workload):
-        raise ValidationError(f"workload must be a vfm.cluster.Workload (load_workload or generate_workload makes "
-                              f"one), got {type(workload).__name__}")
+def _checked_policy(workload: Workload, policy: object) -> ClusterTypes:
+    """The workload's cluster, once `policy` is a policy object for it (a typed one for a cluster
+    of several types, built for that cluster)."""
     if isinstance(policy, type):
         raise ValidationError(f"policy must be a policy object, got the class {policy.__name__}; pass an instance "
                               f"for this workload's cluster, as {policy.__name__}({workload.gpus})")
@@ -302,22 +298,34 @@ def _check_arguments(workload: Workload, policy: SchedulingPolicy | TypedSchedul
         raise ValidationError(f"{type(policy).__name__} schedules a cluster of one GPU type, but the workload's "
                               f"cluster is {dict(cluster)}; use a policy with a `cluster` "
                               f"(vfm.cluster.TypedSchedulingPolicy)")
-    if progress is not None and not callable(progress):
-        raise ValidationError(f"progress must be a callable progress(round_index, finished_jobs, total_jobs) or "
-                              f"None, got {type(progress).__name__}")
-    if round_s is not None and not (is_real(round_s) and math.isfinite(round_s) and round_s > 0):
-        raise ValidationError(f"round_s must be a finite number of seconds > 0 or None (the workload's), "
-                              f"got {round_s!r}")
+    return cluster
+
+
+#: `simulate`'s own arguments' constraints (`vfm.parameters`); the policy and `restart_s` (within
+#: the round) are checked against the workload.
+_CONSTRAINTS: dict[str, Constraint] = {
+    "workload": Instance(Workload, "a vfm.cluster.Workload (load_workload or generate_workload makes one)"),
+    "progress": Optional(Function("a callable progress(round_index, finished_jobs, total_jobs)")),
+    "round_s": Optional(Real("a finite number of seconds > 0", lambda v: v > 0)),
+    "max_rounds": Optional(Whole("a positive whole number of rounds", lambda v: v >= 1)),
+}
+
+
+def _check_arguments(workload: Workload, policy: SchedulingPolicy | TypedSchedulingPolicy, round_s: float | None,
+                     restart_s: float, max_rounds: int | None,
+                     progress: Callable[[int, int, int], None] | None) -> tuple[ClusterTypes, float]:
+    """`simulate`'s arguments checked before the first round: the workload's cluster (`gpus` V100s
+    for a workload without types) and the round length (default ``workload.round_s``)."""
+    check_parameters({"workload": workload, "progress": progress, "round_s": round_s, "max_rounds": max_rounds},
+                     _CONSTRAINTS)
+    cluster = _checked_policy(workload, policy)
     round_s = workload.round_s if round_s is None else float(round_s)
-    if not (is_real(restart_s) and math.isfinite(restart_s) and 0 <= restart_s < round_s):
-        raise ValidationError(f"restart_s must be a number of seconds in [0, round_s = {round_s:g}), "
-                              f"got {restart_s!r}")
+    within = Real(f"a number of seconds in [0, round_s = {round_s:g})", lambda v: 0 <= v < round_s)
+    check_parameters({"restart_s": restart_s}, {"restart_s": within})
     if float(workload.arrival_s.max()) / round_s >= MAX_ARRIVAL_ROUNDS:
         raise ValidationError(f"round_s = {round_s:g} puts the last arrival more than {MAX_ARRIVAL_ROUNDS:.3g} "
                               f"rounds away, past the rounds whose starts are exact in floating point; use longer "
                               f"rounds")
-    if max_rounds is not None and (not is_whole(max_rounds) or max_rounds < 1):
-        raise ValidationError(f"max_rounds must be a positive integer, got {max_rounds!r}")
     _check_ids(workload)
     return cluster, round_s
 
