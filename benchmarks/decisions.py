@@ -191,7 +191,7 @@ def run_case(case: Case, max_jobs: int) -> list[Timed]:
         run.arrive_and_leave(round_index)
         replans = run.policy.replans
         started = time.perf_counter()
-        running = run.policy.next_round()
+        running = list(run.policy.next_round())
         seconds = time.perf_counter() - started
         made = run.policy.last_plan if run.policy.replans != replans else None
         details = {} if made is None else {"timings": dict(made.timings), "status": str(made.status),
@@ -208,7 +208,7 @@ def retimed(seed: int, round_index: int, max_jobs: int, repeats: int = RETIMES) 
     run = _Run(random_case(seed, max_jobs), max_jobs)
     for past in range(round_index):
         run.arrive_and_leave(past)
-        run.report(run.policy.next_round(), run.policy.options.round_s)
+        run.report(list(run.policy.next_round()), run.policy.options.round_s)
     run.arrive_and_leave(round_index)
     config, state = run.policy.config, run.policy.state
     best = float("inf")

@@ -92,7 +92,7 @@ class _Shadowed:
             state = replace(state, plan=self._plans[1])
         shadow_state, shadow = step(replace(config, options=config.options.updated(**self.options)), state)
         replans = self.policy.state.replans
-        served = self.policy.next_round()
+        served = list(self.policy.next_round())  # a cluster of one type: the job ids
         self._plans = (self.policy.state.plan, shadow_state.plan)
         self.decisions.append((frozenset(served), frozenset(shadow)))
         self.replanned.append(self.policy.state.replans != replans)

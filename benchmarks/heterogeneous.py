@@ -15,11 +15,11 @@ a proportional slice of the cluster (`vfm.cluster.proportional_isolated_s`).
 Workloads: the traces by name, or ``generated-<seed>`` (`GENERATED`: 120 jobs on 32 GPUs, the
 workloads the typed configuration's efficiency weight was chosen on with ``--efficiency``).
 
-Policies: ``vfm`` (`vfm.planner.TypedPolicy.shockwave`: goods (type, round), the reproduction's
+Policies: ``vfm`` (`vfm.planner.Policy.shockwave`: goods (type, round), the reproduction's
 configuration (20-round window, finish-time targets, priority relaxation, reserve, credit
 execution) with the efficiency weight chosen for types, `TYPED_SHOCKWAVE_EFFICIENCY`; its
 re-plans solved by `saa-ipm`), ``vfm-plain``
-(`vfm.planner.TypedPolicy`: the plain NSWOT program, credit execution), ``gavel``
+(`vfm.planner.Policy`: the plain NSWOT program, credit execution), ``gavel``
 (`vfm.cluster.typed_baselines.HeterogeneousMaxMinFairness`) and ``static_market``
 (`vfm.cluster.typed_baselines.HeterogeneousStaticMarket`: the one-round Fisher market over the
 types, equal budgets, through Gavel's round mechanism; the VFM without forecasts or a window).
@@ -56,7 +56,7 @@ from benchmarks._cli import OUTPUT_FOLDER, RESULTS, Parser, choice_list, number,
 from benchmarks._executors import make_executor
 from vfm.cluster import ClusterTypes, Workload, load_workload, simulate, summarize
 from vfm.cluster.generate import WorkloadSpec, generate_workload
-from vfm.cluster.protocol import TypedSchedulingPolicy
+from vfm.cluster.protocol import SchedulingPolicy
 from vfm.cluster.typed_baselines import (
     HeterogeneousFinishTimeFairness,
     HeterogeneousMaxMinFairness,
@@ -64,7 +64,7 @@ from vfm.cluster.typed_baselines import (
     HeterogeneousMinTotalDuration,
     HeterogeneousStaticMarket,
 )
-from vfm.planner import TypedPolicy
+from vfm.planner import Policy
 from vfm.planner.shockwave import GUARDS
 
 #: Mix name -> shares of the cluster's GPUs by type.
@@ -78,9 +78,9 @@ GENERATED = WorkloadSpec(jobs=120, gpus=32)
 METRICS = ("makespan_s", "avg_jct_s", "worst_ftf", "unfair_pct", "utilization")
 
 #: Policy name -> factory(cluster, round_s).
-POLICIES: dict[str, Callable[[ClusterTypes, float], TypedSchedulingPolicy]] = {
-    "vfm": lambda cluster, round_s: TypedPolicy.shockwave(cluster, round_s),
-    "vfm-plain": lambda cluster, round_s: TypedPolicy(cluster, rounds=20, round_s=round_s),
+POLICIES: dict[str, Callable[[ClusterTypes, float], SchedulingPolicy]] = {
+    "vfm": lambda cluster, round_s: Policy.shockwave(cluster, round_s),
+    "vfm-plain": lambda cluster, round_s: Policy(cluster, rounds=20, round_s=round_s),
     "gavel": lambda cluster, round_s: HeterogeneousMaxMinFairness(cluster, round_s),
     "static_market": lambda cluster, round_s: HeterogeneousStaticMarket(cluster, round_s),
     # Gavel's other heterogeneity-aware policies: only with --policies (not in the default run).
@@ -115,7 +115,7 @@ def run_one(name: str, mix: str, policy: str, jobs: int | None = None,
     the headline metrics and decision times."""
     job_set = mixed(name, mix, jobs)
     assert job_set.cluster is not None
-    policy_object = (TypedPolicy.shockwave(job_set.cluster, job_set.round_s, efficiency=efficiency)
+    policy_object = (Policy.shockwave(job_set.cluster, job_set.round_s, efficiency=efficiency)
                      if policy == "vfm" and efficiency is not None
                      else POLICIES[policy](job_set.cluster, job_set.round_s))
     sim = simulate(job_set, policy_object)
@@ -233,7 +233,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--workers", check=whole(1), default=2, help="parallel simulations (default 2)")
     parser.add_argument("--jobs", check=whole(1), help="simulate only each workload's first JOBS jobs (a slice)")
     parser.add_argument("--efficiency", check=number(0),
-                        help="kappa of the vfm policy (default: TypedPolicy.shockwave's)")
+                        help="kappa of the vfm policy (default: Policy.shockwave's)")
     parser.add_argument("--out", check=OUTPUT_FOLDER, default=RESULTS / "heterogeneous",
                         help="folder for the table, results.json and the plots (default results/heterogeneous)")
     args = parser.parse_args(argv)

@@ -1,11 +1,17 @@
-"""A cluster's GPUs by type: the known GPU types (`GPU_TYPES`) and `ClusterTypes`, a cluster's GPU
-count per type (a small frozen value).
+"""A cluster's GPUs by type: `ClusterTypes`, a cluster's GPU count per type (a small frozen
+value), of the types of some `vfm.gpu_profiles.GpuProfiles` (the shipped ones by default, whose
+types are `GPU_TYPES`).
 
 Both `vfm.cluster` (a workload's optional ``cluster``, the simulator, the typed baselines) and
-`vfm.planner` (`vfm.planner.TypedPolicy`, its checkpoints) take a `ClusterTypes`, so it lives here,
+`vfm.planner` (`vfm.planner.Policy`, its checkpoints) take a `ClusterTypes`, so it lives here,
 below both, and needs neither. `vfm.cluster.ClusterTypes`, `vfm.cluster.GPU_TYPES` and the same
 names in `vfm.cluster.gpu_types` are this module's objects, re-exported; `vfm.cluster.gpu_types`
-has each job's epoch times per type, from the throughput profiles whose columns `GPU_TYPES` names.
+has each job's epoch times per type, from the cluster's profiles (`ClusterTypes.profiles`).
+
+A cluster carries its profiles because they say what its type names mean: the speed order its
+types are kept in, the profiled type, and the throughputs the simulator turns epoch times with.
+A GPU type of the user's is a type of their own profiles (`GpuProfiles.with_type`), given as
+``ClusterTypes(counts, profiles=...)``.
 
 Examples
 --------
@@ -15,7 +21,8 @@ Examples
 >>> check_gpu_type("gpu_type", "a100")
 Traceback (most recent call last):
     ...
-vfm.errors.ValidationError: gpu_type: unknown GPU type 'a100'; the known types are v100, p100, k80
+vfm.errors.ValidationError: gpu_type: unknown GPU type 'a100'; the known types are v100, p100, k80 (a type of \
+your own: GpuProfiles.shipped().with_type(...), passed as profiles=)
 """
 
 from __future__ import annotations
@@ -30,55 +37,69 @@ from numpy.typing import NDArray
 
 from vfm._validation import is_whole, read_only
 from vfm.errors import ValidationError
+from vfm.gpu_profiles import GpuProfiles
 
 IntArray = NDArray[np.int64]
 
 __all__ = ["GPU_TYPES", "PROFILED_TYPE", "ClusterTypes", "check_gpu_type"]
 
-#: The GPU types of the throughput profiles (the file's ``types``), fastest first; the
-#: workloads' epoch times are times on the first.
-GPU_TYPES: tuple[str, ...] = ("v100", "p100", "k80")
+#: The GPU types of the shipped throughput profiles (`GpuProfiles.shipped`), fastest first.
+GPU_TYPES: tuple[str, ...] = GpuProfiles.shipped().types
 
-#: The type a workload's epoch times (`Job.isolated_s`, its regimes) are measured on; every other
-#: type's times follow from the throughput ratio to it, and a workload without types runs on it.
-PROFILED_TYPE: str = GPU_TYPES[0]
+#: The shipped profiles' profiled type: the type the shipped workloads' epoch times
+#: (`Job.isolated_s`, its regimes) are measured on, and the one a workload without types runs on.
+#: Code that has a cluster asks its profiles (``cluster.profiles.profiled``) instead.
+PROFILED_TYPE: str = GpuProfiles.shipped().profiled
 
 
-def check_gpu_type(name: str, gpu_type: Any) -> str:
-    """`gpu_type` if it is one of `GPU_TYPES`; else a `vfm.errors.ValidationError` that starts
-    with `name` (what the caller was given) and lists the known types."""
-    if not isinstance(gpu_type, str) or gpu_type not in GPU_TYPES:
-        raise ValidationError(f"{name}: unknown GPU type {gpu_type!r}; the known types are {', '.join(GPU_TYPES)}")
+def check_gpu_type(name: str, gpu_type: Any, profiles: GpuProfiles | None = None) -> str:
+    """`gpu_type` if it is one of the types of `profiles` (the shipped ones by default); else a
+    `vfm.errors.ValidationError` that starts with `name` (what the caller was given) and lists the
+    known types."""
+    known = _checked_profiles(profiles)
+    if not isinstance(gpu_type, str) or gpu_type not in known.types:
+        hint = " (a type of your own: GpuProfiles.shipped().with_type(...), passed as profiles=)" \
+            if profiles is None else ""
+        raise ValidationError(f"{name}: unknown GPU type {gpu_type!r}; the known types are "
+                              f"{', '.join(known.types)}{hint}")
     return gpu_type
 
 
 class ClusterTypes(Mapping[str, int]):
     """A cluster's GPUs by type: a read-only mapping GPU type -> count, validated on construction.
 
-    Types are kept in `GPU_TYPES` order (fastest first) whatever order they are given in, so two
-    clusters of the same counts are equal (and hash alike), and iteration, `types` and `counts`
-    agree.
+    **Order.** Types are kept in the speed order of the cluster's profiles (their
+    `~vfm.gpu_profiles.GpuProfiles.types`, fastest first; `GPU_TYPES` for the shipped ones)
+    whatever order they are given in, so two clusters of the same counts and profiles are equal
+    (and hash alike), and iteration, `types` and `counts` agree. A type of the user's goes where
+    its profiles put it (`GpuProfiles.with_type`'s ``before``).
 
     Parameters
     ----------
     counts : Mapping[str, int]
-        GPU type (one of `GPU_TYPES`) -> how many GPUs of it, each a positive whole number; at
-        least one type.
+        GPU type (one of the profiles' types) -> how many GPUs of it, each a positive whole
+        number; at least one type.
+    profiles : GpuProfiles, optional
+        The GPU types the names are of, their speed order and throughputs; the shipped profiles
+        (`GpuProfiles.shipped`) by default.
 
     Attributes
     ----------
     types : tuple of str
-        The cluster's types, in `GPU_TYPES` order.
+        The cluster's types, in the profiles' order.
     counts : ndarray of int, shape (len(types),)
         The count of each of `types`; read-only.
     total : int
         All the cluster's GPUs.
+    profiles : GpuProfiles
+        The profiles given (the shipped ones by default).
 
     Raises
     ------
     ValidationError
-        For a non-mapping, no types, an unknown type (naming it and the known ones) or a count
-        that is not a positive whole number (naming the type).
+        For a non-mapping, no types, an unknown type (naming it and the known ones), a count
+        that is not a positive whole number (naming the type), or `profiles` that are not a
+        `GpuProfiles`.
 
     Examples
     --------
@@ -86,42 +107,48 @@ class ClusterTypes(Mapping[str, int]):
     ClusterTypes({'v100': 8, 'k80': 4})
     >>> ClusterTypes.single(32).total
     32
+    >>> mine = GpuProfiles.shipped().with_type("t4", {"tacc": {"LM (batch size 10)|1": 60.0}}, before="k80")
+    >>> list(ClusterTypes({"k80": 4, "t4": 2, "v100": 8}, profiles=mine))
+    ['v100', 't4', 'k80']
     """
 
-    __slots__ = ("_counts", "_total", "_types")
+    __slots__ = ("_counts", "_profiles", "_total", "_types")
 
-    def __init__(self, counts: Mapping[str, int]) -> None:
+    def __init__(self, counts: Mapping[str, int], profiles: GpuProfiles | None = None) -> None:
+        known = _checked_profiles(profiles)
         if not isinstance(counts, Mapping):
-            raise ValidationError(f"counts must map GPU types ({', '.join(GPU_TYPES)}) to GPU counts, got "
+            raise ValidationError(f"counts must map GPU types ({', '.join(known.types)}) to GPU counts, got "
                                   f"{type(counts).__name__} {counts!r}")
         if not counts:
-            raise ValidationError(f"counts must give at least one GPU type ({', '.join(GPU_TYPES)}), got none")
+            raise ValidationError(f"counts must give at least one GPU type ({', '.join(known.types)}), got none")
         for gpu_type, count in counts.items():
-            check_gpu_type("counts", gpu_type)
+            check_gpu_type("counts", gpu_type, profiles)
             if not is_whole(count) or count < 1:
                 raise ValidationError(f"counts[{gpu_type!r}] must be a positive whole number of GPUs, got {count!r} "
                                       f"(leave a type out rather than giving it 0)")
-        types = tuple(t for t in GPU_TYPES if t in counts)
+        types = tuple(t for t in known.types if t in counts)
         self._types = types
+        self._profiles = profiles
         self._counts: IntArray = read_only(np.array([int(counts[t]) for t in types], dtype=np.int64))
-        self._total = int(self._counts.sum())
+        self._total = int(self._counts.sum())  # set last: it marks the value complete (`__setattr__`)
 
     @classmethod
-    def single(cls, gpus: int, gpu_type: str = PROFILED_TYPE) -> ClusterTypes:
-        """A homogeneous cluster: `gpus` GPUs of `gpu_type` (what a workload without a
-        ``cluster`` field is, on V100)."""
+    def single(cls, gpus: int, gpu_type: str | None = None, profiles: GpuProfiles | None = None) -> ClusterTypes:
+        """A homogeneous cluster: `gpus` GPUs of `gpu_type`, by default the profiles' profiled
+        type (what a workload without a ``cluster`` field is: V100 for the shipped profiles)."""
         _check_positive("gpus", gpus)
-        return cls({check_gpu_type("gpu_type", gpu_type): int(gpus)})
+        chosen = _checked_profiles(profiles).profiled if gpu_type is None else gpu_type
+        return cls({check_gpu_type("gpu_type", chosen, profiles): int(gpus)}, profiles)
 
     @classmethod
-    def split(cls, gpus: int, shares: Mapping[str, float]) -> ClusterTypes:
+    def split(cls, gpus: int, shares: Mapping[str, float], profiles: GpuProfiles | None = None) -> ClusterTypes:
         """`gpus` GPUs split across types by `shares`, in whole counts summing exactly to `gpus`.
 
         The rule is the largest remainder (Hamilton's method): type ``t``'s quota is
         ``gpus * shares[t] / sum(shares)``, computed exactly (as fractions); each type gets the
         whole part of its quota, and the GPUs left over go one each to the types of the largest
-        fractional parts, ties to the type first in `GPU_TYPES` (the faster). A type whose count
-        comes out 0 (a zero share, or too few GPUs to go round) is left out.
+        fractional parts, ties to the type first in the profiles' order (the faster). A type
+        whose count comes out 0 (a zero share, or too few GPUs to go round) is left out.
 
         Parameters
         ----------
@@ -129,6 +156,8 @@ class ClusterTypes(Mapping[str, int]):
             All the cluster's GPUs, a positive whole number.
         shares : Mapping[str, float]
             GPU type -> its share, finite and >= 0, at least one > 0; only the ratios matter.
+        profiles : GpuProfiles, optional
+            As for `ClusterTypes`.
 
         Examples
         --------
@@ -138,24 +167,26 @@ class ClusterTypes(Mapping[str, int]):
         {'v100': 3, 'k80': 7}
         """
         _check_positive("gpus", gpus)
+        known = _checked_profiles(profiles)
         if not isinstance(shares, Mapping) or not shares:
-            raise ValidationError(f"shares must map GPU types ({', '.join(GPU_TYPES)}) to their shares, got {shares!r}")
+            raise ValidationError(f"shares must map GPU types ({', '.join(known.types)}) to their shares, "
+                                  f"got {shares!r}")
         for gpu_type, share in shares.items():
-            check_gpu_type("shares", gpu_type)
+            check_gpu_type("shares", gpu_type, profiles)
             if isinstance(share, bool) or not isinstance(share, int | float | np.integer | np.floating) \
                     or not math.isfinite(share) or share < 0:
                 raise ValidationError(f"shares[{gpu_type!r}] must be a finite number >= 0, got {share!r}")
-        types = [t for t in GPU_TYPES if t in shares]
+        types = [t for t in known.types if t in shares]
         exact = [Fraction(float(shares[t])) for t in types]
         if sum(exact) == 0:
             raise ValidationError(f"shares must give some type a share > 0, got {dict(shares)!r}")
         quotas = [int(gpus) * s / sum(exact) for s in exact]
         counts = [math.floor(q) for q in quotas]
         left = int(gpus) - sum(counts)
-        # Largest fractional part first; `sorted` is stable, so ties keep GPU_TYPES order.
+        # Largest fractional part first; `sorted` is stable, so ties keep the profiles' order.
         for i in sorted(range(len(types)), key=lambda i: quotas[i] - counts[i], reverse=True)[:left]:
             counts[i] += 1
-        return cls({t: c for t, c in zip(types, counts, strict=True) if c > 0})
+        return cls({t: c for t, c in zip(types, counts, strict=True) if c > 0}, profiles)
 
     @property
     def types(self) -> tuple[str, ...]:
@@ -168,6 +199,10 @@ class ClusterTypes(Mapping[str, int]):
     @property
     def total(self) -> int:
         return self._total
+
+    @property
+    def profiles(self) -> GpuProfiles:
+        return GpuProfiles.shipped() if self._profiles is None else self._profiles
 
     def __getitem__(self, gpu_type: str) -> int:
         if gpu_type not in self._types:
@@ -182,19 +217,35 @@ class ClusterTypes(Mapping[str, int]):
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, ClusterTypes):
-            return self._types == other._types and bool((self._counts == other._counts).all())
+            return (self._types == other._types and bool((self._counts == other._counts).all())
+                    and self.profiles == other.profiles)
         return super().__eq__(other)
 
     def __hash__(self) -> int:
         return hash((self._types, tuple(self._counts.tolist())))
 
     def __repr__(self) -> str:
-        return f"ClusterTypes({dict(self)!r})"
+        if self._profiles is None or self._profiles == GpuProfiles.shipped():
+            return f"ClusterTypes({dict(self)!r})"
+        return f"ClusterTypes({dict(self)!r}, profiles={self._profiles!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (ClusterTypes, (dict(self), self._profiles))
 
     def __setattr__(self, name: str, value: Any) -> None:
         if hasattr(self, "_total"):
             raise AttributeError(f"ClusterTypes is read-only; cannot set {name!r}")
         super().__setattr__(name, value)
+
+
+def _checked_profiles(profiles: Any) -> GpuProfiles:
+    """`profiles`, or the shipped ones for None; a `ValidationError` for anything else."""
+    if profiles is None:
+        return GpuProfiles.shipped()
+    if not isinstance(profiles, GpuProfiles):
+        raise ValidationError(f"profiles must be a vfm.cluster.GpuProfiles (e.g. GpuProfiles.shipped().with_type(...)) "
+                              f"or None, got {type(profiles).__name__} {profiles!r}")
+    return profiles
 
 
 def _check_positive(name: str, value: Any) -> None:

@@ -31,6 +31,7 @@ __all__ = [
     "Anything",
     "Boolean",
     "Constraint",
+    "Either",
     "Function",
     "Instance",
     "OneOf",
@@ -171,6 +172,25 @@ class Optional:
 
     def shown(self, value: Any) -> str:
         return self.inner.shown(value)
+
+
+@dataclass(frozen=True)
+class Either:
+    """`first` or `second` (say, a count or an object that holds one); a violation is shown as
+    `first` shows it."""
+
+    first: Constraint
+    second: Constraint
+
+    @property
+    def says(self) -> str:
+        return f"{self.first.says} or {self.second.says}"
+
+    def admits(self, value: Any) -> bool:
+        return self.first.admits(value) or self.second.admits(value)
+
+    def shown(self, value: Any) -> str:
+        return self.first.shown(value)
 
 
 def check_parameters(values: Mapping[str, Any], constraints: Mapping[str, Constraint]) -> None:

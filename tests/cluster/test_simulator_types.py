@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vfm.cluster import (
+    ClusterAware,
     ClusterTypes,
     SchedulingPolicy,
-    TypedSchedulingPolicy,
     Workload,
     epoch_seconds_by_type,
     isolated_s_by_type,
@@ -208,9 +208,9 @@ def test_a_job_no_type_can_run_is_named_before_the_run() -> None:
 
 def test_a_homogeneous_policy_on_a_mixed_cluster_and_a_policy_for_another_cluster_are_refused() -> None:
     workload = _on(load_workload("shockwave_120jobs_32gpus").head(4), {"v100": 16, "k80": 16})
-    with pytest.raises(ValidationError, match=r"Fifo schedules a cluster of one GPU type.*TypedSchedulingPolicy"):
+    with pytest.raises(ValidationError, match=r"Fifo schedules a cluster of one GPU type.*ClusterAware"):
         simulate(workload, Fifo(32))
     with pytest.raises(ValidationError, match=r"policy.cluster is .* but the workload's cluster is"):
         simulate(workload, FastestFree(ClusterTypes({"v100": 32})))
-    assert isinstance(FastestFree(workload.cluster), TypedSchedulingPolicy)
-    assert not isinstance(Fifo(32), TypedSchedulingPolicy)
+    assert isinstance(FastestFree(workload.cluster), ClusterAware)
+    assert not isinstance(Fifo(32), ClusterAware)

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from scipy.optimize import linprog
 
 import vfm
-from vfm.cluster import GPU_TYPES, ClusterTypes, TypedSchedulingPolicy, load_workload, simulate
+from vfm.cluster import GPU_TYPES, ClusterAware, ClusterTypes, load_workload, simulate
 from vfm.cluster import typed_market as typed_baselines_module
 from vfm.cluster.baselines import (
     FinishTimeFairness,
@@ -316,7 +316,7 @@ def run_within_counts(workload: Any, policy: HeterogeneousMaxMinFairness) -> Any
 def test_a_mixed_cluster_runs_to_the_end_within_each_types_count() -> None:
     workload = mixed_workload()
     policy = HeterogeneousMaxMinFairness(workload.cluster, workload.round_s)
-    assert isinstance(policy, TypedSchedulingPolicy)
+    assert isinstance(policy, ClusterAware)
     sim = run_within_counts(workload, policy)
     assert {u for r in sim.rounds for u in r.types} == {"v100", "p100", "k80"}
     # Reusing the allocation while nothing changed gives the schedule of a fresh solve every round.
@@ -584,7 +584,7 @@ def test_the_static_market_runs_to_the_end_on_a_mixed_cluster() -> None:
     trace = load_workload("shockwave_120jobs_32gpus").head(16)
     workload = dataclasses.replace(trace, cluster=ClusterTypes({"v100": 12, "p100": 10, "k80": 10}), gpus=32)
     policy = TYPED_BASELINES["heterogeneous_static_market"](workload.cluster, workload.round_s, 0)
-    assert isinstance(policy, HeterogeneousStaticMarket) and isinstance(policy, TypedSchedulingPolicy)
+    assert isinstance(policy, HeterogeneousStaticMarket) and isinstance(policy, ClusterAware)
     sim = run_within_counts(workload, policy)
     assert policy.solves > 0 and policy.lps == 0
     # Reusing the allocation while nothing changed gives the schedule of a fresh solve every round.
@@ -774,7 +774,7 @@ def test_the_new_policies_run_to_the_end_on_a_mixed_cluster(policy_class: type[H
     trace = load_workload("shockwave_120jobs_32gpus").head(16)
     workload = dataclasses.replace(trace, cluster=ClusterTypes({"v100": 12, "p100": 10, "k80": 10}), gpus=32)
     policy = TYPED_BASELINES[policy_class.name](workload.cluster, workload.round_s, 0)
-    assert type(policy) is policy_class and isinstance(policy, TypedSchedulingPolicy)
+    assert type(policy) is policy_class and isinstance(policy, ClusterAware)
     run_within_counts(workload, policy)
 
 

@@ -1,4 +1,4 @@
-"""Checkpoints of `Policy` and `TypedPolicy`: round trips, and what `restore` refuses."""
+"""Checkpoints of `Policy`, on one GPU type and on several: round trips, and what `restore` refuses."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from vfm.cluster import ClusterTypes
 from vfm.errors import ValidationError
 from vfm.forecast import PopulationForecaster
-from vfm.planner import Policy, TypedPolicy
+from vfm.planner import Policy
 from vfm.planner import checkpoint_config as checkpoints
 from vfm.planner.policy import PolicyState
 
@@ -36,7 +36,7 @@ def _run(policy: Policy, rounds: int) -> list[list[Any]]:
     return served
 
 
-def _run_typed(policy: TypedPolicy, rounds: int) -> list[dict[Any, str]]:
+def _run_typed(policy: Policy, rounds: int) -> list[dict[Any, str]]:
     """Each running job finishes one epoch per round."""
     served = []
     for _ in range(rounds):
@@ -56,8 +56,8 @@ def _loaded(capacity: int = 4, fairness: bool = True, rounds: int = 3) -> Policy
     return policy
 
 
-def _typed() -> TypedPolicy:
-    policy = TypedPolicy.shockwave(TYPES, rounds=4)
+def _typed() -> Policy:
+    policy = Policy.shockwave(TYPES, rounds=4)
     for k, gpus in enumerate([1, 2, 1, 2]):
         policy.add_job(("job", k), gpus, {"v100": {32: 60.0, 64: 40.0}, "k80": {32: 150.0 + 20 * k, 64: 90.0}},
                        epochs=12 + k)
@@ -123,7 +123,7 @@ def test_a_state_without_a_plan_carries_its_jobs_into_the_next_plan() -> None:
 def test_a_restored_typed_policy_has_no_plan_and_replans_at_its_next_round() -> None:
     policy = _typed()
     state = policy.state
-    restored = TypedPolicy.shockwave(TYPES, rounds=4)
+    restored = Policy.shockwave(TYPES, rounds=4)
     restored.restore(policy.checkpoint())
     assert restored.last_plan is None and restored.state.carried == tuple(state.jobs)
     np.testing.assert_array_equal(restored.state.credit, [state.credit[state.carried.index(j)] for j in state.jobs])
@@ -136,7 +136,7 @@ def test_a_restored_typed_policy_has_no_plan_and_replans_at_its_next_round() -> 
 def test_a_typed_policy_checkpoints_and_restores() -> None:
     policy = _typed()
     text = policy.checkpoint()
-    restored = TypedPolicy.shockwave(TYPES, rounds=4)
+    restored = Policy.shockwave(TYPES, rounds=4)
     restored.restore(json.loads(text))  # the parsed dict is accepted too
     assert restored.checkpoint() == text
     policy.restore(text)
@@ -291,21 +291,26 @@ def test_nan_in_checkpoint_text_is_refused() -> None:
         Policy.shockwave(4, rounds=6).restore(text)
 
 
-def test_a_typed_policys_state_or_checkpoint_is_refused_by_a_policy_and_vice_versa() -> None:
+def test_a_checkpoint_on_several_types_and_one_on_one_type_are_refused_by_each_other() -> None:
     typed = _typed()
     policy = Policy.shockwave(TYPES.total, rounds=4)
-    with pytest.raises(ValidationError, match="TypedPolicy's"):
+    with pytest.raises(ValidationError, match="the state's plan places jobs on GPU types; this policy's cluster "
+                                              "has one type"):
         policy.restore(typed.state)
-    with pytest.raises(ValidationError, match="policy of the checkpoint is 'TypedPolicy'"):
+    with pytest.raises(ValidationError, match=r"config of the checkpoint differs from this policy's: .*cluster"):
         policy.restore(typed.checkpoint())
     plain = Policy(TYPES.total, rounds=4)
     plain.add_job("a", 1, REGIMES, 9)
-    with pytest.raises(ValidationError, match="policy of the checkpoint is 'Policy'"):
-        TypedPolicy.shockwave(TYPES, rounds=4).restore(plain.checkpoint())
-    with pytest.raises(ValidationError, match="a TypedPolicy restores from its checkpoint"):
-        TypedPolicy.shockwave(TYPES, rounds=4).restore(typed.state)  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match=r"config of the checkpoint differs from this policy's: .*cluster"):
+        Policy.shockwave(TYPES, rounds=4).restore(plain.checkpoint())
+    with pytest.raises(ValidationError, match="a policy on several GPU types restores from its checkpoint"):
+        Policy.shockwave(TYPES, rounds=4).restore(typed.state)
     with pytest.raises(ValidationError, match=r"cluster\.k80=2 in the checkpoint, 1 in this policy"):
-        TypedPolicy.shockwave(ClusterTypes({"v100": 2, "k80": 1}), rounds=4).restore(typed.checkpoint())
+        Policy.shockwave(ClusterTypes({"v100": 2, "k80": 1}), rounds=4).restore(typed.checkpoint())
+    document = json.loads(typed.checkpoint())
+    document["policy"] = "Scheduler"
+    with pytest.raises(ValidationError, match="policy of the checkpoint is 'Scheduler', expected 'Policy'"):
+        _typed().restore(document)
 
 
 def test_a_state_or_checkpoint_of_another_configuration_is_refused_naming_what_differs() -> None:

@@ -23,7 +23,7 @@ from vfm.equilibrium import Status
 from vfm.errors import ValidationError
 from vfm.forecast import DirichletForecaster
 from vfm.limits import MAX_BUDGET, MAX_JOB_EPOCHS, MAX_JOB_SECONDS
-from vfm.planner import Policy, TypedPolicy
+from vfm.planner import Policy
 from vfm.planner import policy as policy_module
 from vfm.planner.policy import Decision
 
@@ -128,10 +128,10 @@ def test_threads_removing_reporting_and_serving_rounds_keep_the_policy_consisten
 
 
 def test_typed_policy_threads_lose_no_arrival():
-    policy = TypedPolicy(ClusterTypes({"v100": 2, "k80": 2}), rounds=3)
+    policy = Policy(ClusterTypes({"v100": 2, "k80": 2}), rounds=3)
     _in_threads(lambda t: [policy.add_job(f"{t}-{k}", 1, {"v100": {32: 10.0}, "k80": {32: 20.0}}, 5)
                            for k in range(300)], threads=4)
-    assert len(policy.jobs) == 1200 and len(policy._typed) == 1200
+    assert len(policy.jobs) == 1200 and len(policy._speeds) == 1200
 
 
 # Each thread's script: events on its own jobs, ("add", k, epochs), ("report", k, n) or ("remove", k).

@@ -10,7 +10,7 @@ from vfm.cluster.generate import WorkloadSpec, generate_workload
 from vfm.cluster.metrics import longest_wait_rounds
 from vfm.errors import ValidationError
 from vfm.forecast import JobStates
-from vfm.planner import JobTerms, Policy, TypedPolicy, plan
+from vfm.planner import JobTerms, Policy, plan
 from vfm.planner.program import above_floor
 
 # Job 3 has done most of its work: without a floor the program gives it nothing in this window.
@@ -73,7 +73,7 @@ def test_bad_floors_are_named(options, message):
 
 
 def test_a_floor_is_refused_on_gpu_types():
-    with pytest.raises(ValidationError, match="service_floor and wait_limit apply to one GPU type"):
-        TypedPolicy(ClusterTypes({"v100": 2, "k80": 2}), service_floor=0.1)
-    with pytest.raises(ValidationError, match="service_floor and wait_limit apply to one GPU type"):
+    with pytest.raises(ValidationError, match=r"service_floor and wait_limit apply to (a cluster of )?one GPU type"):
+        Policy(ClusterTypes({"v100": 2, "k80": 2}), service_floor=0.1)
+    with pytest.raises(ValidationError, match=r"service_floor and wait_limit apply to (a cluster of )?one GPU type"):
         plan(STATES, GPUS, [3, 3], rounds=4, terms=JobTerms(speed=np.ones((4, 2))), service_floor=0.1)

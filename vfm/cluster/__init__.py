@@ -12,8 +12,8 @@ and the baselines.
   optionally uncertain adaptation, `Uncertainty`) and resampling of traces onto other loads,
   clusters and gang mixes (`resample_workload`).
 - `vfm.cluster.protocol`: `SchedulingPolicy`, the interface a scheduler drives (every policy
-  here implements it, `vfm.planner.Policy` included), and `TypedSchedulingPolicy`, its form for
-  clusters of several GPU types (a policy with a `cluster` places each job on a type);
+  here implements it, `vfm.planner.Policy` included), on one GPU type or several;
+  `ClusterAware`, the optional `cluster` of a policy that places each job on a type, and
   `ReportsDiagnostics`, the optional method by which a policy says how it decided a round.
 - `vfm.cluster.simulator`: `simulate` runs a policy on a workload round by round.
 - `vfm.cluster.metrics`: makespan, JCT, finish-time fairness, utilization; `summarize`.
@@ -49,6 +49,7 @@ from vfm.cluster.gpu_types import (
     GPU_TYPES,
     PROFILED_TYPE,
     ClusterTypes,
+    GpuProfiles,
     epoch_seconds_by_type,
     fastest_isolated_s,
     isolated_s_by_type,
@@ -57,7 +58,7 @@ from vfm.cluster.gpu_types import (
     type_regimes,
 )
 from vfm.cluster.metrics import summarize
-from vfm.cluster.protocol import ReportsDiagnostics, SchedulingPolicy, TypedSchedulingPolicy
+from vfm.cluster.protocol import ClusterAware, ReportsDiagnostics, SchedulingPolicy
 from vfm.cluster.simulator import Round, Simulation, simulate
 from vfm.cluster.typed_baselines import (
     TYPED_BASELINES,
@@ -74,7 +75,9 @@ __all__ = [
     "GPU_TYPES",
     "PROFILED_TYPE",
     "TYPED_BASELINES",
+    "ClusterAware",
     "ClusterTypes",
+    "GpuProfiles",
     "HeterogeneousFinishTimeFairness",
     "HeterogeneousMaxMinFairness",
     "HeterogeneousMaxSumThroughput",
@@ -85,7 +88,6 @@ __all__ = [
     "Round",
     "SchedulingPolicy",
     "Simulation",
-    "TypedSchedulingPolicy",
     "Uncertainty",
     "Workload",
     "WorkloadArrays",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from vfm.cluster.gpu_types import PROFILED_TYPE, ClusterTypes, type_profile
+from vfm.cluster.gpu_types import ClusterTypes, type_profile
 from vfm.cluster.workload_model import Workload
 
 FloatArray = NDArray[np.float64]
@@ -33,19 +33,21 @@ class Trace:
         self.gpus = np.array([job.gpus for job in jobs], dtype=np.int64)
         self.batch_size = np.concatenate([job.batch_size for job in jobs])
         self.offset = np.cumsum(self.epochs) - self.epochs
+        # The type the workload's epoch times are measured on: the cluster's profiles say which.
+        measured_on = cluster.profiles.profiled
         # Each job's profile on the types, computed once (with throughput profiles and several types).
-        profiles = (None if cluster.types == (PROFILED_TYPE,) or workload.throughputs is None
+        profiles = (None if cluster.types == (measured_on,) or workload.throughputs is None
                     else [type_profile(job, workload.throughputs, cluster) for job in jobs])
         told: list[dict[str, dict[float, float]]]
         if profiles is not None:
             seconds = np.concatenate([profile.seconds for profile in profiles], axis=1)
             isolated = np.stack([profile.isolated_s for profile in profiles], axis=1)
             told = [profile.regimes for profile in profiles]
-        else:  # one type, or no profiles to carry the V100 times over with: V100 only
-            rows = np.asarray(cluster.types)[:, None] == PROFILED_TYPE
+        else:  # one type, or no profiles to carry the measured times over with: that type only
+            rows = np.asarray(cluster.types)[:, None] == measured_on
             seconds = np.where(rows, np.concatenate([job.epoch_s for job in jobs])[None, :], np.inf)
             isolated = np.where(rows, workload.isolated_s[None, :], np.inf)
-            told = [{PROFILED_TYPE: job.regimes} if PROFILED_TYPE in cluster.types else {} for job in jobs]
+            told = [{measured_on: job.regimes} if measured_on in cluster.types else {} for job in jobs]
         runs = np.isfinite(seconds)
         self.seconds = np.where(runs, seconds, 0.0)
         self.ends = np.cumsum(self.seconds, axis=1)
@@ -57,7 +59,8 @@ class Trace:
         listed = np.array([[t in regimes for regimes in told] for t in cluster.types], dtype=bool)
         self.hosts = (np.logical_and.reduceat(runs, self.offset, axis=1) & listed.reshape(len(cluster), -1)
                       & (self.gpus[None, :] <= cluster.counts[:, None]))
-        # Seconds alone on each type (`isolated_s_by_type`: the workload's own isolated_s on V100).
+        # Seconds alone on each type (`isolated_s_by_type`: the workload's own isolated_s on the
+        # profiled type).
         self.isolated_s = np.where(self.hosts, isolated, np.inf)
         # What a typed policy is told of each job: its regimes on each type that hosts it.
         self.regimes = [{t: r for t, r in regimes.items() if self.hosts[cluster.types.index(t), j]}
@@ -65,15 +68,15 @@ class Trace:
         # Each job's isolated time on the slowest type that hosts it (`default_max_rounds`).
         self.slowest_s = np.where(np.isfinite(self.isolated_s), self.isolated_s, 0.0).max(axis=0)
         # Each job's finish-time-fairness reference (`proportional_isolated_s`; on one type its
-        # isolated time; without throughput profiles, V100 time over V100's share of the GPUs),
-        # inf where no type hosts it.
+        # isolated time; without throughput profiles, the profiled type's time over its share of
+        # the GPUs), inf where no type hosts it.
         if len(cluster) == 1:
             self.reference_s = self.isolated_s[0]
         elif profiles is not None:
             self.reference_s = np.array([profile.proportional_s(job.gpus, cluster)
                                          for profile, job in zip(profiles, jobs, strict=True)])
         else:
-            share = cluster[PROFILED_TYPE] / cluster.total if PROFILED_TYPE in cluster.types else 0.0
+            share = cluster[measured_on] / cluster.total if measured_on in cluster.types else 0.0
             with np.errstate(divide="ignore"):
                 self.reference_s = np.where(self.hosts.any(axis=0), workload.isolated_s / share, np.inf)
 

@@ -94,7 +94,7 @@ import numpy as np
 
 from vfm._validation import is_whole
 from vfm.cluster.artifact._adaptation import LARGEST, SCALED, accordion_critical, gns_schedules
-from vfm.cluster.gpu_types import PROFILED_TYPE, ClusterTypes, throughput_table
+from vfm.cluster.gpu_types import ClusterTypes, throughput_table
 from vfm.cluster.workload import epoch_records, load_workload
 from vfm.cluster.workload_model import Job, Workload, derived_profile
 from vfm.cluster.workload_reader import workload_from_dict
@@ -295,7 +295,7 @@ def generate_workload(spec: WorkloadSpec, seed: int | np.random.SeedSequence = 0
     if name is not None and not isinstance(name, str):
         raise ValidationError(f"name must be a string or None, got {type(name).__name__} {name!r}")
     rng = np.random.default_rng(seed)
-    table = throughput_table(spec.throughputs, PROFILED_TYPE)
+    table = throughput_table(spec.throughputs)  # on the profiled type, which the epoch times are of
     drawn = _draw_jobs(rng, spec, table)
     uncertainty = spec.uncertainty or Uncertainty()
     # Drawn apart from `rng`, so that the jobs above and below are the same with or without it.
@@ -360,7 +360,7 @@ def resample_workload(source: Workload | str | Path, spec: WorkloadSpec,
     _check_seed(seed)
     workload = source if isinstance(source, Workload) else load_workload(source)
     rng = np.random.default_rng(seed)
-    table = throughput_table(workload.throughputs or spec.throughputs, PROFILED_TYPE)
+    table = throughput_table(workload.throughputs or spec.throughputs)  # on the profiled type
     gang_sizes = [g for g, _ in spec.gang_weights]
     # speed[g][j]: job j's speed-up moving from its own gang to g (None: cannot), per epoch and
     # then per entry of its told profile when it carries one (`told[j]`).
@@ -402,7 +402,9 @@ def resample_workload(source: Workload | str | Path, spec: WorkloadSpec,
         jobs.append(record)
     label = name or f"{workload.name}-resampled-{spec.jobs}jobs-{spec.gpus}gpus-seed{seed}"
     # A source with GPU types keeps its mix: `spec.gpus` split in the source's proportions.
-    cluster = {} if workload.cluster is None else {
-        "cluster": dict(ClusterTypes.split(spec.gpus, {t: float(c) for t, c in workload.cluster.items()}))}
+    profiles = None if workload.cluster is None else workload.cluster.profiles
+    cluster = {} if workload.cluster is None else {"cluster": dict(ClusterTypes.split(
+        spec.gpus, {t: float(c) for t, c in workload.cluster.items()}, profiles=profiles))}
     return workload_from_dict({"name": label, "gpus": spec.gpus, "round_s": spec.round_s,
-                               "throughputs": workload.throughputs or spec.throughputs, "jobs": jobs, **cluster})
+                               "throughputs": workload.throughputs or spec.throughputs, "jobs": jobs, **cluster},
+                              profiles=profiles)

@@ -33,8 +33,8 @@ from numpy.typing import NDArray
 
 from vfm._validation import checked_job_id, first_bad
 from vfm.cluster._trace import Trace
-from vfm.cluster.gpu_types import PROFILED_TYPE, ClusterTypes
-from vfm.cluster.protocol import ReportsDiagnostics, SchedulingPolicy, TypedSchedulingPolicy
+from vfm.cluster.gpu_types import ClusterTypes
+from vfm.cluster.protocol import ClusterAware, ReportsDiagnostics, SchedulingPolicy
 from vfm.cluster.workload_model import Workload
 from vfm.errors import PolicyError, ValidationError
 from vfm.limits import MAX_ARRIVAL_ROUNDS
@@ -48,8 +48,9 @@ __all__ = ["Round", "Simulation", "default_max_rounds", "simulate"]
 
 
 class Round(NamedTuple):
-    """One simulated round: its start, the jobs holding GPUs in it (the policy's order) and, on a
-    cluster scheduled by type (`TypedSchedulingPolicy`), the type each of them ran on (else empty)."""
+    """One simulated round: its start, the jobs holding GPUs in it (the policy's order) and, when the
+    policy placed them on types (an answer that maps jobs to types), the type each of them ran on
+    (empty for a list of job ids, which run on the cluster's one type)."""
 
     start_s: float
     jobs: tuple[Hashable, ...]
@@ -209,14 +210,15 @@ def _who(policy: object, round_index: int) -> str:
     return f"{type(policy).__name__}.next_round() in round {round_index}"
 
 
-def _answered(answer: Any, who: str, typed: bool) -> tuple[Any, list[Any] | None]:
-    """A typed policy's mapping job id -> type as its jobs and their types; a one-type policy's
-    list of job ids as it is, with no types: each job runs on the cluster's one type."""
-    if not typed:
-        return answer, None
-    if not isinstance(answer, Mapping):
-        raise PolicyError(f"{who} must return a mapping job id -> GPU type, got {type(answer).__name__}")
-    return list(answer.keys()), list(answer.values())
+def _answered(answer: Any, who: str, cluster: ClusterTypes) -> tuple[Any, list[Any] | None]:
+    """An answer as its jobs and their types: a mapping job id -> type as its keys and values; on a
+    cluster of one type, a list of job ids as it is, with no types (each runs on that type)."""
+    if isinstance(answer, Mapping):
+        return list(answer.keys()), list(answer.values())
+    if len(cluster) > 1:
+        raise PolicyError(f"{who} must return a mapping job id -> GPU type on a cluster of several types "
+                          f"({', '.join(cluster.types)}), got {type(answer).__name__}")
+    return answer, None
 
 
 def _check_placement(answer: Any, run: _Run, round_index: int, present: NDArray[np.bool_],
@@ -225,7 +227,7 @@ def _check_placement(answer: Any, run: _Run, round_index: int, present: NDArray[
     jobs, then the types: known, able to run the job, within each type's count)."""
     policy, trace, cluster = run.policy, run.trace, run.cluster
     who = _who(policy, round_index)
-    jobs, told = _answered(answer, who, run.typed)
+    jobs, told = _answered(answer, who, cluster)
     picked = checked_answer(jobs, policy, round_index, run.index_of, present, finished, trace.gpus, cluster.total)
     types = [cluster.types[0]] * picked.size if told is None else told
     placed = np.empty(picked.size, dtype=np.int64)
@@ -281,8 +283,8 @@ def _first_round_at(arrival_s: float, round_s: float, at_least: int) -> int:
 
 
 def _checked_policy(workload: Workload, policy: object) -> ClusterTypes:
-    """The workload's cluster, once `policy` is a policy object for it (a typed one for a cluster
-    of several types, built for that cluster)."""
+    """The workload's cluster, once `policy` is a policy object for it (built for that cluster, if
+    `ClusterAware`; else the workload's cluster must be of the profiled type alone)."""
     if isinstance(policy, type):
         raise ValidationError(f"policy must be a policy object, got the class {policy.__name__}; pass an instance "
                               f"for this workload's cluster, as {policy.__name__}({workload.gpus})")
@@ -290,14 +292,14 @@ def _checked_policy(workload: Workload, policy: object) -> ClusterTypes:
         raise ValidationError(f"policy must implement vfm.cluster.SchedulingPolicy (add_job, remove_job, "
                               f"report_progress, next_round), got {type(policy).__name__}")
     cluster = workload.cluster if workload.cluster is not None else ClusterTypes.single(workload.gpus)
-    typed = isinstance(policy, TypedSchedulingPolicy)
-    if isinstance(policy, TypedSchedulingPolicy) and policy.cluster != cluster:
+    typed = isinstance(policy, ClusterAware)
+    if isinstance(policy, ClusterAware) and policy.cluster != cluster:
         raise ValidationError(f"policy.cluster is {policy.cluster!r} but the workload's cluster is {cluster!r}; "
                               f"build the policy for the workload's cluster")
-    if not typed and cluster.types != (PROFILED_TYPE,):
+    if not typed and cluster.types != (cluster.profiles.profiled,):
         raise ValidationError(f"{type(policy).__name__} schedules a cluster of one GPU type, but the workload's "
                               f"cluster is {dict(cluster)}; use a policy with a `cluster` "
-                              f"(vfm.cluster.TypedSchedulingPolicy)")
+                              f"(vfm.cluster.ClusterAware)")
     return cluster
 
 
@@ -311,7 +313,7 @@ _CONSTRAINTS: dict[str, Constraint] = {
 }
 
 
-def _check_arguments(workload: Workload, policy: SchedulingPolicy | TypedSchedulingPolicy, round_s: float | None,
+def _check_arguments(workload: Workload, policy: SchedulingPolicy, round_s: float | None,
                      restart_s: float, max_rounds: int | None,
                      progress: Callable[[int, int, int], None] | None) -> tuple[ClusterTypes, float]:
     """`simulate`'s arguments checked before the first round: the workload's cluster (`gpus` V100s
@@ -351,7 +353,7 @@ class _Run:
 def _prepare(workload: Workload, policy: SchedulingPolicy, cluster: ClusterTypes, round_s: float,
              restart_s: float, max_rounds: int | None) -> _Run:
     """The fixed part of a run on checked arguments, or a ValidationError for a job no type can run."""
-    typed = isinstance(policy, TypedSchedulingPolicy)
+    typed = isinstance(policy, ClusterAware)
     trace = Trace(workload, cluster)
     if max_rounds is None:
         max_rounds = _rounds_bound(workload, trace.slowest_s, round_s, restart_s)
@@ -420,7 +422,8 @@ def _plan_round(run: _Run, state: _State, round_index: int, start: float) -> tup
     state.planner_busy.append(bool(present.any()))
     picked, placed = _check_placement(answer, run, round_index, present, state.finished)
     state.rounds.append(Round(start, tuple(run.ids[j] for j in picked.tolist()),
-                              tuple(run.cluster.types[k] for k in placed.tolist()) if run.typed else ()))
+                              tuple(run.cluster.types[k] for k in placed.tolist()) if isinstance(answer, Mapping)
+                              else ()))
     return picked, placed
 
 
@@ -512,7 +515,7 @@ def _recorded(run: _Run, state: _State) -> Simulation:
     )
 
 
-def simulate(workload: Workload, policy: SchedulingPolicy | TypedSchedulingPolicy, *, round_s: float | None = None,
+def simulate(workload: Workload, policy: SchedulingPolicy, *, round_s: float | None = None,
              restart_s: float = 20.0, max_rounds: int | None = None,
              progress: Callable[[int, int, int], None] | None = None) -> Simulation:
     """Run `policy` on `workload`, round by round, until every job has finished.

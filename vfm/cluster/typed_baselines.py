@@ -13,7 +13,7 @@ This module gathers them; each concept lives in its own module:
   `finish_time_fairness_allocation` (a cone program, CVXPY and Clarabel),
   `max_sum_throughput_allocation` and `min_total_duration_allocation` (one HiGHS LP each);
 - `vfm.cluster.typed_rounds`: Gavel's round mechanism, `TypedRoundPolicy` (a
-  `vfm.cluster.protocol.TypedSchedulingPolicy`): every round the allocation `X` (jobs x types),
+  `vfm.cluster.ClusterAware` policy): every round the allocation `X` (jobs x types),
   then per-(job, type) priorities ``X_ik / (share of type k's time job i received)``, deficits as
   tie-breakers, type by type (fastest first), whole gangs first-fit, each job on at most one
   type; then work conservation. `HeterogeneousMaxMinFairness` runs it on `max_min_allocation`;

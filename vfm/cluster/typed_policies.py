@@ -34,7 +34,7 @@ class HeterogeneousStaticMarket(TypedRoundPolicy):
     """The static Fisher market over GPU types, round by round: `static_market_allocation` + Gavel's
     typed rounds.
 
-    A `vfm.cluster.protocol.TypedSchedulingPolicy`: `TypedRoundPolicy`'s rounds (and constructor,
+    A `vfm.cluster.ClusterAware` policy: `TypedRoundPolicy`'s rounds (and constructor,
     ``cluster, round_s, seed``) on another allocation. Each round ``X`` is the equilibrium of the
     one-round market over the cluster's types (every present job a buyer with budget 1, utility the
     fraction of its epochs a round gives it, ``sum_k r_ik y_ik / E_i`` at its current epoch-time
@@ -88,7 +88,7 @@ class HeterogeneousFinishTimeFairness(TypedRoundPolicy):
     """Gavel's heterogeneity-aware finish-time fairness: `finish_time_fairness_allocation` + Gavel's
     typed rounds.
 
-    A `vfm.cluster.protocol.TypedSchedulingPolicy`: `TypedRoundPolicy`'s rounds (and constructor,
+    A `vfm.cluster.ClusterAware` policy: `TypedRoundPolicy`'s rounds (and constructor,
     ``cluster, round_s, seed``) on another allocation. Each round ``X`` minimizes the largest ratio
     ``rho_i = (t_i + L_i / sum_k T_ik X_ik) / F_i`` (time since arrival plus epochs left at the
     effective throughput, over the job's finish time alone on its 1/n share of the cluster), the
@@ -138,7 +138,7 @@ class HeterogeneousMaxSumThroughput(TypedRoundPolicy):
     """Gavel's heterogeneity-aware max-sum-throughput: `max_sum_throughput_allocation` + Gavel's
     typed rounds.
 
-    A `vfm.cluster.protocol.TypedSchedulingPolicy`: `TypedRoundPolicy`'s rounds (and constructor,
+    A `vfm.cluster.ClusterAware` policy: `TypedRoundPolicy`'s rounds (and constructor,
     ``cluster, round_s, seed``) on another allocation. ``X`` maximizes ``sum_ik T_ik X_ik / E_i``,
     each job's throughput in fractions of the job per second (epochs per second over its total
     epochs `E_i`), as `vfm.cluster.baselines.MaxSumThroughput` on one type: Gavel sums raw steps per
@@ -166,7 +166,7 @@ class HeterogeneousMinTotalDuration(TypedRoundPolicy):
     """Gavel's heterogeneity-aware min-total-duration: `min_total_duration_allocation` + Gavel's
     typed rounds.
 
-    A `vfm.cluster.protocol.TypedSchedulingPolicy`: `TypedRoundPolicy`'s rounds (and constructor,
+    A `vfm.cluster.ClusterAware` policy: `TypedRoundPolicy`'s rounds (and constructor,
     ``cluster, round_s, seed``) on another allocation. ``X`` gives every present job exactly the
     effective throughput that finishes its epochs left by the smallest common horizon
     (`makespan_s`); the horizon moves as epochs are done, so the allocation is recomputed whenever a

@@ -1,6 +1,6 @@
 """Gavel's round mechanism over GPU types, with its heterogeneity-aware max-min fairness.
 
-`TypedRoundPolicy` is the mechanism, a `vfm.cluster.protocol.TypedSchedulingPolicy` over any
+`TypedRoundPolicy` is the mechanism, a `vfm.cluster.ClusterAware` policy over any
 allocation (jobs x types) its subclass computes (``_solve``), after Gavel (Narayanan et al.,
 OSDI'20, "Heterogeneity-Aware Cluster Scheduling Policies for Deep Learning Workloads";
 stanford-futuredata/gavel). `HeterogeneousMaxMinFairness` runs it on Gavel's max-min fair
@@ -89,7 +89,7 @@ def _table(types: int) -> RowTable:
 class TypedRoundPolicy(RoundBook, ABC):
     """Gavel's round mechanism over GPU types, on the allocation a subclass computes (``_solve``).
 
-    A `vfm.cluster.protocol.TypedSchedulingPolicy`. Each round:
+    A `vfm.cluster.ClusterAware` policy. Each round:
 
     1. The allocation ``X`` (n jobs x K types) of ``_solve`` on the current throughput
        estimates (``1 / epoch seconds`` of each job's current regime on each type), recomputed
@@ -100,7 +100,7 @@ class TypedRoundPolicy(RoundBook, ABC):
        that runs on type k is credited ``round_s`` there. When the job set changes the counts are
        reset and each job's deficit on each type grows by the time it should have received there
        (``sum of X_ik round_s`` over the rounds since the reset) minus what it received.
-    3. Type by type in the cluster's order (`vfm.cluster.gpu_types.GPU_TYPES`, fastest first),
+    3. Type by type in the cluster's order (its profiles' speed order, fastest first),
        the jobs with ``X_ik > 0`` not yet placed, by (priority, deficit, allocation) descending
        then arrival, take whole gangs first-fit (Gavel's ``_schedule_jobs_on_workers_helper``).
     4. Work conservation: every job still waiting, by (its largest priority, its total deficit)
@@ -379,7 +379,7 @@ class TypedRoundPolicy(RoundBook, ABC):
 class HeterogeneousMaxMinFairness(TypedRoundPolicy):
     """Gavel's heterogeneity-aware max-min fairness: `max_min_allocation` + Gavel's typed rounds.
 
-    A `vfm.cluster.protocol.TypedSchedulingPolicy`: `TypedRoundPolicy`'s rounds, built as it is
+    A `vfm.cluster.ClusterAware` policy: `TypedRoundPolicy`'s rounds, built as it is
     (``cluster``, the GPU counts per type; ``round_s``; ``seed``), on the allocation of
     `max_min_allocation`. The LPs are a deterministic function of the job set and the throughput
     estimates, so reusing the allocation while they hold gives the very allocation a new solve

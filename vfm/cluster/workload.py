@@ -59,6 +59,7 @@ from vfm.cluster.workload_model import (
 )
 from vfm.cluster.workload_reader import workload_from_dict
 from vfm.errors import ValidationError
+from vfm.gpu_profiles import GpuProfiles
 
 __all__ = ["SHIPPED", "Job", "Training", "Workload", "WorkloadArrays", "derived_profile", "epoch_records",
            "load_workload", "shipped_workloads", "workload_from_dict", "workload_to_dict"]
@@ -110,7 +111,7 @@ def shipped_workloads() -> list[str]:
     return sorted(path.stem for path in SHIPPED.glob("shockwave_*.json"))
 
 
-def load_workload(path_or_name: str | Path) -> Workload:
+def load_workload(path_or_name: str | Path, *, profiles: GpuProfiles | None = None) -> Workload:
     """Read and check a workload file.
 
     Parameters
@@ -118,6 +119,9 @@ def load_workload(path_or_name: str | Path) -> Workload:
     path_or_name : str or Path
         A path to a JSON file, or the name of a shipped workload in `SHIPPED`
         (e.g. ``"shockwave_120jobs_32gpus"``, with or without ``.json``).
+    profiles : vfm.cluster.GpuProfiles, optional
+        The GPU types the file's ``"cluster"`` may name, with their throughputs (default: the
+        shipped ones; `vfm.cluster.GpuProfiles.with_type` adds a type of your own).
 
     Returns
     -------
@@ -158,7 +162,7 @@ def load_workload(path_or_name: str | Path) -> Workload:
                                 f"(shipped: {', '.join(shipped_workloads())})")
     raw = _decoded(path)
     try:
-        return workload_from_dict(raw, default_name=path.stem)
+        return workload_from_dict(raw, default_name=path.stem, profiles=profiles)
     except ValidationError as exc:
         raise ValidationError(f"{path}: {exc}") from None
 

@@ -37,6 +37,7 @@ from vfm._validation import finite_float, first_bad
 from vfm.cluster.workload_model import ADAPTATIONS, FloatArray, IntArray, Job, Training, Workload
 from vfm.errors import ValidationError
 from vfm.gpu_cluster import ClusterTypes
+from vfm.gpu_profiles import GpuProfiles
 from vfm.limits import MAX_ARRIVAL_ROUNDS, MAX_COUNT, MAX_GPUS, MAX_JOB_SECONDS, MAX_WORKLOAD_EPOCHS
 
 __all__ = ["workload_from_dict"]
@@ -424,24 +425,26 @@ def _built_jobs(fields: _JobFields, phases_of: _Records, profiles: list[tuple[tu
     return tuple(built)
 
 
-def workload_from_dict(raw: Any, default_name: str = "workload") -> Workload:
+def workload_from_dict(raw: Any, default_name: str = "workload", *, profiles: GpuProfiles | None = None) -> Workload:
     """Check a decoded workload file (the JSON object) and build the `Workload`.
 
-    `default_name` names the workload when `raw` has no ``name``. Raises what `load_workload`
-    raises for a malformed file, without the file's path.
+    `default_name` names the workload when `raw` has no ``name``. `profiles` are the GPU types
+    the file's ``"cluster"`` may name (`vfm.gpu_profiles.GpuProfiles`, the shipped ones by
+    default); the workload's cluster carries them. Raises what `load_workload` raises for a
+    malformed file, without the file's path.
     """
     header = _read_header(raw, default_name)
     fields = _read_jobs(header.jobs)
     _check_unique_ids(fields.ids)
     fail = _failing(fields.ids)
     phases_of, told = _checked_records(fields, header.capacity, header.round_s, fail)
-    profiles = _profiles(phases_of, told, len(fields.ids), fail)
-    built = _built_jobs(fields, phases_of, profiles, fail)
+    told_profiles = _profiles(phases_of, told, len(fields.ids), fail)
+    built = _built_jobs(fields, phases_of, told_profiles, fail)
     throughputs = raw.get("throughputs")
     if throughputs is not None and not isinstance(throughputs, str):
         raise ValidationError(f"workload: throughputs must name a throughput set (a string), got {_shown(throughputs)}")
     return Workload(name=header.name, gpus=int(header.capacity), round_s=float(header.round_s), jobs=built,
-                    throughputs=throughputs, cluster=_read_cluster(raw))
+                    throughputs=throughputs, cluster=_read_cluster(raw, profiles))
 
 
 # Per phase (its column) and per profile entry (the column before): no batch size or epoch may
@@ -492,8 +495,9 @@ def _check_job_seconds(isolated: NDArray[Any], epochs: FloatArray, profiles: lis
                 f"(MAX_JOB_SECONDS)")
 
 
-def _read_cluster(raw: Mapping[str, Any]) -> ClusterTypes | None:
-    """The file's ``cluster`` (GPU type -> count), None when it gives none."""
+def _read_cluster(raw: Mapping[str, Any], profiles: GpuProfiles | None) -> ClusterTypes | None:
+    """The file's ``cluster`` (GPU type -> count, of the types of `profiles`), None when it gives
+    none."""
     if raw.get("cluster") is None:
         return None
     given = raw["cluster"]
@@ -507,6 +511,6 @@ def _read_cluster(raw: Mapping[str, Any]) -> ClusterTypes | None:
         raise ValidationError(f"workload: cluster[{_shown(big)}] ({_shown(given[big])}) is more than the "
                               f"{MAX_GPUS:.0e} GPUs a cluster may have (MAX_GPUS)")
     try:  # a JSON number with a zero fraction (16.0) is a whole count, as gpus may be
-        return ClusterTypes({t: int(c) if _whole(c) else c for t, c in given.items()})
+        return ClusterTypes({t: int(c) if _whole(c) else c for t, c in given.items()}, profiles)
     except ValidationError as exc:
         raise ValidationError(f"workload: cluster: {exc}") from exc

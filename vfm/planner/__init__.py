@@ -2,8 +2,8 @@
 
 `plan` re-plans a window once: forecast, solve the expected-NSWOT relaxation exactly, round to
 whole gangs. `PlanningProgram` is the program, `round_schedule` the rounding. `Policy` is the
-object a scheduler drives round by round: it re-plans on arrivals, completions and every K rounds;
-`TypedPolicy` the same on a cluster of several GPU types (goods (type, round), `vfm.planner.typed`).
+object a scheduler drives round by round: it re-plans on arrivals, completions and every K rounds,
+on one GPU type or several (goods (type, round), `vfm.planner.typed`).
 """
 
 from vfm.planner import backends as backends  # registers the planning backends
@@ -15,7 +15,6 @@ from vfm.planner.policy import Policy
 from vfm.planner.program import PlanningProgram
 from vfm.planner.rounding import RoundingContext, round_schedule
 from vfm.planner.state import RoundOptions
-from vfm.planner.typed_policy import TypedPolicy
 
 __all__ = ["Decision", "JobTerms", "Plan", "PlanOptions", "PlanningProgram", "Policy", "RoundOptions",
-           "RoundingContext", "TypedPolicy", "plan", "round_schedule"]
+           "RoundingContext", "plan", "round_schedule"]

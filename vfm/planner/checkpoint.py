@@ -1,27 +1,27 @@
 """Checkpoints of a policy: a versioned plain-data format (JSON), and what restoring one checks.
 
-`vfm.planner.Policy.checkpoint` (and `vfm.planner.TypedPolicy.checkpoint`) write the policy as
-JSON text; `restore` reads it back into a policy built with the same configuration. Nothing here
-ever unpickles: a checkpoint is data, read field by field by name and checked before the policy
-takes it, so a checkpoint from an untrusted or damaged file can at worst be refused.
+`vfm.planner.Policy.checkpoint` writes the policy as JSON text; `restore` reads it back into a
+policy built with the same configuration. Nothing here ever unpickles: a checkpoint is data, read
+field by field by name and checked before the policy takes it, so a checkpoint from an untrusted
+or damaged file can at worst be refused.
 
 Format (``"format": "vfm.policy-checkpoint"``, ``"version": 1``), one JSON object:
 
 ``policy``
-    ``"Policy"`` or ``"TypedPolicy"``: a checkpoint restores only into the class that made it.
+    ``"Policy"``: the kind of object that made it and restores it.
 ``config``, ``config_sha256``
     The policy's configuration in readable form (`configuration`: capacity, the plan options,
     ``replan_every``, seed, fairness, execution, ``max_wait``, continuity, the deadline, the
-    forecaster's class and plain parameters, and on GPU types the cluster's types and counts) and
+    forecaster's class and plain parameters, and on several GPU types the cluster's types and counts) and
     the SHA-256 of its canonical JSON (`fingerprint`). A restore into a policy of another
     configuration is refused, naming the fields that differ.
 ``round_index``, ``replans``
     Rounds served and re-plans made (the policy clock, and the seed of the next re-plan).
 ``jobs``
     The jobs present, in arrival order, each an object: ``id``, ``gpus``, ``regimes`` (pairs
-    [batch size, seconds per epoch], on the job's reference type on GPU types), ``epochs``,
+    [batch size, seconds per epoch], on the job's reference type on several GPU types), ``epochs``,
     ``budget``, ``stages`` (the epochs observed as runs [column in regimes, epochs]),
-    ``fair_finish_at_s`` (null: none yet), ``kind``, ``carried`` and, on GPU types, ``speeds``
+    ``fair_finish_at_s`` (null: none yet), ``kind``, ``carried`` and, on several GPU types, ``speeds``
     (the job's speed on each type at each regime and at their mean, K rows of R + 1).
 ``completed``
     The ids of the jobs that completed, in completion order (ids stay unique over a policy's life).

@@ -1,6 +1,6 @@
 """A policy's configuration as plain data: what a checkpoint stores of it and how a restore compares it.
 
-`configuration` turns a `vfm.planner.state.PolicyConfig` (and on GPU types the cluster) into JSON
+`configuration` turns a `vfm.planner.state.PolicyConfig` (on several GPU types, its cluster too) into JSON
 data, `fingerprint` hashes it, and `differences` names the fields in which two configurations
 differ. A learning forecaster is part of the configuration too: `taught_trajectories` gives what it
 learned beyond the configured one, as the trajectories it was taught, the only learned state a
@@ -22,15 +22,23 @@ from vfm.forecast import PopulationForecaster, Trajectory
 from vfm.gpu_cluster import ClusterTypes
 from vfm.planner.state import PolicyConfig, PolicyState
 
-__all__ = ["configuration", "differences", "fingerprint", "taught_trajectories"]
+__all__ = ["configuration", "differences", "fingerprint", "taught_trajectories", "typed_cluster"]
 
 
-def configuration(config: PolicyConfig, cluster: ClusterTypes | None = None) -> dict[str, Any]:
+def typed_cluster(config: PolicyConfig) -> ClusterTypes | None:
+    """The cluster of a policy on several GPU types, whose checkpoint holds it and each job's
+    speeds per type; None on one type (whose checkpoint holds the capacity only)."""
+    return config.cluster if config.types > 1 else None
+
+
+def configuration(config: PolicyConfig) -> dict[str, Any]:
     """The configuration as plain data: every `PolicyConfig` field, the forecaster as its class
-    and plain parameters, and on GPU types the cluster (type -> count), by name."""
-    plain: dict[str, Any] = {"policy": "Policy" if cluster is None else "TypedPolicy"}
+    and plain parameters, and on several GPU types the cluster (type -> count), by name."""
+    plain: dict[str, Any] = {"policy": "Policy"}
     for spec in dataclasses.fields(config):
-        plain[spec.name] = _plain(getattr(config, spec.name))
+        if spec.name != "cluster":
+            plain[spec.name] = _plain(getattr(config, spec.name))
+    cluster = typed_cluster(config)
     if cluster is not None:
         plain["cluster"] = {t: int(c) for t, c in zip(cluster.types, cluster.counts.tolist(), strict=True)}
     return plain

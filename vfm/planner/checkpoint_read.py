@@ -23,7 +23,7 @@ from vfm.forecast import Forecaster, Trajectory
 from vfm.gpu_cluster import ClusterTypes
 from vfm.limits import MAX_JOB_EPOCHS
 from vfm.planner import shockwave
-from vfm.planner.checkpoint_config import configuration, differences, fingerprint
+from vfm.planner.checkpoint_config import configuration, differences, fingerprint, typed_cluster
 from vfm.planner.checkpoint_layout import (
     CARRIED_FIELDS,
     FORMAT,
@@ -39,11 +39,11 @@ from vfm.planner.state import JobRecord, PolicyConfig, PolicyState
 __all__ = ["restored"]
 
 
-def restored(config: PolicyConfig, state: object, *, cluster: ClusterTypes | None = None,
+def restored(config: PolicyConfig, state: object, *,
              allow_resize: bool = False) -> tuple[PolicyState, dict[Hashable, FloatArray]]:
     """The state a policy of configuration `config` continues from, and each job's speeds per type
-    (on GPU types, `cluster`; else empty), from `state`: a checkpoint (JSON text or bytes, or the
-    dict it parses to) or, for a `vfm.planner.Policy`, a `PolicyState`; checked in full.
+    (on several GPU types; else empty), from `state`: a checkpoint (JSON text or bytes, or the
+    dict it parses to) or, on one type, a `PolicyState`; checked in full.
 
     Raises
     ------
@@ -52,10 +52,11 @@ def restored(config: PolicyConfig, state: object, *, cluster: ClusterTypes | Non
     """
     if not isinstance(allow_resize, bool):
         raise ValidationError(f"allow_resize must be True or False, got {allow_resize!r}")
+    cluster = typed_cluster(config)
     if isinstance(state, PolicyState):
         if cluster is not None:
-            raise ValidationError("state is a PolicyState; a TypedPolicy restores from its checkpoint "
-                                  "(TypedPolicy.checkpoint()), which also holds each job's speeds per type")
+            raise ValidationError("state is a PolicyState; a policy on several GPU types restores from its "
+                                  "checkpoint (Policy.checkpoint()), which also holds each job's speeds per type")
         if allow_resize:
             raise ValidationError("allow_resize applies to a checkpoint (Policy.checkpoint()), not to a PolicyState")
         return checked_state(config, state), {}
@@ -130,12 +131,11 @@ def _header(config: PolicyConfig, document: Mapping[str, Any], cluster: ClusterT
     version = document.get("version")
     if version != VERSION or not is_whole(version):
         raise ValidationError(f"version of the checkpoint is {version!r}; this vfm reads version {VERSION} only")
-    ours = "Policy" if cluster is None else "TypedPolicy"
-    if document.get("policy") != ours:
-        raise ValidationError(f"policy of the checkpoint is {document.get('policy')!r}: a checkpoint restores only "
-                              f"into the class that made it, and this is a {ours}")
+    if document.get("policy") != "Policy":
+        raise ValidationError(f"policy of the checkpoint is {document.get('policy')!r}, expected 'Policy'")
     if allow_resize and cluster is not None:
-        raise ValidationError("allow_resize applies to a Policy; a TypedPolicy's cluster must be the checkpoint's")
+        raise ValidationError("allow_resize applies to a cluster of one GPU type; a cluster of several types must be "
+                              "the checkpoint's")
     theirs = document.get("config")
     if not isinstance(theirs, Mapping):
         raise ValidationError(f"config of the checkpoint must be an object, got {type(theirs).__name__}")
@@ -146,7 +146,7 @@ def _header(config: PolicyConfig, document: Mapping[str, Any], cluster: ClusterT
     if stated != document.get("config_sha256"):
         raise ValidationError("config_sha256 of the checkpoint is not the SHA-256 of its config: the checkpoint "
                               "was altered")
-    plain = configuration(config, cluster)
+    plain = configuration(config)
     if stated == fingerprint(plain):
         return
     differ = differences(theirs, plain, ("capacity",) if allow_resize else ())

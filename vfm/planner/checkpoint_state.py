@@ -28,8 +28,8 @@ __all__ = ["as_float", "check_record", "check_stages", "checked_count", "checked
 
 
 def checked_state(config: PolicyConfig, state: PolicyState, *, types: int | None = None) -> PolicyState:
-    """`state`, checked in full against `config` (`types`: GPU types of a `vfm.planner.TypedPolicy`,
-    whose plans place jobs on types; None: a `vfm.planner.Policy`); a `ValidationError` naming the
+    """`state`, checked in full against `config` (`types`: GPU types of a policy on several, whose
+    plans place jobs on types; None: on one type); a `ValidationError` naming the
     field (and the job) of the first thing wrong.
 
     A `PolicyState` holds no configuration: it is checked against `config` as far as it shows it
@@ -132,8 +132,8 @@ def _check_plan(config: PolicyConfig, state: PolicyState, types: int | None) -> 
     rounds = config.options.rounds
     columns = rounds * (types or 1)
     if (plan.placement is None) != (types is None):
-        raise ValidationError("the state is a TypedPolicy's (its plan places jobs on GPU types); a Policy restores a "
-                              "Policy's state" if types is None else "the state's plan places no job on GPU types")
+        raise ValidationError("the state's plan places jobs on GPU types; this policy's cluster has one type"
+                              if types is None else "the state's plan places no job on GPU types")
     relaxed, schedule = plan.relaxed, plan.schedule
     if not (isinstance(relaxed, np.ndarray) and isinstance(schedule, np.ndarray)
             and relaxed.shape == schedule.shape and relaxed.ndim == 2 and relaxed.shape[0] == n):

@@ -15,7 +15,6 @@ import numpy as np
 from vfm._validation import FloatArray
 from vfm.errors import ValidationError
 from vfm.forecast import Trajectory
-from vfm.gpu_cluster import ClusterTypes
 from vfm.planner.checkpoint_config import configuration, fingerprint, taught_trajectories
 from vfm.planner.checkpoint_layout import CARRIED_FIELDS, FORMAT, MAX_ID_DEPTH, VERSION
 from vfm.planner.state import JobRecord, PolicyConfig, PolicyState
@@ -23,11 +22,10 @@ from vfm.planner.state import JobRecord, PolicyConfig, PolicyState
 __all__ = ["dumps"]
 
 
-def dumps(config: PolicyConfig, state: PolicyState, *, cluster: ClusterTypes | None = None,
-          speeds: Mapping[Hashable, FloatArray] | None = None) -> str:
+def dumps(config: PolicyConfig, state: PolicyState, *, speeds: Mapping[Hashable, FloatArray] | None = None) -> str:
     """The checkpoint of a policy of configuration `config` in `state` as JSON text (module docstring).
 
-    `cluster` and `speeds` (each job's speeds per type) for a `vfm.planner.TypedPolicy`.
+    `speeds`: each job's speeds per type, on several GPU types.
 
     Raises
     ------
@@ -36,7 +34,7 @@ def dumps(config: PolicyConfig, state: PolicyState, *, cluster: ClusterTypes | N
         number, a tuple of them (or None, for a kind); a forecaster that has learned from completed
         jobs but is not a `vfm.forecast.PopulationForecaster`.
     """
-    plain = configuration(config, cluster)
+    plain = configuration(config)
     carried = _carried_out(state)
     jobs = []
     for job_id, record in state.jobs.items():

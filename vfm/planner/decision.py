@@ -1,8 +1,8 @@
 """How a policy decides a round: from a new plan, from the standing plan, or first-fit.
 
-`decide_placed` is the one decision path of `vfm.planner.Policy` and `vfm.planner.TypedPolicy`:
-each supplies a `Serving` (how it re-plans, how it serves a round of its plan, which GPU types
-can host each job), and gets back the round's jobs with a `Decision` that says how it was decided.
+`decide_placed` is the one decision path of `vfm.planner.Policy`, on one GPU type or several:
+each case supplies a `Serving` (how it re-plans, how it serves a round of its plan, which GPU
+types can host each job), and gets back the round's jobs with a `Decision` that says how it was decided.
 A re-plan that raises, does not converge, is not finite or ends past the policy's deadline is not
 used: the round is served from the standing plan or, with none young enough, whole gangs
 first-fit in arrival order.
@@ -26,7 +26,7 @@ from vfm.planner.state import PolicyConfig, PolicyState
 
 @dataclass(frozen=True)
 class Decision:
-    """How the policy decided a round (`Policy.last_decision`, `vfm.planner.TypedPolicy.last_decision`).
+    """How the policy decided a round (`Policy.last_decision`).
 
     Attributes
     ----------
@@ -72,7 +72,7 @@ Placement = dict[Hashable, int]
 class Serving:
     """What `decide_placed` needs of a kind of policy: how it re-plans, how it serves a round of its
     plan, and the cluster on which a round is served when a re-plan fails. `Policy`'s is
-    `serving`; `vfm.planner.TypedPolicy` gives its own, over GPU types.
+    `serving` on one GPU type, `vfm.planner.typed_serving.typed_serving` on several.
 
     Attributes
     ----------
@@ -101,8 +101,8 @@ def decide_placed(config: PolicyConfig, state: PolicyState, serving: Serving,
 
     A re-plan that fails (`_attempt_replan`) leaves the state stale, so the next round re-plans
     again; this round is served from the standing plan (`_serve_standing`) or, with none young
-    enough, whole gangs first-fit (`_serve_fallback`). `Policy` and `vfm.planner.TypedPolicy`
-    both decide here."""
+    enough, whole gangs first-fit (`_serve_fallback`). `Policy` decides
+    here on one GPU type and on several."""
     started = time.perf_counter() if started is None else started
     if not state.jobs:
         return replace(state, round_index=state.round_index + 1), {}, _decision("plan", "no jobs", started, False)

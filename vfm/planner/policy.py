@@ -6,6 +6,11 @@ rounds (default 8); in between it serves the next round of the standing plan. It
 simulator: a scheduler calls `add_job`, `report_progress` and `remove_job` as things happen and
 `next_round` once per round.
 
+One class serves a cluster of one GPU type and one of several. Given a count (or a
+`vfm.cluster.ClusterTypes` of one type) it plans with the plain program, the fast path, and
+`next_round` returns job ids; given several types it plans over goods (type, round)
+(`vfm.planner.typed_serving`) and `next_round` returns each job's type.
+
 Examples
 --------
 A toy scheduler loop: two jobs on 2 GPUs; each round, every running job finishes the epochs that
@@ -22,6 +27,16 @@ fit in the round at its current batch size.
 ...         policy.report_progress(job, [batch[job]] * min(epochs, policy.epochs_left(job)))
 >>> policy.jobs, policy.completed
 ([], ['bert', 'resnet'])
+
+On a cluster of two GPU types each job is told with its regimes on each type, and each round
+places it on one:
+
+>>> from vfm.cluster import ClusterTypes
+>>> typed = Policy(ClusterTypes({"v100": 1, "k80": 1}), rounds=4)
+>>> typed.add_job("a", 1, {"v100": {32: 60.0}, "k80": {32: 240.0}}, epochs=20)
+>>> typed.add_job("b", 1, {"v100": {32: 60.0}, "k80": {32: 75.0}}, epochs=20)
+>>> typed.next_round()  # b loses least on the K80
+{'a': 'v100', 'b': 'k80'}
 """
 
 from __future__ import annotations
@@ -38,7 +53,8 @@ from vfm._validation import (
 )
 from vfm.errors import ValidationError
 from vfm.forecast import DirichletForecaster, Forecaster
-from vfm.parameters import Constraint, Instance, Optional, Whole, check_parameters
+from vfm.gpu_cluster import ClusterTypes
+from vfm.parameters import Constraint, Either, Instance, Optional, Whole, check_parameters
 from vfm.planner import checkpoint as checkpoint_format
 from vfm.planner import shockwave
 from vfm.planner.decision import Decision, Placement, Serving, decide_placed
@@ -55,14 +71,21 @@ from vfm.planner.replanning import (
     warm_start,
 )
 from vfm.planner.rounding import first_fit
-from vfm.planner.shockwave import SHOCKWAVE_EFFICIENCY, SHOCKWAVE_PRIORITY_EXPONENT, SHOCKWAVE_RESERVE
+from vfm.planner.shockwave import (
+    SHOCKWAVE_EFFICIENCY,
+    SHOCKWAVE_PRIORITY_EXPONENT,
+    SHOCKWAVE_RESERVE,
+    TYPED_SHOCKWAVE_EFFICIENCY,
+)
 from vfm.planner.state import PolicyConfig, PolicyState, RoundOptions
 from vfm.planner.state_view import StateView
+from vfm.planner.typed_serving import job_speeds, typed_regimes, typed_serving
 from vfm.solvers.registry import prepare
 
 
 def serving(config: PolicyConfig) -> Serving:
-    """`Policy`'s `Serving`: one type of `config.capacity` GPUs, which hosts every job present."""
+    """`Policy`'s `Serving` on one GPU type: `config.capacity` GPUs, which host every job present
+    (on several types, `vfm.planner.typed_serving.typed_serving`)."""
     return Serving(counts=np.array([config.capacity]), replan=partial(_replan, config),
                    serve=partial(_serve_placed, config), hosts=_anywhere)
 
@@ -72,8 +95,10 @@ def _anywhere(state: PolicyState, ids: list[Hashable]) -> np.ndarray:
 
 
 def step(config: PolicyConfig, state: PolicyState) -> tuple[PolicyState, list[Hashable]]:
-    """One round: re-plan if due, then the jobs to run; a pure function of the config and state
-    (with a deadline, of the time the re-plan takes too). `decide` says how it was decided."""
+    """One round on one GPU type: re-plan if due, then the jobs to run; a pure function of the
+    config and state (with a deadline, of the time the re-plan takes too). `decide` says how it was
+    decided. (On several types the step also needs the jobs' speeds per type:
+    `vfm.planner.decision.decide_placed` with `vfm.planner.typed_serving.typed_serving`.)"""
     state, running, _ = decide(config, state)
     return state, running
 
@@ -138,17 +163,23 @@ def _replan(config: PolicyConfig, state: PolicyState, options: PlanOptions | Non
     return replanned(state, ids, jobs, new_plan, forecaster)
 
 
-def shockwave_configuration(round_s: float) -> dict[str, Any]:
-    """The arguments of `Policy.shockwave` (and `vfm.planner.TypedPolicy.shockwave`) for rounds of `round_s`."""
+def shockwave_configuration(round_s: float, types: int = 1) -> dict[str, Any]:
+    """The arguments of `Policy.shockwave` for rounds of `round_s` on a cluster of `types` GPU types:
+    on several, the efficiency weight `TYPED_SHOCKWAVE_EFFICIENCY` and no wait limit (the program
+    over GPU types has no commitments; the `max_wait` guard bounds waits)."""
+    several = types > 1
     return {"rounds": 20, "round_s": round_s, "replan_every": 8, "fairness": True, "rho_max": 1.0,
-            "priority_exponent": SHOCKWAVE_PRIORITY_EXPONENT, "efficiency": SHOCKWAVE_EFFICIENCY,
-            "reserve": SHOCKWAVE_RESERVE, "execution": "credit", "wait_limit": shockwave.WAIT_LIMIT}
+            "priority_exponent": SHOCKWAVE_PRIORITY_EXPONENT,
+            "efficiency": TYPED_SHOCKWAVE_EFFICIENCY if several else SHOCKWAVE_EFFICIENCY,
+            "reserve": SHOCKWAVE_RESERVE, "execution": "credit",
+            "wait_limit": None if several else shockwave.WAIT_LIMIT}
 
 
 #: `Policy`'s own arguments' constraints, checked in this order (`vfm.parameters`); the round
 #: options check theirs (`RoundOptions`).
 _CONSTRAINTS: dict[str, Constraint] = {
-    "capacity": Whole("a positive whole number of GPUs", lambda v: v >= 1),
+    "capacity": Either(Whole("a positive whole number of GPUs", lambda v: v >= 1),
+                       Instance(ClusterTypes, "a vfm.cluster.ClusterTypes (GPU type -> count)")),
     "options": Optional(Instance(PlanOptions, "a vfm.planner.PlanOptions",
                                  "or give its fields as keywords, as Policy(8, rounds=10)")),
     "round_options": Optional(Instance(RoundOptions, "a vfm.planner.RoundOptions",
@@ -161,8 +192,9 @@ _ROUND_FIELDS = tuple(f.name for f in fields(RoundOptions))
 _PLAN_FIELDS = tuple(f.name for f in fields(PlanOptions))
 
 
-def policy_config(capacity: int, options: PlanOptions | None = None, *, round_options: RoundOptions | None = None,
-                  forecaster: Forecaster | None = None, seed: int = 0, **overrides: Any) -> PolicyConfig:
+def policy_config(capacity: int | ClusterTypes, options: PlanOptions | None = None, *,
+                  round_options: RoundOptions | None = None, forecaster: Forecaster | None = None, seed: int = 0,
+                  **overrides: Any) -> PolicyConfig:
     """`Policy`'s arguments validated once (each named in its error), as a `PolicyConfig`:
     `overrides` are fields of `RoundOptions` or of `PlanOptions`, replacing those given."""
     check_parameters({"capacity": capacity, "options": options, "round_options": round_options,
@@ -176,8 +208,14 @@ def policy_config(capacity: int, options: PlanOptions | None = None, *, round_op
         **{name: value for name, value in overrides.items() if name in _ROUND_FIELDS})
     plan_options = (PlanOptions() if options is None else options).updated(
         **{name: value for name, value in overrides.items() if name not in _ROUND_FIELDS})
+    cluster = capacity if isinstance(capacity, ClusterTypes) else None
+    if cluster is not None and len(cluster) > 1 and (plan_options.service_floor or plan_options.wait_limit is not None):
+        raise ValidationError("service_floor and wait_limit apply to a cluster of one GPU type; pass "
+                              "service_floor=0 and wait_limit=None for a cluster of several")
     return PolicyConfig(
-        capacity=int(capacity), options=plan_options, replan_every=min(int(rounds.replan_every), plan_options.rounds),
+        capacity=capacity.total if isinstance(capacity, ClusterTypes) else int(capacity),
+        options=plan_options, cluster=cluster,
+        replan_every=min(int(rounds.replan_every), plan_options.rounds),
         forecaster=DirichletForecaster() if forecaster is None else forecaster, seed=int(seed),
         fairness=bool(rounds.fairness), execution=rounds.execution,
         max_wait=None if rounds.max_wait is None else int(rounds.max_wait), continuity=float(rounds.continuity),
@@ -189,8 +227,10 @@ class Policy(StateView):
 
     Parameters
     ----------
-    capacity : int
-        GPUs in the cluster.
+    capacity : int or vfm.cluster.ClusterTypes
+        GPUs in the cluster: a count (of one type), or the cluster's GPUs by type. On several
+        types, jobs are told with their regimes per type and `next_round` places each on a type
+        (module `vfm.planner.typed_serving`); one type is the plain program's fast path.
     options : vfm.planner.PlanOptions, optional
         How each re-plan plans (window, Shockwave options, backend; default: `PlanOptions`'s
         defaults). Keyword overrides of its fields are accepted too
@@ -216,24 +256,29 @@ class Policy(StateView):
     other than optimal or inaccurate, gives a schedule that is not finite or ends past the
     deadline is discarded, and the round is served from the standing plan (the jobs that
     arrived since first-fit on the idle GPUs) or, with none young enough, whole gangs first-fit
-    in arrival order; the next round re-plans again. `last_decision` says which and why. No
-    round runs more GPUs than `capacity`.
+    in arrival order (on GPU types, each on the first type in the cluster's order that can host it
+    and has room); the next round re-plans again. `last_decision` says which and why. No round
+    runs more GPUs of a type than the cluster has.
 
     The policy is safe to share between threads: every method holds the policy's lock, so calls
     are serialized. `add_job`, `remove_job` and `report_progress` cost O(1) amortized (plus the
     epochs reported); `state` and a round cost O(jobs present).
     """
 
-    def __init__(self, capacity: int, options: PlanOptions | None = None, *, round_options: RoundOptions | None = None,
-                 forecaster: Forecaster | None = None, seed: int = 0, **overrides: Any) -> None:
+    def __init__(self, capacity: int | ClusterTypes, options: PlanOptions | None = None, *,
+                 round_options: RoundOptions | None = None, forecaster: Forecaster | None = None, seed: int = 0,
+                 **overrides: Any) -> None:
         self.config = policy_config(capacity, options, round_options=round_options, forecaster=forecaster, seed=seed,
                                     **overrides)
         self._start()
+        # On several GPU types, each job's speeds per type (`vfm.planner.typed_serving.job_speeds`),
+        # computed once when it arrives; a dict changed in place, so an arrival or a removal is O(1).
+        self._speeds: dict[Hashable, np.ndarray] = {}
         # Here, not in the first re-plan: a scheduler's re-plans stay predictable.
         prepare("planning", self.config.options.solver)
 
     @classmethod
-    def shockwave(cls, capacity: int, round_s: float = 120.0, **overrides: Any) -> Policy:
+    def shockwave(cls, capacity: int | ClusterTypes, round_s: float = 120.0, **overrides: Any) -> Policy:
         """The policy configured as Shockwave: what the reproduction of the paper runs.
 
         A window of 20 rounds of `round_s` seconds, re-planned on arrivals, completions and every
@@ -242,12 +287,14 @@ class Policy(StateView):
         :math:`-k \\max_i S_i` with `SHOCKWAVE_EFFICIENCY`; `SHOCKWAVE_RESERVE` of each window's
         GPU-rounds left to it; credit execution; the certainty-equivalent forecast (S = 1); plans
         that keep every wait within `vfm.planner.shockwave.WAIT_LIMIT` rounds where the load allows
-        (`PlanOptions.wait_limit`; with ``scenarios`` > 1 pass ``wait_limit=None``).
+        (`PlanOptions.wait_limit`; with ``scenarios`` > 1 pass ``wait_limit=None``). On several GPU
+        types, the efficiency weight is `vfm.planner.shockwave.TYPED_SHOCKWAVE_EFFICIENCY` and there
+        is no wait limit (`shockwave_configuration`).
 
         Parameters
         ----------
-        capacity : int
-            GPUs in the cluster.
+        capacity : int or vfm.cluster.ClusterTypes
+            GPUs in the cluster (a count, or by type).
         round_s : float
             Seconds per round.
         **overrides
@@ -261,15 +308,16 @@ class Policy(StateView):
         >>> policy.fairness, policy.options.efficiency, policy.options.priority_exponent
         (True, 1.0, 15.0)
         """
-        return cls(capacity, **{**shockwave_configuration(round_s), **overrides})
+        types = len(capacity) if isinstance(capacity, ClusterTypes) else 1
+        return cls(capacity, **{**shockwave_configuration(round_s, types), **overrides})
 
     # --- the state --------------------------------------------------------------------------------
 
     @property
     def state(self) -> PolicyState:
         """Everything the policy remembers, frozen: for use in this process (inspect it, step it with
-        `vfm.planner.policy.step`, go back to it with `restore`). To keep it on disk or send it
-        elsewhere, use `checkpoint`."""
+        `vfm.planner.policy.step`, go back to it with `restore`); on several GPU types, all but the
+        jobs' speeds per type. To keep it on disk or send it elsewhere, use `checkpoint`."""
         with self._lock:
             return self._state
 
@@ -277,9 +325,10 @@ class Policy(StateView):
         """The policy's checkpoint: JSON text of a versioned plain-data format (`vfm.planner.checkpoint`)
         that `restore` reads back into a policy of the same configuration.
 
-        It holds the jobs, what each carries into the next plan (credit, rounds waited, whether it
-        ran last), the completed jobs, the trajectories taught to the forecaster and the counters;
-        not the standing plan: the restored policy re-plans at its next round.
+        It holds the jobs (on several GPU types, with their speeds per type), what each carries
+        into the next plan (credit, rounds waited, whether it ran last), the completed jobs, the
+        trajectories taught to the forecaster and the counters; not the standing plan: the
+        restored policy re-plans at its next round.
 
         Raises
         ------
@@ -290,18 +339,18 @@ class Policy(StateView):
         """
 
         with self._lock:
-            return checkpoint_format.dumps(self.config, self._state)
+            return checkpoint_format.dumps(self.config, self._state, speeds=self._speeds if self._typed else None)
 
     def restore(self, state: PolicyState | str | bytes | Mapping[str, Any], *, allow_resize: bool = False) -> None:
         """Continue from a checkpoint (`checkpoint`'s JSON text, its bytes or the dict it parses to)
         or, in this process, from a `state`; either is checked in full first.
 
-        A checkpoint is read as JSON, never unpickled. It must come from a `Policy` (not a
-        `vfm.planner.TypedPolicy`) of this configuration (its fingerprint, `vfm.planner.checkpoint`);
-        it holds no plan (`last_plan` is None) and the first round after it re-plans. A
-        `PolicyState` holds no configuration: it is checked against this policy's as far as it
-        shows it (gangs, finish-time targets, its plan's window, round length, capacity and
-        fairness).
+        A checkpoint is read as JSON, never unpickled. It must come from a `Policy` of this
+        configuration, its cluster included (its fingerprint, `vfm.planner.checkpoint`); it holds no
+        plan (`last_plan` is None) and the first round after it re-plans. A `PolicyState` holds no
+        configuration: it is checked against this policy's as far as it shows it (gangs,
+        finish-time targets, its plan's window, round length, capacity and fairness); on several
+        GPU types it is refused, as it does not hold the jobs' speeds per type.
 
         Parameters
         ----------
@@ -312,6 +361,7 @@ class Policy(StateView):
             other field of the configuration must still match. A job whose gang is wider than this
             policy's capacity is refused, naming it: remove it first (restore into a policy of the
             old capacity, `remove_job`, checkpoint again). Default False: the capacity must match.
+            On several GPU types the cluster cannot change.
 
         Raises
         ------
@@ -326,12 +376,24 @@ class Policy(StateView):
         """
 
         with self._lock:
-            restored, _ = checkpoint_format.restored(self.config, state, allow_resize=allow_resize)
+            restored, speeds = checkpoint_format.restored(self.config, state, allow_resize=allow_resize)
             self._state = restored
+            self._speeds = dict(speeds)
 
     @property
     def capacity(self) -> int:
+        """All the cluster's GPUs."""
         return self.config.capacity
+
+    @property
+    def cluster(self) -> ClusterTypes:
+        """The cluster's GPUs by type (a count given as `capacity` is that many of
+        `vfm.cluster.PROFILED_TYPE`)."""
+        return ClusterTypes.single(self.config.capacity) if self.config.cluster is None else self.config.cluster
+
+    @property
+    def _typed(self) -> bool:
+        return self.config.types > 1
 
     @property
     def options(self) -> PlanOptions:
@@ -367,9 +429,13 @@ class Policy(StateView):
 
     # --- what the scheduler tells the policy ---------------------------------------------------
 
-    def add_job(self, job_id: Hashable, gpus: int, regimes: Mapping[float, float], epochs: int,
-                budget: float = 1.0, *, kind: Hashable = None) -> None:
+    def add_job(self, job_id: Hashable, gpus: int, regimes: Mapping[float, float] | Mapping[str, Mapping[float, float]],
+                epochs: int, budget: float = 1.0, *, kind: Hashable = None) -> None:
         """A job arrives: its gang size, its regimes (batch size -> seconds per epoch), its total epochs.
+
+        On several GPU types `regimes` maps each type that can host the job to its regimes there
+        (type -> batch size -> seconds per epoch; `vfm.cluster.type_regimes`), every type with the
+        same batch sizes; on one type, either form (``{64: 60.0}`` or ``{"v100": {64: 60.0}}``).
 
         `kind` says what kind of job it is, for a forecaster that learns from finished jobs of the
         same kind (the simulator passes ``(model, adaptation)``); None: unknown.
@@ -385,13 +451,22 @@ class Policy(StateView):
             numbers, not bools or strings; seconds finite and > 0); an epoch count that is not a
             whole number in [1, `MAX_JOB_EPOCHS`]; epochs times the slowest regime's seconds above
             `MAX_JOB_SECONDS`; a budget that is not a finite number in (0, `MAX_BUDGET`]; a kind
-            that is not hashable.
+            that is not hashable; on GPU types, regimes that name a type not in the cluster, types
+            whose batch sizes differ, a gang no type it names can hold.
         """
-        self._add(self.config, job_id, gpus, regimes, epochs, budget, kind)
+        with self._lock:
+            if not self._typed:
+                self._add(self.config, job_id, gpus, _one_type(self.cluster, job_id, regimes), epochs, budget, kind)
+                return
+            seconds, reference = typed_regimes(self.cluster, job_id, gpus, regimes)  # type: ignore[arg-type]
+            record = self._add(self.config, job_id, gpus, reference, epochs, budget, kind)
+            self._speeds[job_id] = job_speeds(seconds, np.array([d for _, d in record.regimes]))
 
     def remove_job(self, job_id: Hashable) -> None:
         """A job leaves (cancelled, or finished by the scheduler's own account)."""
-        self._remove(job_id)
+        with self._lock:
+            self._remove(job_id)
+            self._speeds.pop(job_id, None)
 
     def report_progress(self, job_id: Hashable, batch_sizes: Sequence[float]) -> None:
         """Epochs the job finished since the last report, one batch size (its regime) per epoch.
@@ -413,12 +488,18 @@ class Policy(StateView):
 
     # --- what the policy tells the scheduler ---------------------------------------------------
 
-    def next_round(self) -> list[Hashable]:
-        """The jobs to run in the next round (each on its whole gang), re-planning if due.
+    def next_round(self) -> list[Hashable] | dict[Hashable, str]:
+        """The jobs to run in the next round (each on its whole gang), re-planning if due: on one
+        GPU type their ids, on several a mapping of each to its type.
 
-        Always served, within `capacity`: a failed or late re-plan falls back to the standing
-        plan or to first-fit (class Notes); `last_decision` says how the round was decided."""
-        return list(self._decide(serving(self.config)))
+        Always served, within each type's GPUs: a failed or late re-plan falls back to the
+        standing plan or to first-fit (class Notes); `last_decision` says how the round was
+        decided."""
+        if not self._typed:
+            return list(self._decide(serving(self.config)))
+        with self._lock:
+            placed = self._decide(typed_serving(self.config, self._speeds))
+            return {job: self.cluster.types[k] for job, k in placed.items()}
 
     def regimes(self, job_id: Hashable) -> dict[float, float]:
         """Job `job_id`'s regimes (batch size -> seconds per epoch)."""
@@ -441,3 +522,16 @@ class Policy(StateView):
             For a job not in the policy, saying so if it has completed (all its epochs are done).
         """
         return self._record(job_id).done
+
+
+def _one_type(cluster: ClusterTypes, job_id: Hashable, regimes: Any) -> Any:
+    """A job's regimes on a cluster of one type: `regimes` as given, or the inner mapping of
+    ``{type: regimes}`` naming the cluster's type (a `ValidationError` naming the job for another)."""
+    if not isinstance(regimes, Mapping) or not any(isinstance(v, Mapping) for v in regimes.values()):
+        return regimes  # batch size -> seconds: checked with the rest of the record
+    (gpu_type, inner), *others = regimes.items()
+    if others or gpu_type not in cluster.types:
+        raise ValidationError(f"regimes of job {job_id!r} name {', '.join(map(repr, regimes))}, but the cluster "
+                              f"has one GPU type ({cluster.types[0]}): give {{batch size: seconds per epoch}} or "
+                              f"{{{cluster.types[0]!r}: {{...}}}}")
+    return inner

@@ -1,7 +1,7 @@
 """What a policy's re-plan reads and carries: the jobs' states and the forecaster taught the jobs
 that completed, the finish-time targets, the warm start from the last plan, and the state after
 the new plan (the credit, waits and last round of the jobs still present carried into its order).
-`vfm.planner.Policy` and `vfm.planner.TypedPolicy` re-plan through these."""
+`vfm.planner.Policy` re-plans through these, on one GPU type and on several."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def fair_finish(config: PolicyConfig, forecaster: Forecaster, round_index: int, 
     """The jobs with their updated finish-time targets, and FT* of each in seconds from now.
 
     `slowdown` (n,): how much longer than the forecast's remaining time each job takes at its
-    fair pace (on GPU types: on a proportional slice of the cluster, `vfm.planner.TypedPolicy`);
+    fair pace (on GPU types: on a proportional slice of the cluster, `vfm.planner.typed_serving`);
     default 1."""
     now = round_index * config.options.round_s
     share = equal_share(len(jobs), config.capacity)

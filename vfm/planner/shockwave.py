@@ -33,9 +33,10 @@ from vfm.planner.options import PlanOptions
 from vfm.planner.program import PlanningProgram
 from vfm.planner.rounding import RESOLUTION, first_fit, quantize
 
-__all__ = ["GUARDS", "SHOCKWAVE_EFFICIENCY", "SHOCKWAVE_PRIORITY_EXPONENT", "SHOCKWAVE_RESERVE", "FairFinishLimits",
-           "FairnessDecision", "Precedence", "constrain", "guards_fired", "overdue_order", "priority_weights", "relax",
-           "serve_with_credit", "served_first", "updated_targets", "wait_bound"]
+__all__ = ["GUARDS", "SHOCKWAVE_EFFICIENCY", "SHOCKWAVE_PRIORITY_EXPONENT", "SHOCKWAVE_RESERVE",
+           "TYPED_SHOCKWAVE_EFFICIENCY", "FairFinishLimits", "FairnessDecision", "Precedence", "constrain",
+           "guards_fired", "overdue_order", "priority_weights", "relax", "serve_with_credit", "served_first",
+           "updated_targets", "wait_bound"]
 
 #: The Shockwave configuration (`vfm.planner.Policy.shockwave`), one for every cluster: the
 #: efficiency term's kappa (`PlanOptions.efficiency`: the longest forecast leftover, in windows,
@@ -48,6 +49,13 @@ SHOCKWAVE_RESERVE = 0.3
 #: of ``benchmarks.robustness`` among the artifact's per-size values 5, 12 and 15 (its table
 #: gave 12 at 32 GPUs, 15 at 128 and 5 at 256).
 SHOCKWAVE_PRIORITY_EXPONENT = 15.0
+#: The efficiency term's kappa of `vfm.planner.Policy.shockwave` on a cluster of several GPU types.
+#: Chosen on generated workloads (``generated-0`` and ``generated-1`` of `benchmarks.heterogeneous`,
+#: 120 jobs on 32 GPUs, thirds and V100-heavy), not on the traces: against Gavel's heterogeneity-aware
+#: max-min, 0.25 met the worst-FTF and unfair-share targets on all four and gave 1.14x to 1.18x the
+#: makespan; 1 met 6 of 12 targets (unfair share on one), 0 traded makespan (1.05x to 1.09x) for
+#: fairness (docs/results.md, "Clusters of several GPU types").
+TYPED_SHOCKWAVE_EFFICIENCY = 0.25
 
 #: Momentum of the finish-time-fairness targets: FT* <- 0.9 FT* + 0.1 estimate.
 TARGET_MOMENTUM = 0.9

@@ -18,6 +18,7 @@ import numpy as np
 from vfm._validation import FloatArray, checked_regime_pairs, is_real, is_whole, read_only
 from vfm.errors import ValidationError
 from vfm.forecast import Forecaster, Trajectory
+from vfm.gpu_cluster import ClusterTypes
 from vfm.limits import MAX_BUDGET, MAX_JOB_EPOCHS, MAX_JOB_SECONDS
 from vfm.parameters import Boolean, Constraint, OneOf, Optional, Real, Whole, check_parameters, updated
 from vfm.planner import shockwave
@@ -80,7 +81,7 @@ _ROUND_CONSTRAINTS: dict[str, Constraint] = {
 class RoundOptions:
     """How a policy decides each round (frozen; validated on construction): when it re-plans,
     whether it keeps finish-time-fairness targets, how it serves a round from its plan, and how
-    long a round may take. `vfm.planner.Policy` and `vfm.planner.TypedPolicy` take one, or its
+    long a round may take. `vfm.planner.Policy` takes one, or its
     fields as keyword arguments (``Policy(8, replan_every=4)``).
 
     Parameters
@@ -139,6 +140,13 @@ class PolicyConfig:
     max_wait: int | None
     continuity: float
     deadline_s: float | None = None
+    #: The cluster's GPUs by type (`capacity` of them in all); None: `capacity` GPUs of one type.
+    cluster: ClusterTypes | None = None
+
+    @property
+    def types(self) -> int:
+        """How many GPU types the cluster has (1: the plain program's fast path)."""
+        return 1 if self.cluster is None else len(self.cluster)
 
 
 @dataclass(frozen=True)

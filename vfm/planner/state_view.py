@@ -1,6 +1,6 @@
-"""A policy's state held for O(1) events (`StateView`), shared by `vfm.planner.Policy` and
-`vfm.planner.TypedPolicy`: the jobs in private containers, the frozen `PolicyState` built from
-them only when asked for, and the lock that serializes a policy's calls."""
+"""A policy's state held for O(1) events (`StateView`), `vfm.planner.Policy`'s base: the jobs in
+private containers, the frozen `PolicyState` built from them only when asked for, and the lock that
+serializes a policy's calls."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from vfm.planner.state import JobRecord, PolicyConfig, PolicyState, checked_reco
 
 
 class StateView:
-    """A policy's state held for O(1) events, shared by `Policy` and `vfm.planner.TypedPolicy`.
+    """A policy's state held for O(1) events (`vfm.planner.Policy`'s base).
 
     The jobs live in a private dict (insertion order: arrival order) and the completed ids in a
     list and a set, so that an arrival, a report and a removal cost O(1) amortized (plus the

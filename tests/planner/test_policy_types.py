@@ -1,5 +1,5 @@
-"""`vfm.planner.typed_policy.TypedPolicy`: the vfm policy on GPU types, driven by the simulator;
-with one type the one-type policy's runs; bad input named."""
+"""`vfm.planner.Policy` on GPU types, driven by the simulator; the typed program on one type gives
+the plain program's runs; bad input named."""
 
 from __future__ import annotations
 
@@ -8,9 +8,11 @@ import dataclasses
 import numpy as np
 import pytest
 
-from vfm.cluster import ClusterTypes, TypedSchedulingPolicy, load_workload, simulate
+from vfm.cluster import ClusterAware, ClusterTypes, load_workload, simulate
 from vfm.errors import ValidationError
-from vfm.planner import Policy, TypedPolicy
+from vfm.planner import Policy, typed_serving
+
+from .typed_on_one_type import TypedOnOneType
 
 
 @pytest.mark.parametrize("solver", ["saa-ipm", "cvxpy"])
@@ -19,18 +21,19 @@ from vfm.planner import Policy, TypedPolicy
 def test_one_type_gives_the_one_type_policys_run(settings, solver):
     trace = load_workload("shockwave_120jobs_32gpus").head(10)
     single = dataclasses.replace(trace, cluster=ClusterTypes.single(trace.gpus))
-    typed = simulate(single, TypedPolicy(single.cluster, rounds=6, solver=solver, **settings))
+    typed = simulate(single, TypedOnOneType(single.cluster, rounds=6, solver=solver, **settings))
     plain = simulate(trace, Policy(trace.gpus, rounds=6, solver=solver, **settings))
     np.testing.assert_array_equal(typed.finish_s, plain.finish_s)
     assert [r.jobs for r in typed.rounds] == [r.jobs for r in plain.rounds]
+    assert {t for r in typed.rounds for t in r.types} == {"v100"}  # the typed path placed them
 
 
 def test_a_mixed_cluster_runs_to_the_end_on_every_type():
     trace = load_workload("shockwave_120jobs_32gpus").head(16)
     cluster = ClusterTypes({"v100": 4, "p100": 2, "k80": 2})
     workload = dataclasses.replace(trace, cluster=cluster, gpus=cluster.total)
-    policy = TypedPolicy(cluster, rounds=6)
-    assert isinstance(policy, TypedSchedulingPolicy)
+    policy = Policy(cluster, rounds=6)
+    assert isinstance(policy, ClusterAware)
     sim = simulate(workload, policy)
     assert np.isfinite(sim.finish_s).all()
     assert {t for r in sim.rounds for t in r.types} == {"v100", "p100", "k80"}
@@ -38,12 +41,12 @@ def test_a_mixed_cluster_runs_to_the_end_on_every_type():
 
 
 def test_the_reference_type_is_the_fastest_and_speeds_are_ratios_of_the_current_regime():
-    policy = TypedPolicy(ClusterTypes({"v100": 2, "k80": 2}), rounds=3)
+    policy = Policy(ClusterTypes({"v100": 2, "k80": 2}), rounds=3)
     policy.add_job("a", 1, {"k80": {32: 100.0, 64: 80.0}, "v100": {32: 50.0, 64: 20.0}}, epochs=40)
     policy.report_progress("a", [64])
     assert policy._state.jobs["a"].regimes == ((32.0, 50.0), (64.0, 20.0))
-    jobs = [policy._state.jobs["a"]]
-    np.testing.assert_allclose(policy._speed(("a",), jobs), [[1.0, 20.0 / 80.0]])
+    current = policy._state.jobs["a"].recent[0]
+    np.testing.assert_allclose(policy._speeds["a"][:, current], [1.0, 20.0 / 80.0])
 
 
 @pytest.mark.parametrize(("regimes", "gpus", "pattern"), [
@@ -60,28 +63,28 @@ def test_the_reference_type_is_the_fastest_and_speeds_are_ratios_of_the_current_
     ({}, 1, r"regimes of job 'x' must map GPU types"),
 ])
 def test_bad_jobs_are_named(regimes, gpus, pattern):
-    policy = TypedPolicy(ClusterTypes({"v100": 4, "k80": 2}))
+    policy = Policy(ClusterTypes({"v100": 4, "k80": 2}))
     with pytest.raises(ValidationError, match=pattern):
         policy.add_job("x", gpus, regimes, epochs=10)
     assert policy.jobs == []
 
 
-def test_the_shockwave_configuration_runs_on_types_with_finish_time_targets():
+def test_the_shockwave_configuration_runs_on_types_with_finish_time_targets(monkeypatch):
     trace = load_workload("shockwave_120jobs_32gpus").head(16)
     cluster = ClusterTypes({"v100": 4, "p100": 2, "k80": 2})
     workload = dataclasses.replace(trace, cluster=cluster, gpus=cluster.total)
-    policy = TypedPolicy.shockwave(cluster, rounds=6)
+    policy = Policy.shockwave(cluster, rounds=6)
     assert policy.config.fairness and policy.options.efficiency > 0
     fairness = []
-    original = policy._replan
+    original = typed_serving._replan
 
-    def recording(state, options=None):
-        new = original(state, options)
+    def recording(config, speeds, state, options=None):
+        new = original(config, speeds, state, options)
         fairness.append(new.plan.fairness)
         assert np.isfinite(new.jobs[new.plan.job_ids[0]].fair_finish_at_s)
         return new
 
-    policy._replan = recording
+    monkeypatch.setattr(typed_serving, "_replan", recording)
     sources = []
     next_round = policy.next_round
 
@@ -98,6 +101,11 @@ def test_the_shockwave_configuration_runs_on_types_with_finish_time_targets():
 
 def test_bad_options_are_named():
     with pytest.raises(ValidationError, match="execution must be 'credit' or 'window'"):
-        TypedPolicy(ClusterTypes({"v100": 4}), execution="fifo")
-    with pytest.raises(ValidationError, match=r"cluster must be a vfm\.cluster\.ClusterTypes"):
-        TypedPolicy(8)  # type: ignore[arg-type]
+        Policy(ClusterTypes({"v100": 4}), execution="fifo")
+    with pytest.raises(ValidationError, match=r"capacity must be a positive whole number of GPUs or a "
+                                              r"vfm\.cluster\.ClusterTypes \(GPU type -> count\), got \{'v100': 4\}"):
+        Policy({"v100": 4})  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match=r"service_floor and wait_limit apply to a cluster of one GPU type"):
+        Policy(ClusterTypes({"v100": 4, "k80": 2}), wait_limit=20)
+    with pytest.raises(ValidationError, match=r"regimes of job 'x' name 'k80', but the cluster has one GPU type"):
+        Policy(ClusterTypes({"v100": 4})).add_job("x", 1, {"k80": {32: 1.0}}, 3)

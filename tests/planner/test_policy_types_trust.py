@@ -1,4 +1,4 @@
-"""`vfm.planner.TypedPolicy` with a planner that may fail: re-plans that raise, fail or run late
+"""`vfm.planner.Policy` with a planner that may fail: re-plans that raise, fail or run late
 are discarded and every round is still served (from the standing plan, or whole gangs first-fit
 over the types), within each type's GPUs, and `last_decision` says how; with one type, the same
 rounds and decisions as `vfm.planner.Policy`, failures included."""
@@ -15,8 +15,10 @@ from tests.planner.test_policy_trust import Flaky, sources_after_breaking
 from vfm.cluster import ClusterTypes
 from vfm.equilibrium import Status
 from vfm.errors import ValidationError
-from vfm.planner import Policy, TypedPolicy
-from vfm.planner import typed_policy as typed_module
+from vfm.planner import Policy
+from vfm.planner import typed_serving as typed_module
+
+from .typed_on_one_type import TypedOnOneType
 
 TYPES = ClusterTypes({"v100": 2, "k80": 2})
 BOTH: dict[str, dict[float, float]] = {"v100": {32: 50.0, 64: 30.0}, "k80": {32: 100.0, 64: 60.0}}
@@ -24,23 +26,23 @@ K80: dict[str, dict[float, float]] = {"k80": {32: 100.0, 64: 60.0}}
 V100: dict[str, dict[float, float]] = {"v100": {32: 50.0, 64: 30.0}}
 
 
-def _within_counts(policy: TypedPolicy, placed: dict[Any, str]) -> bool:
+def _within_counts(policy: Policy, placed: dict[Any, str]) -> bool:
     """Every job placed is present, on a type it was told, and no type runs more GPUs than it has."""
     used = dict.fromkeys(policy.cluster.types, 0)
     for job, gpu_type in placed.items():
-        assert job in policy.jobs and policy._typed[job][policy.cluster.types.index(gpu_type), -1] > 0
+        assert job in policy.jobs and policy._speeds[job][policy.cluster.types.index(gpu_type), -1] > 0
         used[gpu_type] += policy._state.jobs[job].gpus
     return all(used[t] <= policy.cluster[t] for t in used)
 
 
-def _left(policy: Policy | TypedPolicy, job: Any) -> int:
+def _left(policy: Policy, job: Any) -> int:
     record = policy._record(job)
     return record.epochs - record.done
 
 
 def test_a_replan_that_raises_is_served_from_the_standing_plan_and_says_so():
     forecaster = Flaky()
-    policy = TypedPolicy(TYPES, rounds=6, replan_every=2, forecaster=forecaster)
+    policy = Policy(TYPES, rounds=6, replan_every=2, forecaster=forecaster)
     for job in ("a", "b", "c"):
         policy.add_job(job, 1, BOTH, 40)
     assert policy.last_decision is None
@@ -54,7 +56,8 @@ def test_a_replan_that_raises_is_served_from_the_standing_plan_and_says_so():
     policy.add_job("wide", 2, BOTH, 40)  # the next round is due to re-plan
     policy.add_job("slow", 1, K80, 40)
     plan_before = policy.last_plan
-    _, planned, _ = policy._serve(policy.state)  # what the standing plan serves next, before any change
+    # What the standing plan serves next, before any change.
+    _, planned, _ = typed_module.typed_serving(policy.config, policy._speeds).serve(policy.state)
     placed = policy.next_round()
     decision = policy.last_decision
     assert decision is not None and (decision.source, decision.replanned) == ("standing", False)
@@ -74,7 +77,7 @@ def test_a_replan_that_raises_is_served_from_the_standing_plan_and_says_so():
 
 def test_arrivals_fill_the_idle_gpus_of_the_standing_round_first_fit_over_the_types():
     forecaster = Flaky()
-    policy = TypedPolicy(TYPES, rounds=6, forecaster=forecaster)
+    policy = Policy(TYPES, rounds=6, forecaster=forecaster)
     policy.add_job("wide", 2, V100, 40)
     assert policy.next_round() == {"wide": "v100"}
     forecaster.broken = True
@@ -87,7 +90,7 @@ def test_arrivals_fill_the_idle_gpus_of_the_standing_round_first_fit_over_the_ty
 
 def test_a_planned_job_added_again_with_other_types_is_placed_as_an_arrival():
     forecaster = Flaky()
-    policy = TypedPolicy(ClusterTypes({"v100": 1, "k80": 1}), rounds=6, forecaster=forecaster)
+    policy = Policy(ClusterTypes({"v100": 1, "k80": 1}), rounds=6, forecaster=forecaster)
     policy.add_job("a", 1, V100, 40)
     assert policy.next_round() == {"a": "v100"}
     forecaster.broken = True
@@ -100,7 +103,7 @@ def test_a_planned_job_added_again_with_other_types_is_placed_as_an_arrival():
 def test_with_no_standing_plan_a_failed_replan_places_whole_gangs_first_fit_over_the_types():
     forecaster = Flaky()
     forecaster.broken = True
-    policy = TypedPolicy(TYPES, rounds=3, forecaster=forecaster)
+    policy = Policy(TYPES, rounds=3, forecaster=forecaster)
     for job, gpus, regimes in (("a", 2, BOTH), ("b", 1, K80), ("c", 2, BOTH), ("d", 1, V100), ("e", 1, BOTH)):
         policy.add_job(job, gpus, regimes, 2)
     placed = policy.next_round()
@@ -118,7 +121,7 @@ def test_with_no_standing_plan_a_failed_replan_places_whole_gangs_first_fit_over
 
 def test_a_standing_plan_older_than_its_window_is_not_served():
     forecaster = Flaky()
-    policy = TypedPolicy(ClusterTypes({"v100": 1, "k80": 1}), rounds=2, forecaster=forecaster)
+    policy = Policy(ClusterTypes({"v100": 1, "k80": 1}), rounds=2, forecaster=forecaster)
     for job in ("a", "b", "c"):
         policy.add_job(job, 1, BOTH, 40)
     # The window's second round is served as planned (no re-plan due); then its window has passed
@@ -143,7 +146,7 @@ def test_a_replan_that_did_not_converge_or_is_not_finite_is_not_used(monkeypatch
     def spoiled(*args: Any, **kwargs: Any) -> Any:
         return replace(real_plan(*args, **kwargs), **change)
 
-    policy = TypedPolicy(ClusterTypes({"v100": 1, "k80": 1}), rounds=3)
+    policy = Policy(ClusterTypes({"v100": 1, "k80": 1}), rounds=3)
     policy.add_job("a", 1, K80, 40)
     policy.add_job("b", 1, BOTH, 40)
     monkeypatch.setattr(typed_module, "plan", spoiled)
@@ -156,7 +159,7 @@ def test_a_replan_that_did_not_converge_or_is_not_finite_is_not_used(monkeypatch
 
 
 def test_a_tiny_deadline_still_serves_every_round_within_each_types_gpus():
-    policy = TypedPolicy(TYPES, rounds=4, deadline_s=1e-6)
+    policy = Policy(TYPES, rounds=4, deadline_s=1e-6)
     jobs = {"a": (2, BOTH), "b": (1, K80), "c": (2, BOTH), "d": (1, V100), "e": (1, BOTH)}
     for job, (gpus, regimes) in jobs.items():
         policy.add_job(job, gpus, regimes, 3)
@@ -176,7 +179,7 @@ def test_a_tiny_deadline_still_serves_every_round_within_each_types_gpus():
 
 def test_a_generous_deadline_changes_nothing():
     def run(**deadline: Any) -> list[dict[Any, str]]:
-        policy = TypedPolicy(TYPES, rounds=4, **deadline)
+        policy = Policy(TYPES, rounds=4, **deadline)
         for k in range(5):
             policy.add_job(k, 1, BOTH if k % 2 else K80, 6)
         return [policy.next_round() for _ in range(6)]
@@ -208,9 +211,9 @@ def test_with_one_type_failures_are_decided_as_the_one_type_policy_decides_them(
     def plain(forecaster: Flaky) -> Policy:
         return Policy(4, rounds=4, replan_every=2, forecaster=forecaster, execution=execution)
 
-    def typed(forecaster: Flaky) -> TypedPolicy:
-        return TypedPolicy(ClusterTypes.single(4), rounds=4, replan_every=2, forecaster=forecaster,
-                           execution=execution)
+    def typed(forecaster: Flaky) -> Policy:
+        return TypedOnOneType(ClusterTypes.single(4), rounds=4, replan_every=2, forecaster=forecaster,
+                              execution=execution)
 
     ours, theirs = run(typed), run(plain)
     assert ours == theirs
@@ -219,4 +222,4 @@ def test_with_one_type_failures_are_decided_as_the_one_type_policy_decides_them(
 
 def test_the_deadline_is_checked_as_the_one_type_policy_checks_it():
     with pytest.raises(ValidationError, match=r"^deadline_s must be a finite number of seconds > 0 or None, got 0"):
-        TypedPolicy(TYPES, deadline_s=0)
+        Policy(TYPES, deadline_s=0)
