@@ -10,14 +10,29 @@ import pytest
 
 from vfm.errors import ValidationError
 from vfm.forecast import DirichletForecaster, Forecaster
-from vfm.parameters import Anything, Boolean, Function, Instance, OneOf, Optional, Real, Whole, check_parameters
+from vfm.parameters import (
+    Anything,
+    Boolean,
+    Function,
+    Instance,
+    Interval,
+    OneOf,
+    Optional,
+    Real,
+    Whole,
+    check_parameters,
+)
 
 FRACTION = Real("a fraction in [0, 1)", lambda v: 0 <= v < 1)
 
 
 @pytest.mark.parametrize(("constraint", "good", "bad"), [
     (FRACTION, [0, 0.5, np.float32(0.25), np.int64(0)], [1, -0.1, math.nan, math.inf, True, "0.5", None]),
-    (Real("a number > 0", lambda v: v > 0, finite=False), [1e-9, math.inf], [0, math.nan, -math.inf, False]),
+    (Real("a number > 0", lambda v: v > 0, finite=False), [1e-9, math.inf, 10**300],
+     [0, math.nan, -math.inf, False, 10**400]),
+    (Real("a number >= 0", lambda v: v >= 0), [0, 10**300], [10**400, -(10**400)]),  # too large for a float
+    (Interval("(low, high) with 0 < low <= high", Real("a number > 0", lambda v: v > 0)),
+     [(1, 2), [1.5, 1.5], (np.float64(1), 3)], [(2, 1), (0, 1), (1, 2, 3), (1,), "12", {1: 2}, (1, math.nan), None]),
     (Whole("a whole number >= 1", lambda v: v >= 1), [1, np.int64(7)], [0, 3.0, 2.5, True, "3", math.inf]),
     (Boolean(), [True, False, np.bool_(True)], [0, 1, "yes", None]),
     (OneOf(("credit", "window")), ["credit", "window"], ["Credit", 1, None, np.array(["credit"])]),
@@ -50,3 +65,16 @@ def test_an_instance_constraint_names_a_class_passed_for_an_instance_and_gives_i
     with pytest.raises(ValidationError, match=r"^forecaster must be a vfm.forecast.Forecaster, got int; it has "
                                               r"remaining_runtime$"):
         check_parameters({"forecaster": 3}, {"forecaster": forecaster})
+
+
+def test_an_interval_is_named_with_what_it_says_and_the_pair_as_written():
+    seconds = Interval("(low, high) seconds with 0 < low <= high", Real("seconds > 0", lambda v: v > 0))
+    check_parameters({"duration_s": (1.0, 2.0)}, {"duration_s": seconds})
+    with pytest.raises(ValidationError, match=r"^duration_s must be \(low, high\) seconds with 0 < low <= high, "
+                                              r"got \(2.0, 1.0\)$"):
+        check_parameters({"duration_s": (2.0, 1.0)}, {"duration_s": seconds})
+
+
+def test_an_int_too_large_for_a_float_is_refused_not_raised_on():
+    with pytest.raises(ValidationError, match=r"^efficiency must be a finite number >= 0, got 1000"):
+        check_parameters({"efficiency": 10**400}, {"efficiency": Real("a finite number >= 0", lambda v: v >= 0)})

@@ -18,6 +18,7 @@ vfm.errors.ValidationError: rounds must be a positive whole number of rounds, go
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any, Protocol, TypeVar
@@ -34,6 +35,7 @@ __all__ = [
     "Either",
     "Function",
     "Instance",
+    "Interval",
     "OneOf",
     "Optional",
     "Real",
@@ -75,9 +77,14 @@ class Real(_ShowsValue):
     finite: bool = True
 
     def admits(self, value: Any) -> bool:
-        if not is_real(value) or math.isnan(value) or (self.finite and math.isinf(value)):
+        if not is_real(value) or _too_large(value) or math.isnan(value) or (self.finite and math.isinf(value)):
             return False
         return bool(self.holds(value))
+
+
+def _too_large(value: Any) -> bool:
+    """Whether `value` is an int too large for a float (``10**400``), which math.isnan cannot take."""
+    return isinstance(value, int) and not -sys.float_info.max <= value <= sys.float_info.max
 
 
 @dataclass(frozen=True)
@@ -155,6 +162,19 @@ class Function:
 
     def shown(self, value: Any) -> str:
         return type(value).__name__
+
+
+@dataclass(frozen=True)
+class Interval(_ShowsValue):
+    """A ``(low, high)`` pair (a tuple or a list) of values `bound` admits, ``low <= high``; `says`
+    states the whole, as "(low, high) seconds with 0 < low <= high <= 1e+12"."""
+
+    says: str
+    bound: Constraint
+
+    def admits(self, value: Any) -> bool:
+        return (isinstance(value, tuple | list) and len(value) == 2
+                and all(self.bound.admits(v) for v in value) and bool(value[0] <= value[1]))
 
 
 @dataclass(frozen=True)

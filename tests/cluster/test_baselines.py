@@ -22,6 +22,7 @@ from vfm.cluster.baselines import (
     water_filling,
 )
 from vfm.cluster.protocol import SchedulingPolicy
+from vfm.cluster.rounds import remaining_s
 from vfm.errors import ValidationError
 
 NAMES = ["static_market", "max_min_fairness", "finish_time_fairness", "gandiva_fair", "allox", "max_sum_throughput",
@@ -58,7 +59,7 @@ def test_max_min_fairness_three_jobs():
     p.add_job("B", 1, {32: 100.0}, 50)
     p.add_job("C", 4, {32: 100.0}, 50)
     assert rounds(p, 5) == [{"A", "B"}, {"C"}, {"A", "B"}, {"A", "B"}, {"C"}]
-    np.testing.assert_allclose(p._x, [1.0, 1.0, 0.5])
+    np.testing.assert_allclose(p.last_step.allocation, [1.0, 1.0, 0.5])
 
 
 def test_finish_time_fairness_three_jobs():
@@ -81,8 +82,8 @@ def test_finish_time_fairness_three_jobs():
     p.add_job("B", 1, {32: 100.0}, 1)
     p.add_job("C", 1, {32: 100.0}, 4)
     assert set(p.next_round()) == {"B", "C"}
-    np.testing.assert_allclose(p._x, [0.5, 0.75, 0.75])
-    assert p.rho == pytest.approx(8 / 9)
+    np.testing.assert_allclose(p.last_step.allocation, [0.5, 0.75, 0.75])
+    assert p.last_step.details["rho"] == pytest.approx(8 / 9)
 
 
 def test_gandiva_fair_three_jobs():
@@ -134,7 +135,7 @@ def test_max_sum_throughput_three_jobs():
     p.add_job("B", 1, {32: 100.0}, 40)
     p.add_job("C", 2, {32: 100.0}, 4)
     assert rounds(p, 2) == [{"C", "B"}, {"A", "B"}]
-    np.testing.assert_allclose(p._x, [0.5, 0.0, 1.0])
+    np.testing.assert_allclose(p.last_step.allocation, [0.5, 0.0, 1.0])
 
 
 def test_min_total_duration_three_jobs():
@@ -148,7 +149,7 @@ def test_min_total_duration_three_jobs():
     p.add_job("B", 1, {32: 100.0}, 2)
     p.add_job("C", 2, {32: 100.0}, 3)
     assert rounds(p, 2) == [{"C"}, {"A", "B"}]
-    np.testing.assert_allclose(p._x, [2 / 9, 4 / 9, 2 / 3])
+    np.testing.assert_allclose(p.last_step.allocation, [2 / 9, 4 / 9, 2 / 3])
 
 
 # --- the allocations against their LPs / matchings ----------------------------------------------
@@ -183,10 +184,10 @@ def _loaded(cls, jobs, capacity):
 @given(jobs_strategy, st.integers(1, 8))
 def test_max_sum_throughput_solves_its_lp(jobs, capacity):
     policy = _loaded(MaxSumThroughput, jobs, capacity)
-    t = policy.table
-    w = t.col("gpus").astype(float)
-    c = 1.0 / (t.col("epoch_s") * t.col("epochs"))
-    x = policy._allocation()
+    state = policy.state()
+    w = state.col("gpus").astype(float)
+    c = 1.0 / (state.col("epoch_s") * state.col("epochs"))
+    x = policy.mechanism.allocate(state).x
     assert (x >= 0).all() and (x <= 1).all() and w @ x <= capacity * (1 + 1e-12)
     lp = linprog(-c, A_ub=w[None, :], b_ub=[capacity], bounds=[(0, 1)] * w.size)
     assert c @ x == pytest.approx(-lp.fun, rel=1e-7)
@@ -197,9 +198,10 @@ def test_max_sum_throughput_solves_its_lp(jobs, capacity):
 def test_min_total_duration_solves_its_lp(jobs, capacity):
     # In y = 1/T: maximize y s.t. x_i >= R_i y, sum w x <= G, 0 <= x <= 1 (variables x, y).
     policy = _loaded(MinTotalDuration, jobs, capacity)
-    w = policy.table.col("gpus").astype(float)
-    remaining = policy.remaining_s()
-    x = policy._allocation()
+    state = policy.state()
+    w = state.col("gpus").astype(float)
+    remaining = remaining_s(state)
+    x = policy.mechanism.allocate(state).x
     assert (x <= 1 + 1e-12).all() and w @ x <= capacity * (1 + 1e-12)
     n = w.size
     a_ub = np.vstack([np.hstack([-np.eye(n), remaining[:, None]]), np.append(w, 0.0)])

@@ -158,11 +158,15 @@ def test_bad_duration_mixes_name_the_field(mix: Any, message: str) -> None:
     ({"jobs": 0}, "jobs must be a positive whole number"),
     ({"gpus": 2.5}, "gpus must be a positive whole number"),
     ({"interarrival_s": -1.0}, "interarrival_s must be a finite number >= 0"),
-    ({"gang_mix": {1: 1, 16: 1}}, "gang_mix has gang size 16"),
+    ({"gang_mix": {1: 1, 16: 1}}, "gang_mix's gang size must be a whole number from 1 to the cluster's 8 GPUs, got 16"),
+    ({"gang_mix": {1.0: 1}}, "gang_mix's gang size must be a whole number from 1 to the cluster's 8 GPUs, got 1.0"),
     ({"gang_mix": {1: -1}}, "gang_mix's weights"),
-    ({"adaptation_mix": {"pruning": 1}}, "adaptation_mix has 'pruning'"),
+    ({"adaptation_mix": {"pruning": 1}},
+     "adaptation_mix's mode must be 'static' or 'gns' or 'accordion', got 'pruning'"),
     ({"duration_s": (100.0, 10.0)}, "duration_s must be (low, high)"),
-    ({"throughputs": "azure"}, "throughputs must be one of the shipped sets"),
+    ({"throughputs": "azure"}, "throughputs must be 'tacc' or 'wisr', got 'azure'"),
+    ({"round_s": 0}, "round_s must be a finite number > 0 and at most"),
+    ({"jobs": True}, "jobs must be a positive whole number"),
 ])
 def test_bad_specs_name_the_field(overrides: dict, message: str) -> None:
     with pytest.raises(ValidationError, match=message.replace("(", r"\(").replace(")", r"\)")):
@@ -356,8 +360,8 @@ def test_an_uncertain_workload_runs_to_completion_told_its_profiles() -> None:
     ({"epoch_noise": -1}, "epoch_noise must be a finite number >= 0 and at most 100, got -1"),
     ({"epoch_noise": float("inf")}, "epoch_noise must be a finite number >= 0 and at most 100, got inf"),
     ({"epoch_noise": True}, "epoch_noise must be a finite number >= 0 and at most 100, got True"),
-    ({"hidden_regimes": 1}, "hidden_regimes must be a bool, got 1"),
-    ({"hidden_regimes": "yes"}, "hidden_regimes must be a bool, got 'yes'"),
+    ({"hidden_regimes": 1}, "hidden_regimes must be True or False, got 1"),
+    ({"hidden_regimes": "yes"}, "hidden_regimes must be True or False, got 'yes'"),
 ])
 def test_bad_uncertainty_names_the_field(fields: dict, message: str) -> None:
     with pytest.raises(ValidationError, match=message):

@@ -260,8 +260,11 @@ def _check_valid(workload: Workload) -> None:
     ({"interarrival_s": 10**400}, r"interarrival_s must be a finite number >= 0 and at most 1e\+12 s, got 1000"),
     ({"interarrival_s": 1e13}, r"interarrival_s must be a finite number >= 0 and at most 1e\+12 s"),
     ({"round_s": 1e13}, r"round_s must be a finite number > 0 and at most 1e\+12 s"),
-    ({"jobs": 10**8}, r"jobs must be at most 1e\+07 \(MAX_WORKLOAD_EPOCHS: a job has an epoch at least\)"),
-    ({"gpus": 10**7}, r"gpus must be at most 1e\+06 \(MAX_GPUS\)"),
+    ({"jobs": 10**8}, r"jobs must be a positive whole number, at most 1e\+07 \(MAX_WORKLOAD_EPOCHS: a job has an "
+                      r"epoch at least\), got 100000000"),
+    ({"gpus": 10**7}, r"gpus must be a positive whole number, at most 1e\+06 \(MAX_GPUS\), got 10000000"),
+    ({"round_s": 10**400}, r"round_s must be a finite number > 0 and at most 1e\+12 s, got 1000"),
+    ({"duration_s": (1.0, 10**400)}, r"duration_s must be \(low, high\) seconds with 0 < low <= high <= 1e\+12"),
     ({"gang_mix": {1: 10**400}}, r"gang_mix's weights must be finite numbers >= 0, not all 0"),
     ({"gang_mix": ((1, 0.5), (1, 0.5))}, r"gang_mix gives 1 twice"),
 ])

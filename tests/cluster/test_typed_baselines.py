@@ -43,6 +43,7 @@ from vfm.cluster.typed_baselines import (
     proportional_throughputs,
     static_market_allocation,
 )
+from vfm.cluster.typed_rounds import MaxMinAllocator, RoundState, TypedAllocated
 from vfm.equilibrium import Status
 from vfm.errors import SolverError, ValidationError
 from vfm.jobs import window_market
@@ -246,18 +247,22 @@ def test_a_gang_wider_than_a_type_is_not_placed_there() -> None:
 # --- one type: the homogeneous max-min fairness -------------------------------------------------
 
 
-class WaterFilled(HeterogeneousMaxMinFairness):
-    """The policy's rounds on the homogeneous allocation (`water_filling`) instead of the LP's; it
-    records how far the LP's allocation was from it."""
+@dataclasses.dataclass
+class WaterFilled:
+    """An allocator that gives Gavel's typed rounds the homogeneous allocation (`water_filling`)
+    instead of the LP's, and records how far the LP's allocation was from it."""
 
-    gap = 0.0
+    gap: float = 0.0
+    every_round: bool = False
 
-    def _ensure_allocation(self) -> np.ndarray:
-        x = super()._ensure_allocation()
-        exact = water_filling(self._table.col("gpus"), self.cluster.total)[:, None]
-        self.gap = max(self.gap, float(np.abs(x - exact).max()))
-        self._x = exact
-        return exact
+    def allocate(self, state: RoundState, thr: np.ndarray) -> TypedAllocated:
+        lp = MaxMinAllocator().allocate(state, thr)
+        exact = water_filling(state.col("gpus"), state.cluster.total)[:, None]
+        self.gap = max(self.gap, float(np.abs(lp.x - exact).max()))
+        return TypedAllocated(exact, lp.normalized, lps=lp.lps)
+
+    def stale_after_report(self, job: Any, round_s: float) -> bool:
+        return False
 
 
 def test_on_one_type_the_rounds_are_the_homogeneous_max_min_fairness() -> None:
@@ -265,13 +270,14 @@ def test_on_one_type_the_rounds_are_the_homogeneous_max_min_fairness() -> None:
     # and along it the LP's allocation is water-filling to rounding.
     trace = load_workload("shockwave_120jobs_32gpus").head(40)
     typed = dataclasses.replace(trace, cluster=ClusterTypes.single(trace.gpus))
-    policy = WaterFilled(typed.cluster, trace.round_s)
+    allocator = WaterFilled()
+    policy = HeterogeneousMaxMinFairness(typed.cluster, trace.round_s, allocator=allocator)
     ours = simulate(typed, policy)
     homogeneous = simulate(trace, MaxMinFairness(trace.gpus, trace.round_s))
     assert [r.jobs for r in ours.rounds] == [r.jobs for r in homogeneous.rounds]
     assert all(set(r.types) <= {"v100"} for r in ours.rounds)
     np.testing.assert_array_equal(ours.finish_s, homogeneous.finish_s)
-    assert policy.gap < 1e-12
+    assert allocator.gap < 1e-12
 
 
 def test_on_one_type_the_policy_allocates_as_max_min_fairness() -> None:
@@ -494,7 +500,7 @@ def test_on_one_type_the_policy_allocates_as_the_static_market(seed: int) -> Non
         ours.add_job(i, g, {"v100": {32.0: s}}, e)
         theirs.add_job(i, g, {32.0: s}, e)
     x = ours.allocation().x[:, 0]
-    np.testing.assert_allclose(x, theirs._allocation(), atol=1e-6)
+    np.testing.assert_allclose(x, theirs.mechanism.allocate(theirs.state()).x, atol=1e-6)
     np.testing.assert_allclose(x, water_filling(gangs, 24), atol=1e-6)
 
 
@@ -667,7 +673,7 @@ def test_on_one_type_max_sum_throughput_is_the_fractional_knapsack(seed: int) ->
     for i in range(gangs.size):
         reference.add_job(i, int(gangs[i]), {32.0: float(seconds[i])}, int(epochs[i]))
     reference.next_round()
-    np.testing.assert_allclose(ours.x[:, 0], reference._x, atol=1e-6)
+    np.testing.assert_allclose(ours.x[:, 0], reference.last_step.allocation, atol=1e-6)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -682,7 +688,7 @@ def test_on_one_type_min_total_duration_is_the_homogeneous_one(seed: int) -> Non
         if done[i]:
             reference.report_progress(i, [32.0] * int(done[i]))
     reference.next_round()
-    np.testing.assert_allclose(ours.x[:, 0], reference._x, atol=1e-6)
+    np.testing.assert_allclose(ours.x[:, 0], reference.last_step.allocation, atol=1e-6)
     remaining = left * seconds
     assert ours.makespan_s == pytest.approx(max(remaining.max(), gangs @ remaining / 24), rel=1e-6)
 
@@ -704,7 +710,7 @@ def test_on_one_type_the_new_policies_allocate_as_the_homogeneous_ones(
     for _ in range(3):
         ours.next_round()
         ran = reference.next_round()
-        np.testing.assert_allclose(ours.allocation().x[:, 0], reference._x, atol=1e-6)
+        np.testing.assert_allclose(ours.allocation().x[:, 0], reference.last_step.allocation, atol=1e-6)
         for job in ran:  # the same progress to both
             if int(epochs[job]) - int(reference.table.col("done")[reference.table.row[job]]) > 1:
                 ours.report_progress(job, [32.0])

@@ -480,6 +480,11 @@ def test_array_constructor_matches_from_lists_and_is_read_only():
         (lambda s: DirichletForecaster(split="median"), r"split must be 'shockwave' or 'proportional'"),
         (lambda s: DirichletForecaster(prior_weight=0.0), r"prior_weight must be a positive, finite number"),
         (lambda s: DirichletForecaster(scenario_progress="epochs"), r"scenario_progress must be 'whole' or 'fluid'"),
+        (lambda s: DirichletForecaster(prior_weight=10**400),
+         r"^prior_weight must be a positive, finite number or None, got 1000"),  # an int past a float
+        (lambda s: DirichletForecaster(prior_weight=True), r"^prior_weight must be a positive, finite number or None"),
+        (lambda s: SHOCKWAVE.epochs_per_round(s, 3, 10**400), r"^round_s must be a positive, finite number of seconds"),
+        (lambda s: WHOLE.sample_epochs_per_round(s, 3, 120.0, True), r"^scenarios must be a positive whole number"),
     ],
 )
 def test_bad_window_and_forecaster_arguments_are_rejected(call, pattern):

@@ -137,6 +137,13 @@ def test_population_arrays_are_read_only():
     (lambda: PopulationOptions(other_regimes=2), "other_regimes must be a number in"),
     (lambda: PopulationOptions(spread=-1), "spread must be"),
     (lambda: PopulationOptions(size_bandwidth=np.inf), "size_bandwidth must be"),
+    (lambda: PopulationOptions(prefix_bandwidth=10**400), "^prefix_bandwidth must be a positive, finite number, got 1"),
+    (lambda: PopulationOptions(spread="0.1"), r"^spread must be a finite number >= 0, got '0.1'$"),
+    (lambda: PopulationForecaster(options={"spread": 0.1}),
+     r"^options must be a vfm.forecast.PopulationOptions, got dict$"),
+    (lambda: PopulationForecaster(prior=DirichletForecaster),
+     r"^prior must be a vfm.forecast.DirichletForecaster, got the class DirichletForecaster; pass an instance"),
+    (lambda: PopulationForecaster(population=[]), r"^population must be a vfm.forecast.Population, got list$"),
     (lambda: PopulationForecaster().learned(["not a trajectory"]), r"trajectories\[0\] must be"),
     (lambda: PopulationForecaster(scenario_progress="partial"), "scenario_progress must be 'whole' or 'fluid'"),
 ])

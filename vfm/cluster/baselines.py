@@ -1,7 +1,9 @@
 """The baseline schedulers of the Shockwave paper, on a homogeneous GPU cluster.
 
-Each class implements `vfm.cluster.protocol.SchedulingPolicy` on top of the shared machinery
-of `vfm.cluster.rounds` (present jobs' table, clock, first-fit of whole gangs, Gavel's rounds).
+Each class is `vfm.cluster.rounds.RoundPolicy` (the `vfm.cluster.protocol.SchedulingPolicy`
+conversation over the present jobs' book) composed with a round mechanism of `vfm.cluster.rounds`:
+Gavel's rounds over an allocation (a pure function of the round's frozen state, below), stride
+scheduling or AlloX's matching.
 They follow the Shockwave artifact (uw-mad-dash/shockwave, ``scheduler/policies/*.py`` and
 ``scheduler/scheduler.py``), itself built on Gavel (stanford-futuredata/gavel); with one GPU type
 every LP of those files has a closed form or a one-dimensional search, computed here with numpy
@@ -30,20 +32,25 @@ Policy                  ranking each round
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import MappingProxyType
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from vfm.cluster.rounds import (
+    Allocated,
     FloatArray,
-    GavelRoundPolicy,
+    GavelRounds,
     IntArray,
-    PriorityRoundPolicy,
+    MatchingRounds,
     RoundPolicy,
+    RoundState,
+    StrideRounds,
+    equal_share,
+    remaining_s,
 )
 from vfm.jobs import window_market
 from vfm.per_period import solve_per_period
-from vfm.planner.rounding import first_fit
 
 __all__ = [
     "BASELINES",
@@ -55,6 +62,11 @@ __all__ = [
     "MinTotalDuration",
     "PolicyFactory",
     "StaticMarket",
+    "allocate_finish_time_fairness",
+    "allocate_max_min",
+    "allocate_max_sum_throughput",
+    "allocate_min_total_duration",
+    "allocate_static_market",
     "allox_positions",
     "allox_positions_lsa",
     "ftf_allocation",
@@ -172,48 +184,85 @@ def allox_positions_lsa(remaining_s: FloatArray, slots: int) -> tuple[IntArray, 
     return ahead, float(cost[rows, cols].sum())
 
 
-# --- policies -------------------------------------------------------------------------------------
+# --- allocations under Gavel's rounds (pure functions of the frozen state) ----------------------
 
 
-class MaxMinFairness(GavelRoundPolicy):
-    """Gavel's max-min fairness ("Gavel" in the Shockwave paper): `water_filling` + Gavel rounds.
+def allocate_max_min(state: RoundState) -> Allocated:
+    """Gavel's max-min fairness on one type: `water_filling` of the GPUs over the gangs."""
+    return Allocated(water_filling(state.col("gpus"), state.capacity))
+
+
+def allocate_finish_time_fairness(state: RoundState) -> Allocated:
+    """Themis' finish-time fairness as the Shockwave artifact runs it (`FinishTimeFairness`);
+    ``details["rho"]`` is the optimal largest ratio."""
+    remaining = remaining_s(state)
+    fair = (state.col("done_iso_s") + remaining) / equal_share(state)
+    elapsed = state.clock_s - state.col("arrival_s")
+    x, rho = ftf_allocation(remaining, elapsed, fair, state.col("gpus"), state.capacity)
+    return Allocated(x, MappingProxyType({"rho": rho}))
+
+
+def allocate_max_sum_throughput(state: RoundState) -> Allocated:
+    """Gavel's max-sum-throughput on one type: the fractional knapsack of `MaxSumThroughput`."""
+    w = state.col("gpus").astype(float)
+    density = 1.0 / (state.col("epoch_s") * state.col("epochs") * w)
+    order = np.lexsort((state.col("seq"), -density))
+    used = np.cumsum(w[order])
+    before = used - w[order]
+    x = np.zeros(state.n)
+    x[order] = np.clip((state.capacity - before) / w[order], 0.0, 1.0)
+    return Allocated(x)
+
+
+def allocate_min_total_duration(state: RoundState) -> Allocated:
+    """Gavel's min-total-duration on one type: ``x_i = R_i / T*`` (`MinTotalDuration`)."""
+    remaining = remaining_s(state)
+    horizon = max(float(remaining.max()), float(state.col("gpus") @ remaining) / state.capacity)
+    return Allocated(remaining / horizon)
+
+
+def allocate_static_market(state: RoundState) -> Allocated:
+    """The one-round Fisher market's equilibrium fractions (`StaticMarket`)."""
+    epochs, done = state.col("epochs"), state.col("done")
+    rate = state.round_s / state.col("epoch_s")
+    window = window_market(state.col("gpus"), epochs, done, np.minimum(rate, epochs - done)[:, None],
+                           float(state.capacity))
+    result = solve_per_period(window.market)
+    return Allocated(np.asarray(window.schedule(result)[:, 0], dtype=np.float64))
+
+
+# --- policies: the round book composed with a mechanism -------------------------------------------
+
+
+class MaxMinFairness(RoundPolicy):
+    """Gavel's max-min fairness ("Gavel" in the Shockwave paper): `water_filling` under Gavel's rounds.
 
     Source: ``scheduler/policies/max_min_fairness.py`` (``MaxMinFairnessPolicyWithPerf``) of
     uw-mad-dash/shockwave and stanford-futuredata/gavel.
     """
 
     name = "max_min_fairness"
-
-    def _allocation(self) -> FloatArray:
-        return water_filling(self.table.col("gpus"), self.capacity)
+    mechanism = GavelRounds(allocate_max_min)
 
 
-class FinishTimeFairness(GavelRoundPolicy):
-    """Themis' finish-time fairness as the Shockwave artifact runs it: `ftf_allocation` + Gavel rounds.
+class FinishTimeFairness(RoundPolicy):
+    """Themis' finish-time fairness as the Shockwave artifact runs it: `ftf_allocation` under Gavel's rounds.
 
     ``rho_i = (t_i + R_i / x_i) / (T_i / s_i)`` with `t_i` the time since arrival, `R_i` the
     estimated remaining time on the whole gang, `T_i` the isolated time (finished epochs at their
     profiled times plus `R_i`) and ``s_i = min(1, G / (N w_i))`` the equal share, i.e. the
     denominator is ``T_i * max(1, N w_i / G)`` (``max(1, N/G)`` for one-GPU jobs). The allocation
-    minimizes the largest `rho_i`; Gavel's priorities then favour the jobs whose ratio needs the
-    largest share. Source: ``scheduler/policies/finish_time_fairness.py``
+    minimizes the largest `rho_i` (``last_step.details["rho"]``); Gavel's priorities then favour
+    the jobs whose ratio needs the largest share. Source: ``scheduler/policies/finish_time_fairness.py``
     (``FinishTimeFairnessPolicyWithPerf``) of uw-mad-dash/shockwave.
     """
 
     name = "finish_time_fairness"
-    rho = float("nan")  # the optimal largest ratio of the last round
-
-    def _allocation(self) -> FloatArray:
-        t = self.table
-        remaining = self.remaining_s()
-        fair = (t.col("done_iso_s") + remaining) / self.equal_share()
-        elapsed = self.clock_s - t.col("arrival_s")
-        x, self.rho = ftf_allocation(remaining, elapsed, fair, t.col("gpus"), self.capacity)
-        return x
+    mechanism = GavelRounds(allocate_finish_time_fairness)
 
 
-class MaxSumThroughput(GavelRoundPolicy):
-    """Gavel's max-sum-throughput: maximize ``sum_i c_i x_i`` + Gavel rounds.
+class MaxSumThroughput(RoundPolicy):
+    """Gavel's max-sum-throughput: maximize ``sum_i c_i x_i`` under Gavel's rounds.
 
     ``c_i = 1 / (epoch_s_i E_i)`` is job i's normalized throughput, the fraction of the job
     finished per second on its gang (the unit of the VFM utilities, so that all jobs are
@@ -223,21 +272,11 @@ class MaxSumThroughput(GavelRoundPolicy):
     """
 
     name = "max_sum_throughput"
-
-    def _allocation(self) -> FloatArray:
-        t = self.table
-        w = t.col("gpus").astype(float)
-        density = 1.0 / (t.col("epoch_s") * t.col("epochs") * w)
-        order = np.lexsort((t.col("seq"), -density))
-        used = np.cumsum(w[order])
-        before = used - w[order]
-        x = np.zeros(t.n)
-        x[order] = np.clip((self.capacity - before) / w[order], 0.0, 1.0)
-        return x
+    mechanism = GavelRounds(allocate_max_sum_throughput)
 
 
-class MinTotalDuration(GavelRoundPolicy):
-    """Gavel's min-total-duration (OSSP in the Shockwave paper) + Gavel rounds.
+class MinTotalDuration(RoundPolicy):
+    """Gavel's min-total-duration (OSSP in the Shockwave paper) under Gavel's rounds.
 
     Minimize `T` such that every present job can finish within `T`: ``x_i >= R_i / T`` with
     ``x_i <= 1`` and ``sum_i w_i x_i <= G``. Closed form: ``T* = max(max_i R_i, sum_i w_i R_i / G)``
@@ -247,91 +286,43 @@ class MinTotalDuration(GavelRoundPolicy):
     """
 
     name = "min_total_duration"
-
-    def _allocation(self) -> FloatArray:
-        remaining = self.remaining_s()
-        w = self.table.col("gpus")
-        horizon = max(float(remaining.max()), float(w @ remaining) / self.capacity)
-        return remaining / horizon
+    mechanism = GavelRounds(allocate_min_total_duration)
 
 
-class GandivaFair(PriorityRoundPolicy):
-    """Gandiva-Fair's gang-aware stride scheduling with one ticket per job.
-
-    Each job has a pass value. Every round, jobs are taken in increasing pass order and first-fit
-    onto whole gangs; each job that runs advances its pass by its stride times its gang,
-    ``w_i / tickets_i``, so jobs receive equal GPU-time (Gandiva-Fair's fair share is of GPU
-    time). A job that arrives starts at the smallest pass among the present jobs (stride
-    scheduling's global pass), so it neither waits for nor overtakes the backlog.
-    """
+class GandivaFair(RoundPolicy):
+    """Gandiva-Fair's gang-aware stride scheduling with one ticket per job (`StrideRounds`):
+    jobs receive equal GPU-time."""
 
     name = "gandiva_fair"
-    tickets = 1.0
-
-    def _on_add(self, row: int) -> None:
-        passes = self.table.col("pass_")
-        others = np.delete(passes, row)
-        passes[row] = others.min() if others.size else 0.0
-
-    def _order(self) -> IntArray:
-        t = self.table
-        return np.lexsort((t.col("seq"), t.col("pass_"))).astype(np.int64)
-
-    def _after_round(self, chosen: IntArray) -> None:
-        t = self.table
-        t.col("pass_")[chosen] += t.col("gpus")[chosen] / self.tickets
+    mechanism = StrideRounds(tickets=1.0)
 
 
 class AlloX(RoundPolicy):
-    """AlloX: minimum average JCT by matching jobs to GPU time slots, non-preemptive.
+    """AlloX: minimum average JCT by matching jobs to GPU time slots, non-preemptive
+    (`MatchingRounds` with `allox_positions`).
 
-    Jobs that ran in the previous round keep their GPUs until they finish. The free GPUs are
-    matched to the waiting jobs by `allox_positions` on their estimated remaining times, and
-    jobs start in matching order (fewest jobs ahead first, then shortest), first-fit on whole
-    gangs; first-fit walks every waiting job, so idle GPUs are filled (work conservation).
     Source: ``scheduler/policies/allox.py`` (``AlloXPolicy``) of uw-mad-dash/shockwave, with alpha = 1
     (the artifact builds it with alpha = 0.2: docs/baselines.md).
     """
 
     name = "allox"
-
-    def _select(self) -> IntArray:
-        t = self.table
-        gpus = t.col("gpus")
-        ran = t.col("ran")
-        running = np.flatnonzero(ran)
-        free = self.capacity - int(gpus[running].sum())
-        waiting = np.flatnonzero(~ran)
-        if free <= 0 or waiting.size == 0:
-            return running
-        remaining = self.remaining_s()[waiting]
-        ahead = allox_positions(remaining, free)
-        order = waiting[np.lexsort((t.col("seq")[waiting], remaining, ahead))]
-        return np.concatenate((running, first_fit(order, gpus, free)))
+    mechanism = MatchingRounds(allox_positions)
 
 
-class StaticMarket(GavelRoundPolicy):
+class StaticMarket(RoundPolicy):
     """The static Fisher market, round by round: `vfm.solve_per_period` on this round alone.
 
     Each round is a one-period market (the window market with one round): the round's GPUs are the
     good, every present job a buyer with an equal budget, utility its normalized progress
     :math:`c_i + r_i y_i / E_i` (epochs done so far, and the epochs a whole round gives at its
     current epoch-time estimate). Its equilibrium fractions are the allocation of Gavel's round
-    mechanism (`GavelRoundPolicy`), which turns them into whole gangs. With one homogeneous good
-    the market splits GPUs by budget and progress, not by throughput over time: it is what a
-    VFM without forecasts over a window does.
+    mechanism (`GavelRounds`), which turns them into whole gangs. With one homogeneous good the
+    market splits GPUs by budget and progress, not by throughput over time: it is what a VFM
+    without forecasts over a window does.
     """
 
     name = "static_market"
-
-    def _allocation(self) -> FloatArray:
-        t = self.table
-        epochs, done = t.col("epochs"), t.col("done")
-        rate = self.round_s / t.col("epoch_s")
-        window = window_market(t.col("gpus"), epochs, done, np.minimum(rate, epochs - done)[:, None],
-                               float(self.capacity))
-        result = solve_per_period(window.market)
-        return np.asarray(window.schedule(result)[:, 0], dtype=np.float64)
+    mechanism = GavelRounds(allocate_static_market)
 
 
 PolicyFactory = Callable[[int, float, int], RoundPolicy]

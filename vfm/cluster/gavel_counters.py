@@ -6,30 +6,50 @@ job should run) into whole rounds by three counters per job, kept in columns of 
 `vfm.cluster.round_book.RowTable`: ``job_time`` (seconds run since the last reset, starting at
 ``round_s / 2``), ``should`` (seconds it should have run since the reset, ``sum x round_s``) and
 ``deficit`` (what it was owed at earlier resets). On one GPU type each column has one entry per
-job, shape ``(n,)`` (`vfm.cluster.rounds.GavelRoundPolicy`); on K types one per job and type,
-``(n, K)`` (`vfm.cluster.typed_rounds.TypedRoundPolicy`). Every function here works on both.
+job, shape ``(n,)`` (`vfm.cluster.rounds.GavelRounds`, which steps on the pure `reset` and
+`credited`); on K types one per job and type, ``(n, K)`` (`vfm.cluster.typed_rounds.TypedRoundPolicy`,
+through `reset_counts` and `credit`, the same in place). Every function here works on both.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import numpy as np
 from numpy.typing import NDArray
 
 from vfm.cluster.round_book import RowTable
 
-__all__ = ["credit", "priorities", "ranking", "reset_counts"]
+__all__ = ["Counters", "credit", "credited", "priorities", "ranking", "reset", "reset_counts"]
+
+#: The three counters by name (``job_time``, ``should``, ``deficit``), each an array over the jobs.
+Counters = Mapping[str, NDArray[np.float64]]
+_NAMES = ("job_time", "should", "deficit")
 
 
-def reset_counts(table: RowTable, round_s: float) -> None:
-    """Gavel's ``_reset_time_run_so_far``: deficits absorb the time owed, counts restart.
+def reset(counters: Counters, round_s: float) -> dict[str, NDArray[np.float64]]:
+    """Gavel's ``_reset_time_run_so_far``, as new arrays: deficits absorb the time owed, counts restart.
 
     Each deficit grows by the time the job should have received since the last reset minus the
     time it did receive; ``job_time`` restarts at ``round_s / 2`` and ``should`` at 0.
     """
-    job_time = table.col("job_time")
-    table.col("deficit")[:] += table.col("should") - (job_time - round_s / 2.0)
-    table.col("should")[:] = 0.0
-    job_time[:] = round_s / 2.0
+    job_time = counters["job_time"]
+    return {"job_time": np.full_like(job_time, round_s / 2.0), "should": np.zeros_like(counters["should"]),
+            "deficit": counters["deficit"] + (counters["should"] - (job_time - round_s / 2.0))}
+
+
+def credited(counters: Counters, ran: NDArray[np.int64] | tuple[NDArray[np.int64], NDArray[np.int64]],
+             x: NDArray[np.float64], round_s: float) -> dict[str, NDArray[np.float64]]:
+    """A round closed, as new arrays: the entries `ran` of ``job_time`` (rows, or rows and types)
+    ran a whole round, and every job should have received ``x round_s`` more."""
+    job_time = counters["job_time"].copy()
+    job_time[ran] += round_s
+    return {"job_time": job_time, "should": counters["should"] + x * round_s, "deficit": counters["deficit"]}
+
+
+def reset_counts(table: RowTable, round_s: float) -> None:
+    """`reset` on the counters of `table`, in place."""
+    _write(table, reset({name: table.col(name) for name in _NAMES}, round_s))
 
 
 def priorities(job_time: NDArray[np.float64], x: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -52,7 +72,10 @@ def ranking(seq: NDArray[np.int64], x: NDArray[np.float64], deficit: NDArray[np.
 
 def credit(table: RowTable, ran: NDArray[np.int64] | tuple[NDArray[np.int64], NDArray[np.int64]],
            x: NDArray[np.float64], round_s: float) -> None:
-    """Close a round: the entries `ran` of ``job_time`` (rows, or rows and types) ran a whole round,
-    and every job should have received ``x round_s`` more."""
-    table.col("job_time")[ran] += round_s
-    table.col("should")[:] += x * round_s
+    """`credited` on the counters of `table`, in place."""
+    _write(table, credited({name: table.col(name) for name in _NAMES}, ran, x, round_s))
+
+
+def _write(table: RowTable, counters: Counters) -> None:
+    for name, values in counters.items():
+        table.col(name)[:] = values

@@ -14,13 +14,17 @@ Every baseline of `vfm.cluster.baselines` (one GPU type) and `vfm.cluster.typed_
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
+from vfm._validation import read_only
 from vfm.errors import ValidationError
+from vfm.gpu_cluster import ClusterTypes
 
-__all__ = ["RoundBook", "RowTable"]
+__all__ = ["RoundBook", "RoundState", "RowTable"]
 
 
 class RowTable:
@@ -45,6 +49,11 @@ class RowTable:
     def col(self, name: str) -> np.ndarray:
         """A writable view of column `name` over the present rows."""
         return self._cols[name][: self.n]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The columns' names."""
+        return tuple(self._cols)
 
     def append(self, job_id: Hashable, regimes: Any, values: Mapping[str, Any]) -> int:
         """Append a row (columns not in `values` are 0); return its index."""
@@ -77,6 +86,39 @@ class RowTable:
         self.ids.pop()
         self.regimes.pop()
         self.n = last
+
+
+@dataclass(frozen=True)
+class RoundState:
+    """The book as a round sees it, frozen (`RoundBook.snapshot`): every column over the present
+    rows (read-only copies, shapes as in the table), the ids in row order, the cluster, the policy
+    clock and the round length, and whether the job set changed since the last round. A round
+    mechanism decides from it alone, as a pure function."""
+
+    columns: Mapping[str, np.ndarray]
+    ids: tuple[Hashable, ...]
+    cluster: ClusterTypes
+    clock_s: float
+    round_s: float
+    changed: bool
+
+    @property
+    def n(self) -> int:
+        return len(self.ids)
+
+    @property
+    def capacity(self) -> int:
+        """All the cluster's GPUs."""
+        return self.cluster.total
+
+    @property
+    def counts(self) -> np.ndarray:
+        """The GPUs of each type, in the cluster's order (a new array)."""
+        return np.array(self.cluster.counts, dtype=np.int64)
+
+    def col(self, name: str) -> np.ndarray:
+        """Column `name` over the present rows (read-only)."""
+        return self.columns[name]
 
 
 class RoundBook:
@@ -165,6 +207,13 @@ class RoundBook:
     def job_set_changed(self) -> None:
         """Record an arrival, completion or cancellation (subclasses extend what it invalidates)."""
         self._changed = True
+
+    def snapshot(self, cluster: ClusterTypes) -> RoundState:
+        """The book as the next round on `cluster` sees it, frozen (copies: nothing computed from it
+        changes the book)."""
+        t = self._table
+        columns = {name: read_only(t.col(name).copy()) for name in t.names}
+        return RoundState(MappingProxyType(columns), tuple(t.ids), cluster, self.clock_s, self.round_s, self._changed)
 
     def close_round(self) -> None:
         """The next round is decided: the clock advances, the job set counts as unchanged."""

@@ -13,11 +13,12 @@ This module gathers them; each concept lives in its own module:
   `finish_time_fairness_allocation` (a cone program, CVXPY and Clarabel),
   `max_sum_throughput_allocation` and `min_total_duration_allocation` (one HiGHS LP each);
 - `vfm.cluster.typed_rounds`: Gavel's round mechanism, `TypedRoundPolicy` (a
-  `vfm.cluster.ClusterAware` policy): every round the allocation `X` (jobs x types),
-  then per-(job, type) priorities ``X_ik / (share of type k's time job i received)``, deficits as
-  tie-breakers, type by type (fastest first), whole gangs first-fit, each job on at most one
-  type; then work conservation. `HeterogeneousMaxMinFairness` runs it on `max_min_allocation`;
-- `vfm.cluster.typed_policies`: the same rounds on the other allocations,
+  `vfm.cluster.ClusterAware` policy) composed with a `TypedAllocator`: every round the allocation
+  `X` (jobs x types), then per-(job, type) priorities ``X_ik / (share of type k's time job i
+  received)``, deficits as tie-breakers, type by type (fastest first), whole gangs first-fit, each
+  job on at most one type; then work conservation (`typed_round_step`, a pure function of the
+  round's frozen state). `HeterogeneousMaxMinFairness` composes it with `MaxMinAllocator`;
+- `vfm.cluster.typed_policies`: the same rounds composed with the other allocators,
   `HeterogeneousStaticMarket`, `HeterogeneousFinishTimeFairness`, `HeterogeneousMaxSumThroughput`
   and `HeterogeneousMinTotalDuration`, and the registry `TYPED_BASELINES`.
 
@@ -48,6 +49,7 @@ proportional reference is low, so it keeps most of the V100 and ``a`` runs mostl
 {'b': 'v100', 'a': 'k80'}
 """
 
+from vfm.cluster.round_book import RoundState
 from vfm.cluster.typed_gavel_programs import (
     DurationAllocation,
     FinishTimeAllocation,
@@ -61,27 +63,47 @@ from vfm.cluster.typed_market import MarketAllocation, static_market_allocation
 from vfm.cluster.typed_max_min import MaxMinAllocation, max_min_allocation
 from vfm.cluster.typed_policies import (
     TYPED_BASELINES,
+    FinishTimeFairnessAllocator,
     HeterogeneousFinishTimeFairness,
     HeterogeneousMaxSumThroughput,
     HeterogeneousMinTotalDuration,
     HeterogeneousStaticMarket,
+    MarketAllocator,
+    MaxSumThroughputAllocator,
+    MinTotalDurationAllocator,
     TypedPolicyFactory,
 )
-from vfm.cluster.typed_rounds import HeterogeneousMaxMinFairness, PolicyAllocation, TypedRoundPolicy
+from vfm.cluster.typed_rounds import (
+    HeterogeneousMaxMinFairness,
+    MaxMinAllocator,
+    PolicyAllocation,
+    TypedAllocated,
+    TypedAllocator,
+    TypedRoundPolicy,
+    typed_round_step,
+)
 
 __all__ = [
     "TYPED_BASELINES",
     "DurationAllocation",
     "FinishTimeAllocation",
+    "FinishTimeFairnessAllocator",
     "HeterogeneousFinishTimeFairness",
     "HeterogeneousMaxMinFairness",
     "HeterogeneousMaxSumThroughput",
     "HeterogeneousMinTotalDuration",
     "HeterogeneousStaticMarket",
     "MarketAllocation",
+    "MarketAllocator",
     "MaxMinAllocation",
+    "MaxMinAllocator",
+    "MaxSumThroughputAllocator",
+    "MinTotalDurationAllocator",
     "PolicyAllocation",
+    "RoundState",
     "ThroughputAllocation",
+    "TypedAllocated",
+    "TypedAllocator",
     "TypedPolicyFactory",
     "TypedRoundPolicy",
     "finish_time_fairness_allocation",
@@ -91,4 +113,5 @@ __all__ = [
     "normalized_throughputs",
     "proportional_throughputs",
     "static_market_allocation",
+    "typed_round_step",
 ]

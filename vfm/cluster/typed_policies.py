@@ -1,37 +1,128 @@
-"""The typed baselines that run Gavel's round mechanism on another allocation, and their registry.
+"""The typed baselines that compose Gavel's round mechanism with another allocation, and their registry.
 
-Each is Gavel's round mechanism over the types, `vfm.cluster.typed_rounds.TypedRoundPolicy`, on
-its own allocation (``_solve``): `HeterogeneousStaticMarket` the one-round Fisher market over the types
-(`vfm.cluster.typed_market.static_market_allocation`), `HeterogeneousFinishTimeFairness`,
-`HeterogeneousMaxSumThroughput` and `HeterogeneousMinTotalDuration` Gavel's other
-heterogeneity-aware programs (`vfm.cluster.typed_gavel_programs`). `TYPED_BASELINES` names all
-five typed baselines.
+Each is `vfm.cluster.typed_rounds.TypedRoundPolicy` (Gavel's round mechanism over the types)
+composed with its own allocator, a frozen object whose `allocate` is a pure function of the
+round's frozen state: `HeterogeneousStaticMarket` the one-round Fisher market over the types
+(`MarketAllocator`, `vfm.cluster.typed_market.static_market_allocation`),
+`HeterogeneousFinishTimeFairness`, `HeterogeneousMaxSumThroughput` and
+`HeterogeneousMinTotalDuration` Gavel's other heterogeneity-aware programs
+(`vfm.cluster.typed_gavel_programs`). `TYPED_BASELINES` names all five typed baselines.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from vfm.cluster.gpu_types import ClusterTypes
+from vfm.cluster.round_book import RoundState
 from vfm.cluster.typed_gavel_programs import solve_finish_time, solve_max_sum, solve_min_duration
 from vfm.cluster.typed_instance import FloatArray
 from vfm.cluster.typed_market import MarketAllocation, solve_market
-from vfm.cluster.typed_rounds import HeterogeneousMaxMinFairness, TypedRoundPolicy
+from vfm.cluster.typed_rounds import (
+    HeterogeneousMaxMinFairness,
+    TypedAllocated,
+    TypedRoundPolicy,
+    epochs_left,
+    normalized_under,
+)
 
 __all__ = [
     "TYPED_BASELINES",
+    "FinishTimeFairnessAllocator",
     "HeterogeneousFinishTimeFairness",
     "HeterogeneousMaxSumThroughput",
     "HeterogeneousMinTotalDuration",
     "HeterogeneousStaticMarket",
+    "MarketAllocator",
+    "MaxSumThroughputAllocator",
+    "MinTotalDurationAllocator",
     "TypedPolicyFactory",
 ]
 
 
+# --- allocators (frozen; `allocate` a pure function of the round's frozen state) ------------------
+
+
+@dataclass(frozen=True)
+class MarketAllocator:
+    """The one-round Fisher market over the cluster's types (`HeterogeneousStaticMarket`).
+
+    Recomputed when the job set or an estimate changes, and when a job's epochs left fall below
+    what a round on one of its types gives (the cap of :math:`r_{ik}`: the market sees epochs done
+    only through it); else reused. ``details["market"]`` is the solve (`MarketAllocation`).
+    """
+
+    every_round: bool = False
+
+    def allocate(self, state: RoundState, thr: FloatArray) -> TypedAllocated:
+        result = solve_market(thr, state.col("gpus"), state.counts, state.col("epochs").astype(np.float64),
+                              state.col("done").astype(np.float64), state.round_s)
+        return TypedAllocated(np.array(result.x), normalized_under(state, result.x, thr), solves=1,
+                              iterations=result.iterations, details={"market": result})
+
+    def stale_after_report(self, job: Mapping[str, Any], round_s: float) -> bool:
+        left = job["epochs"] - job["done"]
+        return bool((left < round_s / job["epoch_s"]).any())
+
+
+@dataclass(frozen=True)
+class FinishTimeFairnessAllocator:
+    """Gavel's heterogeneity-aware finish-time fairness (`HeterogeneousFinishTimeFairness`); the
+    ratios move with the clock, so it is recomputed every round. ``details["rho"]`` is the optimal
+    largest ratio."""
+
+    every_round: bool = True
+
+    def allocate(self, state: RoundState, thr: FloatArray) -> TypedAllocated:
+        x, rho, _ = solve_finish_time(thr, state.col("gpus"), state.counts, epochs_left(state),
+                                      state.clock_s - state.col("arrival_s"), state.col("done_mix_s"))
+        return TypedAllocated(x, normalized_under(state, x, thr), solves=1, details={"rho": rho})
+
+    def stale_after_report(self, job: Mapping[str, Any], round_s: float) -> bool:
+        return False  # recomputed every round anyway
+
+
+@dataclass(frozen=True)
+class MaxSumThroughputAllocator:
+    """Gavel's heterogeneity-aware max-sum-throughput (`HeterogeneousMaxSumThroughput`); the LP
+    depends only on the estimates and the job set. ``details["total"]`` is its optimal objective."""
+
+    every_round: bool = False
+
+    def allocate(self, state: RoundState, thr: FloatArray) -> TypedAllocated:
+        x, total = solve_max_sum(thr / state.col("epochs")[:, None], state.col("gpus"), state.counts)
+        return TypedAllocated(x, normalized_under(state, x, thr), lps=1 if state.n else 0, details={"total": total})
+
+    def stale_after_report(self, job: Mapping[str, Any], round_s: float) -> bool:
+        return False
+
+
+@dataclass(frozen=True)
+class MinTotalDurationAllocator:
+    """Gavel's heterogeneity-aware min-total-duration (`HeterogeneousMinTotalDuration`); the
+    horizon moves as epochs are done, so every report makes it stale. ``details["makespan_s"]`` is
+    the horizon, seconds from the round it was computed for."""
+
+    every_round: bool = False
+
+    def allocate(self, state: RoundState, thr: FloatArray) -> TypedAllocated:
+        x, makespan_s = solve_min_duration(thr, state.col("gpus"), state.counts, epochs_left(state))
+        return TypedAllocated(x, normalized_under(state, x, thr), lps=1 if state.n else 0,
+                              details={"makespan_s": makespan_s})
+
+    def stale_after_report(self, job: Mapping[str, Any], round_s: float) -> bool:
+        return True  # fewer epochs left: another horizon (a finished job changed the job set)
+
+
+# --- the policies: Gavel's typed rounds composed with each allocator ------------------------------
+
+
 class HeterogeneousStaticMarket(TypedRoundPolicy):
-    """The static Fisher market over GPU types, round by round: `static_market_allocation` + Gavel's
+    """The static Fisher market over GPU types, round by round: `MarketAllocator` under Gavel's
     typed rounds.
 
     A `vfm.cluster.ClusterAware` policy: `TypedRoundPolicy`'s rounds (and constructor,
@@ -43,17 +134,12 @@ class HeterogeneousStaticMarket(TypedRoundPolicy):
     round, what a round on each type gives each job now. On one type its allocation is
     `vfm.cluster.baselines.StaticMarket`'s (``docs/baselines_typed.md``).
 
-    The allocation is recomputed when the job set or an estimate changes, and when a job's epochs
-    left fall below what a round on one of its types gives (the cap of :math:`r_{ik}`); else reused.
-
     Attributes
     ----------
     market : MarketAllocation or None
         The last solve (fractions, utilities, prices per type, status); None before the first.
-    solves : int
-        Market solves so far.
-    iterations : int
-        Interior-point iterations so far.
+    solves, iterations : int
+        Market solves and interior-point iterations so far.
 
     Raises
     ------
@@ -63,29 +149,16 @@ class HeterogeneousStaticMarket(TypedRoundPolicy):
     """
 
     name = "heterogeneous_static_market"
-    market: MarketAllocation | None = None
-    solves = 0
-    iterations = 0
+    allocator = MarketAllocator()
 
-    def _progressed(self, row: int, batch_sizes: Sequence[float]) -> None:
-        # The market sees epochs done only through the cap r_ik <= epochs left.
-        t = self._table
-        left = t.col("epochs")[row] - t.col("done")[row]
-        if (left < self.round_s / t.col("epoch_s")[row]).any():
-            self._stale = True
-
-    def _solve(self, thr: FloatArray) -> tuple[FloatArray, FloatArray]:
-        t = self._table
-        result = solve_market(thr, t.col("gpus"), self._counts, t.col("epochs").astype(np.float64),
-                              t.col("done").astype(np.float64), self.round_s)
-        self.market = result
-        self.solves += 1
-        self.iterations += result.iterations
-        return np.array(result.x), self._normalized_under(result.x, thr)
+    @property
+    def market(self) -> MarketAllocation | None:
+        market: MarketAllocation | None = self.details.get("market")
+        return market
 
 
 class HeterogeneousFinishTimeFairness(TypedRoundPolicy):
-    """Gavel's heterogeneity-aware finish-time fairness: `finish_time_fairness_allocation` + Gavel's
+    """Gavel's heterogeneity-aware finish-time fairness: `FinishTimeFairnessAllocator` under Gavel's
     typed rounds.
 
     A `vfm.cluster.ClusterAware` policy: `TypedRoundPolicy`'s rounds (and constructor,
@@ -112,30 +185,15 @@ class HeterogeneousFinishTimeFairness(TypedRoundPolicy):
     """
 
     name = "heterogeneous_finish_time_fairness"
-    rho = float("nan")
-    solves = 0
+    allocator = FinishTimeFairnessAllocator()
 
-    def _progressed(self, row: int, batch_sizes: Sequence[float]) -> None:
-        # (A job that finished has left: nothing to keep.)
-        t = self._table
-        mix = self._counts / float(self._counts.sum())  # the proportional row count_k / C
-        seconds = np.stack([t.regimes[row][float(b)] for b in batch_sizes])  # (epochs, K), inf: cannot host
-        t.col("done_mix_s")[row] += float((1.0 / (mix / seconds).sum(axis=1)).sum())
-
-    def next_round(self) -> dict[Hashable, str]:
-        self._stale = True  # the ratios move with the clock
-        return super().next_round()
-
-    def _solve(self, thr: FloatArray) -> tuple[FloatArray, FloatArray]:
-        t = self._table
-        x, self.rho, _ = solve_finish_time(thr, t.col("gpus"), self._counts, self._epochs_left(),
-                                           self.clock_s - t.col("arrival_s"), t.col("done_mix_s"))
-        self.solves += 1
-        return x, self._normalized_under(x, thr)
+    @property
+    def rho(self) -> float:
+        return float(self.details.get("rho", float("nan")))
 
 
 class HeterogeneousMaxSumThroughput(TypedRoundPolicy):
-    """Gavel's heterogeneity-aware max-sum-throughput: `max_sum_throughput_allocation` + Gavel's
+    """Gavel's heterogeneity-aware max-sum-throughput: `MaxSumThroughputAllocator` under Gavel's
     typed rounds.
 
     A `vfm.cluster.ClusterAware` policy: `TypedRoundPolicy`'s rounds (and constructor,
@@ -153,17 +211,15 @@ class HeterogeneousMaxSumThroughput(TypedRoundPolicy):
     """
 
     name = "heterogeneous_max_sum_throughput"
-    total = float("nan")
+    allocator = MaxSumThroughputAllocator()
 
-    def _solve(self, thr: FloatArray) -> tuple[FloatArray, FloatArray]:
-        t = self._table
-        x, self.total = solve_max_sum(thr / t.col("epochs")[:, None], t.col("gpus"), self._counts)
-        self.lps += 1 if t.n else 0
-        return x, self._normalized_under(x, thr)
+    @property
+    def total(self) -> float:
+        return float(self.details.get("total", float("nan")))
 
 
 class HeterogeneousMinTotalDuration(TypedRoundPolicy):
-    """Gavel's heterogeneity-aware min-total-duration: `min_total_duration_allocation` + Gavel's
+    """Gavel's heterogeneity-aware min-total-duration: `MinTotalDurationAllocator` under Gavel's
     typed rounds.
 
     A `vfm.cluster.ClusterAware` policy: `TypedRoundPolicy`'s rounds (and constructor,
@@ -179,15 +235,11 @@ class HeterogeneousMinTotalDuration(TypedRoundPolicy):
     """
 
     name = "heterogeneous_min_total_duration"
-    makespan_s = float("nan")
+    allocator = MinTotalDurationAllocator()
 
-    def _progressed(self, row: int, batch_sizes: Sequence[float]) -> None:
-        self._stale = True  # fewer epochs left: another horizon (a finished job changed the job set)
-
-    def _solve(self, thr: FloatArray) -> tuple[FloatArray, FloatArray]:
-        x, self.makespan_s = solve_min_duration(thr, self._table.col("gpus"), self._counts, self._epochs_left())
-        self.lps += 1 if self._table.n else 0
-        return x, self._normalized_under(x, thr)
+    @property
+    def makespan_s(self) -> float:
+        return float(self.details.get("makespan_s", float("nan")))
 
 
 TypedPolicyFactory = Callable[[ClusterTypes, float, int], TypedRoundPolicy]

@@ -1,40 +1,41 @@
-"""Gavel's round mechanism over GPU types, with its heterogeneity-aware max-min fairness.
+"""Gavel's round mechanism over GPU types, composed with an allocation; its heterogeneity-aware max-min fairness.
 
-`TypedRoundPolicy` is the mechanism, a `vfm.cluster.ClusterAware` policy over any
-allocation (jobs x types) its subclass computes (``_solve``), after Gavel (Narayanan et al.,
-OSDI'20, "Heterogeneity-Aware Cluster Scheduling Policies for Deep Learning Workloads";
-stanford-futuredata/gavel). `HeterogeneousMaxMinFairness` runs it on Gavel's max-min fair
-allocation. Every round it
+`TypedRoundPolicy` is a `vfm.cluster.ClusterAware` policy: the jobs' book
+(`vfm.cluster.round_book.RoundBook`) composed with a *typed allocator* (`TypedAllocator`), after
+Gavel (Narayanan et al., OSDI'20, "Heterogeneity-Aware Cluster Scheduling Policies for Deep
+Learning Workloads"; stanford-futuredata/gavel). `HeterogeneousMaxMinFairness` composes it with
+Gavel's max-min fair allocation (`MaxMinAllocator`). Every round it
 
-1. computes the allocation `X` (jobs x types, the fraction of time each job should spend on each
-   type) that maximizes, lexicographically, the jobs' effective throughputs normalized by their
-   throughputs under Gavel's proportional split
-   (`vfm.cluster.typed_max_min.max_min_allocation`: one or a few `scipy.optimize.linprog` solves
-   with HiGHS; reused while neither the job set nor any job's throughput estimate changed);
-2. turns it into whole gangs on types with Gavel's round mechanism: per-(job, type) priorities
-   ``X_ik / (share of type k's time job i received)``, deficits as tie-breakers, type by type
-   (fastest first), whole gangs first-fit, each job on at most one type; then work conservation:
-   idle GPUs go to waiting jobs that fit, each on the fastest type for it with room.
+1. takes the allocation `X` (jobs x types, the fraction of time each job should spend on each
+   type) that the allocator computes from the book's frozen state (`RoundState`) and the
+   throughput estimates, reused while nothing it depends on changed (the job set, an estimate,
+   or what the allocator names: `TypedAllocator.stale_after_report`, `every_round`);
+2. turns it into whole gangs on types with Gavel's round mechanism (`typed_round_step`, a pure
+   function of the frozen state and `X`): per-(job, type) priorities ``X_ik / (share of type k's
+   time job i received)``, deficits as tie-breakers, type by type (fastest first), whole gangs
+   first-fit, each job on at most one type; then work conservation: idle GPUs go to waiting jobs
+   that fit, each on the fastest type for it with room.
 
-Step 1 is the one part `vfm.cluster.typed_policies` changes (``_solve``). Step 2 keeps Gavel's
-counters with `vfm.cluster.gavel_counters`, as the one-type `vfm.cluster.rounds.GavelRoundPolicy`
-does, and the jobs' book is `vfm.cluster.round_book.RoundBook`, as every baseline's.
-``docs/baselines_typed.md`` states every decision and where it follows Gavel's code (``scheduler/scheduler.py``:
-``_update_priorities``, ``_reset_time_run_so_far``, ``_schedule_jobs_on_workers_helper``).
+Step 1 is the one part `vfm.cluster.typed_policies` changes (an allocator each). Step 2 keeps
+Gavel's counters with `vfm.cluster.gavel_counters`, as the one-type `vfm.cluster.rounds.GavelRounds`
+does. ``docs/baselines_typed.md`` states every decision and where it follows Gavel's code
+(``scheduler/scheduler.py``: ``_update_priorities``, ``_reset_time_run_so_far``,
+``_schedule_jobs_on_workers_helper``).
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from collections.abc import Hashable, Mapping, Sequence
-from typing import Any, NamedTuple
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
 from vfm._validation import is_real, is_whole, read_only
-from vfm.cluster.gavel_counters import credit, priorities, ranking, reset_counts
+from vfm.cluster.gavel_counters import credited, priorities, ranking, reset
 from vfm.cluster.gpu_types import ClusterTypes
-from vfm.cluster.round_book import RoundBook, RowTable
+from vfm.cluster.round_book import RoundBook, RoundState, RowTable
 from vfm.cluster.typed_instance import FloatArray, IntArray, normalized_from_checked
 from vfm.cluster.typed_max_min import solve_lex_max_min
 from vfm.errors import ValidationError
@@ -42,8 +43,14 @@ from vfm.planner.rounding import first_fit
 
 __all__ = [
     "HeterogeneousMaxMinFairness",
+    "MaxMinAllocator",
     "PolicyAllocation",
+    "TypedAllocated",
+    "TypedAllocator",
     "TypedRoundPolicy",
+    "epochs_left",
+    "normalized_under",
+    "typed_round_step",
 ]
 
 
@@ -86,14 +93,138 @@ def _table(types: int) -> RowTable:
     })
 
 
-class TypedRoundPolicy(RoundBook, ABC):
-    """Gavel's round mechanism over GPU types, on the allocation a subclass computes (``_solve``).
+@dataclass(frozen=True)
+class TypedAllocated:
+    """A typed allocation: ``x`` (n, K), the fraction of time each job should spend on each type;
+    ``normalized`` (n,), each job's normalized effective throughput under it; the solves it took
+    (``lps``: linear programs, ``solves``: conic or market solves, ``iterations``: interior-point
+    iterations); and what else the allocator reports (``details``: the optimal ratio, total or
+    horizon, the market's equilibrium)."""
+
+    x: FloatArray
+    normalized: FloatArray
+    lps: int = 0
+    solves: int = 0
+    iterations: int = 0
+    details: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+
+class TypedAllocator(Protocol):
+    """An allocation over GPU types, composed with Gavel's typed rounds by `TypedRoundPolicy`."""
+
+    @property
+    def every_round(self) -> bool:
+        """Whether the allocation moves with the clock, so it is recomputed every round."""
+
+    def allocate(self, state: RoundState, thr: FloatArray) -> TypedAllocated:
+        """The allocation of the present jobs from the frozen `state` and the throughputs `thr`
+        (n, K; 0 where a type cannot host the job): a pure function."""
+
+    def stale_after_report(self, job: Mapping[str, Any], round_s: float) -> bool:
+        """Whether a job's report makes the allocation stale beyond a change of its estimates;
+        `job` is its row (column name -> its entry), estimates and counts already updated."""
+
+
+def epochs_left(state: RoundState) -> FloatArray:
+    """Each present job's epochs left, as floats."""
+    left: FloatArray = (state.col("epochs") - state.col("done")).astype(np.float64)
+    return left
+
+
+def normalized_under(state: RoundState, x: FloatArray, thr: FloatArray) -> FloatArray:
+    """The present jobs' normalized throughputs under `x` (`normalized_from_checked`)."""
+    return normalized_from_checked(x, thr, state.col("gpus"), state.counts)
+
+
+@dataclass(frozen=True)
+class MaxMinAllocator:
+    """Gavel's heterogeneity-aware max-min fairness (`vfm.cluster.typed_max_min.max_min_allocation`).
+
+    The LPs are a deterministic function of the job set and the throughput estimates, so the
+    allocation is reused while they hold."""
+
+    every_round: bool = False
+
+    def allocate(self, state: RoundState, thr: FloatArray) -> TypedAllocated:
+        x, normalized, lps = solve_lex_max_min(thr, state.col("gpus"), state.counts)
+        return TypedAllocated(x, normalized, lps=lps)
+
+    def stale_after_report(self, job: Mapping[str, Any], round_s: float) -> bool:
+        return False
+
+
+def typed_round_step(state: RoundState, x: FloatArray) -> tuple[IntArray, IntArray, dict[str, np.ndarray]]:
+    """One round of Gavel's typed mechanism on allocation `x`, from the frozen `state`: the rows to
+    run, the type index of each (in placement order), and Gavel's counters after the round."""
+    counters = {name: state.col(name) for name in ("job_time", "should", "deficit")}
+    if state.changed:
+        counters = reset(counters, state.round_s)
+    rows, on = _placed(state, x, counters)
+    return rows, on, credited(counters, (rows, on), x, state.round_s)
+
+
+def _placed(state: RoundState, x: FloatArray, counters: Mapping[str, np.ndarray]) -> tuple[IntArray, IntArray]:
+    """Rows to run and the type index of each, in placement order (steps 3 and 4 of the class)."""
+    gpus, seq, deficit = state.col("gpus"), state.col("seq"), counters["deficit"]
+    priority = np.where(x > 0, priorities(counters["job_time"], x), 0.0)
+    placed = np.full(state.n, -1, dtype=np.int64)
+    free = state.counts
+    rows, on = [], []
+    for k in range(len(state.cluster)):  # the types (at most a few), each a vectorized first-fit
+        cand = np.flatnonzero((x[:, k] > 0) & (placed < 0))
+        order = cand[ranking(seq[cand], x[cand, k], deficit[cand, k], priority[cand, k])]
+        chosen = first_fit(order, gpus, int(free[k]))
+        placed[chosen] = k
+        free[k] -= int(gpus[chosen].sum())
+        rows.append(chosen)
+        on.append(np.full(chosen.size, k, dtype=np.int64))
+    hosts = np.isfinite(state.col("epoch_s"))
+    waiting = np.flatnonzero((placed < 0) & (hosts & (gpus[:, None] <= free[None, :])).any(axis=1))
+    if waiting.size:
+        order = waiting[np.lexsort((seq[waiting], -deficit[waiting].sum(axis=1), -priority[waiting].max(axis=1)))]
+        extra_rows, extra_on = _fill(order, gpus, state.col("epoch_s"), free)
+        rows.append(extra_rows)
+        on.append(extra_on)
+    return np.concatenate(rows), np.concatenate(on)
+
+
+def _fill(order: IntArray, gpus: IntArray, epoch_s: FloatArray, free: IntArray) -> tuple[IntArray, IntArray]:
+    """Work conservation: the waiting jobs in `order`, each on its fastest type with room.
+
+    A loop over the waiting jobs: each job's choice depends on the room the jobs before it
+    left on every type, a sequential greedy with no vectorized pass equivalent once jobs
+    prefer different types. It is plain Python over small lists, runs only over jobs whose
+    gang fits some type's idle GPUs, and stops as soon as no waiting gang fits anywhere.
+    """
+    # Each job's hosting types, fastest first (ties: the cluster's order).
+    prefs = np.argsort(epoch_s[order], axis=1, kind="stable")
+    hosting = np.isfinite(np.take_along_axis(epoch_s[order], prefs, axis=1))
+    room = free.tolist()
+    widths = gpus[order].tolist()
+    smallest = min(widths)
+    rows, on = [], []
+    for pos, (i, width) in enumerate(zip(order.tolist(), widths, strict=True)):
+        if max(room) < smallest:
+            break
+        if width > max(room):
+            continue
+        for k, ok in zip(prefs[pos].tolist(), hosting[pos].tolist(), strict=True):
+            if ok and width <= room[k]:
+                room[k] -= width
+                rows.append(i)
+                on.append(k)
+                break
+    return np.array(rows, dtype=np.int64), np.array(on, dtype=np.int64)
+
+
+class TypedRoundPolicy(RoundBook):
+    """Gavel's round mechanism over GPU types, composed with an allocator (`allocator`).
 
     A `vfm.cluster.ClusterAware` policy. Each round:
 
-    1. The allocation ``X`` (n jobs x K types) of ``_solve`` on the current throughput
+    1. The allocation ``X`` (n jobs x K types) of the allocator on the current throughput
        estimates (``1 / epoch seconds`` of each job's current regime on each type), recomputed
-       when the job set or an estimate changed (or when the subclass says it is stale), else
+       when the job set or an estimate changed (or when the allocator says it is stale), else
        reused.
     2. Gavel's per-(job, type) priority ``X_ik / f_ik``, ``f_ik`` the share of type k's counted
        time (since the last reset) that job i received; counts start at ``round_s / 2`` and a job
@@ -116,6 +247,8 @@ class TypedRoundPolicy(RoundBook, ABC):
     seed : int
         Accepted so that every policy is built alike; the policy is deterministic (ties go to
         the earlier arrival) and draws no random numbers.
+    allocator : TypedAllocator, optional
+        The allocation; default the class's `allocator` (each typed baseline names one).
 
     Attributes
     ----------
@@ -124,25 +257,35 @@ class TypedRoundPolicy(RoundBook, ABC):
     seed : int
     round_index : int
         Rounds decided so far.
-    lps : int
-        LP solves so far (all rounds).
+    lps, solves, iterations : int
+        The allocator's LP solves, conic or market solves and interior-point iterations so far.
+    details : mapping
+        What the last allocation reported (`TypedAllocated.details`; empty before the first).
     """
 
     name = "typed_rounds"
+    allocator: TypedAllocator  # each typed baseline's class names one; an instance may have its own
 
     #: Reuse the allocation while nothing it depends on changed (tests switch it off to check
     #: that reuse gives the schedule a fresh solve every round gives).
     reuse_allocation = True
 
-    def __init__(self, cluster: ClusterTypes, round_s: float = 120.0, seed: int = 0) -> None:
+    def __init__(self, cluster: ClusterTypes, round_s: float = 120.0, seed: int = 0, *,
+                 allocator: TypedAllocator | None = None) -> None:
         if not isinstance(cluster, ClusterTypes):
             raise ValidationError(f"cluster must be a vfm.cluster.ClusterTypes (GPU counts per type), got "
                                   f"{type(cluster).__name__} {cluster!r}")
         if not (is_real(round_s) and np.isfinite(round_s) and round_s > 0):
             raise ValidationError(f"round_s must be a finite number > 0, got {round_s!r}")
         super().__init__(_table(len(cluster.types)), round_s, seed)
+        if allocator is not None:
+            self.allocator = allocator
+        elif not hasattr(self, "allocator"):
+            raise ValidationError(f"{type(self).__name__} needs an allocator (MaxMinAllocator or your own "
+                                  f"TypedAllocator)")
         self.cluster = cluster
-        self.lps = 0
+        self.lps = self.solves = self.iterations = 0
+        self.details: Mapping[str, Any] = MappingProxyType({})
         self._stale = True  # the allocation must be recomputed
         self._types = cluster.types
         self._counts = np.array(cluster.counts, dtype=np.int64)
@@ -267,128 +410,62 @@ class TypedRoundPolicy(RoundBook, ABC):
         if not np.array_equal(epoch_s[i], current):
             epoch_s[i] = current
             self._stale = True
-        self._progressed(i, batch_sizes)
-
-    def _progressed(self, row: int, batch_sizes: Sequence[float]) -> None:
-        """A job still present reported epochs (its estimates already updated): what else its
-        allocation depends on (default: nothing)."""
+        # The finished epochs' seconds on the proportional mix of types (finish-time fairness).
+        mix = self._counts / float(self._counts.sum())  # the proportional row count_k / C
+        seconds = np.stack([reg[float(b)] for b in batch_sizes])  # (epochs, K), inf: cannot host
+        t.col("done_mix_s")[i] += float((1.0 / (mix / seconds).sum(axis=1)).sum())
+        if self.allocator.stale_after_report({name: t.col(name)[i] for name in t.names}, self.round_s):
+            self._stale = True
 
     # --- what the policy tells the scheduler ---------------------------------------------------
 
     def next_round(self) -> dict[Hashable, str]:
-        """The jobs to run in the next round, each with the type its whole gang runs on."""
+        """The jobs to run in the next round, each with the type its whole gang runs on: Gavel's
+        rounds (`typed_round_step`) from the book's frozen state on the allocator's allocation."""
         t = self._table
         if t.n == 0:
             self.close_round()
             return {}
-        if self._changed:
-            reset_counts(t, self.round_s)
+        if self.allocator.every_round:
+            self._stale = True
         x = self._ensure_allocation()
-        rows, on = self._place(x)
-        credit(t, (rows, on), x, self.round_s)
+        rows, on, counters = typed_round_step(self.state(), x)
+        for name, values in counters.items():
+            t.col(name)[:] = values
         self.close_round()
         return {t.ids[i]: self._types[k] for i, k in zip(rows.tolist(), on.tolist(), strict=True)}
+
+    def state(self) -> RoundState:
+        """The book as the next round sees it, frozen (`RoundBook.snapshot`)."""
+        return self.snapshot(self.cluster)
 
     # --- internals ----------------------------------------------------------------------------
 
     def _ensure_allocation(self) -> FloatArray:
         if self._stale or not self.reuse_allocation:
-            t = self._table
-            epoch_s = t.col("epoch_s")
-            gpus = t.col("gpus")
+            state = self.state()
+            epoch_s, gpus = state.col("epoch_s"), state.col("gpus")
             thr = np.where(np.isfinite(epoch_s), 1.0 / epoch_s, 0.0)
             thr[gpus[:, None] > self._counts[None, :]] = 0.0  # (already inf there: a gang too wide)
-            self._x, self._normalized = self._solve(thr)
-            self._thr = thr
+            allocated = self.allocator.allocate(state, thr)
+            self._x, self._normalized, self._thr = allocated.x, allocated.normalized, thr
+            self.lps += allocated.lps
+            self.solves += allocated.solves
+            self.iterations += allocated.iterations
+            self.details = MappingProxyType(dict(allocated.details))
             self._stale = False
         return self._x
 
-    @abstractmethod
-    def _solve(self, thr: FloatArray) -> tuple[FloatArray, FloatArray]:
-        """The allocation ``X`` (n, K) of the present jobs and their normalized throughputs under it
-        (n,), from the throughputs `thr` (0 where a type cannot host the job): the one part a
-        subclass changes."""
-
-    def _normalized_under(self, x: FloatArray, thr: FloatArray) -> FloatArray:
-        """The present jobs' normalized throughputs under `x` (`normalized_from_checked`)."""
-        return normalized_from_checked(x, thr, self._table.col("gpus"), self._counts)
-
-    def _epochs_left(self) -> FloatArray:
-        """Each present job's epochs left, as floats."""
-        t = self._table
-        left: FloatArray = (t.col("epochs") - t.col("done")).astype(np.float64)
-        return left
-
-    def _place(self, x: FloatArray) -> tuple[IntArray, IntArray]:
-        """Rows to run and the type index of each, in placement order."""
-        t = self._table
-        gpus, seq, deficit = t.col("gpus"), t.col("seq"), t.col("deficit")
-        priority = np.where(x > 0, priorities(t.col("job_time"), x), 0.0)
-        placed = np.full(t.n, -1, dtype=np.int64)
-        free = self._counts.copy()
-        rows, on = [], []
-        for k in range(len(self._types)):  # the types (at most 3), each a vectorized first-fit
-            cand = np.flatnonzero((x[:, k] > 0) & (placed < 0))
-            order = cand[ranking(seq[cand], x[cand, k], deficit[cand, k], priority[cand, k])]
-            chosen = first_fit(order, gpus, int(free[k]))
-            placed[chosen] = k
-            free[k] -= int(gpus[chosen].sum())
-            rows.append(chosen)
-            on.append(np.full(chosen.size, k, dtype=np.int64))
-        hosts = np.isfinite(t.col("epoch_s"))
-        waiting = np.flatnonzero((placed < 0) & (hosts & (gpus[:, None] <= free[None, :])).any(axis=1))
-        if waiting.size:
-            extra_rows, extra_on = self._fill(waiting, priority, deficit, seq, gpus, free)
-            rows.append(extra_rows)
-            on.append(extra_on)
-        return np.concatenate(rows), np.concatenate(on)
-
-    def _fill(self, waiting: IntArray, priority: FloatArray, deficit: FloatArray, seq: IntArray, gpus: IntArray,
-              free: IntArray) -> tuple[IntArray, IntArray]:
-        """Work conservation: waiting jobs in order, each on its fastest type with room.
-
-        A loop over the waiting jobs: each job's choice depends on the room the jobs before it
-        left on every type, a sequential greedy with no vectorized pass equivalent once jobs
-        prefer different types. It is plain Python over small lists, runs only over jobs whose
-        gang fits some type's idle GPUs, and stops as soon as no waiting gang fits anywhere.
-        """
-        epoch_s = self._table.col("epoch_s")
-        order = waiting[np.lexsort((seq[waiting], -deficit[waiting].sum(axis=1), -priority[waiting].max(axis=1)))]
-        # Each job's hosting types, fastest first (ties: the cluster's order).
-        prefs = np.argsort(epoch_s[order], axis=1, kind="stable")
-        hosting = np.isfinite(np.take_along_axis(epoch_s[order], prefs, axis=1))
-        room = free.tolist()
-        widths = gpus[order].tolist()
-        smallest = min(widths)
-        rows, on = [], []
-        for pos, (i, width) in enumerate(zip(order.tolist(), widths, strict=True)):
-            if max(room) < smallest:
-                break
-            if width > max(room):
-                continue
-            for k, ok in zip(prefs[pos].tolist(), hosting[pos].tolist(), strict=True):
-                if ok and width <= room[k]:
-                    room[k] -= width
-                    rows.append(i)
-                    on.append(k)
-                    break
-        free[:] = room
-        return np.array(rows, dtype=np.int64), np.array(on, dtype=np.int64)
-
 
 class HeterogeneousMaxMinFairness(TypedRoundPolicy):
-    """Gavel's heterogeneity-aware max-min fairness: `max_min_allocation` + Gavel's typed rounds.
+    """Gavel's heterogeneity-aware max-min fairness: `max_min_allocation` under Gavel's typed rounds.
 
     A `vfm.cluster.ClusterAware` policy: `TypedRoundPolicy`'s rounds, built as it is
-    (``cluster``, the GPU counts per type; ``round_s``; ``seed``), on the allocation of
-    `max_min_allocation`. The LPs are a deterministic function of the job set and the throughput
-    estimates, so reusing the allocation while they hold gives the very allocation a new solve
-    would; `lps` counts the solves.
+    (``cluster``, the GPU counts per type; ``round_s``; ``seed``), composed with `MaxMinAllocator`.
+    The LPs are a deterministic function of the job set and the throughput estimates, so reusing
+    the allocation while they hold gives the very allocation a new solve would; `lps` counts the
+    solves.
     """
 
     name = "heterogeneous_max_min_fairness"
-
-    def _solve(self, thr: FloatArray) -> tuple[FloatArray, FloatArray]:
-        x, normalized, lps = solve_lex_max_min(thr, self._table.col("gpus"), self._counts)
-        self.lps += lps
-        return x, normalized
+    allocator = MaxMinAllocator()

@@ -15,7 +15,7 @@ Examples
 >>> WorkloadSpec(jobs=10, gpus=8, gang_mix={16: 1})
 Traceback (most recent call last):
     ...
-vfm.errors.ValidationError: gang_mix has gang size 16; gang sizes must be whole numbers from 1 to the cluster's 8 GPUs
+vfm.errors.ValidationError: gang_mix's gang size must be a whole number from 1 to the cluster's 8 GPUs, got 16
 """
 
 from __future__ import annotations
@@ -26,13 +26,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-import numpy as np
-
-from vfm._validation import finite_float, is_real, is_whole
+from vfm._validation import finite_float
 from vfm.cluster.gpu_types import throughput_sets
 from vfm.cluster.workload_model import ADAPTATIONS
 from vfm.errors import ValidationError
 from vfm.limits import MAX_GPUS, MAX_JOB_SECONDS, MAX_WORKLOAD_EPOCHS
+from vfm.parameters import Boolean, Constraint, Instance, Interval, OneOf, Optional, Real, Whole, check_parameters
 
 __all__ = ["MAX_CHANGE_JITTER", "MAX_EPOCH_NOISE", "Uncertainty", "WorkloadSpec"]
 
@@ -47,6 +46,18 @@ MAX_EPOCH_NOISE = 100.0
 # How far a mix's weights may sum from 1 after normalizing before it is refused (rounding of a
 # sum of many terms is far below; only a weight numpy cannot divide lands outside).
 _MIX_TOLERANCE = 1e-9
+
+#: `Uncertainty`'s fields' constraints, checked on construction (`vfm.parameters`).
+_UNCERTAINTY_CONSTRAINTS: dict[str, Constraint] = {
+    "change_jitter": Real(f"a finite number >= 0 and at most {MAX_CHANGE_JITTER:g}",
+                          lambda v: 0 <= v <= MAX_CHANGE_JITTER),
+    "epoch_noise": Real(f"a finite number >= 0 and at most {MAX_EPOCH_NOISE:g}", lambda v: 0 <= v <= MAX_EPOCH_NOISE),
+    "hidden_regimes": Boolean(),
+}
+
+#: A run time range: `WorkloadSpec.duration_s`, and each range of `WorkloadSpec.duration_mix`.
+_DURATION_RANGE = Interval(f"(low, high) seconds with 0 < low <= high <= {MAX_JOB_SECONDS:.0e} (MAX_JOB_SECONDS)",
+                           Real("seconds in (0, MAX_JOB_SECONDS]", lambda v: 0 < v <= MAX_JOB_SECONDS))
 
 
 @dataclass(frozen=True)
@@ -74,12 +85,28 @@ class Uncertainty:
     hidden_regimes: bool = False
 
     def __post_init__(self) -> None:
-        for name, most in (("change_jitter", MAX_CHANGE_JITTER), ("epoch_noise", MAX_EPOCH_NOISE)):
-            _finite(name, getattr(self, name), lambda v, most=most: 0 <= v <= most, f">= 0 and at most {most:g}")
-            object.__setattr__(self, name, float(getattr(self, name)))
-        if not isinstance(self.hidden_regimes, bool | np.bool_):
-            raise ValidationError(f"hidden_regimes must be a bool, got {self.hidden_regimes!r}")
+        check_parameters(vars(self), _UNCERTAINTY_CONSTRAINTS)
+        # Stored as Python's types: numpy's would print differently and compare the same.
+        object.__setattr__(self, "change_jitter", float(self.change_jitter))
+        object.__setattr__(self, "epoch_noise", float(self.epoch_noise))
         object.__setattr__(self, "hidden_regimes", bool(self.hidden_regimes))
+
+
+#: `WorkloadSpec`'s fields' constraints, checked on construction (`vfm.parameters`), before the
+#: mixes are normalized; `throughputs` is checked against the shipped sets (`_spec_constraints`),
+#: and the gang sizes against `gpus`.
+_SPEC_CONSTRAINTS: dict[str, Constraint] = {
+    "jobs": Whole(f"a positive whole number, at most {MAX_WORKLOAD_EPOCHS:.0e} (MAX_WORKLOAD_EPOCHS: a job has an "
+                  f"epoch at least)", lambda v: 1 <= v <= MAX_WORKLOAD_EPOCHS),
+    "gpus": Whole(f"a positive whole number, at most {MAX_GPUS:.0e} (MAX_GPUS)", lambda v: 1 <= v <= MAX_GPUS),
+    "interarrival_s": Real(f"a finite number >= 0 and at most {MAX_JOB_SECONDS:.0e} s",
+                           lambda v: 0 <= v <= MAX_JOB_SECONDS),
+    "round_s": Real(f"a finite number > 0 and at most {MAX_JOB_SECONDS:.0e} s", lambda v: 0 < v <= MAX_JOB_SECONDS),
+    "duration_s": _DURATION_RANGE,
+    "uncertainty": Optional(Instance(Uncertainty, "an Uncertainty")),
+}
+#: The modes of `WorkloadSpec.adaptation_mix`.
+_MODE = OneOf(ADAPTATIONS)
 
 
 @dataclass(frozen=True)
@@ -143,41 +170,29 @@ class WorkloadSpec:
     duration_mix: Mapping[tuple[float, float], float] | tuple[tuple[tuple[float, float], float], ...] | None = None
 
     def __post_init__(self) -> None:
-        for name, most, why in (("jobs", MAX_WORKLOAD_EPOCHS, "MAX_WORKLOAD_EPOCHS: a job has an epoch at least"),
-                                ("gpus", MAX_GPUS, "MAX_GPUS")):
-            value = getattr(self, name)
-            if not is_whole(value) or value < 1:
-                raise ValidationError(f"{name} must be a positive whole number, got {value!r}")
-            if value > most:
-                raise ValidationError(f"{name} must be at most {most:.0e} ({why}), got {value!r}")
-        _finite("interarrival_s", self.interarrival_s, lambda v: 0 <= v <= MAX_JOB_SECONDS,
-                f">= 0 and at most {MAX_JOB_SECONDS:.0e} s")
-        _finite("round_s", self.round_s, lambda v: 0 < v <= MAX_JOB_SECONDS, f"> 0 and at most {MAX_JOB_SECONDS:.0e} s")
+        check_parameters(vars(self), _spec_constraints())
+        object.__setattr__(self, "duration_s", (float(self.duration_s[0]), float(self.duration_s[1])))
         gang_mix = self.gang_mix if self.gang_mix is not None else tuple(
             (g, w) for g, w in _ARTIFACT_GANG_MIX if g <= self.gpus)
         object.__setattr__(self, "gang_mix", _mix("gang_mix", gang_mix))
         object.__setattr__(self, "adaptation_mix", _mix("adaptation_mix", self.adaptation_mix))
-        bad_gang = next((g for g, _ in self.gang_weights if not is_whole(g) or not 1 <= g <= self.gpus), None)
-        if bad_gang is not None:
-            raise ValidationError(f"gang_mix has gang size {bad_gang!r}; gang sizes must be whole numbers from 1 "
-                                  f"to the cluster's {self.gpus} GPUs")
-        bad_mode = next((m for m, _ in self.adaptation_weights if m not in ADAPTATIONS), None)
-        if bad_mode is not None:
-            raise ValidationError(f"adaptation_mix has {bad_mode!r}; the modes are {', '.join(ADAPTATIONS)}")
-        object.__setattr__(self, "duration_s", _duration_range("duration_s", self.duration_s))
+        # Cross-field: a gang is at most the cluster (`gpus`, checked above), so its constraint is
+        # built here.
+        gang = Whole(f"a whole number from 1 to the cluster's {self.gpus} GPUs", lambda v: 1 <= v <= self.gpus)
+        for size, _ in self.gang_weights:
+            check_parameters({"gang_mix's gang size": size}, {"gang_mix's gang size": gang})
+        for mode, _ in self.adaptation_weights:
+            check_parameters({"adaptation_mix's mode": mode}, {"adaptation_mix's mode": _MODE})
         if self.duration_mix is not None:
             ranges = _mix("duration_mix", self.duration_mix)
-            ranges = tuple((_duration_range("duration_mix's range", r), p) for r, p in ranges)
+            for low_high, _ in ranges:
+                check_parameters({"duration_mix's range": low_high}, {"duration_mix's range": _DURATION_RANGE})
+            ranges = tuple(((float(low), float(high)), p) for (low, high), p in ranges)
+            # Given as a tuple and as a list, a range is the same range: only now comparable.
             if len({r for r, _ in ranges}) < len(ranges):
                 raise ValidationError(f"duration_mix gives a range twice; give each range one weight, "
                                       f"got {self.duration_mix!r}")
             object.__setattr__(self, "duration_mix", ranges)
-        sets = throughput_sets()
-        if self.throughputs not in sets:
-            raise ValidationError(f"throughputs must be one of the shipped sets {', '.join(sets)}, "
-                                  f"got {self.throughputs!r}")
-        if self.uncertainty is not None and not isinstance(self.uncertainty, Uncertainty):
-            raise ValidationError(f"uncertainty must be an Uncertainty or None, got {type(self.uncertainty).__name__}")
 
     @property
     def gang_weights(self) -> tuple[tuple[int, float], ...]:
@@ -196,19 +211,10 @@ class WorkloadSpec:
         return cast(tuple[tuple[str, float], ...], self.adaptation_mix)
 
 
-def _duration_range(name: str, low_high: Any) -> tuple[float, float]:
-    """`low_high` as ``(low, high)`` floats, checked: ``0 < low <= high <= MAX_JOB_SECONDS``."""
-    if not (isinstance(low_high, tuple | list) and len(low_high) == 2
-            and all(is_real(v) and 0 < v <= MAX_JOB_SECONDS for v in low_high) and low_high[0] <= low_high[1]):
-        raise ValidationError(f"{name} must be (low, high) seconds with 0 < low <= high <= "
-                              f"{MAX_JOB_SECONDS:.0e} (MAX_JOB_SECONDS), got {low_high!r}")
-    return float(low_high[0]), float(low_high[1])
-
-
-def _finite(name: str, value: Any, in_range: Any, what: str) -> None:
-    number = finite_float(value)
-    if number is None or not in_range(number):
-        raise ValidationError(f"{name} must be a finite number {what}, got {value!r}")
+def _spec_constraints() -> dict[str, Constraint]:
+    """`_SPEC_CONSTRAINTS` and `throughputs`, one of the shipped sets (read when a spec is built,
+    not when this module is imported)."""
+    return {**_SPEC_CONSTRAINTS, "throughputs": OneOf(throughput_sets())}
 
 
 def _mix(name: str, mix: Any) -> tuple[tuple[Any, float], ...]:

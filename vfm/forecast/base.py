@@ -40,7 +40,6 @@ from vfm._validation import (
     as_real_array,
     checked_regime_pairs,
     first_bad,
-    is_whole,
     job_name,
     read_only,
     real_array,
@@ -48,12 +47,21 @@ from vfm._validation import (
     require_per_job,
 )
 from vfm.errors import ValidationError
+from vfm.parameters import Constraint, OneOf, Real, Whole, check_parameters
 
 BoolArray = NDArray[np.bool_]
 SeedLike = int | np.random.SeedSequence | np.random.Generator | None
 #: How a scenario counts a job's progress in a round: only the epochs that end in it (``"whole"``),
 #: or the fraction of the running epoch too (``"fluid"``), as the point forecasts do.
 ScenarioProgress = Literal["whole", "fluid"]
+#: The constraint of every forecaster's ``scenario_progress`` option (`vfm.parameters`).
+SCENARIO_PROGRESS = OneOf(("whole", "fluid"))
+#: The window arguments every forecaster takes (`check_horizon`), checked in this order.
+_HORIZON: dict[str, Constraint] = {
+    "rounds": Whole("a positive whole number", lambda v: v >= 1),
+    "scenarios": Whole("a positive whole number", lambda v: v >= 1),
+    "round_s": Real("a positive, finite number of seconds", lambda v: v > 0),
+}
 RegimeSet = Mapping[float, float] | Sequence[tuple[float, float]]
 
 
@@ -488,12 +496,6 @@ def check_states(states: object, where: str) -> None:
                               f"JobStates.from_lists), got {type(states).__name__}")
 
 
-def check_scenario_progress(value: object) -> None:
-    """Raise `ValidationError` unless `value` is a `ScenarioProgress` (``"whole"`` or ``"fluid"``)."""
-    if value not in ("whole", "fluid"):
-        raise ValidationError(f"scenario_progress must be 'whole' or 'fluid', got {value!r}")
-
-
 def fluid_epochs_per_round(seconds_per_epoch: FloatArray, remaining: FloatArray, rounds: int,
                            round_s: float) -> FloatArray:
     r"""Epochs per round of jobs progressing fluidly at a fixed rate, shape (..., n, rounds).
@@ -516,15 +518,10 @@ def check_horizon(rounds: int, round_s: float, scenarios: int | None = None) -> 
         If `rounds` or `scenarios` is not a positive whole number, or `round_s` is not a positive
         finite number of seconds.
     """
-    for name, value in (("rounds", rounds), ("scenarios", scenarios)):
-        if value is None:
-            continue
-        if not is_whole(value) or value < 1:
-            raise ValidationError(f"{name} must be a positive whole number, got {value!r}")
-    if isinstance(round_s, bool) or not isinstance(round_s, int | float | np.integer | np.floating) or not (
-        np.isfinite(round_s) and round_s > 0
-    ):
-        raise ValidationError(f"round_s must be a positive, finite number of seconds, got {round_s!r}")
+    values = {"rounds": rounds, "scenarios": scenarios, "round_s": round_s}
+    # A point forecast takes no `scenarios` (None), which is then not checked.
+    check_parameters(values, _HORIZON if scenarios is not None else
+                     {name: constraint for name, constraint in _HORIZON.items() if name != "scenarios"})
 
 
 @runtime_checkable

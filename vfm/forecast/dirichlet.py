@@ -76,19 +76,26 @@ from typing import Literal
 import numpy as np
 
 from vfm._validation import FloatArray, random_generator
-from vfm.errors import ValidationError
 from vfm.forecast.base import (
+    SCENARIO_PROGRESS,
     JobStates,
     ScenarioProgress,
     SeedLike,
     check_horizon,
-    check_scenario_progress,
     check_states,
     fluid_epochs_per_round,
 )
 from vfm.forecast.renewal import Renewals, simulate_epochs_per_round
+from vfm.parameters import Constraint, OneOf, Optional, Real, check_parameters
 
 Split = Literal["shockwave", "proportional"]
+
+#: `DirichletForecaster`'s options' constraints, checked on construction (`vfm.parameters`).
+_CONSTRAINTS: dict[str, Constraint] = {
+    "scenario_progress": SCENARIO_PROGRESS,
+    "split": OneOf(("shockwave", "proportional")),
+    "prior_weight": Optional(Real("a positive, finite number", lambda v: v > 0)),
+}
 
 
 @dataclass(frozen=True)
@@ -141,15 +148,7 @@ class DirichletForecaster:
     scenario_progress: ScenarioProgress = "fluid"
 
     def __post_init__(self) -> None:
-        check_scenario_progress(self.scenario_progress)
-        if self.split not in ("shockwave", "proportional"):
-            raise ValidationError(f"split must be 'shockwave' or 'proportional', got {self.split!r}")
-        if self.prior_weight is not None and (
-            isinstance(self.prior_weight, bool)
-            or not isinstance(self.prior_weight, int | float | np.integer | np.floating)
-            or not (np.isfinite(self.prior_weight) and self.prior_weight > 0)
-        ):
-            raise ValidationError(f"prior_weight must be a positive, finite number, got {self.prior_weight!r}")
+        check_parameters(vars(self), _CONSTRAINTS)
 
     def posterior(self, states: JobStates) -> FloatArray:
         r"""Dirichlet posterior concentrations :math:`\alpha_b = w / R + c_b`, shape (n, R); 0 where padded."""

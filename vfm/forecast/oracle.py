@@ -31,13 +31,14 @@ from numpy.typing import ArrayLike, NDArray
 from vfm._validation import FloatArray, real_array
 from vfm.errors import ValidationError
 from vfm.forecast.base import (
+    SCENARIO_PROGRESS,
     JobStates,
     ScenarioProgress,
     SeedLike,
     check_horizon,
-    check_scenario_progress,
     check_states,
 )
+from vfm.parameters import check_parameters
 
 
 @dataclass(frozen=True, eq=False)
@@ -74,7 +75,8 @@ class OracleForecaster:
     _ends: FloatArray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        check_scenario_progress(self.scenario_progress)
+        check_parameters({"scenario_progress": self.scenario_progress}, {"scenario_progress": SCENARIO_PROGRESS})
+        # `epoch_s` is parsed, job by job, into the arrays the forecasts read, naming the entry at fault.
         if not isinstance(self.epoch_s, Mapping) or not self.epoch_s:
             raise ValidationError("epoch_s must map each job id to its epochs' durations (a non-empty mapping)")
         sequences = []

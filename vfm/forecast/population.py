@@ -52,7 +52,7 @@ workloads (two-fold), and are reported on others (``python -m benchmarks.forecas
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -62,15 +62,16 @@ from numpy.typing import NDArray
 from vfm._validation import FloatArray, random_generator
 from vfm.errors import ValidationError
 from vfm.forecast.base import (
+    SCENARIO_PROGRESS,
     JobStates,
     ScenarioProgress,
     SeedLike,
     Trajectory,
     check_horizon,
-    check_scenario_progress,
     check_states,
 )
 from vfm.forecast.dirichlet import DirichletForecaster
+from vfm.parameters import Constraint, Instance, Real, check_parameters
 
 IntArray = NDArray[np.intp]
 
@@ -110,16 +111,18 @@ class PopulationOptions:
     spread: float = 0.05
 
     def __post_init__(self) -> None:
-        for name in ("prefix_bandwidth", "size_bandwidth", "prior_weight"):
-            _require(name, getattr(self, name), lambda v: v > 0, "a positive, finite number")
-        _require("other_regimes", self.other_regimes, lambda v: 0 <= v <= 1, "a number in [0, 1]")
-        _require("spread", self.spread, lambda v: v >= 0, "a finite number >= 0")
+        check_parameters(vars(self), _OPTIONS_CONSTRAINTS)
 
 
-def _require(name: str, value: object, ok: Callable[[float], bool], what: str) -> None:
-    number = isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool)
-    if not (number and np.isfinite(float(value)) and ok(float(value))):  # type: ignore[arg-type]
-        raise ValidationError(f"{name} must be {what}, got {value!r}")
+_POSITIVE = Real("a positive, finite number", lambda v: v > 0)
+#: `PopulationOptions`' constraints, checked on construction (`vfm.parameters`).
+_OPTIONS_CONSTRAINTS: dict[str, Constraint] = {
+    "prefix_bandwidth": _POSITIVE,
+    "size_bandwidth": _POSITIVE,
+    "prior_weight": _POSITIVE,
+    "other_regimes": Real("a number in [0, 1]", lambda v: 0 <= v <= 1),
+    "spread": Real("a finite number >= 0", lambda v: v >= 0),
+}
 
 
 @dataclass(frozen=True, eq=False)
@@ -250,6 +253,15 @@ class _Match:
         return np.pad(np.maximum(done, 0.0), ((0, 0), (1, 0)))
 
 
+#: `PopulationForecaster`'s fields' constraints, checked on construction (`vfm.parameters`).
+_FORECASTER_CONSTRAINTS: dict[str, Constraint] = {
+    "scenario_progress": SCENARIO_PROGRESS,
+    "population": Instance(Population, "a vfm.forecast.Population"),
+    "options": Instance(PopulationOptions, "a vfm.forecast.PopulationOptions"),
+    "prior": Instance(DirichletForecaster, "a vfm.forecast.DirichletForecaster"),
+}
+
+
 @dataclass(frozen=True)
 class PopulationForecaster:
     r"""Forecasts a job from the finished jobs of its kind (module docstring); implements `Forecaster`.
@@ -287,12 +299,7 @@ class PopulationForecaster:
     scenario_progress: ScenarioProgress = "fluid"
 
     def __post_init__(self) -> None:
-        check_scenario_progress(self.scenario_progress)
-        for name, kind in (("population", Population), ("options", PopulationOptions),
-                           ("prior", DirichletForecaster)):
-            if not isinstance(getattr(self, name), kind):
-                raise ValidationError(f"{name} must be a vfm.forecast.{kind.__name__}, got "
-                                      f"{type(getattr(self, name)).__name__}")
+        check_parameters(vars(self), _FORECASTER_CONSTRAINTS)
 
     def learned(self, trajectories: Sequence[Trajectory]) -> PopulationForecaster:
         """This forecaster with `trajectories` (finished jobs) added to its references."""

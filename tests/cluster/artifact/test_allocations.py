@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 
 from vfm.cluster.artifact import ALLOCATIONS, AllocationInputs, make_allocator
+from vfm.cluster.artifact.allocations import AlloX
+from vfm.errors import ValidationError
 
 
 def inputs(remaining, gpus=None, since=None, capacity=4) -> AllocationInputs:
@@ -47,3 +49,9 @@ def test_allox_is_first_come_first_served_when_few_jobs_wait() -> None:
     # Five one-GPU jobs, oldest first, on four GPUs: m <= 5 n, so the four oldest get a GPU.
     answer = make_allocator("allox")(inputs([500, 100, 900, 50, 10]))
     assert answer.x.tolist() == [1.0, 1.0, 1.0, 1.0, 0.0]
+
+
+@pytest.mark.parametrize("alpha", [-0.1, 1.5, float("nan"), "0.2", True])
+def test_allox_names_an_alpha_out_of_its_range(alpha) -> None:
+    with pytest.raises(ValidationError, match=r"^alpha must be a fraction in \[0, 1\], got "):
+        AlloX(alpha)

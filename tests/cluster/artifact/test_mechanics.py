@@ -80,6 +80,28 @@ def _raw(workload, row: int, **changes) -> dict:
     return raw
 
 
+@pytest.mark.parametrize(("fields", "message"), [
+    ({"round_s": 0.0}, r"^round_s must be a finite number of seconds > 0 or None, got 0.0$"),
+    ({"restart_s": -1.0}, r"^restart_s must be a finite number of seconds >= 0, got -1.0$"),
+    ({"restart_free_s": float("nan")}, r"^restart_free_s must be a finite number of seconds >= 0, got nan$"),
+    ({"reset_interval_s": -1}, r"^reset_interval_s must be a number of seconds >= 0, got -1$"),
+    ({"max_failures": 0}, r"^max_failures must be a positive whole number, got 0$"),
+    ({"max_failures": 2.0}, r"^max_failures must be a positive whole number, got 2.0$"),
+    ({"deadline_factor": 0}, r"^deadline_factor must be a finite number > 0, got 0$"),
+    ({"gpu_type": 3}, r"^gpu_type must be a GPU type's name \(a str\), got int$"),
+])
+def test_bad_options_are_named_when_built(fields, message) -> None:
+    with pytest.raises(ValidationError, match=message):
+        ArtifactOptions(**fields)
+
+
+def test_options_at_their_bounds_are_accepted_and_simulate_checks_its_options(workload) -> None:
+    ArtifactOptions(round_s=None, restart_s=0, restart_free_s=0.0, reset_interval_s=float("inf"), max_failures=1,
+                    deadline_factor=np.float64(1.5), gpu_type="v100")
+    with pytest.raises(ValidationError, match=r"^options must be an ArtifactOptions or None, got dict$"):
+        simulate(workload, "gandiva_fair", {"restart_s": 0.0})  # type: ignore[arg-type]
+
+
 def test_bad_input_is_named(workload) -> None:
     with pytest.raises(ValidationError, match="unknown artifact baseline 'fifo'; choose one of max_min_fairness"):
         simulate(workload, "fifo")

@@ -27,6 +27,7 @@ from numpy.typing import NDArray
 from scipy.optimize import linear_sum_assignment
 
 from vfm.errors import UnknownSolverError, ValidationError
+from vfm.parameters import Real, check_parameters
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -213,6 +214,10 @@ class FinishTimeFairness:
         return _answer(x, status)
 
 
+#: `AlloX`'s `alpha`: the share of the waiting jobs it matches (`vfm.parameters`).
+_ALPHA = Real("a fraction in [0, 1]", lambda v: 0 <= v <= 1)
+
+
 class AlloX:
     """AlloX as the artifact runs it (``AlloXPolicy(alpha=0.2)``).
 
@@ -224,6 +229,7 @@ class AlloX:
     """
 
     def __init__(self, alpha: float = 0.2) -> None:
+        check_parameters({"alpha": alpha}, {"alpha": _ALPHA})
         self.alpha = alpha
         self._previous: dict[int, float] = {}
 

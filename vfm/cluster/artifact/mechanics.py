@@ -38,6 +38,7 @@ from vfm.cluster.protocol import SchedulingPolicy
 from vfm.cluster.simulator import Round, Simulation, ask_policy, checked_answer
 from vfm.cluster.workload_model import Workload
 from vfm.errors import ValidationError
+from vfm.parameters import Constraint, Instance, Optional, Real, Whole, check_parameters
 from vfm.planner.rounding import first_fit
 
 FloatArray = NDArray[np.float64]
@@ -75,6 +76,25 @@ class ArtifactOptions:
     max_failures: int = 5
     deadline_factor: float = 1.5
     gpu_type: str = PROFILED_TYPE
+
+    def __post_init__(self) -> None:
+        # Each against its own range only: `round_s` may be None (the workload's), so how
+        # `restart_s` and `restart_free_s` compare with it is the artifact's business at run time.
+        check_parameters(vars(self), _OPTIONS_CONSTRAINTS)
+
+
+#: `ArtifactOptions`' constraints, checked on construction (`vfm.parameters`); `gpu_type` names a
+#: column of the workload's throughput table, checked when a simulation reads it.
+_OPTIONS_CONSTRAINTS: dict[str, Constraint] = {
+    "round_s": Optional(Real("a finite number of seconds > 0", lambda v: v > 0)),
+    "restart_s": Real("a finite number of seconds >= 0", lambda v: v >= 0),
+    "restart_free_s": Real("a finite number of seconds >= 0", lambda v: v >= 0),
+    # Infinite is allowed: the allocation is then recomputed only where the interval does not apply.
+    "reset_interval_s": Real("a number of seconds >= 0", lambda v: v >= 0, finite=False),
+    "max_failures": Whole("a positive whole number", lambda v: v >= 1),
+    "deadline_factor": Real("a finite number > 0", lambda v: v > 0),
+    "gpu_type": Instance(str, "a GPU type's name (a str)"),
+}
 
 
 def _rules(workload: Workload, gpu_type: str) -> tuple[Rules, FloatArray, IntArray]:
@@ -330,6 +350,7 @@ def simulate(workload: Workload, policy: str | Allocator | SchedulingPolicy,
     >>> sim.n_jobs, bool((sim.finish_s > sim.arrival_s).all())
     (8, True)
     """
+    check_parameters({"options": options}, {"options": Optional(Instance(ArtifactOptions, "an ArtifactOptions"))})
     opts = options or ArtifactOptions()
     round_s = float(opts.round_s if opts.round_s is not None else workload.round_s)
     jobs = _Jobs.of(workload, opts)
