@@ -37,7 +37,7 @@ from numpy.typing import NDArray
 
 from vfm._validation import is_whole, read_only
 from vfm.errors import ValidationError
-from vfm.gpu_profiles import GpuProfiles
+from vfm.gpu_profiles import GpuProfiles, checked_profiles
 
 IntArray = NDArray[np.int64]
 
@@ -56,7 +56,7 @@ def check_gpu_type(name: str, gpu_type: Any, profiles: GpuProfiles | None = None
     """`gpu_type` if it is one of the types of `profiles` (the shipped ones by default); else a
     `vfm.errors.ValidationError` that starts with `name` (what the caller was given) and lists the
     known types."""
-    known = _checked_profiles(profiles)
+    known = checked_profiles(profiles)
     if not isinstance(gpu_type, str) or gpu_type not in known.types:
         hint = " (a type of your own: GpuProfiles.shipped().with_type(...), passed as profiles=)" \
             if profiles is None else ""
@@ -115,7 +115,7 @@ class ClusterTypes(Mapping[str, int]):
     __slots__ = ("_counts", "_profiles", "_total", "_types")
 
     def __init__(self, counts: Mapping[str, int], profiles: GpuProfiles | None = None) -> None:
-        known = _checked_profiles(profiles)
+        known = checked_profiles(profiles)
         if not isinstance(counts, Mapping):
             raise ValidationError(f"counts must map GPU types ({', '.join(known.types)}) to GPU counts, got "
                                   f"{type(counts).__name__} {counts!r}")
@@ -137,7 +137,7 @@ class ClusterTypes(Mapping[str, int]):
         """A homogeneous cluster: `gpus` GPUs of `gpu_type`, by default the profiles' profiled
         type (what a workload without a ``cluster`` field is: V100 for the shipped profiles)."""
         _check_positive("gpus", gpus)
-        chosen = _checked_profiles(profiles).profiled if gpu_type is None else gpu_type
+        chosen = checked_profiles(profiles).profiled if gpu_type is None else gpu_type
         return cls({check_gpu_type("gpu_type", chosen, profiles): int(gpus)}, profiles)
 
     @classmethod
@@ -167,7 +167,7 @@ class ClusterTypes(Mapping[str, int]):
         {'v100': 3, 'k80': 7}
         """
         _check_positive("gpus", gpus)
-        known = _checked_profiles(profiles)
+        known = checked_profiles(profiles)
         if not isinstance(shares, Mapping) or not shares:
             raise ValidationError(f"shares must map GPU types ({', '.join(known.types)}) to their shares, "
                                   f"got {shares!r}")
@@ -236,16 +236,6 @@ class ClusterTypes(Mapping[str, int]):
         if hasattr(self, "_total"):
             raise AttributeError(f"ClusterTypes is read-only; cannot set {name!r}")
         super().__setattr__(name, value)
-
-
-def _checked_profiles(profiles: Any) -> GpuProfiles:
-    """`profiles`, or the shipped ones for None; a `ValidationError` for anything else."""
-    if profiles is None:
-        return GpuProfiles.shipped()
-    if not isinstance(profiles, GpuProfiles):
-        raise ValidationError(f"profiles must be a vfm.cluster.GpuProfiles (e.g. GpuProfiles.shipped().with_type(...)) "
-                              f"or None, got {type(profiles).__name__} {profiles!r}")
-    return profiles
 
 
 def _check_positive(name: str, value: Any) -> None:

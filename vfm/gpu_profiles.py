@@ -41,7 +41,7 @@ from typing import Any
 from vfm._validation import finite_float
 from vfm.errors import ValidationError
 
-__all__ = ["THROUGHPUTS_FILE", "GpuProfiles", "Speed"]
+__all__ = ["THROUGHPUTS_FILE", "GpuProfiles", "Speed", "checked_profiles"]
 
 #: The shipped throughput profiles (the Shockwave artifact's, MIT).
 THROUGHPUTS_FILE = Path(__file__).resolve().parent / "cluster" / "data" / "shockwave" / "gpu_types_throughputs.json"
@@ -274,3 +274,14 @@ def _checked_speed(where: str, speed: Any) -> Speed:
         raise ValidationError(f"{where} must be a finite number of steps/s > 0, or None where the type cannot run "
                               f"the job, got {speed!r}")
     return number
+
+
+def checked_profiles(profiles: Any) -> GpuProfiles:
+    """`profiles`, or the shipped ones for None; a `ValidationError` naming ``profiles`` for
+    anything else."""
+    if profiles is None:
+        return GpuProfiles.shipped()
+    if not isinstance(profiles, GpuProfiles):
+        raise ValidationError(f"profiles must be a vfm.cluster.GpuProfiles (e.g. GpuProfiles.shipped().with_type(...)) "
+                              f"or None (the shipped ones), got {type(profiles).__name__} {profiles!r}")
+    return profiles

@@ -179,7 +179,7 @@ KEY = "LM (batch size 10)|1"
     (lambda: SHIPPED.table("tacc", "t4"), r"gpu_type: unknown GPU type 't4'"),
     (lambda: epoch_seconds_by_type(WORKLOAD.jobs[0], "tacc", ["t4"]), r"types: unknown GPU type 't4'"),
     (lambda: epoch_seconds_by_type(WORKLOAD.jobs[0], "tacc", profiles="shipped"),
-     r"profiles must be a vfm.cluster.GpuProfiles or None"),
+     r"profiles must be a vfm.cluster.GpuProfiles \(e.g. .*\) or None \(the shipped ones\), got str"),
     (lambda: epoch_seconds_by_type(WORKLOAD.jobs[0], "tacc", ClusterTypes({"v100": 1}, SHIPPED.with_type("t4", {})),
                                    profiles=SHIPPED), r"profiles: .* are not the profiles of the cluster types"),
     (lambda: type_regimes(WORKLOAD.jobs[0], "wisr2", profiles=SHIPPED.with_type("t4", {})),

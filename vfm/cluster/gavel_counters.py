@@ -2,13 +2,11 @@
 
 Gavel's scheduler (``scheduler/scheduler.py``: ``_update_priorities``, ``_reset_time_run_so_far``,
 ``_schedule_jobs_on_workers_helper``) turns a fractional allocation ``x`` (the share of time each
-job should run) into whole rounds by three counters per job, kept in columns of a
-`vfm.cluster.round_book.RowTable`: ``job_time`` (seconds run since the last reset, starting at
-``round_s / 2``), ``should`` (seconds it should have run since the reset, ``sum x round_s``) and
-``deficit`` (what it was owed at earlier resets). On one GPU type each column has one entry per
-job, shape ``(n,)`` (`vfm.cluster.rounds.GavelRounds`, which steps on the pure `reset` and
-`credited`); on K types one per job and type, ``(n, K)`` (`vfm.cluster.typed_rounds.TypedRoundPolicy`,
-through `reset_counts` and `credit`, the same in place). Every function here works on both.
+job should spend on each type) into whole rounds by three counters per job and type, columns of
+the baselines' book: ``job_time`` (seconds run since the last reset, starting at ``round_s / 2``),
+``should`` (seconds it should have run since the reset, ``sum x round_s``) and ``deficit`` (what
+it was owed at earlier resets), each of shape ``(n, K)`` (``(n,)`` works too). The functions here
+are pure: `vfm.cluster.gavel_rounds.gavel_round_step` steps on them, and writes nothing.
 """
 
 from __future__ import annotations
@@ -18,13 +16,10 @@ from collections.abc import Mapping
 import numpy as np
 from numpy.typing import NDArray
 
-from vfm.cluster.round_book import RowTable
-
-__all__ = ["Counters", "credit", "credited", "priorities", "ranking", "reset", "reset_counts"]
+__all__ = ["Counters", "credited", "priorities", "ranking", "reset"]
 
 #: The three counters by name (``job_time``, ``should``, ``deficit``), each an array over the jobs.
 Counters = Mapping[str, NDArray[np.float64]]
-_NAMES = ("job_time", "should", "deficit")
 
 
 def reset(counters: Counters, round_s: float) -> dict[str, NDArray[np.float64]]:
@@ -47,11 +42,6 @@ def credited(counters: Counters, ran: NDArray[np.int64] | tuple[NDArray[np.int64
     return {"job_time": job_time, "should": counters["should"] + x * round_s, "deficit": counters["deficit"]}
 
 
-def reset_counts(table: RowTable, round_s: float) -> None:
-    """`reset` on the counters of `table`, in place."""
-    _write(table, reset({name: table.col(name) for name in _NAMES}, round_s))
-
-
 def priorities(job_time: NDArray[np.float64], x: NDArray[np.float64]) -> NDArray[np.float64]:
     """Gavel's priorities ``x / fraction``: `fraction` the share of the counted time (over all
     jobs, per type) each job received; the jobs furthest below their allocation come first.
@@ -68,14 +58,3 @@ def ranking(seq: NDArray[np.int64], x: NDArray[np.float64], deficit: NDArray[np.
     """Positions in Gavel's order: (priority, deficit, allocation) descending, then arrival."""
     # lexsort: the last key is the primary one.
     return np.lexsort((seq, -x, -deficit, -priority))
-
-
-def credit(table: RowTable, ran: NDArray[np.int64] | tuple[NDArray[np.int64], NDArray[np.int64]],
-           x: NDArray[np.float64], round_s: float) -> None:
-    """`credited` on the counters of `table`, in place."""
-    _write(table, credited({name: table.col(name) for name in _NAMES}, ran, x, round_s))
-
-
-def _write(table: RowTable, counters: Counters) -> None:
-    for name, values in counters.items():
-        table.col(name)[:] = values

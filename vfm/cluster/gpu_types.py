@@ -70,7 +70,7 @@ from vfm._validation import read_only
 from vfm.cluster.workload_model import Job
 from vfm.errors import ValidationError
 from vfm.gpu_cluster import GPU_TYPES, PROFILED_TYPE, ClusterTypes, check_gpu_type
-from vfm.gpu_profiles import THROUGHPUTS_FILE, GpuProfiles
+from vfm.gpu_profiles import THROUGHPUTS_FILE, GpuProfiles, checked_profiles
 
 FloatArray = NDArray[np.float64]
 
@@ -97,7 +97,7 @@ Types = ClusterTypes | Sequence[str] | None
 
 def throughput_sets(profiles: GpuProfiles | None = None) -> tuple[str, ...]:
     """The throughput sets of `profiles` (the shipped ones by default)."""
-    return _profiles_or_shipped(profiles).throughput_sets
+    return checked_profiles(profiles).throughput_sets
 
 
 def throughput_table(throughput_set: str = "tacc", gpu_type: str | None = None,
@@ -105,16 +105,7 @@ def throughput_table(throughput_set: str = "tacc", gpu_type: str | None = None,
     """Steps/s of each ``"<model> (batch size b)|<gang>"`` of a throughput set of `profiles` (the
     shipped ``gpu_types_throughputs.json``, the artifact's, by default) on one GPU type (the
     profiled one by default); a new dict, without the keys the type cannot run."""
-    return _profiles_or_shipped(profiles).table(throughput_set, gpu_type)
-
-
-def _profiles_or_shipped(profiles: Any) -> GpuProfiles:
-    if profiles is None:
-        return GpuProfiles.shipped()
-    if not isinstance(profiles, GpuProfiles):
-        raise ValidationError(f"profiles must be a vfm.cluster.GpuProfiles or None (the shipped ones), got "
-                              f"{type(profiles).__name__} {profiles!r}")
-    return profiles
+    return checked_profiles(profiles).table(throughput_set, gpu_type)
 
 
 def _resolve_types(types: Any, profiles: Any) -> tuple[tuple[str, ...], GpuProfiles]:
@@ -122,11 +113,11 @@ def _resolve_types(types: Any, profiles: Any) -> tuple[tuple[str, ...], GpuProfi
     None for all of them) and the profiles they are of: a cluster's own, else `profiles` (the
     shipped ones by default)."""
     if isinstance(types, ClusterTypes):
-        if profiles is not None and _profiles_or_shipped(profiles) != types.profiles:
+        if profiles is not None and checked_profiles(profiles) != types.profiles:
             raise ValidationError(f"profiles: {profiles!r} are not the profiles of the cluster types {types!r}; "
                                   f"leave profiles out (a cluster carries its own)")
         return types.types, types.profiles
-    known = _profiles_or_shipped(profiles)
+    known = checked_profiles(profiles)
     if types is None:
         return known.types, known
     if isinstance(types, str) or not isinstance(types, Sequence):

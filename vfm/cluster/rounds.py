@@ -10,7 +10,9 @@ returns (`RoundStep`). The mechanisms here:
 - `GavelRounds`: Gavel's round-based mechanism over a per-round fractional *allocation*, itself a
   pure function of the state (`Allocator`), so a new allocation under Gavel's rounds is one
   function: priority = allocation / share of time received, deficits as tie-breakers
-  (`vfm.cluster.gavel_counters`), whole gangs first-fit in that order;
+  (`vfm.cluster.gavel_counters`), whole gangs first-fit in that order. The round is
+  `vfm.cluster.gavel_rounds.gavel_round_step` with one type, the implementation the baselines on
+  several types run;
 - `StrideRounds`: stride scheduling over whole gangs (Gandiva-Fair);
 - `MatchingRounds`: AlloX's non-preemptive matching of waiting jobs to GPU time slots.
 
@@ -38,7 +40,7 @@ A baseline of your own: an allocation composed with Gavel's rounds, no subclass.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Protocol
 
@@ -46,7 +48,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from vfm._validation import is_whole
-from vfm.cluster.gavel_counters import credited, priorities, ranking, reset
+from vfm.cluster.gavel_rounds import gavel_round_step
 from vfm.cluster.round_book import RoundBook, RoundState, RowTable
 from vfm.errors import ValidationError
 from vfm.gpu_cluster import ClusterTypes
@@ -72,6 +74,9 @@ __all__ = [
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
+
+#: The columns `vfm.cluster.gavel_rounds.gavel_round_step` reads per type: Gavel's counters, the estimates.
+_PER_TYPE = ("job_time", "should", "deficit", "epoch_s")
 
 
 class PresentJobs(RowTable):
@@ -172,15 +177,12 @@ class GavelRounds:
         return {"job_time": round_s / 2.0}
 
     def step(self, state: RoundState) -> RoundStep:
-        counters = {name: state.col(name) for name in ("job_time", "should", "deficit")}
-        if state.changed:
-            counters = reset(counters, state.round_s)
         allocated = self.allocate(state)
         x = np.clip(allocated.x, 0.0, 1.0)
-        priority = priorities(counters["job_time"], x)
-        order = ranking(state.col("seq"), x, counters["deficit"], priority).astype(np.int64)
-        chosen = first_fit(order, state.col("gpus"), state.capacity)
-        return RoundStep(chosen, credited(counters, chosen, x, state.round_s), x, allocated.details)
+        # Gavel's rounds on one type: K = 1 of `gavel_round_step`, the columns as (n, 1).
+        columns = {**state.columns, **{name: state.col(name)[:, None] for name in _PER_TYPE}}
+        rows, _, counters = gavel_round_step(replace(state, columns=columns), x[:, None])
+        return RoundStep(rows, {name: values[:, 0] for name, values in counters.items()}, x, allocated.details)
 
 
 @dataclass(frozen=True)

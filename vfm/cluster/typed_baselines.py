@@ -16,7 +16,7 @@ This module gathers them; each concept lives in its own module:
   `vfm.cluster.ClusterAware` policy) composed with a `TypedAllocator`: every round the allocation
   `X` (jobs x types), then per-(job, type) priorities ``X_ik / (share of type k's time job i
   received)``, deficits as tie-breakers, type by type (fastest first), whole gangs first-fit, each
-  job on at most one type; then work conservation (`typed_round_step`, a pure function of the
+  job on at most one type; then work conservation (`gavel_round_step`, a pure function of the
   round's frozen state). `HeterogeneousMaxMinFairness` composes it with `MaxMinAllocator`;
 - `vfm.cluster.typed_policies`: the same rounds composed with the other allocators,
   `HeterogeneousStaticMarket`, `HeterogeneousFinishTimeFairness`, `HeterogeneousMaxSumThroughput`
@@ -80,7 +80,6 @@ from vfm.cluster.typed_rounds import (
     TypedAllocated,
     TypedAllocator,
     TypedRoundPolicy,
-    typed_round_step,
 )
 
 __all__ = [
@@ -113,5 +112,4 @@ __all__ = [
     "normalized_throughputs",
     "proportional_throughputs",
     "static_market_allocation",
-    "typed_round_step",
 ]

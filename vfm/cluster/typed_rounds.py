@@ -10,17 +10,17 @@ Gavel's max-min fair allocation (`MaxMinAllocator`). Every round it
    type) that the allocator computes from the book's frozen state (`RoundState`) and the
    throughput estimates, reused while nothing it depends on changed (the job set, an estimate,
    or what the allocator names: `TypedAllocator.stale_after_report`, `every_round`);
-2. turns it into whole gangs on types with Gavel's round mechanism (`typed_round_step`, a pure
+2. turns it into whole gangs on types with Gavel's round mechanism (`gavel_round_step`, a pure
    function of the frozen state and `X`): per-(job, type) priorities ``X_ik / (share of type k's
    time job i received)``, deficits as tie-breakers, type by type (fastest first), whole gangs
    first-fit, each job on at most one type; then work conservation: idle GPUs go to waiting jobs
    that fit, each on the fastest type for it with room.
 
-Step 1 is the one part `vfm.cluster.typed_policies` changes (an allocator each). Step 2 keeps
-Gavel's counters with `vfm.cluster.gavel_counters`, as the one-type `vfm.cluster.rounds.GavelRounds`
-does. ``docs/baselines_typed.md`` states every decision and where it follows Gavel's code
-(``scheduler/scheduler.py``: ``_update_priorities``, ``_reset_time_run_so_far``,
-``_schedule_jobs_on_workers_helper``).
+Step 1 is the one part `vfm.cluster.typed_policies` changes (an allocator each). Step 2 is
+`vfm.cluster.gavel_rounds.gavel_round_step`, the one implementation of Gavel's rounds, which the
+one-type `vfm.cluster.rounds.GavelRounds` runs too (K = 1). ``docs/baselines_typed.md`` states
+every decision and where it follows Gavel's code (``scheduler/scheduler.py``:
+``_update_priorities``, ``_reset_time_run_so_far``, ``_schedule_jobs_on_workers_helper``).
 """
 
 from __future__ import annotations
@@ -33,13 +33,12 @@ from typing import Any, NamedTuple, Protocol
 import numpy as np
 
 from vfm._validation import is_real, is_whole, read_only
-from vfm.cluster.gavel_counters import credited, priorities, ranking, reset
+from vfm.cluster.gavel_rounds import gavel_round_step
 from vfm.cluster.gpu_types import ClusterTypes
 from vfm.cluster.round_book import RoundBook, RoundState, RowTable
-from vfm.cluster.typed_instance import FloatArray, IntArray, normalized_from_checked
+from vfm.cluster.typed_instance import FloatArray, normalized_from_checked
 from vfm.cluster.typed_max_min import solve_lex_max_min
 from vfm.errors import ValidationError
-from vfm.planner.rounding import first_fit
 
 __all__ = [
     "HeterogeneousMaxMinFairness",
@@ -50,7 +49,6 @@ __all__ = [
     "TypedRoundPolicy",
     "epochs_left",
     "normalized_under",
-    "typed_round_step",
 ]
 
 
@@ -151,70 +149,6 @@ class MaxMinAllocator:
 
     def stale_after_report(self, job: Mapping[str, Any], round_s: float) -> bool:
         return False
-
-
-def typed_round_step(state: RoundState, x: FloatArray) -> tuple[IntArray, IntArray, dict[str, np.ndarray]]:
-    """One round of Gavel's typed mechanism on allocation `x`, from the frozen `state`: the rows to
-    run, the type index of each (in placement order), and Gavel's counters after the round."""
-    counters = {name: state.col(name) for name in ("job_time", "should", "deficit")}
-    if state.changed:
-        counters = reset(counters, state.round_s)
-    rows, on = _placed(state, x, counters)
-    return rows, on, credited(counters, (rows, on), x, state.round_s)
-
-
-def _placed(state: RoundState, x: FloatArray, counters: Mapping[str, np.ndarray]) -> tuple[IntArray, IntArray]:
-    """Rows to run and the type index of each, in placement order (steps 3 and 4 of the class)."""
-    gpus, seq, deficit = state.col("gpus"), state.col("seq"), counters["deficit"]
-    priority = np.where(x > 0, priorities(counters["job_time"], x), 0.0)
-    placed = np.full(state.n, -1, dtype=np.int64)
-    free = state.counts
-    rows, on = [], []
-    for k in range(len(state.cluster)):  # the types (at most a few), each a vectorized first-fit
-        cand = np.flatnonzero((x[:, k] > 0) & (placed < 0))
-        order = cand[ranking(seq[cand], x[cand, k], deficit[cand, k], priority[cand, k])]
-        chosen = first_fit(order, gpus, int(free[k]))
-        placed[chosen] = k
-        free[k] -= int(gpus[chosen].sum())
-        rows.append(chosen)
-        on.append(np.full(chosen.size, k, dtype=np.int64))
-    hosts = np.isfinite(state.col("epoch_s"))
-    waiting = np.flatnonzero((placed < 0) & (hosts & (gpus[:, None] <= free[None, :])).any(axis=1))
-    if waiting.size:
-        order = waiting[np.lexsort((seq[waiting], -deficit[waiting].sum(axis=1), -priority[waiting].max(axis=1)))]
-        extra_rows, extra_on = _fill(order, gpus, state.col("epoch_s"), free)
-        rows.append(extra_rows)
-        on.append(extra_on)
-    return np.concatenate(rows), np.concatenate(on)
-
-
-def _fill(order: IntArray, gpus: IntArray, epoch_s: FloatArray, free: IntArray) -> tuple[IntArray, IntArray]:
-    """Work conservation: the waiting jobs in `order`, each on its fastest type with room.
-
-    A loop over the waiting jobs: each job's choice depends on the room the jobs before it
-    left on every type, a sequential greedy with no vectorized pass equivalent once jobs
-    prefer different types. It is plain Python over small lists, runs only over jobs whose
-    gang fits some type's idle GPUs, and stops as soon as no waiting gang fits anywhere.
-    """
-    # Each job's hosting types, fastest first (ties: the cluster's order).
-    prefs = np.argsort(epoch_s[order], axis=1, kind="stable")
-    hosting = np.isfinite(np.take_along_axis(epoch_s[order], prefs, axis=1))
-    room = free.tolist()
-    widths = gpus[order].tolist()
-    smallest = min(widths)
-    rows, on = [], []
-    for pos, (i, width) in enumerate(zip(order.tolist(), widths, strict=True)):
-        if max(room) < smallest:
-            break
-        if width > max(room):
-            continue
-        for k, ok in zip(prefs[pos].tolist(), hosting[pos].tolist(), strict=True):
-            if ok and width <= room[k]:
-                room[k] -= width
-                rows.append(i)
-                on.append(k)
-                break
-    return np.array(rows, dtype=np.int64), np.array(on, dtype=np.int64)
 
 
 class TypedRoundPolicy(RoundBook):
@@ -421,7 +355,7 @@ class TypedRoundPolicy(RoundBook):
 
     def next_round(self) -> dict[Hashable, str]:
         """The jobs to run in the next round, each with the type its whole gang runs on: Gavel's
-        rounds (`typed_round_step`) from the book's frozen state on the allocator's allocation."""
+        rounds (`gavel_round_step`) from the book's frozen state on the allocator's allocation."""
         t = self._table
         if t.n == 0:
             self.close_round()
@@ -429,7 +363,7 @@ class TypedRoundPolicy(RoundBook):
         if self.allocator.every_round:
             self._stale = True
         x = self._ensure_allocation()
-        rows, on, counters = typed_round_step(self.state(), x)
+        rows, on, counters = gavel_round_step(self.state(), x)
         for name, values in counters.items():
             t.col(name)[:] = values
         self.close_round()
