@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import pickle
 from dataclasses import replace
@@ -294,8 +295,7 @@ def test_nan_in_checkpoint_text_is_refused() -> None:
 def test_a_checkpoint_on_several_types_and_one_on_one_type_are_refused_by_each_other() -> None:
     typed = _typed()
     policy = Policy.shockwave(TYPES.total, rounds=4)
-    with pytest.raises(ValidationError, match="the state's plan places jobs on GPU types; this policy's cluster "
-                                              "has one type"):
+    with pytest.raises(ValidationError, match=r"speeds of job .* are set, but this policy's cluster has one GPU type"):
         policy.restore(typed.state)
     with pytest.raises(ValidationError, match=r"config of the checkpoint differs from this policy's: .*cluster"):
         policy.restore(typed.checkpoint())
@@ -303,8 +303,15 @@ def test_a_checkpoint_on_several_types_and_one_on_one_type_are_refused_by_each_o
     plain.add_job("a", 1, REGIMES, 9)
     with pytest.raises(ValidationError, match=r"config of the checkpoint differs from this policy's: .*cluster"):
         Policy.shockwave(TYPES, rounds=4).restore(plain.checkpoint())
-    with pytest.raises(ValidationError, match="a policy on several GPU types restores from its checkpoint"):
-        Policy.shockwave(TYPES, rounds=4).restore(typed.state)
+    restored = Policy.shockwave(TYPES, rounds=4)
+    restored.restore(typed.state)  # a state holds each job's speeds per type, checked in full
+    assert restored.checkpoint() == typed.checkpoint()
+    bare = typed.state
+    first = next(iter(bare.jobs))
+    without = dataclasses.replace(bare, jobs={**bare.jobs, first: dataclasses.replace(bare.jobs[first], speeds=None)})
+    with pytest.raises(ValidationError, match=r"speeds of job .* must be a float array of shape \(2, 3\) .*, got "
+                                              r"NoneType"):
+        Policy.shockwave(TYPES, rounds=4).restore(without)
     with pytest.raises(ValidationError, match=r"cluster\.k80=2 in the checkpoint, 1 in this policy"):
         Policy.shockwave(ClusterTypes({"v100": 2, "k80": 1}), rounds=4).restore(typed.checkpoint())
     document = json.loads(typed.checkpoint())

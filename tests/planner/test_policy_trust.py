@@ -131,7 +131,7 @@ def test_typed_policy_threads_lose_no_arrival():
     policy = Policy(ClusterTypes({"v100": 2, "k80": 2}), rounds=3)
     _in_threads(lambda t: [policy.add_job(f"{t}-{k}", 1, {"v100": {32: 10.0}, "k80": {32: 20.0}}, 5)
                            for k in range(300)], threads=4)
-    assert len(policy.jobs) == 1200 and len(policy._speeds) == 1200
+    assert len(policy.jobs) == 1200 and sum(r.speeds is not None for r in policy.state.jobs.values()) == 1200
 
 
 # Each thread's script: events on its own jobs, ("add", k, epochs), ("report", k, n) or ("remove", k).

@@ -46,7 +46,7 @@ def test_the_reference_type_is_the_fastest_and_speeds_are_ratios_of_the_current_
     policy.report_progress("a", [64])
     assert policy._state.jobs["a"].regimes == ((32.0, 50.0), (64.0, 20.0))
     current = policy._state.jobs["a"].recent[0]
-    np.testing.assert_allclose(policy._speeds["a"][:, current], [1.0, 20.0 / 80.0])
+    np.testing.assert_allclose(policy.state.jobs["a"].speeds[:, current], [1.0, 20.0 / 80.0])
 
 
 @pytest.mark.parametrize(("regimes", "gpus", "pattern"), [
@@ -78,8 +78,8 @@ def test_the_shockwave_configuration_runs_on_types_with_finish_time_targets(monk
     fairness = []
     original = typed_serving._replan
 
-    def recording(config, speeds, state, options=None):
-        new = original(config, speeds, state, options)
+    def recording(config, state, options=None):
+        new = original(config, state, options)
         fairness.append(new.plan.fairness)
         assert np.isfinite(new.jobs[new.plan.job_ids[0]].fair_finish_at_s)
         return new

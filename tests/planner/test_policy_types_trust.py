@@ -30,7 +30,7 @@ def _within_counts(policy: Policy, placed: dict[Any, str]) -> bool:
     """Every job placed is present, on a type it was told, and no type runs more GPUs than it has."""
     used = dict.fromkeys(policy.cluster.types, 0)
     for job, gpu_type in placed.items():
-        assert job in policy.jobs and policy._speeds[job][policy.cluster.types.index(gpu_type), -1] > 0
+        assert job in policy.jobs and policy.state.jobs[job].speeds[policy.cluster.types.index(gpu_type), -1] > 0
         used[gpu_type] += policy._state.jobs[job].gpus
     return all(used[t] <= policy.cluster[t] for t in used)
 
@@ -57,7 +57,7 @@ def test_a_replan_that_raises_is_served_from_the_standing_plan_and_says_so():
     policy.add_job("slow", 1, K80, 40)
     plan_before = policy.last_plan
     # What the standing plan serves next, before any change.
-    _, planned, _ = typed_module.typed_serving(policy.config, policy._speeds).serve(policy.state)
+    _, planned, _ = typed_module.typed_serving(policy.config).serve(policy.state)
     placed = policy.next_round()
     decision = policy.last_decision
     assert decision is not None and (decision.source, decision.replanned) == ("standing", False)

@@ -39,11 +39,9 @@ from vfm.planner.state import JobRecord, PolicyConfig, PolicyState
 __all__ = ["restored"]
 
 
-def restored(config: PolicyConfig, state: object, *,
-             allow_resize: bool = False) -> tuple[PolicyState, dict[Hashable, FloatArray]]:
-    """The state a policy of configuration `config` continues from, and each job's speeds per type
-    (on several GPU types; else empty), from `state`: a checkpoint (JSON text or bytes, or the
-    dict it parses to) or, on one type, a `PolicyState`; checked in full.
+def restored(config: PolicyConfig, state: object, *, allow_resize: bool = False) -> PolicyState:
+    """The state a policy of configuration `config` continues from, from `state`: a checkpoint
+    (JSON text or bytes, or the dict it parses to) or a `PolicyState`; checked in full.
 
     Raises
     ------
@@ -54,12 +52,9 @@ def restored(config: PolicyConfig, state: object, *,
         raise ValidationError(f"allow_resize must be True or False, got {allow_resize!r}")
     cluster = typed_cluster(config)
     if isinstance(state, PolicyState):
-        if cluster is not None:
-            raise ValidationError("state is a PolicyState; a policy on several GPU types restores from its "
-                                  "checkpoint (Policy.checkpoint()), which also holds each job's speeds per type")
         if allow_resize:
             raise ValidationError("allow_resize applies to a checkpoint (Policy.checkpoint()), not to a PolicyState")
-        return checked_state(config, state), {}
+        return checked_state(config, state, types=None if cluster is None else len(cluster))
     document = _parsed(state)
     return _loads(config, document, cluster, allow_resize)
 
@@ -91,25 +86,22 @@ def _no_constant(name: str) -> Any:
 
 
 def _loads(config: PolicyConfig, document: Mapping[str, Any], cluster: ClusterTypes | None,
-           allow_resize: bool) -> tuple[PolicyState, dict[Hashable, FloatArray]]:
+           allow_resize: bool) -> PolicyState:
     _header(config, document, cluster, allow_resize)
     _keys(document, TOP_FIELDS, "checkpoint")
     rows = _list(document["jobs"], "jobs")
     if allow_resize:
         _fits(config, rows)
     jobs: dict[Hashable, JobRecord] = {}
-    speeds: dict[Hashable, FloatArray] = {}
     carried: dict[Hashable, tuple[float, int, bool]] = {}
     round_index = checked_count(document["round_index"], "round_index")
     for k, row in enumerate(rows):
-        job_id, record, carry, speed = _record_in(config, row, k, round_index, cluster)
+        job_id, record, carry = _record_in(config, row, k, round_index, cluster)
         if job_id in jobs:
             raise ValidationError(f"jobs[{k}] repeats job id {job_id!r}; job ids are unique")
         jobs[job_id] = record
         if carry is not None:
             carried[job_id] = carry
-        if speed is not None:
-            speeds[job_id] = speed
     completed = tuple(_id_in(v, f"completed[{k}]") for k, v in enumerate(_list(document["completed"], "completed")))
     taught = [_trajectory_in(v, f"taught[{k}]") for k, v in enumerate(_list(document["taught"], "taught"))]
     finished = tuple(_trajectory_in(v, f"finished[{k}]") for k, v in enumerate(_list(document["finished"],
@@ -120,7 +112,7 @@ def _loads(config: PolicyConfig, document: Mapping[str, Any], cluster: ClusterTy
         replans=checked_count(document["replans"], "replans"), forecaster=_forecaster(config, taught),
         finished=finished,
         **_carried_in(jobs, carried))
-    return checked_state(config, state, types=types), speeds
+    return checked_state(config, state, types=types)
 
 
 def _header(config: PolicyConfig, document: Mapping[str, Any], cluster: ClusterTypes | None,
@@ -203,8 +195,9 @@ def _id_in(value: Any, what: str, *, none: bool = False, depth: int = 0) -> Any:
 
 
 def _record_in(config: PolicyConfig, row: Any, k: int, round_index: int, cluster: ClusterTypes | None
-               ) -> tuple[Hashable, JobRecord, tuple[float, int, bool] | None, FloatArray | None]:
-    """Job row `k`: its id, record, what it carries (or None) and its speeds (or None), each checked."""
+               ) -> tuple[Hashable, JobRecord, tuple[float, int, bool] | None]:
+    """Job row `k`: its id, its record (with its speeds per type on several types) and what it
+    carries (or None), each checked."""
     if not isinstance(row, Mapping):
         raise ValidationError(f"jobs[{k}] must be an object, got {type(row).__name__}")
     job_id = _id_in(row.get("id"), f"jobs[{k}].id")
@@ -216,7 +209,8 @@ def _record_in(config: PolicyConfig, row: Any, k: int, round_index: int, cluster
         regimes=tuple(_pairs(row["regimes"], f"regimes of {what}", whole=False)), epochs=row["epochs"],
         budget=row["budget"], stages=tuple(_pairs(row["stages"], f"stages of {what}")),
         fair_finish_at_s=float("nan") if target is None else target,
-        kind=_id_in(row["kind"], f"kind of {what}", none=True))
+        kind=_id_in(row["kind"], f"kind of {what}", none=True),
+        speeds=None if cluster is None else _speeds_in(row["speeds"], what, len(cluster), len(row["regimes"]) + 1))
     check_record(config, job_id, raw)
     # As `Policy.add_job` keeps them: floats for the regimes, the budget and the target.
     record = dataclasses.replace(
@@ -235,8 +229,7 @@ def _record_in(config: PolicyConfig, row: Any, k: int, round_index: int, cluster
         if not isinstance(ran, bool):
             raise ValidationError(f"ran_last of {what} must be true or false, got {ran!r}")
         carry = (credit, checked_count(carried["waited"], f"waited of {what}", 0, round_index), ran)
-    speed = None if cluster is None else _speeds_in(row["speeds"], what, record, cluster)
-    return job_id, record, carry, speed
+    return job_id, record, carry
 
 
 def _pairs(value: Any, what: str, whole: bool = True) -> list[tuple[Any, Any]]:
@@ -250,23 +243,14 @@ def _pairs(value: Any, what: str, whole: bool = True) -> list[tuple[Any, Any]]:
     return [(pair[0], pair[1]) for pair in pairs]
 
 
-def _speeds_in(value: Any, what: str, record: JobRecord, cluster: ClusterTypes) -> FloatArray:
-    """A job's speeds per type (K, R + 1): finite, in [0, 1], 0 on a type too small for its gang, and
-    in each column positive on some type."""
+def _speeds_in(value: Any, what: str, types: int, columns: int) -> FloatArray:
+    """A job's speeds per type as an array (types, columns), from `types` lists of `columns` finite
+    numbers; their values are checked with the record (`check_record`)."""
     rows = _list(value, f"speeds of {what}")
-    shape = (len(cluster), len(record.regimes) + 1)
-    if len(rows) != shape[0] or not all(isinstance(r, list) and len(r) == shape[1] for r in rows) or \
+    if len(rows) != types or not all(isinstance(r, list) and len(r) == columns for r in rows) or \
             not all(is_real(v) and np.isfinite(as_float(v)) for r in rows for v in r):
-        raise ValidationError(f"speeds of {what} must be {shape[0]} lists (one per GPU type) of {shape[1]} numbers")
-    speeds = np.array(rows, dtype=np.float64)
-    fits = cluster.counts >= (record.gpus if is_whole(record.gpus) else np.inf)
-    if not (np.isfinite(speeds).all() and ((speeds >= 0) & (speeds <= 1)).all()):
-        raise ValidationError(f"speeds of {what} must be finite numbers in [0, 1]")
-    if (speeds[~fits] > 0).any():
-        raise ValidationError(f"speeds of {what} give a speed on a GPU type with fewer GPUs than its gang")
-    if not (speeds > 0).any(axis=0).all():
-        raise ValidationError(f"speeds of {what} leave a regime with no GPU type that can host the job")
-    return read_only(speeds)
+        raise ValidationError(f"speeds of {what} must be {types} lists (one per GPU type) of {columns} numbers")
+    return read_only(np.array(rows, dtype=np.float64))
 
 
 def _trajectory_in(value: Any, what: str) -> Trajectory:

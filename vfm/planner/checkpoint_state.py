@@ -100,6 +100,27 @@ def check_record(config: PolicyConfig, job_id: Hashable, record: Any) -> None:
         hash(record.kind)
     except TypeError:
         raise ValidationError(f"kind of {what} must be hashable") from None
+    _check_speeds(config, what, record)
+
+
+def _check_speeds(config: PolicyConfig, what: str, record: JobRecord) -> None:
+    """On several GPU types, a job's speeds per type (K, R + 1): finite, in [0, 1], 0 on a type too
+    small for its gang, and in each column positive on some type; None on one type."""
+    speeds = record.speeds
+    if config.cluster is None or config.types == 1:
+        if speeds is not None:
+            raise ValidationError(f"speeds of {what} are set, but this policy's cluster has one GPU type")
+        return
+    shape = (config.types, len(record.regimes) + 1)
+    if not (isinstance(speeds, np.ndarray) and speeds.shape == shape and speeds.dtype == np.float64):
+        raise ValidationError(f"speeds of {what} must be a float array of shape {shape} (GPU types, regimes and "
+                              f"their mean), got {type(speeds).__name__}")
+    if not (np.isfinite(speeds).all() and ((speeds >= 0) & (speeds <= 1)).all()):
+        raise ValidationError(f"speeds of {what} must be finite numbers in [0, 1]")
+    if (speeds[config.cluster.counts < record.gpus] > 0).any():
+        raise ValidationError(f"speeds of {what} give a speed on a GPU type with fewer GPUs than its gang")
+    if not (speeds > 0).any(axis=0).all():
+        raise ValidationError(f"speeds of {what} leave a regime with no GPU type that can host the job")
 
 
 def _check_plan(config: PolicyConfig, state: PolicyState, types: int | None) -> None:

@@ -7,12 +7,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable
 from typing import Any
 
 import numpy as np
 
-from vfm._validation import FloatArray
 from vfm.errors import ValidationError
 from vfm.forecast import Trajectory
 from vfm.planner.checkpoint_config import configuration, fingerprint, taught_trajectories
@@ -22,10 +21,8 @@ from vfm.planner.state import JobRecord, PolicyConfig, PolicyState
 __all__ = ["dumps"]
 
 
-def dumps(config: PolicyConfig, state: PolicyState, *, speeds: Mapping[Hashable, FloatArray] | None = None) -> str:
+def dumps(config: PolicyConfig, state: PolicyState) -> str:
     """The checkpoint of a policy of configuration `config` in `state` as JSON text (module docstring).
-
-    `speeds`: each job's speeds per type, on several GPU types.
 
     Raises
     ------
@@ -39,8 +36,8 @@ def dumps(config: PolicyConfig, state: PolicyState, *, speeds: Mapping[Hashable,
     jobs = []
     for job_id, record in state.jobs.items():
         entry = _record_out(job_id, record, carried.get(job_id))
-        if speeds is not None:
-            entry["speeds"] = [[float(s) for s in row] for row in np.asarray(speeds[job_id]).tolist()]
+        if record.speeds is not None:  # on several GPU types
+            entry["speeds"] = [[float(s) for s in row] for row in record.speeds.tolist()]
         jobs.append(entry)
     document = {
         "format": FORMAT, "version": VERSION, "policy": plain["policy"], "config_sha256": fingerprint(plain),

@@ -84,8 +84,10 @@ from vfm.solvers.registry import prepare
 
 
 def serving(config: PolicyConfig) -> Serving:
-    """`Policy`'s `Serving` on one GPU type: `config.capacity` GPUs, which host every job present
-    (on several types, `vfm.planner.typed_serving.typed_serving`)."""
+    """`Policy`'s `Serving`: on one GPU type, `config.capacity` GPUs, which host every job present;
+    on several, `vfm.planner.typed_serving.typed_serving`."""
+    if config.types > 1:
+        return typed_serving(config)
     return Serving(counts=np.array([config.capacity]), replan=partial(_replan, config),
                    serve=partial(_serve_placed, config), hosts=_anywhere)
 
@@ -94,20 +96,30 @@ def _anywhere(state: PolicyState, ids: list[Hashable]) -> np.ndarray:
     return np.ones((len(ids), 1), dtype=bool)  # every gang fits the capacity: `add_job` checks it
 
 
-def step(config: PolicyConfig, state: PolicyState) -> tuple[PolicyState, list[Hashable]]:
-    """One round on one GPU type: re-plan if due, then the jobs to run; a pure function of the
-    config and state (with a deadline, of the time the re-plan takes too). `decide` says how it was
-    decided. (On several types the step also needs the jobs' speeds per type:
-    `vfm.planner.decision.decide_placed` with `vfm.planner.typed_serving.typed_serving`.)"""
+def step(config: PolicyConfig, state: PolicyState) -> tuple[PolicyState, Answer]:
+    """One round: re-plan if due, then the jobs to run (as `Policy.next_round` gives them: ids on
+    one GPU type, each job's type on several); a pure function of the config and state (with a
+    deadline, of the time the re-plan takes too). `decide` says how it was decided."""
     state, running, _ = decide(config, state)
     return state, running
 
 
 def decide(config: PolicyConfig, state: PolicyState,
-           started: float | None = None) -> tuple[PolicyState, list[Hashable], Decision]:
+           started: float | None = None) -> tuple[PolicyState, Answer, Decision]:
     """`step`, and how the round was decided (`decide_placed` with `Policy`'s `serving`)."""
     state, placed, decision = decide_placed(config, state, serving(config), started)
-    return state, list(placed), decision
+    return state, answer(config, placed), decision
+
+
+#: A round's jobs as `Policy.next_round` gives them: ids on one GPU type, job -> type on several.
+Answer = list[Hashable] | dict[Hashable, str]
+
+
+def answer(config: PolicyConfig, placed: Placement) -> Answer:
+    """A round's placement (job -> type index) as `Policy.next_round` gives it."""
+    if config.cluster is None or config.types == 1:
+        return list(placed)
+    return {job: config.cluster.types[k] for job, k in placed.items()}
 
 
 def _serve(config: PolicyConfig, state: PolicyState) -> tuple[PolicyState, list[Hashable], dict[str, int]]:
@@ -271,9 +283,6 @@ class Policy(StateView):
         self.config = policy_config(capacity, options, round_options=round_options, forecaster=forecaster, seed=seed,
                                     **overrides)
         self._start()
-        # On several GPU types, each job's speeds per type (`vfm.planner.typed_serving.job_speeds`),
-        # computed once when it arrives; a dict changed in place, so an arrival or a removal is O(1).
-        self._speeds: dict[Hashable, np.ndarray] = {}
         # Here, not in the first re-plan: a scheduler's re-plans stay predictable.
         prepare("planning", self.config.options.solver)
 
@@ -316,8 +325,8 @@ class Policy(StateView):
     @property
     def state(self) -> PolicyState:
         """Everything the policy remembers, frozen: for use in this process (inspect it, step it with
-        `vfm.planner.policy.step`, go back to it with `restore`); on several GPU types, all but the
-        jobs' speeds per type. To keep it on disk or send it elsewhere, use `checkpoint`."""
+        `vfm.planner.policy.step`, go back to it with `restore`). To keep it on disk or send it
+        elsewhere, use `checkpoint`."""
         with self._lock:
             return self._state
 
@@ -339,7 +348,7 @@ class Policy(StateView):
         """
 
         with self._lock:
-            return checkpoint_format.dumps(self.config, self._state, speeds=self._speeds if self._typed else None)
+            return checkpoint_format.dumps(self.config, self._state)
 
     def restore(self, state: PolicyState | str | bytes | Mapping[str, Any], *, allow_resize: bool = False) -> None:
         """Continue from a checkpoint (`checkpoint`'s JSON text, its bytes or the dict it parses to)
@@ -349,8 +358,8 @@ class Policy(StateView):
         configuration, its cluster included (its fingerprint, `vfm.planner.checkpoint`); it holds no
         plan (`last_plan` is None) and the first round after it re-plans. A `PolicyState` holds no
         configuration: it is checked against this policy's as far as it shows it (gangs,
-        finish-time targets, its plan's window, round length, capacity and fairness); on several
-        GPU types it is refused, as it does not hold the jobs' speeds per type.
+        finish-time targets, its plan's window, round length, capacity and fairness, and on several
+        GPU types each job's speeds per type).
 
         Parameters
         ----------
@@ -376,9 +385,7 @@ class Policy(StateView):
         """
 
         with self._lock:
-            restored, speeds = checkpoint_format.restored(self.config, state, allow_resize=allow_resize)
-            self._state = restored
-            self._speeds = dict(speeds)
+            self._state = checkpoint_format.restored(self.config, state, allow_resize=allow_resize)
 
     @property
     def capacity(self) -> int:
@@ -459,14 +466,14 @@ class Policy(StateView):
                 self._add(self.config, job_id, gpus, _one_type(self.cluster, job_id, regimes), epochs, budget, kind)
                 return
             seconds, reference = typed_regimes(self.cluster, job_id, gpus, regimes)  # type: ignore[arg-type]
-            record = self._add(self.config, job_id, gpus, reference, epochs, budget, kind)
-            self._speeds[job_id] = job_speeds(seconds, np.array([d for _, d in record.regimes]))
+            key = self._add(self.config, job_id, gpus, reference, epochs, budget, kind)
+            record = self._jobs[key]
+            speeds = job_speeds(seconds, np.array([d for _, d in record.regimes]))
+            self._jobs[key] = replace(record, speeds=read_only(speeds))
 
     def remove_job(self, job_id: Hashable) -> None:
         """A job leaves (cancelled, or finished by the scheduler's own account)."""
-        with self._lock:
-            self._remove(job_id)
-            self._speeds.pop(job_id, None)
+        self._remove(job_id)
 
     def report_progress(self, job_id: Hashable, batch_sizes: Sequence[float]) -> None:
         """Epochs the job finished since the last report, one batch size (its regime) per epoch.
@@ -488,18 +495,14 @@ class Policy(StateView):
 
     # --- what the policy tells the scheduler ---------------------------------------------------
 
-    def next_round(self) -> list[Hashable] | dict[Hashable, str]:
+    def next_round(self) -> Answer:
         """The jobs to run in the next round (each on its whole gang), re-planning if due: on one
         GPU type their ids, on several a mapping of each to its type.
 
         Always served, within each type's GPUs: a failed or late re-plan falls back to the
         standing plan or to first-fit (class Notes); `last_decision` says how the round was
         decided."""
-        if not self._typed:
-            return list(self._decide(serving(self.config)))
-        with self._lock:
-            placed = self._decide(typed_serving(self.config, self._speeds))
-            return {job: self.cluster.types[k] for job, k in placed.items()}
+        return answer(self.config, self._decide(serving(self.config)))
 
     def regimes(self, job_id: Hashable) -> dict[float, float]:
         """Job `job_id`'s regimes (batch size -> seconds per epoch)."""

@@ -34,6 +34,9 @@ class JobRecord:
     epochs)`` (a handful per job: a report is O(its epochs)); the counts per regime and the recent
     run are derived from them. ``fair_finish_at_s`` is its finish-time target on the policy
     clock, NaN before the first; ``kind`` what kind of job it is (`Policy.add_job`), None if not told.
+    On a cluster of several GPU types, ``regimes`` are on the job's reference type and ``speeds``
+    is its speed on each type at each regime and at their mean, shape (K, R + 1), read-only
+    (`vfm.planner.typed_serving.job_speeds`); None on one type.
     """
 
     gpus: int
@@ -43,6 +46,7 @@ class JobRecord:
     stages: tuple[tuple[int, int], ...] = ()
     fair_finish_at_s: float = float("nan")
     kind: Hashable = None
+    speeds: FloatArray | None = field(default=None, compare=False)  # an array: no equality, no hash
 
     @property
     def counts(self) -> FloatArray:

@@ -84,14 +84,14 @@ class StateView:
             return record_in(self._jobs, job_id, lambda: _member(self._completed_ids, job_id))
 
     def _add(self, config: PolicyConfig, job_id: Hashable, gpus: int, regimes: Mapping[float, float], epochs: int,
-             budget: float, kind: Hashable) -> JobRecord:
-        """Job `job_id` arrives (checked by `checked_new_id` and `checked_record`, O(1)); its record."""
+             budget: float, kind: Hashable) -> Hashable:
+        """Job `job_id` arrives (checked by `checked_new_id` and `checked_record`, O(1)); the key
+        its record is kept under (`_jobs`)."""
         with self._lock:
             key = checked_new_id(self._jobs, self._completed_ids, job_id)
-            record = checked_record(config.capacity, job_id, gpus, regimes, epochs, budget, kind)
-            self._jobs[key] = record
+            self._jobs[key] = checked_record(config.capacity, job_id, gpus, regimes, epochs, budget, kind)
             self._stale, self._cached = True, None
-            return record
+            return key
 
     def _remove(self, job_id: Hashable) -> None:
         with self._lock:

@@ -28,8 +28,9 @@ cluster (its speeds weighted by the types' GPU counts: what finish-time fairness
 `vfm.cluster.proportional_isolated_s`), and plans with them (`vfm.planner.plan`'s
 ``fair_finish_s`` on types).
 
-`typed_serving` is the `vfm.planner.decision.Serving` of a configuration and the jobs' speeds per
-type (`job_speeds`, from `typed_regimes`): functions of the frozen state, as the one-type path's.
+`typed_serving` is the `vfm.planner.decision.Serving` of a configuration: functions of the frozen
+state, as the one-type path's, each job's speeds per type in its record
+(`vfm.planner.state.JobRecord.speeds`, from `typed_regimes` and `job_speeds`).
 """
 
 from __future__ import annotations
@@ -53,20 +54,15 @@ from vfm.planner.rounding import place
 from vfm.planner.state import JobRecord, PolicyConfig, PolicyState
 from vfm.planner.typed import hosting
 
-__all__ = ["Speeds", "job_speeds", "typed_regimes", "typed_serving"]
-
-#: Each job's speed on each type, (K, R + 1): at each of its regimes in its record's order, then at
-#: their mean (for a job with no regime observed yet); 0 where the type cannot host it. Computed
-#: once per job (`job_speeds`), so that a re-plan only picks a column per job.
-Speeds = Mapping[Hashable, FloatArray]
+__all__ = ["job_speeds", "typed_regimes", "typed_serving"]
 
 
-def typed_serving(config: PolicyConfig, speeds: Speeds) -> Serving:
-    """How a policy of `config` on several GPU types re-plans and serves rounds, its jobs' speeds
-    per type `speeds`, for `vfm.planner.decision.decide_placed`."""
+def typed_serving(config: PolicyConfig) -> Serving:
+    """How a policy of `config` on several GPU types re-plans and serves rounds, for
+    `vfm.planner.decision.decide_placed`."""
     cluster = _cluster(config)
-    return Serving(counts=cluster.counts, replan=partial(_replan, config, speeds),
-                   serve=partial(_serve, config), hosts=partial(_hosts, speeds, len(cluster)))
+    return Serving(counts=cluster.counts, replan=partial(_replan, config), serve=partial(_serve, config),
+                   hosts=partial(_hosts, len(cluster)))
 
 
 def _cluster(config: PolicyConfig) -> ClusterTypes:
@@ -74,10 +70,15 @@ def _cluster(config: PolicyConfig) -> ClusterTypes:
     return config.cluster
 
 
-def _hosts(speeds: Speeds, types: int, state: PolicyState, ids: list[Hashable]) -> np.ndarray:
+def _hosts(types: int, state: PolicyState, ids: list[Hashable]) -> np.ndarray:
     """Which types can host each job of `ids`, shape (len(ids), K): those it has a speed on."""
     # Column -1 (the regimes' mean) is positive exactly on the types that can host the job (`job_speeds`).
-    return np.array([speeds[job][:, -1] > 0 for job in ids], dtype=bool).reshape(len(ids), types)
+    return np.array([_speeds(state.jobs[job])[:, -1] > 0 for job in ids], dtype=bool).reshape(len(ids), types)
+
+
+def _speeds(job: JobRecord) -> FloatArray:
+    assert job.speeds is not None  # every record on several types has them (`Policy.add_job`, the checks)
+    return job.speeds
 
 
 def _serve(config: PolicyConfig, state: PolicyState) -> tuple[PolicyState, Placement, dict[str, int]]:
@@ -153,8 +154,7 @@ def _serve_credit(config: PolicyConfig, state: PolicyState,
     return placed, np.maximum(owed, shockwave.CREDIT_FLOOR), fired
 
 
-def _replan(config: PolicyConfig, speeds: Speeds, state: PolicyState,
-            options: PlanOptions | None = None) -> PolicyState:
+def _replan(config: PolicyConfig, state: PolicyState, options: PlanOptions | None = None) -> PolicyState:
     """The state with a new plan of the jobs present (`options`: default the configured ones)."""
     options = config.options if options is None else options
     cluster = _cluster(config)
@@ -162,7 +162,7 @@ def _replan(config: PolicyConfig, speeds: Speeds, state: PolicyState,
     jobs = [state.jobs[i] for i in ids]
     forecaster = taught_forecaster(config, state)
     states = job_states(jobs, ids)
-    speed = _speed(speeds, ids, jobs)
+    speed = _speed(jobs)
     targets = None
     if config.fairness:
         # The equal share of all the GPUs, each job at its pace on a proportional slice of the
@@ -177,10 +177,10 @@ def _replan(config: PolicyConfig, speeds: Speeds, state: PolicyState,
     return replanned(state, ids, jobs, new_plan, forecaster)
 
 
-def _speed(speeds: Speeds, ids: tuple[Hashable, ...], jobs: list[JobRecord]) -> FloatArray:
+def _speed(jobs: list[JobRecord]) -> FloatArray:
     """Each job's speed on each type at its current regime relative to its reference, shape (n, K)."""
     # Column -1 (no regime observed yet) is the last: the speed at the regimes' mean.
-    return np.stack([speeds[job_id][:, job.recent[0]] for job_id, job in zip(ids, jobs, strict=True)])
+    return np.stack([_speeds(job)[:, job.recent[0]] for job in jobs])
 
 
 def job_speeds(seconds: FloatArray, on_reference: FloatArray) -> FloatArray:
