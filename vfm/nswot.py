@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from vfm.blas_threads import one_blas_thread
 from vfm.duality import duality_gap, stationary_prices
 from vfm.entry_checks import certified, require_market
 from vfm.equilibrium import Equilibrium, Status, failed
@@ -100,29 +101,30 @@ def solve(market: VolatileFisherMarket, solver: str | None = None, *, polish: bo
     backends = [select(market, solver)] if solver is not None else candidates(market)
     if solver is not None:
         check_options(backends[0], options)
-    program = ScaledProgram.from_market(market)
-    if program.n_entries == 0:
-        # Every buyer lives on its base utility alone: nothing can be traded.
-        return Equilibrium(
-            market=market,
-            allocation=np.zeros(market.shape),
-            prices=np.zeros((market.n_goods, market.n_periods)),
-            status=Status.OPTIMAL,
-            solver=backends[0].name,
-            message="nothing is tradable: no buyer values any available good",
-            iterations=0,
-            solve_time=0.0,
-            wall_time=time.perf_counter() - started,
-        )
-    results: list[Equilibrium] = []
-    for backend in backends:
-        results.append(_attempt(backend, program, options))
-        if results[-1].success:
-            break
-    result = _report(results)
-    if polish and market.is_plain and result.status in (Status.OPTIMAL, Status.INACCURATE):
-        result = polished(market, result, deadline=time.perf_counter() + polish_budget_s(result.solve_time))
-    return result.relabel(wall_time=time.perf_counter() - started)
+    with one_blas_thread():  # the solve's small products gain nothing from BLAS threads (vfm.blas_threads)
+        program = ScaledProgram.from_market(market)
+        if program.n_entries == 0:
+            # Every buyer lives on its base utility alone: nothing can be traded.
+            return Equilibrium(
+                market=market,
+                allocation=np.zeros(market.shape),
+                prices=np.zeros((market.n_goods, market.n_periods)),
+                status=Status.OPTIMAL,
+                solver=backends[0].name,
+                message="nothing is tradable: no buyer values any available good",
+                iterations=0,
+                solve_time=0.0,
+                wall_time=time.perf_counter() - started,
+            )
+        results: list[Equilibrium] = []
+        for backend in backends:
+            results.append(_attempt(backend, program, options))
+            if results[-1].success:
+                break
+        result = _report(results)
+        if polish and market.is_plain and result.status in (Status.OPTIMAL, Status.INACCURATE):
+            result = polished(market, result, deadline=time.perf_counter() + polish_budget_s(result.solve_time))
+        return result.relabel(wall_time=time.perf_counter() - started)
 
 
 def _report(results: list[Equilibrium]) -> Equilibrium:

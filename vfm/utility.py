@@ -69,8 +69,9 @@ Every function takes ``backend``:
   inside a thread-local ``jax.enable_x64(True)`` scope (``jax.experimental.enable_x64`` on
   older JAX), which leaves the caller's global ``jax_enable_x64`` setting untouched. This
   module imports JAX on first use, not at import time;
-* ``"auto"`` (the default): ``"jax"`` when JAX can be imported and runs on an accelerator
-  (GPU/TPU), else ``"numpy"``: on a CPU the NumPy path measured as fast or faster (see
+* ``"auto"`` (the default): ``"numpy"``. It never starts JAX, which on a GPU preallocates most of
+  the device's memory when it starts; ask for ``"jax"`` to use it (and set
+  ``XLA_PYTHON_CLIENT_PREALLOCATE=false`` to keep it from taking the memory up front; see
   `vfm.utility_backend.automatic_backend`).
 
 Both backends return NumPy float64 arrays (or a NumPy float64 scalar for 0-d results) and agree

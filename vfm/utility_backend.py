@@ -1,7 +1,8 @@
 """Which backend evaluates `vfm.utility`'s functions: NumPy, or JAX where it can be imported.
 
-``backend="auto"`` picks JAX only where it runs on an accelerator (`automatic_backend`); JAX is
-imported on first use (`jax_module`), never at import time, so that vfm works without it.
+``backend="auto"`` is NumPy: it never starts JAX (`automatic_backend`), so that it never takes an
+accelerator's memory; ``backend="jax"`` asks for JAX. JAX is imported on first use
+(`jax_module`), never at import time, so that vfm works without it.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ def available_backends() -> tuple[str, ...]:
     -------
     tuple of str
         ``("jax", "numpy")`` when JAX can be imported, else ``("numpy",)``. ``backend="auto"``
-        picks JAX only on an accelerator. Calling this imports JAX if it is installed.
+        picks NumPy (`automatic_backend`). Calling this imports JAX if it is installed (importing
+        it starts no device and takes no accelerator memory).
 
     Examples
     --------
@@ -47,16 +49,17 @@ def available_backends() -> tuple[str, ...]:
 
 
 def automatic_backend() -> str:
-    """JAX where it runs on an accelerator, NumPy otherwise.
+    """NumPy, whatever is installed: ``backend="auto"`` never starts JAX.
 
-    On a CPU, at the planner's sizes (16 scenarios x 4 allocations x 900 jobs x 20 rounds) the
+    On a GPU, JAX preallocates 75 % of the device's memory when it first starts a device (even to
+    ask which devices there are), and a scheduler process beside training jobs must not take it;
+    on a CPU, at the planner's sizes (16 scenarios x 4 allocations x 900 jobs x 20 rounds) the
     jitted JAX kernels measured 0.9 to 3 ms per call against 0.5 to 2.5 ms for NumPy on this
-    project's 2-core machine, and every new shape costs 0.1 to 0.3 s of compilation; JAX pays
-    off only where XLA has a GPU or TPU to use.
+    project's 2-core machine, and every new shape costs 0.1 to 0.3 s of compilation. So JAX runs
+    only when asked (``backend="jax"``): where it pays (many scenarios and allocations of a large
+    market on a GPU), a caller that asks for it sets ``XLA_PYTHON_CLIENT_PREALLOCATE=false`` (or
+    ``XLA_PYTHON_CLIENT_MEM_FRACTION``) to keep JAX from taking the memory up front.
     """
-    jax = jax_module()
-    if jax is not None and jax.default_backend() != "cpu":
-        return "jax"
     return "numpy"
 
 

@@ -148,32 +148,29 @@ def test_a_non_finite_answer_is_an_error(monkeypatch):
 # --- the polish's bounds ---------------------------------------------------------------------------
 
 
-def test_a_polish_that_does_not_converge_stops_within_its_budget(monkeypatch):
-    """A window whose polish does not converge: the polish stops at its step limit or time budget,
-    the backend's answer is kept with its status, and the plan costs a bounded multiple of a solve."""
+def test_a_polish_that_does_not_converge_stops_at_its_step_limit(monkeypatch):
+    """A window whose polish does not converge: with no time limit the polish stops at its step
+    limit, whatever the time its steps take (no wall-clock budget: the outcome does not depend on
+    the machine's load), and the backend's answer is kept with its status."""
     from vfm.planner import polish as polish_module
 
     real_newton = polish_module._newton
+    seen: list[float | None] = []
 
-    def stubborn(data, duals, start, max_steps, deadline):  # never converges: every step is made slow
+    def stubborn(data, duals, start, max_steps, deadline):  # never converges: every step is slow
+        seen.append(deadline)
         y, found_duals, steps, _, _ = real_newton(data, duals, start, 0, None)
-        while deadline is None or time.perf_counter() < deadline:
-            time.sleep(0.001)
+        while steps < max_steps:
+            time.sleep(0.002)
             steps += 1
-            if steps >= max_steps:
-                return y, found_duals, steps, 1.0, f"its limit of {max_steps} steps"
-        return y, found_duals, steps, 1.0, "its time budget"
+        return y, found_duals, steps, 1.0, f"its limit of {max_steps} steps"
 
     monkeypatch.setattr(polish_module, "_newton", stubborn)
-    states = _states(7)
-    started = time.perf_counter()
-    result = plan(states, gpus=[1] * 7, capacity=3, rounds=6)
-    elapsed = time.perf_counter() - started
+    result = plan(_states(7), gpus=[1] * 7, capacity=3, rounds=6)
     assert result.status == Status.OPTIMAL and "not polished: the polish stopped" in result.message, result.message
-    assert elapsed < 1.0, elapsed
-    from vfm.planner.plan import POLISH_MIN_S, polish_budget_s
-
-    assert polish_budget_s(0.0) == POLISH_MIN_S and polish_budget_s(1.0) == 2.0
+    assert seen and all(deadline is None for deadline in seen)  # no deadline of its own
+    limited = plan(_states(7), gpus=[1] * 7, capacity=3, rounds=6, time_limit_s=30.0)
+    assert limited.status == Status.OPTIMAL and seen[-1] is not None  # the caller's limit is passed on
 
 
 def test_polish_max_steps_is_bounded():

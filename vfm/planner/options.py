@@ -87,9 +87,10 @@ class PlanOptions:
         Take the backend's schedule to the program's exact optimum (`vfm.planner.polish`: one
         scenario, one GPU type, spread > 0; other programs keep the backend's schedule), so that
         every backend and tolerance serves the same jobs (default True; docs/planning.md, "The
-        polish"). The polish and its fallback are bounded in Newton steps and in time
-        (`vfm.planner.polish.MAX_STEPS`, `vfm.planner.plan.polish_budget_s`): when the polish
-        stops, the backend's own answer is kept with its status and the message says so.
+        polish"). The polish is bounded in Newton steps (`vfm.planner.polish.MAX_STEPS`), not in
+        seconds, so that a re-plan's schedule does not depend on the machine's load; only
+        `time_limit_s` cuts it short. When the polish stops, the backend's own answer is kept
+        with its status and the message says so.
     pace : {"flat", "forecast"}
         What a round of running is worth to a job in the program. ``"flat"`` (default): the
         same in every round, the job's remaining epochs spread evenly over its forecast remaining

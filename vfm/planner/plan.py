@@ -25,6 +25,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from vfm._validation import FloatArray, read_only, require_per_job
+from vfm.blas_threads import one_blas_thread
 from vfm.equilibrium import Status
 from vfm.forecast import DirichletForecaster, Forecaster, JobStates, SeedLike
 from vfm.planner import shockwave
@@ -230,10 +231,11 @@ def plan(
     started = time.perf_counter()
     inputs = checked_inputs(states, forecaster, options, overrides, Arguments(gpus, capacity, terms, warm_start))
     clock = _Clock(started, inputs.options.time_limit_s)
-    forecast = _forecast(states, forecaster, inputs, seed, clock)
-    built = _build(states, inputs, forecast, clock)
-    solved = _solved(inputs, forecast, built, clock)
-    return _round(states, inputs, forecast, built, solved, clock)
+    with one_blas_thread():  # a window's small products gain nothing from BLAS threads (vfm.blas_threads)
+        forecast = _forecast(states, forecaster, inputs, seed, clock)
+        built = _build(states, inputs, forecast, clock)
+        solved = _solved(inputs, forecast, built, clock)
+        return _round(states, inputs, forecast, built, solved, clock)
 
 
 @dataclass(frozen=True, eq=False)
@@ -480,45 +482,31 @@ def _guarded(plan: Plan, supply: FloatArray) -> Plan:
 NEAR_TOLERANCE = 10.0
 
 
-#: The polish and its fallback get at least this many seconds (`polish_budget_s`): a few Newton
-#: steps of a small window, whatever its solve took.
-POLISH_MIN_S = 0.02
-#: ... and at most this multiple of the backend's solve time: a converging polish takes at most
-#: 5 Newton steps on the reproductions' windows, a fraction of their solve (each step is one
-#: O(n T^2) elimination); one that has not converged by then is not converging.
-POLISH_SOLVE_FACTOR = 2.0
-
-
-def polish_budget_s(solve_s: float) -> float:
-    """Seconds the polish of a solution found in `solve_s` seconds, and its fallback, may take:
-    ``max(POLISH_MIN_S, POLISH_SOLVE_FACTOR * solve_s)``."""
-    return max(POLISH_MIN_S, POLISH_SOLVE_FACTOR * float(solve_s)) if np.isfinite(solve_s) else POLISH_MIN_S
-
-
 def _polished(program: PlanningProgram, options: PlanOptions, warm_start: FloatArray | None,
               solution: Solution, name: str, clock: _Clock) -> tuple[Solution, str]:
-    """`solution` (from backend `name`) polished (`vfm.planner.polish`), within
-    `polish_budget_s` of its solve time and the time limit; should the polish not converge from a
-    backend's default early start (`vfm.solvers.Capabilities.polish_start_tol`) that reached that
-    tolerance (optimal) and the budget leave room for a solve as long as the first, `program`
-    solved again at `STRICT_TOL` and that polished in what is left, the message keeping both.
+    """`solution` (from backend `name`) polished (`vfm.planner.polish`), within its Newton-step
+    bound and the caller's time limit (if any); should the polish not converge from a backend's
+    default early start (`vfm.solvers.Capabilities.polish_start_tol`) that reached that tolerance
+    (optimal), `program` solved again at `STRICT_TOL` and that polished, the message keeping both.
     Otherwise the backend's answer is kept with its own status, its message saying that the polish
-    stopped."""
-    started = time.perf_counter()
-    budget_end = started + polish_budget_s(solution.solve_time)
-    deadline = budget_end if clock.deadline is None else min(budget_end, clock.deadline)
+    stopped.
+
+    No wall-clock budget of its own: what the polish does depends on the program alone, not on
+    how busy the machine is, so a re-plan gives the same schedule on a loaded host as on an idle
+    one. Only the caller's own limit (`PlanOptions.time_limit_s`, a policy's deadline) cuts it."""
+    deadline = clock.deadline
     polished = polish(program, solution, deadline=deadline)
     # A backend that stopped short of its early tolerance (inaccurate) stops at the same point when
     # asked for a stricter one (the same iterations from the same start): solving again would only
-    # spend the budget (on 5- to 10-job windows, up to 130 ms to keep the first answer).
+    # spend the time (on 5- to 10-job windows, up to 130 ms to keep the first answer).
     retry = options.tol is None and solution.status == Status.OPTIMAL and solution.accuracy > STRICT_TOL
     if polished.x is not solution.x or not retry:  # `polish` keeps the point itself when it does not converge
         return polished, name
-    if deadline - time.perf_counter() < solution.solve_time:  # no room for a second solve
-        return replace(polished, message=f"{polished.message}; no time left in the polish's budget "
-                                         f"({deadline - started:.2g} s) to solve again at tol {STRICT_TOL:g}"), name
+    if deadline is not None and deadline - time.perf_counter() < solution.solve_time:  # no room for a second solve
+        return replace(polished, message=f"{polished.message}; no time left before the time limit to solve "
+                                         f"again at tol {STRICT_TOL:g}"), name
     again, again_name = _solve(program, options, warm_start, False, deadline)
-    if again.status != Status.OPTIMAL:  # the fallback did not finish in time: keep the first answer
+    if again.status != Status.OPTIMAL:  # the fallback did not finish: keep the first answer
         return replace(polished, message=f"{polished.message}; solved again at tol {STRICT_TOL:g}: "
                                          f"{again.message}; kept the first answer"), name
     again = polish(program, again, deadline=deadline)

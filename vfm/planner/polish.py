@@ -66,13 +66,13 @@ Accuracy
     `FLOOR_LIMIT`): no representable multipliers do better.
 
 Bounds
-    The polish is bounded in steps and in time: at most `MAX_STEPS` Newton steps (from the
-    backends' default starts it converges in a few on the reproductions' windows; a window it does
-    not converge on keeps stepping at a residual that no longer falls) and, with a ``deadline``,
-    no step after it (`vfm.planner.plan` gives the polish and its fallback
-    `vfm.planner.plan.polish_budget_s`). When it does not converge (no step decreases the
-    residual, the step limit or the deadline), the backend's schedule is kept with its status, and
-    the message says that the polish stopped and why.
+    The polish is bounded in steps: at most `MAX_STEPS` Newton steps (from the backends' default
+    starts it converges in a few on the reproductions' windows; a window it does not converge on
+    keeps stepping at a residual that no longer falls), so what it does depends on the program
+    alone, not on the machine's load. With a ``deadline`` (the caller's own time limit, passed on
+    by `vfm.planner.plan`) no step starts after it. When it does not converge (no step decreases
+    the residual, the step limit or the deadline), the backend's schedule is kept with its status,
+    and the message says that the polish stopped and why.
 """
 
 from __future__ import annotations
