@@ -117,7 +117,7 @@ Answer = list[Hashable] | dict[Hashable, str]
 
 def answer(config: PolicyConfig, placed: Placement) -> Answer:
     """A round's placement (job -> type index) as `Policy.next_round` gives it."""
-    if config.cluster is None or config.types == 1:
+    if config.cluster is None or config.types == 1:  # one type: the ids (a config built by hand may hold none)
         return list(placed)
     return {job: config.cluster.types[k] for job, k in placed.items()}
 
@@ -220,12 +220,13 @@ def policy_config(capacity: int | ClusterTypes, options: PlanOptions | None = No
         **{name: value for name, value in overrides.items() if name in _ROUND_FIELDS})
     plan_options = (PlanOptions() if options is None else options).updated(
         **{name: value for name, value in overrides.items() if name not in _ROUND_FIELDS})
-    cluster = capacity if isinstance(capacity, ClusterTypes) else None
-    if cluster is not None and len(cluster) > 1 and (plan_options.service_floor or plan_options.wait_limit is not None):
+    # Built once here, not per call: `add_job` reads it for every arrival.
+    cluster = capacity if isinstance(capacity, ClusterTypes) else ClusterTypes.single(int(capacity))
+    if len(cluster) > 1 and (plan_options.service_floor or plan_options.wait_limit is not None):
         raise ValidationError("service_floor and wait_limit apply to a cluster of one GPU type; pass "
                               "service_floor=0 and wait_limit=None for a cluster of several")
     return PolicyConfig(
-        capacity=capacity.total if isinstance(capacity, ClusterTypes) else int(capacity),
+        capacity=cluster.total,
         options=plan_options, cluster=cluster,
         replan_every=min(int(rounds.replan_every), plan_options.rounds),
         forecaster=DirichletForecaster() if forecaster is None else forecaster, seed=int(seed),
@@ -396,7 +397,8 @@ class Policy(StateView):
     def cluster(self) -> ClusterTypes:
         """The cluster's GPUs by type (a count given as `capacity` is that many of
         `vfm.cluster.PROFILED_TYPE`)."""
-        return ClusterTypes.single(self.config.capacity) if self.config.cluster is None else self.config.cluster
+        assert self.config.cluster is not None  # `policy_config` always sets it
+        return self.config.cluster
 
     @property
     def _typed(self) -> bool:
