@@ -30,8 +30,8 @@ Sizes and windows
     The builder is vectorized (the only loop over jobs reads the JSON).
 
 Timing
-    Each backend of `vfm.available_solvers()` solves each window ``--runs`` times through
-    ``vfm.solve(market, solver=name)``: the seconds are wall time of that call (scaling the
+    Each backend that a solve of a window may use (`vfm.solvers.candidates`) solves each window
+    ``--runs`` times through ``vfm.solve(market, solver=name)``: the seconds are wall time of that call (scaling the
     program, solving, recovering and certifying the equilibrium), what a scheduler pays per
     re-plan; the solver's own share is reported as ``solver_s``. One untimed solve per backend
     on the smallest window comes first (imports, first-call overheads). Repeats of one backend
@@ -88,6 +88,7 @@ from benchmarks import _plots, shockwave_milp
 from benchmarks._cli import OUTPUT_FOLDER, RESULTS, Parser, number, size_list, whole
 from benchmarks._sizes import SIZES, window_for
 from vfm.cluster.windows import ACTIVITY, BusiestWindow
+from vfm.solvers import candidates
 
 REFERENCE = "clarabel"
 TARGET_SIZE = 900
@@ -354,7 +355,13 @@ def run(sizes: Sequence[int] = tuple(SIZES), runs: int = 5, milp_limit: float = 
     """Run the benchmark; print as it goes if `verbose`; write solve.json and solve.png under `out`."""
     started = time.perf_counter()
     sizes = sorted(sizes)
-    names = list(backends) if backends is not None else list(vfm.available_solvers())
+    windows = {}
+    for size in sizes:
+        built = time.perf_counter()
+        windows[size] = (window_for(size, rounds, activity), time.perf_counter() - built)
+    smallest = windows[sizes[0]][0].window.market
+    # By default, the backends a solve of a job window may use unnamed (`vfm.solvers.candidates`).
+    names = list(backends) if backends is not None else [backend.name for backend in candidates(smallest)]
     load_start = [round(x, 2) for x in os.getloadavg()]
     meta: dict[str, Any] = {
         "command": " ".join(sys.argv) if verbose else "benchmarks.solve.run",
@@ -381,12 +388,7 @@ def run(sizes: Sequence[int] = tuple(SIZES), runs: int = 5, milp_limit: float = 
               f"MILP {'skipped' if skip_milp else f'once per size, limit {milp_limit:g} s'}; "
               f"load average {load_start} on {os.cpu_count()} CPUs", flush=True)
 
-    windows = {}
-    for size in sizes:
-        built = time.perf_counter()
-        windows[size] = (window_for(size, rounds, activity), time.perf_counter() - built)
     # Warm-up: one untimed solve per backend (imports, first-call overheads).
-    smallest = windows[sizes[0]][0].window.market
     for name in names:
         vfm.solve(smallest, solver=name)
 

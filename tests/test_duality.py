@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 import vfm
-from vfm import VolatileFisherMarket
+from vfm import VolatileFisherMarket, duality
 from vfm.duality import best_response_values, duality_gap, stationary_prices
 from vfm.testing.strategies import EXTENSIONS, markets
 
@@ -48,6 +48,15 @@ def test_best_response_matches_a_conic_solver(market, data):
     closed_form = best_response_values(market, prices)
     for i in range(market.n_buyers):
         assert closed_form[i] == pytest.approx(brute_force_best_response(market, prices, i), abs=1e-6, rel=1e-6)
+
+
+@given(markets(n_buyers=(1, 5), n_goods=(1, 4), n_periods=(1, 3), decades=2.0), st.data())
+def test_plain_markets_take_the_sort_free_path_with_the_same_values(market, data):
+    # Plain markets skip the sorted cost curve; its first segment is the same arithmetic.
+    prices = data.draw(arrays(np.float64, market.supply.shape, elements=st.floats(0.0, 20.0)))
+    assert market.is_plain
+    general = duality._general_best_response_values(market, prices)
+    np.testing.assert_array_equal(best_response_values(market, prices), general)
 
 
 def test_free_uncapped_good_gives_unbounded_value():

@@ -60,6 +60,16 @@ def best_response_values(market: VolatileFisherMarket, prices: ArrayLike) -> Flo
     >>> float(best_response_values(VolatileFisherMarket.static([[1.0]]), [[1.0]])[0])
     -1.0
     """
+    if market.is_plain:
+        n = market.n_buyers
+        price = np.maximum(np.asarray(prices, dtype=np.float64).reshape(-1), 0.0)
+        return _plain_best_response_values(market.budgets, price, market.reachable.reshape(n, -1),
+                                           market.utilities.reshape(n, -1))
+    return _general_best_response_values(market, prices)
+
+
+def _general_best_response_values(market: VolatileFisherMarket, prices: ArrayLike) -> FloatArray:
+    """`best_response_values` along each buyer's sorted cost curve (caps, base utility, utility cap)."""
     n = market.n_buyers
     budgets = market.budgets[:, None]
     price = np.maximum(np.asarray(prices, dtype=np.float64).reshape(-1), 0.0)
@@ -92,6 +102,17 @@ def best_response_values(market: VolatileFisherMarket, prices: ArrayLike) -> Flo
         nothing = market.budgets * np.log(market.base_utility)
     best = np.maximum(nothing, value.max(axis=1, initial=-np.inf))
     return np.where(unbounded, np.inf, best)
+
+
+def _plain_best_response_values(budgets: FloatArray, price: FloatArray, buyable: np.ndarray,
+                                utility: FloatArray) -> FloatArray:
+    """`best_response_values` of a plain market: each buyer spends its budget on its cheapest
+    unit of utility, with no sort (the general curve's first segment, the same arithmetic)."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        unit_cost = np.where(buyable, price[None, :] / np.where(buyable, utility, 1.0), np.inf).min(axis=1)
+        level = budgets / unit_cost
+        value = budgets * np.log(level) - np.where(unit_cost > 0, unit_cost * (level - 0.0), 0.0)
+    return np.where(np.isinf(unit_cost), -np.inf, np.where(np.isinf(level), np.inf, value))
 
 
 @dataclass(frozen=True)

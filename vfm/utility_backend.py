@@ -13,7 +13,8 @@ from typing import Any, Literal
 
 from vfm.errors import ValidationError
 
-__all__ = ["BACKENDS", "Backend", "automatic_backend", "available_backends", "jax_module", "resolve_backend"]
+__all__ = ["BACKENDS", "Backend", "automatic_backend", "available_backends", "jax_module", "resolve_backend",
+           "x64_scope"]
 
 #: The values of a ``backend`` argument.
 Backend = Literal["auto", "jax", "numpy"]
@@ -75,3 +76,12 @@ def resolve_backend(backend: object) -> str:
             "or pass backend='numpy' (or 'auto')"
         )
     return backend
+
+
+def x64_scope(jax: Any) -> Any:
+    """A context manager that enables float64 in JAX for the current thread only (the caller's
+    global ``jax_enable_x64`` setting is left alone)."""
+    if hasattr(jax, "enable_x64"):
+        return jax.enable_x64(True)
+    # JAX before jax.enable_x64 became a context manager.
+    return importlib.import_module("jax.experimental").enable_x64(True)

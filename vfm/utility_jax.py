@@ -9,14 +9,13 @@ float64 inside a thread-local ``jax.enable_x64(True)`` scope that leaves the cal
 from __future__ import annotations
 
 import functools
-import importlib
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from vfm._validation import FloatArray
-from vfm.utility_backend import jax_module
+from vfm.utility_backend import jax_module, x64_scope
 from vfm.utility_inputs import UtilityInputs
 
 __all__ = ["run_jax"]
@@ -79,18 +78,10 @@ def _jax_functions() -> _JaxFunctions:
     )
 
 
-def _x64_scope(jax: Any) -> Any:
-    """A context manager that enables float64 in JAX for the current thread only."""
-    if hasattr(jax, "enable_x64"):
-        return jax.enable_x64(True)
-    # JAX before jax.enable_x64 became a context manager.
-    return importlib.import_module("jax.experimental").enable_x64(True)
-
-
 def run_jax(name: str, inputs: UtilityInputs) -> FloatArray:
     """Quantity `name` (a key of `vfm.utility_numpy.NUMPY_FUNCTIONS`) by the jitted JAX kernels, as NumPy float64."""
     jax = jax_module()
     function = getattr(_jax_functions(), name)
-    with _x64_scope(jax):
+    with x64_scope(jax):
         result = function(inputs.utilities, inputs.allocation, inputs.budgets, inputs.base_utility)
         return np.asarray(result, dtype=np.float64)

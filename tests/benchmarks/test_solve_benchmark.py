@@ -53,7 +53,10 @@ def test_run_on_the_120_job_workload(tmp_path) -> None:
     written = json.loads((tmp_path / "solve.json").read_text())
     size = written["sizes"][0]
     assert size["size"] == 120 and size["jobs"] > 0
-    for name in vfm.available_solvers():
+    # Every backend a solve of a job window may use unnamed, and no other (the plain-market ones).
+    assert list(size["backends"]) == written["meta"]["backends"]
+    assert "schur-ipm" in written["meta"]["backends"] and "smoothed-dual" not in written["meta"]["backends"]
+    for name in written["meta"]["backends"]:
         record = size["backends"][name]
         assert record["runs"] == 1
         assert record["min_s"] <= record["median_s"] <= record["max_s"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -68,7 +69,11 @@ class Capabilities:
     The rest are properties of the backend, not of the problems it takes. `options` declares the
     solver options the backend takes, as ``(name, kind)`` pairs (kinds: `OptionKind`); `vfm.solve`
     rejects any other name, and any value of the wrong kind, before solving. None (the default)
-    declares nothing: options are passed on unchecked.
+    declares nothing: options are passed on unchecked. A backend with `by_default` False runs
+    only when named. `preferred_when`, if given, says for which
+    problems the backend goes first in the default order whatever its place in the registry
+    (e.g. proportional response for wide plain markets); it is consulted only for problems the
+    backend supports.
 
     Examples
     --------
@@ -95,6 +100,10 @@ class Capabilities:
     # a stricter one's (None: the planner's `STRICT_TOL`, as for any other program).
     polish_start_tol: float | None = None
     options: tuple[tuple[str, OptionKind], ...] | None = None
+    preferred_when: Callable[[Problem], bool] | None = None
+    # Whether a solve that names no backend may use it; False for a backend that would start an
+    # accelerator (and take its memory) that the caller did not ask for.
+    by_default: bool = True
 
     def __post_init__(self) -> None:
         if self.problem not in FEATURES:
@@ -117,6 +126,11 @@ class Capabilities:
         if problem.problem_kind != self.problem:
             return [f"{problem.problem_kind} problems (it solves {self.problem} problems)"]
         return sorted(problem.features - (self.features or frozenset()))
+
+    def prefers(self, problem: Problem) -> bool:
+        """Whether the backend asks to go first for `problem` (`preferred_when`; never for a
+        problem it does not support)."""
+        return self.preferred_when is not None and not self.unsupported(problem) and bool(self.preferred_when(problem))
 
 
 @dataclass(frozen=True)

@@ -14,11 +14,17 @@ from vfm.solvers.base import Backend, OptionKind, Problem, ProblemKind
 from vfm.solvers.clarabel_direct import ClarabelDirectBackend
 from vfm.solvers.cvxpy_conic import CVXPY_BACKENDS
 from vfm.solvers.schur_ipm import SchurIPMBackend
+from vfm.solvers.smoothed_dual import SmoothedDualBackend
+from vfm.solvers.smoothed_dual_jax import JaxSmoothedDualBackend
 
 # In order of preference (fastest first, as measured by benchmarks/solve.py): the first
-# installed backend that supports a market is the default.
+# installed backend that supports a market is the default, except that a backend whose
+# `Capabilities.preferred_when` holds for the market goes first (`candidates`). The smoothed
+# dual comes after the interior points: only wide plain markets prefer it (the NumPy engine; the
+# JAX one runs when named, so that no solve starts an accelerator unasked).
 _REGISTRY: dict[str, Backend] = {
-    backend.name: backend for backend in (SchurIPMBackend(), ClarabelDirectBackend(), *CVXPY_BACKENDS)
+    backend.name: backend for backend in (SchurIPMBackend(), ClarabelDirectBackend(), *CVXPY_BACKENDS,
+                                          SmoothedDualBackend(), JaxSmoothedDualBackend())
 }
 
 
@@ -48,7 +54,9 @@ def _kind(problem: Problem) -> ProblemKind:
 
 
 def candidates(market: Problem) -> list[Backend]:
-    """The installed backends that support `market` (or planning program), in order of preference.
+    """The installed backends that support `market` (or planning program), in order of preference:
+    those whose capabilities prefer the problem (`Capabilities.prefers`) first, then the others,
+    each group in registry order.
 
     Raises
     ------
@@ -58,7 +66,7 @@ def candidates(market: Problem) -> list[Backend]:
         If no installed backend supports the market.
     """
     kind = _kind(market)
-    installed = [_REGISTRY[name] for name in available_solvers(kind)]
+    installed = [_REGISTRY[name] for name in available_solvers(kind) if _REGISTRY[name].capabilities.by_default]
     if not installed:
         raise UnknownSolverError(f"no {kind} backend is installed; install clarabel (pip install clarabel)")
     fitting = [backend for backend in installed if not backend.capabilities.unsupported(market)]
@@ -67,7 +75,8 @@ def candidates(market: Problem) -> list[Backend]:
             f"no installed backend supports this {kind} problem ({market!r}); installed: "
             f"{', '.join(available_solvers(kind))}"
         )
-    return fitting
+    preferred = [backend for backend in fitting if backend.capabilities.prefers(market)]
+    return preferred + [backend for backend in fitting if backend not in preferred]
 
 
 def prepare(problem: ProblemKind, solver: str | None = None) -> None:
