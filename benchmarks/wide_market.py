@@ -6,8 +6,9 @@ to 0, budgets uniform in [1, 2); seed 0 unless ``--seed``). For each shape and b
 - ``seconds``: the median wall time of ``vfm.solve(market, backend)`` over the repeats, the
   polish to the exact equilibrium included;
 - ``outcome``: ``exact`` where the polish verified the exact equilibrium, else the status;
-- ``alone``: the backend without the polish (``polish=False``, one run): its seconds and the
-  relative duality gap of its own point (`vfm.duality`, budgets summing to 1).
+- ``alone``: the backend without the polish (``polish=False``, one run): its seconds, the
+  backend's own share of them (``backend s``: the rest builds the program and certifies the
+  answer), and the relative duality gap of its point (`vfm.duality`, budgets summing to 1).
 
 schur-ipm runs only up to ``--ipm-max-pairs`` buyer x good pairs. The JAX backend runs on JAX's
 default device (a GPU where JAX has one); its first solve of a shape compiles, so it gets one
@@ -59,7 +60,8 @@ def row(market: vfm.VolatileFisherMarket, solver: str, repeats: int) -> list[str
     alone = vfm.solve(market, solver, polish=False)
     alone_s = time.perf_counter() - started
     gap = duality_gap(market, alone.allocation, alone.prices).total / market.budgets.sum()
-    return [solver, f"{statistics.median(seconds):.2f}", outcome, f"{alone_s:.2f}", f"{gap:.1e}"]
+    return [solver, f"{statistics.median(seconds):.2f}", outcome, f"{alone_s:.2f}", f"{alone.solve_time:.2f}",
+            f"{gap:.1e}"]
 
 
 def rows(shapes: Sequence[tuple[int, int]], solvers: Sequence[str], repeats: int, seed: int,
@@ -70,9 +72,10 @@ def rows(shapes: Sequence[tuple[int, int]], solvers: Sequence[str], repeats: int
         market = generated(n, m, seed)
         for solver in solvers:
             if solver not in installed:
-                table.append([f"{n}x{m}", solver, "-", "not installed", "-", "-"])
+                table.append([f"{n}x{m}", solver, "-", "not installed", "-", "-", "-"])
             elif solver == "schur-ipm" and n * m > ipm_max_pairs:
-                table.append([f"{n}x{m}", solver, "-", f"skipped: n*m > --ipm-max-pairs {ipm_max_pairs}", "-", "-"])
+                table.append([f"{n}x{m}", solver, "-", f"skipped: n*m > --ipm-max-pairs {ipm_max_pairs}",
+                              "-", "-", "-"])
             else:
                 table.append([f"{n}x{m}", *row(market, solver, repeats)])
             print("  ".join(table[-1]), flush=True)
@@ -100,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     with parser.reporting():
         table = rows(args.shapes, args.backends, args.repeats, args.seed, args.ipm_max_pairs)
-        heads = ["shape", "backend", "seconds", "outcome", "alone s", "alone gap"]
+        heads = ["shape", "backend", "seconds", "outcome", "alone s", "backend s", "alone gap"]
         widths = [max(len(str(r[k])) for r in [heads, *table]) for k in range(len(heads))]
         lines = ["  ".join(str(cell).ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip()
                  for r in [heads, *table]]

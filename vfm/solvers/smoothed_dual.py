@@ -21,15 +21,17 @@ temperature :math:`\tau`) of its budget on each good: every good is sold exactly
 spent, and the duality gap of that pair is at most :math:`\tau \log(\text{entries per buyer})`.
 
 `solve_smoothed` follows the stationary points as :math:`\tau` falls from 1 by `SHRINK` per stage
-to ``tol / log(most entries of a buyer)``: Newton's method with a backtracking line search in each
-stage (the Hessian is :math:`\mathrm{diag}(e^q) + \tau^{-1} \sum_i \hat B_i (\mathrm{diag}\,\pi_i -
-\pi_i \pi_i^T)`, a (K, K) Cholesky), and from one stage to the next the tangent of the path
+to ``0.1 tol / log(most entries of a buyer)`` (`final_temperature`): Newton's method with a
+backtracking line search in each stage (the Hessian is :math:`\mathrm{diag}(e^q) + \tau^{-1}
+\sum_i \hat B_i (\mathrm{diag}\,\pi_i - \pi_i \pi_i^T)`, a (K, K) Cholesky), and from one stage to
+the next the tangent of the path
 (one more solve with the same factor), which puts the next stage's start within a few Newton
 steps of its end. Once :math:`\tau` is small, pairs far below a buyer's best bang-per-buck carry
 no weight: the NumPy engine drops them from a stage and checks afterwards that none came back.
 
-The answer is the last stage's market: optimal to ``tol`` (the duality gap bound), which
-`vfm.solve`'s certificate checks; `vfm.solve` then polishes it to the exact equilibrium like any
+The answer is the last stage's market, cleared at the buyers' spending: optimal when its exact
+duality gap is within ``tol`` (a few more Newton steps at the last temperature if needed), which
+`vfm.solve`'s certificate checks again; `vfm.solve` then polishes it to the exact equilibrium like any
 backend's (`vfm.market_polish`): with :math:`\tau` far below the smallest gap between a buyer's
 best and second-best bang-per-buck, the pairs that trade are the equilibrium's support.
 
@@ -63,10 +65,19 @@ DEFAULT_MAX_ITER = 500
 SHRINK = 0.1
 #: A stage ends when the Newton decrement (squared) is below this times its temperature.
 CENTERED = 1e-6
-#: The last stage's threshold, in place of `CENTERED`: near rounding level.
+#: The last stage's threshold when its point's gap is above tol (in place of `CENTERED`): near
+#: rounding level.
 REFINED = 1e-16
-#: Newton steps at most in one stage.
+#: The path ends this far below the temperature whose gap bound is tol: the gap is within tol
+#: sooner, but the polish needs a temperature well below the smallest margin by which a buyer
+#: prefers its best good to a good it does not buy. Lower still, rounding in the log
+#: bang-per-buck (about 1e-15 over the temperature, relative to each share) keeps the market
+#: from clearing to tol: a 1,000 x 400 market stalled at 1.8e-10. A 100,000 x 400 market's
+#: margins are smaller than that floor allows: its support is not found at 1.8e-9.
+BELOW_BOUND = 0.1
+#: Newton steps at most in one stage, and in the last temperature's further steps.
 STAGE_STEPS = 60
+REFINE_STEPS = 10
 #: Pairs more than this many temperatures of the previous stage below their buyer's best
 #: bang-per-buck are left out of a stage (their weight is below exp(-30) once checked).
 DROPPED = 30.0
@@ -138,45 +149,50 @@ class Settings:
 
 
 def final_temperature(program: ScaledProgram, tol: float) -> float:
-    """The temperature whose gap bound, tau * log(most entries of a buyer), is `tol`."""
+    """`BELOW_BOUND` times the temperature whose gap bound, tau * log(most entries of a buyer), is
+    `tol`."""
     most = int(np.bincount(program.buyer).max())
-    return tol / math.log(max(most, 2))
+    return BELOW_BOUND * tol / math.log(max(most, 2))
 
 
 def solve_smoothed(engine: Engine, program: ScaledProgram, settings: Settings) -> Solution:
     """Follow the smoothed dual's path down to `final_temperature` (module docstring); optimal if
-    the cleared point's gap is within ``settings.tol``. The path is followed to its end even where
-    the gap is within tol sooner: the polish finds the support from a low temperature's point."""
+    the cleared point's gap is within ``settings.tol``."""
     started = time.perf_counter()
     end = final_temperature(program, settings.tol)
     q, tau, previous, steps, stages = engine.start(), 1.0, 1.0, 0, 0
     while True:
-        # At the last temperature the stage goes on to rounding level: the market the answer
-        # reports clears at the buyers' spending, whose error its gap feels.
-        last = tau <= end
-        stage = engine.center(q, tau, previous, min(STAGE_STEPS, settings.max_iter - steps),
-                              REFINED if last else CENTERED)
+        stage = engine.center(q, tau, previous, min(STAGE_STEPS, settings.max_iter - steps), CENTERED)
         q, steps, stages = stage.q, steps + stage.steps, stages + 1
-        if last or not stage.converged or time.perf_counter() - started > settings.time_limit:
+        if tau <= end or not stage.converged or time.perf_counter() - started > settings.time_limit:
             break
         following = max(tau * SHRINK, end)
         q = q + (following - tau) * engine.tangent(q, tau)
         previous, tau = tau, following
     z, prices = engine.point(q, tau)
     gap = relative_gap(program, z, prices)
+    if gap > settings.tol and stage.converged and tau <= end and steps < settings.max_iter:
+        # The answer's market clears at the buyers' spending, and its gap feels the clearing
+        # error left in the Hessian's stiff directions: a few more Newton steps remove it.
+        stage = engine.center(q, tau, tau, min(REFINE_STEPS, settings.max_iter - steps), REFINED)
+        q, steps = stage.q, steps + stage.steps
+        z, prices = engine.point(q, tau)
+        gap = relative_gap(program, z, prices)
     how = (f"smoothed dual ({engine.name}): {stages} stages, {steps} Newton steps, temperature {tau:.1e}, "
            f"relative duality gap {gap:.1e}")
     if gap <= settings.tol:
         status = Status.OPTIMAL
-    elif last and stage.converged:
-        # Rounding in the stiff directions of the Hessian keeps the gap above tol: an inaccurate
-        # answer, which `vfm.solve`'s polish still takes to the exact equilibrium.
+    elif tau <= end:
+        # Rounding keeps the gap above tol: an inaccurate answer, which `vfm.solve`'s polish still
+        # takes to the exact equilibrium.
         status = Status.INACCURATE
-        how += "; the last stage stopped at rounding level above tol"
+        how += "; the last temperature's Newton steps stopped at rounding level above tol"
     else:
         status = Status.ITERATION_LIMIT
         how += "; stopped above tol: " + (
-            "time_limit reached" if stage.converged else "a stage did not converge (max_iter reached)")
+            "time_limit reached" if stage.converged else
+            "max_iter reached" if steps >= settings.max_iter else
+            f"a stage did not converge in {STAGE_STEPS} Newton steps")
     return Solution(z, prices, status, how, steps, time.perf_counter() - started, settings.tol)
 
 
@@ -266,19 +282,22 @@ class NumpyEngine:
         steps, decrement = 0, math.inf
         while steps < max_steps:
             at = self.smoothed(pairs, q, tau)
-            gradient = np.exp(q) - np.bincount(pairs.good, pairs.budget * at.share, minlength=self.goods)
+            gradient = self.gradient(pairs, q, at.share)
             factor = scipy.linalg.cho_factor(self.hessian(pairs, q, at.share, tau))
             step = -scipy.linalg.cho_solve(factor, gradient)
             decrement = float(-gradient @ step)
             steps += 1
             if decrement <= centered * tau:
                 return Centered(q, steps, decrement, True)
-            q = q + line_search(functools.partial(self.value_along, pairs, q, step, tau), at.value,
-                                decrement, float(np.abs(step).max()) / tau) * step
+            q = q + line_search(functools.partial(self.slope_along, pairs, q, step, tau)) * step
         return Centered(q, steps, decrement, False)
 
-    def value_along(self, pairs: Pairs, q: np.ndarray, step: np.ndarray, tau: float, size: float) -> float:
-        return self.smoothed(pairs, q + size * step, tau).value
+    def gradient(self, pairs: Pairs, q: np.ndarray, share: np.ndarray) -> np.ndarray:
+        return np.exp(q) - np.bincount(pairs.good, pairs.budget * share, minlength=self.goods)
+
+    def slope_along(self, pairs: Pairs, q: np.ndarray, step: np.ndarray, tau: float, size: float) -> float:
+        moved = q + size * step
+        return float(self.gradient(pairs, moved, self.smoothed(pairs, moved, tau).share) @ step)
 
     def center(self, q: np.ndarray, tau: float, previous: float, max_steps: int, centered: float) -> Centered:
         below = self.smoothed(self.pairs, q, tau).below
@@ -326,14 +345,14 @@ def cleared(spend: np.ndarray, good: np.ndarray, goods: int) -> tuple[np.ndarray
     return spend / prices[good], prices
 
 
-def line_search(value: Any, current: float, decrement: float, length: float) -> float:
-    """The Newton step's length: the full step if it moves no price by more than one temperature
-    (`length` is the step's largest move in temperatures), else the longest of 1, 1/2, ... that
-    decreases the smoothed dual enough (Armijo), at least 2**-40."""
-    if length <= 1.0:
-        return 1.0
+def line_search(slope: Any) -> float:
+    """The Newton step's length: the longest of 1, 1/2, ... (at least 2**-40) at which the smoothed
+    dual still decreases along the step (`slope`, its derivative along the step, is at most 0).
+
+    The dual is convex, so that length decreases it; the test reads gradients, not values, whose
+    differences fall below rounding once the temperature is small."""
     size = 1.0
-    while size > 2.0**-40 and value(size) > current - 0.25 * size * decrement:
+    while size > 2.0**-40 and slope(size) > 0.0:
         size *= 0.5
     return size
 
@@ -349,7 +368,7 @@ class SmoothedDualBackend:
     -------
     tol : float
         Relative duality gap of the answer (default 1e-7): the last stage's temperature is
-        ``tol / log(most pairs of a buyer)``.
+        ``0.1 tol / log(most pairs of a buyer)`` (`final_temperature`).
     max_iter : int
         Newton steps at most, all stages together (default 500).
     time_limit : float

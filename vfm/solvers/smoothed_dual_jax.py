@@ -25,8 +25,7 @@ import numpy as np
 from vfm.program import ScaledProgram
 from vfm.solvers.base import Capabilities, Solution
 from vfm.solvers.smoothed_dual import FEATURES, OPTIONS, Centered, Settings, cleared, solve_smoothed
-from vfm.utility_backend import jax_module
-from vfm.utility_jax import x64_scope
+from vfm.utility_backend import jax_module, x64_scope
 
 __all__ = ["JaxEngine", "JaxSmoothedDualBackend"]
 
@@ -56,7 +55,7 @@ def _compiled() -> tuple[Any, Any, Any]:
 
         def newton(state: tuple[Any, Any, Any, Any]) -> tuple[Any, Any, Any, Any]:
             q, steps, _, _ = state
-            value, share, _ = smoothed(log_utility, budgets, q, tau)
+            _, share, _ = smoothed(log_utility, budgets, q, tau)
             gradient = jnp.exp(q) - budgets @ share
             step = -jax.scipy.linalg.cho_solve(factor(budgets, q, share, tau), gradient)
             decrement = -gradient @ step
@@ -64,12 +63,12 @@ def _compiled() -> tuple[Any, Any, Any]:
             def shorter(size: Any) -> Any:
                 return size * 0.5
 
-            def too_long(size: Any) -> Any:
-                trial = smoothed(log_utility, budgets, q + size * step, tau)[0]
-                return (size > 2.0**-40) & (trial > value - 0.25 * size * decrement)
+            def too_long(size: Any) -> Any:  # as `vfm.solvers.smoothed_dual.line_search`
+                moved = q + size * step
+                slope = (jnp.exp(moved) - budgets @ smoothed(log_utility, budgets, moved, tau)[1]) @ step
+                return (size > 2.0**-40) & (slope > 0.0)
 
-            # As `vfm.solvers.smoothed_dual.line_search`: a step within one temperature is taken whole.
-            size = jnp.where(jnp.max(jnp.abs(step)) <= tau, 1.0, jax.lax.while_loop(too_long, shorter, 1.0))
+            size = jax.lax.while_loop(too_long, shorter, 1.0)
             done = decrement <= centered * tau
             return jnp.where(done, q, q + size * step), steps + 1, decrement, done
 
