@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
 
 from vfm import VolatileFisherMarket
-from vfm.program import ScaledProgram
+from vfm.program import ScaledProgram, present_and_rank
 
 
 def test_inactive_entries_are_dropped():
@@ -30,3 +32,12 @@ def test_round_trip_to_market_units():
     # Scaled prices map back through the budget total and the supply.
     np.testing.assert_allclose(program.prices(np.array([1.0, 1.0]))[:, 0], [4.0 / 2.0, 4.0 / 5.0])
     assert program.weights.sum() == 1.0
+
+
+@given(st.lists(st.integers(0, 12), min_size=0, max_size=40), st.integers(13, 20))
+def test_present_and_rank_is_unique_with_its_inverse(values, size):
+    values = np.asarray(values, dtype=np.int64)
+    present, rank = present_and_rank(values, size)
+    expected_present, expected_rank = np.unique(values, return_inverse=True)
+    np.testing.assert_array_equal(present, expected_present)
+    np.testing.assert_array_equal(rank, expected_rank.reshape(-1))

@@ -342,3 +342,14 @@ def test_jax_engine_returns_a_cleared_point_and_honours_max_iter():
     stopped = backend.solve(program, max_iter=3)
     assert stopped.status is Status.ITERATION_LIMIT and 0 < stopped.iterations <= 3
     assert_cleared(program, stopped)
+
+
+@pytest.mark.parametrize("backend", ["smoothed-dual", "jax-smoothed-dual"])
+def test_a_direct_call_with_an_unknown_option_fails_with_its_name(backend):
+    if backend.startswith("jax"):
+        pytest.importorskip("jax")
+    from vfm.solvers import registry
+
+    program = ScaledProgram.from_market(VolatileFisherMarket.static([[1.0, 2.0], [2.0, 1.0]]))
+    solution = registry.select(program.market, backend).solve(program, bogus=1)
+    assert solution.status is Status.ERROR and "bogus" in solution.message and solution.x is None

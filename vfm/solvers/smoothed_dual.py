@@ -57,7 +57,7 @@ from vfm.solvers.base import COMMON_OPTIONS, MARKET_FEATURES, Capabilities, Opti
 
 #: The features the backends handle: several goods per period and nothing else (a plain market).
 FEATURES: frozenset[str] = MARKET_FEATURES & {"several_goods_per_period"}
-#: Default relative duality gap of the answer (the last stage's bound).
+#: Default relative duality gap of the answer (checked on its exact gap, `relative_gap`).
 DEFAULT_TOL = 1e-7
 #: Default Newton steps in all stages together.
 DEFAULT_MAX_ITER = 500
@@ -242,7 +242,7 @@ class NumpyEngine:
 
     def __post_init__(self) -> None:
         program = self.program
-        bidders, owner = np.unique(program.buyer, return_inverse=True)
+        bidders, owner = program.bidders()
         self.budgets = program.weights[bidders]
         self.goods = int(program.traded.size)
         self.pairs = Pairs.of(np.log(program.utility), program.supply_row, owner, self.budgets)
@@ -329,11 +329,10 @@ def relative_gap(program: ScaledProgram, z: np.ndarray, prices: np.ndarray) -> f
     """The exact duality gap of a cleared point (`cleared`) divided by the budgets' sum: every
     good is sold and every budget spent, so only the buyers' regret remains,
     :math:`\\sum_i \\hat B_i \\log(\\hat B_i \\max_{e \\in i} (\\hat u_e / p_k) / U_i)`."""
-    bidders, owner = np.unique(program.buyer, return_inverse=True)
+    bidders, owner = program.bidders()
     budgets = program.weights[bidders]
     bang = program.utility / prices[program.supply_row]
-    best = np.zeros(bidders.size)
-    np.maximum.at(best, owner, bang)
+    best = np.maximum.reduceat(bang, np.searchsorted(owner, np.arange(bidders.size)))  # entries by buyer
     utility = np.bincount(owner, program.utility * z)
     return float(budgets @ np.log(budgets * best / utility))
 
@@ -386,5 +385,18 @@ class SmoothedDualBackend:
         return True
 
     def solve(self, program: ScaledProgram, **options: Any) -> Solution:
+        unknown = unknown_options(self.name, options)
+        if unknown is not None:
+            return unknown
         with np.errstate(divide="ignore", over="ignore", under="ignore"):
             return solve_smoothed(NumpyEngine(program), program, Settings.of(options))
+
+
+def unknown_options(name: str, options: dict[str, Any]) -> Solution | None:
+    """An error `Solution` naming the options neither backend takes (`vfm.solve` checks them
+    before a solve; this is for a direct call), else None."""
+    unknown = sorted(set(options) - {option for option, _ in OPTIONS})
+    if not unknown:
+        return None
+    return Solution(None, None, Status.ERROR, f"{name} got unknown options: {', '.join(unknown)}", 0, 0.0,
+                    DEFAULT_TOL)

@@ -24,7 +24,7 @@ import numpy as np
 
 from vfm.program import ScaledProgram
 from vfm.solvers.base import Capabilities, Solution
-from vfm.solvers.smoothed_dual import FEATURES, OPTIONS, Centered, Settings, cleared, solve_smoothed
+from vfm.solvers.smoothed_dual import FEATURES, OPTIONS, Centered, Settings, cleared, solve_smoothed, unknown_options
 from vfm.utility_backend import jax_module, x64_scope
 
 __all__ = ["JaxEngine", "JaxSmoothedDualBackend"]
@@ -102,7 +102,7 @@ class JaxEngine:
 
     def __post_init__(self) -> None:
         program = self.program
-        bidders, self.owner = np.unique(program.buyer, return_inverse=True)
+        bidders, self.owner = program.bidders()
         self.budgets = program.weights[bidders]
         dense = np.full((bidders.size, program.traded.size), -np.inf)
         dense[self.owner, program.supply_row] = np.log(program.utility)
@@ -149,6 +149,9 @@ class JaxSmoothedDualBackend:
         return jax_module() is not None
 
     def solve(self, program: ScaledProgram, **options: Any) -> Solution:
+        unknown = unknown_options(self.name, options)
+        if unknown is not None:
+            return unknown
         jax = jax_module()
         with x64_scope(jax):
             return solve_smoothed(JaxEngine(program), program, Settings.of(options))
