@@ -29,6 +29,7 @@ PAGES = [
     "docs/index.md",
     "docs/tutorials/solve-and-check.md",
     "docs/tutorials/drive-a-policy.md",
+    "docs/how-to/solve-a-wide-market.md",
 ]
 
 SKIP = "<!-- docs-test: skip -->"
