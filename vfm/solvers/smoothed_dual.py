@@ -21,7 +21,7 @@ temperature :math:`\tau`) of its budget on each good: every good is sold exactly
 spent, and the duality gap of that pair is at most :math:`\tau \log(\text{entries per buyer})`.
 
 `solve_smoothed` follows the stationary points as :math:`\tau` falls from 1 by `SHRINK` per stage
-to ``0.1 tol / log(most entries of a buyer)`` (`final_temperature`): Newton's method with a
+to ``0.01 tol / log(most entries of a buyer)`` (`final_temperature`): Newton's method with a
 backtracking line search in each stage (the Hessian is :math:`\mathrm{diag}(e^q) + \tau^{-1}
 \sum_i \hat B_i (\mathrm{diag}\,\pi_i - \pi_i \pi_i^T)`, a (K, K) Cholesky), and from one stage to
 the next the tangent of the path
@@ -70,11 +70,11 @@ CENTERED = 1e-6
 REFINED = 1e-16
 #: The path ends this far below the temperature whose gap bound is tol: the gap is within tol
 #: sooner, but the polish needs a temperature well below the smallest margin by which a buyer
-#: prefers its best good to a good it does not buy. Lower still, rounding in the log
-#: bang-per-buck (about 1e-15 over the temperature, relative to each share) keeps the market
-#: from clearing to tol: a 1,000 x 400 market stalled at 1.8e-10. A 100,000 x 400 market's
-#: margins are smaller than that floor allows: its support is not found at 1.8e-9.
-BELOW_BOUND = 0.1
+#: prefers its best good to a good it does not buy (a 100,000 x 400 market's support was not
+#: found at 1.8e-9 and was at 1.8e-10). So low, rounding in the log bang-per-buck (about 1e-15
+#: over the temperature, relative to each share) can keep the market from clearing to tol (a
+#: 1,000 x 400 market's gap stayed at 1.7e-7): the answer is then inaccurate, and polished.
+BELOW_BOUND = 0.01
 #: Newton steps at most in one stage, and in the last temperature's further steps.
 STAGE_STEPS = 60
 REFINE_STEPS = 10
@@ -367,7 +367,7 @@ class SmoothedDualBackend:
     -------
     tol : float
         Relative duality gap of the answer (default 1e-7): the last stage's temperature is
-        ``0.1 tol / log(most pairs of a buyer)`` (`final_temperature`).
+        ``0.01 tol / log(most pairs of a buyer)`` (`final_temperature`).
     max_iter : int
         Newton steps at most, all stages together (default 500).
     time_limit : float
