@@ -222,10 +222,9 @@ class Pairs:
 
 @dataclass(frozen=True)
 class Smoothed:
-    """The smoothed dual at one point: its value, each pair's share and log bang-per-buck below
-    its buyer's best."""
+    """The smoothed dual at one point: each pair's share of its buyer's budget and its log
+    bang-per-buck below its buyer's best (the line search reads slopes, not values)."""
 
-    value: float
     share: np.ndarray
     below: np.ndarray
 
@@ -258,8 +257,7 @@ class NumpyEngine:
         below = score - best[pairs.owner]
         weight = np.exp(below / tau)
         total = np.add.reduceat(weight, pairs.starts)
-        value = float(np.exp(q).sum() + self.budgets @ (best + tau * np.log(total)))
-        return Smoothed(value, weight / total[pairs.owner], below)
+        return Smoothed(weight / total[pairs.owner], below)
 
     def hessian(self, pairs: Pairs, q: np.ndarray, share: np.ndarray, tau: float) -> np.ndarray:
         spend = pairs.budget * share

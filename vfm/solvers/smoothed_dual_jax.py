@@ -36,14 +36,12 @@ def _compiled() -> tuple[Any, Any, Any]:
     jax = jax_module()
     jnp = jax.numpy
 
-    def smoothed(log_utility: Any, budgets: Any, q: Any, tau: Any) -> tuple[Any, Any, Any]:
+    def smoothed(log_utility: Any, q: Any, tau: Any) -> tuple[Any, Any]:
+        """Each pair's share and log bang-per-buck below its buyer's best (0 where absent)."""
         score = log_utility - q[None, :]
-        best = jnp.max(score, axis=1)
-        below = score - best[:, None]
+        below = score - jnp.max(score, axis=1)[:, None]
         weight = jnp.exp(below / tau)
-        total = jnp.sum(weight, axis=1)
-        value = jnp.sum(jnp.exp(q)) + budgets @ (best + tau * jnp.log(total))
-        return value, weight / total[:, None], jnp.where(jnp.isfinite(below), below, 0.0)
+        return weight / jnp.sum(weight, axis=1)[:, None], jnp.where(jnp.isfinite(below), below, 0.0)
 
     def factor(budgets: Any, q: Any, share: Any, tau: Any) -> Any:
         rows = jnp.sqrt(budgets / tau)[:, None] * share
@@ -55,7 +53,7 @@ def _compiled() -> tuple[Any, Any, Any]:
 
         def newton(state: tuple[Any, Any, Any, Any]) -> tuple[Any, Any, Any, Any]:
             q, steps, _, _ = state
-            _, share, _ = smoothed(log_utility, budgets, q, tau)
+            share, _ = smoothed(log_utility, q, tau)
             gradient = jnp.exp(q) - budgets @ share
             step = -jax.scipy.linalg.cho_solve(factor(budgets, q, share, tau), gradient)
             decrement = -gradient @ step
@@ -65,7 +63,7 @@ def _compiled() -> tuple[Any, Any, Any]:
 
             def too_long(size: Any) -> Any:  # as `vfm.solvers.smoothed_dual.line_search`
                 moved = q + size * step
-                slope = (jnp.exp(moved) - budgets @ smoothed(log_utility, budgets, moved, tau)[1]) @ step
+                slope = (jnp.exp(moved) - budgets @ smoothed(log_utility, moved, tau)[0]) @ step
                 return (size > 2.0**-40) & (slope > 0.0)
 
             size = jax.lax.while_loop(too_long, shorter, 1.0)
@@ -79,13 +77,13 @@ def _compiled() -> tuple[Any, Any, Any]:
         return jax.lax.while_loop(going, newton, (q, 0, jnp.inf, False))
 
     def tangent(log_utility: Any, budgets: Any, q: Any, tau: Any) -> Any:
-        _, share, below = smoothed(log_utility, budgets, q, tau)
+        share, below = smoothed(log_utility, q, tau)
         mean = jnp.sum(share * below, axis=1)
         sensitivity = budgets @ (share * (below - mean[:, None])) / tau**2
         return -jax.scipy.linalg.cho_solve(factor(budgets, q, share, tau), sensitivity)
 
     def shares(log_utility: Any, budgets: Any, q: Any, tau: Any) -> Any:
-        return smoothed(log_utility, budgets, q, tau)[1]
+        return smoothed(log_utility, q, tau)[0]
 
     return jax.jit(stage), jax.jit(tangent), jax.jit(shares)
 
