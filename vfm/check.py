@@ -297,14 +297,19 @@ def bang_per_buck(result: Equilibrium, tol: float | None = None) -> Residual:
     with np.errstate(divide="ignore", invalid="ignore"):
         rate = np.where(u > 0, u / p[None, :], 0.0)
         best = rate.max(axis=1)
-        waste = np.where(u > 0, x * (p[None, :] - u / best[:, None]), 0.0)
-    waste = np.where(np.isinf(best)[:, None], np.inf, waste)
-    per_buyer = waste.sum(axis=1) / market.budgets
+        # Only the pairs that trade waste anything: sum over them, not over every pair.
+        rows, cols = np.nonzero((u > 0) & (x != 0))
+        terms = x[rows, cols] * (p[cols] - u[rows, cols] / best[rows])
+    spent_badly = np.bincount(rows, terms, minlength=n)
+    per_buyer = np.where(np.isinf(best), np.inf, spent_badly) / market.budgets
     worst = _worst(per_buyer, "bang_per_buck", _in_force(tol))
     if not worst.where:
         return worst
     i = worst.where[0]
-    entry = np.unravel_index(int(np.argmax(waste[i])), market.shape[1:])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        waste = np.where(u[i] > 0, x[i] * (p - u[i] / best[i]), 0.0)
+    waste = np.where(np.isinf(best[i]), np.inf, waste)
+    entry = np.unravel_index(int(np.argmax(waste)), market.shape[1:])
     return Residual(worst.name, worst.value, (i, int(entry[0]), int(entry[1])), worst.tolerance, worst.note)
 
 
