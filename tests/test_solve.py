@@ -16,9 +16,11 @@ SOLVERS = vfm.available_solvers()
 
 def supports(solver: str, market: VolatileFisherMarket) -> bool:
     """Whether `solver` takes `market` (the smoothed-dual backends take plain markets only)."""
-    from vfm.solvers import registry
-
-    return not registry._REGISTRY[solver].capabilities.unsupported(market)
+    try:
+        vfm.solvers.select(market, solver)
+    except UnsupportedMarketError:
+        return False
+    return True
 
 
 # Tight Clarabel tolerances for closed-form comparisons: allocations and prices are accurate to

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.util
 from typing import Any, Literal
 
 from vfm.errors import ValidationError
 
-__all__ = ["BACKENDS", "Backend", "automatic_backend", "available_backends", "jax_module", "resolve_backend",
-           "x64_scope"]
+__all__ = ["BACKENDS", "Backend", "automatic_backend", "available_backends", "jax_installed", "jax_module",
+           "resolve_backend", "x64_scope"]
 
 #: The values of a ``backend`` argument.
 Backend = Literal["auto", "jax", "numpy"]
@@ -28,6 +29,12 @@ def jax_module() -> Any:
         return importlib.import_module("jax")
     except Exception:  # ImportError, or a broken install failing at import time
         return None
+
+
+def jax_installed() -> bool:
+    """Whether JAX is installed, without importing it (a registry that lists the backends must
+    not pay for JAX's import, nor load it into a process that never asks for it)."""
+    return importlib.util.find_spec("jax") is not None
 
 
 def available_backends() -> tuple[str, ...]:

@@ -353,3 +353,10 @@ def test_a_direct_call_with_an_unknown_option_fails_with_its_name(backend):
     program = ScaledProgram.from_market(VolatileFisherMarket.static([[1.0, 2.0], [2.0, 1.0]]))
     solution = registry.select(program.market, backend).solve(program, bogus=1)
     assert solution.status is Status.ERROR and "bogus" in solution.message and solution.x is None
+
+
+def test_the_registry_asks_whether_jax_is_installed_without_importing_it():
+    from vfm.utility_backend import jax_installed, jax_module
+
+    assert jax_installed() is (jax_module() is not None)
+    assert ("jax-smoothed-dual" in vfm.available_solvers()) is jax_installed()

@@ -105,7 +105,6 @@ class Centered:
 
     q: np.ndarray
     steps: int
-    decrement: float
     converged: bool
 
 
@@ -207,14 +206,12 @@ class Pairs:
     good: np.ndarray  # (E,) supply row
     owner: np.ndarray  # (E,) index of the bidding buyer
     starts: np.ndarray  # (nb,) first entry of each bidder
-    counts: np.ndarray  # (nb,)
     budget: np.ndarray  # (E,) the owner's scaled budget
 
     @classmethod
     def of(cls, log_utility: np.ndarray, good: np.ndarray, owner: np.ndarray, budgets: np.ndarray) -> Pairs:
-        counts = np.bincount(owner, minlength=budgets.size)
-        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-        return cls(log_utility, good, owner, starts, counts, budgets[owner])
+        starts = np.searchsorted(owner, np.arange(budgets.size))  # entries are sorted by bidder
+        return cls(log_utility, good, owner, starts, budgets[owner])
 
     def subset(self, keep: np.ndarray, budgets: np.ndarray) -> Pairs:
         return Pairs.of(self.log_utility[keep], self.good[keep], self.owner[keep], budgets)
@@ -247,9 +244,7 @@ class NumpyEngine:
         self.pairs = Pairs.of(np.log(program.utility), program.supply_row, owner, self.budgets)
 
     def start(self) -> np.ndarray:
-        pairs = self.pairs
-        bids = pairs.budget / pairs.counts[pairs.owner]
-        return np.log(np.bincount(pairs.good, bids, minlength=self.goods))
+        return even_bids(self.program, self.pairs.owner, self.budgets)
 
     def smoothed(self, pairs: Pairs, q: np.ndarray, tau: float) -> Smoothed:
         score = pairs.log_utility - q[pairs.good]
@@ -277,7 +272,7 @@ class NumpyEngine:
         return hessian
 
     def newton(self, pairs: Pairs, q: np.ndarray, tau: float, max_steps: int, centered: float) -> Centered:
-        steps, decrement = 0, math.inf
+        steps = 0
         while steps < max_steps:
             at = self.smoothed(pairs, q, tau)
             gradient = self.gradient(pairs, q, at.share)
@@ -286,9 +281,9 @@ class NumpyEngine:
             decrement = float(-gradient @ step)
             steps += 1
             if decrement <= centered * tau:
-                return Centered(q, steps, decrement, True)
+                return Centered(q, steps, True)
             q = q + line_search(functools.partial(self.slope_along, pairs, q, step, tau)) * step
-        return Centered(q, steps, decrement, False)
+        return Centered(q, steps, False)
 
     def gradient(self, pairs: Pairs, q: np.ndarray, share: np.ndarray) -> np.ndarray:
         return np.exp(q) - np.bincount(pairs.good, pairs.budget * share, minlength=self.goods)
@@ -333,6 +328,14 @@ def relative_gap(program: ScaledProgram, z: np.ndarray, prices: np.ndarray) -> f
     best = np.maximum.reduceat(bang, np.searchsorted(owner, np.arange(bidders.size)))  # entries by buyer
     utility = np.bincount(owner, program.utility * z)
     return float(budgets @ np.log(budgets * best / utility))
+
+
+def even_bids(program: ScaledProgram, owner: np.ndarray, budgets: np.ndarray) -> np.ndarray:
+    """Both engines' start: the log-prices of every bidder's budget spread evenly over its entries
+    (`owner`: each entry's bidder, as `ScaledProgram.bidders` numbers them)."""
+    counts = np.bincount(owner, minlength=budgets.size)
+    bids = budgets[owner] / counts[owner]
+    return np.log(np.bincount(program.supply_row, bids, minlength=program.traded.size))
 
 
 def cleared(spend: np.ndarray, good: np.ndarray, goods: int) -> tuple[np.ndarray, np.ndarray]:

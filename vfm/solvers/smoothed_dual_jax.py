@@ -24,8 +24,17 @@ import numpy as np
 
 from vfm.program import ScaledProgram
 from vfm.solvers.base import Capabilities, Solution
-from vfm.solvers.smoothed_dual import FEATURES, OPTIONS, Centered, Settings, cleared, solve_smoothed, unknown_options
-from vfm.utility_backend import jax_module, x64_scope
+from vfm.solvers.smoothed_dual import (
+    FEATURES,
+    OPTIONS,
+    Centered,
+    Settings,
+    cleared,
+    even_bids,
+    solve_smoothed,
+    unknown_options,
+)
+from vfm.utility_backend import jax_installed, jax_module, x64_scope
 
 __all__ = ["JaxEngine", "JaxSmoothedDualBackend"]
 
@@ -107,14 +116,12 @@ class JaxEngine:
         self.log_utility = jax_module().numpy.asarray(dense)
 
     def start(self) -> np.ndarray:
-        counts = np.bincount(self.owner)
-        bids = self.budgets[self.owner] / counts[self.owner]
-        return np.log(np.bincount(self.program.supply_row, bids, minlength=self.program.traded.size))
+        return even_bids(self.program, self.owner, self.budgets)
 
     def center(self, q: np.ndarray, tau: float, previous: float, max_steps: int, centered: float) -> Centered:
         stage = _compiled()[0]
-        q_new, steps, decrement, done = stage(self.log_utility, self.budgets, q, tau, max_steps, centered)
-        return Centered(np.asarray(q_new), int(steps), float(decrement), bool(done))
+        q_new, steps, _, done = stage(self.log_utility, self.budgets, q, tau, max_steps, centered)
+        return Centered(np.asarray(q_new), int(steps), bool(done))
 
     def tangent(self, q: np.ndarray, tau: float) -> np.ndarray:
         return np.asarray(_compiled()[1](self.log_utility, self.budgets, q, tau))
@@ -144,7 +151,7 @@ class JaxSmoothedDualBackend:
                 _compiled()
 
     def is_installed(self) -> bool:
-        return jax_module() is not None
+        return jax_installed()
 
     def solve(self, program: ScaledProgram, **options: Any) -> Solution:
         unknown = unknown_options(self.name, options)
