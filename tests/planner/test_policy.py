@@ -9,6 +9,7 @@ import pytest
 
 from vfm.errors import ValidationError
 from vfm.planner import PlanOptions, Policy
+from vfm.planner.replanning import warm_start
 
 REGIMES = {32: 50.0, 64: 30.0}
 
@@ -429,3 +430,20 @@ def test_round_options_are_one_frozen_object_or_its_fields_as_keywords():
     with pytest.raises(ValidationError, match=r"^horizon is not an argument of the policy; .* fields of RoundOptions "
                                               r"\(replan_every, fairness"):
         Policy(4, horizon=10)
+
+
+def test_a_replan_after_an_arrival_starts_from_the_jobs_carried_over():
+    policy = Policy(capacity=4, rounds=6, replan_every=3)
+    for k in range(3):
+        policy.add_job(f"job{k}", gpus=2, regimes=REGIMES, epochs=200)
+    _run(policy, 1)
+    policy.add_job("late", gpus=1, regimes=REGIMES, epochs=50)
+    state, last = policy.state, policy.state.plan
+    ids = ("job1", "late", "job0", "job2")
+    start = warm_start(state, ids, 6)
+    # Each carried job's row is its last row moved by the one round served; the new job starts at 0.
+    moved = np.minimum(np.arange(6) + 1, 5)
+    for row, job in enumerate(ids):
+        expected = np.zeros(6) if job == "late" else last.relaxed[last.job_ids.index(job), moved]
+        np.testing.assert_array_equal(start[row], expected)
+    assert warm_start(state, ("someone", "else"), 6) is None  # nothing carried over: a cold start

@@ -42,15 +42,22 @@ def carried(values: np.ndarray, rows: np.ndarray, new: Any) -> np.ndarray:
 
 
 def warm_start(state: PolicyState, ids: tuple[Hashable, ...], rounds: int) -> FloatArray | None:
-    """The last plan's relaxation moved forward by the rounds served since, when it planned the
-    same jobs `ids` and is not older than its window (else None); with GPU types each type's
-    rounds are moved (the relaxation's columns are type-major goods)."""
-    planned = () if state.plan is None or state.plan.job_ids is None else state.plan.job_ids
-    if state.plan is None or ids != planned or state.since_plan >= rounds:
+    """The last plan's relaxation moved forward by the rounds served since, each job of `ids` on
+    its row of the last plan (0 for a job it did not hold), when it is not older than its window
+    and holds at least one of them (else None); with GPU types each type's rounds are moved (the
+    columns are type-major goods). A re-plan after an arrival or a completion starts from the
+    jobs carried over: most of the window is where the last plan left it."""
+    last = state.plan
+    if last is None or last.job_ids is None or state.since_plan >= rounds:
+        return None
+    row = {job: k for k, job in enumerate(last.job_ids)}
+    rows = np.array([row.get(job, -1) for job in ids], dtype=np.int64)
+    if not (rows >= 0).any():
         return None
     keep = np.minimum(np.arange(rounds) + state.since_plan, rounds - 1)
-    relaxed = state.plan.relaxed
-    return relaxed.reshape(len(ids), -1, rounds)[:, :, keep].reshape(len(ids), -1)
+    n = len(last.job_ids)
+    relaxed = last.relaxed.reshape(n, -1, rounds)[:, :, keep].reshape(n, -1)
+    return np.where((rows >= 0)[:, None], relaxed[np.maximum(rows, 0)], 0.0)
 
 
 def replanned(state: PolicyState, ids: tuple[Hashable, ...], jobs: list[JobRecord], new_plan: Plan,
