@@ -210,6 +210,13 @@ class Parser(argparse.ArgumentParser):
         """`provenance` as the comment lines that open a results table."""
         return "".join(f"# {key}: {value}\n" for key, value in self.provenance().items())
 
+    @staticmethod
+    def publish(text: str, out: Path) -> None:
+        """Print a results table `text` and write it to `out`, its folder made if missing."""
+        print(text, end="")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
+
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 

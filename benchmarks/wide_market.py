@@ -99,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seed", default="0", check=whole(0), help="seed of the generated markets")
     parser.add_argument("--ipm-max-pairs", default="1000000", check=whole(1),
                         help="run schur-ipm only on markets with at most this many buyer x good pairs")
-    parser.add_argument("--out", default="results/wide_market/table.txt", check=OUTPUT_FILE_MADE)
+    parser.add_argument("--out", default="benchmarks/results/wide_market/table.txt", check=OUTPUT_FILE_MADE)
     args = parser.parse_args(argv)
     with parser.reporting():
         table = rows(args.shapes, args.backends, args.repeats, args.seed, args.ipm_max_pairs)
@@ -108,10 +108,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         lines = ["  ".join(str(cell).ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip()
                  for r in [heads, *table]]
         text = parser.header() + f"# {device()}\n" + "\n".join(lines) + "\n"
-        print(text, end="")
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text)
+        parser.publish(text, Path(args.out))
 
 
 if __name__ == "__main__":

@@ -7,6 +7,8 @@ import dataclasses
 import numpy as np
 import pytest
 from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 
 import vfm
 from vfm import VolatileFisherMarket, check
@@ -266,3 +268,42 @@ def test_checks_reject_what_is_not_a_result_or_a_tolerance(call, pattern):
     result = vfm.solve(VolatileFisherMarket.static([[1.0, 2.0], [3.0, 1.0]]))
     with pytest.raises(ValidationError, match=pattern):
         call(result)
+
+
+# --- the checks over the market's pairs against their dense formulas ------------------------------
+
+
+def dense_bang_per_buck(result, tol):
+    """`check.bang_per_buck` over every buyer x good-period, the 0 of unreachable entries included."""
+    market = result.market
+    n = market.n_buyers
+    x, p = result.allocation.reshape(n, -1), result.prices.reshape(-1)
+    u = np.where(market.reachable.reshape(n, -1), market.utilities.reshape(n, -1), 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        best = np.where(u > 0, u / p[None, :], 0.0).max(axis=1)
+        rows, cols = np.nonzero((u > 0) & (x != 0))
+        terms = x[rows, cols] * (p[cols] - u[rows, cols] / best[rows])
+    per_buyer = np.where(np.isinf(best), np.inf, np.bincount(rows, terms, minlength=n)) / market.budgets
+    worst = check._worst(per_buyer, "bang_per_buck", tol)
+    if not worst.where:
+        return worst
+    i = worst.where[0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        waste = np.where(np.isinf(best[i]), np.inf, np.where(u[i] > 0, x[i] * (p - u[i] / best[i]), 0.0))
+    entry = np.unravel_index(int(np.argmax(waste)), market.shape[1:])
+    return check.Residual(worst.name, worst.value, (i, *map(int, entry)), tol, worst.note)
+
+
+@given(markets(extensions=EXTENSIONS), st.data())
+def test_bang_per_buck_and_good_budgets_match_their_dense_formulas(market, data):
+    shape = market.supply.shape
+    # Prices with zeros (free valued goods) and negatives; allocations with zeros and negatives.
+    prices = data.draw(arrays(np.float64, shape, elements=st.sampled_from([0.0, 1.0, 2.5, -1.0, 1e-3])))
+    allocation = data.draw(arrays(np.float64, market.shape, elements=st.sampled_from([0.0, 0.0, 1.0, 0.3, -0.1])))
+    result = vfm.Equilibrium(market=market, allocation=allocation, prices=prices, status=vfm.Status.OPTIMAL,
+                             solver="test")
+    got, expected = check.bang_per_buck(result, tol=1.0), dense_bang_per_buck(result, 1.0)
+    np.testing.assert_equal((got.value, got.where, got.note), (expected.value, expected.where, expected.note))
+    largest = np.where(market.reachable, market.budgets[:, None, None], 0.0).max(axis=0)
+    np.testing.assert_array_equal(check._good_budgets(market),
+                                  np.where(largest > 0, largest, market.budgets.sum()))

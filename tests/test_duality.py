@@ -105,3 +105,18 @@ def test_stationary_prices_are_exact_for_the_textbook_market():
     np.testing.assert_allclose(stationary_prices(market, np.eye(2)[:, :, None]), [[1.0], [1.0]])
     # The solver's duals are off by ~3e-5 here; the recovered prices by the allocation's error only.
     assert vfm.solve(market).prices == pytest.approx(np.ones((2, 1)), rel=1e-7)
+
+
+def dense_stationary_prices(market, allocation):
+    """`stationary_prices` over every buyer x good-period, the 0 of unreachable entries included."""
+    utilities = market.utility_of(allocation)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bang = np.where(market.reachable, market.utilities, 0.0) * (market.budgets / utilities)[:, None, None]
+    return bang.max(axis=0)
+
+
+@given(markets(n_buyers=(1, 5), n_goods=(1, 4), n_periods=(1, 3)), st.data())
+def test_stationary_prices_over_the_pairs_match_the_dense_maximum(market, data):
+    # Allocations with empty bundles (utility 0: infinite and NaN prices), negative entries, ties.
+    allocation = data.draw(arrays(np.float64, market.shape, elements=st.sampled_from([0.0, 0.0, 1.0, 0.5, -0.25])))
+    np.testing.assert_array_equal(stationary_prices(market, allocation), dense_stationary_prices(market, allocation))

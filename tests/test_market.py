@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 
 from vfm import VolatileFisherMarket
 from vfm.errors import InfeasibleMarketError, ValidationError
+from vfm.testing.strategies import EXTENSIONS, markets
 
 U = np.ones((2, 1, 3))
 
@@ -220,3 +224,23 @@ def test_wide_but_representable_markets_are_accepted():
 def test_booleans_and_unknown_extensions_are_rejected(call, pattern):
     with pytest.raises(ValidationError, match=pattern):
         call()
+
+
+@given(markets(extensions=EXTENSIONS, n_buyers=(1, 6), n_goods=(1, 4), n_periods=(1, 3)), st.data())
+def test_pairs_reduce_rows_and_columns_like_the_dense_arrays(market, data):
+    n = market.n_buyers
+    pairs = market.pairs
+    reachable = market.reachable.reshape(n, -1)
+    assert list(zip(pairs.buyer, pairs.column, strict=True)) == list(zip(*np.nonzero(reachable), strict=True))
+    np.testing.assert_array_equal(pairs.utility, market.utilities.reshape(n, -1)[reachable])
+    values = data.draw(arrays(np.float64, reachable.shape, elements=st.sampled_from([-1.0, 0.5, 2.0, 3.0])))
+    # A buyer or a good-period without pairs gets the reduction's identity.
+    rows = np.where(reachable, values, -np.inf).max(axis=1)
+    np.testing.assert_array_equal(pairs.row_reduce(np.maximum, values[reachable], -np.inf), rows)
+    columns = np.where(reachable, values, np.inf).min(axis=0)
+    column = pairs.by_column
+    in_column_order = values[column.buyer, pairs.column[column.order]]
+    np.testing.assert_array_equal(pairs.column_reduce(np.minimum, in_column_order, np.inf), columns)
+    np.testing.assert_array_equal(column.utility, pairs.utility[column.order])
+    np.testing.assert_array_equal(pairs.row_full(), reachable.all(axis=1))
+    np.testing.assert_array_equal(pairs.column_full(), reachable.all(axis=0))

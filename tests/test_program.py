@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from vfm import VolatileFisherMarket
 from vfm.program import ScaledProgram, present_and_rank
+from vfm.testing.strategies import EXTENSIONS, markets
 
 
 def test_inactive_entries_are_dropped():
@@ -41,3 +42,24 @@ def test_present_and_rank_is_unique_with_its_inverse(values, size):
     expected_present, expected_rank = np.unique(values, return_inverse=True)
     np.testing.assert_array_equal(present, expected_present)
     np.testing.assert_array_equal(rank, expected_rank.reshape(-1))
+
+
+def dense_program(market):
+    """`ScaledProgram.from_market`'s arrays from the dense (n, m * T) formulas, for any market."""
+    n = market.n_buyers
+    u, d, s = market.utilities.reshape(n, -1), market.caps.reshape(n, -1), market.supply.reshape(-1)
+    buyer, column = np.nonzero(market.reachable.reshape(n, -1))
+    most = market.base_utility + np.where(u > 0, u * np.minimum(s[None, :], d), 0.0).sum(axis=1)
+    utility_cap = np.where(most > market.utility_cap, market.utility_cap, np.inf)
+    equal_split = np.where(u > 0, np.minimum(s[None, :] / n, d), 0.0)
+    scale = np.minimum(market.utility_cap, market.base_utility + np.einsum("ik,ik->i", u, equal_split))
+    return {"buyer": buyer, "column": column, "utility": u[buyer, column] * s[column] / scale[buyer],
+            "upper": d[buyer, column] / s[column], "base": market.base_utility / scale,
+            "utility_cap": utility_cap / scale, "scale": scale}
+
+
+@given(markets(extensions=EXTENSIONS, n_buyers=(1, 12), n_goods=(1, 5)))
+def test_program_over_the_pairs_is_the_dense_one_to_the_bit(market):
+    program = ScaledProgram.from_market(market)
+    for name, expected in dense_program(market).items():
+        np.testing.assert_array_equal(getattr(program, name), expected, err_msg=name)

@@ -237,7 +237,7 @@ def market_clearing(result: Equilibrium, tol: float | None = None) -> Residual:
     market = result.market
     supply = _per_good_scale(market)
     over = (result.allocation.sum(axis=0) - market.supply) / supply
-    negative = np.max(-result.allocation, axis=0) / supply
+    negative = -np.min(result.allocation, axis=0) / supply  # max(-x) exactly, with no negated copy
     return _worst(np.maximum(over, negative), "market_clearing", _in_force(tol))
 
 
@@ -252,7 +252,8 @@ def _good_budgets(market: VolatileFisherMarket) -> np.ndarray:
     The money that could be spent on the good: unsold supply at a positive price is measured
     against it, so a good only a small buyer wants is checked on that buyer's scale.
     """
-    largest = np.where(market.reachable, market.budgets[:, None, None], 0.0).max(axis=0)
+    pairs = market.pairs
+    largest = pairs.column_reduce(np.maximum, market.budgets[pairs.by_column.buyer], 0.0).reshape(market.supply.shape)
     return np.where(largest > 0, largest, market.budgets.sum())
 
 
@@ -291,26 +292,37 @@ def bang_per_buck(result: Equilibrium, tol: float | None = None) -> Residual:
     valued good is free. `where` is ``(i, j, t)``, the worst entry of the worst buyer.
     """
     market = result.market
-    n = market.n_buyers
+    pairs = market.pairs
     x, p = _flat(result)
-    u = np.where(market.reachable.reshape(n, -1), market.utilities.reshape(n, -1), 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        rate = np.where(u > 0, u / p[None, :], 0.0)
-        best = rate.max(axis=1)
+        best = _best_rates(market, p)
         # Only the pairs that trade waste anything: sum over them, not over every pair.
-        rows, cols = np.nonzero((u > 0) & (x != 0))
-        terms = x[rows, cols] * (p[cols] - u[rows, cols] / best[rows])
-    spent_badly = np.bincount(rows, terms, minlength=n)
+        bought = pairs.at(x)
+        trading = bought != 0
+        buyer, column = pairs.buyer[trading], pairs.column[trading]
+        terms = bought[trading] * (p[column] - pairs.utility[trading] / best[buyer])
+    spent_badly = np.bincount(buyer, terms, minlength=market.n_buyers)
     per_buyer = np.where(np.isinf(best), np.inf, spent_badly) / market.budgets
     worst = _worst(per_buyer, "bang_per_buck", _in_force(tol))
     if not worst.where:
         return worst
     i = worst.where[0]
+    u = np.where(market.reachable[i].reshape(-1), market.utilities[i].reshape(-1), 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        waste = np.where(u[i] > 0, x[i] * (p - u[i] / best[i]), 0.0)
+        waste = np.where(u > 0, x[i] * (p - u / best[i]), 0.0)
     waste = np.where(np.isinf(best[i]), np.inf, waste)
     entry = np.unravel_index(int(np.argmax(waste)), market.shape[1:])
     return Residual(worst.name, worst.value, (i, int(entry[0]), int(entry[1])), worst.tolerance, worst.note)
+
+
+def _best_rates(market: VolatileFisherMarket, prices: np.ndarray) -> np.ndarray:
+    r""":math:`\max_{jt} u_{ijt} / p_{jt}` per buyer over its whole row, 0 off the pairs (inf where a
+    valued good is free), shape (n,), from the market's pairs: a maximum is exact, so the dense
+    row's value."""
+    pairs = market.pairs
+    best = pairs.row_reduce(np.maximum, pairs.utility / prices[pairs.column], -np.inf)
+    # A buyer who cannot buy some good-period has that entry's 0 in its dense row.
+    return np.where(pairs.row_full(), best, np.maximum(best, 0.0))
 
 
 @_check(objective_tolerance)

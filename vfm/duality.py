@@ -61,10 +61,8 @@ def best_response_values(market: VolatileFisherMarket, prices: ArrayLike) -> Flo
     -1.0
     """
     if market.is_plain:
-        n = market.n_buyers
         price = np.maximum(np.asarray(prices, dtype=np.float64).reshape(-1), 0.0)
-        return _plain_best_response_values(market.budgets, price, market.reachable.reshape(n, -1),
-                                           market.utilities.reshape(n, -1))
+        return _plain_best_response_values(market, price)
     return _general_best_response_values(market, prices)
 
 
@@ -104,12 +102,15 @@ def _general_best_response_values(market: VolatileFisherMarket, prices: ArrayLik
     return np.where(unbounded, np.inf, best)
 
 
-def _plain_best_response_values(budgets: FloatArray, price: FloatArray, buyable: np.ndarray,
-                                utility: FloatArray) -> FloatArray:
+def _plain_best_response_values(market: VolatileFisherMarket, price: FloatArray) -> FloatArray:
     """`best_response_values` of a plain market: each buyer spends its budget on its cheapest
-    unit of utility, with no sort (the general curve's first segment, the same arithmetic)."""
+    unit of utility, with no sort (the general curve's first segment, the same arithmetic), over
+    the market's pairs (`vfm.market.Pairs`) only."""
+    pairs = market.pairs
+    budgets = market.budgets
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        unit_cost = np.where(buyable, price[None, :] / np.where(buyable, utility, 1.0), np.inf).min(axis=1)
+        # A minimum is exact: the same as over the dense row, where the other entries are inf.
+        unit_cost = pairs.row_reduce(np.minimum, price[pairs.column] / pairs.utility, np.inf)
         level = budgets / unit_cost
         value = budgets * np.log(level) - np.where(unit_cost > 0, unit_cost * (level - 0.0), 0.0)
     return np.where(np.isinf(unit_cost), -np.inf, np.where(np.isinf(level), np.inf, value))
@@ -193,5 +194,15 @@ def stationary_prices(market: VolatileFisherMarket, allocation: ArrayLike) -> Fl
     """
     utilities = market.utility_of(allocation)
     with np.errstate(divide="ignore", invalid="ignore"):
-        bang = np.where(market.reachable, market.utilities, 0.0) * (market.budgets / utilities)[:, None, None]
-    return np.asarray(bang.max(axis=0), dtype=np.float64)
+        rate = market.budgets / utilities
+    if not np.isfinite(rate).all():
+        # 0 * inf off the pairs makes NaN prices in the dense product: keep its arithmetic.
+        with np.errstate(divide="ignore", invalid="ignore"):
+            bang = np.where(market.reachable, market.utilities, 0.0) * rate[:, None, None]
+        return np.asarray(bang.max(axis=0), dtype=np.float64)
+    pairs = market.pairs
+    column = pairs.by_column
+    best = pairs.column_reduce(np.maximum, column.utility * rate[column.buyer], -np.inf)
+    # A good-period some buyer cannot buy has that buyer's 0 in its dense column.
+    best = np.where(pairs.column_full(), best, np.maximum(best, 0.0))
+    return best.reshape(market.supply.shape)

@@ -62,7 +62,6 @@ from vfm.market import VolatileFisherMarket
 from vfm.market_polish import POLISH_MIN_S as POLISH_MIN_S
 from vfm.market_polish import (
     MarketData,
-    Number,
     Rejected,
     SupportSolution,
     components,
@@ -206,16 +205,14 @@ def solve_exact(market: VolatileFisherMarket, result: Equilibrium | None = None)
     data = MarketData(market)
     tried: list[str] = []
     for approximate in float_solutions(data, result, tried):
-        support = np.zeros((data.n, data.goods), dtype=bool)
-        support[approximate.edges[:, 0], approximate.edges[:, 1]] = True
         hint = np.array(approximate.flows, dtype=np.float64)
-        for mask, how in _exact_supports(data, support, approximate, hint):
+        for keep, how in _exact_supports(data, approximate, hint):
             try:
-                solution = construct(data, mask, hint[mask[support]], exact=True, how=how)
+                solution = construct(data, approximate.edges[keep], hint[keep], exact=True, how=how)
             except Rejected as reason:
                 tried.append(f"{how} (exact): {reason}")
                 continue
-            exact = _exact_result(data, solution, mask)
+            exact = _exact_result(data, solution)
             certificate = exact_certificate(market, exact)
             if certificate.holds:
                 return exact
@@ -229,24 +226,24 @@ def solve_exact(market: VolatileFisherMarket, result: Equilibrium | None = None)
     )
 
 
-def _exact_supports(data: MarketData, support: np.ndarray, approximate: SupportSolution,
+def _exact_supports(data: MarketData, approximate: SupportSolution,
                     hint: np.ndarray) -> Iterator[tuple[np.ndarray, str]]:
     """The float-verified support, then (if its cycles are only near-ties in binary) the forest that
-    breaks the near-ties the way the exact data does."""
-    yield support, approximate.how
+    breaks the near-ties the way the exact data does; each as a bool over ``approximate.edges``."""
     edges = approximate.edges
+    yield np.ones(len(edges), dtype=bool), approximate.how
     count, _ = components(data, edges)
     if len(edges) == data.n + data.goods - count:
         return  # a forest: nothing to break
-    forest = _break_near_ties(data, support, approximate, hint)
+    forest = _break_near_ties(data, approximate, hint)
     if forest is not None:
         yield forest, approximate.how + ", near-ties broken by a linear program on the exact reduced costs"
 
 
-def _break_near_ties(data: MarketData, support: np.ndarray, approximate: SupportSolution,
-                     hint: np.ndarray) -> np.ndarray | None:
+def _break_near_ties(data: MarketData, approximate: SupportSolution, hint: np.ndarray) -> np.ndarray | None:
     r"""Ties that hold in decimals but not in binary (e.g. :math:`0.1 \cdot 0.7 \ne 0.7 \cdot 0.1` style
-    cycles): the exact equilibrium's support is a forest inside the float support.
+    cycles): the exact equilibrium's support is a forest inside the float support (returned as a
+    bool over its edges).
 
     To first order in the tiny cycle discrepancies, the exact flows maximize
     :math:`\sum_e f_e \log(\beta_i u_{ig} / p_g)` over the flows of the support (the prices of a
@@ -254,26 +251,15 @@ def _break_near_ties(data: MarketData, support: np.ndarray, approximate: Support
     program is the forest.
     """
     edges = approximate.edges
-    tree_mask = np.zeros(len(edges), dtype=bool)
-    count, labels = components(data, edges)
-    edge_component = labels[edges[:, 0]]
-    for c in range(count):
-        ids = np.flatnonzero(edge_component == c)
-        if ids.size:
-            tree_mask[ids[max_spanning_tree(data, edges[ids], hint[ids])]] = True
-    tree = np.zeros_like(support)
-    tree[edges[tree_mask, 0], edges[tree_mask, 1]] = True
+    _, labels = components(data, edges)
+    tree = max_spanning_tree(data, edges, hint)
     try:
-        _, _, utility = data.field(True)
-        prices: list[Number] = [Fraction(0)] * data.goods
-        beta: list[Number] = [Fraction(0)] * data.n
-        for c in range(count):
-            ids = np.flatnonzero(tree_mask & (edge_component == c))
-            if ids.size:
-                prices_on(edges[ids], utility, prices, beta, Fraction(1), True)
+        prices, beta = prices_on(data, edges[tree], labels, exact=True)
     except Rejected:  # pragma: no cover - a tree has no cycle to disagree on
         return None
-    reduced = np.array([float(beta[i] * utility(i, g) / prices[g] - 1) for i, g in edges.tolist()])
+    _, _, utility = data.field(True)
+    buyer, good = edges[:, 0], edges[:, 1]
+    reduced = (beta[buyer] * utility[buyer, good] / prices[good] - 1).astype(np.float64)
     if not np.any(reduced):
         return None
     # Money flows meeting the float demands, steered by the reduced costs.
@@ -285,24 +271,23 @@ def _break_near_ties(data: MarketData, support: np.ndarray, approximate: Support
                                 bounds=(0, None), method="highs")
     if lp.status != 0:
         return None
-    keep = lp.x > 1e-9 * np.maximum(demand[edges[:, 0]], demand[data.n + edges[:, 1]])
-    forest = np.zeros_like(support)
-    forest[edges[keep, 0], edges[keep, 1]] = True
-    return forest
+    return np.asarray(lp.x > 1e-9 * np.maximum(demand[edges[:, 0]], demand[data.n + edges[:, 1]]))
 
 
-def _exact_result(data: MarketData, solution: SupportSolution, support: np.ndarray) -> ExactEquilibrium:
+def _exact_result(data: MarketData, solution: SupportSolution) -> ExactEquilibrium:
     market = data.market
     allocation = solution.allocation(data, exact=True)
     utilities = np.array([Fraction(b) / beta for b, beta in zip(market.budgets.tolist(), solution.beta, strict=True)],
                          dtype=object)
     prices = np.array(solution.prices, dtype=object)
+    support = np.zeros((data.n, data.goods), dtype=bool)
+    support[solution.edges[:, 0], solution.edges[:, 1]] = True
     return ExactEquilibrium(
         market=market,
         allocation=_frozen(allocation.reshape(market.shape)),
         prices=_frozen(prices.reshape(market.supply.shape)),
         utilities=_frozen(utilities),
-        support=_frozen((support & data.reachable).reshape(market.shape)),
+        support=_frozen(support.reshape(market.shape)),
         how=solution.how,
     )
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, NamedTuple
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
-from vfm._validation import FloatArray, as_real_array, frozen, require_nonnegative, require_positive
+from vfm._validation import FloatArray, as_real_array, frozen, read_only, require_nonnegative, require_positive
 from vfm.errors import InfeasibleMarketError, ValidationError
 
 #: The largest budget total, reachable utility and price scale a market may have. The program and
@@ -19,6 +20,93 @@ LARGEST = 1e300
 #: The smallest utility a buyer without base utility may be able to reach: below it, utility
 #: times supply has underflowed and the buyer's scaled utilities are 0 / 0.
 SMALLEST = 1e-300
+
+
+class ColumnOrder(NamedTuple):
+    """A market's pairs (`Pairs`) column by column: ``order`` indexes the pairs, good-period `k`'s
+    being ``order[bounds[k]:bounds[k + 1]]``; ``buyer`` and ``utility`` are the pairs' in that order.
+    Built once, so that a reduction over columns gathers only from per-buyer arrays."""
+
+    order: np.ndarray
+    bounds: np.ndarray
+    buyer: np.ndarray
+    utility: np.ndarray
+
+
+class Pairs:
+    """A market's reachable entries (`VolatileFisherMarket.reachable`) as compressed sparse rows.
+
+    Rows are buyers, columns the flattened good-periods ``k = j * T + t``; the entries are in
+    row-major order (``np.nonzero(market.reachable.reshape(n, -1))``'s), so a reduction over them
+    visits each buyer's entries in the order a dense row would. Work over the pairs is linear in
+    their number, where the dense (n, m, T) arrays cost every buyer x good-period.
+
+    Attributes
+    ----------
+    shape : (int, int)
+        ``(n, m * T)``.
+    buyer, column : ndarray of int, shape (nnz,)
+    flat : ndarray of int, shape (nnz,)
+        ``buyer * m * T + column``: each pair's index into a flattened (n, m, T) array.
+    utility : ndarray, shape (nnz,)
+        :math:`u_{ik} > 0`.
+    indptr : ndarray of int, shape (n + 1,)
+        Buyer `i`'s pairs are ``indptr[i]:indptr[i + 1]``.
+    """
+
+    def __init__(self, market: VolatileFisherMarket) -> None:
+        n = market.n_buyers
+        self.shape = (n, market.n_goods * market.n_periods)
+        flat = np.flatnonzero(market.reachable)
+        self.flat = read_only(flat)
+        self.buyer, self.column = (read_only(v) for v in np.divmod(flat, self.shape[1]))
+        self.utility = read_only(market.utilities.reshape(-1)[flat])
+        self.indptr = read_only(np.concatenate([[0], np.cumsum(np.bincount(self.buyer, minlength=n))]))
+
+    @property
+    def size(self) -> int:
+        return int(self.flat.size)
+
+    def at(self, values: ArrayLike) -> np.ndarray:
+        """A dense array of the market's shape (n, m, T), or (n, m * T), read at the pairs."""
+        return np.asarray(values).reshape(-1)[self.flat]
+
+    @cached_property
+    def by_column(self) -> ColumnOrder:
+        """The pairs column by column, buyers ascending within a column (a CSR to CSC conversion,
+        linear in the pairs; built on first use)."""
+        rank = sp.csr_matrix((np.arange(1, self.size + 1), self.column, self.indptr), shape=self.shape).tocsc()
+        order = rank.data - 1
+        return ColumnOrder(*(read_only(v) for v in (order, rank.indptr, self.buyer[order], self.utility[order])))
+
+    def row_reduce(self, ufunc: np.ufunc, values: np.ndarray, empty: float) -> np.ndarray:
+        """``ufunc.reduce`` of `values` (one per pair) over each buyer's pairs, `empty` for a buyer with
+        none, shape (n,)."""
+        return _segment_reduce(ufunc, values, self.indptr, empty)
+
+    def column_reduce(self, ufunc: np.ufunc, values: np.ndarray, empty: float) -> np.ndarray:
+        """``ufunc.reduce`` of `values` (one per pair, in `by_column`'s order) over each good-period's
+        pairs, `empty` for a good-period with none, shape (m * T,)."""
+        return _segment_reduce(ufunc, values, self.by_column.bounds, empty)
+
+    def row_full(self) -> np.ndarray:
+        """Whether each buyer can buy every good-period (its dense row has no 0 off the pairs)."""
+        return np.diff(self.indptr) == self.shape[1]
+
+    def column_full(self) -> np.ndarray:
+        """Whether every buyer can buy each good-period (its dense column has no 0 off the pairs)."""
+        return np.diff(self.by_column.bounds) == self.shape[0]
+
+
+def _segment_reduce(ufunc: np.ufunc, values: np.ndarray, bounds: np.ndarray, empty: float) -> np.ndarray:
+    """``ufunc.reduce`` of ``values[bounds[k]:bounds[k + 1]]`` for every k, `empty` where that is empty."""
+    values = np.asarray(values)
+    result = np.full(bounds.size - 1, empty, dtype=np.result_type(values.dtype, np.float64))
+    # reduceat reads an empty segment as its first element: reduce the others only.
+    filled = bounds[:-1] < bounds[1:]
+    if filled.any():
+        result[filled] = ufunc.reduceat(values, bounds[:-1][filled])
+    return result
 
 
 @dataclass(frozen=True, eq=False, init=False)
@@ -253,16 +341,18 @@ class VolatileFisherMarket:
     def n_periods(self) -> int:
         return self.shape[2]
 
-    @property
+    # The feature flags read every entry and are asked on every check: the market is immutable,
+    # so each is computed once.
+    @cached_property
     def has_caps(self) -> bool:
         """Whether any allocation cap is finite."""
         return bool(np.isfinite(self.caps).any())
 
-    @property
+    @cached_property
     def has_base_utility(self) -> bool:
         return bool((self.base_utility > 0).any())
 
-    @property
+    @cached_property
     def has_utility_cap(self) -> bool:
         return bool(np.isfinite(self.utility_cap).any())
 
@@ -293,6 +383,11 @@ class VolatileFisherMarket:
         """Boolean (n, m, T): entries where buyer `i` can buy something it values."""
         mask = (self.utilities > 0) & (self.caps > 0) & (self.supply > 0)[None]
         return frozen(mask, dtype=np.bool_)
+
+    @cached_property
+    def pairs(self) -> Pairs:
+        """The reachable entries as compressed sparse rows (`Pairs`), built on first use."""
+        return Pairs(self)
 
     def utility_of(self, allocation: ArrayLike) -> FloatArray:
         """Cumulative utilities :math:`U_i(x) = c_i + \\sum_{j,t} u_{ijt} x_{ijt}`, shape (n,).

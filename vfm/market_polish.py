@@ -9,9 +9,9 @@ floats and Fractions); `vfm.solve` runs it on plain markets within `polish_budge
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import time
-from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg
-from scipy.sparse.csgraph import connected_components
+from scipy.sparse.csgraph import breadth_first_order, connected_components, minimum_spanning_tree
 
 from vfm.entry_checks import certified, require_market
 from vfm.equilibrium import Equilibrium, Status
@@ -95,11 +95,13 @@ class MarketData:
         self.market = market
         n = market.n_buyers
         self.n, self.goods = n, market.n_goods * market.n_periods
+        self.pairs = market.pairs
         self.utilities = market.utilities.reshape(n, -1)
         self.reachable = market.reachable.reshape(n, -1)
         self.budgets = market.budgets
         self.supply = market.supply.reshape(-1)
-        self.active = self.reachable.any(axis=0)  # goods with a positive price at equilibrium
+        # Goods with a positive price at equilibrium: those some buyer can buy.
+        self.active = np.bincount(self.pairs.column, minlength=self.goods) > 0
         self._rational: dict[str, np.ndarray] = {}
 
     def rational(self, name: str) -> np.ndarray:
@@ -110,12 +112,22 @@ class MarketData:
                                             dtype=object).reshape(values.shape)
         return self._rational[name]
 
-    def field(self, exact: bool) -> tuple[np.ndarray, np.ndarray, Callable[[int, int], Number]]:
-        """Budgets, supply and a utility lookup in floats or Fractions."""
+    def field(self, exact: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Budgets, supply and the (buyers x goods) utilities in floats or Fractions."""
         if exact:
-            u = self.rational("utilities")
-            return self.rational("budgets"), self.rational("supply"), lambda i, g: u[i, g]
-        return self.budgets, self.supply, lambda i, g: float(self.utilities[i, g])
+            return self.rational("budgets"), self.rational("supply"), self.rational("utilities")
+        return self.budgets, self.supply, self.utilities
+
+    def edges(self, keep: np.ndarray) -> np.ndarray:
+        """The pairs where `keep` (bool, one per pair of `pairs`) holds, as (buyer, good) rows in row-major order."""
+        return np.column_stack([self.pairs.buyer[keep], self.pairs.column[keep]])
+
+
+def _numbers(exact: bool) -> tuple[Number, Number, Any]:
+    """Zero, one and the array dtype of the construction's field (Fractions or floats)."""
+    if exact:
+        return Fraction(0), Fraction(1), object
+    return 0.0, 1.0, np.float64
 
 
 # --- the construction on a support ---------------------------------------------------------------
@@ -123,18 +135,20 @@ class MarketData:
 
 @dataclass
 class SupportSolution:
-    """Prices, money per utility and flows of one support, in floats or Fractions (flat goods)."""
+    """Prices (per good), money per utility (per buyer) and flows (per edge) of one support, in
+    floats or Fractions (object arrays); goods are flat."""
 
-    prices: list[Number]
-    beta: list[Number]
-    edges: np.ndarray  # (E, 2): buyer, good
-    flows: list[Number]
+    prices: np.ndarray
+    beta: np.ndarray
+    edges: np.ndarray  # (E, 2): buyer, good, in row-major order
+    flows: np.ndarray
     how: str
 
     def allocation(self, data: MarketData, exact: bool) -> np.ndarray:
-        x = np.full((data.n, data.goods), Fraction(0) if exact else 0.0, dtype=object if exact else np.float64)
-        for (i, g), f in zip(self.edges.tolist(), self.flows, strict=True):
-            x[i, g] = f / self.prices[g]
+        zero, _, dtype = _numbers(exact)
+        x = np.full((data.n, data.goods), zero, dtype=dtype)
+        goods = self.edges[:, 1]
+        x[self.edges[:, 0], goods] = self.flows / self.prices[goods]
         return x
 
 
@@ -145,130 +159,204 @@ def components(data: MarketData, edges: np.ndarray) -> tuple[int, np.ndarray]:
     return connected_components(graph, directed=False)
 
 
-def construct(data: MarketData, support: np.ndarray, hint: np.ndarray, exact: bool, how: str) -> SupportSolution:
-    """Solve the equilibrium system on `support` (bool, n x goods); `hint` are float flows to stay close to.
+def construct(data: MarketData, edges: np.ndarray, hint: np.ndarray, exact: bool, how: str) -> SupportSolution:
+    """Solve the equilibrium system on the support `edges` ((buyer, good) rows of pairs buyers can
+    buy, in row-major order); `hint` are float flows (one per edge) to stay close to.
 
     Raises `Rejected` if the support cannot carry an equilibrium (a buyer or a sold good without
     an edge, edges that disagree on a price, negative flows).
     """
-    support = support & data.reachable
-    buyers_without = ~support.any(axis=1)
-    if buyers_without.any():
-        raise Rejected(f"buyer {int(np.argmax(buyers_without))} buys nothing")
-    unsold = data.active & ~support.any(axis=0)
-    if unsold.any():
-        raise Rejected(f"good {good_of(data, int(np.argmax(unsold)))} is sold to nobody")
-    edges = np.argwhere(support)
-    budgets, supply, utility = data.field(exact)
-    zero: Number = Fraction(0) if exact else 0.0
-    one: Number = Fraction(1) if exact else 1.0
-    prices: list[Number] = [zero] * data.goods
-    beta: list[Number] = [zero] * data.n
-    flows: list[Number] = [zero] * len(edges)
+    _require_cover(data, edges)
+    budgets, supply, _ = data.field(exact)
     count, labels = components(data, edges)
-    edge_component = labels[edges[:, 0]]
-    by_component = np.argsort(edge_component, kind="stable")
-    bounds = np.searchsorted(edge_component[by_component], np.arange(count + 1))
-    for c in range(count):
-        ids = by_component[bounds[c]:bounds[c + 1]]
-        if ids.size == 0:
-            continue  # a good nobody can buy: price 0
-        comp = edges[ids]
-        prices_on(comp, utility, prices, beta, one, exact)
-        buyers = np.unique(comp[:, 0])
-        goods = np.unique(comp[:, 1])
-        worth = sum((prices[g] * supply[g] for g in goods.tolist()), zero)
-        scale = sum((budgets[i] for i in buyers.tolist()), zero) / worth
-        for g in goods.tolist():
-            prices[g] = prices[g] * scale
-        for i in buyers.tolist():
-            beta[i] = beta[i] * scale
-        demand = {int(i): budgets[i] for i in buyers.tolist()}
-        demand.update({data.n + int(g): prices[g] * supply[g] for g in goods.tolist()})
-        for k, f in zip(ids.tolist(), _flows_on(data, comp, demand, hint[ids], exact), strict=True):
-            flows[k] = f
+    prices, beta = prices_on(data, edges, labels, exact)
+    # Each component's budgets buy exactly its goods: that fixes the scale of its prices.
+    zero, one, dtype = _numbers(exact)
+    sold = np.flatnonzero(np.bincount(edges[:, 1], minlength=data.goods))
+    worth = np.full(count, zero, dtype=dtype)
+    np.add.at(worth, labels[data.n + sold], prices[sold] * supply[sold])  # goods ascending, as a sum would
+    money = np.full(count, zero, dtype=dtype)
+    np.add.at(money, labels[:data.n], budgets)  # every buyer has an edge (`_require_cover`)
+    used = np.zeros(count, dtype=bool)
+    used[labels[edges[:, 0]]] = True
+    scale = np.full(count, one, dtype=dtype)
+    scale[used] = money[used] / worth[used]
+    prices[sold] = prices[sold] * scale[labels[data.n + sold]]
+    beta = beta * scale[labels[:data.n]]
+    demand = np.concatenate([budgets, prices * supply])
+    flows = _flows(data, edges, labels, demand, hint, exact)
     return SupportSolution(prices, beta, edges, flows, how)
 
 
-def prices_on(comp: np.ndarray, utility: Callable[[int, int], Number], prices: list[Number],
-               beta: list[Number], one: Number, exact: bool) -> None:
-    """Prices and betas of one component relative to its first buyer (BFS); other edges must agree."""
-    neighbours: dict[tuple[str, int], list[int]] = {}
-    for i, g in comp.tolist():
-        neighbours.setdefault(("b", i), []).append(g)
-        neighbours.setdefault(("g", g), []).append(i)
-    root = int(comp[0, 0])
-    beta[root] = one
-    seen_buyers, seen_goods = {root}, set()
-    queue: deque[tuple[str, int]] = deque([("b", root)])
-    while queue:
-        kind, node = queue.popleft()
-        if kind == "b":
-            for g in neighbours[("b", node)]:
-                if g not in seen_goods:
-                    seen_goods.add(g)
-                    prices[g] = beta[node] * utility(node, g)
-                    queue.append(("g", g))
+def _require_cover(data: MarketData, edges: np.ndarray) -> None:
+    """Raise `Rejected` unless every buyer and every good some buyer can buy has an edge."""
+    buyers_without = np.bincount(edges[:, 0], minlength=data.n) == 0
+    if buyers_without.any():
+        raise Rejected(f"buyer {int(np.argmax(buyers_without))} buys nothing")
+    unsold = data.active & (np.bincount(edges[:, 1], minlength=data.goods) == 0)
+    if unsold.any():
+        raise Rejected(f"good {good_of(data, int(np.argmax(unsold)))} is sold to nobody")
+
+
+def _roots(data: MarketData, edges: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """The smallest buyer of each component that has an edge."""
+    buyers = np.flatnonzero(np.bincount(edges[:, 0], minlength=data.n))
+    _, first = np.unique(labels[buyers], return_index=True)
+    return buyers[first]
+
+
+def _search(size: int, ends: tuple[np.ndarray, np.ndarray],
+            roots: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """Breadth-first search of the undirected graph on `size` nodes with edges ``ends[0][e] -- ends[1][e]``,
+    from every root at once (one search from a hub joined to the roots).
+
+    Returns the nodes reached in search order (hub first), each node's predecessor and the bounds of
+    the levels in the order (``order[bounds[k]:bounds[k + 1]]`` is level k; level 0 the hub, 1 the
+    roots). A node's neighbours are visited in ascending order, so every component's tree is the one
+    a queue-based search from its root along the sorted edge list grows.
+    """
+    first, second = ends
+    hub = size
+    rows = np.concatenate([first, second, np.full(roots.size, hub)])
+    cols = np.concatenate([second, first, roots])
+    graph = sp.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(size + 1, size + 1))
+    graph.sort_indices()
+    order, predecessor = breadth_first_order(graph, hub, directed=True, return_predecessors=True)
+    position = np.empty(size + 1, dtype=np.int64)
+    position[order] = np.arange(order.size)
+    # A level's children follow it in one block, in the order of their parents.
+    parent_position = position[predecessor[order[1:]]]
+    bounds = [0, 1]
+    while bounds[-1] < order.size:
+        bounds.append(1 + int(np.searchsorted(parent_position, bounds[-1], side="left")))
+    return order, predecessor, bounds
+
+
+def prices_on(data: MarketData, edges: np.ndarray, labels: np.ndarray, exact: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Prices (per good) and money per utility (per buyer) on the components of `edges` (row-major
+    pairs; `labels` their `components`), each relative to its smallest buyer's beta of 1, along a
+    breadth-first tree; every other edge must agree (else `Rejected`). Goods and buyers without an
+    edge get 0."""
+    _, _, utilities = data.field(exact)
+    zero, one, dtype = _numbers(exact)
+    prices = np.full(data.goods, zero, dtype=dtype)
+    beta = np.full(data.n, zero, dtype=dtype)
+    roots = _roots(data, edges, labels)
+    beta[roots] = one
+    order, predecessor, bounds = _search(data.n + data.goods, (edges[:, 0], data.n + edges[:, 1]), roots)
+    # Level by level down the tree: a good's price from its parent buyer, a buyer's beta from its
+    # parent good (levels alternate, the roots being buyers).
+    for start, stop in itertools.pairwise(bounds[2:]):
+        nodes = order[start:stop]
+        parents = predecessor[nodes]
+        if nodes[0] >= data.n:
+            goods = nodes - data.n
+            prices[goods] = beta[parents] * utilities[parents, goods]
         else:
-            for i in neighbours[("g", node)]:
-                if i not in seen_buyers:
-                    seen_buyers.add(i)
-                    beta[i] = prices[node] / utility(i, node)
-                    queue.append(("b", i))
-    for i, g in comp.tolist():
-        implied = beta[i] * utility(i, g)
-        if (implied != prices[g]) if exact else abs(implied - prices[g]) > FLOAT_TOLERANCE * prices[g]:
-            raise Rejected(f"the support's cycles disagree on the price of good index {g} (buyer {i})")
+            goods = parents - data.n
+            beta[nodes] = prices[goods] / utilities[nodes, goods]
+    buyer, good = edges[:, 0], edges[:, 1]
+    implied = beta[buyer] * utilities[buyer, good]
+    price = prices[good]
+    disagree = (implied != price) if exact else np.abs(implied - price) > FLOAT_TOLERANCE * price
+    if disagree.any():
+        k = _first(disagree, labels[buyer])
+        raise Rejected(f"the support's cycles disagree on the price of good index {good[k]} (buyer {buyer[k]})")
+    return prices, beta
 
 
-def _flows_on(data: MarketData, comp: np.ndarray, demand: dict[int, Number], hint: np.ndarray,
-              exact: bool) -> list[Number]:
-    """Money flows of one component meeting `demand` at every node (buyer: budget, good: p s)."""
-    nodes = len(demand)
-    tree = np.ones(len(comp), dtype=bool)
-    fixed: list[Number] = [None] * len(comp)
-    if len(comp) > nodes - 1:
-        # Cycles: the least-squares flows closest to the hint (floats), then exact on the spanning
-        # tree of the largest flows with the other edges fixed at their (nonnegative) values.
-        index = {node: k for k, node in enumerate(demand)}
-        rows = np.array([index[i] for i in comp[:, 0].tolist()] + [index[data.n + g] for g in comp[:, 1].tolist()])
-        cols = np.concatenate([np.arange(len(comp))] * 2)
-        target = np.array([float(v) for v in demand.values()])
-        projected = hint + _least_change(sp.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(nodes, len(comp))),
-                                         target, hint)
-        tree = max_spanning_tree(data, comp, projected)
-        for k in np.flatnonzero(~tree).tolist():
-            fixed[k] = Fraction(max(float(projected[k]), 0.0)) if exact else max(float(projected[k]), 0.0)
-    flows = list(fixed)
-    left = dict(demand)
-    for k in np.flatnonzero(~tree).tolist():
-        left[int(comp[k, 0])] -= flows[k]
-        left[data.n + int(comp[k, 1])] -= flows[k]
-    # Peel the tree leaf by leaf: a leaf's one edge carries what the leaf still needs.
-    incident: dict[int, set[int]] = {node: set() for node in demand}
-    for k in np.flatnonzero(tree).tolist():
-        incident[int(comp[k, 0])].add(k)
-        incident[data.n + int(comp[k, 1])].add(k)
-    leaves = deque(node for node, ks in incident.items() if len(ks) == 1)
-    while leaves:
-        node = leaves.popleft()
-        if len(incident[node]) != 1:
-            continue
-        k = incident[node].pop()
-        i, g = int(comp[k, 0]), data.n + int(comp[k, 1])
-        other = g if node == i else i
-        flows[k] = left[node]
-        left[node] -= flows[k]
-        left[other] -= flows[k]
-        incident[other].discard(k)
-        if len(incident[other]) == 1:
-            leaves.append(other)
-    scale = max(abs(float(v)) for v in demand.values())
-    for k, f in enumerate(flows):
-        if f < 0:
-            if exact or f < -FLOAT_TOLERANCE * scale:
-                raise Rejected(f"negative flow {float(f):.3g} between buyer {comp[k, 0]} and good index {comp[k, 1]}")
-            flows[k] = 0.0
+def _first(flagged: np.ndarray, component: np.ndarray) -> int:
+    """The flagged edge of the lowest component, the first of it in edge order."""
+    ids = np.flatnonzero(flagged)
+    return int(ids[np.lexsort((ids, component[ids]))[0]])
+
+
+def _flows(data: MarketData, edges: np.ndarray, labels: np.ndarray, demand: np.ndarray, hint: np.ndarray,
+           exact: bool) -> np.ndarray:
+    """Money flows on `edges` meeting `demand` at every node (buyer: budget, good: p s; nodes as in
+    `components`), nonnegative (else `Rejected`; float flows above a relative -`FLOAT_TOLERANCE`
+    of their component's largest demand are rounded up to 0)."""
+    tree, fixed = _tree_and_fixed(data, edges, labels, demand, hint, exact)
+    flows = _tree_flows(data, edges, labels, tree, fixed, demand, exact)
+    ends = np.concatenate([edges[:, 0], data.n + edges[:, 1]])
+    scale = np.zeros(labels.size)
+    np.maximum.at(scale, labels[ends], np.abs(demand[ends].astype(np.float64)))
+    edge_label = labels[edges[:, 0]]
+    negative = flows < 0
+    bad = negative if exact else flows < -FLOAT_TOLERANCE * scale[edge_label]
+    if bad.any():
+        k = _first(bad, edge_label)
+        raise Rejected(f"negative flow {float(flows[k]):.3g} between buyer {edges[k, 0]} and good index {edges[k, 1]}")
+    flows[negative] = 0.0
+    return flows
+
+
+def _tree_and_fixed(data: MarketData, edges: np.ndarray, labels: np.ndarray, demand: np.ndarray,
+                    hint: np.ndarray, exact: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The spanning forest the flows are solved on (bool per edge) and the flows of the other edges.
+
+    A component without a cycle is its own tree. On one with cycles: the least-squares flows closest
+    to the hint (floats), then the spanning tree of the largest of them, the other edges fixed at
+    their (nonnegative) values.
+    """
+    zero, _, dtype = _numbers(exact)
+    tree = np.ones(len(edges), dtype=bool)
+    fixed = np.full(len(edges), zero, dtype=dtype)
+    edge_label = labels[edges[:, 0]]
+    nodes = np.zeros(labels.size, dtype=bool)
+    nodes[edges[:, 0]] = True
+    nodes[data.n + edges[:, 1]] = True
+    node_count = np.bincount(labels[nodes], minlength=labels.size)
+    edge_count = np.bincount(edge_label, minlength=labels.size)
+    cyclic = np.flatnonzero((edge_count > 0) & (edge_count > node_count - 1))
+    if cyclic.size == 0:
+        return tree, fixed
+    by_component = np.argsort(edge_label, kind="stable")
+    bounds = np.searchsorted(edge_label[by_component], np.arange(labels.size + 1))
+    for c in cyclic.tolist():
+        ids = by_component[bounds[c]:bounds[c + 1]]
+        comp = edges[ids]
+        ends = np.concatenate([comp[:, 0], data.n + comp[:, 1]])
+        members = np.unique(ends)  # buyers ascending, then goods ascending
+        rows, cols = np.searchsorted(members, ends), np.tile(np.arange(len(comp)), 2)
+        incidence = sp.csr_matrix((np.ones(ends.size), (rows, cols)), shape=(members.size, len(comp)))
+        target = demand[members].astype(np.float64)
+        projected = hint[ids] + _least_change(incidence, target, hint[ids])
+        in_tree = max_spanning_tree(data, comp, projected)
+        tree[ids] = in_tree
+        for k, value in zip(ids[~in_tree].tolist(), projected[~in_tree].tolist(), strict=True):
+            fixed[k] = Fraction(max(value, 0.0)) if exact else max(value, 0.0)
+    return tree, fixed
+
+
+def _tree_flows(data: MarketData, edges: np.ndarray, labels: np.ndarray, tree: np.ndarray, fixed: np.ndarray,
+                demand: np.ndarray, exact: bool) -> np.ndarray:
+    """The flows of the forest `tree` meeting what `demand` leaves after the `fixed` flows of the other edges.
+
+    The flow between a node and its parent in the forest is what the node's subtree needs: the
+    budgets of its buyers less the worth of its goods (signed from the buyer's side), summed from
+    the leaves up, level by level.
+    """
+    n = data.n
+    ends = (edges[:, 0], n + edges[:, 1])
+    left = demand.copy()
+    off = ~tree
+    np.subtract.at(left, ends[0][off], fixed[off])
+    np.subtract.at(left, ends[1][off], fixed[off])
+    is_buyer = np.arange(left.size) < n
+    need = np.where(is_buyer, left, -left)
+    forest = edges[tree]
+    order, predecessor, bounds = _search(left.size, (forest[:, 0], n + forest[:, 1]), _roots(data, forest, labels))
+    for start, stop in reversed(list(itertools.pairwise(bounds[2:]))):
+        nodes = order[start:stop]
+        np.add.at(need, predecessor[nodes], need[nodes])
+    children = order[bounds[2]:]
+    parents = predecessor[children]
+    buyer = np.where(children < n, children, parents)
+    good = np.where(children < n, parents, children) - n
+    edge = np.flatnonzero(tree)[np.searchsorted(forest[:, 0] * data.goods + forest[:, 1], buyer * data.goods + good)]
+    flows = fixed.copy()
+    flows[edge] = np.where(children < n, need[children], -need[children])
     return flows
 
 
@@ -291,23 +379,21 @@ def _least_change(incidence: sp.csr_matrix, target: np.ndarray, hint: np.ndarray
     return np.asarray(incidence.T @ z)
 
 
-def max_spanning_tree(data: MarketData, comp: np.ndarray, weight: np.ndarray) -> np.ndarray:
-    """Kruskal: a spanning tree of the component of the largest weights (bool over its edges)."""
-    parent: dict[int, int] = {}
+def max_spanning_tree(data: MarketData, edges: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """A spanning forest of `edges` of the largest weights (bool over the edges): Kruskal's, ties
+    going to the earlier edge.
 
-    def root(v: int) -> int:
-        parent.setdefault(v, v)
-        while parent[v] != v:
-            parent[v] = parent[parent[v]]
-            v = parent[v]
-        return v
-
-    tree = np.zeros(len(comp), dtype=bool)
-    for k in np.argsort(-weight, kind="stable").tolist():
-        a, b = root(int(comp[k, 0])), root(data.n + int(comp[k, 1]))
-        if a != b:
-            parent[a] = b
-            tree[k] = True
+    The edges are ranked by weight, ties by position, so the ranks are distinct and the minimum
+    spanning forest of the ranks (which scipy computes) is the only one: the forest Kruskal's
+    algorithm grows taking the edges in that order.
+    """
+    rank = np.empty(len(edges), dtype=np.float64)
+    rank[np.argsort(-weight, kind="stable")] = np.arange(1, len(edges) + 1)
+    size = data.n + data.goods
+    graph = sp.csr_matrix((rank, (edges[:, 0], data.n + edges[:, 1])), shape=(size, size))
+    chosen = minimum_spanning_tree(graph).data
+    tree = np.zeros(len(edges), dtype=bool)
+    tree[np.argsort(rank)[chosen.astype(np.int64) - 1]] = True
     return tree
 
 
@@ -319,50 +405,88 @@ def good_of(data: MarketData, g: int) -> tuple[int, int]:
 # --- guessing the support ------------------------------------------------------------------------
 
 
+def _clean_point(data: MarketData, result: Equilibrium) -> tuple[np.ndarray, np.ndarray]:
+    """The interior-point allocation at the pairs and the prices, NaN made 0 and negatives cut to 0."""
+    x = np.maximum(np.nan_to_num(data.pairs.at(result.allocation)), 0.0)
+    return x, np.maximum(np.nan_to_num(result.prices.reshape(-1)), 0.0)
+
+
 def _candidates(data: MarketData, result: Equilibrium) -> Iterator[tuple[np.ndarray, str]]:
-    """Support guesses from an interior-point answer, most plausible first, without repeats."""
-    x = np.where(data.reachable, np.maximum(np.nan_to_num(result.allocation.reshape(data.n, -1)), 0.0), 0.0)
-    prices = np.maximum(np.nan_to_num(result.prices.reshape(-1)), 0.0)
+    """Support guesses from an interior-point answer (bool over the pairs), most plausible first,
+    without repeats."""
+    pairs = data.pairs
+    x, prices = _clean_point(data, result)
     with np.errstate(divide="ignore", invalid="ignore"):
-        share = np.maximum(x / data.supply[None, :], prices[None, :] * x / data.budgets[:, None])
-    share = np.where(data.reachable, share, 0.0)
+        share = np.maximum(x / data.supply[pairs.column], prices[pairs.column] * x / data.budgets[pairs.buyer])
     share = np.nan_to_num(share)
-    # The largest gaps (in decades) in the sorted shares separate trading pairs from the rest.
-    levels = np.sort(np.log10(share[share > 1e-14]))[::-1]
-    gaps = levels[:-1] - levels[1:]
-    thresholds = [10.0 ** ((levels[k] + levels[k + 1]) / 2) for k in np.argsort(-gaps)[:3] if gaps[k] > 1.0]
     seen: set[bytes] = set()
-    for threshold in (*thresholds, *THRESHOLDS):
-        mask = share > threshold
-        if mask.tobytes() not in seen:
-            seen.add(mask.tobytes())
-            yield mask, f"pairs trading more than {threshold:.2g} of the good's supply or the buyer's budget"
-    utilities = np.einsum("ig,ig->i", data.utilities, x)
+    for threshold in (*_gap_thresholds(share), *THRESHOLDS):
+        keep = share > threshold
+        if _fresh(keep, seen):
+            yield keep, f"pairs trading more than {threshold:.2g} of the good's supply or the buyer's budget"
+    utilities = np.bincount(pairs.buyer, pairs.utility * x, minlength=data.n)
+    column = pairs.by_column
     with np.errstate(divide="ignore", invalid="ignore"):
-        bang = np.where(data.reachable, data.utilities * (data.budgets / utilities)[:, None], 0.0)
-        tight = bang / bang.max(axis=0)[None, :]
+        rate = data.budgets / utilities
+        bang = pairs.utility * rate[pairs.buyer]
+        # bang >= 0, so the 0 of a buyer who cannot buy a good never is its column's maximum.
+        best = pairs.column_reduce(np.maximum, column.utility * rate[column.buyer], 0.0)
+        tight = bang / best[pairs.column]
     for slack in TIGHTNESS:
-        mask = np.nan_to_num(tight) >= 1.0 - slack
-        if mask.tobytes() not in seen:
-            seen.add(mask.tobytes())
-            yield mask, f"pairs within {slack:g} of the best bang-per-buck"
+        keep = np.nan_to_num(tight) >= 1.0 - slack
+        if _fresh(keep, seen):
+            yield keep, f"pairs within {slack:g} of the best bang-per-buck"
+
+
+def _fresh(keep: np.ndarray, seen: set[bytes]) -> bool:
+    """Whether the guess `keep` is new, recording it in `seen`."""
+    key = np.packbits(keep).tobytes() + keep.size.to_bytes(8, "little")
+    if key in seen:
+        return False
+    seen.add(key)
+    return True
+
+
+def _gap_thresholds(share: np.ndarray) -> list[float]:
+    """Thresholds in the three largest gaps (of more than a decade) of the sorted log-shares, largest first.
+
+    The largest gaps separate trading pairs from the rest. Within a decade no gap exceeds one, so
+    every such gap runs from the largest share of one decade to the smallest of the next decade
+    that has any: the decades' extremes give them with no sort.
+    """
+    levels = np.log10(share[share > 1e-14])
+    if levels.size < 2:
+        return []
+    decade = np.floor(levels).astype(np.int64)
+    decade -= decade.min()
+    count = int(decade.max()) + 1
+    top = np.full(count, -np.inf)
+    np.maximum.at(top, decade, levels)
+    bottom = np.full(count, np.inf)
+    np.minimum.at(bottom, decade, levels)
+    filled = np.flatnonzero(np.isfinite(top))
+    # From the highest shares down, as in the levels sorted in decreasing order.
+    upper, lower = bottom[filled[1:]][::-1], top[filled[:-1]][::-1]
+    gaps = upper - lower
+    return [10.0 ** ((upper[k] + lower[k]) / 2) for k in np.argsort(-gaps, kind="stable")[:3] if gaps[k] > 1.0]
 
 
 def _float_violation(data: MarketData, solution: SupportSolution) -> str | None:
     """Floating-point verification of a float construction: bang-per-buck on every pair."""
-    prices = np.array(solution.prices, dtype=np.float64)
-    beta = np.array(solution.beta, dtype=np.float64)
-    excess = np.where(data.reachable, beta[:, None] * data.utilities - prices[None, :] * (1.0 + FLOAT_TOLERANCE), 0.0)
+    pairs = data.pairs
+    prices = np.asarray(solution.prices, dtype=np.float64)
+    beta = np.asarray(solution.beta, dtype=np.float64)
+    excess = beta[pairs.buyer] * pairs.utility - prices[pairs.column] * (1.0 + FLOAT_TOLERANCE)
     if (excess > 0).any():
-        i, g = np.unravel_index(int(np.argmax(excess)), excess.shape)
-        return f"buyer {int(i)} prefers good {good_of(data, int(g))} to what it buys"
+        k = int(np.argmax(excess))
+        return f"buyer {int(pairs.buyer[k])} prefers good {good_of(data, int(pairs.column[k]))} to what it buys"
     return None
 
 
 def _hint(data: MarketData, result: Equilibrium) -> np.ndarray:
-    """The interior-point money flows per pair, flat over (buyer, good)."""
-    x = np.maximum(np.nan_to_num(result.allocation.reshape(data.n, -1)), 0.0)
-    return x * np.maximum(np.nan_to_num(result.prices.reshape(-1)), 0.0)[None, :]
+    """The interior-point money flows of the pairs."""
+    x, prices = _clean_point(data, result)
+    return x * prices[data.pairs.column]
 
 
 #: What `float_solutions` records in `tried` when its deadline stops the guesses.
@@ -374,13 +498,12 @@ def float_solutions(data: MarketData, result: Equilibrium, tried: list[str],
     """Float constructions on the support guesses that pass the float verification; after the
     first guess, none once `deadline` (`time.perf_counter`) has passed (`_STOPPED` ends `tried`)."""
     flows = _hint(data, result)
-    for mask, how in _candidates(data, result):
+    for keep, how in _candidates(data, result):
         if deadline is not None and tried and time.perf_counter() > deadline:
             tried.append(_STOPPED)
             return
         try:
-            edges = np.argwhere(mask & data.reachable)
-            solution = construct(data, mask, flows[edges[:, 0], edges[:, 1]], exact=False, how=how)
+            solution = construct(data, data.edges(keep), flows[keep], exact=False, how=how)
         except Rejected as reason:
             tried.append(f"{how}: {reason}")
             continue

@@ -36,7 +36,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from vfm._validation import FloatArray
-from vfm.market import VolatileFisherMarket
+from vfm.market import Pairs, VolatileFisherMarket
 
 
 @dataclass(frozen=True, eq=False)
@@ -81,29 +81,18 @@ class ScaledProgram:
 
     @classmethod
     def from_market(cls, market: VolatileFisherMarket) -> ScaledProgram:
-        n = market.n_buyers
-        u = market.utilities.reshape(n, -1)
-        d = market.caps.reshape(n, -1)
-        s = market.supply.reshape(-1)
-        buyer, column = np.nonzero(market.reachable.reshape(n, -1))
-        equal_split = np.minimum(s[None, :] / n, d)
-        # A utility cap the buyer cannot reach even with everything it may buy can never bind;
-        # leaving it out removes a degenerate constraint (interior-point solvers stall on those).
-        most = market.base_utility + np.where(u > 0, u * np.minimum(s[None, :], d), 0.0).sum(axis=1)
-        utility_cap = np.where(most > market.utility_cap, market.utility_cap, np.inf)
-        scale = np.minimum(
-            market.utility_cap,
-            market.base_utility + np.einsum("ik,ik->i", u, np.where(u > 0, equal_split, 0.0)),
-        )
-        supply = s[column]
-        traded, supply_row = present_and_rank(column, s.size)
+        pairs = market.pairs
+        buyer, column = pairs.buyer, pairs.column
+        supply = market.supply.reshape(-1)[column]
+        scale, upper, utility_cap = _plain_scaling(market) if market.is_plain else _scaling(market, pairs)
+        traded, supply_row = present_and_rank(column, market.supply.size)
         return cls(
             market=market,
             buyer=buyer,
             column=column,
             supply_row=supply_row,
-            utility=u[buyer, column] * supply / scale[buyer],
-            upper=d[buyer, column] / supply,
+            utility=pairs.utility * supply / scale[buyer],
+            upper=upper / supply,
             base=market.base_utility / scale,
             utility_cap=utility_cap / scale,
             weights=market.budgets / market.budgets.sum(),
@@ -145,6 +134,38 @@ class ScaledProgram:
         p = np.zeros(market.n_goods * market.n_periods)
         p[self.traded] = scaled_prices * market.budgets.sum() / market.supply.reshape(-1)[self.traded]
         return p.reshape(market.n_goods, market.n_periods)
+
+
+def _scaling(market: VolatileFisherMarket, pairs: Pairs) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """The buyer scale :math:`\\sigma`, each pair's cap :math:`d_e` and the utility caps that can bind
+    (``inf`` elsewhere), in market units, for any market."""
+    n = market.n_buyers
+    u = market.utilities.reshape(n, -1)
+    d = market.caps.reshape(n, -1)
+    s = market.supply.reshape(-1)
+    equal_split = np.minimum(s[None, :] / n, d)
+    # A utility cap the buyer cannot reach even with everything it may buy can never bind;
+    # leaving it out removes a degenerate constraint (interior-point solvers stall on those).
+    most = market.base_utility + np.where(u > 0, u * np.minimum(s[None, :], d), 0.0).sum(axis=1)
+    utility_cap = np.where(most > market.utility_cap, market.utility_cap, np.inf)
+    scale = np.minimum(
+        market.utility_cap,
+        market.base_utility + np.einsum("ik,ik->i", u, np.where(u > 0, equal_split, 0.0)),
+    )
+    return scale, pairs.at(d), utility_cap
+
+
+def _plain_scaling(market: VolatileFisherMarket) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """`_scaling` for a plain market (no caps, base utility or utility caps), with no dense
+    temporaries: the buyer scale is the utility of the equal split :math:`s / n`, no pair is
+    capped and no utility cap binds.
+
+    The scale is one pass over the utilities with the general einsum's summation (the same
+    reduction loop, so the same floats); entries without utility add 0 there.
+    """
+    n = market.n_buyers
+    scale = np.einsum("ik,k->i", market.utilities.reshape(n, -1), market.supply.reshape(-1) / n)
+    return scale, np.full(market.pairs.size, np.inf), np.full(n, np.inf)
 
 
 def present_and_rank(values: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:

@@ -81,6 +81,17 @@ def test_a_restored_policy_continues_as_the_original_restored_from_its_own_check
     assert restored.completed == policy.completed and restored.replans == policy.replans
 
 
+def test_a_checkpoint_restores_on_another_number_of_threads_and_continues_the_same() -> None:
+    # The threads decide how fast a plan is found, not which: not part of the configuration.
+    policy = _loaded(fairness=True)
+    text = policy.checkpoint()
+    restored = Policy.shockwave(4, rounds=6, threads=2)
+    restored.restore(text)
+    assert "threads" not in json.dumps(json.loads(text))
+    policy.restore(text)  # both re-plan at their next round, from the same checkpoint
+    assert _run(restored, 15) == _run(policy, 15)
+
+
 def test_a_checkpoint_taken_when_a_replan_is_due_continues_exactly_as_the_original() -> None:
     policy = _loaded(fairness=True)
     policy.add_job("late", gpus=2, regimes=REGIMES, epochs=40)  # the next round re-plans anyway

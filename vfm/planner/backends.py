@@ -42,12 +42,17 @@ class SaaIpmBackend:
         return True
 
     def solve(self, program: PlanningProgram, *, tol: float = 1e-9, warm_start: FloatArray | None = None,
-              deadline: float | None = None, **options: Any) -> Solution:
+              deadline: float | None = None, threads: int | None = None, **options: Any) -> Solution:
+        """`solve_saa_ipm` on `threads` kernel threads (None: the caller's `kernel_threads` scope, else
+        the default; `vfm.planner.PlanOptions.threads`)."""
         check_tolerance(tol)
-        if deadline is None:  # as plain a call as before: stand-ins for the solver need not take a deadline
-            return _unknown(self.name, options) or solve_saa_ipm(program, tol=tol, warm_start=warm_start)
-        return _unknown(self.name, options) or solve_saa_ipm(program, tol=tol, warm_start=warm_start,
-                                                              deadline=deadline)
+        unknown = _unknown(self.name, options)
+        if unknown is not None:
+            return unknown
+        limit: dict[str, Any] = {} if threads is None else {"threads": threads}
+        if deadline is not None:  # stand-ins for the solver need take neither unless given
+            limit["deadline"] = deadline
+        return solve_saa_ipm(program, tol=tol, warm_start=warm_start, **limit)
 
 
 @dataclass(frozen=True)

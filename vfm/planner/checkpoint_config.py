@@ -31,13 +31,22 @@ def typed_cluster(config: PolicyConfig) -> ClusterTypes | None:
     return config.cluster if config.types > 1 else None
 
 
+#: Plan options that decide how fast a plan is found, not which plan (the threads give the same
+#: plan bit for bit): not part of the configuration, so a checkpoint restores on a host with
+#: other cores, and one written before the option existed restores too.
+_SPEED_ONLY = ("threads",)
+
+
 def configuration(config: PolicyConfig) -> dict[str, Any]:
-    """The configuration as plain data: every `PolicyConfig` field, the forecaster as its class
-    and plain parameters, and on several GPU types the cluster (type -> count), by name."""
+    """The configuration as plain data: every `PolicyConfig` field (the plan options less those
+    that only decide the speed, `_SPEED_ONLY`), the forecaster as its class and plain parameters,
+    and on several GPU types the cluster (type -> count), by name."""
     plain: dict[str, Any] = {"policy": "Policy"}
     for spec in dataclasses.fields(config):
         if spec.name != "cluster":
             plain[spec.name] = _plain(getattr(config, spec.name))
+    for name in _SPEED_ONLY:
+        plain["options"].pop(name, None)
     cluster = typed_cluster(config)
     if cluster is not None:
         plain["cluster"] = {t: int(c) for t, c in zip(cluster.types, cluster.counts.tolist(), strict=True)}

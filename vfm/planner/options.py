@@ -18,6 +18,7 @@ from vfm.errors import UnknownSolverError, ValidationError
 from vfm.forecast import check_horizon
 from vfm.limits import MAX_WINDOW_ROUNDS
 from vfm.parameters import Boolean, Constraint, OneOf, Optional, Real, Whole, check_parameters, updated
+from vfm.planner._kernels.threads import THREADS
 from vfm.solvers.base import Capabilities
 from vfm.solvers.registry import available_solvers
 
@@ -40,6 +41,7 @@ _CONSTRAINTS: dict[str, Constraint] = {
     "service_floor": Real("a share of a round in [0, 0.5]", lambda v: 0 <= v <= 0.5),
     "wait_limit": Optional(Whole("a positive whole number of rounds", lambda v: v >= 1)),
     "pace": OneOf(("flat", "forecast")),
+    "threads": THREADS,
 }
 
 
@@ -117,6 +119,16 @@ class PlanOptions:
         it is exceeded it returns the best it has with status `Status.ITERATION_LIMIT` (never
         `Status.OPTIMAL`), its message saying in which phase ("time limit of 0.05 s reached in
         solve"). A scheduler serves its standing plan on such a status.
+    threads : int or None
+        Threads of the per-job work of the ``"saa-ipm"`` backend and the polish
+        (`vfm.planner._kernels.kernel_threads`). The plan is the same bit for bit on any number of
+        threads: each job's work writes its own outputs and the sums over jobs are taken in chunks
+        of a fixed size, in a fixed order. Default None: one thread
+        (`vfm.planner._kernels.threads.DEFAULT_THREADS`), because the kernels of a window of a few
+        hundred jobs are too short to gain from more: more threads pay for windows of 10,000
+        jobs or more on a host with idle cores (the module `vfm.planner._kernels.threads` gives
+        the measurements). Values above the CPUs (Numba's ``NUMBA_NUM_THREADS``) are capped to
+        them.
 
     Raises
     ------
@@ -151,6 +163,7 @@ class PlanOptions:
     service_floor: float = 0.0
     wait_limit: int | None = None
     time_limit_s: float | None = None
+    threads: int | None = None
 
     def __post_init__(self) -> None:
         # Before `check_horizon`, which checks the type and sign: the bound is the planner's own.

@@ -29,6 +29,7 @@ from vfm.blas_threads import one_blas_thread
 from vfm.equilibrium import Status
 from vfm.forecast import DirichletForecaster, Forecaster, JobStates, SeedLike
 from vfm.planner import shockwave
+from vfm.planner._kernels import kernel_threads
 from vfm.planner.inputs import Arguments, Inputs, JobTerms, checked_forecast, checked_inputs
 from vfm.planner.options import STRICT_TOL, PlanOptions
 from vfm.planner.pace import window_epochs
@@ -231,7 +232,9 @@ def plan(
     started = time.perf_counter()
     inputs = checked_inputs(states, forecaster, options, overrides, Arguments(gpus, capacity, terms, warm_start))
     clock = _Clock(started, inputs.options.time_limit_s)
-    with one_blas_thread():  # a window's small products gain nothing from BLAS threads (vfm.blas_threads)
+    # A window's small products gain nothing from BLAS threads (vfm.blas_threads); the per-job
+    # kernels run on the options' threads, with the same plan on any number.
+    with one_blas_thread(), kernel_threads(inputs.options.threads):
         forecast = _forecast(states, forecaster, inputs, seed, clock)
         built = _build(states, inputs, forecast, clock)
         solved = _solved(inputs, forecast, built, clock)

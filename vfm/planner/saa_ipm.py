@@ -140,6 +140,9 @@ from vfm._interior_point import STEP_TO_BOUNDARY, Method, centring, iterate
 from vfm._validation import FloatArray, is_whole
 from vfm.equilibrium import Status
 from vfm.errors import ValidationError
+from vfm.parameters import check_parameters
+from vfm.planner._kernels import kernel_threads
+from vfm.planner._kernels.threads import THREADS
 from vfm.planner.polish import polish
 from vfm.planner.program import PlanningProgram
 from vfm.planner.saa_ipm_blocks import Workspace
@@ -198,7 +201,7 @@ _PROGRESS = 0.5
 
 def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 80,
                   warm_start: FloatArray | None = None, verbose: bool = False,
-                  deadline: float | None = None) -> Solution:
+                  deadline: float | None = None, threads: int | None = None) -> Solution:
     """Solve a `PlanningProgram` (scenarios, FTF constraints, efficiency term) to a certified gap.
 
     Parameters
@@ -216,6 +219,10 @@ def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 8
     deadline : float, optional
         A `time.perf_counter` instant, checked before each iteration: past it the solve ends
         with the best iterate and `Status.ITERATION_LIMIT`, its message saying "time limit".
+    threads : int, optional
+        Threads of the per-job kernels (`vfm.planner._kernels.kernel_threads`): the same solution
+        bit for bit on any number. Default: the enclosing `kernel_threads` scope's, else
+        `vfm.planner._kernels.threads.default_threads`.
 
     Returns
     -------
@@ -231,6 +238,14 @@ def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 8
     check_tolerance(tol)
     if not is_whole(max_iter) or max_iter < 1:
         raise ValidationError(f"max_iter must be a positive whole number of iterations, got {max_iter!r}")
+    check_parameters({"threads": threads}, {"threads": THREADS})
+    with kernel_threads(threads):
+        return _solve(program, tol, max_iter, warm_start, verbose, deadline)
+
+
+def _solve(program: PlanningProgram, tol: float, max_iter: int, warm_start: FloatArray | None, verbose: bool,
+           deadline: float | None) -> Solution:
+    """`solve_saa_ipm` on the kernel threads in effect."""
     started = time.perf_counter()
     n_scenarios, n, rounds = program.shape
     data, scale = scale_program(program)

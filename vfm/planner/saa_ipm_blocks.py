@@ -152,7 +152,9 @@ class BlockFactor:
         assert self.columns is not None and self.shrink is not None
         rounds = x.shape[1]
         diagonal = np.empty(rounds)
-        curved = low_rank.gram_pieces(self.columns, self.shrink, x, GRAM_CURVATURE, work.rows, work.weighted, diagonal)
+        flags = np.empty(x.shape[0], dtype=np.bool_)
+        curved = low_rank.curved_jobs(self.columns, GRAM_CURVATURE, flags)
+        low_rank.gram_pieces(self.columns, self.shrink, x, flags, work.rows, work.weighted, diagonal)
         weighted = work.weighted[:curved].reshape(-1, rounds)
         rows = work.rows.reshape(-1, rounds)
         gram = weighted.T @ weighted - rows.T @ rows

@@ -12,7 +12,11 @@ what they compute:
 - `vfm.planner._kernels.one_type_rows`: the one-type-per-round rows over GPU types;
 - `vfm.planner._kernels.entries`: a point's evaluation and the Newton system's entry-wise passes;
 - `vfm.planner._kernels.lagrangian`: the Lagrangian minimizer and the matched row multipliers;
-- `vfm.planner._kernels.jit`: the compilation settings they share.
+- `vfm.planner._kernels.jit`: the compilation settings they share;
+- `vfm.planner._kernels.threads`: the threads they run on.
+
+The kernels over jobs run on several threads within `kernel_threads` (`jit.over_jobs`), chunk by
+chunk, with the same results bit for bit on any number of threads.
 """
 
 from vfm.planner._kernels.dense import dense_factor, dense_inverse_blocks, dense_subtract_inverse_blocks
@@ -26,6 +30,7 @@ from vfm.planner._kernels.entries import (
 )
 from vfm.planner._kernels.lagrangian import lagrangian_minimizer, matched_rows
 from vfm.planner._kernels.low_rank import (
+    curved_jobs,
     gram_pieces,
     inverse_blocks,
     low_rank_factor,
@@ -34,11 +39,14 @@ from vfm.planner._kernels.low_rank import (
     times_diagonal,
 )
 from vfm.planner._kernels.one_type_rows import add_group_outer, add_round_sums, typed_gram
+from vfm.planner._kernels.threads import default_threads, kernel_threads
 
 __all__ = [
     "add_group_outer",
     "add_round_sums",
     "box_residual",
+    "curved_jobs",
+    "default_threads",
     "dense_factor",
     "dense_inverse_blocks",
     "dense_subtract_inverse_blocks",
@@ -46,6 +54,7 @@ __all__ = [
     "gram_pieces",
     "hessian_times",
     "inverse_blocks",
+    "kernel_threads",
     "lagrangian_minimizer",
     "low_rank_factor",
     "matched_rows",

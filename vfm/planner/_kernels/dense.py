@@ -8,6 +8,7 @@ the low-rank form handles cheaply (`vfm.planner._kernels.low_rank`): :math:`O(T^
 from __future__ import annotations
 
 import numpy as np
+from numba import prange
 
 from vfm.planner._kernels import jit
 
@@ -60,12 +61,13 @@ def _cholesky_update(lower: np.ndarray, v: np.ndarray) -> bool:
     return True
 
 
-@jit.compiled
+@jit.over_jobs
 def dense_factor(scaled: np.ndarray, scenarios: int, root: np.ndarray, vector: np.ndarray,
                  lower_inverse: np.ndarray, loads: np.ndarray) -> bool:
     r"""`lower_inverse[i]` := :math:`L_i^{-1}`, :math:`L_i L_i^\top = I + V_i V_i^\top` (Cholesky),
     `scaled` holding :math:`V_i^\top`, shape (n, S', T); the upper triangles are set to 0.
-    False when a block is not numerically positive definite (a pivot not positive or not finite).
+    False when a block is not numerically positive definite (a pivot not positive or not finite); every
+    job is factored either way.
 
     The block without the rows' column (the first `scenarios` columns, when S' has one more) is
     factored first and the column added by a rank-one update of the factor, :math:`O(T^2)`; on
@@ -73,43 +75,55 @@ def dense_factor(scaled: np.ndarray, scenarios: int, root: np.ndarray, vector: n
     :math:`x = D^{-1/2} v` (`root` :math:`D^{-1/2}`, `vector` :math:`v`): the
     efficiency border's Schur complement needs it, and a second Cholesky per job for it cost
     ~18 % of an iteration at S = 16. Without the efficiency term `loads` is empty and skipped."""
-    n, k, rounds = scaled.shape
-    lower = np.empty((rounds, rounds))
-    x = np.empty(rounds)
-    column = np.empty(rounds)
-    for i in range(n):
-        if not _cholesky(scaled[i, :scenarios], lower):
+    n, _, rounds = scaled.shape
+    factored = np.empty(n, dtype=np.bool_)
+    for chunk in prange(jit.chunks(n)):
+        lower = np.empty((rounds, rounds))
+        x = np.empty(rounds)
+        column = np.empty(rounds)
+        for i in range(chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)):
+            factored[i] = _factor_job(scaled[i], scenarios, root[i], vector[i], lower_inverse[i], loads, i, lower,
+                                      x, column)
+    return bool(factored.all())
+
+
+@jit.inlined
+def _factor_job(v: np.ndarray, scenarios: int, root: np.ndarray, vector: np.ndarray, inverse: np.ndarray,
+                loads: np.ndarray, i: int, lower: np.ndarray, x: np.ndarray, column: np.ndarray) -> bool:
+    """`dense_factor` for one job (`v` its (S', T) columns, `inverse` its :math:`L^{-1}`, `loads[i]` its
+    load); `lower`, `x` and `column` are scratch. False when its block is not positive definite."""
+    k, rounds = v.shape
+    if not _cholesky(v[:scenarios], lower):
+        return False
+    if loads.shape[0]:
+        for t in range(rounds):
+            x[t] = root[t] * vector[t]
+        total = 0.0
+        for a in range(rounds):  # x := L0^-1 x
+            value = x[a]
+            for b in range(a):
+                value -= lower[a, b] * x[b]
+            value /= lower[a, a]
+            x[a] = value
+            total += value * value
+        loads[i] = total
+    if k > scenarios:
+        for t in range(rounds):
+            column[t] = v[scenarios, t]
+        if not _cholesky_update(lower, column):
             return False
-        if loads.shape[0]:
-            for t in range(rounds):
-                x[t] = root[i, t] * vector[i, t]
-            total = 0.0
-            for a in range(rounds):  # x := L0^-1 x
-                value = x[a]
-                for b in range(a):
-                    value -= lower[a, b] * x[b]
-                value /= lower[a, a]
-                x[a] = value
-                total += value * value
-            loads[i] = total
-        if k > scenarios:
-            for t in range(rounds):
-                column[t] = scaled[i, scenarios, t]
-            if not _cholesky_update(lower, column):
-                return False
-        inverse = lower_inverse[i]
-        inverse[:] = 0.0
-        for a in range(rounds):  # row a of L^-1: (e_a - sum_m<a L[a, m] row m) / L[a, a]
-            row = inverse[a]
-            for m in range(a):
-                weight = lower[a, m]
-                previous = inverse[m]
-                for b in range(m + 1):
-                    row[b] -= weight * previous[b]
-            row[a] = 1.0
-            scale = 1.0 / lower[a, a]
-            for b in range(a + 1):
-                row[b] *= scale
+    inverse[:] = 0.0
+    for a in range(rounds):  # row a of L^-1: (e_a - sum_m<a L[a, m] row m) / L[a, a]
+        row = inverse[a]
+        for m in range(a):
+            weight = lower[a, m]
+            previous = inverse[m]
+            for b in range(m + 1):
+                row[b] -= weight * previous[b]
+        row[a] = 1.0
+        scale = 1.0 / lower[a, a]
+        for b in range(a + 1):
+            row[b] *= scale
     return True
 
 
@@ -130,33 +144,37 @@ def _dense_inverse(lower_inverse: np.ndarray, i: int, x: np.ndarray, inner: np.n
             x[b] += inverse[a, b] * inner[a]
 
 
-@jit.compiled
+@jit.over_jobs
 def dense_inverse_blocks(root: np.ndarray, lower_inverse: np.ndarray, vector: np.ndarray, g: np.ndarray,
                          out: np.ndarray, loads: np.ndarray) -> None:
     """`low_rank.inverse_blocks` for the dense factor :math:`F_i = L_i^{-1}`."""
     n, rounds = vector.shape
-    inner = np.empty(rounds)
-    loads[:] = 0.0
-    for i in range(n):
-        x = out[i]
-        for t in range(rounds):
-            x[t] = root[i, t] * vector[i, t]
-        _dense_inverse(lower_inverse, i, x, inner)
-        for t in range(rounds):
-            x[t] *= root[i, t]
-            loads[t] += g[i, t] * x[t]
+    partial = np.zeros((jit.chunks(n), rounds))
+    for chunk in prange(jit.chunks(n)):
+        inner = np.empty(rounds)
+        sums = partial[chunk]
+        for i in range(chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)):
+            x = out[i]
+            for t in range(rounds):
+                x[t] = root[i, t] * vector[i, t]
+            _dense_inverse(lower_inverse, i, x, inner)
+            for t in range(rounds):
+                x[t] *= root[i, t]
+                sums[t] += g[i, t] * x[t]
+    jit.add_chunks(partial, loads)
 
 
-@jit.compiled
+@jit.over_jobs
 def dense_subtract_inverse_blocks(root: np.ndarray, lower_inverse: np.ndarray, g: np.ndarray,
                                   correction: np.ndarray, out: np.ndarray) -> None:
     """`low_rank.subtract_inverse_blocks` for the dense factor :math:`F_i = L_i^{-1}`."""
     n, rounds = out.shape
-    inner = np.empty(rounds)
-    x = np.empty(rounds)
-    for i in range(n):
-        for t in range(rounds):
-            x[t] = root[i, t] * g[i, t] * correction[t]
-        _dense_inverse(lower_inverse, i, x, inner)
-        for t in range(rounds):
-            out[i, t] -= root[i, t] * x[t]
+    for chunk in prange(jit.chunks(n)):
+        inner = np.empty(rounds)
+        x = np.empty(rounds)
+        for i in range(chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)):
+            for t in range(rounds):
+                x[t] = root[i, t] * g[i, t] * correction[t]
+            _dense_inverse(lower_inverse, i, x, inner)
+            for t in range(rounds):
+                out[i, t] -= root[i, t] * x[t]

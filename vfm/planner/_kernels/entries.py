@@ -10,11 +10,12 @@ mostly Python-level calls; each kernel here is one loop over the jobs.
 from __future__ import annotations
 
 import numpy as np
+from numba import prange
 
 from vfm.planner._kernels import jit
 
 
-@jit.compiled
+@jit.over_jobs
 def scaled_columns(progress: np.ndarray, weights: np.ndarray, u: np.ndarray, row: np.ndarray,
                    diagonal: np.ndarray, regularization: float, curvature: np.ndarray, root: np.ndarray,
                    scaled: np.ndarray) -> None:
@@ -29,39 +30,41 @@ def scaled_columns(progress: np.ndarray, weights: np.ndarray, u: np.ndarray, row
     (:math:`V_i^\top`)."""
     n, scenarios, rounds = progress.shape
     extra = curvature.shape[1] > scenarios
-    for i in range(n):
-        for t in range(rounds):
-            root[i, t] = 1.0 / np.sqrt(diagonal[i, t] + regularization)
-        for s in range(scenarios):
-            factor = np.sqrt(weights[i, s] / u[i, s])
+    for chunk in prange(jit.chunks(n)):
+        for i in range(chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)):
             for t in range(rounds):
-                curvature[i, s, t] = factor * progress[i, s, t]
-                scaled[i, s, t] = curvature[i, s, t] * root[i, t]
-        if extra:
-            for t in range(rounds):
-                curvature[i, scenarios, t] = row[i, t]
-                scaled[i, scenarios, t] = curvature[i, scenarios, t] * root[i, t]
+                root[i, t] = 1.0 / np.sqrt(diagonal[i, t] + regularization)
+            for s in range(scenarios):
+                factor = np.sqrt(weights[i, s] / u[i, s])
+                for t in range(rounds):
+                    curvature[i, s, t] = factor * progress[i, s, t]
+                    scaled[i, s, t] = curvature[i, s, t] * root[i, t]
+            if extra:
+                for t in range(rounds):
+                    curvature[i, scenarios, t] = row[i, t]
+                    scaled[i, scenarios, t] = curvature[i, scenarios, t] * root[i, t]
 
 
-@jit.compiled
+@jit.over_jobs
 def hessian_times(curvature: np.ndarray, diagonal: np.ndarray, g: np.ndarray, prices_term: np.ndarray,
                   vector: np.ndarray, out: np.ndarray) -> None:
     r"""`out` := :math:`(\operatorname{diag}(d_i) + \sum_s c_{is} c_{is}^\top) v_i + g_i \circ p` for every
     job, `curvature` the columns :math:`c_{is}`, shape (n, S', T), `prices_term` :math:`p` (T,) (the
     capacity rows' part, :math:`\lambda / s_c` times the load of `vector`)."""
     n, k, rounds = curvature.shape
-    for i in range(n):
-        for t in range(rounds):
-            out[i, t] = diagonal[i, t] * vector[i, t] + g[i, t] * prices_term[t]
-        for p in range(k):
-            total = 0.0
+    for chunk in prange(jit.chunks(n)):
+        for i in range(chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)):
             for t in range(rounds):
-                total += curvature[i, p, t] * vector[i, t]
-            for t in range(rounds):
-                out[i, t] += total * curvature[i, p, t]
+                out[i, t] = diagonal[i, t] * vector[i, t] + g[i, t] * prices_term[t]
+            for p in range(k):
+                total = 0.0
+                for t in range(rounds):
+                    total += curvature[i, p, t] * vector[i, t]
+                for t in range(rounds):
+                    out[i, t] += total * curvature[i, p, t]
 
 
-@jit.compiled
+@jit.over_jobs
 def evaluate_entries(progress: np.ndarray, base: np.ndarray, beta: np.ndarray, spread: np.ndarray,
                      active: np.ndarray, g: np.ndarray, y: np.ndarray, s_hi: np.ndarray, z_lo: np.ndarray,
                      z_hi: np.ndarray, prices: np.ndarray, rows: np.ndarray, pace: np.ndarray, weights: np.ndarray,
@@ -81,67 +84,81 @@ def evaluate_entries(progress: np.ndarray, base: np.ndarray, beta: np.ndarray, s
     the certified gap :math:`\sum q^+ y + q^- s^{hi}` (at the true gradient) and the logarithms'
     residual :math:`\sum |w U - \beta|` (0 without `own_weights`)."""
     n, scenarios, rounds = progress.shape
-    value = 0.0
-    complementarity = 0.0
-    residual_norm = 0.0
-    gap = 0.0
-    log_residual = 0.0
-    weight = np.empty(scenarios)
-    true_weight = np.empty(scenarios)
-    for i in range(n):
-        squares = 0.0
-        total_y = 0.0
-        for s in range(scenarios):
-            total = base[i]
-            for t in range(rounds):
-                total += progress[i, s, t] * y[i, t]
-            u[i, s] = total
-            value -= beta[i] * np.log(total)
-            true_weight[s] = beta[i] / total
-            if own_weights:
-                weight[s] = weights[i, s]
-                log_residual += abs(weights[i, s] * total - beta[i])
-            else:
-                weight[s] = true_weight[s]
-        for t in range(rounds):
-            if not active[i, t]:
-                dual_residual[i, t] = 0.0
-                primal_residual[i, t] = 0.0
-                continue
-            gradient = spread[i] * y[i, t]
-            true_gradient = gradient
+    partial = np.zeros((jit.chunks(n), 5))  # each chunk's sums, in the order of the returned tuple
+    for chunk in prange(jit.chunks(n)):
+        weight = np.empty(scenarios)
+        true_weight = np.empty(scenarios)
+        value = 0.0
+        complementarity = 0.0
+        residual_norm = 0.0
+        gap = 0.0
+        log_residual = 0.0
+        for i in range(chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)):
+            squares = 0.0
+            total_y = 0.0
             for s in range(scenarios):
-                gradient -= weight[s] * progress[i, s, t]
-                true_gradient -= true_weight[s] * progress[i, s, t]
-            outside = g[i, t] * prices[t] - rows[i, t]
-            priced = true_gradient + outside
-            residual = gradient + outside - z_lo[i, t] + z_hi[i, t]
-            dual_residual[i, t] = residual
-            primal_residual[i, t] = priced - z_lo[i, t] + z_hi[i, t]
-            complementarity += y[i, t] * z_lo[i, t] + s_hi[i, t] * z_hi[i, t]
-            residual_norm += abs(residual) * max(y[i, t], s_hi[i, t])
-            gap += max(priced, 0.0) * y[i, t] + max(-priced, 0.0) * s_hi[i, t]
-            squares += y[i, t] * y[i, t]
-            total_y += pace[i, t] * y[i, t]
-        running[i] = total_y
-        value += 0.5 * spread[i] * squares
-    return value, complementarity, residual_norm, gap, log_residual
+                total = base[i]
+                for t in range(rounds):
+                    total += progress[i, s, t] * y[i, t]
+                u[i, s] = total
+                value -= beta[i] * np.log(total)
+                true_weight[s] = beta[i] / total
+                if own_weights:
+                    weight[s] = weights[i, s]
+                    log_residual += abs(weights[i, s] * total - beta[i])
+                else:
+                    weight[s] = true_weight[s]
+            for t in range(rounds):
+                if not active[i, t]:
+                    dual_residual[i, t] = 0.0
+                    primal_residual[i, t] = 0.0
+                    continue
+                gradient = spread[i] * y[i, t]
+                true_gradient = gradient
+                for s in range(scenarios):
+                    gradient -= weight[s] * progress[i, s, t]
+                    true_gradient -= true_weight[s] * progress[i, s, t]
+                outside = g[i, t] * prices[t] - rows[i, t]
+                priced = true_gradient + outside
+                residual = gradient + outside - z_lo[i, t] + z_hi[i, t]
+                dual_residual[i, t] = residual
+                primal_residual[i, t] = priced - z_lo[i, t] + z_hi[i, t]
+                complementarity += y[i, t] * z_lo[i, t] + s_hi[i, t] * z_hi[i, t]
+                residual_norm += abs(residual) * max(y[i, t], s_hi[i, t])
+                gap += max(priced, 0.0) * y[i, t] + max(-priced, 0.0) * s_hi[i, t]
+                squares += y[i, t] * y[i, t]
+                total_y += pace[i, t] * y[i, t]
+            running[i] = total_y
+            value += 0.5 * spread[i] * squares
+        partial[chunk, 0] = value
+        partial[chunk, 1] = complementarity
+        partial[chunk, 2] = residual_norm
+        partial[chunk, 3] = gap
+        partial[chunk, 4] = log_residual
+    totals = np.empty(5)
+    jit.add_chunks(partial, totals)
+    return totals[0], totals[1], totals[2], totals[3], totals[4]
 
 
-@jit.compiled
+@jit.over_jobs
 def box_residual(active: np.ndarray, residual: np.ndarray, y: np.ndarray, s_hi: np.ndarray) -> float:
     r"""The dual residual weighted by the box, :math:`\sum |q - z^{lo} + z^{hi}| \max(y, s^{hi})` over
     the `active` entries, summed in `evaluate_entries`' order (the same float)."""
     n, rounds = y.shape
-    total = 0.0
-    for i in range(n):
-        for t in range(rounds):
-            if active[i, t]:
-                total += abs(residual[i, t]) * max(y[i, t], s_hi[i, t])
-    return total
+    partial = np.zeros((jit.chunks(n), 1))
+    for chunk in prange(jit.chunks(n)):
+        total = 0.0
+        for i in range(chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)):
+            for t in range(rounds):
+                if active[i, t]:
+                    total += abs(residual[i, t]) * max(y[i, t], s_hi[i, t])
+        partial[chunk, 0] = total
+    totals = np.empty(1)
+    jit.add_chunks(partial, totals)
+    return totals[0]
 
 
-@jit.compiled
+@jit.over_jobs
 def newton_rhs(active: np.ndarray, dual_residual: np.ndarray, y: np.ndarray, s_hi: np.ndarray, z_lo: np.ndarray,
                z_hi: np.ndarray, g: np.ndarray, capacity_term: np.ndarray, rows: np.ndarray, sigma_mu: float,
                second_order: float, dy: np.ndarray, dz_lo: np.ndarray, dz_hi: np.ndarray,
@@ -152,18 +169,19 @@ def newton_rhs(active: np.ndarray, dual_residual: np.ndarray, y: np.ndarray, s_h
     :math:`-q + t^{lo}/y - z^{lo} - t^{hi}/s^{hi} + z^{hi} - g\,c + r`, `capacity_term` :math:`c` (T,),
     `rows` :math:`r` (n, T)."""
     n, rounds = y.shape
-    for i in range(n):
-        for t in range(rounds):
-            if not active[i, t]:
-                out[i, t] = 0.0
-                continue
-            target_lo = sigma_mu - second_order * dy[i, t] * dz_lo[i, t]
-            target_hi = sigma_mu + second_order * dy[i, t] * dz_hi[i, t]
-            out[i, t] = (-dual_residual[i, t] + target_lo / y[i, t] - z_lo[i, t] - target_hi / s_hi[i, t] + z_hi[i, t]
-                         - g[i, t] * capacity_term[t] + rows[i, t])
+    for chunk in prange(jit.chunks(n)):
+        for i in range(chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)):
+            for t in range(rounds):
+                if not active[i, t]:
+                    out[i, t] = 0.0
+                    continue
+                target_lo = sigma_mu - second_order * dy[i, t] * dz_lo[i, t]
+                target_hi = sigma_mu + second_order * dy[i, t] * dz_hi[i, t]
+                out[i, t] = (-dual_residual[i, t] + target_lo / y[i, t] - z_lo[i, t] - target_hi / s_hi[i, t]
+                             + z_hi[i, t] - g[i, t] * capacity_term[t] + rows[i, t])
 
 
-@jit.compiled
+@jit.over_jobs
 def newton_back(active: np.ndarray, y: np.ndarray, s_hi: np.ndarray, z_lo: np.ndarray, z_hi: np.ndarray,
                 g: np.ndarray, sigma_mu: float, second_order: float, dy_aff: np.ndarray, dz_lo_aff: np.ndarray,
                 dz_hi_aff: np.ndarray, pace: np.ndarray, dy: np.ndarray, dz_lo: np.ndarray, dz_hi: np.ndarray,
@@ -174,32 +192,40 @@ def newton_back(active: np.ndarray, y: np.ndarray, s_hi: np.ndarray, z_lo: np.nd
     the largest rate
     :math:`-\Delta v / v` over the falling :math:`y, s^{hi}, z^{lo}, z^{hi}` (`largest_step`'s)."""
     n, rounds = y.shape
-    rate = 0.0
-    loads[:] = 0.0
-    for i in range(n):
-        total = 0.0
-        for t in range(rounds):
-            if not active[i, t]:
-                dy[i, t] = 0.0
-                dz_lo[i, t] = 0.0
-                dz_hi[i, t] = 0.0
-                continue
-            step = dy[i, t]
-            target_lo = sigma_mu - second_order * dy_aff[i, t] * dz_lo_aff[i, t]
-            target_hi = sigma_mu + second_order * dy_aff[i, t] * dz_hi_aff[i, t]
-            lo = (target_lo - z_lo[i, t] * step) / y[i, t] - z_lo[i, t]
-            hi = (target_hi + z_hi[i, t] * step) / s_hi[i, t] - z_hi[i, t]
-            dz_lo[i, t] = lo
-            dz_hi[i, t] = hi
-            loads[t] += g[i, t] * step
-            total += pace[i, t] * step
-            if step < 0:
-                rate = max(rate, -step / y[i, t])
-            elif step > 0:
-                rate = max(rate, step / s_hi[i, t])
-            if lo < 0:
-                rate = max(rate, -lo / z_lo[i, t])
-            if hi < 0:
-                rate = max(rate, -hi / z_hi[i, t])
-        running[i] = total
-    return rate
+    partial = np.zeros((jit.chunks(n), rounds))
+    rates = np.zeros(jit.chunks(n))
+    for chunk in prange(jit.chunks(n)):
+        sums = partial[chunk]
+        rate = 0.0
+        for i in range(chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)):
+            total = 0.0
+            for t in range(rounds):
+                if not active[i, t]:
+                    dy[i, t] = 0.0
+                    dz_lo[i, t] = 0.0
+                    dz_hi[i, t] = 0.0
+                    continue
+                step = dy[i, t]
+                target_lo = sigma_mu - second_order * dy_aff[i, t] * dz_lo_aff[i, t]
+                target_hi = sigma_mu + second_order * dy_aff[i, t] * dz_hi_aff[i, t]
+                lo = (target_lo - z_lo[i, t] * step) / y[i, t] - z_lo[i, t]
+                hi = (target_hi + z_hi[i, t] * step) / s_hi[i, t] - z_hi[i, t]
+                dz_lo[i, t] = lo
+                dz_hi[i, t] = hi
+                sums[t] += g[i, t] * step
+                total += pace[i, t] * step
+                if step < 0:
+                    rate = max(rate, -step / y[i, t])
+                elif step > 0:
+                    rate = max(rate, step / s_hi[i, t])
+                if lo < 0:
+                    rate = max(rate, -lo / z_lo[i, t])
+                if hi < 0:
+                    rate = max(rate, -hi / z_hi[i, t])
+            running[i] = total
+        rates[chunk] = rate
+    jit.add_chunks(partial, loads)
+    largest = 0.0
+    for chunk in range(rates.shape[0]):
+        largest = max(largest, rates[chunk])
+    return largest

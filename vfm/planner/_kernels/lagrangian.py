@@ -6,6 +6,7 @@ progress.
 from __future__ import annotations
 
 import numpy as np
+from numba import prange
 
 from vfm.planner._kernels import jit
 
@@ -71,7 +72,7 @@ def _minimize_job(a: np.ndarray, c: np.ndarray, s: float, b: float, base: float,
     return u
 
 
-@jit.compiled
+@jit.over_jobs
 def lagrangian_minimizer(a: np.ndarray, c: np.ndarray, sigma: np.ndarray, beta: np.ndarray, base: np.ndarray,
                          upper: np.ndarray, active: np.ndarray, y: np.ndarray, utility: np.ndarray,
                          free: np.ndarray) -> None:
@@ -85,11 +86,12 @@ def lagrangian_minimizer(a: np.ndarray, c: np.ndarray, sigma: np.ndarray, beta: 
     quadratic's root gives U (written to avoid cancellation for either sign of :math:`K_0`).
     """
     n, rounds = a.shape
-    points = np.empty(2 * rounds)
-    weighted = np.empty(rounds)  # beta a_t: the entries' numerators
-    for i in range(n):
-        utility[i] = _minimize_job(a[i], c[i], sigma[i], beta[i], base[i], upper, active[i], points, weighted,
-                                   y[i], free[i])
+    for chunk in prange(jit.chunks(n)):
+        points = np.empty(2 * rounds)
+        weighted = np.empty(rounds)  # beta a_t: the entries' numerators
+        for i in range(chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)):
+            utility[i] = _minimize_job(a[i], c[i], sigma[i], beta[i], base[i], upper, active[i], points, weighted,
+                                       y[i], free[i])
 
 
 @jit.inlined
@@ -106,7 +108,7 @@ def _progress_at(w: float, a: np.ndarray, cost: np.ndarray, pace: np.ndarray, s:
     return total
 
 
-@jit.compiled
+@jit.over_jobs
 def matched_rows(a: np.ndarray, cost: np.ndarray, pace: np.ndarray, sigma: np.ndarray, beta: np.ndarray,
                  base: np.ndarray, upper: np.ndarray, active: np.ndarray, low: np.ndarray, high: np.ndarray,
                  target: np.ndarray, steps: int, out: np.ndarray) -> None:
@@ -117,38 +119,39 @@ def matched_rows(a: np.ndarray, cost: np.ndarray, pace: np.ndarray, sigma: np.nd
     Illinois rule (the end that stays has its value halved), at most `steps` evaluations, until
     the bracket is 1e-14 of w or the progress within 1e-14 of the target."""
     n, rounds = a.shape
-    points, weighted, c, y = np.empty(2 * rounds), np.empty(rounds), np.empty(rounds), np.empty(rounds)
-    free = np.empty(rounds, dtype=np.bool_)
-    for i in range(n):
-        s, b, z = sigma[i], beta[i], base[i]
-        left, right = low[i], high[i]
-        f_left = _progress_at(left, a[i], cost[i], pace[i], s, b, z, upper, active[i], points, weighted, c, y,
-                              free) - target[i]
-        f_right = _progress_at(right, a[i], cost[i], pace[i], s, b, z, upper, active[i], points, weighted, c, y,
-                               free) - target[i]
-        if not (f_left <= 0.0 <= f_right):
-            out[i] = np.nan
-            continue
-        kept = 0  # which end stayed at the last step: -1 left, 1 right
-        w = left if f_left == 0.0 else right
-        for _ in range(steps):
-            if f_left == 0.0 or f_right == 0.0 or right - left <= 1e-14 * right:
-                break
-            w = (left * f_right - right * f_left) / (f_right - f_left)
-            if not left < w < right:
-                w = 0.5 * (left + right)
-            f = _progress_at(w, a[i], cost[i], pace[i], s, b, z, upper, active[i], points, weighted, c, y,
-                             free) - target[i]
-            if abs(f) <= 1e-14 * (1.0 + abs(target[i])):
-                break
-            if f < 0.0:
-                left, f_left = w, f
-                if kept == -1:
-                    f_right *= 0.5
-                kept = -1
-            else:
-                right, f_right = w, f
-                if kept == 1:
-                    f_left *= 0.5
-                kept = 1
-        out[i] = w
+    for chunk in prange(jit.chunks(n)):
+        points, weighted, c, y = np.empty(2 * rounds), np.empty(rounds), np.empty(rounds), np.empty(rounds)
+        free = np.empty(rounds, dtype=np.bool_)
+        for i in range(chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)):
+            s, b, z = sigma[i], beta[i], base[i]
+            left, right = low[i], high[i]
+            f_left = _progress_at(left, a[i], cost[i], pace[i], s, b, z, upper, active[i], points, weighted, c, y,
+                                  free) - target[i]
+            f_right = _progress_at(right, a[i], cost[i], pace[i], s, b, z, upper, active[i], points, weighted, c, y,
+                                   free) - target[i]
+            if not (f_left <= 0.0 <= f_right):
+                out[i] = np.nan
+                continue
+            kept = 0  # which end stayed at the last step: -1 left, 1 right
+            w = left if f_left == 0.0 else right
+            for _ in range(steps):
+                if f_left == 0.0 or f_right == 0.0 or right - left <= 1e-14 * right:
+                    break
+                w = (left * f_right - right * f_left) / (f_right - f_left)
+                if not left < w < right:
+                    w = 0.5 * (left + right)
+                f = _progress_at(w, a[i], cost[i], pace[i], s, b, z, upper, active[i], points, weighted, c, y,
+                                 free) - target[i]
+                if abs(f) <= 1e-14 * (1.0 + abs(target[i])):
+                    break
+                if f < 0.0:
+                    left, f_left = w, f
+                    if kept == -1:
+                        f_right *= 0.5
+                    kept = -1
+                else:
+                    right, f_right = w, f
+                    if kept == 1:
+                        f_left *= 0.5
+                    kept = 1
+            out[i] = w

@@ -12,6 +12,7 @@ identity's second term, :math:`F \operatorname{diag}(x)` and the capacity Gram m
 from __future__ import annotations
 
 import numpy as np
+from numba import prange
 
 from vfm.planner._kernels import jit
 
@@ -85,7 +86,7 @@ def _job_root(v: np.ndarray, gram: np.ndarray, rotation: np.ndarray, column: np.
             column[p, t] = total
 
 
-@jit.compiled
+@jit.over_jobs
 def low_rank_factor(scaled: np.ndarray, columns: np.ndarray, shrink: np.ndarray) -> None:
     r"""For every job, :math:`F = I - P \operatorname{diag}(h) P^\top` with
     :math:`F^2 = (I + V V^\top)^{-1}`: :math:`V^\top V = U \Sigma^2 U^\top`, :math:`P = V U`,
@@ -95,10 +96,11 @@ def low_rank_factor(scaled: np.ndarray, columns: np.ndarray, shrink: np.ndarray)
     (n, S', T) and `h` to `shrink` (n, S').
     """
     n, k, _ = scaled.shape
-    gram = np.empty((k, k))
-    rotation = np.empty((k, k))
-    for i in range(n):
-        _job_root(scaled[i], gram, rotation, columns[i], shrink[i])
+    for chunk in prange(jit.chunks(n)):
+        gram = np.empty((k, k))
+        rotation = np.empty((k, k))
+        for i in range(chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)):
+            _job_root(scaled[i], gram, rotation, columns[i], shrink[i])
 
 
 @jit.inlined
@@ -119,39 +121,44 @@ def _root_times(column: np.ndarray, shrink: np.ndarray, vector: np.ndarray, alon
                 vector[t] -= weight * column[p, t]
 
 
-@jit.compiled
+@jit.over_jobs
 def inverse_blocks(root: np.ndarray, columns: np.ndarray, shrink: np.ndarray, vector: np.ndarray,
                    g: np.ndarray, out: np.ndarray, loads: np.ndarray) -> None:
     r"""`out` := :math:`K_i^{-1} v_i = D_i^{-1/2} F_i F_i D_i^{-1/2} v_i` for every job, shape (n, T),
-    and `loads` := :math:`\sum_i g_i \circ` `out`, shape (T,) (the capacity rows' image)."""
+    and `loads` := :math:`\sum_i g_i \circ` `out`, shape (T,) (the capacity rows' image, summed
+    chunk by chunk: `jit.CHUNK`)."""
     n, k, rounds = columns.shape
-    along = np.empty(k)
-    x = np.empty(rounds)
-    loads[:] = 0.0
-    for i in range(n):
-        for t in range(rounds):
-            x[t] = root[i, t] * vector[i, t]
-        _root_times(columns[i], shrink[i], x, along, 2)
-        for t in range(rounds):
-            value = root[i, t] * x[t]
-            out[i, t] = value
-            loads[t] += g[i, t] * value
+    partial = np.zeros((jit.chunks(n), rounds))
+    for chunk in prange(jit.chunks(n)):
+        along = np.empty(k)
+        x = np.empty(rounds)
+        sums = partial[chunk]
+        for i in range(chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)):
+            for t in range(rounds):
+                x[t] = root[i, t] * vector[i, t]
+            _root_times(columns[i], shrink[i], x, along, 2)
+            for t in range(rounds):
+                value = root[i, t] * x[t]
+                out[i, t] = value
+                sums[t] += g[i, t] * value
+    jit.add_chunks(partial, loads)
 
 
-@jit.compiled
+@jit.over_jobs
 def subtract_inverse_blocks(root: np.ndarray, columns: np.ndarray, shrink: np.ndarray, g: np.ndarray,
                             correction: np.ndarray, out: np.ndarray) -> None:
     r"""`out` -= :math:`K_i^{-1} (g_i \circ c)` for every job: the Woodbury identity's second term,
     `correction` :math:`c` the capacity system's solution, shape (T,)."""
     n, k, rounds = columns.shape
-    along = np.empty(k)
-    x = np.empty(rounds)
-    for i in range(n):
-        for t in range(rounds):
-            x[t] = root[i, t] * g[i, t] * correction[t]
-        _root_times(columns[i], shrink[i], x, along, 2)
-        for t in range(rounds):
-            out[i, t] -= root[i, t] * x[t]
+    for chunk in prange(jit.chunks(n)):
+        along = np.empty(k)
+        x = np.empty(rounds)
+        for i in range(chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)):
+            for t in range(rounds):
+                x[t] = root[i, t] * g[i, t] * correction[t]
+            _root_times(columns[i], shrink[i], x, along, 2)
+            for t in range(rounds):
+                out[i, t] -= root[i, t] * x[t]
 
 
 @jit.inlined
@@ -170,51 +177,81 @@ def _block_times_diagonal(column: np.ndarray, shrink: np.ndarray, scale: np.ndar
         row[a] += scale[a]
 
 
-@jit.compiled
+@jit.over_jobs
 def times_diagonal(columns: np.ndarray, shrink: np.ndarray, x: np.ndarray, out: np.ndarray) -> None:
     r"""`out[i]` := :math:`F_i \operatorname{diag}(x_i)`, shape (n, T, T)."""
-    for i in range(columns.shape[0]):
-        _block_times_diagonal(columns[i], shrink[i], x[i], out[i])
+    n = columns.shape[0]
+    for chunk in prange(jit.chunks(n)):
+        for i in range(chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)):
+            _block_times_diagonal(columns[i], shrink[i], x[i], out[i])
 
 
-@jit.compiled
-def gram_pieces(columns: np.ndarray, shrink: np.ndarray, x: np.ndarray, limit: float, rows: np.ndarray,
-                weighted: np.ndarray, diagonal: np.ndarray) -> int:
+@jit.inlined
+def _largest_square(column: np.ndarray, squared: np.ndarray) -> float:
+    """`squared` := the squared norms of a job's rows of :math:`P^\top` (S', T); returns the largest."""
+    k, rounds = column.shape
+    largest = 0.0
+    for p in range(k):
+        total = 0.0
+        for t in range(rounds):
+            total += column[p, t] * column[p, t]
+        squared[p] = total
+        largest = max(largest, total)
+    return largest
+
+
+@jit.over_jobs
+def curved_jobs(columns: np.ndarray, limit: float, curved: np.ndarray) -> int:
+    r"""`curved[i]` := whether job i's largest :math:`\sigma_p^2 = |P e_p|^2` is above `limit`
+    (`gram_pieces`); returns how many are."""
+    n, k, _ = columns.shape
+    for chunk in prange(jit.chunks(n)):
+        squared = np.empty(k)
+        for i in range(chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)):
+            curved[i] = not _largest_square(columns[i], squared) <= limit
+    total = 0
+    for i in range(n):
+        total += curved[i]
+    return total
+
+
+@jit.over_jobs
+def gram_pieces(columns: np.ndarray, shrink: np.ndarray, x: np.ndarray, curved: np.ndarray, rows: np.ndarray,
+                weighted: np.ndarray, diagonal: np.ndarray) -> None:
     r"""The capacity Gram matrix's terms job by job (`vfm.planner.saa_ipm_blocks.BlockFactor.gram`), from the
-    low-rank factors `columns` :math:`P^\top` (n, S', T) and `shrink` (n, S').
+    low-rank factors `columns` :math:`P^\top` (n, S', T) and `shrink` (n, S'), given the jobs
+    `curved` (`curved_jobs`).
 
-    A job whose largest :math:`\sigma_p^2 = |P e_p|^2` is at most `limit`: `rows[i]` :=
-    :math:`(1 + \sigma_p^2)^{-1/2} P e_p \circ x_i` (S', T) and `diagonal` += :math:`x_i^2`. Any other
-    job: `rows[i]` := 0 and the next of `weighted` (m, T, T) := :math:`F_i \operatorname{diag}(x_i)`.
-    Returns m, the number of the latter."""
+    A job not curved: `rows[i]` := :math:`(1 + \sigma_p^2)^{-1/2} P e_p \circ x_i` (S', T) and
+    `diagonal` += :math:`x_i^2` (summed chunk by chunk: `jit.CHUNK`). A curved job: `rows[i]` := 0
+    and the next of `weighted` (m, T, T), in job order, := :math:`F_i \operatorname{diag}(x_i)`."""
     n, k, rounds = columns.shape
-    squared = np.empty(k)
-    diagonal[:] = 0.0
+    place = np.empty(n, dtype=np.int64)  # where each curved job's block goes in `weighted`
     m = 0
     for i in range(n):
-        column, scale = columns[i], x[i]
-        largest = 0.0
-        for p in range(k):
-            total = 0.0
-            for t in range(rounds):
-                total += column[p, t] * column[p, t]
-            squared[p] = total
-            largest = max(largest, total)
-        if largest <= limit:
+        place[i] = m
+        m += curved[i]
+    partial = np.zeros((jit.chunks(n), rounds))
+    for chunk in prange(jit.chunks(n)):
+        squared = np.empty(k)
+        sums = partial[chunk]
+        for i in range(chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)):
+            column, scale = columns[i], x[i]
+            if curved[i]:
+                rows[i] = 0.0
+                _block_times_diagonal(column, shrink[i], scale, weighted[place[i]])
+                continue
+            _largest_square(column, squared)
             for p in range(k):
                 weight = 1.0 / np.sqrt(1.0 + squared[p])
                 for t in range(rounds):
                     rows[i, p, t] = weight * column[p, t] * scale[t]
             for t in range(rounds):
-                diagonal[t] += scale[t] * scale[t]
-            continue
-        rows[i] = 0.0
-        _block_times_diagonal(column, shrink[i], scale, weighted[m])
-        m += 1
-    return m
+                sums[t] += scale[t] * scale[t]
+    jit.add_chunks(partial, diagonal)
 
 
-@jit.compiled
+@jit.over_jobs
 def row_free_loads(scaled: np.ndarray, scenarios: int, root: np.ndarray, vector: np.ndarray, out: np.ndarray) -> None:
     r"""`out[i]` := :math:`\lVert F_i D_i^{-1/2} v_i \rVert^2`, :math:`F_i^\top F_i = (I + V_{S,i}
     V_{S,i}^\top)^{-1}` with :math:`V_{S,i}` the first `scenarios` columns of `scaled` (shape (n, S', T)),
@@ -227,18 +264,19 @@ def row_free_loads(scaled: np.ndarray, scenarios: int, root: np.ndarray, vector:
     `dense.dense_factor` computes the same from its Cholesky factors."""
     n, _, rounds = scaled.shape
     k = scenarios
-    gram = np.empty((k, k))
-    rotation = np.empty((k, k))
-    x = np.empty(rounds)
-    along = np.empty(k)
-    column = np.empty((k, rounds))
-    shrink = np.empty(k)
-    for i in range(n):
-        for t in range(rounds):
-            x[t] = root[i, t] * vector[i, t]
-        _job_root(scaled[i, :k], gram, rotation, column, shrink)
-        _root_times(column, shrink, x, along, 1)  # once: a = |F x|^2
-        total = 0.0
-        for t in range(rounds):
-            total += x[t] * x[t]
-        out[i] = total
+    for chunk in prange(jit.chunks(n)):
+        gram = np.empty((k, k))
+        rotation = np.empty((k, k))
+        x = np.empty(rounds)
+        along = np.empty(k)
+        column = np.empty((k, rounds))
+        shrink = np.empty(k)
+        for i in range(chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)):
+            for t in range(rounds):
+                x[t] = root[i, t] * vector[i, t]
+            _job_root(scaled[i, :k], gram, rotation, column, shrink)
+            _root_times(column, shrink, x, along, 1)  # once: a = |F x|^2
+            total = 0.0
+            for t in range(rounds):
+                total += x[t] * x[t]
+            out[i] = total

@@ -1,0 +1,116 @@
+"""The planner's kernels on several threads (`vfm.planner._kernels.kernel_threads`): the same plans
+bit for bit on one thread and on two, and the ``threads`` option's validation."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from benchmarks.plan import shockwave_options, tiled_window
+from vfm.errors import ValidationError
+from vfm.planner import PlanOptions
+from vfm.planner._kernels import jit, kernel_threads
+from vfm.planner._kernels.threads import available, current, default_threads
+from vfm.planner.plan import plan
+from vfm.planner.saa_ipm import solve_saa_ipm
+
+#: Jobs of the synthetic window: several chunks of jobs (`jit.CHUNK`), the last one partial.
+JOBS, GPUS = 300, 77
+
+
+@pytest.fixture(scope="module")
+def window():
+    """The busiest 900-job window tiled to `JOBS` jobs on `GPUS` GPUs (`benchmarks.plan.tiled_window`)."""
+    assert JOBS > 4 * jit.CHUNK and JOBS % jit.CHUNK
+    return tiled_window(JOBS, GPUS)
+
+
+def _plans(window, threads: tuple[int, ...], **options):
+    states, gpus, capacity = window
+    plans = []
+    for count in threads:
+        with kernel_threads(count):
+            plans.append(plan(states, gpus, capacity, seed=0, **options))
+    return plans
+
+
+def _assert_same_plans(one, two) -> None:
+    for name in ("relaxed", "prices", "schedule"):
+        assert np.array_equal(getattr(one, name), getattr(two, name)), name
+    assert one.bound == two.bound and one.relaxed_objective == two.relaxed_objective
+    assert str(one.status) == str(two.status) == "optimal"
+
+
+def test_the_shockwave_plan_is_the_same_on_one_thread_and_two(window):
+    # The reproduction's configuration: FTF rows, the efficiency term, the low-rank blocks, the polish.
+    states, _, capacity = window
+    one, two = _plans(window, (1, 2), **shockwave_options(states, capacity))
+    _assert_same_plans(one, two)
+
+
+def test_the_shockwave_programs_multipliers_are_the_same_on_one_thread_and_two(window):
+    # The multipliers the certificate is made of, from the backend itself (the plan keeps only its bound).
+    states, _, capacity = window
+    (base,) = _plans(window, (1,), **shockwave_options(states, capacity))
+    one, two = (solve_saa_ipm(base.program, tol=1e-8, threads=count) for count in (1, 2))
+    assert str(one.status) == str(two.status) == "optimal"
+    for name in ("x", "prices", "ftf_multipliers", "efficiency_multipliers"):
+        assert np.array_equal(getattr(one, name), getattr(two, name)), name
+
+
+def test_a_plan_over_sixteen_scenarios_is_the_same_on_one_thread_and_two(window):
+    # Sixteen scenarios: the dense block factor.
+    one, two = _plans(window, (1, 2), scenarios=16)
+    _assert_same_plans(one, two)
+
+
+def test_a_solve_on_two_gpu_types_is_the_same_on_one_thread_and_two(window):
+    # Two GPU types: the one-type rows' kernels (as `vfm.planner.saa_ipm.load_kernels` builds them).
+    (base,) = _plans(window, (1,))
+    program = base.program
+    rounds = program.capacity.shape[0]
+    speed = np.where(np.arange(program.progress.shape[1])[:, None] % 3 == 0, 0.5, 0.8)
+    typed = replace(program, progress=np.tile(program.progress, 2), capacity=np.tile(0.5 * program.capacity, 2),
+                    good_round=np.tile(np.arange(rounds), 2),
+                    speed=np.repeat(np.hstack([np.ones_like(speed), speed]), rounds, axis=1))
+    one, two = (solve_saa_ipm(typed, tol=1e-8, threads=count) for count in (1, 2))
+    assert str(one.status) == str(two.status) == "optimal"
+    for name in ("x", "prices", "ftf_multipliers", "efficiency_multipliers"):
+        assert np.array_equal(getattr(one, name), getattr(two, name)), name
+
+
+def test_a_scope_sets_the_threads_and_restores_them():
+    assert current() == 1
+    with kernel_threads(2) as outer:
+        assert outer == current() == min(2, available())
+        with kernel_threads(None) as inner:  # None keeps the enclosing scope's
+            assert inner == outer
+        with kernel_threads(1):
+            assert current() == 1
+        assert current() == outer
+    assert current() == 1
+    with kernel_threads(None) as default:
+        assert default == default_threads() <= 4
+    with kernel_threads(10**6) as capped:
+        assert capped == available()
+
+
+@pytest.mark.parametrize("threads", [0, -1, 1.5, 2.0, True, "2"])
+def test_bad_threads_are_refused_naming_the_option(threads):
+    with pytest.raises(ValidationError, match="threads"):
+        PlanOptions(threads=threads)
+    with pytest.raises(ValidationError, match="threads"):
+        PlanOptions().updated(threads=threads)
+
+
+def test_the_solver_refuses_bad_threads(window):
+    (base,) = _plans(window, (1,))
+    with pytest.raises(ValidationError, match="threads"):
+        solve_saa_ipm(base.program, threads=0)
+
+
+def test_threads_are_an_option():
+    assert PlanOptions().threads is None
+    assert PlanOptions(threads=3).threads == 3
