@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numba
 import numpy as np
 
 from benchmarks._cli import OUTPUT_FILE_MADE, Parser, whole
@@ -98,6 +99,14 @@ def table(rows: Sequence[dict[str, Any]], jobs: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def threading_layer() -> str:
+    """The threading layer Numba started, or "none" (no parallel call ran)."""
+    try:
+        return str(numba.threading_layer())
+    except ValueError:
+        return "none"
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = Parser("benchmarks.threads", __doc__)
     parser.add_argument("--threads", check=whole(1), nargs="+", default=[1, 2],
@@ -114,7 +123,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         rows = time_threads(args.threads, args.runs, args.jobs, args.gpus)
         end = [round(x, 2) for x in os.getloadavg()]
         text = (parser.header() + f"# {args.jobs} jobs on {args.gpus} GPUs, {args.runs} rounds; "
-                f"load average (1, 5, 15 min) at start {load}, at end {end}\n" + table(rows, args.jobs))
+                f"load average (1, 5, 15 min) at start {load}, at end {end}; Numba threading layer: "
+                f"{threading_layer()}\n" + table(rows, args.jobs))
         parser.publish(text, Path(args.out))
 
 

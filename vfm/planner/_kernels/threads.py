@@ -10,10 +10,11 @@ or less, and an iteration calls a dozen of them between serial NumPy work and th
 system, so a parallel launch costs about what it saves: on a quiet 16-core host
 (``python -m benchmarks.threads``, `benchmarks/results/threads/`), 16 threads took the
 10,000-job window from 1.07 s to 0.84 s and the 100,000-job window from 13.7 s to 9.6 s, while
-a 900-job window took 95 ms on one thread against 147 ms on four. On a busy host more threads
-only wait for cores. Ask for them (`vfm.planner.PlanOptions.threads`) for windows of 10,000
-jobs or more on a host with idle cores. The first parallel call on a machine compiles the
-kernels' parallel form (tens of seconds, then cached beside the module).
+a 900-job window took 95 ms on one thread against 147 ms on four; on a quiet 2-core machine two
+threads made both windows slower. On a busy host more threads only wait for cores. Ask for
+them (`vfm.planner.PlanOptions.threads`) for windows of 10,000 jobs or more on a host with many
+idle cores. The first parallel call on a machine compiles the kernels' parallel form (tens of
+seconds, then cached beside the module).
 
 Numba's threading layer: unless the process chose one (``NUMBA_THREADING_LAYER``, or
 ``numba.config.THREADING_LAYER`` set before the first parallel call), the first scope of more than
@@ -22,8 +23,8 @@ Numba's own ``workqueue``, never GNU OpenMP. A scheduler may fork workers after 
 OpenMP's thread pool does not survive a fork; on a host whose cores are busy it also waited far
 longer: the 10,000-job window of ``python -m benchmarks.threads --threads 1 2`` took a median
 6.0 s on 2 threads with GNU OpenMP and 0.96 s with ``workqueue`` (0.84 s and 0.86 s on 1 thread in
-the same runs), on a 2-core machine with a load average near 2. The ``workqueue`` layer takes one parallel call at a
-time, and a second from another thread terminates the process, so parallel calls take turns on a
+the same runs), on a 2-core machine with a load average near 2. The ``workqueue`` layer takes one
+parallel call at a time, and a second from another thread terminates the process, so parallel calls take turns on a
 lock (`launching`): concurrent solves from several Python threads stay safe, and each still runs
 its serial work concurrently. One kernel thread (``threads=1``) never starts the threading layer.
 
