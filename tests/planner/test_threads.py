@@ -3,6 +3,9 @@ bit for bit on one thread and on two, and the ``threads`` option's validation.""
 
 from __future__ import annotations
 
+import importlib
+import importlib.metadata
+import importlib.util
 from dataclasses import replace
 
 import numpy as np
@@ -11,7 +14,7 @@ import pytest
 from benchmarks.plan import shockwave_options, tiled_window
 from vfm.errors import ValidationError
 from vfm.planner import PlanOptions
-from vfm.planner._kernels import jit, kernel_threads
+from vfm.planner._kernels import jit, kernel_threads, threads
 from vfm.planner._kernels.threads import available, current, default_threads
 from vfm.planner.plan import plan
 from vfm.planner.saa_ipm import solve_saa_ipm
@@ -92,7 +95,7 @@ def test_a_scope_sets_the_threads_and_restores_them():
         assert current() == outer
     assert current() == 1
     with kernel_threads(None) as default:
-        assert default == default_threads() <= 4
+        assert default == default_threads() == 1  # one thread unless asked
     with kernel_threads(10**6) as capped:
         assert capped == available()
 
@@ -114,3 +117,22 @@ def test_the_solver_refuses_bad_threads(window):
 def test_threads_are_an_option():
     assert PlanOptions().threads is None
     assert PlanOptions(threads=3).threads == 3
+
+
+def test_without_the_tbb_package_nothing_is_loaded(monkeypatch):
+    def missing(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(threads.importlib.metadata, "distribution", missing)
+    assert threads._load_tbb() is False
+
+
+@pytest.mark.skipif(importlib.util.find_spec("numba.np.ufunc.tbbpool") is None, reason="Numba has no TBB layer")
+def test_the_tbb_package_library_is_found_where_installed():
+    try:
+        importlib.metadata.distribution("tbb")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("the threads extra (tbb) is not installed")
+    assert threads._load_tbb() is True
+    # Numba's TBB layer can now load its extension, which links the library by name.
+    importlib.import_module("numba.np.ufunc.tbbpool")

@@ -125,10 +125,10 @@ class PlanOptions:
         threads: each job's work writes its own outputs and the sums over jobs are taken in chunks
         of a fixed size, in a fixed order. Default None: one thread
         (`vfm.planner._kernels.threads.DEFAULT_THREADS`), because the kernels of a window of a few
-        hundred jobs are too short to gain from more: more threads pay for windows of 10,000
-        jobs or more on a host with idle cores (the module `vfm.planner._kernels.threads` gives
-        the measurements). Values above the CPUs (Numba's ``NUMBA_NUM_THREADS``) are capped to
-        them.
+        hundred jobs are too short to gain from more: more threads pay for windows of thousands
+        of jobs on a host with idle cores, with the ``threads`` extra installed (Intel's TBB;
+        docs/guarantees.md, "Kernel threads", gives the measurements). Values above the CPUs
+        (Numba's ``NUMBA_NUM_THREADS``) are capped to them.
 
     Raises
     ------

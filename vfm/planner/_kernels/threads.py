@@ -5,28 +5,23 @@ A kernel's results do not depend on its threads: each job writes only its own ou
 sum over jobs is taken chunk by chunk in a fixed order (`vfm.planner._kernels.jit.CHUNK`). The
 threads only change how long a solve takes.
 
-The default is one thread (`DEFAULT_THREADS`). A kernel over a window's jobs takes a millisecond
-or less, and an iteration calls a dozen of them between serial NumPy work and the capacity
-system, so a parallel launch costs about what it saves: on a quiet 16-core host
-(``python -m benchmarks.threads``, `benchmarks/results/threads/`), 16 threads took the
-10,000-job window from 1.07 s to 0.84 s and the 100,000-job window from 13.7 s to 9.6 s, while
-a 900-job window took 95 ms on one thread against 147 ms on four; on a quiet 2-core machine two
-threads made both windows slower. On a busy host more threads only wait for cores. Ask for
-them (`vfm.planner.PlanOptions.threads`) for windows of 10,000 jobs or more on a host with many
-idle cores. The first parallel call on a machine compiles the kernels' parallel form (tens of
-seconds, then cached beside the module).
+The default is one thread (`DEFAULT_THREADS`): a kernel over a window's jobs takes a millisecond
+or less, and an iteration calls a dozen of them between serial NumPy work and the capacity system,
+so more threads pay only on windows of thousands of jobs, on idle cores, and with a threading
+layer that launches fast (the measurements are in docs/guarantees.md, "Kernel threads", and
+`benchmarks/results/threads/`, from ``python -m benchmarks.threads``).
 
 Numba's threading layer: unless the process chose one (``NUMBA_THREADING_LAYER``, or
 ``numba.config.THREADING_LAYER`` set before the first parallel call), the first scope of more than
-one thread asks Numba for a fork-safe one (`_fork_safe_layer`): TBB where it is installed, else
-Numba's own ``workqueue``, never GNU OpenMP. A scheduler may fork workers after a re-plan, and GNU
-OpenMP's thread pool does not survive a fork; on a host whose cores are busy it also waited far
-longer: the 10,000-job window of ``python -m benchmarks.threads --threads 1 2`` took a median
-6.0 s on 2 threads with GNU OpenMP and 0.96 s with ``workqueue`` (0.84 s and 0.86 s on 1 thread in
-the same runs), on a 2-core machine with a load average near 2. The ``workqueue`` layer takes one
-parallel call at a time, and a second from another thread terminates the process, so parallel calls take turns on a
-lock (`launching`): concurrent solves from several Python threads stay safe, and each still runs
-its serial work concurrently. One kernel thread (``threads=1``) never starts the threading layer.
+one thread asks Numba for a fork-safe one (`_fork_safe_layer`), after loading TBB's library from
+the ``tbb`` package where it is installed (`_load_tbb`): TBB then, else Numba's own
+``workqueue``, never GNU OpenMP. A scheduler may fork workers after a re-plan, and GNU OpenMP's
+thread pool does not survive a fork; its threads also spin while they wait, which on a host whose
+cores are busy stalls a re-plan for seconds. ``workqueue`` is safe but slow to launch (about
+0.2 ms per parallel call, where TBB takes microseconds), and it takes one parallel call at a time:
+a second from another thread terminates the process, so parallel calls take turns on a lock
+(`launching`) whatever the layer. One kernel thread (``threads=1``) never starts a threading
+layer.
 
 Examples
 --------
@@ -39,6 +34,8 @@ Examples
 
 from __future__ import annotations
 
+import ctypes
+import importlib.metadata
 import os
 import threading
 from collections.abc import Iterator
@@ -104,10 +101,34 @@ def kernel_threads(threads: int | None) -> Iterator[int]:
 
 
 def _fork_safe_layer() -> None:
-    """Ask Numba for a fork-safe threading layer unless the process chose one (module docstring); no
-    effect once a parallel call has started a layer."""
+    """Ask Numba for a fork-safe threading layer unless the process chose one (module docstring),
+    with TBB's library loaded where the ``tbb`` package is installed (`_load_tbb`); no effect once
+    a parallel call has started a layer."""
     if numba.config.THREADING_LAYER == "default":  # type: ignore[attr-defined]
+        _load_tbb()
         numba.config.THREADING_LAYER = "forksafe"  # type: ignore[attr-defined]
+
+
+def _load_tbb() -> bool:
+    """Load the shared library of the ``tbb`` package (the ``threads`` extra), if installed, so that
+    Numba's TBB layer finds it; whether it is loaded.
+
+    pip puts ``libtbb.so.12`` in the environment's ``lib`` folder, which a virtual environment's
+    Python does not search: Numba's TBB layer then fails to load and Numba falls back to
+    ``workqueue``, whose every parallel call costs about 0.2 ms (module docstring). Loaded first,
+    with its symbols global, the library is found by name."""
+    try:
+        files = importlib.metadata.distribution("tbb").files or []
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    for file in files:
+        if file.name == "libtbb.so.12":
+            try:
+                ctypes.CDLL(str(file.locate()), mode=ctypes.RTLD_GLOBAL)
+            except OSError:
+                return False
+            return True
+    return False
 
 
 @contextmanager
