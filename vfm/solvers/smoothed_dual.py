@@ -199,8 +199,8 @@ def solve_smoothed(engine: Engine, program: ScaledProgram, settings: Settings) -
 
 
 @dataclass(frozen=True)
-class Pairs:
-    """Entries of the scaled program (or a subset), grouped by bidding buyer."""
+class Bids:
+    """The bids: entries of the scaled program (or a subset), grouped by bidding buyer."""
 
     log_utility: np.ndarray  # (E,)
     good: np.ndarray  # (E,) supply row
@@ -209,12 +209,12 @@ class Pairs:
     budget: np.ndarray  # (E,) the owner's scaled budget
 
     @classmethod
-    def of(cls, log_utility: np.ndarray, good: np.ndarray, owner: np.ndarray, budgets: np.ndarray) -> Pairs:
+    def of(cls, log_utility: np.ndarray, good: np.ndarray, owner: np.ndarray, budgets: np.ndarray) -> Bids:
         starts = np.searchsorted(owner, np.arange(budgets.size))  # entries are sorted by bidder
         return cls(log_utility, good, owner, starts, budgets[owner])
 
-    def subset(self, keep: np.ndarray, budgets: np.ndarray) -> Pairs:
-        return Pairs.of(self.log_utility[keep], self.good[keep], self.owner[keep], budgets)
+    def subset(self, keep: np.ndarray, budgets: np.ndarray) -> Bids:
+        return Bids.of(self.log_utility[keep], self.good[keep], self.owner[keep], budgets)
 
 
 @dataclass(frozen=True)
@@ -232,7 +232,7 @@ class NumpyEngine:
 
     program: ScaledProgram
     name: str = "numpy"
-    pairs: Pairs = field(init=False)
+    pairs: Bids = field(init=False)
     budgets: np.ndarray = field(init=False)
     goods: int = field(init=False)
 
@@ -241,12 +241,12 @@ class NumpyEngine:
         bidders, owner = program.bidders()
         self.budgets = program.weights[bidders]
         self.goods = int(program.traded.size)
-        self.pairs = Pairs.of(np.log(program.utility), program.supply_row, owner, self.budgets)
+        self.pairs = Bids.of(np.log(program.utility), program.supply_row, owner, self.budgets)
 
     def start(self) -> np.ndarray:
         return even_bids(self.program, self.pairs.owner, self.budgets)
 
-    def smoothed(self, pairs: Pairs, q: np.ndarray, tau: float) -> Smoothed:
+    def smoothed(self, pairs: Bids, q: np.ndarray, tau: float) -> Smoothed:
         score = pairs.log_utility - q[pairs.good]
         best = np.maximum.reduceat(score, pairs.starts)
         below = score - best[pairs.owner]
@@ -254,7 +254,7 @@ class NumpyEngine:
         total = np.add.reduceat(weight, pairs.starts)
         return Smoothed(weight / total[pairs.owner], below)
 
-    def hessian(self, pairs: Pairs, q: np.ndarray, share: np.ndarray, tau: float) -> np.ndarray:
+    def hessian(self, pairs: Bids, q: np.ndarray, share: np.ndarray, tau: float) -> np.ndarray:
         spend = pairs.budget * share
         hessian = np.diag(np.exp(q) + np.bincount(pairs.good, spend, minlength=self.goods) / tau)
         # The rank-one terms of every buyer: one dense product while most pairs carry weight,
@@ -271,7 +271,7 @@ class NumpyEngine:
             hessian -= (rows.T @ rows).toarray()
         return hessian
 
-    def newton(self, pairs: Pairs, q: np.ndarray, tau: float, max_steps: int, centered: float) -> Centered:
+    def newton(self, pairs: Bids, q: np.ndarray, tau: float, max_steps: int, centered: float) -> Centered:
         steps = 0
         while steps < max_steps:
             at = self.smoothed(pairs, q, tau)
@@ -285,10 +285,10 @@ class NumpyEngine:
             q = q + line_search(functools.partial(self.slope_along, pairs, q, step, tau)) * step
         return Centered(q, steps, False)
 
-    def gradient(self, pairs: Pairs, q: np.ndarray, share: np.ndarray) -> np.ndarray:
+    def gradient(self, pairs: Bids, q: np.ndarray, share: np.ndarray) -> np.ndarray:
         return np.exp(q) - np.bincount(pairs.good, pairs.budget * share, minlength=self.goods)
 
-    def slope_along(self, pairs: Pairs, q: np.ndarray, step: np.ndarray, tau: float, size: float) -> float:
+    def slope_along(self, pairs: Bids, q: np.ndarray, step: np.ndarray, tau: float, size: float) -> float:
         moved = q + size * step
         return float(self.gradient(pairs, moved, self.smoothed(pairs, moved, tau).share) @ step)
 
