@@ -13,7 +13,7 @@ import pytest
 
 from benchmarks.plan import shockwave_options, tiled_window
 from vfm.errors import ValidationError
-from vfm.planner import PlanOptions
+from vfm.planner import PlanOptions, Policy, backends
 from vfm.planner._kernels import jit, kernel_threads, threads
 from vfm.planner._kernels.threads import available, current, default_threads
 from vfm.planner.plan import plan
@@ -136,3 +136,13 @@ def test_the_tbb_package_library_is_found_where_installed():
     assert threads._load_tbb() is True
     # Numba's TBB layer can now load its extension, which links the library by name.
     importlib.import_module("numba.np.ufunc.tbbpool")
+
+
+@pytest.mark.skipif(available() < 2, reason="one CPU: every scope runs one thread")
+def test_a_policy_that_asks_for_threads_loads_the_kernels_parallel_form_when_built(monkeypatch):
+    # Where it is built, not at its first re-plan: the parallel form's first compile takes tens of seconds.
+    loaded = []
+    monkeypatch.setattr(backends, "load_kernels", lambda parallel=False: loaded.append(parallel))
+    Policy(4)
+    Policy(4, threads=2)
+    assert loaded == [False, True]

@@ -57,6 +57,7 @@ from vfm.gpu_cluster import ClusterTypes
 from vfm.parameters import Constraint, Either, Instance, Optional, Whole, check_parameters
 from vfm.planner import checkpoint as checkpoint_format
 from vfm.planner import shockwave
+from vfm.planner._kernels import kernel_threads
 from vfm.planner.decision import Decision, Placement, Serving, decide_placed
 from vfm.planner.inputs import JobTerms
 from vfm.planner.options import PlanOptions
@@ -284,8 +285,10 @@ class Policy(StateView):
         self.config = policy_config(capacity, options, round_options=round_options, forecaster=forecaster, seed=seed,
                                     **overrides)
         self._start()
-        # Here, not in the first re-plan: a scheduler's re-plans stay predictable.
-        prepare("planning", self.config.options.solver)
+        # Here, not in the first re-plan: a scheduler's re-plans stay predictable (on the threads
+        # its re-plans ask for, so that the kernels' parallel form is compiled here too).
+        with kernel_threads(self.config.options.threads):
+            prepare("planning", self.config.options.solver)
 
     @classmethod
     def shockwave(cls, capacity: int | ClusterTypes, round_s: float = 120.0, **overrides: Any) -> Policy:
