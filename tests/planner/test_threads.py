@@ -15,7 +15,7 @@ from benchmarks.plan import shockwave_options, tiled_window
 from vfm.errors import ValidationError
 from vfm.planner import PlanOptions, Policy, backends
 from vfm.planner._kernels import jit, kernel_threads, threads
-from vfm.planner._kernels.threads import available, current, default_threads
+from vfm.planner._kernels.threads import DEFAULT_THREADS, available, current
 from vfm.planner.plan import plan
 from vfm.planner.saa_ipm import solve_saa_ipm
 
@@ -95,7 +95,7 @@ def test_a_scope_sets_the_threads_and_restores_them():
         assert current() == outer
     assert current() == 1
     with kernel_threads(None) as default:
-        assert default == default_threads() == 1  # one thread unless asked
+        assert default == DEFAULT_THREADS == 1  # one thread unless asked
     with kernel_threads(10**6) as capped:
         assert capped == available()
 

@@ -50,8 +50,7 @@ def warm_start(state: PolicyState, ids: tuple[Hashable, ...], rounds: int) -> Fl
     last = state.plan
     if last is None or last.job_ids is None or state.since_plan >= rounds:
         return None
-    row = {job: k for k, job in enumerate(last.job_ids)}
-    rows = np.array([row.get(job, -1) for job in ids], dtype=np.int64)
+    rows = carried_rows(state, ids)  # the last plan's jobs are the ones `state` carries
     if not (rows >= 0).any():
         return None
     keep = np.minimum(np.arange(rounds) + state.since_plan, rounds - 1)

@@ -223,7 +223,7 @@ def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 8
     threads : int, optional
         Threads of the per-job kernels (`vfm.planner._kernels.kernel_threads`): the same solution
         bit for bit on any number. Default: the enclosing `kernel_threads` scope's, else
-        `vfm.planner._kernels.threads.default_threads`.
+        `vfm.planner._kernels.threads.DEFAULT_THREADS` (one).
 
     Returns
     -------

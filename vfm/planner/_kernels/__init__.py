@@ -39,14 +39,13 @@ from vfm.planner._kernels.low_rank import (
     times_diagonal,
 )
 from vfm.planner._kernels.one_type_rows import add_group_outer, add_round_sums, typed_gram
-from vfm.planner._kernels.threads import default_threads, kernel_threads
+from vfm.planner._kernels.threads import kernel_threads
 
 __all__ = [
     "add_group_outer",
     "add_round_sums",
     "box_residual",
     "curved_jobs",
-    "default_threads",
     "dense_factor",
     "dense_inverse_blocks",
     "dense_subtract_inverse_blocks",

@@ -64,8 +64,6 @@ def over_jobs(function: Callable[..., Any]) -> Callable[..., Any]:
                 return parallel(*args)
         return serial(*args)
 
-    kernel.serial = serial  # type: ignore[attr-defined]
-    kernel.parallel = parallel  # type: ignore[attr-defined]
     return kernel
 
 

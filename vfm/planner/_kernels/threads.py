@@ -45,9 +45,9 @@ import numba
 
 from vfm.parameters import Optional, Whole
 
-__all__ = ["DEFAULT_THREADS", "THREADS", "available", "current", "default_threads", "kernel_threads", "launching"]
+__all__ = ["DEFAULT_THREADS", "THREADS", "available", "current", "kernel_threads", "launching"]
 
-#: The threads a solve takes by default (`default_threads`; module docstring).
+#: The threads a solve takes by default (`kernel_threads` with None; module docstring).
 DEFAULT_THREADS = 1
 
 #: What a ``threads`` argument may be (`vfm.planner.PlanOptions.threads`).
@@ -71,19 +71,14 @@ def available() -> int:
     return max(1, min(numba_threads, cpus))
 
 
-def default_threads() -> int:
-    """The kernel threads of ``threads=None``: `DEFAULT_THREADS`, at most `available`."""
-    return min(DEFAULT_THREADS, available())
-
-
 @contextmanager
 def kernel_threads(threads: int | None) -> Iterator[int]:
     """Run the block's kernels on `threads` threads (more than `available` are capped to it; None:
-    the enclosing scope's, or `default_threads` outside any), restoring the calling thread's setting
+    the enclosing scope's, or `DEFAULT_THREADS` outside any), restoring the calling thread's setting
     and Numba's on exit. Yields the threads in effect."""
     previous = getattr(_local, "threads", None)
     if threads is None:
-        count = default_threads() if previous is None else previous
+        count = DEFAULT_THREADS if previous is None else previous
     else:
         count = max(1, min(int(threads), available()))
     if count > 1:
