@@ -32,7 +32,7 @@ through the same round mechanism, ``gavel-ftf``
 
 Prints one row per workload, mix and policy (makespan, mean JCT, worst FTF ratio, unfair share,
 utilization, median and max seconds of a ``next_round`` call) and, per workload and mix, the
-targets of issue 16 (vfm at least 1.2x better makespan and 1.5x better worst FTF than gavel,
+targets (vfm at least 1.2x better makespan and 1.5x better worst FTF than gavel,
 unfair share no higher); writes ``table.txt``, ``results.json`` (with each run's sorted FTF
 ratios) and, per workload, ``<workload>_metrics.png`` and ``<workload>_ftf_cdf.png`` to ``--out``
 (default ``results/heterogeneous`` under the current folder; the committed results are written only with

@@ -2,10 +2,12 @@
 
 import math
 
+import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vfm._interior_point import INEXACT_FRACTION, INEXACT_RANGE, Method, cg_tolerance, iterate
+from vfm._interior_point import INEXACT_FRACTION, INEXACT_RANGE, Method, cg_tolerance, iterate, largest_step
 from vfm.equilibrium import Status
 
 positive = st.floats(min_value=1e-30, max_value=1e30, allow_nan=False, allow_infinity=False)
@@ -55,3 +57,15 @@ def test_a_converged_point_is_reported_before_the_exhausted_test():
     # Every step counts as exhausted, yet the point it reaches converged: optimal, not inaccurate.
     outcome = iterate(1.5e-3, _halving(exhausted=lambda previous, point: True), 10)
     assert outcome.status == Status.OPTIMAL and outcome.point == 7.5e-4 and outcome.iteration == 1
+
+
+def test_the_largest_step_is_the_first_boundary_over_every_pair_and_inf_without_one():
+    rng = np.random.default_rng(0)
+    values = [rng.random((5, 3)) + 0.1, rng.random(4) + 0.1, np.array([1.0, 2.0])]
+    changes = [rng.standard_normal((5, 3)), rng.standard_normal(4), np.array([-4.0, 0.5])]
+    rates = [float(np.max(np.where(c < 0, -c / v, 0.0))) for v, c in zip(values, changes, strict=True)]
+    assert largest_step(values, changes) == 1.0 / max(rates)
+    assert largest_step([np.ones(3)], [np.ones(3)]) == math.inf
+    assert largest_step((), ()) == math.inf
+    with pytest.raises(ValueError, match="values"):
+        largest_step([np.ones(2)], [])

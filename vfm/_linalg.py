@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+from scipy.linalg import lapack
 
 from vfm._validation import FloatArray
 
@@ -73,3 +74,44 @@ def preconditioned_cg(apply: Callable[[FloatArray], FloatArray], precondition: C
         previous, inner = inner, float(np.vdot(residual, preconditioned))
         search = preconditioned + (inner / previous) * search
     return solution, float(np.abs(rhs - apply(solution)).max())
+
+
+# The interior points' small dense systems, (T, T) with T ~ 20, are factored and solved thousands of
+# times a plan: LAPACK's routines are called directly, the ones `scipy.linalg.cho_factor`,
+# `cho_solve`, `lu_factor` and `lu_solve` call (the same results), without their argument
+# handling, which cost 20 to 40 us a call, more than the arithmetic.
+
+
+def cholesky(matrix: FloatArray) -> FloatArray:
+    """The lower Cholesky factor of the symmetric positive definite `matrix` (its lower triangle
+    read; the upper triangle of the result is not cleared), for `cholesky_solve`.
+
+    Raises `numpy.linalg.LinAlgError` when `matrix` is not numerically positive definite, and
+    ValueError when it is not finite."""
+    if not np.isfinite(matrix).all():
+        raise ValueError("array must not contain infs or NaNs")
+    factor, info = lapack.dpotrf(matrix, lower=1, clean=0)
+    if info > 0:
+        raise np.linalg.LinAlgError(f"{info}-th leading minor of the array is not positive definite")
+    return factor
+
+
+def cholesky_solve(factor: FloatArray, rhs: FloatArray) -> FloatArray:
+    """The solution of ``matrix x = rhs``, `factor` being `cholesky(matrix)`."""
+    solution, _ = lapack.dpotrs(factor, rhs, lower=1)
+    return solution
+
+
+def lu(matrix: FloatArray) -> tuple[FloatArray, np.ndarray] | None:
+    """The LU factors and pivots of `matrix` (LAPACK getrf) for `lu_solve`; None when a pivot is 0 or
+    a factor is not finite."""
+    factors, pivots, _ = lapack.dgetrf(matrix)
+    if not np.all(np.isfinite(factors) & (np.diag(factors) != 0)):
+        return None
+    return factors, pivots
+
+
+def lu_solve(factored: tuple[FloatArray, np.ndarray], rhs: FloatArray) -> FloatArray:
+    """The solution of ``matrix x = rhs``, `factored` being `lu(matrix)`."""
+    solution, _ = lapack.dgetrs(*factored, rhs)
+    return solution

@@ -11,6 +11,7 @@ from vfm.cluster.metrics import longest_wait_rounds
 from vfm.errors import ValidationError
 from vfm.forecast import JobStates
 from vfm.planner import JobTerms, Policy, plan
+from vfm.planner._kernels import waits
 from vfm.planner.program import above_floor, commitments, wait_floor
 
 STATES = JobStates.from_lists([40, 12, 30, 50], [{32: 60.0, 64: 30.0}, {16: 200.0}, {64: 90.0, 128: 45.0}, {8: 100.0}],
@@ -123,3 +124,32 @@ def test_no_commitments_where_the_load_cannot_keep_the_limit():
     # 8 GPUs of gangs waiting, 2 GPUs of room a round: a limit of 3 rounds cannot be kept, 4 can.
     assert not commitments(program, 0.0, np.array([30, 30, 30, 30]), 3)[1].any()
     assert commitments(program, 0.0, np.array([30, 30, 30, 30]), 4)[1].sum() == 4
+
+
+def _committed_one_by_one(order, candidates, gpus, deadline, room):
+    """The wait limit's greedy assignment, job by job in NumPy: the reference for the compiled one."""
+    room, committed = room.copy(), np.zeros(candidates.shape, dtype=bool)
+    for i in order:
+        fit = np.flatnonzero(candidates[i] & (gpus[i] <= room + 1e-9))
+        before, after = fit[fit <= deadline[i]], fit[fit > deadline[i]]
+        if before.size or after.size:
+            t = before[-1] if before.size else after[0]
+            committed[i, t] = True
+            room[t] -= gpus[i]
+    return committed, room
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_compiled_assignment_commits_what_the_job_by_job_one_does(seed):
+    rng = np.random.default_rng(seed)
+    n, goods = int(rng.integers(1, 30)), int(rng.integers(1, 12))
+    candidates = rng.random((n, goods)) < 0.7
+    gpus = rng.choice([1.0, 2.0, 4.0, 8.0], n)
+    deadline = rng.integers(0, goods, n)
+    room = rng.choice([0.0, 2.0, 4.0, 8.0, 3.0 + 1e-10], goods)
+    order = rng.permutation(n)
+    committed, left = np.zeros((n, goods), dtype=bool), room.copy()
+    waits.commit_rounds(order, candidates, gpus, deadline, left, committed)
+    expected, expected_left = _committed_one_by_one(order, candidates, gpus, deadline, room)
+    assert np.array_equal(committed, expected)
+    assert np.array_equal(left, expected_left)

@@ -83,8 +83,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
-import scipy.linalg
 
+from vfm._linalg import lu, lu_solve
 from vfm._validation import FloatArray
 from vfm.planner import _kernels
 from vfm.planner.program import PlanningProgram
@@ -406,15 +406,15 @@ class _System:
         schur[:rounds, rounds] = -f_prices * (slopes.cross @ (present * hz).sum(axis=1))
         schur[rounds, :rounds] = f_zeta * (slopes.cross @ (present[:, 1] * h[:, 1]))
         schur[rounds, rounds] = d_zeta + f_zeta * float((present[:, 1] * hz[:, 1]).sum())
-        lu, pivots = scipy.linalg.lu_factor(schur, check_finite=False)
-        if not np.all(np.isfinite(lu) & (np.diag(lu) != 0)):
+        factors = lu(schur)
+        if factors is None:
             return None
 
         def solve(rhs: FloatArray) -> FloatArray:
             local = np.einsum("iab,ib->ia", inverse, _by_job(data, rhs, 0.0))
             reduced = np.append(rhs[:rounds] - f_prices * (slopes.cross @ (present * local).sum(axis=1)),
                                 (rhs[-1] if data.kappa else 0.0) + f_zeta * float((present[:, 1] * local[:, 1]).sum()))
-            shared = scipy.linalg.lu_solve((lu, pivots), reduced, check_finite=False)
+            shared = lu_solve(factors, reduced)
             jobs = local - h * (slopes.cross.T @ shared[:rounds])[:, None] - hz * shared[rounds]
             return _in_order(data, shared[:rounds], jobs, float(shared[rounds]))
 

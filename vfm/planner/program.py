@@ -57,6 +57,7 @@ import scipy.sparse.csgraph
 
 from vfm import utility
 from vfm._validation import FloatArray, read_only
+from vfm.planner._kernels import waits
 
 #: The array fields of `PlanningProgram` (made read-only on construction).
 _ARRAYS = ("progress", "base", "weights", "gpus", "capacity", "remaining_s", "leftover_limit_s", "upper", "speed")
@@ -477,11 +478,6 @@ def wait_floor(program: PlanningProgram, waited: np.ndarray, wait_limit: int, ro
     room = np.array(room, dtype=np.float64)
     if program.gpus[can_run].sum() > wait_limit * max(float(room[0]), 0.0):
         return committed  # more waiting than the room can serve within the limit: no round robin
-    for i in jobs[np.lexsort((-waited[jobs], deadline[jobs]))]:  # per job by nature: a greedy assignment
-        fit = np.flatnonzero(candidates[i] & (program.gpus[i] <= room + 1e-9))
-        before, after = fit[fit <= deadline[i]], fit[fit > deadline[i]]
-        if before.size or after.size:
-            t = before[-1] if before.size else after[0]
-            committed[i, t] = True
-            room[t] -= program.gpus[i]
+    order = jobs[np.lexsort((-waited[jobs], deadline[jobs]))]
+    waits.commit_rounds(order, candidates, program.gpus.astype(np.float64), deadline, room, committed)
     return committed

@@ -93,12 +93,16 @@ def fair_finish(config: PolicyConfig, forecaster: Forecaster, round_index: int, 
 def job_states(jobs: list[JobRecord], ids: tuple[Hashable, ...]) -> JobStates:
     """The jobs' states, regimes padded to the largest set (each job was validated on arrival)."""
     recent = np.array([job.recent for job in jobs], dtype=np.int64).T
-    n, width = len(jobs), max(len(job.regimes) for job in jobs)
+    sizes = np.array([len(job.regimes) for job in jobs])
+    n, width = len(jobs), int(sizes.max())
+    mask = np.arange(width)[None, :] < sizes[:, None]
+    # Every job's regimes and stages flattened in job order: one pass over the jobs, not one
+    # array per job (a re-plan of 300 jobs spent 2 ms building them one by one).
+    regimes = np.array([regime for job in jobs for regime in job.regimes], dtype=np.float64).reshape(-1, 2)
     labels, durations = np.full((n, width), np.nan), np.zeros((n, width))
-    mask, counts = np.zeros((n, width), dtype=np.bool_), np.zeros((n, width))
-    for row, job in enumerate(jobs):  # per job by nature: a mapping of jobs
-        k = len(job.regimes)
-        labels[row, :k], durations[row, :k] = np.array(job.regimes).T
-        mask[row, :k], counts[row, :k] = True, job.counts
+    labels[mask], durations[mask] = regimes[:, 0], regimes[:, 1]
+    stages = np.array([(row * width + column, length) for row, job in enumerate(jobs) for column, length in job.stages],
+                      dtype=np.int64).reshape(-1, 2)
+    counts = np.bincount(stages[:, 0], weights=stages[:, 1], minlength=n * width).reshape(n, width)
     return JobStates(np.array([job.epochs for job in jobs], dtype=np.float64), counts, durations, mask,
                      regime_labels=labels, job_ids=ids, groups=[job.kind for job in jobs], recent=tuple(recent))

@@ -141,7 +141,7 @@ from vfm._validation import FloatArray, is_whole
 from vfm.equilibrium import Status
 from vfm.errors import ValidationError
 from vfm.parameters import check_parameters
-from vfm.planner._kernels import kernel_threads
+from vfm.planner._kernels import kernel_threads, moved_entries, waits
 from vfm.planner._kernels.jit import CHUNK
 from vfm.planner._kernels.threads import THREADS
 from vfm.planner.polish import polish
@@ -318,9 +318,9 @@ def check_tolerance(tol: object) -> None:
 def load_kernels(parallel: bool = False) -> None:
     """Load the compiled kernels (`vfm.planner._kernels`) into this process, by solving two small
     programs (one scenario, and five: both block factors) with FTF rows and the efficiency term,
-    and polishing the first (`vfm.planner.polish`); with `parallel`, their parallel form
-    (`vfm.planner._kernels.jit.over_jobs`), by the same programs with more jobs than a chunk on
-    two threads.
+    polishing the first (`vfm.planner.polish`) and committing a round to a waiting job; with
+    `parallel`, their parallel form (`vfm.planner._kernels.jit.over_jobs`), by the same programs
+    with more jobs than a chunk on two threads.
 
     The first call on a machine compiles them (about 5 s; the parallel form, tens of seconds) and
     caches the machine code; later processes load it (about 0.3 s). `vfm.planner.Policy` calls
@@ -328,6 +328,9 @@ def load_kernels(parallel: bool = False) -> None:
     (`PlanOptions.threads`), so that no re-plan pays for it; once per process and form.
     """
     jobs = CHUNK + 1 if parallel else 2
+    # The wait limit's greedy assignment (`vfm.planner.program.wait_floor`), on a job and a round.
+    waits.commit_rounds(np.zeros(1, dtype=np.int64), np.ones((1, 1), dtype=bool), np.ones(1),
+                        np.zeros(1, dtype=np.int64), np.ones(1), np.zeros((1, 1), dtype=bool))
     with kernel_threads(2 if parallel else 1):
         for scenarios in (1, 5):
             program = _warm_up_program(scenarios, jobs)
@@ -490,7 +493,7 @@ def _mehrotra(data: ScaledProgram, point: Point, newton: NewtonSystem,
     ), sigma)
     if not (np.isfinite(corrector.largest) and np.isfinite(corrector.dy).all()):
         return None
-    return replace(corrector, error=max(newton.stalled, default=0.0))
+    return corrector
 
 
 def _line_search(data: ScaledProgram, point: Point, direction: Direction) -> Point | None:
@@ -503,13 +506,13 @@ def _line_search(data: ScaledProgram, point: Point, direction: Direction) -> Poi
     for _ in range(_BACKTRACKS if not direction.error else _INACCURATE_BACKTRACKS):
         if alpha <= 0:
             break
-        y = point.y + alpha * direction.dy
+        y, s_hi, z_lo, z_hi = (np.empty_like(point.y) for _ in range(4))
+        moved_entries(active, alpha, point.y, direction.dy, point.s_hi, point.z_lo, direction.dz_lo, point.z_hi,
+                      direction.dz_hi, y, s_hi, z_lo, z_hi)
         trial = evaluate(
             data, y,
-            Slacks(np.where(active, point.s_hi - alpha * direction.dy, 1.0), point.s_cap + alpha * direction.ds_cap,
-                   point.s_f + alpha * direction.ds_f),
-            Multipliers(point.z_lo + alpha * direction.dz_lo, point.z_hi + alpha * direction.dz_hi,
-                        point.prices + alpha * direction.d_prices, point.z_f + alpha * direction.dz_f),
+            Slacks(s_hi, point.s_cap + alpha * direction.ds_cap, point.s_f + alpha * direction.ds_f),
+            Multipliers(z_lo, z_hi, point.prices + alpha * direction.d_prices, point.z_f + alpha * direction.dz_f),
             point.longest.moved(direction.longest, alpha),
             point.type_rows.moved(direction.type_rows, alpha) if data.typed else point.type_rows,
             point.w + alpha * direction.dw,

@@ -158,7 +158,7 @@ class BlockFactor:
         weighted = work.weighted[:curved].reshape(-1, rounds)
         rows = work.rows.reshape(-1, rounds)
         gram = weighted.T @ weighted - rows.T @ rows
-        gram[np.diag_indices_from(gram)] += diagonal
+        gram.flat[::rounds + 1] += diagonal
         return gram
 
     def times_diagonal(self, x: FloatArray, out: FloatArray) -> FloatArray:

@@ -6,14 +6,13 @@ products (`Targets`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
-import scipy.linalg
 
 from vfm._interior_point import CG_STEPS, CG_TOLERANCE, cg_tolerance, largest_step
-from vfm._linalg import preconditioned_cg
+from vfm._linalg import cholesky, cholesky_solve, preconditioned_cg
 from vfm._validation import FloatArray
 from vfm.planner._kernels import entries, low_rank
 from vfm.planner.saa_ipm_blocks import BlockFactor, TypeFold, Workspace, add_round_sums
@@ -43,7 +42,8 @@ class Direction:
     dw: FloatArray  # (n, S) step of the logarithms' multipliers
     largest: float  # largest step keeping every slack, multiplier and utility nonnegative
     sigma: float
-    error: float = 0.0  # the largest relative residual of its solves that missed their tolerance (0: none did)
+    error: float = 0.0  # the largest relative residual of the solves with its factorization that missed their
+    # tolerance (a corrector's include its predictor's; 0: none did)
 
 
 class Targets(NamedTuple):
@@ -76,7 +76,7 @@ class NewtonSystem:
     ratio: FloatArray  # (T,) lambda / s_cap
     root: FloatArray  # (n, T) (diagonal + regularization)^-1/2
     blocks: BlockFactor  # K_i^-1 ~= D^-1/2 F_i^T F_i D^-1/2 (regularized)
-    schur: tuple[FloatArray, bool]  # Cholesky factor of the (T, T) capacity system
+    schur: FloatArray  # Cholesky factor of the (T, T) capacity system (`vfm._linalg.cholesky`)
     stalled: list[float]  # relative residuals of the solves that missed their tolerance (`solve`)
     coupling: FloatArray  # (n, T) the column c (0 without the efficiency term)
     corner: float  # d
@@ -92,8 +92,8 @@ class NewtonSystem:
         with one-type rows, its capacity Gram matrix as one product if `stacked`, else in pieces
         (`TypeFold.gram`)."""
         active, g = data.active, data.g
-        safe_y = np.where(active, point.y, 1.0)
-        diagonal = np.where(active, point.z_lo / safe_y + point.z_hi / point.s_hi + data.spread[:, None], 1.0)
+        diagonal = np.empty_like(point.y)
+        entries.bounds_curvature(active, point.y, point.s_hi, point.z_lo, point.z_hi, data.spread, diagonal)
         longest = point.longest
         row_curvature = longest.z_e / longest.s_e
         # The FTF and efficiency rows of job i add (z_f / s_f + z_e / s_e) 1 1^T on its entries:
@@ -118,9 +118,9 @@ class NewtonSystem:
             schur = fold.gram(blocks, root, g, work, stacked)
         rounds = schur.shape[0]
         ratio = point.prices / point.s_cap
-        schur[np.arange(rounds), np.arange(rounds)] += 1.0 / ratio
+        schur.flat[::rounds + 1] += 1.0 / ratio
         system = cls(data, point, curvature, diagonal, ratio, root, blocks,
-                     scipy.linalg.cho_factor(schur, lower=True, check_finite=True), [],
+                     cholesky(schur), [],
                      np.zeros_like(point.y), 0.0, np.zeros_like(point.y), 0.0, fold, mu)
         if not data.kappa:
             return system
@@ -133,8 +133,8 @@ class NewtonSystem:
         solved, loads, correction = system._woodbury(coupling)
         assert rows is not None  # set whenever kappa is
         corner_schur = _corner_without_capacity(data, point, work, root, blocks, rows) + float(loads @ correction)
-        return replace(system, coupling=coupling, corner=corner, coupling_solved=solved,
-                       corner_schur=max(corner_schur, longest.z_zeta / longest.zeta))
+        return cls(data, point, curvature, diagonal, ratio, root, blocks, system.schur, system.stalled, coupling,
+                   corner, solved, max(corner_schur, longest.z_zeta / longest.zeta), fold, mu)
 
     def _precondition_y(self, rhs: FloatArray) -> FloatArray:
         """The regularized Woodbury inverse of H_y applied to `rhs`, shape (n, T)."""
@@ -146,13 +146,13 @@ class NewtonSystem:
         g, fold = self.data.g, self.fold
         if fold is None:
             solution, loads = self.blocks.inverse(self.root, rhs, g)
-            correction = scipy.linalg.cho_solve(self.schur, loads, check_finite=False)
+            correction = cholesky_solve(self.schur, loads)
             self.blocks.subtract_inverse(self.root, g, correction, solution)
             return solution, loads, correction
         # K_i^-1 = N_i^T D_i^-1/2 F_i^T F_i D_i^-1/2 N_i (`TypeFold`).
         solution = fold.backward(self.blocks.inverse(self.root, fold.forward(rhs), g)[0])
         loads = np.einsum("nt,nt->t", g, solution)
-        correction = scipy.linalg.cho_solve(self.schur, loads, check_finite=False)
+        correction = cholesky_solve(self.schur, loads)
         solution -= fold.backward(self.blocks.inverse(self.root, fold.forward(g * correction[None, :]), g)[0])
         return solution, loads, correction
 
@@ -243,10 +243,9 @@ class NewtonSystem:
                                    dz_lo, dz_hi, loads, running)
         ds_cap = -loads
         d_prices = (target_cap - prices * ds_cap) / s_cap - prices
-        ds_f = np.where(constrained, running + residual, 0.0)
-        dz_f = np.where(constrained, (target_f - z_f * ds_f) / s_f - z_f, 0.0)
-        ds_e = np.where(efficient, running + d_zeta, 0.0)
-        dz_e = np.where(efficient, (target_e - z_e * ds_e) / s_e - z_e, 0.0)
+        ds_f, dz_f, ds_e, dz_e = (np.empty_like(s_f) for _ in range(4))
+        row_rate = entries.row_steps(constrained, efficient, running, residual, d_zeta, target_f, target_e, s_f, z_f,
+                                     s_e, z_e, ds_f, dz_f, ds_e, dz_e)
         dz_zeta = (target_zeta - longest.z_zeta * d_zeta) / longest.zeta - longest.z_zeta if data.kappa else 0.0
         if data.typed:
             ds_o = np.where(data.shared, -(dy @ data.rounds_of_goods), 0.0)
@@ -260,12 +259,13 @@ class NewtonSystem:
         # The logarithms' rows w U = beta, linearized: their multipliers' step.
         w, u = point.w, point.u
         dw = (data.beta[:, None] - w * (u + du)) / u
-        # The entries' rate from the kernel, the rest (O(n + T), and the one-type rows) here.
+        # The entries' and the rows' rates from the kernels, the rest (O(n S + T), and the one-type rows) here.
+        rate = max(rate, row_rate)
         largest = min(1.0 / rate if rate > 0 else np.inf, largest_step(
-            (s_cap, prices, u, w, s_f, z_f, s_e, z_e, np.array([longest.zeta, longest.z_zeta]), *bounded),
-            (ds_cap, d_prices, du, dw, ds_f, dz_f, ds_e, dz_e, np.array([d_zeta, dz_zeta]), *steps)))
+            (s_cap, prices, u, w, np.array([longest.zeta, longest.z_zeta]), *bounded),
+            (ds_cap, d_prices, du, dw, np.array([d_zeta, dz_zeta]), *steps)))
         return Direction(dy, dz_lo, dz_hi, ds_cap, d_prices, ds_f, dz_f, Longest(d_zeta, ds_e, dz_e, dz_zeta),
-                         TypeRows(ds_o, dz_o), du, dw, largest, sigma)
+                         TypeRows(ds_o, dz_o), du, dw, largest, sigma, max(self.stalled, default=0.0))
 
 
 def _corner_without_capacity(data: ScaledProgram, point: Point, work: Workspace, root: FloatArray,

@@ -17,6 +17,7 @@ kernels (`vfm.planner.saa_ipm.load_kernels`), sits above the polish and the poli
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 import numpy as np
 
@@ -53,7 +54,7 @@ class ScaledProgram:
     round_upper: FloatArray  # (R,) u_r: the one-type rows read sum_{t in r} y_it <= u_r
     members: np.ndarray  # (R, K) the goods of each round (K the most of a round), padded with -1
 
-    @property
+    @cached_property  # read several times a Newton step: computed once per program
     def typed(self) -> bool:
         """Whether the program has one-type-per-round rows (GPU types with several goods per round)."""
         return bool(self.shared.any())

@@ -1,5 +1,6 @@
-r"""The planner's compiled layer: Numba kernels of `vfm.planner.saa_ipm`'s iterations and of
-`vfm.planner.polish`'s Lagrangian minimizer.
+r"""The planner's compiled layer: Numba kernels of `vfm.planner.saa_ipm`'s iterations, of
+`vfm.planner.polish`'s Lagrangian minimizer and of the wait limit's commitments
+(`vfm.planner.program.wait_floor`).
 
 Each step of an interior-point iteration over hundreds of jobs is one loop over the jobs with a
 block's few numbers in registers, not a chain of whole-array NumPy passes (one call and one
@@ -12,6 +13,7 @@ what they compute:
 - `vfm.planner._kernels.one_type_rows`: the one-type-per-round rows over GPU types;
 - `vfm.planner._kernels.entries`: a point's evaluation and the Newton system's entry-wise passes;
 - `vfm.planner._kernels.lagrangian`: the Lagrangian minimizer and the matched row multipliers;
+- `vfm.planner._kernels.waits`: the wait limit's committed rounds;
 - `vfm.planner._kernels.jit`: the compilation settings they share;
 - `vfm.planner._kernels.threads`: the threads they run on.
 
@@ -21,11 +23,14 @@ chunk, with the same results bit for bit on any number of threads.
 
 from vfm.planner._kernels.dense import dense_factor, dense_inverse_blocks, dense_subtract_inverse_blocks
 from vfm.planner._kernels.entries import (
+    bounds_curvature,
     box_residual,
     evaluate_entries,
     hessian_times,
+    moved_entries,
     newton_back,
     newton_rhs,
+    row_steps,
     scaled_columns,
 )
 from vfm.planner._kernels.lagrangian import lagrangian_minimizer, matched_rows
@@ -44,6 +49,7 @@ from vfm.planner._kernels.threads import kernel_threads
 __all__ = [
     "add_group_outer",
     "add_round_sums",
+    "bounds_curvature",
     "box_residual",
     "curved_jobs",
     "dense_factor",
@@ -57,9 +63,11 @@ __all__ = [
     "lagrangian_minimizer",
     "low_rank_factor",
     "matched_rows",
+    "moved_entries",
     "newton_back",
     "newton_rhs",
     "row_free_loads",
+    "row_steps",
     "scaled_columns",
     "subtract_inverse_blocks",
     "times_diagonal",
