@@ -45,79 +45,120 @@ def typed_gram(columns: np.ndarray, shrink: np.ndarray, diagonal_part: np.ndarra
     whose Gram matrix the caller forms. A round's own block is a sum of squares, without the
     difference: :math:`Y^\top Y + (h Q_r)^\top P_{\ne r}^\top P_{\ne r} (h Q_r)` with
     :math:`Y = X_r - P_r h Q_r` its rows in the round and :math:`P_{\ne r}^\top P_{\ne r}` the other
-    rounds' (S', S') Gram matrices summed: `blocks` (R, K, K) += it, over the jobs."""
-    n, k, goods = columns.shape
+    rounds' (S', S') Gram matrices summed: `blocks` (R, K, K) += it, over the jobs.
+
+    A chunk's jobs are computed side by side (`_gram_chunk`): scratch arrays whose last axis is the
+    job, so that the short loops over a job's columns and a round's goods run across the chunk's
+    jobs and vectorize; each job gets the same operations in the same order as alone, and the
+    chunk's sums add the jobs in order."""
+    n = columns.shape[0]
     rounds, width = members.shape
     partial = np.zeros((jit.chunks(n), rounds, width, width))
     for chunk in prange(jit.chunks(n)):
-        along = np.empty((k, rounds))
-        q = np.empty((k, goods))
-        per_round = np.empty((rounds, k, k))
-        before = np.empty((rounds, k, k))  # the rounds' Gram matrices summed below r, and above r
-        after = np.empty((rounds, k, k))
-        outside = np.empty((k, k))
-        y = np.empty((width, width))
-        hq = np.empty((k, width))
-        sums = partial[chunk]
-        for i in range(chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)):
-            p_t = columns[i]
-            along[:] = 0.0
-            per_round[:] = 0.0
-            for a in range(goods):
-                r = group[a]
-                for p in range(k):
-                    along[p, r] += p_t[p, a] * rank_one_left[i, a]
-                    for s in range(k):
-                        per_round[r, p, s] += p_t[p, a] * p_t[s, a]
-            for p in range(k):
-                for s in range(k):
-                    before[0, p, s] = 0.0
-                    after[rounds - 1, p, s] = 0.0
-                    for r in range(1, rounds):
-                        before[r, p, s] = before[r - 1, p, s] + per_round[r - 1, p, s]
-                        after[rounds - 1 - r, p, s] = after[rounds - r, p, s] + per_round[rounds - r, p, s]
-            for p in range(k):
-                norm = 0.0
-                for a in range(goods):
-                    norm += p_t[p, a] * p_t[p, a]
-                scale = 1.0 / np.sqrt(1.0 + norm)
-                for c in range(goods):
-                    value = p_t[p, c] * diagonal_part[i, c] + rank_one_right[i, c] * along[p, group[c]]
-                    q[p, c] = value
-                    scaled_q[i, p, c] = scale * value
-            for r in range(rounds):
-                for p in range(k):  # the other rounds', as sums (no difference)
-                    for s in range(k):
-                        outside[p, s] = before[r, p, s] + after[r, p, s]
-                for m in range(width):
-                    c = members[r, m]
-                    for p in range(k):
-                        hq[p, m] = shrink[i, p] * q[p, c] if c >= 0 else 0.0
-                for row in range(width):
-                    a = members[r, row]
-                    for m in range(width):
-                        c = members[r, m]
-                        if a < 0 or c < 0:
-                            y[row, m] = 0.0
-                            continue
-                        value = rank_one_left[i, a] * rank_one_right[i, c]
-                        if a == c:
-                            value += diagonal_part[i, c]
-                        for p in range(k):
-                            value -= p_t[p, a] * hq[p, m]
-                        y[row, m] = value
-                for m in range(width):
-                    for m2 in range(width):
-                        total = 0.0
-                        for row in range(width):
-                            total += y[row, m] * y[row, m2]
-                        for p in range(k):
-                            for s in range(k):
-                                total += hq[p, m] * outside[p, s] * hq[s, m2]
-                        sums[r, m, m2] += total
+        jobs = slice(chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK))
+        _gram_chunk(columns[jobs], shrink[jobs], diagonal_part[jobs], rank_one_left[jobs], rank_one_right[jobs],
+                    group, members, scaled_q[jobs], partial[chunk])
     totals = np.empty((rounds, width, width))
     jit.add_chunks(partial, totals)
     blocks += totals
+
+
+@jit.inlined
+def _transposed(values: np.ndarray) -> np.ndarray:
+    """`values` (jobs, T) as (T, CHUNK): the chunk's jobs in the last axis."""
+    count, goods = values.shape
+    out = np.empty((goods, jit.CHUNK))
+    for a in range(goods):
+        for job in range(count):
+            out[a, job] = values[job, a]
+    return out
+
+
+@jit.inlined
+def _gram_chunk(columns: np.ndarray, shrink: np.ndarray, diagonal_part: np.ndarray, rank_one_left: np.ndarray,
+                rank_one_right: np.ndarray, group: np.ndarray, members: np.ndarray, scaled_q: np.ndarray,
+                sums: np.ndarray) -> None:
+    """`typed_gram` for one chunk of jobs (its rows of every per-job argument), `sums` (R, K, K) its
+    partial sum."""
+    count, k, goods = columns.shape
+    rounds, width = members.shape
+    p_t = np.empty((k, goods, jit.CHUNK))
+    for p in range(k):
+        for a in range(goods):
+            for job in range(count):
+                p_t[p, a, job] = columns[job, p, a]
+    left, right, diagonal = _transposed(rank_one_left), _transposed(rank_one_right), _transposed(diagonal_part)
+    along = np.zeros((k, rounds, jit.CHUNK))
+    per_round = np.zeros((rounds, k, k, jit.CHUNK))
+    for a in range(goods):
+        r = group[a]
+        for p in range(k):
+            for job in range(count):
+                along[p, r, job] += p_t[p, a, job] * left[a, job]
+            for s in range(k):
+                for job in range(count):
+                    per_round[r, p, s, job] += p_t[p, a, job] * p_t[s, a, job]
+    # The rounds' Gram matrices summed below r (`before`) and above r (`after`).
+    before = np.zeros((rounds, k, k, jit.CHUNK))
+    after = np.zeros((rounds, k, k, jit.CHUNK))
+    for p in range(k):
+        for s in range(k):
+            for r in range(1, rounds):
+                for job in range(count):
+                    before[r, p, s, job] = before[r - 1, p, s, job] + per_round[r - 1, p, s, job]
+                    after[rounds - 1 - r, p, s, job] = after[rounds - r, p, s, job] + per_round[rounds - r, p, s, job]
+    q = np.empty((k, goods, jit.CHUNK))
+    norm = np.empty(jit.CHUNK)
+    for p in range(k):
+        norm[:] = 0.0
+        for a in range(goods):
+            for job in range(count):
+                norm[job] += p_t[p, a, job] * p_t[p, a, job]
+        for c in range(goods):
+            for job in range(count):
+                value = p_t[p, c, job] * diagonal[c, job] + right[c, job] * along[p, group[c], job]
+                q[p, c, job] = value
+                scaled_q[job, p, c] = 1.0 / np.sqrt(1.0 + norm[job]) * value
+    outside = np.empty((k, k, jit.CHUNK))
+    hq = np.empty((k, width, jit.CHUNK))
+    y = np.empty((width, width, jit.CHUNK))
+    total = np.empty(jit.CHUNK)
+    for r in range(rounds):
+        for p in range(k):  # the other rounds', as sums (no difference)
+            for s in range(k):
+                for job in range(count):
+                    outside[p, s, job] = before[r, p, s, job] + after[r, p, s, job]
+        for m in range(width):
+            c = members[r, m]
+            for p in range(k):
+                for job in range(count):
+                    hq[p, m, job] = shrink[job, p] * q[p, c, job] if c >= 0 else 0.0
+        for row in range(width):
+            a = members[r, row]
+            for m in range(width):
+                c = members[r, m]
+                for job in range(count):
+                    if a < 0 or c < 0:
+                        y[row, m, job] = 0.0
+                        continue
+                    value = left[a, job] * right[c, job]
+                    if a == c:
+                        value += diagonal[c, job]
+                    for p in range(k):
+                        value -= p_t[p, a, job] * hq[p, m, job]
+                    y[row, m, job] = value
+        for m in range(width):
+            for m2 in range(width):
+                total[:] = 0.0
+                for row in range(width):
+                    for job in range(count):
+                        total[job] += y[row, m, job] * y[row, m2, job]
+                for p in range(k):
+                    for s in range(k):
+                        for job in range(count):
+                            total[job] += hq[p, m, job] * outside[p, s, job] * hq[s, m2, job]
+                for job in range(count):  # in job order: the chunk's sum as one job after another
+                    sums[r, m, m2] += total[job]
 
 
 @jit.over_jobs
