@@ -42,7 +42,7 @@ def _low_rank(columns: int, rounds: int) -> bool:
 
 class Workspace:
     """The (n, S', T) and (n, T, T) arrays of the Newton system, allocated once per solve (the
-    dense block factor's only when `BlockFactor` uses that form).
+    dense block factor's, of shape `dense.lower_inverse_shape`, only when `BlockFactor` uses that form).
 
     Fresh arrays of a few MB each iteration cost more than the arithmetic on them: the allocator
     returns them to the system and page-faults them back in (measured: 22 ms per iteration at
@@ -59,7 +59,7 @@ class Workspace:
             self.shrink = np.empty((n, columns))
             self.rows = np.empty((n, columns, rounds))
         else:
-            self.lower_inverse = np.empty((n, rounds, rounds))
+            self.lower_inverse = np.empty(dense.lower_inverse_shape(n, rounds))
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,8 @@ class BlockFactor:
     r"""A factor :math:`F_i` with :math:`F_i^\top F_i = (I + V_i V_i^\top)^{-1}` for every job at once.
 
     Dense: :math:`F_i = L_i^{-1}`, :math:`L_i` the Cholesky factor of the (T, T) block,
-    :math:`O(n T^3)`. Low-rank: the symmetric square root
+    :math:`O(n T^3)`, stored chunk by chunk with the job innermost (`vfm.planner._kernels.dense`).
+    Low-rank: the symmetric square root
     :math:`F_i = I - P_i \operatorname{diag}(h_i) P_i^\top` with :math:`V_i^\top V_i = U \Sigma^2 U^\top`,
     :math:`P_i = V_i U`, :math:`h = 1 / (\sqrt{1 + \sigma^2} (1 + \sqrt{1 + \sigma^2}))`:
     :math:`O(n T S'^2)` plus (S', S') eigendecompositions. Either is accurate to rounding in the
@@ -76,7 +77,7 @@ class BlockFactor:
     with it the capacity system once the prices' curvature :math:`\lambda / s_c` reaches 1e12).
     """
 
-    lower_inverse: FloatArray | None  # (n, T, T) L_i^-1 (dense form)
+    lower_inverse: FloatArray | None  # (chunks, T, T, CHUNK) L_i^-1 at [i // CHUNK, :, :, i % CHUNK] (dense form)
     columns: FloatArray | None  # (n, S', T) P_i^T (low-rank form)
     shrink: FloatArray | None  # (n, S') h_i (low-rank form)
     row_free: FloatArray | None  # (n,) a_i of the efficiency border's corner (`saa_ipm_newton`; dense form)
@@ -120,7 +121,11 @@ class BlockFactor:
     def times(self, matrices: FloatArray) -> FloatArray:
         r""":math:`F_i M_i` for every job, `matrices` :math:`M` of shape (n, T, m)."""
         if self.lower_inverse is not None:
-            return np.matmul(self.lower_inverse, matrices)
+            # np.matmul (BLAS's sums) of the (n, T, T) factors F_i diag(1), zeros above the diagonals:
+            # a copy per call, on the path of several GPU types only.
+            n, rounds = matrices.shape[:2]
+            factors = self.times_diagonal(np.ones((n, rounds)), out=np.empty((n, rounds, rounds)))
+            return np.matmul(factors, matrices)
         assert self.columns is not None and self.shrink is not None
         along = self.shrink[:, :, None] * np.matmul(self.columns, matrices)
         return matrices - np.matmul(self.columns.transpose(0, 2, 1), along)
@@ -167,7 +172,8 @@ class BlockFactor:
             assert self.columns is not None and self.shrink is not None
             low_rank.times_diagonal(self.columns, self.shrink, x, out)
             return out
-        return np.multiply(self.lower_inverse, x[:, None, :], out=out)
+        dense.dense_times_diagonal(x, self.lower_inverse, out)
+        return out
 
 
 @dataclass(frozen=True)
