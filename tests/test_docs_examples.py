@@ -30,6 +30,7 @@ PAGES = [
     "docs/tutorials/solve-and-check.md",
     "docs/tutorials/drive-a-policy.md",
     "docs/how-to/solve-a-wide-market.md",
+    "docs/how-to/keep-replans-predictable.md",
 ]
 
 SKIP = "<!-- docs-test: skip -->"
