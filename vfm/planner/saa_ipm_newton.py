@@ -42,8 +42,9 @@ class Direction:
     dw: FloatArray  # (n, S) step of the logarithms' multipliers
     largest: float  # largest step keeping every slack, multiplier and utility nonnegative
     sigma: float
-    error: float = 0.0  # the largest relative residual of the solves with its factorization that missed their
-    # tolerance (a corrector's include its predictor's; 0: none did)
+    # The largest relative residual of the solves with its factorization that missed their tolerance
+    # (a corrector's include its predictor's; 0: none did).
+    error: float = 0.0
 
 
 class Targets(NamedTuple):
