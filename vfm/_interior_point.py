@@ -167,11 +167,11 @@ def largest_step(values: Sequence[FloatArray], changes: Sequence[FloatArray]) ->
     Entries that do not fall are left out, so constraints a solver keeps at value 0 and change 0
     (absent ones) never block.
     """
-    flat = tuple(np.ravel(np.asarray(array, dtype=np.float64)) for array in (*values, *changes))
-    if len(flat) != 2 * len(values):
+    if len(values) != len(changes):
         raise ValueError(f"largest_step: {len(values)} values and {len(changes)} changes")
     if not values:
         return float("inf")
+    flat = tuple(np.ravel(np.asarray(array, dtype=np.float64)) for array in (*values, *changes))
     blocking = _blocking_rate(flat[:len(values)], flat[len(values):])
     return 1.0 / blocking if blocking > 0 else float("inf")
 

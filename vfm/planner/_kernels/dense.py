@@ -222,15 +222,16 @@ def _invert(lower: np.ndarray, count: int, inverse: np.ndarray) -> None:
 
 
 @jit.inlined
-def _solve_chunk(inverse: np.ndarray, count: int, x: np.ndarray, out: np.ndarray, inner: np.ndarray) -> None:
-    r"""`out[:, job]` := :math:`L^{-\top} L^{-1}` `x[:, job]` for the first `count` jobs of a chunk,
-    `inverse` its (T, T, CHUNK) :math:`L^{-1}`, `x` and `out` of shape (T, CHUNK); `inner` is scratch
-    of length CHUNK.
+def _solve_chunk(inverse: np.ndarray, count: int, x: np.ndarray) -> np.ndarray:
+    r""":math:`L^{-\top} L^{-1}` `x[:, job]` for the first `count` jobs of a chunk, shape (T, CHUNK),
+    `inverse` its (T, T, CHUNK) :math:`L^{-1}`, `x` of shape (T, CHUNK).
 
     Each job's sums are those of the solve by rows, in its order: :math:`y_a = \sum_{b \le a}
     L^{-1}_{ab} x_b` over b, then :math:`\text{out}_b = \sum_{a \ge b} L^{-1}_{ab} y_a` over a, both
     from 0, with each row of :math:`L^{-1}` used for both while in cache."""
     rounds = x.shape[0]
+    out = np.empty((rounds, jit.CHUNK))
+    inner = np.empty(jit.CHUNK)
     for b in range(rounds):
         for job in range(count):
             out[b, job] = 0.0
@@ -243,6 +244,7 @@ def _solve_chunk(inverse: np.ndarray, count: int, x: np.ndarray, out: np.ndarray
         for b in range(a + 1):
             for job in range(count):
                 out[b, job] += inverse[a, b, job] * inner[job]
+    return out
 
 
 @jit.over_jobs
@@ -255,12 +257,10 @@ def dense_inverse_blocks(root: np.ndarray, lower_inverse: np.ndarray, vector: np
         first = chunk * jit.CHUNK
         count = min(n, first + jit.CHUNK) - first
         x = np.empty((rounds, jit.CHUNK))
-        solved = np.empty((rounds, jit.CHUNK))
-        inner = np.empty(jit.CHUNK)
         for job in range(count):
             for t in range(rounds):
                 x[t, job] = root[first + job, t] * vector[first + job, t]
-        _solve_chunk(lower_inverse[chunk], count, x, solved, inner)
+        solved = _solve_chunk(lower_inverse[chunk], count, x)
         sums = partial[chunk]
         for job in range(count):
             i = first + job
@@ -280,12 +280,10 @@ def dense_subtract_inverse_blocks(root: np.ndarray, lower_inverse: np.ndarray, g
         first = chunk * jit.CHUNK
         count = min(n, first + jit.CHUNK) - first
         x = np.empty((rounds, jit.CHUNK))
-        solved = np.empty((rounds, jit.CHUNK))
-        inner = np.empty(jit.CHUNK)
         for job in range(count):
             for t in range(rounds):
                 x[t, job] = root[first + job, t] * g[first + job, t] * correction[t]
-        _solve_chunk(lower_inverse[chunk], count, x, solved, inner)
+        solved = _solve_chunk(lower_inverse[chunk], count, x)
         for job in range(count):
             i = first + job
             for t in range(rounds):
