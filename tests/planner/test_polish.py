@@ -84,7 +84,7 @@ def test_the_start_matches_each_jobs_multiplier_to_the_backends_progress_within_
     factor[outside] = 1.0 + 4 * _MATCH_TRUST
     y, _, _ = lagrangian_minimizer(data, prices, rows)
     x, _, _ = lagrangian_minimizer(data, prices, rows * factor)
-    matched = _matched(data, prices, rows, y, x)
+    matched = _matched(data, prices, rows, np.zeros(data.shared.shape), y, x)
 
     def progress(schedule):
         return (data.pace * schedule).sum(axis=1)
@@ -100,14 +100,15 @@ def test_the_start_matches_each_jobs_multiplier_to_the_backends_progress_within_
 
 
 def test_the_slopes_are_the_slacks_derivative():
-    from vfm.planner.polish import _Duals, _jacobian, _rows, _System
+    from vfm.planner.polish import _Duals, _rows
+    from vfm.planner.polish_system import NewtonMatrix, slopes
 
     program = _program(5, jobs=20)
     data, _ = scale_program(program)
     rng = np.random.default_rng(3)
     n = program.shape[1]
     duals = _Duals(rng.uniform(0.0, 0.05, program.shape[2]), np.where(data.constrained, rng.uniform(0, 0.01, n), 0),
-                   np.where(data.efficient, rng.uniform(0, 0.01, n), 0), 0.5)
+                   np.where(data.efficient, rng.uniform(0, 0.01, n), 0), 0.5, np.zeros(data.shared.shape))
 
     def slack(point):
         y, _, _ = lagrangian_minimizer(data, point.prices, point.ftf + point.efficiency)
@@ -115,22 +116,22 @@ def test_the_slopes_are_the_slacks_derivative():
 
     _, utility, free = lagrangian_minimizer(data, duals.prices, duals.ftf + duals.efficiency)
     size = slack(duals).size
-    slopes = _System(data, _jacobian(data, utility, free), np.ones(size), np.zeros(size))
+    matrix = NewtonMatrix(data, slopes(data, utility, free), np.ones(size), np.zeros(size))
     direction, h = rng.standard_normal(size), 1e-7
     central = (slack(duals.moved(direction, h, data)) - slack(duals.moved(direction, -h, data))) / (2 * h)
-    np.testing.assert_allclose(slopes.times(direction), central, rtol=1e-6, atol=1e-6 * np.abs(central).max())
+    np.testing.assert_allclose(matrix.times(direction), central, rtol=1e-6, atol=1e-6 * np.abs(central).max())
 
 
 def test_the_newton_systems_elimination_solves_it():
-    from vfm.planner.polish import _jacobian, _System
+    from vfm.planner.polish_system import NewtonMatrix, slopes
 
     data, prices, rows, rng = _random_multipliers(3, 20, 2)
     _, utility, free = lagrangian_minimizer(data, prices, rows)
-    slopes = _jacobian(data, utility, free)
-    size = slopes.diagonal(data).size
+    derivative = slopes(data, utility, free)
+    size = derivative.diagonal(data).size
     binding = rng.random(size) < 0.7  # some rows of every kind bind, with both of a job's rows
-    system = _System(data, slopes, binding / np.maximum(np.abs(slopes.diagonal(data)), 1.0),
-                     (~binding) + rng.uniform(1e-3, 1e-2, size))
+    system = NewtonMatrix(data, derivative, binding / np.maximum(np.abs(derivative.diagonal(data)), 1.0),
+                          (~binding) + rng.uniform(1e-3, 1e-2, size))
     matrix = np.column_stack([system.times(column) for column in np.eye(size)])
     rhs = rng.standard_normal(size)
     solve = system.factored()

@@ -87,7 +87,7 @@ class PlanOptions:
         unique (default 0.1; 0 solves the program as it is).
     polish : bool
         Take the backend's schedule to the program's exact optimum (`vfm.planner.polish`: one
-        scenario, one GPU type, spread > 0; other programs keep the backend's schedule), so that
+        scenario, spread > 0; other programs keep the backend's schedule), so that
         every backend and tolerance serves the same jobs (default True; docs/planning.md, "The
         polish"). The polish is bounded in Newton steps (`vfm.planner.polish.MAX_STEPS`), not in
         seconds, so that a re-plan's schedule does not depend on the machine's load; only

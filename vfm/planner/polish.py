@@ -1,4 +1,4 @@
-r"""Polish a backend's schedule to the regularized window program's exact optimum (S = 1, one GPU type).
+r"""Polish a backend's schedule to the regularized window program's exact optimum (S = 1).
 
 With the tie-breaking term (`PlanningProgram.spread` > 0) the window program has one optimal
 schedule, but a backend returns it only to its tolerance: the schedules of ``saa-ipm`` and
@@ -19,9 +19,12 @@ The dual
     The conditions left are the rows' complementarity, written with the min-function:
     :math:`\min(\lambda_t, s_t) = 0` (capacity slack :math:`s_t = 1 - \sum_i g_{it} y_{it}`),
     :math:`\min(\nu_i, r_i - m_i) = 0`, :math:`\min(\eta_i, r_i + \zeta - \ell_i) = 0`,
-    :math:`\min(\zeta, \kappa - \sum_i \eta_i) = 0` (:math:`r_i = p_i^\top y_i`). On the
-    entries strictly inside the box, :math:`\partial y_i / \partial c_i = -M_i`,
-    :math:`M_i = \sigma_i^{-1}(I - \gamma_i a_i a_i^\top)` (Sherman-Morrison), so the
+    :math:`\min(\zeta, \kappa - \sum_i \eta_i) = 0` (:math:`r_i = p_i^\top y_i`). Over GPU
+    types each one-type row :math:`\sum_{t \in r} y_{it} \le u_r` is dualized too: its
+    multiplier :math:`\mu_{ir}` adds to :math:`c_{it}` on the goods of round r (the minimizer
+    keeps its closed form) and its condition is :math:`\min(\mu_{ir}, u_r - \sum_{t \in r}
+    y_{it}) = 0`. On the entries strictly inside the box,
+    :math:`\partial y_i / \partial c_i = -M_i`, :math:`M_i = \sigma_i^{-1}(I - \gamma_i a_i a_i^\top)` (Sherman-Morrison), so the
     derivative of the slacks in the multipliers is :math:`J M J^\top` over the rows that bind
     and the identity over the others.
 
@@ -31,10 +34,12 @@ Iterations
     once that residual is below `RESIDUAL`, what is left is in the slacks' units, and the plain
     residual is tried first. The derivative is an arrow: a job's rows and multipliers meet
     only the prices, each other and zeta. So each step eliminates every job's block (at most 2 by
-    2) onto the T + 1 prices and zeta and factors that dense system once: O(n T^2) per step, far
-    less than a sparse LU of the whole system. The matrix has a Levenberg-Marquardt ridge
-    :math:`0.1 \|F\|_\infty |J_{rr}|` plus :math:`10^{-12} \max_r |J_{rr}|`, which keeps
-    dependent binding rows solvable (one per connected block of the transportation structure),
+    2; over GPU types 2 + R by 2 + R, and dense only for the jobs with a binding row) onto the
+    T + 1 prices and zeta and factors that dense system once (`vfm.planner.polish_system`):
+    O(n T^2) per step, far less than a sparse LU of the whole system. The matrix has a
+    Levenberg-Marquardt ridge :math:`0.1 \|F\|_\infty |J_{rr}|` plus
+    :math:`10^{-12} \max_r |J_{rr}|`, which keeps dependent binding rows solvable (one per
+    connected block of the transportation structure),
     and the step two steps of iterative refinement against the matrix without it (the
     elimination alone is accurate to about 1e-9 relative where the block's pivots cancel).
     The step is halved until :math:`\|F\|^2` decreases by :math:`10^{-4}` of the step. If no
@@ -42,7 +47,8 @@ Iterations
     ridge at least the rows' mean curvature: a row whose entries all sit at a bound has
     derivative 0 until one leaves it, and the plain ridge leaves the step along that row
     undamped. If that fails too, the step is retried with the other residual.
-    The start is the backend's own multipliers (`Solution`'s ``prices`` and row multipliers):
+    The start is the backend's own multipliers (`Solution`'s ``prices`` and row multipliers,
+    over GPU types its one-type rows' too, 0 where it returns none):
     multipliers estimated from the schedule alone are too far off for Newton's method to converge
     reliably. A job whose progress in the Lagrangian minimizer at those multipliers misses its
     progress in the backend's schedule by more than `_MATCH` has its row multiplier moved, within
@@ -79,14 +85,13 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from vfm._linalg import lu, lu_solve
 from vfm._validation import FloatArray
 from vfm.planner import _kernels
+from vfm.planner.polish_system import NewtonMatrix, by_job, by_round, in_order, slopes
 from vfm.planner.program import PlanningProgram
 from vfm.planner.scaled_program import ScaledProgram, scale_program, scaled_certified_gap
 from vfm.solvers.base import Solution
@@ -123,21 +128,25 @@ class _Duals:
     ftf: FloatArray  # (n,) nu; 0 off `constrained`
     efficiency: FloatArray  # (n,) eta; 0 off `efficient`
     zeta: float  # the longest leftover, rounds
+    types: FloatArray  # (n, R) mu, the one-type rows'; 0 off `ScaledProgram.shared`
 
     def moved(self, step: FloatArray, alpha: float, data: ScaledProgram) -> _Duals:
         """These multipliers plus `alpha` times `step` (in the order of `_rows`)."""
-        jobs = _by_job(data, step, 0.0)
+        jobs = by_job(data, step, 0.0)
         zeta = self.zeta + alpha * step[-1] if data.kappa else 0.0
+        types = self.types + alpha * by_round(data, step, 0.0) if data.typed else self.types
         return _Duals(self.prices + alpha * step[:self.prices.size], self.ftf + alpha * jobs[:, 0],
-                      self.efficiency + alpha * jobs[:, 1], zeta)
+                      self.efficiency + alpha * jobs[:, 1], zeta, types)
+
+    def minimizer(self, data: ScaledProgram) -> tuple[FloatArray, FloatArray, np.ndarray]:
+        """The `lagrangian_minimizer` at these multipliers."""
+        return lagrangian_minimizer(data, self.prices, self.ftf + self.efficiency, self.types)
 
 
 def supports(program: PlanningProgram) -> str | None:
     """None if `polish` applies to `program`, else why not."""
     if program.shape[0] != 1:
         return "it has several scenarios"
-    if program.over_types:
-        return "it is over GPU types"
     if not program.spread:
         return "it has no tie-breaking term (spread 0), so its optimum need not be unique"
     return None
@@ -150,7 +159,7 @@ def polish(program: PlanningProgram, solution: Solution, *, max_steps: int | Non
     Parameters
     ----------
     program : PlanningProgram
-        One scenario, one GPU type, spread > 0 (`supports`).
+        One scenario, spread > 0 (`supports`).
     solution : vfm.solvers.Solution
         A backend's answer with its point, prices and row multipliers.
     max_steps : int, optional
@@ -195,41 +204,76 @@ def polish(program: PlanningProgram, solution: Solution, *, max_steps: int | Non
         return replace(solution, message=f"{solution.message}; not polished: {reason}")
     data, scale = scale_program(program)
     capacity = np.where(program.capacity > 0, program.capacity, 1.0)
+    types = np.zeros(data.shared.shape) if solution.type_multipliers is None else solution.type_multipliers
     duals, found = _start(data, np.asarray(solution.prices) * capacity / scale,
                           np.asarray(solution.ftf_multipliers), np.asarray(solution.efficiency_multipliers),
-                          np.asarray(solution.x))
+                          np.asarray(types), np.asarray(solution.x))
     y, duals, steps, residual, why = _newton(data, duals, found, MAX_STEPS if max_steps is None else max_steps,
                                              deadline)
     if not (residual <= RESIDUAL or why == _AT_FLOOR):  # NaN-safe: a NaN residual is no convergence
         return replace(solution, message=f"{solution.message}; not polished: the polish stopped at residual "
                                          f"{residual:.1e} after {steps} Newton steps ({why})")
+    # Over GPU types a round's entries have no bound of their own in the minimizer (`_upper`): its
+    # row holds them to within the residual.
+    y = np.minimum(y, data.upper[None, :])
     return replace(
         solution, x=y, prices=np.where(program.capacity > 0, scale * duals.prices / capacity, 0.0),
         ftf_multipliers=duals.ftf,
         efficiency_multipliers=duals.efficiency,
-        gap=scale * scaled_certified_gap(data, y, duals.ftf, duals.efficiency), relative_gap=float("nan"),
+        type_multipliers=duals.types if data.typed else solution.type_multipliers,
+        gap=scale * scaled_certified_gap(data, y, duals.ftf, duals.efficiency, duals.types if data.typed else None),
+        relative_gap=float("nan"),
         message=f"{solution.message}; polished to residual {residual:.0e} in {steps} Newton steps"
                 + (f" ({why})" if why == _AT_FLOOR else ""))
 
 
-def lagrangian_minimizer(data: ScaledProgram, prices: FloatArray, rows: FloatArray,
+def lagrangian_minimizer(data: ScaledProgram, prices: FloatArray, rows: FloatArray, types: FloatArray | None = None,
                          jobs: np.ndarray | None = None) -> tuple[FloatArray, FloatArray, np.ndarray]:
-    r"""Each job's minimizer of the Lagrangian at capacity prices (T,) and row multipliers
-    :math:`w = \nu + \eta` (n,): the schedule (n, T), the utilities U (n,) and the entries
-    strictly inside the box (n, T) (module docstring; compiled in `vfm.planner._kernels`). With
-    `jobs` (indices), those jobs' only: `rows` and the results have ``len(jobs)`` rows."""
+    r"""Each job's minimizer of the Lagrangian at capacity prices (T,), row multipliers
+    :math:`w = \nu + \eta` (n,) and, over GPU types, the one-type rows' multipliers `types`
+    :math:`\mu` (n, R; None: 0): the schedule (n, T), the utilities U (n,) and the entries strictly
+    inside the box (n, T) (module docstring; compiled in `vfm.planner._kernels`). With `jobs`
+    (indices), those jobs' only: `rows`, `types` and the results have ``len(jobs)`` rows."""
     picked = slice(None) if jobs is None else jobs
-    g, pace = data.g[picked], data.pace[picked]
-    n, rounds = g.shape
-    y, utility, free = np.empty((n, rounds)), np.empty(n), np.empty((n, rounds), dtype=np.bool_)
-    _kernels.lagrangian_minimizer(np.ascontiguousarray(data.progress[picked, 0, :]),
-                                  g * prices[None, :] - rows[:, None] * pace, data.spread[picked], data.beta[picked],
-                                  data.base[picked], data.upper, np.ascontiguousarray(data.active[picked]), y,
-                                  utility, free)
+    y, utility, free = _minimized(data, _costs(data, prices, types, picked) - rows[:, None] * data.pace[picked],
+                                  picked)
     return y, utility, free
 
 
-def _minimized_again(data: ScaledProgram, prices: FloatArray, rows: FloatArray,
+def _costs(data: ScaledProgram, prices: FloatArray, types: FloatArray | None,
+           picked: slice | np.ndarray) -> FloatArray:
+    r"""The entries' costs before the job rows' term, :math:`g_{it} \lambda_t + \mu_{i, r(t)}`, of the
+    jobs `picked` (`types` (n, R) already of those jobs; not read on one GPU type)."""
+    costs = data.g[picked] * prices[None, :]
+    if data.typed and types is not None:
+        costs += types[:, data.good_round]
+    return costs
+
+
+def _minimized(data: ScaledProgram, costs: FloatArray,
+               picked: slice | np.ndarray) -> tuple[FloatArray, FloatArray, np.ndarray]:
+    """The `lagrangian_minimizer` of the jobs `picked` at the entries' costs `costs` (their rows)."""
+    n, rounds = costs.shape
+    y, utility, free = np.empty((n, rounds)), np.empty(n), np.empty((n, rounds), dtype=np.bool_)
+    _kernels.lagrangian_minimizer(np.ascontiguousarray(data.progress[picked, 0, :]), costs, data.spread[picked],
+                                  data.beta[picked], data.base[picked], _upper(data, picked),
+                                  np.ascontiguousarray(data.active[picked]), y, utility, free)
+    return y, utility, free
+
+
+def _upper(data: ScaledProgram, picked: slice | np.ndarray) -> FloatArray:
+    """The entries' upper bounds in the Lagrangian minimizer of the jobs `picked`, shape (k, T): the
+    box's, but none on a round with a one-type row. There the row implies the box (a round's goods
+    share its bound, `PlanningProgram.round_bounds`), and with both a job at the bound on one good
+    would leave the row's multiplier undetermined (any one below the bound's own gives the same
+    schedule): the Newton steps stalled at a residual of 1e-4 on such windows."""
+    upper = np.broadcast_to(data.upper, data.g.shape)[picked]
+    if data.typed:
+        upper = np.where(data.shared[picked][:, data.good_round], np.inf, upper)
+    return np.ascontiguousarray(upper)
+
+
+def _minimized_again(data: ScaledProgram, prices: FloatArray, rows: FloatArray, types: FloatArray,
                      found: tuple[FloatArray, FloatArray, np.ndarray],
                      jobs: np.ndarray) -> tuple[FloatArray, FloatArray, np.ndarray]:
     """`found`, the `lagrangian_minimizer` at other row multipliers, with the jobs `jobs` (indices)
@@ -237,38 +281,90 @@ def _minimized_again(data: ScaledProgram, prices: FloatArray, rows: FloatArray,
     if not jobs.size:
         return found
     y, utility, free = (part.copy() for part in found)
-    y[jobs], utility[jobs], free[jobs] = lagrangian_minimizer(data, prices, rows[jobs], jobs)
+    y[jobs], utility[jobs], free[jobs] = lagrangian_minimizer(data, prices, rows[jobs], types[jobs], jobs)
     return y, utility, free
 
 
-def _start(data: ScaledProgram, prices: FloatArray, ftf: FloatArray, efficiency: FloatArray,
+def _start(data: ScaledProgram, prices: FloatArray, ftf: FloatArray, efficiency: FloatArray, types: FloatArray,
            x: FloatArray) -> tuple[_Duals, tuple[FloatArray, FloatArray, np.ndarray]]:
-    """The backend's multipliers (negative ones read as 0), with zeta the longest leftover of the
-    schedule they give and the efficiency multipliers made to sum to at most kappa (exactly kappa,
-    the rest on the longest job, when zeta > 0); then each job's row multipliers matched to the
-    backend's schedule `x` (`_matched`). With their `lagrangian_minimizer`."""
+    """The backend's multipliers (negative ones read as 0), over GPU types with the one-type rows'
+    matched to the backend's schedule `x` (`_matched_rounds`); zeta the longest leftover of the
+    schedule they give (0 where the backend's own zeta is at most kappa's room, kappa less the
+    efficiency multipliers: zeta's row then holds zeta at 0) and the efficiency multipliers made to
+    sum to at most kappa (exactly kappa, the rest on the longest job, when zeta > 0); then each
+    job's row multipliers matched to `x` (`_matched`). With their `lagrangian_minimizer`.
+
+    Without the rule for zeta, the minimizer's schedule at multipliers from a backend's 1e-7 answer
+    left a leftover of 7e-5 rounds where the backend's was 1e-10, and the rest of kappa, 6 times
+    the backend's efficiency multipliers, went to one job: on 3 of 121 windows of a 120-job run over
+    GPU types the polish then stopped at its step limit."""
     nu = np.where(data.constrained, np.maximum(ftf, 0.0), 0.0)
     eta = np.where(data.efficient, np.maximum(efficiency, 0.0), 0.0)
     prices = np.maximum(prices, 0.0)
-    found = lagrangian_minimizer(data, prices, nu + eta)
+    types = np.where(data.shared, np.maximum(types, 0.0), 0.0)
+    if data.typed:
+        types = _matched_rounds(data, prices, nu + eta, types, x)
+    found = lagrangian_minimizer(data, prices, nu + eta, types)
     zeta = 0.0
     if data.kappa:
         leftover = np.where(data.efficient, data.leftover - (data.pace * found[0]).sum(axis=1), -np.inf)
         zeta = max(0.0, float(leftover.max(initial=0.0)))
+        if _longest_leftover(data, x) <= data.kappa - eta.sum():
+            zeta = 0.0  # the backend's zeta's min-function is at 0 on zeta's side: its own zeta is 0
         before = eta.copy()
         if eta.sum() > data.kappa:
             eta *= data.kappa / eta.sum()
         if zeta > 0 and eta.sum() < data.kappa:
             eta[int(np.argmax(leftover))] += data.kappa - eta.sum()
-        found = _minimized_again(data, prices, nu + eta, found, np.flatnonzero(eta != before))
-    moved = _matched(data, prices, nu + eta, found[0], x) - (nu + eta)  # exactly 0 where not matched
+        found = _minimized_again(data, prices, nu + eta, types, found, np.flatnonzero(eta != before))
+    moved = _matched(data, prices, nu + eta, types, found[0], x) - (nu + eta)  # exactly 0 where not matched
     nu = np.where(data.constrained, np.maximum(nu + moved, 0.0), 0.0)
     eta = np.where(data.efficient & ~data.constrained, np.maximum(eta + moved, 0.0), eta)
-    found = _minimized_again(data, prices, nu + eta, found, np.flatnonzero(moved))
-    return _Duals(prices, nu, eta if data.kappa else np.zeros_like(eta), zeta), found
+    found = _minimized_again(data, prices, nu + eta, types, found, np.flatnonzero(moved))
+    return _Duals(prices, nu, eta if data.kappa else np.zeros_like(eta), zeta, types), found
 
 
-def _matched(data: ScaledProgram, prices: FloatArray, rows: FloatArray, y: FloatArray, x: FloatArray) -> FloatArray:
+def _longest_leftover(data: ScaledProgram, x: FloatArray) -> float:
+    """zeta of the schedule `x`: its longest leftover over the efficient jobs (rounds), at least 0."""
+    leftover = np.where(data.efficient, data.leftover - (data.pace * x).sum(axis=1), 0.0)
+    return max(0.0, float(leftover.max(initial=0.0)))
+
+
+def _matched_rounds(data: ScaledProgram, prices: FloatArray, rows: FloatArray, types: FloatArray,
+                    x: FloatArray) -> FloatArray:
+    r"""`types` (mu, (n, R)) with each one-type row's multiplier set to where the job's time in the
+    round in the Lagrangian minimizer, its utility held at the backend's, equals its time there in
+    the backend's schedule `x`, for the rows where the two differ by more than `_MATCH`.
+
+    With its utility U held, a job's entries in a round are :math:`\max(v_t - \mu, 0) / \sigma`,
+    :math:`v_t = \beta a_t / U - c_t` (no upper bound there, `_upper`): the time is piecewise linear
+    and decreasing in mu, and the mu that gives a time X is found by water-filling over the round's
+    goods (0 if the time at mu = 0 is at most X). The backend's multipliers leave the job's
+    time in a round unmatched where its box bound, which the minimizer does not have there, held
+    the job at a good's bound."""
+    a = data.progress[:, 0, :]
+    utility = data.base + (a * x).sum(axis=1)
+    costs = data.g * prices[None, :] - rows[:, None] * data.pace
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value = np.where(data.active, data.beta[:, None] * a / utility[:, None] - costs, -np.inf)
+    members = data.members  # (R, K), -1 padded
+    values = np.where(members[None] >= 0, value[:, np.maximum(members, 0)], -np.inf)  # (n, R, K)
+    target = np.where(data.active, x, 0.0) @ data.rounds_of_goods * data.spread[:, None]  # sigma X
+    ordered = -np.sort(-values, axis=2)
+    count = np.arange(1, ordered.shape[2] + 1)
+    with np.errstate(invalid="ignore"):
+        level = (np.cumsum(np.where(np.isfinite(ordered), ordered, 0.0), axis=2) - target[:, :, None]) / count
+    below = np.concatenate([ordered[:, :, 1:], np.full((*ordered.shape[:2], 1), -np.inf)], axis=2)
+    # The first k whose level is at least the next value: the k largest entries are positive.
+    first = np.argmax((level >= below) & np.isfinite(ordered), axis=2)
+    mu = np.maximum(np.take_along_axis(level, first[:, :, None], axis=2)[:, :, 0], 0.0)
+    current = np.maximum(values - types[:, :, None], 0.0).sum(axis=2)
+    off = data.shared & (np.abs(current - target) > _MATCH * data.spread[:, None]) & np.isfinite(mu)
+    return np.where(off, mu, types)
+
+
+def _matched(data: ScaledProgram, prices: FloatArray, rows: FloatArray, types: FloatArray, y: FloatArray,
+             x: FloatArray) -> FloatArray:
     """`rows` (w, (n,)) with each job's w moved, within a factor 1 +- `_MATCH_TRUST` of itself, to where
     its Lagrangian minimizer's progress equals its progress in the backend's schedule `x`
     (`vfm.planner._kernels.matched_rows`), for the jobs with a row whose progress in the minimizer
@@ -286,8 +382,8 @@ def _matched(data: ScaledProgram, prices: FloatArray, rows: FloatArray, y: Float
     if not jobs.size:
         return rows
     matched = np.empty(jobs.size)
-    _kernels.matched_rows(np.ascontiguousarray(data.progress[jobs, 0, :]), data.g[jobs] * prices[None, :],
-                          data.pace[jobs], data.spread[jobs], data.beta[jobs], data.base[jobs], data.upper,
+    _kernels.matched_rows(np.ascontiguousarray(data.progress[jobs, 0, :]), _costs(data, prices, types[jobs], jobs),
+                          data.pace[jobs], data.spread[jobs], data.beta[jobs], data.base[jobs], _upper(data, jobs),
                           np.ascontiguousarray(data.active[jobs]), (1.0 - _MATCH_TRUST) * rows[jobs],
                           (1.0 + _MATCH_TRUST) * rows[jobs], target[jobs], _MATCH_STEPS, matched)
     out = rows.copy()
@@ -296,129 +392,16 @@ def _matched(data: ScaledProgram, prices: FloatArray, rows: FloatArray, y: Float
 
 
 def _rows(data: ScaledProgram, duals: _Duals, y: FloatArray) -> tuple[FloatArray, FloatArray]:
-    """The rows' multipliers and slacks (capacity, FTF, efficiency, zeta), in that order."""
+    """The rows' multipliers and slacks (capacity, FTF, efficiency, one-type, zeta), in that order."""
     running = (data.pace * y).sum(axis=1)
-    slack = _in_order(data, 1.0 - (data.g * y).sum(axis=0),
+    type_slack = data.round_upper[None, :] - y @ data.rounds_of_goods if data.typed else None
+    slack = in_order(data, 1.0 - (data.g * y).sum(axis=0),
                       np.stack([running - data.floor, running + duals.zeta - data.leftover], axis=1),
-                      data.kappa - float(duals.efficiency.sum()))
-    multipliers = _in_order(data, duals.prices, np.stack([duals.ftf, duals.efficiency], axis=1), duals.zeta)
+                      data.kappa - float(duals.efficiency.sum()), type_slack)
+    multipliers = in_order(data, duals.prices, np.stack([duals.ftf, duals.efficiency], axis=1), duals.zeta,
+                            duals.types)
     return multipliers, slack
 
-
-@dataclass(frozen=True)
-class _Slopes:
-    r"""The rows' slacks' derivatives in the multipliers, by block. The derivative is an arrow: a
-    job's rows and multipliers meet only the prices, each other (both multipliers enter as
-    :math:`w_i = \nu_i + \eta_i`) and zeta (an efficiency row's slack has :math:`+\zeta`, and
-    :math:`\kappa - \sum_i \eta_i` is zeta's row)."""
-
-    prices: FloatArray  # (T, T): the capacity rows in the prices
-    cross: FloatArray  # (T, n): capacity row t in job i's multipliers, and job i's rows in price t
-    own: FloatArray  # (n,): job i's rows in its own multipliers
-
-    def diagonal(self, data: ScaledProgram) -> FloatArray:
-        """Each row's derivative in its own multiplier, in the order of `_rows`."""
-        return _in_order(data, np.diag(self.prices), np.stack([self.own, self.own], axis=1), 0.0)
-
-
-def _jacobian(data: ScaledProgram, utility: FloatArray, free: np.ndarray) -> _Slopes:
-    """The rows' slacks' derivative in (prices, FTF multipliers, efficiency multipliers, zeta)."""
-    a, inside = data.progress[:, 0, :], free.astype(np.float64)
-    sigma = np.where(data.spread > 0, data.spread, 1.0)  # 0 only for a job with no active entry
-    # gamma = curvature / (sigma + curvature |a_free|^2), curvature = beta / U^2; 0 for a job with
-    # no free entry (its U may be 0).
-    denominator = sigma * utility ** 2 + data.beta * ((a * inside) ** 2).sum(axis=1)
-    gamma = np.divide(data.beta, denominator, out=np.zeros_like(denominator), where=denominator > 0)
-    v = data.g * a * inside
-    prices = np.diag(((data.g ** 2 * inside) / sigma[:, None]).sum(axis=0)) - (v.T * (gamma / sigma)) @ v
-    a_p = (a * inside * data.pace).sum(axis=1)
-    # d(capacity slack)/d w_i = -(G_i M_i p_i), and d(r_i)/d lambda its transpose
-    cross = -(((data.g * data.pace * inside) - (gamma * a_p)[:, None] * v) / sigma[:, None]).T
-    own = ((data.pace ** 2 * inside).sum(axis=1) - gamma * a_p ** 2) / sigma
-    return _Slopes(prices, cross, own)
-
-
-def _by_job(data: ScaledProgram, vector: FloatArray, absent: float) -> FloatArray:
-    """The job rows' entries of `vector` (in the order of `_rows`) as (n, 2): FTF, efficiency;
-    `absent` where a job has no such row."""
-    rounds, constrained = data.g.shape[1], int(data.constrained.sum())
-    out = np.full((data.g.shape[0], 2), absent)
-    out[data.constrained, 0] = vector[rounds:rounds + constrained]
-    out[data.efficient, 1] = vector[rounds + constrained:rounds + constrained + int(data.efficient.sum())]
-    return out
-
-
-def _in_order(data: ScaledProgram, prices: FloatArray, jobs: FloatArray, zeta: float) -> FloatArray:
-    """`_by_job`'s inverse: prices (T,), the job rows' (n, 2) and zeta in the order of `_rows`."""
-    return np.concatenate([prices, jobs[data.constrained, 0], jobs[data.efficient, 1], [zeta] if data.kappa else []])
-
-
-@dataclass(frozen=True)
-class _System:
-    r"""The Newton matrix :math:`\operatorname{diag}(f) J + \operatorname{diag}(d)` of the
-    slopes :math:`J`: each row scaled by `factor` (0 for a row that does not bind), plus
-    `extra` on the diagonal (the identity of the rows that do not bind, the ridge)."""
-
-    data: ScaledProgram
-    slopes: _Slopes
-    factor: FloatArray
-    extra: FloatArray
-
-    def diagonal(self) -> FloatArray:
-        """The matrix's diagonal, in the order of `_rows`."""
-        return self.factor * self.slopes.diagonal(self.data) + self.extra
-
-    def times(self, x: FloatArray) -> FloatArray:
-        """The matrix times `x`, both in the order of `_rows`."""
-        data, slopes = self.data, self.slopes
-        jobs = _by_job(data, x, 0.0)
-        zeta = x[-1] if data.kappa else 0.0
-        along = jobs.sum(axis=1)
-        capacity = slopes.prices @ x[:slopes.prices.shape[0]] + slopes.cross @ along
-        rows = (slopes.cross.T @ x[:slopes.prices.shape[0]] + slopes.own * along)[:, None] + np.array([0.0, zeta])
-        image = _in_order(data, capacity, rows, -float(jobs[:, 1].sum()))
-        return self.factor * image + self.extra * x
-
-    def factored(self) -> Callable[[FloatArray], FloatArray] | None:
-        """A solve with the matrix (`rhs` to `x`, in the order of `_rows`): each job's block (at
-        most 2 by 2) eliminated onto the T + 1 prices and zeta, whose dense system is factored
-        once. None if singular."""
-        data, slopes = self.data, self.slopes
-        rounds = slopes.prices.shape[0]
-        present = np.stack([data.constrained, data.efficient], axis=1)
-        f, d = _by_job(data, self.factor, 0.0), _by_job(data, self.extra, 1.0)
-        block = f[:, :, None] * slopes.own[:, None, None] * present[:, None, :]  # (n, 2, 2)
-        block[:, [0, 1], [0, 1]] += d
-        det = block[:, 0, 0] * block[:, 1, 1] - block[:, 0, 1] * block[:, 1, 0]
-        if not np.all(np.isfinite(det) & (det != 0)):
-            return None
-        inverse = np.stack([np.stack([block[:, 1, 1], -block[:, 0, 1]], axis=1),
-                            np.stack([-block[:, 1, 0], block[:, 0, 0]], axis=1)], axis=1) / det[:, None, None]
-        # A job's block inverse times its rows' coefficients: along its cross column (h) and zeta (hz).
-        h = np.einsum("iab,ib->ia", inverse, f)
-        hz = inverse[:, :, 1] * f[:, 1:2]
-        f_prices, f_zeta, d_zeta = self.factor[:rounds], (self.factor[-1] if data.kappa else 0.0), \
-            (self.extra[-1] if data.kappa else 1.0)
-        schur = np.empty((rounds + 1, rounds + 1))
-        schur[:rounds, :rounds] = f_prices[:, None] * (slopes.prices - (slopes.cross * (present * h).sum(axis=1))
-                                                       @ slopes.cross.T)
-        schur[np.arange(rounds), np.arange(rounds)] += self.extra[:rounds]
-        schur[:rounds, rounds] = -f_prices * (slopes.cross @ (present * hz).sum(axis=1))
-        schur[rounds, :rounds] = f_zeta * (slopes.cross @ (present[:, 1] * h[:, 1]))
-        schur[rounds, rounds] = d_zeta + f_zeta * float((present[:, 1] * hz[:, 1]).sum())
-        factors = lu(schur)
-        if factors is None:
-            return None
-
-        def solve(rhs: FloatArray) -> FloatArray:
-            local = np.einsum("iab,ib->ia", inverse, _by_job(data, rhs, 0.0))
-            reduced = np.append(rhs[:rounds] - f_prices * (slopes.cross @ (present * local).sum(axis=1)),
-                                (rhs[-1] if data.kappa else 0.0) + f_zeta * float((present[:, 1] * local[:, 1]).sum()))
-            shared = lu_solve(factors, reduced)
-            jobs = local - h * (slopes.cross.T @ shared[:rounds])[:, None] - hz * shared[rounds]
-            return _in_order(data, shared[:rounds], jobs, float(shared[rounds]))
-
-        return solve
 
 
 #: `_newton`'s reasons for stopping at an optimum: the residual within `RESIDUAL`, or within its
@@ -441,7 +424,7 @@ def rounding_floor(data: ScaledProgram, duals: _Duals, rows: tuple[FloatArray, F
 
     `rows`: `_rows` at `duals` and their `lagrangian_minimizer`, where the caller has them (`_newton`)."""
     if rows is None:
-        y, _, _ = lagrangian_minimizer(data, duals.prices, duals.ftf + duals.efficiency)
+        y, _, _ = duals.minimizer(data)
         rows = _rows(data, duals, y)
     multipliers, slack = rows
     residual = np.minimum(multipliers, slack)
@@ -449,7 +432,7 @@ def rounding_floor(data: ScaledProgram, duals: _Duals, rows: tuple[FloatArray, F
     floor = 0.0
     for direction in (np.full(multipliers.size, np.inf), alternate):
         moved = duals.moved(np.nextafter(multipliers, direction) - multipliers, 1.0, data)
-        y_moved, _, _ = lagrangian_minimizer(data, moved.prices, moved.ftf + moved.efficiency)
+        y_moved, _, _ = moved.minimizer(data)
         multipliers_moved, slack_moved = _rows(data, moved, y_moved)
         floor = max(floor, float(np.abs(np.minimum(multipliers_moved, slack_moved) - residual).max(initial=0.0)))
     return floor
@@ -485,8 +468,8 @@ def _newton(data: ScaledProgram, duals: _Duals, start: tuple[FloatArray, FloatAr
         # What is left may be rounding: no step can go below it (measured only where it may be).
         if RESIDUAL < size <= FLOOR_LIMIT and size <= rounding_floor(data, duals, (multipliers, slack)):
             return y, duals, steps, size, _AT_FLOOR
-        slopes = _jacobian(data, utility, free)
-        curvature = np.abs(slopes.diagonal(data))
+        derivative = slopes(data, utility, free)
+        curvature = np.abs(derivative.diagonal(data))
         scales = (np.where(curvature > 0, curvature, 1.0), np.ones_like(curvature))
         if float(np.abs(np.minimum(multipliers, slack / scales[0])).max(initial=0.0)) <= RESIDUAL:
             scales = scales[::-1]  # the scaled residual has converged: what is left is in the slacks' units
@@ -498,7 +481,7 @@ def _newton(data: ScaledProgram, duals: _Duals, start: tuple[FloatArray, FloatAr
         for scale, floored in attempts:
             binding = slack / scale <= multipliers
             # Rows that do not bind ask their multiplier to vanish: an identity row.
-            jacobian = _System(data, slopes, binding / scale, (~binding).astype(np.float64))
+            jacobian = NewtonMatrix(data, derivative, binding / scale, (~binding).astype(np.float64))
             found = _line_search(data, duals, np.minimum(multipliers, slack / scale), jacobian, scale, floored,
                                  1 if finished else _BACKTRACKS)
             if found is not None:
@@ -509,7 +492,7 @@ def _newton(data: ScaledProgram, duals: _Duals, start: tuple[FloatArray, FloatAr
         steps += 1
 
 
-def _line_search(data: ScaledProgram, duals: _Duals, residual: FloatArray, jacobian: _System,
+def _line_search(data: ScaledProgram, duals: _Duals, residual: FloatArray, jacobian: NewtonMatrix,
                  scale: FloatArray, floored: bool,
                  trials: int) -> tuple[_Duals, FloatArray, FloatArray, np.ndarray] | None:
     """The damped Newton step halved until the residual's square decreases: the trial point and
@@ -530,7 +513,7 @@ def _line_search(data: ScaledProgram, duals: _Duals, residual: FloatArray, jacob
     merit, alpha = float(residual @ residual), 1.0
     for _ in range(trials):
         trial = duals.moved(step, alpha, data)
-        y, utility, free = lagrangian_minimizer(data, trial.prices, trial.ftf + trial.efficiency)
+        y, utility, free = trial.minimizer(data)
         multipliers, slack = _rows(data, trial, y)
         trial_residual = np.minimum(multipliers, slack / scale)
         if float(trial_residual @ trial_residual) <= (1.0 - _SUFFICIENT_DECREASE * alpha) * merit:

@@ -46,9 +46,11 @@ def solve_saa_cvxpy(program: PlanningProgram, solver: str = "CLARABEL", **option
         objective = objective - cp.sum(cp.multiply(coefficient[:, None] * program.runnable, cp.square(y)))
     capacity = program.gpus @ y <= program.capacity
     constraints = [capacity, y <= program.runnable * program.bounds[None, :]]
+    one_type = None
     if program.several_per_round:
         # One type per job and round: the goods of a round share the job's time in it.
-        constraints.append(y @ program.rounds_of_goods <= program.round_bounds[None, :])
+        one_type = y @ program.rounds_of_goods <= program.round_bounds[None, :]
+        constraints.append(one_type)
     leftover_rounds = program.remaining_s / program.round_s - cp.sum(cp.multiply(program.pace, y), axis=1)
     efficiency = fairness = None
     if program.efficiency:
@@ -91,6 +93,8 @@ def solve_saa_cvxpy(program: PlanningProgram, solver: str = "CLARABEL", **option
         gap=gap,
         ftf_multipliers=ftf,
         efficiency_multipliers=longest_rows,
+        type_multipliers=None if one_type is None or one_type.dual_value is None
+        else np.maximum(np.asarray(one_type.dual_value, dtype=np.float64), 0.0),
     )
 
 

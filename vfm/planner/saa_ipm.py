@@ -303,6 +303,7 @@ def _solve(program: PlanningProgram, tol: float, max_iter: int, warm_start: Floa
         relative_gap=relative_gap(best),
         ftf_multipliers=best.z_f,
         efficiency_multipliers=best.longest.z_e,
+        type_multipliers=np.where(data.shared, best.type_rows.z, 0.0) if data.typed else None,
     )
 
 

@@ -162,6 +162,10 @@ class Solution:
         A planning program's row multipliers, shape (n,), in its objective divided by the budgets'
         sum: of the FTF rows and of the efficiency rows (0 for a job without the row). None for a
         market, or when the backend produced none. The planner's `polish` starts from them.
+    type_multipliers : ndarray or None
+        A planning program over GPU types: the multipliers of its one-type-per-round rows (job i's
+        time on round r's goods at most u_r), shape (n, R), in the same units (0 where job i has no
+        row in round r). None for other programs, or when the backend produced none.
     """
 
     x: np.ndarray | None
@@ -175,6 +179,7 @@ class Solution:
     relative_gap: float = float("nan")
     ftf_multipliers: np.ndarray | None = None
     efficiency_multipliers: np.ndarray | None = None
+    type_multipliers: np.ndarray | None = None
 
 
 class Backend(Protocol):

@@ -78,8 +78,8 @@ def lagrangian_minimizer(a: np.ndarray, c: np.ndarray, sigma: np.ndarray, beta: 
                          free: np.ndarray) -> None:
     r"""For every job, the minimizer of its part of the Lagrangian (`vfm.planner.polish`):
     :math:`y_t = \operatorname{clip}((\beta a_t / U - c_t) / \sigma, 0, u_t)` with :math:`U` the
-    root of :math:`b + a^\top y(U) - U`. Writes `y` (n, T), `utility` (n,) and `free` (n, T): the
-    entries strictly inside the box.
+    root of :math:`b + a^\top y(U) - U`, `upper` (n, T) each entry's bound :math:`u_t` (inf: none).
+    Writes `y` (n, T), `utility` (n,) and `free` (n, T): the entries strictly inside the box.
 
     The root's function is decreasing and, between two of the job's 2T breakpoints, reads
     :math:`K_0 + K_1 / U - U`: a bisection over the sorted breakpoints finds the piece and the
@@ -90,8 +90,8 @@ def lagrangian_minimizer(a: np.ndarray, c: np.ndarray, sigma: np.ndarray, beta: 
         points = np.empty(2 * rounds)
         weighted = np.empty(rounds)  # beta a_t: the entries' numerators
         for i in range(chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)):
-            utility[i] = _minimize_job(a[i], c[i], sigma[i], beta[i], base[i], upper, active[i], points, weighted,
-                                       y[i], free[i])
+            utility[i] = _minimize_job(a[i], c[i], sigma[i], beta[i], base[i], upper[i], active[i], points,
+                                       weighted, y[i], free[i])
 
 
 @jit.inlined
@@ -125,10 +125,10 @@ def matched_rows(a: np.ndarray, cost: np.ndarray, pace: np.ndarray, sigma: np.nd
         for i in range(chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)):
             s, b, z = sigma[i], beta[i], base[i]
             left, right = low[i], high[i]
-            f_left = _progress_at(left, a[i], cost[i], pace[i], s, b, z, upper, active[i], points, weighted, c, y,
-                                  free) - target[i]
-            f_right = _progress_at(right, a[i], cost[i], pace[i], s, b, z, upper, active[i], points, weighted, c, y,
-                                   free) - target[i]
+            f_left = _progress_at(left, a[i], cost[i], pace[i], s, b, z, upper[i], active[i], points, weighted, c,
+                                  y, free) - target[i]
+            f_right = _progress_at(right, a[i], cost[i], pace[i], s, b, z, upper[i], active[i], points, weighted, c,
+                                   y, free) - target[i]
             if not (f_left <= 0.0 <= f_right):
                 out[i] = np.nan
                 continue
@@ -140,7 +140,7 @@ def matched_rows(a: np.ndarray, cost: np.ndarray, pace: np.ndarray, sigma: np.nd
                 w = (left * f_right - right * f_left) / (f_right - f_left)
                 if not left < w < right:
                     w = 0.5 * (left + right)
-                f = _progress_at(w, a[i], cost[i], pace[i], s, b, z, upper, active[i], points, weighted, c, y,
+                f = _progress_at(w, a[i], cost[i], pace[i], s, b, z, upper[i], active[i], points, weighted, c, y,
                                  free) - target[i]
                 if abs(f) <= 1e-14 * (1.0 + abs(target[i])):
                     break
