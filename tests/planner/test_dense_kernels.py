@@ -68,13 +68,18 @@ def _factor_job(v, scenarios, x):
 
 
 def _job_factor(lower_inverse, i):
-    """Job `i`'s lower triangle of :math:`L_i^{-1}` in `dense`'s layout, zeros above, shape (T, T)."""
-    return np.tril(lower_inverse[i // jit.CHUNK, :, :, i % jit.CHUNK])
+    """Job `i`'s lower triangle of :math:`L_i^{-1}` from `dense`'s packed layout, zeros above, shape (T, T)."""
+    packed = lower_inverse[i // jit.CHUNK, :, i % jit.CHUNK]
+    rounds = math.isqrt(2 * packed.size)
+    factor = np.zeros((rounds, rounds))
+    factor[np.tril_indices(rounds)] = packed  # row by row, as `dense.packed` indexes them
+    return factor
 
 
 @pytest.mark.parametrize(("columns", "scenarios"), [(5, 4), (4, 4)])
 @pytest.mark.parametrize("with_loads", [True, False])
-def test_the_dense_factor_is_the_per_job_algorithm_bit_for_bit(columns, scenarios, with_loads):
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_dense_factor_is_the_per_job_algorithm_bit_for_bit(columns, scenarios, with_loads, threads):
     rng = np.random.default_rng(columns + 2 * with_loads)
     n, rounds = jit.CHUNK + 7, 6  # a full chunk and a partial one
     scaled = rng.standard_normal((n, columns, rounds)) * 10.0 ** rng.uniform(-4, 2, (n, columns, rounds))
@@ -84,9 +89,10 @@ def test_the_dense_factor_is_the_per_job_algorithm_bit_for_bit(columns, scenario
     root = 10.0 ** rng.uniform(-2, 2, (n, rounds))
     vector = rng.standard_normal((n, rounds))
     lower_inverse = np.full(dense.lower_inverse_shape(n, rounds), -7.0)
-    assert lower_inverse.shape == (2, rounds, rounds, jit.CHUNK)
+    assert lower_inverse.shape == (2, rounds * (rounds + 1) // 2, jit.CHUNK)
     loads = np.full(n if with_loads else 0, -7.0)
-    factored = dense.dense_factor(scaled, scenarios, root, vector, lower_inverse, loads)
+    with kernel_threads(threads):
+        factored = dense.dense_factor(scaled, scenarios, root, vector, lower_inverse, loads)
     assert not factored
     for i in range(n):
         inverse, load, ok = _factor_job(scaled[i], scenarios, root[i] * vector[i])
@@ -113,15 +119,14 @@ def _solve_job(inverse, x):
 
 @pytest.fixture(scope="module")
 def factors():
-    """Random factors of two full chunks of jobs and a partial one in `dense`'s layout, NaN above the
-    diagonals and in the padding (never read); `root` and three (n, T) vectors of either sign."""
+    """Random factors of two full chunks of jobs and a partial one in `dense`'s layout, NaN in the
+    padding (never read); `root` and three (n, T) vectors of either sign."""
     rng = np.random.default_rng(5)
     n, rounds = 2 * jit.CHUNK + 7, 6
     lower_inverse = np.full(dense.lower_inverse_shape(n, rounds), np.nan)
-    below = np.tril(np.ones((rounds, rounds), dtype=bool))[:, :, None]
     for chunk in range(lower_inverse.shape[0]):
         jobs = min(n - chunk * jit.CHUNK, jit.CHUNK)
-        lower_inverse[chunk, :, :, :jobs] = np.where(below, rng.standard_normal((rounds, rounds, jobs)), np.nan)
+        lower_inverse[chunk, :, :jobs] = rng.standard_normal((rounds * (rounds + 1) // 2, jobs))
     root = 10.0 ** rng.uniform(-2, 2, (n, rounds))
     vectors = rng.standard_normal((3, n, rounds))
     return lower_inverse, root, vectors
@@ -159,3 +164,26 @@ def test_the_factors_times_diagonals_are_numpys_product_bit_for_bit(factors, thr
     expected = np.multiply(full, x[:, None, :])
     assert np.signbit(expected[:, 0, 1:]).any()  # negative x: the upper triangles' -0.0 are compared too
     np.testing.assert_array_equal(out.view(np.int64), expected.view(np.int64))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_dense_gram_is_the_per_job_sums_in_order_bit_for_bit(factors, threads):
+    lower_inverse, _, (_, _, x) = factors
+    n, rounds = x.shape
+    gram = np.empty((rounds, rounds))
+    with kernel_threads(threads):
+        dense.dense_gram(x, lower_inverse, gram)
+    partial = np.zeros((lower_inverse.shape[0], rounds, rounds))
+    for i in range(n):
+        weighted = _job_factor(lower_inverse, i) * x[i]
+        term = np.zeros((rounds, rounds))
+        for a in range(rounds):
+            for b in range(a + 1):
+                for r in range(a, rounds):
+                    term[a, b] += weighted[r, a] * weighted[r, b]
+        partial[i // jit.CHUNK] += term  # each chunk in job order, then the chunks in order
+    expected = np.tril(sum(partial, np.zeros((rounds, rounds))))
+    expected = expected + np.tril(expected, -1).T
+    np.testing.assert_array_equal(gram, expected, strict=True)
+    stacked = np.stack([_job_factor(lower_inverse, i) * x[i] for i in range(n)]).reshape(-1, rounds)
+    np.testing.assert_allclose(gram, stacked.T @ stacked, rtol=1e-14, atol=1e-14 * np.abs(gram).max())

@@ -154,9 +154,10 @@ def test_typed_windows_in_the_shockwave_configuration_are_polished_in_a_few_step
     for seed in range(12):
         rng = np.random.default_rng(seed)
         jobs = 24
+        done = zip(rng.integers(0, 10, jobs), rng.integers(0, 5, jobs), strict=True)
         states = JobStates.from_lists(
             rng.integers(20, 80, jobs), [{32: float(s), 64: float(s) / 1.7} for s in rng.uniform(20.0, 90.0, jobs)],
-            [[32] * int(d) + [64] * int(e) for d, e in zip(rng.integers(0, 10, jobs), rng.integers(0, 5, jobs))])
+            [[32] * int(small) + [64] * int(large) for small, large in done])
         speed = np.column_stack([np.ones(jobs), rng.uniform(0.3, 0.9, jobs), rng.uniform(0.2, 0.6, jobs)])
         result = plan(states, rng.choice([1, 2, 4], jobs), [4, 4, 4], options=options, seed=0,
                       terms=JobTerms(speed=speed, fair_finish_s=np.full(jobs, 3600.0)))

@@ -24,7 +24,8 @@ The dual
     multiplier :math:`\mu_{ir}` adds to :math:`c_{it}` on the goods of round r (the minimizer
     keeps its closed form) and its condition is :math:`\min(\mu_{ir}, u_r - \sum_{t \in r}
     y_{it}) = 0`. On the entries strictly inside the box,
-    :math:`\partial y_i / \partial c_i = -M_i`, :math:`M_i = \sigma_i^{-1}(I - \gamma_i a_i a_i^\top)` (Sherman-Morrison), so the
+    :math:`\partial y_i / \partial c_i = -M_i`,
+    :math:`M_i = \sigma_i^{-1}(I - \gamma_i a_i a_i^\top)` (Sherman-Morrison), so the
     derivative of the slacks in the multipliers is :math:`J M J^\top` over the rows that bind
     and the identity over the others.
 

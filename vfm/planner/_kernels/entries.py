@@ -86,12 +86,27 @@ def hessian_times(curvature: np.ndarray, diagonal: np.ndarray, g: np.ndarray, pr
         for i in range(chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)):
             for t in range(rounds):
                 out[i, t] = diagonal[i, t] * vector[i, t] + g[i, t] * prices_term[t]
-            for p in range(k):
+            # Four columns' dot products side by side, each in the order of the rounds: four chains
+            # of additions that overlap, `out` taking their terms in column order (0.12 ms instead of
+            # 0.16 ms at 874 jobs, S' = 17, T = 20).
+            p = 0
+            while p + 4 <= k:
+                first = second = third = fourth = 0.0
+                for t in range(rounds):
+                    first += curvature[i, p, t] * vector[i, t]
+                    second += curvature[i, p + 1, t] * vector[i, t]
+                    third += curvature[i, p + 2, t] * vector[i, t]
+                    fourth += curvature[i, p + 3, t] * vector[i, t]
+                for t in range(rounds):
+                    out[i, t] = out[i, t] + first * curvature[i, p, t] + second * curvature[i, p + 1, t] \
+                        + third * curvature[i, p + 2, t] + fourth * curvature[i, p + 3, t]
+                p += 4
+            for last in range(p, k):
                 total = 0.0
                 for t in range(rounds):
-                    total += curvature[i, p, t] * vector[i, t]
+                    total += curvature[i, last, t] * vector[i, t]
                 for t in range(rounds):
-                    out[i, t] += total * curvature[i, p, t]
+                    out[i, t] += total * curvature[i, last, t]
 
 
 @jit.over_jobs
@@ -118,6 +133,7 @@ def evaluate_entries(progress: np.ndarray, base: np.ndarray, beta: np.ndarray, s
     for chunk in prange(jit.chunks(n)):
         weight = np.empty(scenarios)
         true_weight = np.empty(scenarios)
+        gradients = np.empty((2, rounds))
         value = 0.0
         complementarity = 0.0
         residual_norm = 0.0
@@ -126,11 +142,9 @@ def evaluate_entries(progress: np.ndarray, base: np.ndarray, beta: np.ndarray, s
         for i in range(chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)):
             squares = 0.0
             total_y = 0.0
+            _utilities(progress[i], base[i], y[i], u[i])
             for s in range(scenarios):
-                total = base[i]
-                for t in range(rounds):
-                    total += progress[i, s, t] * y[i, t]
-                u[i, s] = total
+                total = u[i, s]
                 value -= beta[i] * np.log(total)
                 true_weight[s] = beta[i] / total
                 if own_weights:
@@ -138,16 +152,14 @@ def evaluate_entries(progress: np.ndarray, base: np.ndarray, beta: np.ndarray, s
                     log_residual += abs(weights[i, s] * total - beta[i])
                 else:
                     weight[s] = true_weight[s]
+            _gradients(progress[i], spread[i], y[i], weight, true_weight, gradients)
             for t in range(rounds):
                 if not active[i, t]:
                     dual_residual[i, t] = 0.0
                     primal_residual[i, t] = 0.0
                     continue
-                gradient = spread[i] * y[i, t]
-                true_gradient = gradient
-                for s in range(scenarios):
-                    gradient -= weight[s] * progress[i, s, t]
-                    true_gradient -= true_weight[s] * progress[i, s, t]
+                gradient = gradients[0, t]
+                true_gradient = gradients[1, t]
                 outside = g[i, t] * prices[t] - rows[i, t]
                 priced = true_gradient + outside
                 residual = gradient + outside - z_lo[i, t] + z_hi[i, t]
@@ -168,6 +180,58 @@ def evaluate_entries(progress: np.ndarray, base: np.ndarray, beta: np.ndarray, s
     totals = np.empty(5)
     jit.add_chunks(partial, totals)
     return totals[0], totals[1], totals[2], totals[3], totals[4]
+
+
+@jit.inlined
+def _utilities(progress: np.ndarray, base: float, y: np.ndarray, u: np.ndarray) -> None:
+    """`u[s]` := `base` + the sum over t of `progress[s, t] * y[t]`, in order, for one job's scenarios.
+
+    Four scenarios' sums side by side, each still one chain of additions in the order of the rounds:
+    the chains overlap instead of waiting on each other (at 874 jobs, S = 16, T = 20, the point's
+    evaluation took 0.27 ms instead of 0.40 ms with this and `_gradients`; at S = 1 no slower)."""
+    scenarios, rounds = progress.shape
+    s = 0
+    while s + 4 <= scenarios:
+        first, second, third, fourth = base, base, base, base
+        for t in range(rounds):
+            first += progress[s, t] * y[t]
+            second += progress[s + 1, t] * y[t]
+            third += progress[s + 2, t] * y[t]
+            fourth += progress[s + 3, t] * y[t]
+        u[s], u[s + 1], u[s + 2], u[s + 3] = first, second, third, fourth
+        s += 4
+    for last in range(s, scenarios):
+        total = base
+        for t in range(rounds):
+            total += progress[last, t] * y[t]
+        u[last] = total
+
+
+@jit.inlined
+def _gradients(progress: np.ndarray, spread: float, y: np.ndarray, weight: np.ndarray, true_weight: np.ndarray,
+               out: np.ndarray) -> None:
+    """`out[0, t]` := `spread * y[t]` minus `weight[s] * progress[s, t]` over s in order, `out[1, t]` the
+    same with `true_weight`, for one job's rounds (inactive ones included: the caller skips them).
+
+    By scenario, four per pass, and over the rounds within: the loop over the rounds vectorizes,
+    each round's sum keeping its order."""
+    scenarios, rounds = progress.shape
+    for t in range(rounds):
+        out[0, t] = spread * y[t]
+        out[1, t] = out[0, t]
+    s = 0
+    while s + 4 <= scenarios:
+        w0, w1, w2, w3 = weight[s], weight[s + 1], weight[s + 2], weight[s + 3]
+        v0, v1, v2, v3 = true_weight[s], true_weight[s + 1], true_weight[s + 2], true_weight[s + 3]
+        for t in range(rounds):
+            p0, p1, p2, p3 = progress[s, t], progress[s + 1, t], progress[s + 2, t], progress[s + 3, t]
+            out[0, t] = out[0, t] - w0 * p0 - w1 * p1 - w2 * p2 - w3 * p3
+            out[1, t] = out[1, t] - v0 * p0 - v1 * p1 - v2 * p2 - v3 * p3
+        s += 4
+    for last in range(s, scenarios):
+        for t in range(rounds):
+            out[0, t] -= weight[last] * progress[last, t]
+            out[1, t] -= true_weight[last] * progress[last, t]
 
 
 @jit.over_jobs
