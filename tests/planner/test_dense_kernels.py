@@ -164,26 +164,3 @@ def test_the_factors_times_diagonals_are_numpys_product_bit_for_bit(factors, thr
     expected = np.multiply(full, x[:, None, :])
     assert np.signbit(expected[:, 0, 1:]).any()  # negative x: the upper triangles' -0.0 are compared too
     np.testing.assert_array_equal(out.view(np.int64), expected.view(np.int64))
-
-
-@pytest.mark.parametrize("threads", [1, 2])
-def test_the_dense_gram_is_the_per_job_sums_in_order_bit_for_bit(factors, threads):
-    lower_inverse, _, (_, _, x) = factors
-    n, rounds = x.shape
-    gram = np.empty((rounds, rounds))
-    with kernel_threads(threads):
-        dense.dense_gram(x, lower_inverse, gram)
-    partial = np.zeros((lower_inverse.shape[0], rounds, rounds))
-    for i in range(n):
-        weighted = _job_factor(lower_inverse, i) * x[i]
-        term = np.zeros((rounds, rounds))
-        for a in range(rounds):
-            for b in range(a + 1):
-                for r in range(a, rounds):
-                    term[a, b] += weighted[r, a] * weighted[r, b]
-        partial[i // jit.CHUNK] += term  # each chunk in job order, then the chunks in order
-    expected = np.tril(sum(partial, np.zeros((rounds, rounds))))
-    expected = expected + np.tril(expected, -1).T
-    np.testing.assert_array_equal(gram, expected, strict=True)
-    stacked = np.stack([_job_factor(lower_inverse, i) * x[i] for i in range(n)]).reshape(-1, rounds)
-    np.testing.assert_allclose(gram, stacked.T @ stacked, rtol=1e-14, atol=1e-14 * np.abs(gram).max())

@@ -123,13 +123,21 @@ def test_the_slopes_are_the_slacks_derivative():
 
 
 def test_the_newton_systems_elimination_solves_it():
-    from vfm.planner.polish_system import NewtonMatrix, slopes
+    from vfm.planner.polish_system import slopes
 
     data, prices, rows, rng = _random_multipliers(3, 20, 2)
     _, utility, free = lagrangian_minimizer(data, prices, rows)
-    derivative = slopes(data, utility, free)
+    # Some rows of every kind bind, with both of a job's rows.
+    assert_the_elimination_solves(data, slopes(data, utility, free), 0.7, rng)
+
+
+def assert_the_elimination_solves(data, derivative, share: float, rng) -> None:
+    """The Newton matrix of `derivative` with a random `share` of its rows binding: its solve by
+    elimination against a dense solve of the matrix assembled column by column."""
+    from vfm.planner.polish_system import NewtonMatrix
+
     size = derivative.diagonal(data).size
-    binding = rng.random(size) < 0.7  # some rows of every kind bind, with both of a job's rows
+    binding = rng.random(size) < share
     system = NewtonMatrix(data, derivative, binding / np.maximum(np.abs(derivative.diagonal(data)), 1.0),
                           (~binding) + rng.uniform(1e-3, 1e-2, size))
     matrix = np.column_stack([system.times(column) for column in np.eye(size)])

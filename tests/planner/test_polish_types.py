@@ -12,6 +12,7 @@ from vfm.planner.saa_cvxpy import solve_saa_cvxpy
 from vfm.planner.saa_ipm import solve_saa_ipm
 from vfm.planner.scaled_program import scale_program
 
+from .test_polish import assert_the_elimination_solves
 from .test_program_types import TIGHT, typed_program
 
 
@@ -83,21 +84,9 @@ def test_the_typed_slopes_are_the_slacks_derivative():
 @pytest.mark.parametrize("share", [0.0, 0.3, 0.8])
 def test_the_typed_elimination_solves_the_newton_system(share):
     data, _ = scale_program(_program(6))
-    duals = _random_duals(data, 2)
-    _, utility, free = duals.minimizer(data)
-    derivative = slopes(data, utility, free)
-    size = derivative.diagonal(data).size
-    rng = np.random.default_rng(7)
-    binding = rng.random(size) < share  # 0: no job has a binding row (every block diagonal)
-    system = NewtonMatrix(data, derivative, binding / np.maximum(np.abs(derivative.diagonal(data)), 1.0),
-                          (~binding) + rng.uniform(1e-3, 1e-2, size))
-    matrix = np.column_stack([system.times(column) for column in np.eye(size)])
-    rhs = rng.standard_normal(size)
-    solve = system.factored()
-    assert solve is not None
-    step = solve(rhs)
-    assert np.abs(matrix @ step - rhs).max() <= 1e-10 * np.abs(matrix).max() * np.abs(step).max()
-    np.testing.assert_allclose(step, np.linalg.solve(matrix, rhs), rtol=1e-8, atol=1e-10 * np.abs(step).max())
+    _, utility, free = _random_duals(data, 2).minimizer(data)
+    # share 0: no job has a binding row (every block diagonal)
+    assert_the_elimination_solves(data, slopes(data, utility, free), share, np.random.default_rng(7))
 
 
 def test_the_start_matches_each_rounds_multiplier_to_the_backends_time_in_the_round():
