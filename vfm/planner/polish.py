@@ -308,9 +308,9 @@ def _start(data: ScaledProgram, prices: FloatArray, ftf: FloatArray, efficiency:
     found = lagrangian_minimizer(data, prices, nu + eta, types)
     zeta = 0.0
     if data.kappa:
-        leftover = np.where(data.efficient, data.leftover - (data.pace * found[0]).sum(axis=1), -np.inf)
+        leftover = _leftovers(data, found[0])
         zeta = max(0.0, float(leftover.max(initial=0.0)))
-        if _longest_leftover(data, x) <= data.kappa - eta.sum():
+        if max(0.0, float(_leftovers(data, x).max(initial=0.0))) <= data.kappa - eta.sum():
             zeta = 0.0  # the backend's zeta's min-function is at 0 on zeta's side: its own zeta is 0
         before = eta.copy()
         if eta.sum() > data.kappa:
@@ -325,10 +325,9 @@ def _start(data: ScaledProgram, prices: FloatArray, ftf: FloatArray, efficiency:
     return _Duals(prices, nu, eta if data.kappa else np.zeros_like(eta), zeta, types), found
 
 
-def _longest_leftover(data: ScaledProgram, x: FloatArray) -> float:
-    """zeta of the schedule `x`: its longest leftover over the efficient jobs (rounds), at least 0."""
-    leftover = np.where(data.efficient, data.leftover - (data.pace * x).sum(axis=1), 0.0)
-    return max(0.0, float(leftover.max(initial=0.0)))
+def _leftovers(data: ScaledProgram, y: FloatArray) -> FloatArray:
+    """Each efficient job's leftover (rounds) under the schedule `y`, shape (n,); -inf for the others."""
+    return np.where(data.efficient, data.leftover - (data.pace * y).sum(axis=1), -np.inf)
 
 
 def _matched_rounds(data: ScaledProgram, prices: FloatArray, rows: FloatArray, types: FloatArray,
@@ -345,7 +344,7 @@ def _matched_rounds(data: ScaledProgram, prices: FloatArray, rows: FloatArray, t
     the job at a good's bound."""
     a = data.progress[:, 0, :]
     utility = data.base + (a * x).sum(axis=1)
-    costs = data.g * prices[None, :] - rows[:, None] * data.pace
+    costs = _costs(data, prices, None, slice(None)) - rows[:, None] * data.pace
     with np.errstate(divide="ignore", invalid="ignore"):
         value = np.where(data.active, data.beta[:, None] * a / utility[:, None] - costs, -np.inf)
     members = data.members  # (R, K), -1 padded
@@ -397,10 +396,10 @@ def _rows(data: ScaledProgram, duals: _Duals, y: FloatArray) -> tuple[FloatArray
     running = (data.pace * y).sum(axis=1)
     type_slack = data.round_upper[None, :] - y @ data.rounds_of_goods if data.typed else None
     slack = in_order(data, 1.0 - (data.g * y).sum(axis=0),
-                      np.stack([running - data.floor, running + duals.zeta - data.leftover], axis=1),
-                      data.kappa - float(duals.efficiency.sum()), type_slack)
+                     np.stack([running - data.floor, running + duals.zeta - data.leftover], axis=1),
+                     data.kappa - float(duals.efficiency.sum()), type_slack)
     multipliers = in_order(data, duals.prices, np.stack([duals.ftf, duals.efficiency], axis=1), duals.zeta,
-                            duals.types)
+                           duals.types)
     return multipliers, slack
 
 
