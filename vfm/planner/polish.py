@@ -214,8 +214,8 @@ def polish(program: PlanningProgram, solution: Solution, *, max_steps: int | Non
     if not (residual <= RESIDUAL or why == _AT_FLOOR):  # NaN-safe: a NaN residual is no convergence
         return replace(solution, message=f"{solution.message}; not polished: the polish stopped at residual "
                                          f"{residual:.1e} after {steps} Newton steps ({why})")
-    # Over GPU types a round's entries have no bound of their own in the minimizer (`_upper`): its
-    # row holds them to within the residual.
+    # Over GPU types a round's entries have no bound of their own in the minimizer
+    # (`ScaledProgram.minimizer_upper`): its row holds them to within the residual.
     y = np.minimum(y, data.upper[None, :])
     return replace(
         solution, x=y, prices=np.where(program.capacity > 0, scale * duals.prices / capacity, 0.0),
@@ -257,21 +257,9 @@ def _minimized(data: ScaledProgram, costs: FloatArray,
     n, rounds = costs.shape
     y, utility, free = np.empty((n, rounds)), np.empty(n), np.empty((n, rounds), dtype=np.bool_)
     _kernels.lagrangian_minimizer(np.ascontiguousarray(data.progress[picked, 0, :]), costs, data.spread[picked],
-                                  data.beta[picked], data.base[picked], _upper(data, picked),
+                                  data.beta[picked], data.base[picked], data.minimizer_upper[picked],
                                   np.ascontiguousarray(data.active[picked]), y, utility, free)
     return y, utility, free
-
-
-def _upper(data: ScaledProgram, picked: slice | np.ndarray) -> FloatArray:
-    """The entries' upper bounds in the Lagrangian minimizer of the jobs `picked`, shape (k, T): the
-    box's, but none on a round with a one-type row. There the row implies the box (a round's goods
-    share its bound, `PlanningProgram.round_bounds`), and with both a job at the bound on one good
-    would leave the row's multiplier undetermined (any one below the bound's own gives the same
-    schedule): the Newton steps stalled at a residual of 1e-4 on such windows."""
-    upper = np.broadcast_to(data.upper, data.g.shape)[picked]
-    if data.typed:
-        upper = np.where(data.shared[picked][:, data.good_round], np.inf, upper)
-    return np.ascontiguousarray(upper)
 
 
 def _minimized_again(data: ScaledProgram, prices: FloatArray, rows: FloatArray, types: FloatArray,
@@ -337,11 +325,11 @@ def _matched_rounds(data: ScaledProgram, prices: FloatArray, rows: FloatArray, t
     the backend's schedule `x`, for the rows where the two differ by more than `_MATCH`.
 
     With its utility U held, a job's entries in a round are :math:`\max(v_t - \mu, 0) / \sigma`,
-    :math:`v_t = \beta a_t / U - c_t` (no upper bound there, `_upper`): the time is piecewise linear
-    and decreasing in mu, and the mu that gives a time X is found by water-filling over the round's
-    goods (0 if the time at mu = 0 is at most X). The backend's multipliers leave the job's
-    time in a round unmatched where its box bound, which the minimizer does not have there, held
-    the job at a good's bound."""
+    :math:`v_t = \beta a_t / U - c_t` (no upper bound there, `ScaledProgram.minimizer_upper`): the
+    time is piecewise linear and decreasing in mu, and the mu that gives a time X is found by
+    water-filling over the round's goods (0 if the time at mu = 0 is at most X). The backend's
+    multipliers leave the job's time in a round unmatched where its box bound, which the minimizer
+    does not have there, held the job at a good's bound."""
     a = data.progress[:, 0, :]
     utility = data.base + (a * x).sum(axis=1)
     costs = _costs(data, prices, None, slice(None)) - rows[:, None] * data.pace
@@ -383,9 +371,10 @@ def _matched(data: ScaledProgram, prices: FloatArray, rows: FloatArray, types: F
         return rows
     matched = np.empty(jobs.size)
     _kernels.matched_rows(np.ascontiguousarray(data.progress[jobs, 0, :]), _costs(data, prices, types[jobs], jobs),
-                          data.pace[jobs], data.spread[jobs], data.beta[jobs], data.base[jobs], _upper(data, jobs),
-                          np.ascontiguousarray(data.active[jobs]), (1.0 - _MATCH_TRUST) * rows[jobs],
-                          (1.0 + _MATCH_TRUST) * rows[jobs], target[jobs], _MATCH_STEPS, matched)
+                          data.pace[jobs], data.spread[jobs], data.beta[jobs], data.base[jobs],
+                          data.minimizer_upper[jobs], np.ascontiguousarray(data.active[jobs]),
+                          (1.0 - _MATCH_TRUST) * rows[jobs], (1.0 + _MATCH_TRUST) * rows[jobs], target[jobs],
+                          _MATCH_STEPS, matched)
     out = rows.copy()
     out[jobs] = np.where(np.isnan(matched), rows[jobs], matched)
     return out

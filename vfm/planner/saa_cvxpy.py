@@ -94,7 +94,7 @@ def solve_saa_cvxpy(program: PlanningProgram, solver: str = "CLARABEL", **option
         ftf_multipliers=ftf,
         efficiency_multipliers=longest_rows,
         type_multipliers=None if one_type is None or one_type.dual_value is None
-        else np.maximum(np.asarray(one_type.dual_value, dtype=np.float64), 0.0),
+        else np.asarray(one_type.dual_value, dtype=np.float64),
     )
 
 

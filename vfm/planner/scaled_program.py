@@ -59,6 +59,17 @@ class ScaledProgram:
         """Whether the program has one-type-per-round rows (GPU types with several goods per round)."""
         return bool(self.shared.any())
 
+    @cached_property  # read by every Lagrangian minimizer of the polish: computed once per program
+    def minimizer_upper(self) -> FloatArray:
+        """Each entry's upper bound in the polish's Lagrangian minimizer (`vfm.planner.polish`), shape
+        (n, T): the box's, but none (inf) on a round with a one-type row. There the row implies the
+        box (a round's goods share its bound, `PlanningProgram.round_bounds`), and with both a job at
+        the bound on one good would leave the row's multiplier undetermined (any one below the
+        bound's own gives the same schedule): the Newton steps stalled at a residual of 1e-4 on such
+        windows."""
+        upper = np.broadcast_to(self.upper, self.g.shape)
+        return np.ascontiguousarray(np.where(self.shared[:, self.good_round], np.inf, upper) if self.typed else upper)
+
 
 def scale_program(program: PlanningProgram) -> tuple[ScaledProgram, float]:
     """The program in the solver's terms, and the scale of its objective (the budgets' sum)."""
