@@ -19,14 +19,13 @@ import os
 import platform
 import shlex
 import sys
+import tempfile
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NoReturn
-
-from vfm.errors import VFMError
 
 #: Where a command writes by default: ``results/<command>`` under the current folder (ignored by git),
 #: never the committed ``benchmarks/results/``, which is written only when ``--out`` names it.
@@ -44,11 +43,25 @@ class Check:
     convert: Callable[[str], Any]
     holds: Callable[[Any], bool]
     why: Callable[[Any], str] | None = None
+    #: The largest value allowed, for a bounded count (`whole`).
+    high: int | None = None
 
 
-def whole(low: int = 1) -> Check:
-    """A whole number >= `low`."""
-    return Check(f"a whole number >= {low}", int, lambda value: value >= low)
+#: The largest seed: NumPy's legacy seeds and most other generators take 32 bits.
+SEED_MAX = 2**32 - 1
+
+
+def whole(low: int = 1, high: int | None = None) -> Check:
+    """A whole number >= `low` and, if `high` is given, <= `high`: every count a command takes has
+    one, so that a slip of the keyboard (``--rounds 100000``) is refused, not run for hours."""
+    if high is None:
+        return Check(f"a whole number >= {low}", int, lambda value: value >= low)
+    return Check(f"a whole number from {low} to {high}", int, lambda value: low <= value <= high, high=high)
+
+
+def seed() -> Check:
+    """A seed: a whole number from 0 to `SEED_MAX`."""
+    return whole(0, SEED_MAX)
 
 
 def number(low: float = 0.0, high: float = math.inf, *, open_low: bool = False, open_high: bool = True) -> Check:
@@ -66,10 +79,11 @@ def number(low: float = 0.0, high: float = math.inf, *, open_low: bool = False, 
     return Check(rule, float, holds)
 
 
-def whole_or_none(low: int = 1) -> Check:
-    """A whole number >= `low`, or ``none`` (None)."""
-    return Check(f"a whole number >= {low} or none", lambda text: None if text.strip().lower() == "none" else int(text),
-                 lambda value: value is None or value >= low)
+def whole_or_none(low: int, high: int) -> Check:
+    """A whole number from `low` to `high`, or ``none`` (None)."""
+    return Check(f"a whole number from {low} to {high} or none",
+                 lambda text: None if text.strip().lower() == "none" else int(text),
+                 lambda value: value is None or low <= value <= high, high=high)
 
 
 def _nearest_existing(path: Path) -> Path:
@@ -79,17 +93,31 @@ def _nearest_existing(path: Path) -> Path:
     return path
 
 
-def _writable_folder(path: Path) -> bool:
-    return path.is_dir() and os.access(path, os.W_OK | os.X_OK)
+def _can_write_in(path: Path, *, folders: bool) -> bool:
+    """Whether a file (or, with `folders`, a folder) can be made in the folder `path`: tried, by
+    making a temporary one there and removing it. Permission bits do not tell (a superuser
+    passes `os.access` everywhere, and /proc says writable but takes no new entries)."""
+    if not path.is_dir():
+        return False
+    try:
+        if folders:
+            os.rmdir(tempfile.mkdtemp(prefix=".probe-", dir=path))
+        else:
+            with tempfile.TemporaryFile(prefix=".probe-", dir=path):
+                pass
+    except OSError:
+        return False
+    return True
 
 
 def _folder_problem(path: Path) -> str:
-    """Why the folder `path` cannot be made or written ("" if it can): it, or the nearest folder
-    above it that exists (where `mkdir(parents=True)` would start), must be a writable folder."""
+    """Why the folder `path` cannot be made or written ("" if it can): an existing folder must
+    take new files; otherwise the nearest folder above it that exists (where `mkdir(parents=True)`
+    would start) must take new folders."""
     if path.exists():
-        return "" if _writable_folder(path) else f"{path} is not a folder you can write"
+        return "" if _can_write_in(path, folders=False) else f"{path} is not a folder you can write"
     above = _nearest_existing(path)
-    return "" if _writable_folder(above) else f"{above} is not a folder you can write"
+    return "" if _can_write_in(above, folders=True) else f"{above} is not a folder you can write"
 
 
 def _file_problem(path: Path) -> str:
@@ -99,7 +127,21 @@ def _file_problem(path: Path) -> str:
     folder = path.absolute().parent
     if not folder.exists():
         return f"there is no folder {folder}"
-    return "" if _writable_folder(folder) else f"{folder} is not a folder you can write"
+    if not _can_write_in(folder, folders=False):
+        return f"{folder} is not a folder you can write"
+    if path.exists():
+        try:
+            with open(path, "r+b"):  # neither made nor emptied: only opened as it will be
+                pass
+        except OSError:
+            return f"{path} cannot be written"
+    return ""
+
+
+def _made_file_problem(path: Path) -> str:
+    """Why the file `path` cannot be written, its folder made if missing ("" if it can)."""
+    folder = path.absolute().parent
+    return _file_problem(path) if folder.exists() else _folder_problem(folder)
 
 
 #: An output folder, made if missing (with its parents).
@@ -108,9 +150,7 @@ OUTPUT_FOLDER = Check("a folder you can write", Path, lambda path: not _folder_p
 OUTPUT_FILE = Check("a file in a folder you can write", Path, lambda path: not _file_problem(path), _file_problem)
 #: An output file whose folder is made if missing.
 OUTPUT_FILE_MADE = Check("a file you can write", Path,
-                         lambda path: not path.is_dir() and not _folder_problem(path.parent),
-                         lambda path: f"{path} is a folder; name a file" if path.is_dir()
-                         else _folder_problem(path.parent))
+                         lambda path: not _made_file_problem(path), _made_file_problem)
 
 
 def _listed(rule: str, item: Callable[[str], Any], known: Collection[Any], what: str,
@@ -223,6 +263,8 @@ class Parser(argparse.ArgumentParser):
     @contextmanager
     def reporting(self) -> Iterator[None]:
         """Run the command's body; a caller's mistake becomes `error`'s one line."""
+        from vfm.errors import VFMError  # here: the parser itself loads no part of the library
+
         try:
             yield
         except (VFMError, OSError, ValueError) as mistake:

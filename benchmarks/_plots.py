@@ -8,7 +8,7 @@ curve, and the fairness references are drawn and named the same way everywhere.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,11 @@ LINESTYLES = ("-", "--", ":", "-.")
 ARTIFACT = "artifact:"
 #: What the two mechanics are called in a legend.
 MECHANICS = {"ours": "vfm simulator", "artifact": "Shockwave artifact's simulator"}
+#: The policies not picked out in a crowded figure (`highlighted`): thin, grey, under the rest.
+OTHER_COLOUR = "#b8b8b8"
+OTHER_LOOK: dict[str, Any] = {"color": OTHER_COLOUR, "linewidth": 0.7, "zorder": 1, "linestyle": "-", "alpha": 0.9}
+#: How many of the other policies a crowded figure picks out besides vfm's runs.
+HIGHLIGHTED = 3
 #: The finish-time-fairness threshold: a job is unfair when its rho exceeds it.
 UNFAIR_RHO = 1.05
 
@@ -65,6 +70,28 @@ def styles(names: Sequence[str]) -> dict[str, dict[str, Any]]:
             out[name] = {"color": colour[base], "linewidth": 1.1, "zorder": 2,
                          "linestyle": "--" if theirs else dash[base]}
     return out
+
+
+def highlighted(names: Sequence[str], worse: Callable[[str], float],
+                best: int = HIGHLIGHTED) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """Line keywords for a figure of many series: vfm's runs and the `best` others by the figure's
+    own measure (lowest `worse` first) in their colours (`styles`, so a policy keeps its colour in
+    every figure), the rest thin and grey; and the names picked out, in `names`' order (the only
+    ones a legend names, with `other_handle` for the rest)."""
+    look = styles(names)
+    others = [name for name in names if not is_vfm(name)]
+    picked = set(sorted(others, key=worse)[:best])
+    for name in others:
+        if name not in picked:
+            look[name] = dict(OTHER_LOOK)
+    return look, [name for name in names if is_vfm(name) or name in picked]
+
+
+def other_handle(count: int) -> Any:
+    """The legend entry of the grey series of `highlighted`."""
+    from matplotlib.lines import Line2D
+
+    return Line2D([], [], **{**OTHER_LOOK, "linewidth": 1.5}, label=f"the {count} other runs")
 
 
 def title_of(workload: str, jobs: int, gpus: int) -> str:

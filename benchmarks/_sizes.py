@@ -3,8 +3,10 @@ the largest, each with its cluster, and the busiest window of each (`window_for`
 
 from __future__ import annotations
 
-from vfm.cluster.windows import BusiestWindow, busiest_window, resample
-from vfm.cluster.workload import load_workload
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from vfm.cluster.windows import BusiestWindow
 
 #: size -> (workload file, or None for a synthetic resample of the 900-job workload; GPUs).
 SIZES: dict[int, tuple[str | None, int]] = {
@@ -22,6 +24,9 @@ SYNTHETIC_BASE, SYNTHETIC_SEED = "shockwave_900jobs_256gpus", 0
 
 def window_for(size: int, rounds: int = 20, activity: str = "equal-share") -> BusiestWindow:
     """The window of `rounds` rounds at the busiest moment of the workload named by `size`."""
+    from vfm.cluster.windows import busiest_window, resample
+    from vfm.cluster.workload import load_workload
+
     if size not in SIZES:
         raise ValueError(f"size {size} is not one of {sorted(SIZES)}")
     name, gpus = SIZES[size]

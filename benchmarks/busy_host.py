@@ -2,8 +2,7 @@
 
 ::
 
-    python -m benchmarks.busy_host [--workload shockwave_900jobs_256gpus] [--runs 7] [--busy N]
-                                   [--out benchmarks/results/busy_host]
+    python -m benchmarks.busy_host [--workload shockwave_900jobs_256gpus] [--runs 7] [--busy N] [--out DIR]
 
 A scheduler's host is rarely idle, and its operators rarely set ``OPENBLAS_NUM_THREADS``. This
 solves the busiest 20-round window of `--workload` (`vfm.cluster.windows.busiest_window`, 874 jobs
@@ -14,7 +13,9 @@ seconds of each and their ratio. Each is measured twice in the same run: as the 
 library's own default threads), to show what the control buys. Run it with the environment
 you want to measure: do not set ``OPENBLAS_NUM_THREADS`` for the default case.
 
-Writes ``table.txt`` under `--out`, headed by the command, the machine and the date.
+Writes ``table.txt`` under `--out` (default ``results/busy_host`` under the current folder; the
+committed one with ``--out benchmarks/results/busy_host``), headed by the command, the machine
+and the date.
 """
 
 from __future__ import annotations
@@ -25,17 +26,15 @@ import os
 import statistics
 import time
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import vfm
-from benchmarks._cli import OUTPUT_FOLDER, Parser, whole
-from vfm import blas_threads, nswot
-from vfm.cluster.windows import busiest_window
-from vfm.cluster.workload import load_workload
-from vfm.market import VolatileFisherMarket
+from benchmarks._cli import OUTPUT_FOLDER, RESULTS, Parser, whole
 
-OUT = Path("benchmarks/results/busy_host")
+if TYPE_CHECKING:
+    from vfm.market import VolatileFisherMarket
+
+#: The results folder by default (`benchmarks._cli.RESULTS`).
+OUT = RESULTS / "busy_host"
 
 
 def _spin(stop: Any) -> None:
@@ -65,6 +64,8 @@ def busy(processes: int) -> Iterator[None]:
 @contextlib.contextmanager
 def without_blas_control() -> Iterator[None]:
     """The library's BLAS control switched off, for the comparison only."""
+    from vfm import nswot
+
     real = nswot.one_blas_thread
     nswot.one_blas_thread = contextlib.nullcontext  # type: ignore[assignment]
     try:
@@ -84,6 +85,8 @@ def median_s(solve: Callable[[], object], runs: int) -> float:
 
 def measure(market: VolatileFisherMarket, runs: int, processes: int) -> dict[str, float]:
     """Median seconds of `vfm.solve(market)`: quiet and busy, with and without the control."""
+    import vfm
+
     def solve() -> object:
         return vfm.solve(market)
 
@@ -98,17 +101,26 @@ def measure(market: VolatileFisherMarket, runs: int, processes: int) -> dict[str
     return out
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def build_parser() -> Parser:
     parser = Parser("benchmarks.busy_host", __doc__)
     parser.add_argument("--workload", default="shockwave_900jobs_256gpus", help="workload whose busiest window "
                         "is solved (default shockwave_900jobs_256gpus)")
-    parser.add_argument("--runs", check=whole(1), default=7, help="timed solves per case (default 7)")
-    parser.add_argument("--busy", check=whole(1), default=os.cpu_count() or 1,
+    parser.add_argument("--runs", check=whole(1, 1000), default=7, help="timed solves per case (default 7)")
+    parser.add_argument("--busy", check=whole(1, 1024), default=os.cpu_count() or 1,
                         help="processes spinning during the busy timings (default: one per core)")
     parser.add_argument("--out", check=OUTPUT_FOLDER, default=OUT, help=f"folder for table.txt (default {OUT})")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = build_parser()
     args = parser.parse_args(argv)
-    window = busiest_window(load_workload(args.workload)).window
+    from vfm import blas_threads  # the library loads once the arguments are checked
+    from vfm.cluster.windows import busiest_window
+    from vfm.cluster.workload import load_workload
+
     with parser.reporting():
+        window = busiest_window(load_workload(args.workload)).window
         times = measure(window.market, args.runs, args.busy)
     market = window.market
     lines = [parser.header().rstrip("\n"), f"window: {market.n_buyers} jobs x {market.n_periods} rounds of "

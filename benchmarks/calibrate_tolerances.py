@@ -12,18 +12,24 @@ and says nothing about the tolerances). Run from the repository root::
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import numpy as np
+from benchmarks._cli import Parser, seed, whole
 
-import vfm
-from benchmarks._cli import Parser, whole
-from vfm import check
+if TYPE_CHECKING:
+    import numpy as np
+
+    import vfm
 
 OBJECTIVE_LEVEL = {"market_clearing", "price_complementarity", "duality_gap", "buyer_optimality", "feasibility"}
 
 
 def random_market(rng: np.random.Generator, kind: int) -> vfm.VolatileFisherMarket:
     """Plain (kind 0), capped (1), with base utility (2) or with utility caps (3)."""
+    import numpy as np
+
+    import vfm
+
     n, m, periods = int(rng.integers(2, 30)), int(rng.integers(1, 4)), int(rng.integers(1, 6))
     spread = rng.choice([0, 1, 3])
     shape = (n, m, periods)
@@ -41,11 +47,22 @@ def random_market(rng: np.random.Generator, kind: int) -> vfm.VolatileFisherMark
     return vfm.VolatileFisherMarket(utilities, budgets, rng.uniform(0.5, 3, (m, periods)), **extensions)
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def build_parser() -> Parser:
     parser = Parser("benchmarks.calibrate_tolerances", __doc__)
-    parser.add_argument("--markets", check=whole(1), default=60, help="random markets per solver (default 60)")
-    parser.add_argument("--seed", check=whole(0), default=1, help="seed of the markets (default 1)")
+    parser.add_argument("--markets", check=whole(1, 100_000), default=60,
+                        help="random markets per solver (default 60)")
+    parser.add_argument("--seed", check=seed(), default=1, help="seed of the markets (default 1)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = build_parser()
     args = parser.parse_args(argv)
+    import numpy as np  # the library loads once the arguments are checked
+
+    import vfm
+    from vfm import check
+
     with parser.reporting():
         print("ratio of each residual to its tolerance base (accuracy, or its square root)")
         print(f"{'solver':<9} {'residual':<22} {'market':<6} {'max':>9} {'p90':>9} {'median':>9}")

@@ -52,13 +52,14 @@ import time
 import warnings
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-import numpy as np
+from benchmarks._cli import OUTPUT_FILE_MADE, RESULTS, SEED_MAX, Check, Parser, seed, whole
 
-from benchmarks._cli import OUTPUT_FILE_MADE, RESULTS, Parser, whole
-from vfm.planner import Policy
-from vfm.planner.policy import decide
+if TYPE_CHECKING:
+    import numpy as np
+
+    from vfm.planner import Policy
 
 #: The report file of a bare ``--out`` (`benchmarks._cli.RESULTS`).
 OUT = RESULTS / "decisions" / "decisions.txt"
@@ -95,6 +96,8 @@ class Case:
     jobs: tuple[Job, ...]
 
     def policy(self) -> Policy:
+        from vfm.planner import Policy
+
         if self.shockwave:
             return Policy.shockwave(self.capacity)
         return Policy(self.capacity, fairness=self.fairness)
@@ -114,6 +117,8 @@ class Timed:
 
 def random_job(rng: np.random.Generator, capacity: int, rounds: int) -> Job:
     """A job of a cluster of `capacity` GPUs arriving within `rounds` rounds (module docstring)."""
+    import numpy as np
+
     count = int(rng.integers(1, 5))
     sizes = np.sort(rng.choice(BATCH_SIZES, size=count, replace=False)).astype(float)
     seconds = np.exp(rng.uniform(0.0, np.log(1000.0), size=count))
@@ -130,6 +135,8 @@ def random_job(rng: np.random.Generator, capacity: int, rounds: int) -> Job:
 
 def random_case(seed: int, max_jobs: int) -> Case:
     """Case `seed` (module docstring)."""
+    import numpy as np
+
     rng = np.random.default_rng(seed)
     capacity = int(rng.integers(1, MAX_CAPACITY + 1))
     rounds = int(rng.integers(ROUNDS[0], ROUNDS[1] + 1))
@@ -205,6 +212,8 @@ def retimed(seed: int, round_index: int, max_jobs: int, repeats: int = RETIMES) 
     """The best of `repeats` timings of case `seed`'s decision in round `round_index`, each from the
     same state (`vfm.planner.policy.decide`, a pure step): what the decision costs without the
     moments the machine was busy elsewhere."""
+    from vfm.planner.policy import decide
+
     run = _Run(random_case(seed, max_jobs), max_jobs)
     for past in range(round_index):
         run.arrive_and_leave(past)
@@ -243,6 +252,8 @@ def summary(timed: Sequence[Timed], seeds: Sequence[int], max_jobs: int, load: S
             command: str, again: Mapping[tuple[int, int], float] | None = None) -> str:
     """The report (module docstring, "Output"); `again`: (case seed, round) -> seconds of the slowest
     decisions timed again (`retimed`)."""
+    import numpy as np
+
     again = again or {}
     times = np.array([t.seconds for t in timed])
     over = int((times > TARGET_S).sum())
@@ -295,27 +306,32 @@ def run(seeds: Sequence[int], max_jobs: int, warm_up: int | None = None) -> list
         return [t for seed in seeds for t in run_case(random_case(seed, max_jobs), max_jobs)]
 
 
-def _seeds(text: str) -> list[int]:
-    try:
-        seeds = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise ValueError(f"--replay must be comma-separated integers, got {text!r}") from None
-    if not seeds or min(seeds) < 0:
-        raise ValueError(f"--replay must name case seeds >= 0, got {text!r}")
-    return seeds
+#: The most cases of a run (the committed report runs 1000).
+MAX_CASES = 100_000
+#: Case seeds to replay (``--replay``): at most `MAX_CASES` of them, each from 0 to `SEED_MAX`.
+SEEDS = Check(f"comma-separated case seeds from 0 to {SEED_MAX}, at most {MAX_CASES} of them",
+              lambda text: [int(part) for part in text.split(",") if part.strip()],
+              lambda seeds: 0 < len(seeds) <= MAX_CASES and all(0 <= seed <= SEED_MAX for seed in seeds))
+
+
+def build_parser() -> Parser:
+    parser = Parser("benchmarks.decisions", __doc__)
+    parser.add_argument("--cases", check=whole(1, MAX_CASES), default=100, help="random cases (default 100)")
+    parser.add_argument("--seed", check=seed(), default=0, help="case k uses the seed SEED + k (default 0)")
+    parser.add_argument("--max-jobs", check=whole(1, 1000), default=10,
+                        help="the most jobs present at once (default 10)")
+    parser.add_argument("--replay", check=SEEDS,
+                        help="comma-separated case seeds: run only these (slow cases, timed alone)")
+    parser.add_argument("--out", check=OUTPUT_FILE_MADE, nargs="?", const=OUT,
+                        help=f"also write the report to this file (without a file: {OUT})")
+    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = Parser("benchmarks.decisions", __doc__)
-    parser.add_argument("--cases", check=whole(1), default=100, help="random cases (default 100)")
-    parser.add_argument("--seed", check=whole(0), default=0, help="case k uses the seed SEED + k (default 0)")
-    parser.add_argument("--max-jobs", check=whole(1), default=10, help="the most jobs present at once (default 10)")
-    parser.add_argument("--replay", help="comma-separated case seeds: run only these (slow cases, timed alone)")
-    parser.add_argument("--out", check=OUTPUT_FILE_MADE, nargs="?", const=OUT,
-                        help=f"also write the report to this file (without a file: {OUT})")
+    parser = build_parser()
     args = parser.parse_args(argv)
     with parser.reporting():
-        seeds = _seeds(args.replay) if args.replay is not None else list(range(args.seed, args.seed + args.cases))
+        seeds = args.replay if args.replay is not None else list(range(args.seed, args.seed + args.cases))
         if args.out is not None:
             args.out.parent.mkdir(parents=True, exist_ok=True)
         command = " ".join(["python -m benchmarks.decisions", *(sys.argv[1:] if argv is None else argv)])

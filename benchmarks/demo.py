@@ -11,20 +11,28 @@ import statistics
 import time
 from collections.abc import Sequence
 
-import numpy as np
-
-import vfm
 from benchmarks._cli import Parser, whole
-from vfm.cluster.windows import fresh_window
-from vfm.cluster.workload import load_workload
+
+
+def build_parser() -> Parser:
+    parser = Parser("benchmarks.demo", __doc__)
+    parser.add_argument("--workload", default="shockwave_900jobs_256gpus",
+                        help="a workload JSON file, or a shipped one's name (default shockwave_900jobs_256gpus)")
+    parser.add_argument("--rounds", check=whole(1, 1000), default=20, help="rounds in the market (default 20)")
+    parser.add_argument("--repeats", check=whole(1, 1000), default=3,
+                        help="solves to time (median is printed; default 3)")
+    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = Parser("benchmarks.demo", __doc__)
-    parser.add_argument("--workload", default="shockwave_900jobs_256gpus")
-    parser.add_argument("--rounds", check=whole(1), default=20, help="rounds in the market (default 20)")
-    parser.add_argument("--repeats", check=whole(1), default=3, help="solves to time (median is printed; default 3)")
+    parser = build_parser()
     args = parser.parse_args(argv)
+    import numpy as np  # the library loads once the arguments are checked
+
+    import vfm
+    from vfm.cluster.windows import fresh_window
+    from vfm.cluster.workload import load_workload
+
     with parser.reporting():
         workload = load_workload(args.workload)
         window = fresh_window(workload, args.rounds)

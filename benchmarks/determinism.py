@@ -31,13 +31,13 @@ import time
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from benchmarks._cli import OUTPUT_FILE, Parser, whole
-from benchmarks.reproduce import load, vfm_policy
-from vfm.cluster import simulate, summarize
-from vfm.planner import Policy
-from vfm.planner.policy import step
+from benchmarks._cli import OUTPUT_FILE, Check, Parser, whole
+from benchmarks.reproduce import MAX_JOBS, load, vfm_policy
+
+if TYPE_CHECKING:
+    from vfm.planner import Policy
 
 #: Metrics whose relative difference between two whole runs is reported.
 METRICS = ("makespan_s", "avg_jct_s", "worst_ftf")
@@ -60,6 +60,16 @@ def parse_variant(text: str) -> dict[str, Any]:
         else:
             raise ValueError(f"variant {text!r}: expected a backend (saa-ipm, cvxpy) or tol=<number>, joined by +")
     return options
+
+
+def _variants_hold(variants: list[dict[str, Any]]) -> bool:
+    return bool(variants) and all(0 < variant.get("tol", 1) < 1 for variant in variants)
+
+
+#: ``--variants``: each a backend, a tolerance in (0, 1), or both joined by ``+``.
+VARIANTS = Check("comma-separated variants: a backend (saa-ipm, cvxpy), tol=<number in (0, 1)>, or both joined by +",
+                 lambda text: [parse_variant(part.strip()) for part in text.split(",") if part.strip()],
+                 _variants_hold)
 
 
 class _Shadowed:
@@ -87,6 +97,8 @@ class _Shadowed:
     def next_round(self) -> list[Hashable]:
         # The same state stepped under the other options (the step is pure, so nothing is copied),
         # except that between re-plans the copy serves from its own last plan, not the reference's.
+        from vfm.planner.policy import step
+
         config, state = self.policy.config, self.policy.state
         if self._plans is not None and self._plans[0] is state.plan:
             state = replace(state, plan=self._plans[1])
@@ -108,6 +120,8 @@ def compare(workload_path: str | Path, variant: Mapping[str, Any], jobs: int | N
     """Decisions and whole runs of `variant` against the reference (module docstring), both with
     the options `common` too. The shadowed run is the reference run itself (the copies answer but
     do not act)."""
+    from vfm.cluster import simulate, summarize
+
     workload = load(workload_path, jobs)
     common = dict(common or {})
     shadowed = _Shadowed(_policy(workload, common), {**common, **variant})
@@ -148,23 +162,27 @@ def print_comparison(name: str, result: Mapping[str, Any]) -> None:
           f"{runs['unfair_pct'][0]:.2f} / {runs['unfair_pct'][1]:.2f} %; {result['seconds']:.0f} s")
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def build_parser() -> Parser:
     parser = Parser("benchmarks.determinism", __doc__)
     parser.add_argument("--workload", required=True,
                         help="a workload JSON file, or a shipped one's name (e.g. shockwave_120jobs_32gpus)")
-    parser.add_argument("--variants",
+    parser.add_argument("--variants", check=VARIANTS,
                         help="comma-separated: a backend (cvxpy), tol=<number>, or both joined by + (default "
                              f"{','.join(DEFAULT_VARIANTS['polished'])}; with --no-polish "
                              f"{','.join(DEFAULT_VARIANTS['unpolished'])})")
     parser.add_argument("--no-polish", action="store_true",
                         help="plan with each backend's own schedule, unpolished (reference and variants)")
-    parser.add_argument("--jobs", check=whole(1), help="only the workload's first JOBS jobs (a slice)")
+    parser.add_argument("--jobs", check=whole(1, MAX_JOBS), help="only the workload's first JOBS jobs (a slice)")
     parser.add_argument("--json", check=OUTPUT_FILE, help="write the comparisons to this file (in an existing folder)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = build_parser()
     args = parser.parse_args(argv)
     with parser.reporting():
-        texts = args.variants.split(",") if args.variants else DEFAULT_VARIANTS[
-            "unpolished" if args.no_polish else "polished"]
-        variants = [parse_variant(text) for text in texts]
+        variants = args.variants if args.variants is not None else [
+            parse_variant(text) for text in DEFAULT_VARIANTS["unpolished" if args.no_polish else "polished"]]
         name = Path(args.workload).stem
         results = []
         for variant in variants:

@@ -44,22 +44,26 @@ a calibrated 80 % band must do when the forecast distribution has atoms.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+from benchmarks._cli import OUTPUT_FOLDER, RESULTS, Check, Parser, whole
 
-from benchmarks._cli import OUTPUT_FOLDER, RESULTS, Parser, whole
-from vfm.cluster import Workload, WorkloadSpec, generate_workload, load_workload
-from vfm.forecast import DirichletForecaster, JobStates, PopulationForecaster, PopulationOptions, Trajectory
+if TYPE_CHECKING:
+    import numpy as np
+
+    from vfm.cluster import Workload
+    from vfm.forecast import JobStates, PopulationOptions, Trajectory
 
 PROGRESS = (0.10, 0.25, 0.50, 0.75)
 ROUNDS = 20
 TRACES_FIT = ("shockwave_120jobs_32gpus", "shockwave_220jobs_64gpus")
 TRACES_REPORT = ("shockwave_460jobs_128gpus", "shockwave_900jobs_256gpus")
-GENERATED_SPEC = WorkloadSpec(jobs=300, gpus=64)
+#: The generated workloads' size (`vfm.cluster.WorkloadSpec`).
+GENERATED_JOBS, GENERATED_GPUS = 300, 64
 GENERATED_FIT = (0, 1)
 GENERATED_REPORT = (2, 3)
 
@@ -67,8 +71,11 @@ GENERATED_REPORT = (2, 3)
 @cache
 def workload(name: str) -> Workload:
     """A shipped trace by name, or ``generated-<seed>``."""
+    from vfm.cluster import WorkloadSpec, generate_workload, load_workload
+
     if name.startswith("generated-"):
-        return generate_workload(GENERATED_SPEC, seed=int(name.split("-")[1]), name=name)
+        spec = WorkloadSpec(jobs=GENERATED_JOBS, gpus=GENERATED_GPUS)
+        return generate_workload(spec, seed=int(name.split("-")[1]), name=name)
     return load_workload(name)
 
 
@@ -78,6 +85,8 @@ def kind(job: Any) -> tuple[str, str] | None:
 
 def trajectories(names: Sequence[str]) -> list[Trajectory]:
     """Every job of the named workloads, as a finished job the population forecaster learns from."""
+    from vfm.forecast import Trajectory
+
     return [Trajectory(kind(job), job.batch_size, regimes=list(job.regimes)) for name in names
             for job in workload(name).jobs]
 
@@ -93,6 +102,10 @@ class Frozen:
 
 @cache
 def frozen(name: str, fraction: float) -> Frozen:
+    import numpy as np
+
+    from vfm.forecast import JobStates
+
     jobs = workload(name).jobs
     round_s = workload(name).round_s
     done = [int(np.floor(fraction * job.epochs)) for job in jobs]
@@ -114,12 +127,16 @@ class Persist:
         return states.remaining_epochs * self._seconds_per_epoch(states)
 
     def epochs_per_round(self, states: JobStates, rounds: int, round_s: float) -> np.ndarray:
+        import numpy as np
+
         ends = round_s * np.arange(rounds + 1)
         cumulative = np.minimum(ends / self._seconds_per_epoch(states)[:, None], states.remaining_epochs[:, None])
         return np.diff(cumulative, axis=1)
 
     @staticmethod
     def _seconds_per_epoch(states: JobStates) -> np.ndarray:
+        import numpy as np
+
         smallest = np.argmin(np.where(states.regime_mask, states.regime_labels, np.inf), axis=1)
         column = np.where(states.last_regime >= 0, states.last_regime, smallest)
         return states.regime_durations[np.arange(states.n_jobs), column]
@@ -127,6 +144,8 @@ class Persist:
 
 def score(forecaster: Any, case: Frozen, round_s: float, scenarios: int, seed: int) -> dict[str, Any]:
     """Errors (per job) and coverage (None without scenarios) of one forecaster on one frozen workload."""
+    import numpy as np
+
     runtime = forecaster.remaining_runtime(case.states)
     done = np.cumsum(forecaster.epochs_per_round(case.states, ROUNDS, round_s), axis=1)
     done = np.concatenate([np.zeros((case.states.n_jobs, 1)), done], axis=1)
@@ -142,6 +161,8 @@ def score(forecaster: Any, case: Frozen, round_s: float, scenarios: int, seed: i
 def band_coverage(samples: np.ndarray, truth: np.ndarray, rng: np.random.Generator) -> dict[str, float]:
     """Coverage of `truth` (n,) by the 10-90 % band of `samples` (S, n): the plain quantile band,
     and the randomized-PIT band, which is what a nominal 80 % means when the forecast has atoms."""
+    import numpy as np
+
     slack = 1e-9 * truth
     low, high = np.quantile(samples, [0.1, 0.9], axis=0)
     below = (samples < truth - slack).mean(axis=0)
@@ -152,6 +173,8 @@ def band_coverage(samples: np.ndarray, truth: np.ndarray, rng: np.random.Generat
 
 
 def forecasters(fit: Sequence[str], options: PopulationOptions) -> dict[str, Any]:
+    from vfm.forecast import DirichletForecaster, PopulationForecaster
+
     return {"dirichlet": DirichletForecaster(), "persist": Persist(),
             "population": PopulationForecaster(options=options).learned(trajectories(fit))}
 
@@ -174,6 +197,10 @@ LEARNING_CURVE = (0, 10, 30, 100, 340)
 
 def learning_curve(options: PopulationOptions, scenarios: int, seed: int) -> list[dict[str, Any]]:
     """The population forecaster on the 900-job trace at 25 % progress, from k finished jobs."""
+    import numpy as np
+
+    from vfm.forecast import PopulationForecaster
+
     name = TRACES_REPORT[-1]
     references = trajectories(TRACES_FIT)
     case = frozen(name, 0.25)
@@ -189,6 +216,10 @@ def learning_curve(options: PopulationOptions, scenarios: int, seed: int) -> lis
 
 def run(choose: bool = False, options: PopulationOptions | None = None, scenarios: int = 200,
         seed: int = 0) -> dict[str, Any]:
+    import numpy as np
+
+    from vfm.forecast import PopulationOptions
+
     options = options or PopulationOptions()
     rows: list[dict[str, Any]] = []
     for name, fit in plan(choose):
@@ -231,25 +262,41 @@ def format_table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _option(text: str) -> tuple[str, float]:
-    name, _, value = text.partition("=")
-    if name not in PopulationOptions.__dataclass_fields__:
-        raise ValueError(f"--option {text!r}: no PopulationOptions field {name!r}")
-    return name, float(value)
+def _option(text: str) -> tuple[str, str, float]:
+    """``--option`` NAME=VALUE: the text, the name and the number."""
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        raise ValueError(text)
+    return text, name, float(value)
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+#: One ``--option``; whether `vfm.forecast.PopulationOptions` has the field is checked once the
+#: library is loaded.
+OPTION = Check("NAME=VALUE with a finite number VALUE", _option, lambda option: math.isfinite(option[2]))
+
+
+def build_parser() -> Parser:
     parser = Parser("benchmarks.forecast", __doc__)
     parser.add_argument("--choose", action="store_true", help="score the fitting workloads two-fold instead")
-    parser.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
-                        help="override a PopulationOptions field, e.g. prior_weight=1")
-    parser.add_argument("--scenarios", check=whole(1), default=200,
+    parser.add_argument("--option", action="append", default=[], metavar="NAME=VALUE", check=OPTION,
+                        help="override a PopulationOptions field, e.g. prior_weight=1; repeat it for more")
+    parser.add_argument("--scenarios", check=whole(1, 100_000), default=200,
                         help="sampled runtimes per job for the band (default 200)")
     parser.add_argument("--out", check=OUTPUT_FOLDER, default=RESULTS / "forecast",
                         help="folder for table.txt and results.json (default results/forecast)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = build_parser()
     args = parser.parse_args(argv)
+    from vfm.forecast import PopulationOptions  # the library loads once the arguments are checked
+
     with parser.reporting():
-        options = replace(PopulationOptions(), **dict(_option(t) for t in args.option))
+        for text, name, _ in args.option:
+            if name not in PopulationOptions.__dataclass_fields__:
+                raise ValueError(f"--option {text!r}: no PopulationOptions field {name!r}")
+        options = replace(PopulationOptions(), **{name: value for _, name, value in args.option})
         result = run(args.choose, options, args.scenarios)
         table = format_table(result)
         print(table)

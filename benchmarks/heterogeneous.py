@@ -12,7 +12,7 @@ type come from the artifact's throughput profiles by the ratio rule
 (`vfm.cluster.gpu_types`); finish-time fairness compares each job's time with its time alone on
 a proportional slice of the cluster (`vfm.cluster.proportional_isolated_s`).
 
-Workloads: the traces by name, or ``generated-<seed>`` (`GENERATED`: 120 jobs on 32 GPUs, the
+Workloads: the traces by name, or ``generated-<seed>`` (`GENERATED_JOBS` jobs on `GENERATED_GPUS` GPUs, as
 workloads the typed configuration's efficiency weight was chosen on with ``--efficiency``).
 
 Policies: ``vfm`` (`vfm.planner.Policy.shockwave`: goods (type, round), the reproduction's
@@ -46,26 +46,18 @@ import json
 from collections.abc import Callable, Sequence
 from concurrent import futures
 from contextlib import ExitStack
+from functools import partial
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from benchmarks import _plots
 from benchmarks._cli import OUTPUT_FOLDER, RESULTS, Parser, choice_list, number, whole
 from benchmarks._executors import make_executor
-from vfm.cluster import ClusterTypes, Workload, load_workload, simulate, summarize
-from vfm.cluster.generate import WorkloadSpec, generate_workload
-from vfm.cluster.protocol import SchedulingPolicy
-from vfm.cluster.typed_baselines import (
-    HeterogeneousFinishTimeFairness,
-    HeterogeneousMaxMinFairness,
-    HeterogeneousMaxSumThroughput,
-    HeterogeneousMinTotalDuration,
-    HeterogeneousStaticMarket,
-)
-from vfm.planner import Policy
-from vfm.planner.shockwave import GUARDS
+from benchmarks.reproduce import MAX_JOBS, MAX_WORKERS
+
+if TYPE_CHECKING:
+    from vfm.cluster import ClusterTypes, Workload
+    from vfm.cluster.protocol import SchedulingPolicy
 
 #: Mix name -> shares of the cluster's GPUs by type.
 MIXES: dict[str, dict[str, float]] = {
@@ -73,21 +65,33 @@ MIXES: dict[str, dict[str, float]] = {
     "v100-heavy": {"v100": 2.0, "p100": 1.0, "k80": 1.0},
 }
 WORKLOADS = ("shockwave_120jobs_32gpus", "shockwave_220jobs_64gpus")
-#: The generated workloads ``generated-<seed>``: the 120-job trace's size and load.
-GENERATED = WorkloadSpec(jobs=120, gpus=32)
+#: The generated workloads ``generated-<seed>``: the 120-job trace's size and load
+#: (`vfm.cluster.generate.WorkloadSpec`).
+GENERATED_JOBS, GENERATED_GPUS = 120, 32
 METRICS = ("makespan_s", "avg_jct_s", "worst_ftf", "unfair_pct", "utilization")
 
-#: Policy name -> factory(cluster, round_s).
+
+def make_policy(name: str, cluster: ClusterTypes, round_s: float) -> SchedulingPolicy:
+    """Policy `name` of `POLICIES` on `cluster`."""
+    from vfm.cluster import typed_baselines as typed
+    from vfm.planner import Policy
+
+    if name == "vfm":
+        return Policy.shockwave(cluster, round_s)
+    if name == "vfm-plain":
+        return Policy(cluster, rounds=20, round_s=round_s)
+    baseline = {"gavel": typed.HeterogeneousMaxMinFairness, "static_market": typed.HeterogeneousStaticMarket,
+                "gavel-ftf": typed.HeterogeneousFinishTimeFairness,
+                "gavel-throughput": typed.HeterogeneousMaxSumThroughput,
+                "gavel-makespan": typed.HeterogeneousMinTotalDuration}[name]
+    return baseline(cluster, round_s)
+
+
+#: Policy name -> factory(cluster, round_s). Gavel's other heterogeneity-aware policies (gavel-ftf,
+#: gavel-throughput, gavel-makespan) run only when --policies names them (not in the default run).
 POLICIES: dict[str, Callable[[ClusterTypes, float], SchedulingPolicy]] = {
-    "vfm": lambda cluster, round_s: Policy.shockwave(cluster, round_s),
-    "vfm-plain": lambda cluster, round_s: Policy(cluster, rounds=20, round_s=round_s),
-    "gavel": lambda cluster, round_s: HeterogeneousMaxMinFairness(cluster, round_s),
-    "static_market": lambda cluster, round_s: HeterogeneousStaticMarket(cluster, round_s),
-    # Gavel's other heterogeneity-aware policies: only with --policies (not in the default run).
-    "gavel-ftf": lambda cluster, round_s: HeterogeneousFinishTimeFairness(cluster, round_s),
-    "gavel-throughput": lambda cluster, round_s: HeterogeneousMaxSumThroughput(cluster, round_s),
-    "gavel-makespan": lambda cluster, round_s: HeterogeneousMinTotalDuration(cluster, round_s),
-}
+    name: partial(make_policy, name)
+    for name in ("vfm", "vfm-plain", "gavel", "static_market", "gavel-ftf", "gavel-throughput", "gavel-makespan")}
 #: The policies run when --policies is not given.
 DEFAULT_POLICIES = ("vfm", "vfm-plain", "gavel", "static_market")
 
@@ -95,16 +99,21 @@ DEFAULT_POLICIES = ("vfm", "vfm-plain", "gavel", "static_market")
 def workload(name: str) -> Workload:
     """A shipped trace by name, or ``generated-<seed>``: `GENERATED` (what the typed configuration
     was chosen on)."""
+    from vfm.cluster import load_workload
+    from vfm.cluster.generate import WorkloadSpec, generate_workload
+
     if name.startswith("generated-"):
         seed = name.removeprefix("generated-")
         if not seed.isdigit():
             raise ValueError(f"workload {name!r}: the seed after 'generated-' must be a whole number")
-        return generate_workload(GENERATED, seed=int(seed), name=name)
+        return generate_workload(WorkloadSpec(jobs=GENERATED_JOBS, gpus=GENERATED_GPUS), seed=int(seed), name=name)
     return load_workload(name)
 
 
 def mixed(name: str, mix: str, jobs: int | None = None) -> Workload:
     """Workload `name` (its first `jobs` jobs if given) on its GPUs split by `mix`."""
+    from vfm.cluster import ClusterTypes
+
     chosen = workload(name) if jobs is None else workload(name).head(jobs)
     return dataclasses.replace(chosen, cluster=ClusterTypes.split(chosen.gpus, MIXES[mix]))
 
@@ -113,6 +122,9 @@ def run_one(name: str, mix: str, policy: str, jobs: int | None = None,
             efficiency: float | None = None) -> dict[str, Any]:
     """Simulate one policy on one workload and mix (``vfm`` with `efficiency` as its kappa if given);
     the headline metrics and decision times."""
+    from vfm.cluster import simulate, summarize
+    from vfm.planner import Policy
+
     job_set = mixed(name, mix, jobs)
     assert job_set.cluster is not None
     policy_object = (Policy.shockwave(job_set.cluster, job_set.round_s, efficiency=efficiency)
@@ -128,6 +140,8 @@ def run_one(name: str, mix: str, policy: str, jobs: int | None = None,
 
 
 def _median(values: Any) -> float:
+    import numpy as np
+
     return float(np.median(values)) if len(values) else float("nan")
 
 
@@ -169,6 +183,8 @@ def plot(results: dict[str, dict[str, dict[str, Any]]], directory: Path) -> list
 def _plot_metrics(results: dict[str, dict[str, dict[str, Any]]], name: str, mixes: list[str], policies: list[str],
                   title: str, path: Path) -> Path:
     """A 2 x 2 grid, one metric each: bars by mix, one per policy (vfm first and outlined)."""
+    import numpy as np
+
     look = _plots.styles(policies)
     figure, axes, _ = _plots.grid(len(PLOTTED), columns=2)
     width = 0.8 / len(policies)
@@ -192,6 +208,8 @@ def _plot_metrics(results: dict[str, dict[str, dict[str, Any]]], name: str, mixe
 def _plot_ftf(results: dict[str, dict[str, dict[str, Any]]], name: str, mixes: list[str], policies: list[str],
               title: str, path: Path) -> Path:
     """One panel per mix: each policy's CDF of FTF rho, with the equal-share and unfairness lines."""
+    import numpy as np
+
     look = _plots.styles(policies)
     figure, axes, _ = _plots.grid(len(mixes), columns=len(mixes), size=(_plots.PAGE[0], 4.5))
     for axis, mix in zip(axes, mixes, strict=True):
@@ -216,13 +234,15 @@ HEADER = (f"{'workload':<26} {'mix':<11} {'policy':<13} {'makespan':>9} {'JCT':>
 
 
 def format_row(name: str, mix: str, policy: str, r: dict[str, Any]) -> str:
+    from vfm.planner.shockwave import GUARDS
+
     return (f"{name:<26} {mix:<11} {policy:<13} {r['makespan_s']:>9.0f} {r['avg_jct_s']:>8.0f} {r['worst_ftf']:>6.3f} "
             f"{r['unfair_pct']:>7.2f} {r['utilization']:>6.3f} {r['decision_s']['median']:>8.3f} "
             f"{r['decision_s']['max']:>7.2f} {r['longest_wait_rounds']:>5d}  "
             + ("/".join(str(r["guards"].get(g, 0)) for g in GUARDS) if r["guards"] else "-"))
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def build_parser() -> Parser:
     parser = Parser("benchmarks.heterogeneous", __doc__)
     parser.add_argument("--workloads", default=",".join(WORKLOADS),
                         help="comma-separated shipped trace names or generated-<seed>")
@@ -230,12 +250,18 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help=f"comma-separated of {', '.join(MIXES)}")
     parser.add_argument("--policies", default=",".join(DEFAULT_POLICIES), check=choice_list(tuple(POLICIES), "policy"),
                         help=f"comma-separated of {', '.join(POLICIES)} (default {','.join(DEFAULT_POLICIES)})")
-    parser.add_argument("--workers", check=whole(1), default=2, help="parallel simulations (default 2)")
-    parser.add_argument("--jobs", check=whole(1), help="simulate only each workload's first JOBS jobs (a slice)")
+    parser.add_argument("--workers", check=whole(1, MAX_WORKERS), default=2, help="parallel simulations (default 2)")
+    parser.add_argument("--jobs", check=whole(1, MAX_JOBS),
+                        help="simulate only each workload's first JOBS jobs (a slice)")
     parser.add_argument("--efficiency", check=number(0),
                         help="kappa of the vfm policy (default: Policy.shockwave's)")
     parser.add_argument("--out", check=OUTPUT_FOLDER, default=RESULTS / "heterogeneous",
                         help="folder for the table, results.json and the plots (default results/heterogeneous)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = build_parser()
     args = parser.parse_args(argv)
     with parser.reporting():
         names = [n.strip() for n in args.workloads.split(",") if n.strip()]

@@ -78,18 +78,16 @@ import statistics
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from benchmarks._cli import OUTPUT_FOLDER, RESULTS, Parser, size_list, whole
 from benchmarks.solve import _jsonable
-from vfm.cluster import ClusterTypes, type_regimes, windows
-from vfm.cluster.workload import load_workload
-from vfm.forecast import DirichletForecaster, JobStates
-from vfm.jobs import equal_share
-from vfm.planner import JobTerms, Policy
-from vfm.planner.plan import plan
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from vfm.cluster import ClusterTypes
+    from vfm.forecast import JobStates
 
 #: The default results folder (`benchmarks._cli.RESULTS`).
 OUT = RESULTS / "plan"
@@ -115,12 +113,19 @@ SYNTHETIC_JOBS, SYNTHETIC_GPUS, TARGET_SYNTHETIC_SECONDS = 10_000, 2_560, 1.0
 
 def busiest_states(name: str) -> tuple[JobStates, np.ndarray, int]:
     """Job states, gang sizes and capacity (GPUs) at the busiest moment of workload `name`."""
+    from vfm.cluster import windows
+    from vfm.cluster.workload import load_workload
+
     return windows.busiest_states(load_workload(name))
 
 
 def tiled_window(jobs: int = SYNTHETIC_JOBS, gpus: int = SYNTHETIC_GPUS,
                  name: str = SIZES[900]) -> tuple[JobStates, np.ndarray, int]:
     """The busiest window of workload `name` repeated to `jobs` jobs, on `gpus` GPUs."""
+    import numpy as np
+
+    from vfm.forecast import JobStates
+
     states, widths, _ = busiest_states(name)
     index = np.resize(np.arange(states.n_jobs), jobs)
     tiled = JobStates(states.total_epochs[index], states.regime_counts[index], states.regime_durations[index],
@@ -131,6 +136,11 @@ def tiled_window(jobs: int = SYNTHETIC_JOBS, gpus: int = SYNTHETIC_GPUS,
 def typed_window(name: str = SIZES[900]) -> tuple[JobStates, np.ndarray, ClusterTypes, np.ndarray]:
     """Workload `name`'s busiest window on its GPUs in equal thirds of V100, P100 and K80: the
     states, gangs, cluster and each job's speed per type (module docstring, "Three GPU types")."""
+    import numpy as np
+
+    from vfm.cluster import ClusterTypes, type_regimes, windows
+    from vfm.cluster.workload import load_workload
+
     workload = load_workload(name)
     states, gpus, capacity = windows.busiest_states(workload)
     cluster = ClusterTypes.split(capacity, {"v100": 1.0, "p100": 1.0, "k80": 1.0})
@@ -149,6 +159,12 @@ def shockwave_options(states: JobStates, capacity: int, scenarios: int = 1) -> d
     on `capacity` GPUs), with each job's equal-share finish from now as its finish-time target;
     over several `scenarios`, without the wait limit (its commitments are one scenario's, as
     `Policy.shockwave` asks)."""
+    import numpy as np
+
+    from vfm.forecast import DirichletForecaster
+    from vfm.jobs import equal_share
+    from vfm.planner import JobTerms, Policy
+
     share = equal_share(states.n_jobs, capacity)
     targets = np.maximum(np.asarray(DirichletForecaster().remaining_runtime(states)) / share, 1.0)
     options = Policy.shockwave(capacity).options
@@ -160,6 +176,8 @@ def shockwave_options(states: JobStates, capacity: int, scenarios: int = 1) -> d
 def time_plans(states: JobStates, gpus: np.ndarray, capacity: int | np.ndarray, scenarios: int, runs: int,
                **options: Any) -> dict[str, Any]:
     """One untimed warm-up `plan` call, then `runs` timed ones; their times, split and rounding gaps."""
+    from vfm.planner.plan import plan
+
     plan(states, gpus, capacity, scenarios=scenarios, seed=runs, **options)  # warm-up, untimed, a seed not timed below
     seconds: list[float] = []
     components: dict[str, list[float]] = {key: [] for key in COMPONENTS}
@@ -270,6 +288,10 @@ def run(sizes: Sequence[int] = tuple(SIZES), runs: int = MIN_RUNS, out: Path | N
     Returns the rows as written to the JSON (``size`` is the workload's name size, ``jobs`` the
     jobs in its window).
     """
+    import numpy as np
+
+    from vfm.planner import JobTerms
+
     if runs < 1:
         raise ValueError(f"runs must be >= 1, got {runs}")
     unknown = sorted(set(sizes) - set(SIZES))
@@ -333,17 +355,22 @@ def run(sizes: Sequence[int] = tuple(SIZES), runs: int = MIN_RUNS, out: Path | N
     return result
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def build_parser() -> Parser:
     parser = Parser("benchmarks.plan", __doc__)
     parser.add_argument("--sizes", check=size_list(SIZES), default=",".join(str(s) for s in SIZES),
                         help="comma-separated subset of " + ",".join(str(s) for s in SIZES))
-    parser.add_argument("--runs", check=whole(1), default=MIN_RUNS,
+    parser.add_argument("--runs", check=whole(1, 1000), default=MIN_RUNS,
                         help=f"timed re-plans per size and S (default {MIN_RUNS}; fewer is only a smoke run)")
     parser.add_argument("--out", check=OUTPUT_FOLDER, default=OUT, help=f"directory for plan.json (default {OUT})")
     parser.add_argument("--synthetic", action="store_true",
                         help=f"also the synthetic window ({SYNTHETIC_JOBS} jobs, {SYNTHETIC_GPUS} GPUs)")
     parser.add_argument("--types", action="store_true",
                         help="also the 900-job S=1 re-plan on three GPU types")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = build_parser()
     args = parser.parse_args(argv)
     with parser.reporting():
         run(args.sizes, runs=args.runs, out=args.out, synthetic=args.synthetic, types=args.types)

@@ -24,9 +24,12 @@ import sys
 import time
 import tracemalloc
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from benchmarks._cli import Parser, whole
-from vfm.planner import Policy
+
+if TYPE_CHECKING:
+    from vfm.planner import Policy
 
 #: The regimes each job is told: batch size -> seconds per epoch.
 REGIMES: dict[float, float] = {32: 60.0, 64: 40.0}
@@ -46,15 +49,23 @@ def peak_rss_bytes() -> int:
     return int(peak if sys.platform == "darwin" else peak * 1024)
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def build_parser() -> Parser:
     parser = Parser("benchmarks.policy_scale", __doc__)
-    parser.add_argument("--jobs", check=whole(1), required=True, help="jobs added to the policy")
-    parser.add_argument("--capacity", check=whole(1), default=256, help="GPUs (default 256)")
-    parser.add_argument("--rounds", check=whole(1), default=None, help="the planning window (default: PlanOptions')")
+    parser.add_argument("--jobs", check=whole(1, 1_000_000), required=True, help="jobs added to the policy")
+    parser.add_argument("--capacity", check=whole(1, 1_000_000), default=256, help="GPUs (default 256)")
+    parser.add_argument("--rounds", check=whole(1, 1000), default=None,
+                        help="the planning window (default: PlanOptions')")
     parser.add_argument("--no-round", action="store_true", help="only add the jobs")
-    parser.add_argument("--profile", check=whole(1), default=None, metavar="N",
+    parser.add_argument("--profile", check=whole(1, 1000), default=None, metavar="N",
                         help="print the N most costly functions of the first round")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = build_parser()
     args = parser.parse_args(argv)
+    from vfm.planner import Policy  # the library loads once the arguments are checked
+
     with parser.reporting():
         options = {} if args.rounds is None else {"rounds": args.rounds}
         traced = min(args.jobs, TRACED)

@@ -42,8 +42,11 @@ Outputs
       job waited, ``guard`` how often the vfm policy's ``max_wait`` guard decided a round;
     - ``metrics.png``: makespan, average JCT and worst FTF of each policy divided by the vfm
       policy's (lower is better), unfair share and utilization as they are, the published
-      values marked (each divided by the artifact's own Shockwave number);
+      values marked on their bars (on the ratio panels divided by the artifact's own Shockwave
+      number, on the others as published);
     - ``ftf_cdf.png``: the CDF of each policy's FTF rho; ``occupancy.png``: GPUs held over time.
+      In both, vfm's runs and the three other runs best by the figure's measure (worst FTF,
+      utilization) are drawn in colour and named in the legend, the rest thin and grey.
 """
 
 from __future__ import annotations
@@ -53,44 +56,83 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmarks import _plots
-from benchmarks._cli import OUTPUT_FOLDER, RESULTS, Parser, choice_list, number, whole, whole_or_none
+from benchmarks._cli import OUTPUT_FOLDER, RESULTS, Parser, choice_list, number, seed, whole, whole_or_none
 from benchmarks._executors import SerialExecutor, make_executor
-from vfm.cluster import BASELINES, SchedulingPolicy, Workload, artifact, load_workload, simulate, summarize
-from vfm.cluster.workload import SHIPPED
-from vfm.forecast import DirichletForecaster, Forecaster, PopulationForecaster
-from vfm.planner import PlanOptions, Policy, shockwave
-from vfm.planner.shockwave import SHOCKWAVE_EFFICIENCY, SHOCKWAVE_RESERVE
+
+if TYPE_CHECKING:
+    from vfm.cluster import SchedulingPolicy, Workload
+    from vfm.forecast import Forecaster
+    from vfm.planner import Policy
 
 #: The vfm policy's planning backend in the reproduction: vfm's interior point. The planner
 #: chooses among optimal schedules by a stated rule, so `cvxpy` gives the same schedules up to
 #: rare rounding ties (docs/planning.md, "Choosing among optimal schedules").
 VFM_SOLVER = "saa-ipm"
-#: The vfm policy's forecasters by name (``forecaster=<name>`` in its options); each starts cold.
-FORECASTERS: dict[str, Callable[[], Forecaster]] = {"dirichlet": DirichletForecaster,
-                                                     "population": PopulationForecaster}
+#: The vfm policy's forecasters by name (``forecaster=<name>`` in its options), each the name of
+#: its class in `vfm.forecast`; each starts cold.
+FORECASTERS = {"dirichlet": "DirichletForecaster", "population": "PopulationForecaster"}
+#: `Policy.shockwave`'s defaults (`vfm.planner.shockwave`: ``SHOCKWAVE_EFFICIENCY``,
+#: ``SHOCKWAVE_RESERVE``, ``WAIT_LIMIT``), the defaults of ``--vfm-efficiency``, ``--vfm-reserve``
+#: and ``--vfm-wait-limit``; written out here so that the command line reads them without loading
+#: the planner (a test holds them to the library's).
+SHOCKWAVE_EFFICIENCY, SHOCKWAVE_RESERVE, WAIT_LIMIT = 1.0, 0.3, 20
+#: The most jobs a run takes (``--jobs``; the largest shipped workload has 900), workers, and
+#: scenarios of the vfm policy's planner.
+MAX_JOBS, MAX_WORKERS, MAX_SCENARIOS = 100_000, 256, 1000
+
+
+def forecaster(name: str) -> Forecaster:
+    """A cold forecaster by its name in `FORECASTERS`."""
+    import vfm.forecast
+
+    factory: Callable[[], Forecaster] = getattr(vfm.forecast, FORECASTERS[name])
+    return factory()
 
 
 def vfm_policy(capacity: int, round_s: float, seed: int = 0, **options: Any) -> Policy:
     """The reproduction's vfm policy: `Policy.shockwave` on `VFM_SOLVER`, `options` overriding
-    (``forecaster`` by its name in `FORECASTERS`)."""
+    (``forecaster`` by its name in `FORECASTERS`), with the planner's kernels it uses compiled (or
+    loaded from Numba's cache) before it is returned, so that no timed decision compiles them."""
+    from vfm.planner import Policy, compile_kernels
+    from vfm.planner.kernel_loading import Forms
+
     if isinstance(options.get("forecaster"), str):
-        options = {**options, "forecaster": FORECASTERS[options["forecaster"]]()}
-    return Policy.shockwave(capacity, round_s, seed=seed, **{"solver": VFM_SOLVER, **options})
+        options = {**options, "forecaster": forecaster(options["forecaster"])}
+    policy = Policy.shockwave(capacity, round_s, seed=seed, **{"solver": VFM_SOLVER, **options})
+    cluster = policy.config.cluster
+    compile_kernels(Forms(scenarios=policy.config.options.scenarios > 1,
+                          types=cluster is not None and len(cluster.types) > 1))
+    return policy
 
 
+def baseline(name: str, capacity: int, round_s: float, seed: int = 0) -> SchedulingPolicy:
+    """The library's baseline `name` (`vfm.cluster.BASELINES`) on `capacity` GPUs."""
+    from vfm.cluster import BASELINES
+
+    return BASELINES[name](capacity, round_s, seed)
+
+
+#: The library's baselines (`vfm.cluster.BASELINES`), in its order, as the command line spells them
+#: (a test holds them to the library's registry).
+BASELINE_NAMES = ("static_market", "max_min_fairness", "finish_time_fairness", "gandiva_fair", "allox",
+                  "max_sum_throughput", "min_total_duration")
 #: name -> factory(capacity, round_s, seed) of a `SchedulingPolicy`.
-POLICIES: dict[str, Callable[[int, float, int], SchedulingPolicy]] = {"vfm": vfm_policy, **BASELINES}
+POLICIES: dict[str, Callable[[int, float, int], SchedulingPolicy]] = {
+    "vfm": vfm_policy, **{name: partial(baseline, name) for name in BASELINE_NAMES}}
 #: Our policy names -> the keys of the artifact's canonical results.
 PUBLISHED_NAMES = {"vfm": "shockwave", "max_sum_throughput": "max_sum_throughput_perf"}
 METRICS = ("makespan_s", "avg_jct_s", "worst_ftf", "unfair_pct", "utilization")
 #: Policies also run under the artifact's mechanics (`vfm.cluster.artifact`), as "artifact:<name>": the
-#: baselines the artifact has (computed as it computes them) and the vfm policy (driving every round).
+#: baselines the artifact has (computed as it computes them; those whose published name is in
+#: ``artifact.ALLOCATIONS``, a test checks) and the vfm policy (driving every round).
 ARTIFACT = "artifact:"
-ARTIFACT_RUNS = ["vfm", *(name for name in BASELINES if PUBLISHED_NAMES.get(name, name) in artifact.ALLOCATIONS)]
+ARTIFACT_RUNS = ["vfm", "max_min_fairness", "finish_time_fairness", "gandiva_fair", "allox", "max_sum_throughput",
+                 "min_total_duration"]
 
 
 def with_artifact_runs(policies: Sequence[str], mechanics: str) -> list[str]:
@@ -103,6 +145,8 @@ def with_artifact_runs(policies: Sequence[str], mechanics: str) -> list[str]:
 
 def load(workload_path: str | Path, jobs: int | None = None) -> Workload:
     """The workload file, or its first `jobs` jobs (a slice keeps the cluster and the round)."""
+    from vfm.cluster import load_workload
+
     workload = load_workload(workload_path)
     return workload if jobs is None else workload.head(jobs)
 
@@ -115,6 +159,8 @@ def run_policy(workload_path: str, name: str, seed: int = 0, jobs: int | None = 
     ``forecaster``).
     A module-level function of plain arguments, so that any executor can ship it to a worker.
     """
+    from vfm.cluster import artifact, simulate, summarize
+
     workload = load(workload_path, jobs)
     if name.startswith(ARTIFACT):
         base = name.removeprefix(ARTIFACT)
@@ -159,8 +205,16 @@ def run(workload_path: str | Path, policies: Sequence[str] = tuple(POLICIES), *,
             "policies": {name: results[name] for name in policies}}
 
 
+#: The executors of ``--executor`` (`benchmarks._executors.make_executor`), and its help.
+EXECUTORS = ("process", "thread", "serial", "dask")
+EXECUTOR_HELP = ("how the tasks run: a local process pool (process, default), threads, one after another in this "
+                 "process (serial, for debugging and profiling), or a Dask LocalCluster of --workers processes (dask)")
+
+
 def published_results(workload_path: str | Path) -> dict[str, dict[str, Any]]:
     """The artifact's published metrics for this workload, by our policy names ({} if none)."""
+    from vfm.cluster.workload import SHIPPED
+
     canonical = SHIPPED / f"canonical_results_{Path(workload_path).stem.removeprefix('shockwave_')}.json"
     if not canonical.exists():
         return {}
@@ -221,6 +275,9 @@ PLOTTED = (("makespan_s", "Makespan", "s", True, False),
            ("worst_ftf", r"Worst FTF $\rho$", "", True, False),
            ("unfair_pct", r"Unfair jobs ($\rho$ > 1.05)", "%", False, False),
            ("utilization", "Utilization", "fraction of GPU time", False, True))
+#: The mark of a published value on its bar.
+PUBLISHED_TICK: dict[str, Any] = {"color": "black", "marker": "_", "markersize": 9, "markeredgewidth": 2,
+                                  "linestyle": ""}
 #: The bars' colours by mechanics; vfm's bars are `_plots.VFM_COLOUR` (lighter under the artifact's).
 BAR_COLOURS = {"ours": "#4c72b0", "artifact": "#e1a45c"}
 
@@ -256,6 +313,7 @@ def _plot_metrics(result: dict[str, Any], names: list[str], published: dict[str,
         if not ours:
             ours, relative = 1.0, False
         paper_ours = published.get("vfm", {}).get(key) if relative else 1.0
+        ticked = False
         for j, mechanics in enumerate(shown):
             for x, base in enumerate(bases):
                 name = ARTIFACT + base if mechanics == "artifact" else base
@@ -269,7 +327,8 @@ def _plot_metrics(result: dict[str, Any], names: list[str], published: dict[str,
                 # Once per policy: on its artifact bar where it has one (those are the numbers to compare).
                 marked = name.startswith(ARTIFACT) or ARTIFACT + name not in policies
                 if paper_ours and marked and key in published.get(name, {}):
-                    axis.plot(at, published[name][key] / paper_ours, "k_", markersize=9, markeredgewidth=2)
+                    axis.plot(at, published[name][key] / paper_ours, **PUBLISHED_TICK)
+                    ticked = True
         scale = f"÷ vfm's ({f'{ours:,.0f} {unit}' if unit == 's' else f'{ours:.3g}'})" if relative else unit
         axis.set_title(heading, fontsize=10)
         axis.set_ylabel(f"{scale}\n{'higher' if higher else 'lower'} is better", fontsize=8)
@@ -277,12 +336,15 @@ def _plot_metrics(result: dict[str, Any], names: list[str], published: dict[str,
         axis.tick_params(axis="y", labelsize=7)
         axis.grid(axis="y", alpha=0.3)
         axis.set_axisbelow(True)
+        if ticked and relative:  # a ratio panel: its ticks are ratios too, to the artifact's own Shockwave
+            axis.set_title(heading, fontsize=10, pad=14)
+            axis.text(0.5, 1.01, "published ticks ÷ the artifact's Shockwave", transform=axis.transAxes,
+                      ha="center", va="bottom", fontsize=7)
     legend: list[Artist] = [Patch(facecolor=_plots.VFM_COLOUR, edgecolor="black", label=f"vfm, {_plots.MECHANICS[m]}",
                                   alpha=0.55 if m == "artifact" else 1.0) for m in shown]
     legend += [Patch(color=BAR_COLOURS[m], label=f"baselines, {_plots.MECHANICS[m]}") for m in shown]
     if published:
-        legend.append(Line2D([], [], color="black", marker="_", markersize=9, markeredgewidth=2, linestyle="",
-                             label="published (Shockwave artifact),\nrelative to its Shockwave"))
+        legend.append(Line2D([], [], **PUBLISHED_TICK, label="published (Shockwave artifact),\non the policy's bar"))
     (spare[0] if spare else figure).legend(handles=legend, loc="center", fontsize=8, frameon=False)
     figure.suptitle(f"{title}: makespan, average JCT, worst FTF, unfair share, utilization", fontsize=11)
     figure.tight_layout()
@@ -295,46 +357,61 @@ def _label(name: str) -> str:
     return f"{base} ({_plots.MECHANICS['artifact']})" if name.startswith(ARTIFACT) else base
 
 
+def _legend(axis: Any, names: list[str], picked: list[str], measure: str) -> None:
+    """The legend of a crowded figure: the runs picked out (`_plots.highlighted`), the grey rest
+    as one entry, and the reference lines."""
+    handles, labels = axis.get_legend_handles_labels()
+    shown = [(handle, label) for handle, label in zip(handles, labels, strict=True) if not label.startswith("_")]
+    if len(picked) < len(names):
+        shown.insert(len(picked), (_plots.other_handle(len(names) - len(picked)), ""))
+    _plots.legend_right(axis, handles=[handle for handle, _ in shown],
+                        title=f"vfm and the {_plots.HIGHLIGHTED} best others\nby {measure}", title_fontsize=7)
+
+
 def _plot_ftf(policies: dict[str, Any], names: list[str], title: str, path: Path) -> Path:
-    """Each policy's CDF of FTF rho, vfm on top, with the equal-share and unfairness lines."""
+    """Each policy's CDF of FTF rho with the equal-share and unfairness lines: vfm's runs and the
+    three other runs with the lowest worst FTF in colour, the rest grey."""
     import numpy as np
 
     plt = _plots.pyplot()
     figure, axis = plt.subplots(figsize=_plots.PAGE)
-    look = _plots.styles(names)
-    for name in names:
+    look, picked = _plots.highlighted(names, lambda name: policies[name]["worst_ftf"])
+    for name in sorted(names, key=lambda name: name in picked):  # the grey ones first, under the rest
         rho = np.sort([job["ftf_rho"] for job in policies[name]["jobs"]])
-        axis.step(rho, np.arange(1, rho.size + 1) / rho.size, where="post", label=_label(name), **look[name])
+        axis.step(rho, np.arange(1, rho.size + 1) / rho.size, where="post",
+                  label=_label(name) if name in picked else "_other", **look[name])
     _plots.fairness_lines(axis)
     axis.set_title(f"{title}: finish-time fairness of every job (further left is fairer)", fontsize=11)
     axis.set_xlabel(r"FTF $\rho$ (JCT ÷ JCT at an equal share of the cluster)")
     axis.set_ylabel("fraction of jobs")
     axis.grid(alpha=0.3)
-    _plots.legend_right(axis)
+    _legend(axis, names, picked, "worst FTF")
     return _plots.save(figure, path)
 
 
 def _plot_occupancy(result: dict[str, Any], names: list[str], workload: Workload, title: str, path: Path) -> Path:
-    """GPUs each policy holds round by round, against the cluster's size."""
+    """GPUs each policy holds round by round, against the cluster's size: vfm's runs and the three
+    other runs with the highest utilization in colour, the rest grey."""
     plt = _plots.pyplot()
     figure, axis = plt.subplots(figsize=_plots.PAGE)
-    look = _plots.styles(names)
+    look, picked = _plots.highlighted(names, lambda name: -result["policies"][name]["utilization"])
     gpus = {job.id: job.gpus for job in workload.jobs}
-    for name in names:
+    for name in sorted(names, key=lambda name: name in picked):  # the grey ones first, under the rest
         rounds = result["policies"][name]["rounds"]
         held = [sum(gpus[job] for job in entry["jobs"]) for entry in rounds]
-        axis.step([entry["start_s"] / 3600 for entry in rounds], held, where="post", label=_label(name),
-                  **{**look[name], "linewidth": 0.6 * look[name]["linewidth"]})
+        axis.step([entry["start_s"] / 3600 for entry in rounds], held, where="post",
+                  label=_label(name) if name in picked else "_other",
+                  **{**look[name], "linewidth": 0.6 * look[name]["linewidth"] if name in picked else 0.5})
     axis.axhline(result["gpus"], color="black", linewidth=0.8, linestyle=":", label=f"cluster ({result['gpus']} GPUs)")
     axis.set_title(f"{title}: GPUs held over time", fontsize=11)
     axis.set_xlabel("time (h)")
     axis.set_ylabel("GPUs held")
     axis.grid(alpha=0.3)
-    _plots.legend_right(axis)
+    _legend(axis, names, picked, "utilization")
     return _plots.save(figure, path)
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def build_parser() -> Parser:
     parser = Parser("benchmarks.reproduce", __doc__)
     parser.add_argument("--workload", required=True,
                         help="a workload JSON file, or a shipped one's name (e.g. shockwave_120jobs_32gpus)")
@@ -346,13 +423,15 @@ def main(argv: Sequence[str] | None = None) -> None:
                              "(vfm.cluster.artifact; rows artifact:<name>), or both (default)")
     parser.add_argument("--out", check=OUTPUT_FOLDER,
                         help="the results folder: table.txt, results.json and the plots (default results/<workload>)")
-    parser.add_argument("--executor", default="process", choices=("process", "thread", "serial", "dask"))
-    parser.add_argument("--workers", check=whole(1), default=2,
+    parser.add_argument("--executor", default="process", choices=EXECUTORS, help=EXECUTOR_HELP)
+    parser.add_argument("--workers", check=whole(1, MAX_WORKERS), default=2,
                         help="parallel policies (default 2)")
-    parser.add_argument("--jobs", check=whole(1), help="simulate only the workload's first JOBS jobs (a slice)")
-    parser.add_argument("--seed", check=whole(0), default=0, help="seed of the policies (default 0)")
+    parser.add_argument("--jobs", check=whole(1, MAX_JOBS),
+                        help="simulate only the workload's first JOBS jobs (a slice)")
+    parser.add_argument("--seed", check=seed(), default=0, help="seed of the policies (default 0)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
-    parser.add_argument("--vfm-scenarios", check=whole(1), default=1, help="S of the vfm policy's planner (default 1)")
+    parser.add_argument("--vfm-scenarios", check=whole(1, MAX_SCENARIOS), default=1,
+                        help="S of the vfm policy's planner (default 1)")
     parser.add_argument("--vfm-efficiency", check=number(0), default=SHOCKWAVE_EFFICIENCY,
                         help=f"k of the vfm policy's efficiency term, per second of leftover "
                              f"(default {SHOCKWAVE_EFFICIENCY})")
@@ -368,18 +447,27 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--vfm-service-floor", check=number(0, 0.5, open_high=False), default=0.0,
                         help="share of every round each job gets at least in the vfm policy's plans "
                              "(PlanOptions.service_floor; default 0)")
-    parser.add_argument("--vfm-wait-limit", check=whole_or_none(1), default=shockwave.WAIT_LIMIT,
+    parser.add_argument("--vfm-wait-limit", check=whole_or_none(1, 10_000), default=WAIT_LIMIT,
                         help="rounds a job may wait in a row in the vfm policy's plans, or 'none' "
-                             f"(PlanOptions.wait_limit; default {shockwave.WAIT_LIMIT}; none with --vfm-scenarios > 1)")
+                             f"(PlanOptions.wait_limit; default {WAIT_LIMIT}; none with --vfm-scenarios > 1)")
     parser.add_argument("--vfm-forecaster", default="dirichlet", choices=tuple(FORECASTERS),
                         help="the vfm policy's forecaster, learning online from the jobs that complete if it can "
                              "(default dirichlet)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = build_parser()
     args = parser.parse_args(argv)
+    if args.vfm_scenarios > 1 and args.vfm_wait_limit is not None:
+        parser.error("--vfm-wait-limit applies to one scenario: with --vfm-scenarios > 1 pass "
+                     "--vfm-wait-limit none")
+    if args.out is None:  # the default folder, named after the workload once it is read: where it would go
+        parser.checked("--out", OUTPUT_FOLDER, RESULTS / Path(args.workload).stem)
+    from vfm.planner import PlanOptions  # the library loads once the arguments are checked
+
     with parser.reporting():
         # A bad floor or limit is named here, before any run.
-        if args.vfm_scenarios > 1 and args.vfm_wait_limit is not None:
-            parser.error("--vfm-wait-limit applies to one scenario: with --vfm-scenarios > 1 pass "
-                         "--vfm-wait-limit none")
         PlanOptions(service_floor=args.vfm_service_floor, wait_limit=args.vfm_wait_limit,
                     scenarios=args.vfm_scenarios)
         names = with_artifact_runs(args.policies, args.mechanics)

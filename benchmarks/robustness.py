@@ -69,20 +69,16 @@ from contextlib import ExitStack
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from benchmarks import _plots
-from benchmarks._cli import OUTPUT_FOLDER, RESULTS, Parser, choice_list, whole
+from benchmarks._cli import OUTPUT_FOLDER, RESULTS, Check, Parser, choice_list, whole
 from benchmarks._executors import SerialExecutor, make_executor
-from benchmarks.reproduce import POLICIES, vfm_policy
-from vfm.cluster import SchedulingPolicy, Workload, simulate
-from vfm.cluster.generate import WorkloadSpec, generate_workload, resample_workload
-from vfm.cluster.metrics import headline, longest_wait_rounds, present_rounds
-from vfm.errors import VFMError
-from vfm.planner import Policy
-from vfm.planner.shockwave import wait_bound
+from benchmarks.reproduce import EXECUTOR_HELP, EXECUTORS, MAX_WORKERS, POLICIES, vfm_policy
+
+if TYPE_CHECKING:
+    from vfm.cluster import SchedulingPolicy, Workload
+    from vfm.cluster.generate import WorkloadSpec
 
 #: Gang mixes of the scenarios (None: the artifact's own mix).
 GANG_MIXES: dict[str, dict[int, float] | None] = {
@@ -108,6 +104,8 @@ class Scenario:
     durations: str = "artifact"
 
     def spec(self) -> WorkloadSpec:
+        from vfm.cluster.generate import WorkloadSpec
+
         return WorkloadSpec(jobs=self.jobs, gpus=self.gpus, interarrival_s=self.interarrival_s,
                             gang_mix=GANG_MIXES[self.gangs], duration_mix=DURATION_MIXES[self.durations])
 
@@ -148,6 +146,10 @@ def case_names(half: str = "both") -> list[str]:
 @lru_cache(maxsize=4)
 def case_workload(case: str) -> Workload:
     """The workload of a case ``<scenario>@<half>``: the scenario drawn with its half's seed."""
+    import numpy as np
+
+    from vfm.cluster.generate import generate_workload, resample_workload
+
     name, _, half = case.partition("@")
     scenario = next((s for s in SCENARIOS if s.name == name), None)
     if scenario is None or half not in HALVES:
@@ -163,6 +165,13 @@ def run_case(case: str, policy: str, vfm_options: Mapping[str, Any] | None = Non
 
     A module-level function of plain arguments, so that any executor can ship it to a worker.
     """
+    import numpy as np
+
+    from vfm.cluster import simulate
+    from vfm.cluster.metrics import headline, longest_wait_rounds, present_rounds
+    from vfm.planner import Policy
+    from vfm.planner.shockwave import wait_bound
+
     workload = case_workload(case)
     tic = time.perf_counter()
     scheduler: SchedulingPolicy
@@ -348,6 +357,7 @@ def format_table(result: Mapping[str, Any]) -> str:
 def plot(result: Mapping[str, Any], path: Path) -> Path:
     """The vfm policy's metrics against its targets' references, per workload: average JCT over the
     best of Gavel, Themis and Gandiva-Fair; worst FTF over the best fair baseline; makespan over OSSP's."""
+    import numpy as np
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
@@ -388,7 +398,7 @@ def plot(result: Mapping[str, Any], path: Path) -> Path:
 
 def _option(text: str) -> tuple[str, Any]:
     name, sep, value = text.partition("=")
-    if not sep:
+    if not sep or not name:
         raise ValueError(f"--vfm takes NAME=VALUE, got {text!r}")
     try:
         return name, json.loads(value)
@@ -396,34 +406,50 @@ def _option(text: str) -> tuple[str, Any]:
         return name, value
 
 
+#: One ``--vfm`` option, NAME=VALUE (the value read as JSON where it is, else as text); whether the
+#: policy takes it is checked once the library is loaded (`_check_vfm_options`).
+VFM_OPTION = Check("NAME=VALUE", lambda text: (text, *_option(text)), lambda option: True)
+
+
 def _check_vfm_options(options: Mapping[str, Any], texts: Sequence[str]) -> None:
     """Build a vfm policy with `options`, so that a bad one is named before any run (in a worker, it
     would fail after the progress bar)."""
+    from vfm.errors import VFMError
+
     try:
         vfm_policy(1, 120.0, **options)
     except (VFMError, TypeError, ValueError) as mistake:
         raise ValueError(f"--vfm {' '.join(texts)}: {mistake}") from None
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def build_parser() -> Parser:
     parser = Parser("benchmarks.robustness", __doc__)
-    parser.add_argument("--half", default="both", choices=("choose", "report", "both"))
-    parser.add_argument("--cases", help="comma-separated case names <scenario>@<half> (default: the half's)")
+    parser.add_argument("--half", default="both", choices=("choose", "report", "both"),
+                        help="which draw of every scenario runs: the one the vfm policy's constants were chosen on "
+                             "(choose), the one they are judged on (report), or both (default)")
+    parser.add_argument("--cases", check=choice_list(case_names(), "case"),
+                        help="comma-separated case names <scenario>@<half> (default: the half's)")
     parser.add_argument("--policies", default=",".join(("vfm", *BASELINE_NAMES)),
                         check=choice_list(tuple(POLICIES), "policy"),
                         help=f"comma-separated policy names (default {','.join(('vfm', *BASELINE_NAMES))})")
-    parser.add_argument("--vfm", action="append", default=[], metavar="NAME=VALUE",
-                        help="override an option of the vfm policy (Policy.shockwave), e.g. efficiency=0.1")
-    parser.add_argument("--executor", default="process", choices=("process", "thread", "serial", "dask"))
-    parser.add_argument("--workers", check=whole(1), default=2, help="parallel runs (default 2)")
+    parser.add_argument("--vfm", action="append", default=[], metavar="NAME=VALUE", check=VFM_OPTION,
+                        help="override an option of the vfm policy (Policy.shockwave), e.g. efficiency=0.1; "
+                             "repeat it for more")
+    parser.add_argument("--executor", default="process", choices=EXECUTORS, help=EXECUTOR_HELP)
+    parser.add_argument("--workers", check=whole(1, MAX_WORKERS), default=2, help="parallel runs (default 2)")
     parser.add_argument("--out", check=OUTPUT_FOLDER, default=RESULTS / "robustness",
                         help="folder for table.txt, results.json and robustness.png (default results/robustness)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = build_parser()
     args = parser.parse_args(argv)
     with parser.reporting():
-        cases = [c.strip() for c in args.cases.split(",")] if args.cases else case_names(args.half)
-        options = dict(_option(text) for text in args.vfm)
-        _check_vfm_options(options, args.vfm)
+        cases = args.cases or case_names(args.half)
+        options = {name: value for _, name, value in args.vfm}
+        _check_vfm_options(options, [text for text, _, _ in args.vfm])
         policies = args.policies
         with ExitStack() as stack:
             executor = make_executor(args.executor, args.workers, stack)

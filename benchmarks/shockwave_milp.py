@@ -51,20 +51,25 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import numpy as np
-import scipy.sparse as sp
-from scipy.optimize import Bounds, LinearConstraint, milp
+from typing import TYPE_CHECKING
 
 from benchmarks._cli import Check, Parser, number, whole
 from benchmarks._sizes import SIZES, window_for
-from vfm.jobs import JobWindow
+
+if TYPE_CHECKING:
+    import numpy as np
+    from scipy.optimize import Bounds, LinearConstraint
+
+    from vfm.jobs import JobWindow
 
 #: The artifact's ``log_approximation_bases`` and the value standing in for log 0.
 BREAKPOINTS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 LOG_ORIGIN = 1e-6
 #: The artifact's ``solver_rel_gap``.
 MIP_REL_GAP = 1e-3
+
+#: The longest time limit a command line takes (s): a day.
+DAY_S = 86_400.0
 
 _STATUS = {0: "optimal", 1: "time_limit", 2: "infeasible", 3: "unbounded", 4: "error"}
 
@@ -140,6 +145,10 @@ def window_arrays(window: JobWindow) -> tuple[np.ndarray, ...]:
 def build(window: JobWindow, breakpoints: tuple[float, ...] = BREAKPOINTS, origin: float = LOG_ORIGIN,
           adjacency: bool = False) -> MilpModel:
     """Assemble Shockwave's MILP for `window` as sparse matrices (no loop over jobs)."""
+    import numpy as np
+    import scipy.sparse as sp
+    from scipy.optimize import Bounds, LinearConstraint
+
     w, progress, base, fits, capacity, _, budgets = window_arrays(window)
     n, rounds = progress.shape
     b = np.asarray(breakpoints, dtype=float)
@@ -213,6 +222,8 @@ def build(window: JobWindow, breakpoints: tuple[float, ...] = BREAKPOINTS, origi
 
 def schedule_value(window: JobWindow, schedule: np.ndarray) -> tuple[float, np.ndarray]:
     """Exact NSWOT and progress of a 0/1 schedule (n, T); rounds past a job's end are wasted."""
+    import numpy as np
+
     _, progress, base, _, _, cap, budgets = window_arrays(window)
     utilities = np.minimum(cap, base + (progress * schedule).sum(axis=1))
     with np.errstate(divide="ignore"):
@@ -222,6 +233,9 @@ def schedule_value(window: JobWindow, schedule: np.ndarray) -> tuple[float, np.n
 def solve(window: JobWindow, time_limit: float = 15.0, mip_rel_gap: float = MIP_REL_GAP,
           adjacency: bool = False) -> MilpResult:
     """Build and solve Shockwave's MILP for `window` with HiGHS; see the module docstring."""
+    import numpy as np
+    from scipy.optimize import milp
+
     started = time.perf_counter()
     model = build(window, adjacency=adjacency)
     built = time.perf_counter()
@@ -264,16 +278,21 @@ def solve(window: JobWindow, time_limit: float = 15.0, mip_rel_gap: float = MIP_
     )
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def build_parser() -> Parser:
     parser = Parser("benchmarks.shockwave_milp", __doc__)
     sizes = ", ".join(str(s) for s in SIZES)
     parser.add_argument("--size", default=120, check=Check(f"one of {sizes}", int, lambda size: size in SIZES),
                         help=f"the workload, by size: one of {sizes} (default 120)")
-    parser.add_argument("--rounds", check=whole(1), default=20, help="rounds in the window (default 20)")
-    parser.add_argument("--time-limit", check=number(0, open_low=True), default=15.0,
+    parser.add_argument("--rounds", check=whole(1, 1000), default=20, help="rounds in the window (default 20)")
+    parser.add_argument("--time-limit", check=number(0, DAY_S, open_low=True, open_high=False), default=15.0,
                         help="HiGHS time limit in seconds (default 15, the artifact's)")
     parser.add_argument("--adjacency", action="store_true",
                         help="add the artifact's adjacency binaries (same optimum, the artifact's model size)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = build_parser()
     args = parser.parse_args(argv)
     with parser.reporting():
         window = window_for(args.size, args.rounds).window

@@ -78,17 +78,18 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import scipy
-
-import vfm
 from benchmarks import _plots, shockwave_milp
 from benchmarks._cli import OUTPUT_FOLDER, RESULTS, Parser, number, size_list, whole
 from benchmarks._sizes import SIZES, window_for
-from vfm.cluster.windows import ACTIVITY, BusiestWindow
-from vfm.solvers import candidates
+
+if TYPE_CHECKING:
+    import vfm
+    from vfm.cluster.windows import BusiestWindow
+
+#: How the busiest moment counts active jobs (`vfm.cluster.windows.ACTIVITY`; a test holds them to it).
+ACTIVITY = ("equal-share", "isolated")
 
 REFERENCE = "clarabel"
 TARGET_SIZE = 900
@@ -106,6 +107,8 @@ def time_backend(
     market: vfm.VolatileFisherMarket, solver: str, runs: int, budget_s: float = math.inf
 ) -> dict[str, Any]:
     """Solve `market` with `solver` up to `runs` times; times, status, gap and NSWOT of the solves."""
+    import vfm
+
     seconds: list[float] = []
     solver_seconds: list[float] = []
     statuses: list[str] = []
@@ -145,6 +148,8 @@ def time_backend(
 
 def milp_record(bw: BusiestWindow, limit: float, relaxation: vfm.Equilibrium | None) -> dict[str, Any]:
     """Solve Shockwave's MILP once and set its schedule's exact NSWOT beside the relaxation's."""
+    import numpy as np
+
     milp = shockwave_milp.solve(bw.window, time_limit=limit)
     record: dict[str, Any] = {
         "time_limit_s": limit,
@@ -181,6 +186,8 @@ def milp_record(bw: BusiestWindow, limit: float, relaxation: vfm.Equilibrium | N
 
 def fit_slope(jobs: Sequence[float], seconds: Sequence[float]) -> float:
     """Least-squares slope of log(seconds) against log(jobs)."""
+    import numpy as np
+
     return float(np.polyfit(np.log(jobs), np.log(seconds), 1)[0])
 
 
@@ -297,6 +304,8 @@ def print_summary(result: dict[str, Any]) -> None:
 
 def plot(result: dict[str, Any], path: Path) -> bool:
     """Log-log time against jobs, one line per backend (min-max bars), the MILP dashed."""
+    import numpy as np
+
     try:
         plt = _plots.pyplot()
     except ImportError:
@@ -338,6 +347,8 @@ def plot(result: dict[str, Any], path: Path) -> bool:
 
 def _jsonable(value: Any) -> Any:
     """Floats that are not finite become null (JSON has no inf or nan); private keys are dropped."""
+    import numpy as np
+
     if isinstance(value, dict):
         return {k: _jsonable(v) for k, v in value.items() if not str(k).startswith("_")}
     if isinstance(value, list | tuple):
@@ -353,6 +364,12 @@ def run(sizes: Sequence[int] = tuple(SIZES), runs: int = 5, milp_limit: float = 
         out: Path | None = OUT, rounds: int = 20, activity: str = "equal-share", budget_s: float = 120.0,
         backends: Sequence[str] | None = None, verbose: bool = True) -> dict[str, Any]:
     """Run the benchmark; print as it goes if `verbose`; write solve.json and solve.png under `out`."""
+    import numpy as np
+    import scipy
+
+    import vfm
+    from vfm.solvers import candidates
+
     started = time.perf_counter()
     sizes = sorted(sizes)
     windows = {}
@@ -459,22 +476,29 @@ def run(sizes: Sequence[int] = tuple(SIZES), runs: int = 5, milp_limit: float = 
     return result
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def build_parser() -> Parser:
     parser = Parser("benchmarks.solve", __doc__)
     parser.add_argument("--sizes", check=size_list(SIZES), default=",".join(str(s) for s in SIZES),
                         help=f"comma-separated subset of {','.join(str(s) for s in SIZES)}")
-    parser.add_argument("--runs", check=whole(1), default=5,
+    parser.add_argument("--runs", check=whole(1, 1000), default=5,
                         help="timed solves per backend and size (median, min, max; default 5)")
-    parser.add_argument("--milp-limit", check=number(0, open_low=True), default=15.0,
+    parser.add_argument("--milp-limit", check=number(0, shockwave_milp.DAY_S, open_low=True, open_high=False),
+                        default=15.0,
                         help="HiGHS time limit for Shockwave's MILP (s; default 15)")
     parser.add_argument("--skip-milp", action="store_true", help="do not solve Shockwave's MILP")
     parser.add_argument("--out", check=OUTPUT_FOLDER, default=OUT,
                         help=f"directory for solve.json and solve.png (default {OUT})")
-    parser.add_argument("--rounds", check=whole(1), default=20, help="rounds in the window (default 20)")
+    parser.add_argument("--rounds", check=whole(1, 1000), default=20, help="rounds in the window (default 20)")
     parser.add_argument("--activity", choices=ACTIVITY, default="equal-share",
                         help="how the busiest moment counts active jobs (see the module docstring)")
-    parser.add_argument("--budget", check=number(0, open_low=True), default=120.0,
+    parser.add_argument("--budget", check=number(0, shockwave_milp.DAY_S, open_low=True, open_high=False),
+                        default=120.0,
                         help="stop repeating a backend on a size after this many seconds (at least one run)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = build_parser()
     args = parser.parse_args(argv)
     with parser.reporting():
         run(args.sizes, args.runs, args.milp_limit, args.skip_milp, args.out, args.rounds, args.activity, args.budget)

@@ -2,8 +2,10 @@
 
 Run from the repository root::
 
-    python -m benchmarks.threads [--threads 1 2] [--runs 5] [--jobs 10000 --gpus 2560] \
-        [--out benchmarks/results/threads/table.txt]
+    python -m benchmarks.threads [--threads 1 2] [--runs 5] [--jobs 10000 --gpus 2560] [--out FILE]
+
+The table goes to ``results/threads/table.txt`` under the current folder unless ``--out`` names
+another file (the committed tables: ``--out benchmarks/results/threads/<name>.txt``).
 
 What is measured
     The wall time of one `vfm.planner.plan` call on the synthetic window of `benchmarks.plan`
@@ -35,24 +37,26 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numba
-import numpy as np
-
-from benchmarks._cli import OUTPUT_FILE_MADE, Parser, whole
-from benchmarks.plan import shockwave_options, tiled_window
-from vfm.blas_threads import one_blas_thread
-from vfm.planner._kernels import kernel_threads
-from vfm.planner.plan import plan
+from benchmarks._cli import OUTPUT_FILE_MADE, RESULTS, Parser, whole
 
 #: The speed-up from 1 to 2 threads, and the seconds with 16 by window size (jobs), aimed at.
 TARGET_SPEEDUP, TARGET_SECONDS = 1.8, {10_000: 0.300, 100_000: 2.0}
 RUNS = 5
+#: The table's file by default (`benchmarks._cli.RESULTS`).
+OUT = RESULTS / "threads" / "table.txt"
 
 
 def time_threads(counts: Sequence[int], runs: int = RUNS, jobs: int = 10_000,
                  gpus_total: int = 2_560) -> list[dict[str, Any]]:
     """Per thread count: the threads in effect, the re-plans' and solves' seconds (`runs` rounds, the
     thread counts in turn within each), on the window of `jobs` jobs and `gpus_total` GPUs."""
+    import numpy as np
+
+    from benchmarks.plan import shockwave_options, tiled_window
+    from vfm.blas_threads import one_blas_thread
+    from vfm.planner._kernels import kernel_threads
+    from vfm.planner.plan import plan
+
     states, gpus, capacity = tiled_window(jobs, gpus_total)
     options = shockwave_options(states, capacity)
     rows: list[dict[str, Any]] = []
@@ -101,20 +105,27 @@ def table(rows: Sequence[dict[str, Any]], jobs: int) -> str:
 
 def threading_layer() -> str:
     """The threading layer Numba started, or "none" (no parallel call ran)."""
+    import numba
+
     try:
         return str(numba.threading_layer())
     except ValueError:
         return "none"
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def build_parser() -> Parser:
     parser = Parser("benchmarks.threads", __doc__)
-    parser.add_argument("--threads", check=whole(1), nargs="+", default=[1, 2],
+    parser.add_argument("--threads", check=whole(1, 1024), nargs="+", default=[1, 2],
                         help="kernel thread counts to time, the first the reference (default: 1 2)")
-    parser.add_argument("--runs", check=whole(1), default=RUNS, help=f"timed rounds (default {RUNS})")
-    parser.add_argument("--jobs", check=whole(1), default=10_000, help="jobs in the window (default 10000)")
-    parser.add_argument("--gpus", check=whole(1), default=2_560, help="GPUs of the window (default 2560)")
-    parser.add_argument("--out", default="benchmarks/results/threads/table.txt", check=OUTPUT_FILE_MADE)
+    parser.add_argument("--runs", check=whole(1, 1000), default=RUNS, help=f"timed rounds (default {RUNS})")
+    parser.add_argument("--jobs", check=whole(1, 1_000_000), default=10_000, help="jobs in the window (default 10000)")
+    parser.add_argument("--gpus", check=whole(1, 1_000_000), default=2_560, help="GPUs of the window (default 2560)")
+    parser.add_argument("--out", default=OUT, check=OUTPUT_FILE_MADE, help=f"the table's file (default {OUT})")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = build_parser()
     args = parser.parse_args(argv)
     with parser.reporting():
         load = [round(x, 2) for x in os.getloadavg()]

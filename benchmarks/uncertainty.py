@@ -22,7 +22,7 @@ After the table it prints the value of information: for each workload whether pl
 oracle is no worse than with the population forecaster, and that no worse than ``ce``, on every
 metric (worst FTF within 0.02, unfair share within 0.5 points, average JCT and makespan within 1 %).
 
-Workloads: the Shockwave traces by name; ``uncertain-<seed>``: `UNCERTAIN_SPEC` (120 jobs on 32
+Workloads: the Shockwave traces by name; ``uncertain-<seed>``: `spec(True)` (120 jobs on 32
 GPUs, the artifact's adaptation rules with change points jittered per job, noisy epoch times and
 profiles that list batch sizes a job may never reach: `vfm.cluster.generate.Uncertainty`);
 ``generated-<seed>``: the same without the uncertainty. The default planner was chosen on the
@@ -43,19 +43,28 @@ from concurrent import futures
 from contextlib import ExitStack
 from functools import cache
 from itertools import pairwise
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmarks._cli import OUTPUT_FOLDER, RESULTS, Parser, choice_list, whole
 from benchmarks._executors import make_executor
-from benchmarks.reproduce import vfm_policy
-from vfm.cluster import Workload, load_workload, simulate, summarize
-from vfm.cluster.generate import Uncertainty, WorkloadSpec, generate_workload
-from vfm.forecast import DirichletForecaster, Forecaster, OracleForecaster, PopulationForecaster, ScenarioProgress
+from benchmarks.reproduce import MAX_JOBS, MAX_SCENARIOS, MAX_WORKERS, vfm_policy
 
-#: The uncertain generated workloads: the 120-job trace's size and load, adaptation made uncertain.
-UNCERTAIN_SPEC = WorkloadSpec(jobs=120, gpus=32, uncertainty=Uncertainty(change_jitter=0.3, epoch_noise=0.2,
-                                                                         hidden_regimes=True))
-CERTAIN_SPEC = WorkloadSpec(jobs=120, gpus=32)
+if TYPE_CHECKING:
+    from vfm.cluster import Workload
+    from vfm.cluster.generate import WorkloadSpec
+    from vfm.forecast import Forecaster, ScenarioProgress
+
+
+def spec(uncertain: bool) -> WorkloadSpec:
+    """The generated workloads: the 120-job trace's size and load, adaptation made uncertain
+    (``uncertain-<seed>``) or not (``generated-<seed>``)."""
+    from vfm.cluster.generate import Uncertainty, WorkloadSpec
+
+    if uncertain:
+        return WorkloadSpec(jobs=120, gpus=32, uncertainty=Uncertainty(change_jitter=0.3, epoch_noise=0.2,
+                                                                       hidden_regimes=True))
+    return WorkloadSpec(jobs=120, gpus=32)
+
 CHOSEN_ON = ("shockwave_120jobs_32gpus", "uncertain-0", "uncertain-1")
 REPORTED_ON = ("shockwave_220jobs_64gpus", "shockwave_460jobs_128gpus", "shockwave_900jobs_256gpus",
                "uncertain-2", "uncertain-3", "generated-2")
@@ -63,14 +72,23 @@ METRICS = ("makespan_s", "avg_jct_s", "worst_ftf", "unfair_pct", "utilization")
 
 
 def _dirichlet(progress: ScenarioProgress) -> Callable[[Workload], Forecaster]:
-    return lambda workload: DirichletForecaster(scenario_progress=progress)
+    def make(workload: Workload) -> Forecaster:
+        from vfm.forecast import DirichletForecaster
+
+        return DirichletForecaster(scenario_progress=progress)
+
+    return make
 
 
 def _oracle(workload: Workload) -> Forecaster:
+    from vfm.forecast import OracleForecaster
+
     return OracleForecaster({job.id: job.epoch_s for job in workload.jobs})
 
 
 def _population(workload: Workload) -> Forecaster:
+    from vfm.forecast import PopulationForecaster
+
     return PopulationForecaster()
 
 
@@ -111,18 +129,23 @@ def information_pays(results: dict[str, dict[str, Any]]) -> list[str]:
 @cache
 def workload(name: str) -> Workload:
     """A shipped trace by name, ``uncertain-<seed>`` or ``generated-<seed>``."""
-    for prefix, spec in (("uncertain-", UNCERTAIN_SPEC), ("generated-", CERTAIN_SPEC)):
+    from vfm.cluster import load_workload
+    from vfm.cluster.generate import generate_workload
+
+    for prefix, uncertain in (("uncertain-", True), ("generated-", False)):
         if name.startswith(prefix):
             seed = name.removeprefix(prefix)
             if not seed.isdigit():
                 raise ValueError(f"workload {name!r}: the seed after {prefix!r} must be a whole number")
-            return generate_workload(spec, seed=int(seed), name=name)
+            return generate_workload(spec(uncertain), seed=int(seed), name=name)
     return load_workload(name)
 
 
 def run_one(name: str, planner: str, scenarios: int, jobs: int | None = None) -> dict[str, Any]:
     """Simulate one planner on one workload (its first `jobs` jobs if given); the headline metrics
     and re-plan times (plain values)."""
+    from vfm.cluster import simulate, summarize
+
     job_set = workload(name) if jobs is None else workload(name).head(jobs)
     forecaster, sampled, options = PLANNERS[planner]
     # The wait limit's commitments are planned on one scenario: the sampled planners go without.
@@ -150,17 +173,24 @@ HEADER = (f"{'workload':<28} {'planner':<15} {'makespan':>9} {'JCT':>8} {'FTF':>
           f"{'replan s':>8} {'max':>7} {'wait':>5} {'guard':>5}")
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def build_parser() -> Parser:
     parser = Parser("benchmarks.uncertainty", __doc__)
     parser.add_argument("--workloads", default=",".join(CHOSEN_ON + REPORTED_ON),
                         help="comma-separated: shipped trace names, uncertain-<seed>, generated-<seed>")
     parser.add_argument("--planners", default=",".join(PLANNERS), check=choice_list(tuple(PLANNERS), "planner"),
                         help=f"comma-separated of {', '.join(PLANNERS)}")
-    parser.add_argument("--scenarios", check=whole(1), default=8, help="S of the sampled planners (default 8)")
-    parser.add_argument("--workers", check=whole(1), default=2, help="parallel simulations (default 2)")
-    parser.add_argument("--jobs", check=whole(1), help="simulate only each workload's first JOBS jobs (a slice)")
+    parser.add_argument("--scenarios", check=whole(1, MAX_SCENARIOS), default=8,
+                        help="S of the sampled planners (default 8)")
+    parser.add_argument("--workers", check=whole(1, MAX_WORKERS), default=2, help="parallel simulations (default 2)")
+    parser.add_argument("--jobs", check=whole(1, MAX_JOBS),
+                        help="simulate only each workload's first JOBS jobs (a slice)")
     parser.add_argument("--out", check=OUTPUT_FOLDER, default=RESULTS / "uncertainty",
                         help="folder for table.txt and results.json (default results/uncertainty)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = build_parser()
     args = parser.parse_args(argv)
     with parser.reporting():
         names = [n.strip() for n in args.workloads.split(",") if n.strip()]

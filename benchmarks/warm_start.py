@@ -16,22 +16,29 @@ import statistics
 import time
 from collections.abc import Sequence
 
-import numpy as np
+from benchmarks._cli import Parser, seed, whole
 
-import vfm
-from benchmarks._cli import Parser, whole
-from vfm.cluster.windows import prior_mean_epoch_s
-from vfm.cluster.workload import load_workload
-from vfm.jobs import shift_rounds, window_market
+
+def build_parser() -> Parser:
+    parser = Parser("benchmarks.warm_start", __doc__)
+    parser.add_argument("--workload", default="shockwave_900jobs_256gpus",
+                        help="a workload JSON file, or a shipped one's name (default shockwave_900jobs_256gpus)")
+    parser.add_argument("--replans", check=whole(1, 1000), default=8, help="warm-started re-plans (default 8)")
+    parser.add_argument("--rounds", check=whole(1, 1000), default=20, help="rounds in each window (default 20)")
+    parser.add_argument("--seed", check=seed(), default=0, help="seed of the forecast drift (default 0)")
+    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = Parser("benchmarks.warm_start", __doc__)
-    parser.add_argument("--workload", default="shockwave_900jobs_256gpus")
-    parser.add_argument("--replans", check=whole(1), default=8, help="warm-started re-plans (default 8)")
-    parser.add_argument("--rounds", check=whole(1), default=20, help="rounds in each window (default 20)")
-    parser.add_argument("--seed", check=whole(0), default=0, help="seed of the forecast drift (default 0)")
+    parser = build_parser()
     args = parser.parse_args(argv)
+    import numpy as np  # the library loads once the arguments are checked
+
+    import vfm
+    from vfm.cluster.windows import prior_mean_epoch_s
+    from vfm.cluster.workload import load_workload
+    from vfm.jobs import shift_rounds, window_market
+
     with parser.reporting():
         workload = load_workload(args.workload)
         jobs = workload.jobs

@@ -24,21 +24,30 @@ import statistics
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
+from benchmarks._cli import OUTPUT_FILE_MADE, RESULTS, Check, Parser, seed, whole
 
-import vfm
-from benchmarks._cli import OUTPUT_FILE_MADE, Check, Parser, whole
-from vfm.duality import duality_gap
+if TYPE_CHECKING:
+    import vfm
 
-SHAPE = Check("shapes written NxM (e.g. 1000x400)", lambda text: tuple(int(v) for v in text.lower().split("x")),
-              lambda shape: len(shape) == 2 and min(shape) >= 1)
+#: The most buyers and goods of a shape (the committed tables go to 100000x400).
+MAX_BUYERS, MAX_GOODS = 10_000_000, 100_000
+SHAPE = Check(f"shapes written NxM (e.g. 1000x400), N from 1 to {MAX_BUYERS}, M from 1 to {MAX_GOODS}",
+              lambda text: tuple(int(v) for v in text.lower().split("x")),
+              lambda shape: len(shape) == 2 and 1 <= shape[0] <= MAX_BUYERS and 1 <= shape[1] <= MAX_GOODS)
 BACKENDS = ("smoothed-dual", "jax-smoothed-dual", "schur-ipm")
 BACKEND = Check(f"backends among {', '.join(BACKENDS)}", str, lambda name: name in BACKENDS)
+#: The table's file by default (`benchmarks._cli.RESULTS`).
+OUT = RESULTS / "wide_market" / "table.txt"
 
 
 def generated(n: int, m: int, seed: int = 0) -> vfm.VolatileFisherMarket:
     """The benchmark's market of `n` buyers and `m` goods (module docstring)."""
+    import numpy as np
+
+    import vfm
+
     rng = np.random.default_rng(seed)
     utilities = rng.random((n, m))
     utilities[rng.random((n, m)) < 0.5] = 0.0
@@ -47,6 +56,9 @@ def generated(n: int, m: int, seed: int = 0) -> vfm.VolatileFisherMarket:
 
 def row(market: vfm.VolatileFisherMarket, solver: str, repeats: int) -> list[str]:
     """One table row's cells after the shape (module docstring)."""
+    import vfm
+    from vfm.duality import duality_gap
+
     if solver.startswith("jax"):
         vfm.solve(market, solver)  # compiles for this shape
     seconds, result = [], None
@@ -66,6 +78,8 @@ def row(market: vfm.VolatileFisherMarket, solver: str, repeats: int) -> list[str
 
 def rows(shapes: Sequence[tuple[int, int]], solvers: Sequence[str], repeats: int, seed: int,
          ipm_max_pairs: int) -> list[list[str]]:
+    import vfm
+
     table = []
     installed = vfm.available_solvers()
     for n, m in shapes:
@@ -91,15 +105,22 @@ def device() -> str:
     return f"JAX {jax.__version__} on {jax.devices()[0].device_kind}"
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def build_parser() -> Parser:
     parser = Parser("benchmarks.wide_market", __doc__)
-    parser.add_argument("--shapes", nargs="+", default=["1000x400", "10000x400"], check=SHAPE)
-    parser.add_argument("--backends", nargs="+", default=list(BACKENDS), check=BACKEND)
-    parser.add_argument("--repeats", default="3", check=whole(1), help="solves per cell (median reported)")
-    parser.add_argument("--seed", default="0", check=whole(0), help="seed of the generated markets")
-    parser.add_argument("--ipm-max-pairs", default="1000000", check=whole(1),
+    parser.add_argument("--shapes", nargs="+", default=["1000x400", "10000x400"], check=SHAPE,
+                        help="market shapes, buyers x goods (default 1000x400 10000x400)")
+    parser.add_argument("--backends", nargs="+", default=list(BACKENDS), check=BACKEND,
+                        help=f"backends to time (default all: {' '.join(BACKENDS)})")
+    parser.add_argument("--repeats", default="3", check=whole(1, 1000), help="solves per cell (median reported)")
+    parser.add_argument("--seed", default="0", check=seed(), help="seed of the generated markets")
+    parser.add_argument("--ipm-max-pairs", default="1000000", check=whole(1, MAX_BUYERS * MAX_GOODS),
                         help="run schur-ipm only on markets with at most this many buyer x good pairs")
-    parser.add_argument("--out", default="benchmarks/results/wide_market/table.txt", check=OUTPUT_FILE_MADE)
+    parser.add_argument("--out", default=OUT, check=OUTPUT_FILE_MADE, help=f"the table's file (default {OUT})")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = build_parser()
     args = parser.parse_args(argv)
     with parser.reporting():
         table = rows(args.shapes, args.backends, args.repeats, args.seed, args.ipm_max_pairs)

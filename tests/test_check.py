@@ -207,6 +207,22 @@ def test_nan_inside_a_residual_is_reported_as_nan_not_zero():
     assert not check.Residual("x", float("inf"), (), float("inf")).holds
 
 
+@pytest.mark.parametrize("value", [-0.0, -1e-300, -1e-12, -3.0, -np.inf])
+def test_a_value_at_or_below_zero_is_reported_as_zero(value):
+    # The docs promise "negative values are reported as 0": never as -0.000e+00, whatever a
+    # solver or an LP hands the check (an LP's optimum 0.0, negated, is -0.0).
+    residual = check.Residual("x", value, (3,), 1e-6)
+    assert residual.value == 0.0 and np.copysign(1.0, residual.value) == 1.0
+    assert residual.holds and str(residual).split()[1] == "0.000e+00"
+
+
+def test_no_check_of_a_solved_market_reports_a_negative_zero():
+    result = vfm.solve(VolatileFisherMarket(np.array([[[1.0, 1.0]], [[1.0, 10.0]]])))
+    for residual in (*check.certify(result), *check.properties(result)):
+        assert np.copysign(1.0, residual.value) == 1.0, str(residual)
+        assert not str(residual).split()[1].startswith("-"), str(residual)
+
+
 # --- per buyer and per good (issue 15) ---------------------------------------------------------------
 
 

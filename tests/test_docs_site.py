@@ -117,6 +117,7 @@ def _local_target(site: Path, page: Path, url: str) -> Path:
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("mkdocs", reason="the docs extra (mkdocs) is not installed")
     out = tmp_path_factory.mktemp("site")
     proc = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(out), "-f", str(REPO / "mkdocs.yml")],

@@ -23,7 +23,7 @@ def brute_force_best_response(market: VolatileFisherMarket, prices: np.ndarray, 
     usable = market.reachable.reshape(n, -1)[i]
     x = cp.Variable(u.size, nonneg=True)
     utility = market.base_utility[i] + u @ x
-    constraints = [x[~usable] == 0]
+    constraints = [x[~usable] == 0] if not usable.all() else []
     finite = np.isfinite(d)
     if finite.any():
         constraints.append(x[finite] <= d[finite])

@@ -15,9 +15,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-import numba
 import numpy as np
 
+from vfm._jit import kernel
 from vfm._validation import FloatArray
 from vfm.equilibrium import Status
 
@@ -176,7 +176,7 @@ def largest_step(values: Sequence[FloatArray], changes: Sequence[FloatArray]) ->
     return 1.0 / blocking if blocking > 0 else float("inf")
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _blocking_rate(values: tuple[FloatArray, ...], changes: tuple[FloatArray, ...]) -> float:
     """max of -change / value over the falling entries of every pair: 1 / (the step at which the
     first hits 0).

@@ -75,7 +75,9 @@ class Residual:
     ----------
     name : str
     value : float
-        Worst violation, dimensionless (see each check for its scale); 0 means exact.
+        Worst violation, dimensionless (see each check for its scale); 0 means exact. A value
+        at or below 0 (the condition holds with room to spare, or a rounding's -0.0) is stored
+        and printed as 0; NaN and inf are kept as they are.
     where : tuple of int
         Index of the worst violation: ``(i,)`` a buyer, ``(j, t)`` a good-period,
         ``(i, j, t)`` an entry, ``(i, k)`` a pair of buyers.
@@ -90,6 +92,13 @@ class Residual:
     where: tuple[int, ...]
     tolerance: float
     note: str = ""
+
+    def __post_init__(self) -> None:
+        # "Negative values are reported as 0": a check that holds with room to spare, or whose
+        # value is a solver's -0.0 (e.g. an LP's optimum negated), reports 0, never -0.000e+00.
+        # `value <= 0` is False for NaN, which stays NaN and never holds.
+        value = float(self.value)
+        object.__setattr__(self, "value", 0.0 if value <= 0.0 else value)
 
     @property
     def holds(self) -> bool:
@@ -526,7 +535,8 @@ def pareto_optimality(result: Equilibrium, tol: float | None = None) -> Residual
         # than the slack: no valid comparison exists, which is a violation, not a pass.
         return Residual("pareto_optimality", np.inf, (), tolerance, f"the LP ended without a solution: {lp.message}")
     gains = lp.x[nnz:]
-    return Residual("pareto_optimality", float(max(-lp.fun, 0.0)), (int(np.argmax(gains)),), tolerance)
+    # No improvement (the LP's optimum 0, -0.0 or below): `Residual` reports it as 0.
+    return Residual("pareto_optimality", -float(lp.fun), (int(np.argmax(gains)),), tolerance)
 
 
 def properties(result: Equilibrium) -> Certificate:

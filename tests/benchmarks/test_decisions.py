@@ -44,10 +44,10 @@ def test_the_report_is_written_with_the_slowest_decisions(tmp_path, capsys):
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["--cases", "0"], "--cases must be a whole number >= 1, got 0"),
-    (["--max-jobs", "0"], "--max-jobs must be a whole number >= 1, got 0"),
-    (["--seed", "-1"], "--seed must be a whole number >= 0, got -1"),
-    (["--replay", "3,x"], "--replay must be comma-separated integers"),
+    (["--cases", "0"], "--cases must be a whole number from 1 to 100000, got 0"),
+    (["--max-jobs", "0"], "--max-jobs must be a whole number from 1 to 1000, got 0"),
+    (["--seed", "-1"], "--seed must be a whole number from 0 to 4294967295, got -1"),
+    (["--replay", "3,x"], "--replay must be comma-separated case seeds"),
 ])
 def test_bad_options_are_one_line_before_any_work(argv, message, capsys, tmp_path):
     out = tmp_path / "decisions.txt"

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from benchmarks import forecast
+from vfm.forecast import PopulationOptions
 
 
 def test_an_exact_forecast_is_covered_always_by_the_quantile_band_and_80_percent_by_the_pit_band():
@@ -24,7 +25,7 @@ def test_a_forecast_that_misses_is_not_covered():
 def test_scores_a_frozen_trace_with_every_forecaster():
     case = forecast.frozen("shockwave_120jobs_32gpus", 0.5)
     assert case.states.groups is not None and case.cumulative.shape == (120, forecast.ROUNDS + 1)
-    for name, forecaster in forecast.forecasters(["shockwave_220jobs_64gpus"], forecast.PopulationOptions()).items():
+    for name, forecaster in forecast.forecasters(["shockwave_220jobs_64gpus"], PopulationOptions()).items():
         result = forecast.score(forecaster, case, 120.0, scenarios=20, seed=0)
         assert result["runtime"].shape == (120,) and np.isfinite(result["runtime"]).all(), name
 

@@ -23,9 +23,9 @@ def test_the_profile_lists_the_costliest_functions(capsys):
 
 @pytest.mark.parametrize(("argv", "message"), [
     ([], "the following arguments are required: --jobs"),
-    (["--jobs", "0"], "--jobs must be a whole number >= 1, got 0"),
-    (["--jobs", "ten"], "--jobs must be a whole number >= 1, got ten"),
-    (["--jobs", "5", "--capacity", "-1"], "--capacity must be a whole number >= 1, got -1"),
+    (["--jobs", "0"], "--jobs must be a whole number from 1 to 1000000, got 0"),
+    (["--jobs", "ten"], "--jobs must be a whole number from 1 to 1000000, got ten"),
+    (["--jobs", "5", "--capacity", "-1"], "--capacity must be a whole number from 1 to 1000000, got -1"),
     (["--jobs", "5", "--unknown"], "unrecognized arguments: --unknown"),
 ])
 def test_bad_arguments_are_one_line_with_exit_2_before_any_work(argv, message, capsys, monkeypatch):

@@ -110,7 +110,7 @@ def test_a_run_writes_the_table_and_win_matrix(tmp_path, monkeypatch) -> None:
 def test_unknown_cases_and_options_are_one_line_errors(capsys) -> None:
     with pytest.raises(SystemExit) as exit_:
         robustness.main(["--cases", "nope@report", "--quiet"])
-    assert exit_.value.code == 2 and "unknown cases ['nope@report']" in capsys.readouterr().err
+    assert exit_.value.code == 2 and "(unknown case 'nope@report')" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         robustness.main(["--cases", "g32-c2-artifact-trace@choose", "--vfm", "efficiency"])
-    assert "--vfm takes NAME=VALUE" in capsys.readouterr().err
+    assert "--vfm must be NAME=VALUE, got efficiency" in capsys.readouterr().err

@@ -141,3 +141,83 @@ def test_a_workload_with_absurdly_many_epochs_is_rejected_at_load_stating_the_li
 def test_a_path_that_is_not_a_string_is_rejected():
     with pytest.raises(ValidationError, match=r"path_or_name must be a path \(str or Path\) .* got int 3"):
         load_workload(3)  # type: ignore[arg-type]
+
+
+# --- annotations: the user's own data, kept and written back ----------------------------------------
+
+
+def _annotated() -> dict[str, Any]:
+    raw = copy.deepcopy(TOLD)
+    raw["annotations"] = {"source": "cluster A, March", "scaled": [1.5, {"by": "arrivals"}]}
+    raw["jobs"][1]["annotations"] = {"trace_duration_s": 5400.0, "team": "vision", "tags": ["gns"]}
+    return raw
+
+
+def test_annotations_are_kept_read_only_and_apart_from_the_file() -> None:
+    raw = _annotated()
+    workload = workload_from_dict(raw)
+    assert dict(workload.annotations) == raw["annotations"]
+    assert dict(workload.jobs[1].annotations) == raw["jobs"][1]["annotations"]
+    assert dict(workload.jobs[0].annotations) == {}  # a job without any
+    assert dict(workload.head(1).annotations) == raw["annotations"]
+    with pytest.raises(TypeError):
+        workload.jobs[1].annotations["team"] = "nlp"  # type: ignore[index]
+    raw["jobs"][1]["annotations"]["tags"].append("changed later")  # a copy was kept
+    assert workload.jobs[1].annotations["tags"] == ["gns"]
+    # Nothing reads them: the workload is the same one without them.
+    plain = workload_from_dict(TOLD)
+    assert [job.profile for job in workload.jobs] == [job.profile for job in plain.jobs]
+    assert workload.arrays().phase_epoch_s.tolist() == plain.arrays().phase_epoch_s.tolist()
+
+
+def test_annotations_are_written_back_and_read_again() -> None:
+    workload = workload_from_dict(_annotated())
+    raw = json.loads(json.dumps(workload_to_dict(workload)))
+    assert raw["annotations"] == _annotated()["annotations"]
+    assert [job.get("annotations") for job in raw["jobs"]] == [None, _annotated()["jobs"][1]["annotations"]]
+    back = workload_from_dict(raw)
+    assert dict(back.annotations) == dict(workload.annotations)
+    assert [dict(job.annotations) for job in back.jobs] == [dict(job.annotations) for job in workload.jobs]
+    assert "annotations" not in workload_to_dict(workload_from_dict(TOLD))  # none: none written
+
+
+def test_a_workload_and_its_jobs_pickle_with_their_annotations() -> None:
+    import pickle
+
+    workload = pickle.loads(pickle.dumps(workload_from_dict(_annotated())))
+    assert workload.annotations["source"] == "cluster A, March"
+    assert workload.jobs[1].annotations["team"] == "vision"
+
+
+def test_a_job_or_workload_built_in_memory_takes_annotations() -> None:
+    job = Job(id="a", arrival_s=0.0, gpus=1, epochs=1, isolated_s=60.0, batch_size=np.array([32.0]),
+              epoch_s=np.array([60.0]), annotations={"trace_duration_s": 75.5})
+    assert job.annotations == {"trace_duration_s": 75.5}
+    with pytest.raises(ValidationError, match=r"^job 'a': annotations must be a JSON object \(keys are strings\), "
+                                              r"got the key 1 \(int\)"):
+        Job(id="a", arrival_s=0.0, gpus=1, epochs=1, isolated_s=60.0, batch_size=np.array([32.0]),
+            epoch_s=np.array([60.0]), annotations={1: "x"})
+
+
+@pytest.mark.parametrize(("where", "value", "message"), [
+    ("workload", ["a note"], r"^workload: annotations must be a JSON object \(keys are strings\), got list$"),
+    ("job", "a note", r"^job 1 \(id 7\): annotations must be a JSON object \(keys are strings\), got str$"),
+    ("job", None, r"^job 1 \(id 7\): annotations must be a JSON object \(keys are strings\), got NoneType$"),
+])
+def test_annotations_that_are_not_an_object_are_refused_naming_where(where: str, value: Any, message: str) -> None:
+    raw = copy.deepcopy(TOLD)
+    (raw if where == "workload" else raw["jobs"][1])["annotations"] = value
+    with pytest.raises(ValidationError, match=message):
+        workload_from_dict(raw)
+
+
+@pytest.mark.parametrize(("field", "message"), [
+    ("trace_duration_s", r"^job 1 \(id 7\): unknown field 'trace_duration_s'; did you mean 'static_duration_s'\? "
+                         r"\(data of your own goes in 'annotations', a JSON object\)$"),
+    ("annotation", r"^job 1 \(id 7\): unknown field 'annotation'; did you mean 'annotations'\?$"),
+])
+def test_an_unknown_field_beside_the_annotations_is_still_refused(field: str, message: str) -> None:
+    raw = _annotated()
+    raw["jobs"][1][field] = 5400.0
+    with pytest.raises(ValidationError, match=message):
+        workload_from_dict(raw)

@@ -48,6 +48,38 @@ def test_replans_on_arrival_completion_and_every_k_rounds():
     assert policy.replans == replans + 1  # completion
 
 
+def test_by_default_a_policy_replans_every_8_rounds_or_every_windows_rounds_if_fewer():
+    from vfm.planner import RoundOptions
+    from vfm.planner.state import REPLAN_EVERY
+
+    assert RoundOptions().replan_every is None and REPLAN_EVERY == 8
+    assert [Policy(4, rounds=rounds).replan_every for rounds in (20, 8, 6, 1)] == [8, 8, 6, 1]
+    assert Policy.shockwave(8).replan_every == 8 and Policy.shockwave(8, rounds=6).replan_every == 6
+    # The interval in force is what the policy does: with a window of 6 rounds, a re-plan every 6.
+    policy = Policy(capacity=4, rounds=6)
+    for k in range(3):
+        policy.add_job(f"job{k}", gpus=2, regimes=REGIMES, epochs=500)
+    replans = []
+    for _ in range(13):
+        _run(policy, 1)
+        replans.append(policy.replans)
+    assert replans == [1] * 6 + [2] * 6 + [3]
+
+
+@pytest.mark.parametrize("rounds", [6, 1])
+def test_a_replan_every_longer_than_the_window_is_refused_naming_it(rounds):
+    from vfm.planner import RoundOptions
+
+    message = rf"^replan_every \({rounds + 2}\) must be at most rounds \({rounds}\): a plan covers its window"
+    with pytest.raises(ValidationError, match=message):
+        Policy(4, rounds=rounds, replan_every=rounds + 2)
+    with pytest.raises(ValidationError, match=message):
+        Policy(4, PlanOptions(rounds=rounds), round_options=RoundOptions(replan_every=rounds + 2))
+    with pytest.raises(ValidationError, match=message):
+        Policy.shockwave(4, rounds=rounds, replan_every=rounds + 2)
+    assert Policy(4, rounds=rounds, replan_every=rounds).replan_every == rounds  # the window itself is accepted
+
+
 def test_every_round_fits_the_capacity_with_whole_gangs_and_jobs_complete():
     rng = np.random.default_rng(3)
     policy = Policy(capacity=8, rounds=6, round_s=120.0, scenarios=4, seed=1)
@@ -423,7 +455,8 @@ def test_round_options_are_one_frozen_object_or_its_fields_as_keywords():
     by_keywords = Policy(4, rounds=6, replan_every=3, execution="window", max_wait=None)
     assert by_object.config == by_keywords.config
     assert Policy(4, round_options=RoundOptions(fairness=True), rounds=5).config.fairness
-    with pytest.raises(ValidationError, match=r"^replan_every must be a positive whole number of rounds, got 0$"):
+    with pytest.raises(ValidationError, match=r"^replan_every must be a positive whole number of rounds or None, "
+                                              r"got 0$"):
         RoundOptions(replan_every=0)
     with pytest.raises(ValidationError, match=r"^round_options must be a vfm.planner.RoundOptions or None, got dict"):
         Policy(4, round_options={"replan_every": 3})  # type: ignore[arg-type]

@@ -14,6 +14,7 @@ import pytest
 from benchmarks.plan import shockwave_options, tiled_window
 from vfm.errors import ValidationError
 from vfm.planner import PlanOptions, Policy, backends
+from vfm.planner import policy as policy_module
 from vfm.planner._kernels import jit, kernel_threads, threads
 from vfm.planner._kernels.threads import DEFAULT_THREADS, available, current
 from vfm.planner.plan import plan
@@ -69,6 +70,7 @@ def test_a_plan_over_sixteen_scenarios_is_the_same_on_one_thread_and_two(window)
     _assert_same_plans(one, two)
 
 
+@pytest.mark.slow  # the parallel form of the one-type rows compiles on first use
 def test_a_solve_on_two_gpu_types_is_the_same_on_one_thread_and_two(window):
     # Two GPU types: the one-type rows' kernels (as `vfm.planner.saa_ipm.load_kernels` builds them).
     (base,) = _plans(window, (1,))
@@ -142,7 +144,8 @@ def test_the_tbb_package_library_is_found_where_installed():
 def test_a_policy_that_asks_for_threads_loads_the_kernels_parallel_form_when_built(monkeypatch):
     # Where it is built, not at its first re-plan: the parallel form's first compile takes tens of seconds.
     loaded = []
-    monkeypatch.setattr(backends, "load_kernels", lambda parallel=False: loaded.append(parallel))
+    monkeypatch.setattr(policy_module, "load_in_background", loaded.append)
+    monkeypatch.setattr(backends, "load_in_background", loaded.append)
     Policy(4)
     Policy(4, threads=2)
-    assert loaded == [False, True]
+    assert [forms.threads for forms in loaded] == [False, False, True, True]

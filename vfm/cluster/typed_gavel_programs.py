@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike
@@ -194,6 +193,8 @@ def finish_time_fairness_allocation(throughputs: ArrayLike, gpus: ArrayLike, cou
 def solve_finish_time(thr: FloatArray, w: IntArray, c: IntArray, left: FloatArray, elapsed: FloatArray,
                       done: FloatArray) -> tuple[FloatArray, float, FloatArray]:
     """`finish_time_fairness_allocation` on checked input: ``(x, rho, ratios)``."""
+    import cvxpy as cp  # here: the one conic program of the module; CVXPY loads when it is first solved
+
     n, k = thr.shape
     if n == 0:
         return np.zeros((0, k)), float("nan"), np.zeros(0)

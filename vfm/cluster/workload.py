@@ -18,11 +18,15 @@ one epoch duration across the job's phases and the profile is read off them; wit
 may give a batch size other (noisy) durations and need not use every batch size the profile
 lists, but every batch size they use must be listed.
 
-A file may hold only these fields (and the descriptive ones the shipped files carry: ``source``;
-a job's ``dataset``, ``job_type``, ``static_duration_s``; a phase's ``mem_mib``, ``util_pct``): a
-misspelled field is refused, naming the closest known one, not ignored. Times and counts are
-bounded (`vfm._validation`: a job runs at most ``MAX_JOB_SECONDS`` = 1e12 s alone, a cluster has
-at most ``MAX_GPUS`` GPUs) so that every time derived from them stays finite.
+Your own data about a job or the workload (where a job comes from, its duration in the source
+trace, a team) goes in ``"annotations"``, a JSON object of anything, per job and at the top level:
+vfm keeps it (`Job.annotations`, `Workload.annotations`), never reads it, and `workload_to_dict`
+writes it back. Otherwise a file may hold only these fields (and the descriptive ones the shipped
+files carry: ``source``; a job's ``dataset``, ``job_type``, ``static_duration_s``; a phase's
+``mem_mib``, ``util_pct``): a misspelled field is refused, naming the closest known one, not
+ignored. Times and counts are bounded (`vfm._validation`: a job runs at most
+``MAX_JOB_SECONDS`` = 1e12 s alone, a cluster has at most ``MAX_GPUS`` GPUs) so that every time
+derived from them stays finite.
 
 `load_workload` reads a path or the name of a shipped workload (the Shockwave artifact's four
 traces, ``vfm/cluster/data/shockwave``, MIT: see the LICENSE there), checks every field at this
@@ -44,6 +48,7 @@ True
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -90,20 +95,45 @@ def epoch_records(batch_size: FloatArray, epoch_s: FloatArray,
 
 def workload_to_dict(workload: Workload) -> dict[str, Any]:
     """`workload` as a workload file's JSON object; `workload_from_dict` reads it back to the same
-    jobs, per-epoch arrays and profiles (``json.dumps`` writes it; floats round-trip exactly)."""
+    jobs, per-epoch arrays, profiles and annotations (``json.dumps`` writes it; floats round-trip
+    exactly). ``annotations`` are written where there are some, the workload's and each job's.
+
+    Examples
+    --------
+    >>> workload = workload_from_dict({"gpus": 1, "round_s": 60.0, "annotations": {"source": "my trace"},
+    ...     "jobs": [{"id": "a", "arrival_s": 0.0, "gpus": 1, "epochs": 1, "annotations": {"trace_s": 75.5},
+    ...               "phases": [{"epochs": 1, "batch_size": 32, "epoch_s": 60.0}]}]})
+    >>> raw = workload_to_dict(workload)
+    >>> raw["annotations"], raw["jobs"][0]["annotations"]
+    ({'source': 'my trace'}, {'trace_s': 75.5})
+    """
     jobs = []
     for job in workload.jobs:
         record: dict[str, Any] = {"id": job.id, "arrival_s": job.arrival_s, "gpus": job.gpus, "epochs": job.epochs}
         if job.training is not None:
             record |= {"model": job.training.model, "adaptation": job.training.adaptation,
                        "total_steps": job.training.total_steps, "samples_per_epoch": job.training.samples_per_epoch}
-        jobs.append(record | epoch_records(job.batch_size, job.epoch_s, np.array(job.profile)))
+        record |= epoch_records(job.batch_size, job.epoch_s, np.array(job.profile))
+        if job.annotations:
+            record["annotations"] = _json_data(job.annotations)
+        jobs.append(record)
     raw: dict[str, Any] = {"name": workload.name, "gpus": workload.gpus, "round_s": workload.round_s}
     if workload.throughputs is not None:
         raw["throughputs"] = workload.throughputs
     if workload.cluster is not None:
         raw["cluster"] = dict(workload.cluster)
+    if workload.annotations:
+        raw["annotations"] = _json_data(workload.annotations)
     return raw | {"jobs": jobs}
+
+
+def _json_data(value: Any) -> Any:
+    """`value` with every mapping a dict and every tuple a list (what ``json.dumps`` writes), copied."""
+    if isinstance(value, Mapping):
+        return {key: _json_data(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_data(item) for item in value]
+    return value
 
 
 def shipped_workloads() -> list[str]:
@@ -140,9 +170,10 @@ def load_workload(path_or_name: str | Path, *, profiles: GpuProfiles | None = No
         batch_size, one batch size with two epoch durations (without a profile), a stated
         ``isolated_s`` that is not the sum of the epoch durations, a repeated id; a ``profile``
         that is not a non-empty list of objects, repeats a batch size or does not list a batch
-        size the phases run; more than `MAX_WORKLOAD_EPOCHS` epochs in all; an arrival more than 2^53
-        rounds away; a ``cluster`` that does not map known GPU types to positive whole counts or
-        does not sum to ``gpus``; a bound of `vfm._validation` passed (``MAX_GPUS`` GPUs;
+        size the phases run; ``annotations`` that are not a JSON object; more than
+        `MAX_WORKLOAD_EPOCHS` epochs in all; an arrival more than 2^53 rounds away; a
+        ``cluster`` that does not map known GPU types to positive whole counts or does not sum
+        to ``gpus``; a bound of `vfm._validation` passed (``MAX_GPUS`` GPUs;
         ``MAX_JOB_SECONDS`` for ``round_s``, an ``epoch_s``, a job's time alone and its epochs
         at its profile's slowest epoch; 2^53 for a batch size, ``total_steps`` and
         ``samples_per_epoch``).

@@ -8,7 +8,8 @@ Shockwave artifact's kind also carries its run in training steps (`Training`).
 computations over all jobs at once.
 
 `vfm.cluster.workload` reads these records from the workload format, checking every field, and
-writes them back to it.
+writes them back to it. A job and a workload keep the file's ``annotations``, the user's own data
+(any JSON object), which nothing in vfm reads.
 
 Examples
 --------
@@ -24,8 +25,10 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-from dataclasses import dataclass
+import copy
+from collections.abc import Hashable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -37,10 +40,65 @@ from vfm.gpu_cluster import ClusterTypes
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
-__all__ = ["ADAPTATIONS", "Job", "Training", "Workload", "WorkloadArrays", "derived_profile"]
+__all__ = ["ADAPTATIONS", "Job", "Training", "Workload", "WorkloadArrays", "annotations_of", "derived_profile"]
 
 #: How a job's batch size evolves in the Shockwave artifact's simulator.
 ADAPTATIONS = ("static", "gns", "accordion")
+
+
+class _Annotations(Mapping[str, Any]):
+    """A read-only mapping over its own dict (`annotations_of`); unlike a ``MappingProxyType`` it
+    pickles, so that a `Job` and a `Workload` go to worker processes as they are."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self._data = data
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __repr__(self) -> str:
+        return repr(self._data)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (self._data,)
+
+
+#: No annotations: the default of `Job.annotations` and `Workload.annotations`.
+_NO_ANNOTATIONS: Mapping[str, Any] = _Annotations({})
+
+
+def annotations_of(value: Any, where: str) -> Mapping[str, Any]:
+    """`value`, a JSON object of the user's own data (``annotations`` of a workload or a job), as a
+    read-only mapping of a deep copy of it (so that changing `value` afterwards changes nothing
+    here), or a ValidationError naming `where` unless it is a mapping with string keys.
+
+    Examples
+    --------
+    >>> dict(annotations_of({"trace_duration_s": 5400.0, "team": "vision"}, "job 0"))
+    {'trace_duration_s': 5400.0, 'team': 'vision'}
+    >>> annotations_of(["trace"], "job 0")
+    Traceback (most recent call last):
+        ...
+    vfm.errors.ValidationError: job 0: annotations must be a JSON object (keys are strings), got list
+    """
+    if not isinstance(value, Mapping):
+        raise ValidationError(f"{where}: annotations must be a JSON object (keys are strings), got "
+                              f"{type(value).__name__}")
+    if not value:
+        return _NO_ANNOTATIONS
+    key = next((key for key in value if not isinstance(key, str)), None)
+    if key is not None:
+        raise ValidationError(f"{where}: annotations must be a JSON object (keys are strings), got the key "
+                              f"{key!r} ({type(key).__name__})")
+    return _Annotations(copy.deepcopy(dict(value)))
 
 
 @dataclass(frozen=True)
@@ -96,6 +154,10 @@ class Job:
         nominal seconds per epoch of each batch size the job may run. The file's ``profile``
         when it gives one; otherwise (and when constructed with ``()``) read off the per-epoch
         arrays, each batch size with its epoch duration.
+    annotations : mapping of str to JSON values
+        The user's own data about the job (the file's ``annotations``, any JSON object): kept
+        and written back (`vfm.cluster.workload_to_dict`), never read by vfm. A read-only view
+        of a copy of what was given; empty by default.
     """
 
     id: Hashable
@@ -107,10 +169,13 @@ class Job:
     epoch_s: FloatArray
     training: Training | None = None
     profile: tuple[tuple[float, float], ...] = ()
+    annotations: Mapping[str, Any] = field(default_factory=lambda: _NO_ANNOTATIONS)
 
     def __post_init__(self) -> None:
         if not self.profile:
             object.__setattr__(self, "profile", derived_profile(self.batch_size, self.epoch_s))
+        if not isinstance(self.annotations, _Annotations):  # not already a copy of its own
+            object.__setattr__(self, "annotations", annotations_of(self.annotations, f"job {self.id!r}"))
 
     @property
     def regimes(self) -> dict[float, float]:
@@ -137,6 +202,10 @@ class Workload:
         The cluster's GPUs by type, totalling `gpus`, when the file gives them (its
         ``"cluster"`` field); None for the homogeneous cluster of `gpus` V100s (the shipped
         workloads). `vfm.cluster.simulate` runs the workload on it.
+    annotations : mapping of str to JSON values
+        The user's own data about the workload (the file's top-level ``annotations``, any JSON
+        object): kept and written back, never read by vfm; read-only, empty by default (`Job`'s
+        ``annotations`` are per job).
     """
 
     name: str
@@ -145,8 +214,11 @@ class Workload:
     jobs: tuple[Job, ...]
     throughputs: str | None = None
     cluster: ClusterTypes | None = None
+    annotations: Mapping[str, Any] = field(default_factory=lambda: _NO_ANNOTATIONS)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.annotations, _Annotations):  # not already a copy of its own
+            object.__setattr__(self, "annotations", annotations_of(self.annotations, "workload"))
         if self.cluster is not None:
             if not isinstance(self.cluster, ClusterTypes):
                 raise ValidationError(f"workload: cluster must be a ClusterTypes or None, got "
@@ -174,7 +246,7 @@ class Workload:
         if not is_whole(jobs) or jobs < 1:
             raise ValidationError(f"jobs must be a positive whole number, got {jobs!r}")
         return Workload(name=f"{self.name}[:{jobs}]", gpus=self.gpus, round_s=self.round_s, jobs=self.jobs[:jobs],
-                        throughputs=self.throughputs, cluster=self.cluster)
+                        throughputs=self.throughputs, cluster=self.cluster, annotations=self.annotations)
 
     def arrays(self) -> WorkloadArrays:
         """The workload as arrays (`WorkloadArrays`)."""

@@ -5,7 +5,9 @@ the format) and builds its read-only `Job` records, or raises a one-line Validat
 the job (its index and id), the phase or profile entry, the field and what is wrong: an unknown
 field (with the closest known one), a missing one, a value of the wrong type or out of range, a
 bound of `vfm.limits` passed. Presence and types are checked record by record; ranges on arrays
-of all jobs at once, naming the first offending job.
+of all jobs at once, naming the first offending job. The user's own data has a field of its own,
+``annotations`` (any JSON object, at the top level and per job), kept on the `Workload` and its
+`Job` records and never read.
 
 Examples
 --------
@@ -14,10 +16,10 @@ Examples
 ...      "phases": [{"epochs": 3, "batch_size": 32, "epoch_s": 10.0}]}]})
 >>> workload.name, workload.jobs[0].isolated_s, workload.jobs[0].regimes
 ('workload', 30.0, {32.0: 10.0})
->>> workload_from_dict({"gpus": 4, "round_s": 60.0, "jobs": [{"id": "a", "arival_s": 0.0}]})
+>>> workload_from_dict({"gpus": 4, "round_s": 60.0, "jobs": [{"id": "a", "arival_s": 0.0}]})  # doctest: +ELLIPSIS
 Traceback (most recent call last):
     ...
-vfm.errors.ValidationError: job 0 (id 'a'): unknown field 'arival_s'; did you mean 'arrival_s'?
+vfm.errors.ValidationError: job 0 (id 'a'): unknown field 'arival_s'; did you mean 'arrival_s'? (data of your ...)
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from vfm._validation import finite_float, first_bad
-from vfm.cluster.workload_model import ADAPTATIONS, FloatArray, IntArray, Job, Training, Workload
+from vfm.cluster.workload_model import ADAPTATIONS, FloatArray, IntArray, Job, Training, Workload, annotations_of
 from vfm.errors import ValidationError
 from vfm.gpu_cluster import ClusterTypes
 from vfm.gpu_profiles import GpuProfiles
@@ -45,9 +47,10 @@ __all__ = ["workload_from_dict"]
 # The fields a workload file may give, per object. The shipped files also carry descriptive
 # fields that nothing reads (``source``; a job's ``dataset``, ``job_type``, ``static_duration_s``;
 # a phase's ``mem_mib``, ``util_pct``): they are known, so that only a misspelled field is refused.
-_WORKLOAD_KEYS = ("name", "gpus", "round_s", "jobs", "throughputs", "cluster", "source")
+# ``annotations`` (the workload's and each job's) is the user's own data, kept and never read.
+_WORKLOAD_KEYS = ("name", "gpus", "round_s", "jobs", "throughputs", "cluster", "annotations", "source")
 _JOB_KEYS = ("id", "arrival_s", "gpus", "epochs", "isolated_s", "phases", "profile", "model", "adaptation",
-             "total_steps", "samples_per_epoch", "dataset", "job_type", "static_duration_s")
+             "total_steps", "samples_per_epoch", "annotations", "dataset", "job_type", "static_duration_s")
 _PHASE_KEYS = ("epochs", "batch_size", "epoch_s", "mem_mib", "util_pct")
 _PROFILE_KEYS = ("batch_size", "epoch_s")
 
@@ -106,6 +109,8 @@ def _check_keys(record: Mapping[Any, Any], known: tuple[str, ...], where: str) -
 def _unknown_key(key: Any, known: tuple[str, ...], where: str) -> None:
     close = difflib.get_close_matches(key, known, n=1) if isinstance(key, str) else []
     hint = f"did you mean {close[0]!r}?" if close else f"the fields are {', '.join(known)}"
+    if "annotations" in known and close != ["annotations"]:  # where the file may carry its own data
+        hint += " (data of your own goes in 'annotations', a JSON object)"
     raise ValidationError(f"{where}: unknown field {_shown(key)}; {hint}")
 
 
@@ -270,12 +275,14 @@ def _profiles(phases: _Records, told: _Records, n_jobs: int,
 
 @dataclass(frozen=True)
 class _Header:
-    """A workload file's top-level fields, checked: its name, GPUs, round length and job records."""
+    """A workload file's top-level fields, checked: its name, GPUs, round length, job records and
+    annotations."""
 
     name: str
     capacity: float
     round_s: float
     jobs: list[Any]
+    annotations: Mapping[str, Any]
 
 
 def _read_header(raw: Any, default_name: str) -> _Header:
@@ -296,7 +303,8 @@ def _read_header(raw: Any, default_name: str) -> _Header:
     jobs = raw.get("jobs")
     if not isinstance(jobs, list) or not jobs:
         raise ValidationError("workload: 'jobs' must be a non-empty list")
-    return _Header(name=name, capacity=capacity, round_s=round_s, jobs=jobs)
+    return _Header(name=name, capacity=capacity, round_s=round_s, jobs=jobs,
+                   annotations=annotations_of(raw.get("annotations", {}), "workload"))
 
 
 @dataclass(frozen=True)
@@ -311,6 +319,7 @@ class _JobFields:
     trainings: list[Training | None]
     phase_blocks: list[FloatArray]  # per job, rows (epochs, batch_size, epoch_s)
     profile_blocks: list[FloatArray]  # per job, rows (batch_size, epoch_s); none: derived
+    annotations: list[Mapping[str, Any]]  # per job, its annotations (checked; empty where it gives none)
 
 
 def _read_jobs(jobs: list[Any]) -> _JobFields:
@@ -323,6 +332,7 @@ def _read_jobs(jobs: list[Any]) -> _JobFields:
     phase_blocks: list[FloatArray] = []
     profile_blocks: list[FloatArray] = []
     trainings: list[Training | None] = []
+    annotations: list[Mapping[str, Any]] = []
     for index, job in enumerate(jobs):
         if not isinstance(job, Mapping):
             raise ValidationError(f"job {index}: must be a JSON object, got {type(job).__name__}")
@@ -340,6 +350,7 @@ def _read_jobs(jobs: list[Any]) -> _JobFields:
         if "isolated_s" in job:
             stated_isolated[index] = _read_field(job, "isolated_s", where, whole=False)
         trainings.append(_read_training(job, where))
+        annotations.append(annotations_of(job.get("annotations", {}), where))
         phases = job.get("phases")
         if not isinstance(phases, list) or not phases:
             raise ValidationError(f"{where}: 'phases' must be a non-empty list"
@@ -348,7 +359,8 @@ def _read_jobs(jobs: list[Any]) -> _JobFields:
         profile_blocks.append(_read_profile(job, where))
     arrival_s, gang, epochs = scalars.T
     return _JobFields(ids=ids, arrival_s=arrival_s, gang=gang, epochs=epochs, stated_isolated=stated_isolated,
-                      trainings=trainings, phase_blocks=phase_blocks, profile_blocks=profile_blocks)
+                      trainings=trainings, phase_blocks=phase_blocks, profile_blocks=profile_blocks,
+                      annotations=annotations)
 
 
 def _check_unique_ids(ids: list[Any]) -> None:
@@ -421,7 +433,7 @@ def _built_jobs(fields: _JobFields, phases_of: _Records, profiles: list[tuple[tu
         built.append(Job(id=job_id, arrival_s=float(fields.arrival_s[index]), gpus=int(fields.gang[index]),
                          epochs=int(epochs[index]), isolated_s=float(isolated[index]),
                          batch_size=batches[index], epoch_s=durations[index], training=fields.trainings[index],
-                         profile=profiles[index]))
+                         profile=profiles[index], annotations=fields.annotations[index]))
     return tuple(built)
 
 
@@ -444,7 +456,7 @@ def workload_from_dict(raw: Any, default_name: str = "workload", *, profiles: Gp
     if throughputs is not None and not isinstance(throughputs, str):
         raise ValidationError(f"workload: throughputs must name a throughput set (a string), got {_shown(throughputs)}")
     return Workload(name=header.name, gpus=int(header.capacity), round_s=float(header.round_s), jobs=built,
-                    throughputs=throughputs, cluster=_read_cluster(raw, profiles))
+                    throughputs=throughputs, cluster=_read_cluster(raw, profiles), annotations=header.annotations)
 
 
 # Per phase (its column) and per profile entry (the column before): no batch size or epoch may

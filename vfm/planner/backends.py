@@ -18,9 +18,10 @@ from typing import Any
 from vfm._validation import FloatArray
 from vfm.equilibrium import Status
 from vfm.planner._kernels.threads import current as kernel_threads_now
+from vfm.planner.kernel_loading import Forms, load_in_background
 from vfm.planner.program import PlanningProgram
 from vfm.planner.saa_cvxpy import solve_saa_cvxpy
-from vfm.planner.saa_ipm import check_tolerance, load_kernels, solve_saa_ipm
+from vfm.planner.saa_ipm import check_tolerance, solve_saa_ipm
 from vfm.solvers.base import Capabilities, Solution
 from vfm.solvers.registry import register
 
@@ -37,8 +38,9 @@ class SaaIpmBackend:
         problem="planning", warm_start=True, deadline=True, polish_start_tol=1e-7))
 
     def prepare(self) -> None:
-        # The parallel form too when the caller's scope asks for threads (`vfm.planner.Policy`).
-        load_kernels(parallel=kernel_threads_now() > 1)
+        # In the background (plans meanwhile run small windows interpreted: `vfm.planner.kernel_loading`), with
+        # the parallel form too when the caller's scope asks for threads.
+        load_in_background(Forms(threads=kernel_threads_now() > 1))
 
     def is_installed(self) -> bool:
         return True

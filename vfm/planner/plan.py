@@ -31,6 +31,7 @@ from vfm.forecast import DirichletForecaster, Forecaster, JobStates, SeedLike
 from vfm.planner import shockwave
 from vfm.planner._kernels import kernel_threads
 from vfm.planner.inputs import Arguments, Inputs, JobTerms, checked_forecast, checked_inputs
+from vfm.planner.kernel_loading import Forms, serving
 from vfm.planner.options import STRICT_TOL, PlanOptions
 from vfm.planner.pace import window_epochs
 from vfm.planner.polish import polish
@@ -233,12 +234,22 @@ def plan(
     inputs = checked_inputs(states, forecaster, options, overrides, Arguments(gpus, capacity, terms, warm_start))
     clock = _Clock(started, inputs.options.time_limit_s)
     # A window's small products gain nothing from BLAS threads (vfm.blas_threads); the per-job
-    # kernels run on the options' threads, with the same plan on any number.
-    with one_blas_thread(), kernel_threads(inputs.options.threads):
+    # kernels run on the options' threads, with the same plan on any number, and interpreted while a
+    # fresh process compiles them (vfm.planner.kernel_loading), with the same plan too.
+    with (one_blas_thread(), kernel_threads(inputs.options.threads) as threads,
+          serving(*_forms(states, inputs, threads))):
         forecast = _forecast(states, forecaster, inputs, seed, clock)
         built = _build(states, inputs, forecast, clock)
         solved = _solved(inputs, forecast, built, clock)
         return _round(states, inputs, forecast, built, solved, clock)
+
+
+def _forms(states: JobStates, inputs: Inputs, threads: int) -> tuple[Forms, int]:
+    """The kernels' forms a plan of `inputs` uses, and its window's entries (scenarios x jobs x rounds x types)."""
+    types = 1 if inputs.window is None else inputs.window.capacity.shape[0]
+    scenarios = inputs.options.scenarios
+    forms = Forms(scenarios=scenarios > 1, types=types > 1, threads=threads > 1)
+    return forms, scenarios * states.n_jobs * inputs.options.rounds * types
 
 
 @dataclass(frozen=True, eq=False)

@@ -60,6 +60,7 @@ from vfm.planner import shockwave
 from vfm.planner._kernels import kernel_threads
 from vfm.planner.decision import Decision, Placement, Serving, decide_placed
 from vfm.planner.inputs import JobTerms
+from vfm.planner.kernel_loading import Forms, load_in_background
 from vfm.planner.options import PlanOptions
 from vfm.planner.plan import plan
 from vfm.planner.replanning import (
@@ -181,7 +182,7 @@ def shockwave_configuration(round_s: float, types: int = 1) -> dict[str, Any]:
     on several, the efficiency weight `TYPED_SHOCKWAVE_EFFICIENCY` and no wait limit (the program
     over GPU types has no commitments; the `max_wait` guard bounds waits)."""
     several = types > 1
-    return {"rounds": 20, "round_s": round_s, "replan_every": 8, "fairness": True, "rho_max": 1.0,
+    return {"rounds": 20, "round_s": round_s, "replan_every": None, "fairness": True, "rho_max": 1.0,
             "priority_exponent": SHOCKWAVE_PRIORITY_EXPONENT,
             "efficiency": TYPED_SHOCKWAVE_EFFICIENCY if several else SHOCKWAVE_EFFICIENCY,
             "reserve": SHOCKWAVE_RESERVE, "execution": "credit",
@@ -229,7 +230,7 @@ def policy_config(capacity: int | ClusterTypes, options: PlanOptions | None = No
     return PolicyConfig(
         capacity=cluster.total,
         options=plan_options, cluster=cluster,
-        replan_every=min(int(rounds.replan_every), plan_options.rounds),
+        replan_every=rounds.replan_interval(plan_options.rounds),
         forecaster=DirichletForecaster() if forecaster is None else forecaster, seed=int(seed),
         fairness=bool(rounds.fairness), execution=rounds.execution,
         max_wait=None if rounds.max_wait is None else int(rounds.max_wait), continuity=float(rounds.continuity),
@@ -285,10 +286,13 @@ class Policy(StateView):
         self.config = policy_config(capacity, options, round_options=round_options, forecaster=forecaster, seed=seed,
                                     **overrides)
         self._start()
-        # Here, not in the first re-plan: a scheduler's re-plans stay predictable (on the threads
-        # its re-plans ask for, so that the kernels' parallel form is compiled here too).
-        with kernel_threads(self.config.options.threads):
-            prepare("planning", self.config.options.solver)
+        # Here, not in the first re-plan: the kernels this policy's plans use load (or compile) in the
+        # background from now on, while its first plans run them interpreted (vfm.planner.kernel_loading).
+        options, cluster = self.config.options, self.config.cluster
+        with kernel_threads(options.threads) as threads:
+            load_in_background(Forms(scenarios=options.scenarios > 1,
+                                     types=cluster is not None and len(cluster.types) > 1, threads=threads > 1))
+            prepare("planning", options.solver)
 
     @classmethod
     def shockwave(cls, capacity: int | ClusterTypes, round_s: float = 120.0, **overrides: Any) -> Policy:

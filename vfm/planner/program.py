@@ -302,11 +302,12 @@ class PlanningProgram:
         else:
             tails, heads, caps = [node_of_job[job]], [first_good + good], [reach]
         sink = first_good + goods
+        # 32-bit indices: SciPy 1.11's maximum flow refuses 64-bit ones.
+        tail = np.concatenate([np.zeros(n_jobs, dtype=np.int64), *tails, first_good + np.arange(goods)])
+        head = np.concatenate([node_of_job[jobs], *heads, np.full(goods, sink)])
         arcs = scipy.sparse.csr_array(
             (np.concatenate([demand, *caps, np.floor(self.capacity * unit)]).astype(np.int32),
-             (np.concatenate([np.zeros(n_jobs, dtype=np.int64), *tails, first_good + np.arange(goods)]),
-              np.concatenate([node_of_job[jobs], *heads, np.full(goods, sink)]))),
-            shape=(sink + 1, sink + 1))
+             (tail.astype(np.int32), head.astype(np.int32))), shape=(sink + 1, sink + 1))
         return bool(scipy.sparse.csgraph.maximum_flow(arcs, 0, sink, method="dinic").flow_value >= demand.sum())
 
     def _typed_lp_room(self, jobs: np.ndarray, margin: float) -> bool:

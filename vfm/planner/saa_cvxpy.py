@@ -11,7 +11,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
@@ -26,6 +25,8 @@ def solve_saa_cvxpy(program: PlanningProgram, solver: str = "CLARABEL", **option
     """Solve any `PlanningProgram` with CVXPY; the gap is certified from the solver's multipliers
     (`vfm.planner.saa_ipm.certified_gap`; over GPU types, `_typed_gap`), for the objective without
     the tie-breaking term."""
+    import cvxpy as cp  # here: CVXPY loads when the reference is first used, not with the planner
+
     started = time.perf_counter()
     n_scenarios, n, rounds = program.shape
     y = cp.Variable((n, rounds), nonneg=True)
@@ -67,7 +68,7 @@ def solve_saa_cvxpy(program: PlanningProgram, solver: str = "CLARABEL", **option
     except (cp.SolverError, ValueError) as error:  # ValueError: data CVXPY refuses (NaN, inf)
         return _failed(Status.ERROR, f"cvxpy/{solver} failed: {error}", started, options)
     status, meaning = cvxpy_status(problem.status)
-    if problem.status == cp.INFEASIBLE_INACCURATE:
+    if problem.status == "infeasible_inaccurate":
         # Clarabel's "almost infeasible" on a program `plan` hands over only when it is feasible
         # (FTF rows only with room found by a maximum flow): numerical trouble, not a certificate.
         status = Status.ERROR

@@ -130,7 +130,6 @@ Modules
 
 from __future__ import annotations
 
-import functools
 import time
 from dataclasses import replace
 
@@ -141,10 +140,8 @@ from vfm._validation import FloatArray, is_whole
 from vfm.equilibrium import Status
 from vfm.errors import ValidationError
 from vfm.parameters import check_parameters
-from vfm.planner._kernels import kernel_threads, moved_entries, waits
-from vfm.planner._kernels.jit import CHUNK
+from vfm.planner._kernels import kernel_threads, moved_entries
 from vfm.planner._kernels.threads import THREADS
-from vfm.planner.polish import polish
 from vfm.planner.program import PlanningProgram
 from vfm.planner.saa_ipm_blocks import Workspace
 from vfm.planner.saa_ipm_newton import Direction, NewtonSystem, Targets
@@ -313,49 +310,6 @@ def check_tolerance(tol: object) -> None:
     real = not isinstance(tol, bool) and isinstance(tol, int | float | np.integer | np.floating)
     if not (real and 0 < tol < 1):  # type: ignore[operator]
         raise ValidationError(f"tol must be a relative gap in (0, 1), got {tol!r}")
-
-
-@functools.cache
-def load_kernels(parallel: bool = False) -> None:
-    """Load the compiled kernels (`vfm.planner._kernels`) into this process, by solving two small
-    programs (one scenario, and five: both block factors) with FTF rows and the efficiency term,
-    polishing the first (`vfm.planner.polish`) and committing a round to a waiting job; with
-    `parallel`, their parallel form (`vfm.planner._kernels.jit.over_jobs`), by the same programs
-    with more jobs than a chunk on two threads.
-
-    The first call on a machine compiles them (about 5 s; the parallel form, tens of seconds) and
-    caches the machine code; later processes load it (about 0.3 s). `vfm.planner.Policy` calls
-    this when it is built, with `parallel` when it asks for more than one thread
-    (`PlanOptions.threads`), so that no re-plan pays for it; once per process and form.
-    """
-    jobs = CHUNK + 1 if parallel else 2
-    # The wait limit's greedy assignment (`vfm.planner.program.wait_floor`), on a job and a round.
-    waits.commit_rounds(np.zeros(1, dtype=np.int64), np.ones((1, 1), dtype=bool), np.ones(1),
-                        np.zeros(1, dtype=np.int64), np.ones(1), np.zeros((1, 1), dtype=bool))
-    with kernel_threads(2 if parallel else 1):
-        for scenarios in (1, 5):
-            program = _warm_up_program(scenarios, jobs)
-            solution = solve_saa_ipm(program, tol=1e-6)
-            if scenarios == 1:  # its Lagrangian minimizer's kernel, and the start's match (a schedule
-                # the multipliers do not give)
-                assert solution.x is not None
-                polish(program, replace(solution, x=0.9 * np.asarray(solution.x)))
-            # Two GPU types: the one-type rows' kernel.
-            rounds = program.capacity.shape[0]
-            typed = replace(program, progress=np.tile(program.progress, 2), capacity=np.tile(program.capacity, 2),
-                            good_round=np.tile(np.arange(rounds), 2),
-                            speed=np.repeat(np.resize(np.array([[1.0, 0.5], [1.0, 0.8]]), (jobs, 2)), rounds, axis=1))
-            solve_saa_ipm(typed, tol=1e-6)
-
-
-def _warm_up_program(scenarios: int, jobs: int) -> PlanningProgram:
-    """`load_kernels`' program: `jobs` jobs over 4 rounds with FTF rows and the efficiency term."""
-    rounds = 4
-    return PlanningProgram(
-        progress=np.linspace(0.05, 0.3, scenarios * jobs * rounds).reshape(scenarios, jobs, rounds),
-        base=np.linspace(0.1, 0.2, jobs), weights=np.ones(jobs), gpus=np.resize([1.0, 2.0], jobs),
-        capacity=np.full(rounds, float(jobs)), round_s=60.0, remaining_s=np.resize([300.0, 200.0], jobs),
-        efficiency=0.01, leftover_limit_s=np.full(jobs, 1e4), spread=0.01)
 
 
 def certified_gap(program: PlanningProgram, x: FloatArray, ftf_multipliers: FloatArray,

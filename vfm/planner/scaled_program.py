@@ -10,8 +10,8 @@ Lagrangian's gradient (`row_terms`), the capacity prices that minimize the certi
 `vfm.planner.saa_ipm`'s module docstring, Stopping, whose iterations assemble the same terms with
 `gap_from_terms`).
 
-Both solvers import this module; it imports neither, so the interior point, which warms the polish's
-kernels (`vfm.planner.saa_ipm.load_kernels`), sits above the polish and the polish above this.
+Both solvers import this module; it imports neither, so the kernels' loader
+(`vfm.planner.kernel_loading`), which runs the interior point and the polish, sits above both and both above this.
 """
 
 from __future__ import annotations

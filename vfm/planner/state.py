@@ -70,9 +70,13 @@ class JobRecord:
         return Trajectory(self.kind, np.repeat(labels[column], length), regimes=labels)
 
 
+#: `RoundOptions.replan_every`'s default, in rounds: re-plan at least every 8 rounds, or every
+#: window's rounds when the window is shorter (`RoundOptions.replan_interval`).
+REPLAN_EVERY = 8
+
 #: `RoundOptions`' ranges, each checked on construction (`vfm.parameters`).
 _ROUND_CONSTRAINTS: dict[str, Constraint] = {
-    "replan_every": Whole("a positive whole number of rounds", lambda v: v >= 1),
+    "replan_every": Optional(Whole("a positive whole number of rounds", lambda v: v >= 1)),
     "fairness": Boolean(),
     "execution": OneOf(("credit", "window")),
     "max_wait": Optional(Whole("a positive whole number of rounds", lambda v: v >= 1)),
@@ -90,8 +94,13 @@ class RoundOptions:
 
     Parameters
     ----------
-    replan_every : int
-        `K`: re-plan at least every `K` rounds (default 8), besides arrivals and completions.
+    replan_every : int or None
+        `K`: re-plan at least every `K` rounds, besides arrivals and completions. At most the
+        window's rounds (`vfm.planner.PlanOptions.rounds`), since a plan covers its window only:
+        a larger `K` is refused (a `vfm.errors.ValidationError` naming ``replan_every``) when the
+        policy is built. None (default): `REPLAN_EVERY` (8), or the window's rounds if fewer
+        (every 6 rounds with ``rounds=6``); `vfm.planner.Policy.replan_every` is the interval in
+        force (`replan_interval`).
     fairness : bool
         Keep Shockwave's finish-time-fairness targets (momentum averages of each job's
         equal-share finish-time estimate) and plan with them (default False).
@@ -115,7 +124,7 @@ class RoundOptions:
         ``time_limit_s``; a re-plan that ends past the deadline is not used.
     """
 
-    replan_every: int = 8
+    replan_every: int | None = None
     fairness: bool = False
     execution: Literal["credit", "window"] = "credit"
     max_wait: int | None = shockwave.MAX_WAIT
@@ -128,6 +137,34 @@ class RoundOptions:
     def updated(self, **overrides: Any) -> RoundOptions:
         """A copy with `overrides` (validated like the constructor's arguments)."""
         return updated(self, "round option", **overrides)
+
+    def replan_interval(self, rounds: int) -> int:
+        """The most rounds between two re-plans with windows of `rounds` rounds: `replan_every`,
+        or by default `REPLAN_EVERY` or `rounds` if fewer.
+
+        Raises
+        ------
+        vfm.errors.ValidationError
+            If `replan_every` is larger than `rounds`: the plan would run out before the next
+            re-plan.
+
+        Examples
+        --------
+        >>> RoundOptions().replan_interval(20), RoundOptions().replan_interval(6)
+        (8, 6)
+        >>> RoundOptions(replan_every=10).replan_interval(6)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+            ...
+        vfm.errors.ValidationError: replan_every (10) must be at most rounds (6): a plan covers its window ...
+        """
+        if self.replan_every is None:
+            return min(REPLAN_EVERY, int(rounds))
+        if self.replan_every > rounds:
+            raise ValidationError(
+                f"replan_every ({self.replan_every}) must be at most rounds ({rounds}): a plan covers its window of "
+                f"{rounds} rounds, so the policy re-plans at least every {rounds}; pass replan_every={rounds} or less, "
+                f"or a longer window")
+        return int(self.replan_every)
 
 
 @dataclass(frozen=True)

@@ -8,12 +8,12 @@ market's size: no Python loop over buyers, goods or periods. CVXPY writes each
 
 from __future__ import annotations
 
+import importlib.util
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import cvxpy as cp
 import numpy as np
 
 from vfm.equilibrium import Status
@@ -21,14 +21,18 @@ from vfm.program import ScaledProgram
 from vfm.solvers.base import COMMON_OPTIONS, Capabilities, OptionKind, Solution
 from vfm.solvers.clarabel_direct import CLARABEL_SETTINGS, CLARABEL_TOL
 
+if TYPE_CHECKING:
+    import cvxpy as cp
+
+# CVXPY's status strings (`cvxpy.settings`), written out so that reading a status does not import CVXPY.
 _STATUS = {
-    cp.OPTIMAL: (Status.OPTIMAL, "converged to the requested accuracy"),
-    cp.OPTIMAL_INACCURATE: (Status.INACCURATE, "stopped close to optimal but short of the requested accuracy"),
-    cp.USER_LIMIT: (Status.ITERATION_LIMIT, "stopped at its iteration or time limit before converging"),
-    cp.INFEASIBLE: (Status.INFEASIBLE, "reported the program infeasible"),
-    cp.INFEASIBLE_INACCURATE: (Status.INFEASIBLE, "reported the program infeasible, inaccurately"),
-    cp.UNBOUNDED: (Status.UNBOUNDED, "reported the program unbounded (numerical trouble: NSWOT is bounded)"),
-    cp.UNBOUNDED_INACCURATE: (Status.UNBOUNDED, "reported the program unbounded, inaccurately"),
+    "optimal": (Status.OPTIMAL, "converged to the requested accuracy"),
+    "optimal_inaccurate": (Status.INACCURATE, "stopped close to optimal but short of the requested accuracy"),
+    "user_limit": (Status.ITERATION_LIMIT, "stopped at its iteration or time limit before converging"),
+    "infeasible": (Status.INFEASIBLE, "reported the program infeasible"),
+    "infeasible_inaccurate": (Status.INFEASIBLE, "reported the program infeasible, inaccurately"),
+    "unbounded": (Status.UNBOUNDED, "reported the program unbounded (numerical trouble: NSWOT is bounded)"),
+    "unbounded_inaccurate": (Status.UNBOUNDED, "reported the program unbounded, inaccurately"),
 }
 
 
@@ -57,6 +61,10 @@ class CvxpyConicBackend:
         The solver's own names for the common options: ``tol`` sets every name it maps to
         (the solver's gap and feasibility tolerances), ``max_iter`` its iteration limit. An
         option given under the solver's own name wins over the alias.
+    module : str, optional
+        The Python module the solver comes in (default: `cvxpy_name` in lower case, ``"clarabel"``):
+        the backend is installed when it and CVXPY are, found without importing either, so that
+        CVXPY loads at the backend's first solve, not when the registry lists what is installed.
     """
 
     name: str
@@ -64,6 +72,7 @@ class CvxpyConicBackend:
     accuracy_options: dict[str, float] = field(default_factory=dict)
     capabilities: Capabilities = field(default_factory=Capabilities)
     aliases: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    module: str | None = None
 
     def translate(self, options: dict[str, Any]) -> dict[str, Any]:
         """`options` with the common names (`aliases`) replaced by the solver's own."""
@@ -76,7 +85,8 @@ class CvxpyConicBackend:
         pass  # nothing to load ahead of the first solve
 
     def is_installed(self) -> bool:
-        return self.cvxpy_name in cp.installed_solvers()
+        modules = ("cvxpy", self.module or self.cvxpy_name.lower())
+        return all(importlib.util.find_spec(module) is not None for module in modules)
 
     def accuracy(self, options: dict[str, Any]) -> float:
         """The relative accuracy the solver is asked for under `options`."""
@@ -85,6 +95,8 @@ class CvxpyConicBackend:
 
     def build(self, program: ScaledProgram) -> tuple[cp.Problem, cp.Variable, cp.Constraint]:
         """The CVXPY problem, its variable and its supply constraint (whose duals are the prices)."""
+        import cvxpy as cp
+
         z = cp.Variable(program.n_entries, nonneg=True)
         utility = program.base + program.utility_matrix() @ z
         supply = program.supply_matrix() @ z <= 1.0
@@ -99,6 +111,8 @@ class CvxpyConicBackend:
         return problem, z, supply
 
     def solve(self, program: ScaledProgram, **options: Any) -> Solution:
+        import cvxpy as cp
+
         options = self.translate(options)
         problem, z, supply = self.build(program)
         started = time.perf_counter()

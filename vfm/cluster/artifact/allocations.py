@@ -19,15 +19,17 @@ import functools
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import cvxpy as cp
 import numpy as np
 from numpy.typing import NDArray
 from scipy.optimize import linear_sum_assignment
 
 from vfm.errors import UnknownSolverError, ValidationError
 from vfm.parameters import Real, check_parameters
+
+if TYPE_CHECKING:
+    import cvxpy as cp
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -70,6 +72,8 @@ Allocator = Callable[[AllocationInputs], Allocation]
 
 @functools.cache
 def _require_ecos() -> None:
+    import cvxpy as cp  # in each function that builds or solves: CVXPY loads with the first allocation
+
     # Once per process: asking CVXPY for its installed solvers costs 1.6 ms, an LP about 8.
     if "ECOS" not in cp.installed_solvers():
         raise UnknownSolverError("the artifact's baselines solve their LPs with ECOS, as the published runs did; "
@@ -79,6 +83,7 @@ def _require_ecos() -> None:
 def _solve(problem: cp.Problem) -> str:
     """Solve with ECOS and return CVXPY's status. The artifact uses whatever point the solver
     returns (``optimal_inaccurate`` included), so this does too and reports the status."""
+    import cvxpy as cp
     _require_ecos()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # "Solution may be inaccurate": the status says so
@@ -90,6 +95,7 @@ def _solve(problem: cp.Problem) -> str:
 
 
 def _base_constraints(x: cp.Variable, gangs: FloatArray, capacity: int) -> list[Any]:
+    import cvxpy as cp
     # policy.py get_base_constraints, one worker type.
     return [x >= 0, cp.sum(cp.multiply(gangs, x), axis=0) <= [capacity], cp.sum(x, axis=1) <= 1]
 
@@ -109,6 +115,7 @@ def max_min_fairness(inputs: AllocationInputs) -> Allocation:
 
     The artifact sets every throughput to 1 and every weight to 1 (one GPU type).
     """
+    import cvxpy as cp
     m = len(inputs.job)
     gangs = _column(inputs.gpus)
     x = cp.Variable((m, 1))
@@ -119,6 +126,7 @@ def max_min_fairness(inputs: AllocationInputs) -> Allocation:
 
 def max_sum_throughput(inputs: AllocationInputs) -> Allocation:
     """Maximize total steps/s ``sum_j throughput_j x_j`` (``ThroughputSumWithPerf``)."""
+    import cvxpy as cp
     m = len(inputs.job)
     gangs = _column(inputs.gpus)
     throughputs = _column(inputs.throughput)
@@ -132,6 +140,7 @@ def min_total_duration(inputs: AllocationInputs) -> Allocation:
     """OSSP (``MinTotalDurationPolicy``): the point ECOS returns for the feasibility problem
     ``throughput_j x_j >= remaining_j / T`` at the smallest T a 5 % bisection over [100, 1e6]
     finds feasible (then over ten times that range, until one is)."""
+    import cvxpy as cp
     m = len(inputs.job)
     gangs = _column(inputs.gpus)
     throughputs = _column(inputs.throughput)
@@ -182,6 +191,7 @@ class FinishTimeFairness:
         self._previous_isolated: dict[int, float] = {}
 
     def __call__(self, inputs: AllocationInputs) -> Allocation:
+        import cvxpy as cp
         m = len(inputs.job)
         gangs = _column(inputs.gpus)
         throughputs = _column(inputs.throughput)

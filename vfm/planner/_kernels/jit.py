@@ -1,5 +1,7 @@
-"""The Numba compilation settings every planner kernel is compiled with (`vfm.planner._kernels`), and
-the kernels over jobs that run on several threads (`over_jobs`).
+"""The compilation forms of the planner's kernels (`vfm.planner._kernels`): `compiled` for a kernel
+called from Python, `inlined` for a helper called from kernels, and `over_jobs` for the kernels over
+jobs that run on several threads. Each is a `vfm._jit.Kernel` where Python calls it, so that it
+also runs interpreted (`vfm._jit.interpreting`).
 
 Numba compiles each kernel once per machine (``cache=True`` keeps the machine code beside its
 module); the kernels take float64 C-contiguous arrays, which is what their callers pass.
@@ -7,24 +9,17 @@ module); the kernels take float64 C-contiguous arrays, which is what their calle
 
 from __future__ import annotations
 
-import functools
 import types
 from collections.abc import Callable
 from typing import Any
 
 import numba
 
+from vfm._jit import SETTINGS, Kernel, inlined, kernel
 from vfm.planner._kernels import threads
 
-#: No fast-math: reassociating the short sums changed the last digits enough that, at the end of
-#: some 900-job solves, the Newton systems' conjugate gradients no longer converged (the solve
-#: stopped at a relative gap of 1.1e-9 instead of 1e-9). NumPy's error model: a division by zero
-#: gives inf or NaN as in NumPy (the solver guards against them) instead of raising, which also
-#: lets loops with divisions vectorize.
-_SETTINGS: dict[str, Any] = {"cache": True, "nogil": True, "error_model": "numpy"}
-compiled = numba.njit(**_SETTINGS)
-#: Helpers called from the kernels: inlined, so that their loops see the caller's arrays.
-inlined = numba.njit(**_SETTINGS, inline="always")
+#: A kernel called from Python.
+compiled = kernel
 
 #: Jobs per chunk of a kernel over jobs (`over_jobs`): a thread's unit of work, and the unit of every
 #: sum over jobs. Each chunk sums its own jobs in job order into its own partial sum and the
@@ -40,7 +35,7 @@ def chunks(n: int) -> int:
     return (n + CHUNK - 1) // CHUNK
 
 
-def over_jobs(function: Callable[..., Any]) -> Callable[..., Any]:
+def over_jobs(function: Callable[..., Any]) -> Kernel:
     """A kernel whose first argument's first axis is the jobs and whose outer loop runs over chunks of
     `CHUNK` jobs with `numba.prange`: compiled twice, serial (``prange`` read as ``range``) and
     ``parallel=True``, and called in parallel when the calling thread's kernel threads
@@ -49,22 +44,21 @@ def over_jobs(function: Callable[..., Any]) -> Callable[..., Any]:
     Both compile the same loops, chunk by chunk, so they write the same floats; one thread never
     starts Numba's threading layer. Parallel calls from several Python threads take turns
     (`threads.launching`)."""
-    serial = numba.njit(**_SETTINGS)(function)
+    serial = numba.njit(**SETTINGS)(function)
     # A copy under its own name: Numba's cache keys a function by its name and bytecode, not by
     # its compilation flags, so the two versions would overwrite each other's cached code.
     copy = types.FunctionType(function.__code__, function.__globals__, function.__name__, function.__defaults__,
                               function.__closure__)
     copy.__qualname__ = f"{function.__qualname__}_parallel"
-    parallel = numba.njit(**_SETTINGS, parallel=True)(copy)
+    parallel = numba.njit(**SETTINGS, parallel=True)(copy)
 
-    @functools.wraps(function)
-    def kernel(*args: Any) -> Any:
+    def dispatch(*args: Any) -> Any:
         if threads.current() > 1 and args[0].shape[0] > CHUNK:
             with threads.launching():
                 return parallel(*args)
         return serial(*args)
 
-    return kernel
+    return Kernel(function, dispatch)
 
 
 @inlined

@@ -1,0 +1,118 @@
+"""The planner's kernels compiled ahead or in the background, and the interpreted tier that plans
+while they load (vfm.planner.kernel_loading): the same plans bit for bit, whichever tier ran them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from benchmarks.plan import shockwave_options, tiled_window
+from vfm._jit import interpreting, is_interpreting
+from vfm.planner import kernel_loading as compile_module
+from vfm.planner.kernel_loading import EVERY_FORM, INTERPRETED_ENTRIES, Forms, serving
+from vfm.planner.plan import plan
+
+
+@pytest.fixture(scope="module")
+def window():
+    return tiled_window(12, 6)
+
+
+def _same(one, two) -> None:
+    for name in ("relaxed", "prices", "schedule"):
+        assert np.array_equal(getattr(one, name), getattr(two, name)), name
+    assert one.bound == two.bound and str(one.status) == str(two.status)
+
+
+@pytest.mark.parametrize("scenarios", [1, 4])
+def test_an_interpreted_plan_is_the_compiled_plan_bit_for_bit(window, scenarios):
+    states, gpus, capacity = window
+    options = shockwave_options(states, capacity, scenarios=scenarios)
+    compiled = plan(states, gpus, capacity, seed=0, **options)
+    with interpreting():
+        interpreted = plan(states, gpus, capacity, seed=0, **options)
+    assert str(compiled.status) == "optimal"
+    _same(compiled, interpreted)
+
+
+def test_the_forms_load_what_a_policy_uses_and_no_more():
+    assert Forms().pieces() == ("one scenario",)
+    assert Forms(types=True).pieces() == ("one scenario", "one scenario, types")
+    pieces = EVERY_FORM.pieces()
+    assert len(pieces) == len(set(pieces)) == 8
+    assert set(Forms(scenarios=True, threads=True).pieces()) < set(pieces)
+
+
+@pytest.fixture
+def cold(monkeypatch):
+    """A loader with nothing loaded, whose background thread never starts (so that nothing loads)."""
+    loader = compile_module._Loader()
+    monkeypatch.setattr(loader, "ask", lambda pieces: None)
+    monkeypatch.setattr(compile_module, "_LOADER", loader)
+    return loader
+
+
+def test_a_small_window_runs_interpreted_until_the_kernels_are_loaded(cold):
+    with serving(Forms(), INTERPRETED_ENTRIES) as tier:
+        assert tier == "interpreted" and is_interpreting()
+    assert not is_interpreting()
+    cold.loaded.add("one scenario")
+    with serving(Forms(), INTERPRETED_ENTRIES) as tier:
+        assert tier == "compiled" and not is_interpreting()
+
+
+def test_a_large_window_waits_for_the_compiled_kernels(cold):
+    # No loader thread runs: the wait ends at once and the calls compile on the calling thread.
+    with serving(Forms(), INTERPRETED_ENTRIES + 1) as tier:
+        assert tier == "compiled" and not is_interpreting()
+
+
+def test_a_background_load_loads_the_pieces_asked_for():
+    loaded = []
+    loader = compile_module._Loader(load_piece=loaded.append)
+    loader.ask(Forms(scenarios=True).pieces())
+    loader.wait(Forms(scenarios=True).pieces())
+    assert loaded == ["one scenario", "scenarios"] and loader.ready(loaded)
+
+
+def test_a_failed_background_load_leaves_the_plans_to_compile_what_they_call():
+    loader = compile_module._Loader(load_piece=lambda piece: 1 / 0)
+    loader.ask(Forms().pieces())
+    loader.wait(Forms().pieces())  # returns: the thread stopped
+    assert isinstance(loader.failed, ZeroDivisionError) and not loader.ready(Forms().pieces())
+
+
+def test_the_command_line_takes_help_and_refuses_an_unknown_option():
+    done = subprocess.run([sys.executable, "-m", "vfm.planner.compile", "--help"], capture_output=True, text=True)
+    assert done.returncode == 0 and "--serial-only" in done.stdout
+    bad = subprocess.run([sys.executable, "-m", "vfm.planner.compile", "--nope"], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--nope" in bad.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_fork_waits_for_the_piece_being_compiled_so_that_the_child_can_compile():
+    # A child forked while a loader held Numba's compiler lock would wait for it forever.
+    from numba.core.compiler_lock import global_compiler_lock
+
+    compiling = threading.Event()
+
+    def slow_load(piece: str) -> None:
+        with global_compiler_lock:
+            compiling.set()
+            time.sleep(0.5)
+
+    loader = compile_module._Loader(load_piece=slow_load)
+    loader.ask(["a piece"])
+    assert compiling.wait(10)
+    child = os.fork()
+    if child == 0:  # the child: Numba's lock must be free (no thread of the child holds it)
+        os._exit(0 if global_compiler_lock._lock.acquire(timeout=5) else 1)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert loader.ready(["a piece"])  # the fork waited for it
