@@ -44,9 +44,9 @@ from vfm.planner.program import PlanningProgram
 from vfm.planner.saa_ipm import solve_saa_ipm
 
 #: The largest window (scenarios x jobs x rounds x GPU types) that a plan runs interpreted while the
-#: kernels load: at this size an interpreted plan takes about as long as a compiled one of 900 jobs
-#: takes to load from the cache (benchmarks/results/cold_start.txt).
-INTERPRETED_ENTRIES = 2_000
+#: kernels load: an interpreted plan takes about a millisecond per entry on a small machine, so at
+#: most about a second, where compiling the kernels takes tens of seconds. A larger window waits.
+INTERPRETED_ENTRIES = 1_000
 
 
 @dataclass(frozen=True)
