@@ -95,6 +95,7 @@ def test_the_command_line_takes_help_and_refuses_an_unknown_option():
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--nope" in bad.stderr
 
 
+@pytest.mark.slow  # the fork also waits for what the process's own loader is compiling
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
 def test_a_fork_waits_for_the_piece_being_compiled_so_that_the_child_can_compile():
     # A child forked while a loader held Numba's compiler lock would wait for it forever.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import find, given, settings
 
 from vfm.testing.strategies import EXTENSIONS, markets
@@ -44,6 +45,7 @@ def test_strategies_reach_every_feature():
     assert all(seen.values()), seen
 
 
+@pytest.mark.slow  # a search of up to 2,000 examples
 def test_utilities_span_six_decades():
     """The range is six orders of magnitude, and hypothesis can reach (nearly) all of it."""
     def span(market):

@@ -41,7 +41,7 @@ proportional reference is low, so it keeps most of the V100 and ``a`` runs mostl
 >>> current = policy.allocation()
 >>> current.jobs, current.types
 (('a', 'b'), ('v100', 'k80'))
->>> current.x.round(6).tolist()
+>>> (current.x.round(6) + 0.0).tolist()  # + 0.0: a -0.0 prints as 0.0
 [[0.3, 0.7], [0.7, 0.3]]
 >>> current.normalized.round(6).tolist()  # both at the same level
 [1.085714, 1.085714]

@@ -176,7 +176,7 @@ def finish_time_fairness_allocation(throughputs: ArrayLike, gpus: ArrayLike, cou
 
     >>> result = finish_time_fairness_allocation([[2.0, 1.0], [2.0, 1.0]], [1, 1], [1, 1], [3, 3],
     ...                                          [2.0, 0.0], [0.0, 0.0])
-    >>> round(result.rho, 6), result.x.round(6).tolist()
+    >>> round(result.rho, 6), (result.x.round(6) + 0.0).tolist()  # + 0.0: a -0.0 prints as 0.0
     (1.75, [[1.0, 0.0], [0.0, 0.857143]])
     """
     thr, w, c = checked_instance(throughputs, gpus, counts)
@@ -342,7 +342,7 @@ def min_total_duration_allocation(throughputs: ArrayLike, gpus: ArrayLike, count
     only with all of the V100, so ``b`` takes the K80:
 
     >>> result = min_total_duration_allocation([[2.0, 1.0], [1.0, 1.0]], [1, 1], [1, 1], [20, 10])
-    >>> round(result.makespan_s, 6), result.x.round(6).tolist()
+    >>> round(result.makespan_s, 6), (result.x.round(6) + 0.0).tolist()  # + 0.0: a -0.0 prints as 0.0
     (10.0, [[1.0, 0.0], [0.0, 1.0]])
     """
     thr, w, c = checked_instance(throughputs, gpus, counts)

@@ -124,7 +124,7 @@ def static_market_allocation(throughputs: ArrayLike, gpus: ArrayLike, counts: Ar
     GPU shares, capped by each job's gang (`water_filling`, as `StaticMarket`):
 
     >>> result = static_market_allocation([[1.0], [1.0], [1.0]], [1, 2, 4], [4], [10, 10, 10], [0, 0, 0])
-    >>> result.x.round(6).ravel().tolist()
+    >>> (result.x.round(6) + 0.0).ravel().tolist()  # + 0.0: a -0.0 prints as 0.0
     [1.0, 0.75, 0.375]
     """
     thr, w, c = checked_instance(throughputs, gpus, counts)

@@ -163,7 +163,7 @@ def max_min_allocation(throughputs: ArrayLike, gpus: ArrayLike, counts: ArrayLik
     Examples
     --------
     >>> result = max_min_allocation([[1.0], [1.0], [1.0]], [1, 2, 4], [4])
-    >>> result.x.round(6).ravel().tolist(), result.normalized.round(6).tolist()
+    >>> (result.x.round(6) + 0.0).ravel().tolist(), result.normalized.round(6).tolist()  # + 0.0: a -0.0 prints as 0.0
     ([1.0, 0.75, 0.375], [1.0, 1.5, 1.5])
     """
     thr, w, c = checked_instance(throughputs, gpus, counts)
