@@ -118,6 +118,14 @@ def test_commitments_take_at_most_half_of_a_round():
     assert (np.asarray([2, 2, 2, 2]) @ lower <= 2 + 1e-12).all()
 
 
+def test_a_job_with_two_rounds_left_is_committed_the_earliest_round_it_fits():
+    # Job 1 needs 1.5 rounds (60 s epochs, 3 left, 120-s rounds); job 0 needs many.
+    states = JobStates.from_lists([50, 3], [{8: 100.0}, {8: 60.0}])
+    program = plan(states, [1, 1], 2, rounds=10).program
+    committed = wait_floor(program, np.array([15, 15]), 20, program.capacity)
+    assert [tuple(np.flatnonzero(row)) for row in committed] == [(5,), (0,)]
+
+
 def test_no_commitments_where_the_load_cannot_keep_the_limit():
     states = JobStates.from_lists([50] * 4, [{8: 100.0}] * 4)
     program = plan(states, [2, 2, 2, 2], 4, rounds=5).program
@@ -126,14 +134,14 @@ def test_no_commitments_where_the_load_cannot_keep_the_limit():
     assert commitments(program, 0.0, np.array([30, 30, 30, 30]), 4)[1].sum() == 4
 
 
-def _committed_one_by_one(order, candidates, gpus, deadline, room):
+def _committed_one_by_one(order, candidates, gpus, deadline, earliest, room):
     """The wait limit's greedy assignment, job by job in NumPy: the reference for the compiled one."""
     room, committed = room.copy(), np.zeros(candidates.shape, dtype=bool)
     for i in order:
         fit = np.flatnonzero(candidates[i] & (gpus[i] <= room + 1e-9))
         before, after = fit[fit <= deadline[i]], fit[fit > deadline[i]]
         if before.size or after.size:
-            t = before[-1] if before.size else after[0]
+            t = (before[0] if earliest[i] else before[-1]) if before.size else after[0]
             committed[i, t] = True
             room[t] -= gpus[i]
     return committed, room
@@ -147,9 +155,10 @@ def test_the_compiled_assignment_commits_what_the_job_by_job_one_does(seed):
     gpus = rng.choice([1.0, 2.0, 4.0, 8.0], n)
     deadline = rng.integers(0, goods, n)
     room = rng.choice([0.0, 2.0, 4.0, 8.0, 3.0 + 1e-10], goods)
+    earliest = rng.random(n) < 0.3
     order = rng.permutation(n)
     committed, left = np.zeros((n, goods), dtype=bool), room.copy()
-    waits.commit_rounds(order, candidates, gpus, deadline, left, committed)
-    expected, expected_left = _committed_one_by_one(order, candidates, gpus, deadline, room)
+    waits.commit_rounds(order, candidates, gpus, deadline, earliest, left, committed)
+    expected, expected_left = _committed_one_by_one(order, candidates, gpus, deadline, earliest, room)
     assert np.array_equal(committed, expected)
     assert np.array_equal(left, expected_left)

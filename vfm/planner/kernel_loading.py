@@ -223,7 +223,8 @@ def _load(piece: str) -> None:
         solution = solve_saa_ipm(program, tol=1e-6)
         if piece.startswith("one scenario"):
             waits.commit_rounds(np.zeros(1, dtype=np.int64), np.ones((1, 1), dtype=bool), np.ones(1),
-                                np.zeros(1, dtype=np.int64), np.ones(1), np.zeros((1, 1), dtype=bool))
+                                np.zeros(1, dtype=np.int64), np.zeros(1, dtype=bool), np.ones(1),
+                                np.zeros((1, 1), dtype=bool))
             assert solution.x is not None
             # The Lagrangian minimizer, and the start's match (a schedule the multipliers do not give).
             polish(program, replace(solution, x=0.9 * np.asarray(solution.x)))

@@ -366,6 +366,10 @@ class PlanningProgram:
         return float((self.gpus @ np.asarray(schedule, dtype=np.float64) - self.capacity).max())
 
 
+#: A job with at most this many rounds of running left is committed the earliest round its gang
+#: fits, not the latest before its wait limit (`wait_floor`).
+SHORT_JOB_ROUNDS = 2.0
+
 #: The floors take at most this share of a round's capacity, a service floor leaving room for its
 #: widest gang too (`above_floor`, `wait_floor`): at least half of every round stays the program's
 #: to allocate.
@@ -455,17 +459,18 @@ def wait_floor(program: PlanningProgram, waited: np.ndarray, wait_limit: int, ro
     r"""The entries committed to a whole round so that no job waits more than `wait_limit` rounds
     in a row, bool (n, T).
 
-    A job open and runnable in the window that has waited `waited` rounds since it last ran
-    reaches the limit in round :math:`d_i = \max(0, \text{wait\_limit} - \text{waited}_i)` of the
-    window. The jobs with :math:`d_i < T`, earliest :math:`d_i` first and then longest wait first,
-    each get the latest round at or before :math:`d_i` in which their gang fits the GPUs left
-    (`room`, shape (T,): `FLOOR_CAPACITY_SHARE` of the capacity less the service floor's), else the
-    earliest after it. A round is committed whole: a share of one would be served by credit, after
-    the rounds a job owes. A job with no such round gets none. Where the load cannot keep every
-    wait within the limit (the gangs of the jobs that can run in the window sum to more than
-    `wait_limit` times the room of the window's first round), there are no commitments at all:
-    committing what room there is would turn the schedule into a round robin of single rounds,
-    each with a restart, and leave the other waits as long.
+    A job open and runnable in the window that has waited `waited` rounds since it last ran reaches
+    the limit in round :math:`d_i = \max(0, \text{wait\_limit} - \text{waited}_i)` of the window.
+    The jobs with :math:`d_i < T`, earliest :math:`d_i` first and then longest wait first, each get
+    the latest round at or before :math:`d_i` in which their gang fits the GPUs left (`room`, shape
+    (T,): `FLOOR_CAPACITY_SHARE` of the capacity less the service floor's), else the earliest after
+    it; a job with at most `SHORT_JOB_ROUNDS` rounds of running left gets the earliest round at or
+    before :math:`d_i` in which it fits instead. A round is committed whole: a share of one would be
+    served by credit, after the rounds a job owes. A job with no such round gets none. Where the
+    load cannot keep every wait within the limit (the gangs of the jobs that can run in the window
+    sum to more than `wait_limit` times the room of the window's first round), there are no
+    commitments at all: committing what room there is would turn the schedule into a round robin of
+    single rounds, each with a restart, and leave the other waits as long.
     """
     n, goods = program.shape[1:]
     committed = np.zeros((n, goods), dtype=bool)
@@ -480,5 +485,8 @@ def wait_floor(program: PlanningProgram, waited: np.ndarray, wait_limit: int, ro
     if program.gpus[can_run].sum() > wait_limit * max(float(room[0]), 0.0):
         return committed  # more waiting than the room can serve within the limit: no round robin
     order = jobs[np.lexsort((-waited[jobs], deadline[jobs]))]
-    waits.commit_rounds(order, candidates, program.gpus.astype(np.float64), deadline, room, committed)
+    # A job that needs at most `SHORT_JOB_ROUNDS` more rounds runs as soon as its gang fits: its
+    # wait to the deadline would be most of its time in the system, the largest share of an FTF.
+    earliest = program.remaining_s <= SHORT_JOB_ROUNDS * program.round_s
+    waits.commit_rounds(order, candidates, program.gpus.astype(np.float64), deadline, earliest, room, committed)
     return committed

@@ -11,15 +11,17 @@ from vfm.planner._kernels import jit
 
 @jit.compiled
 def commit_rounds(order: np.ndarray, candidates: np.ndarray, gpus: np.ndarray, deadline: np.ndarray,
-                  room: np.ndarray, committed: np.ndarray) -> None:
+                  earliest: np.ndarray, room: np.ndarray, committed: np.ndarray) -> None:
     """For each job i of `order` in turn, the latest round t <= `deadline[i]` of `candidates[i]` (bool
-    (n, T)) in which its gang `gpus[i]` fits the GPUs left `room` (T,) (within 1e-9), else the
-    earliest after it: `committed[i, t]` := True and `room[t]` -= `gpus[i]`. A job with no such
-    round gets none."""
+    (n, T)) in which its gang `gpus[i]` fits the GPUs left `room` (T,) (within 1e-9), or the earliest
+    such round where `earliest[i]`, else the earliest after the deadline: `committed[i, t]` := True
+    and `room[t]` -= `gpus[i]`. A job with no such round gets none."""
     goods = candidates.shape[1]
     for i in order:
         chosen = -1
-        for t in range(min(deadline[i], goods - 1), -1, -1):
+        last = min(deadline[i], goods - 1)
+        for k in range(last + 1):
+            t = k if earliest[i] else last - k
             if candidates[i, t] and gpus[i] <= room[t] + 1e-9:
                 chosen = t
                 break
