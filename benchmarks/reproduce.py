@@ -105,8 +105,7 @@ def vfm_policy(capacity: int, round_s: float, seed: int = 0, **options: Any) -> 
         options = {**options, "forecaster": forecaster(options["forecaster"])}
     policy = Policy.shockwave(capacity, round_s, seed=seed, **{"solver": VFM_SOLVER, **options})
     cluster = policy.config.cluster
-    compile_kernels(Forms(scenarios=policy.config.options.scenarios > 1,
-                          types=cluster is not None and len(cluster.types) > 1))
+    compile_kernels(Forms.used_by(policy.config.options.scenarios, 1 if cluster is None else len(cluster.types), 1))
     return policy
 
 

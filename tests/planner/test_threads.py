@@ -13,7 +13,7 @@ import pytest
 
 from benchmarks.plan import shockwave_options, tiled_window
 from vfm.errors import ValidationError
-from vfm.planner import PlanOptions, Policy, backends
+from vfm.planner import PlanOptions, Policy
 from vfm.planner import policy as policy_module
 from vfm.planner._kernels import jit, kernel_threads, threads
 from vfm.planner._kernels.threads import DEFAULT_THREADS, available, current
@@ -145,7 +145,6 @@ def test_a_policy_that_asks_for_threads_loads_the_kernels_parallel_form_when_bui
     # Where it is built, not at its first re-plan: the parallel form's first compile takes tens of seconds.
     loaded = []
     monkeypatch.setattr(policy_module, "load_in_background", loaded.append)
-    monkeypatch.setattr(backends, "load_in_background", loaded.append)
     Policy(4)
     Policy(4, threads=2)
-    assert [forms.threads for forms in loaded] == [False, False, True, True]
+    assert [forms.threads for forms in loaded] == [False, True]

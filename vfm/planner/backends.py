@@ -17,8 +17,6 @@ from typing import Any
 
 from vfm._validation import FloatArray
 from vfm.equilibrium import Status
-from vfm.planner._kernels.threads import current as kernel_threads_now
-from vfm.planner.kernel_loading import Forms, load_in_background
 from vfm.planner.program import PlanningProgram
 from vfm.planner.saa_cvxpy import solve_saa_cvxpy
 from vfm.planner.saa_ipm import check_tolerance, solve_saa_ipm
@@ -38,9 +36,7 @@ class SaaIpmBackend:
         problem="planning", warm_start=True, deadline=True, polish_start_tol=1e-7))
 
     def prepare(self) -> None:
-        # In the background (plans meanwhile run small windows interpreted: `vfm.planner.kernel_loading`), with
-        # the parallel form too when the caller's scope asks for threads.
-        load_in_background(Forms(threads=kernel_threads_now() > 1))
+        pass  # the planner's kernels serve every backend: a policy and `plan` ask for them (`kernel_loading`)
 
     def is_installed(self) -> bool:
         return True

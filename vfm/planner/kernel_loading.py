@@ -61,6 +61,11 @@ class Forms:
     threads: bool = False
     """More than one kernel thread (the parallel form of each)."""
 
+    @classmethod
+    def used_by(cls, scenarios: int, types: int, threads: int) -> Forms:
+        """The forms of plans over `scenarios` scenarios and `types` GPU types on `threads` kernel threads."""
+        return cls(scenarios=scenarios > 1, types=types > 1, threads=threads > 1)
+
     def pieces(self) -> tuple[str, ...]:
         """The pieces to load, in the order they are loaded, each a warm-up solve (`_load`): one
         scenario or several, on one GPU type or two, on one thread or two."""
@@ -78,7 +83,7 @@ class _Loader:
     one background thread that loads them in order."""
 
     def __init__(self, load_piece: Callable[[str], None] | None = None) -> None:
-        self.load_piece = load_piece  # None: `_load`
+        self.load_piece = load_piece or _load
         self.changed = threading.Condition()
         # Held while a piece loads, and by a thread that forks (`before_fork`): a child process must
         # not start while the loader holds Numba's compiler lock, which no thread of the child
@@ -113,11 +118,14 @@ class _Loader:
         """Load `pieces` on the calling thread."""
         for piece in pieces:
             if not self.ready([piece]):
-                with self.gate:
-                    (self.load_piece or _load)(piece)
-                with self.changed:
-                    self.loaded.add(piece)
-                    self.changed.notify_all()
+                self._load_one(piece)
+
+    def _load_one(self, piece: str) -> None:
+        with self.gate:
+            self.load_piece(piece)
+        with self.changed:
+            self.loaded.add(piece)
+            self.changed.notify_all()
 
     def _next(self) -> str | None:
         return next((piece for piece in self.wanted if piece not in self.loaded), None)
@@ -131,15 +139,10 @@ class _Loader:
                     self.changed.notify_all()
                     return
             try:
-                with self.gate:
-                    (self.load_piece or _load)(piece)
+                self._load_one(piece)
             except BaseException as error:  # the plans then compile what they call, and see the error there
                 with self.changed:
                     self.failed = error
-                continue
-            with self.changed:
-                self.loaded.add(piece)
-                self.changed.notify_all()
 
     def stop(self) -> None:
         """Load nothing more (at exit: the piece being compiled finishes or is dropped with the process)."""
@@ -175,8 +178,6 @@ def _after_fork_in_child() -> None:
 
 
 os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_after_fork_in_child)
-_LOADER = _Loader()
-atexit.register(_LOADER.stop)
 
 
 def load_in_background(forms: Forms = Forms()) -> None:
@@ -246,3 +247,8 @@ def _two_types(program: PlanningProgram) -> PlanningProgram:
     return replace(program, progress=np.tile(program.progress, 2), capacity=np.tile(program.capacity, 2),
                    good_round=np.tile(np.arange(rounds), 2),
                    speed=np.repeat(np.resize(np.array([[1.0, 0.5], [1.0, 0.8]]), (jobs, 2)), rounds, axis=1))
+
+
+# Last: a loader loads with `_load` unless told otherwise.
+_LOADER = _Loader()
+atexit.register(_LOADER.stop)

@@ -248,8 +248,7 @@ def _forms(states: JobStates, inputs: Inputs, threads: int) -> tuple[Forms, int]
     """The kernels' forms a plan of `inputs` uses, and its window's entries (scenarios x jobs x rounds x types)."""
     types = 1 if inputs.window is None else inputs.window.capacity.shape[0]
     scenarios = inputs.options.scenarios
-    forms = Forms(scenarios=scenarios > 1, types=types > 1, threads=threads > 1)
-    return forms, scenarios * states.n_jobs * inputs.options.rounds * types
+    return Forms.used_by(scenarios, types, threads), scenarios * states.n_jobs * inputs.options.rounds * types
 
 
 @dataclass(frozen=True, eq=False)

@@ -290,8 +290,7 @@ class Policy(StateView):
         # background from now on, while its first plans run them interpreted (vfm.planner.kernel_loading).
         options, cluster = self.config.options, self.config.cluster
         with kernel_threads(options.threads) as threads:
-            load_in_background(Forms(scenarios=options.scenarios > 1,
-                                     types=cluster is not None and len(cluster.types) > 1, threads=threads > 1))
+            load_in_background(Forms.used_by(options.scenarios, 1 if cluster is None else len(cluster.types), threads))
             prepare("planning", options.solver)
 
     @classmethod
