@@ -13,6 +13,7 @@ from vfm.forecast import DirichletForecaster, Forecaster
 from vfm.parameters import (
     Anything,
     Boolean,
+    Either,
     Function,
     Instance,
     Interval,
@@ -28,12 +29,15 @@ FRACTION = Real("a fraction in [0, 1)", lambda v: 0 <= v < 1)
 
 @pytest.mark.parametrize(("constraint", "good", "bad"), [
     (FRACTION, [0, 0.5, np.float32(0.25), np.int64(0)], [1, -0.1, math.nan, math.inf, True, "0.5", None]),
-    (Real("a number > 0", lambda v: v > 0, finite=False), [1e-9, math.inf, 10**300],
-     [0, math.nan, -math.inf, False, 10**400]),
-    (Real("a number >= 0", lambda v: v >= 0), [0, 10**300], [10**400, -(10**400)]),  # too large for a float
+    (Real("a number > 0", lambda v: v > 0, finite=False), [1e-9, math.inf, 1e300, 2**63 - 1],
+     [0, math.nan, -math.inf, False, 10**400, 10**30, 2**63]),
+    # An integer beyond int64 NumPy cannot compute with; the same number as a float is read.
+    (Real("a number >= 0", lambda v: v >= 0), [0, 1e30, np.uint64(2**63 - 1)],
+     [10**30, 10**400, -(10**400), np.uint64(2**63)]),
     (Interval("(low, high) with 0 < low <= high", Real("a number > 0", lambda v: v > 0)),
      [(1, 2), [1.5, 1.5], (np.float64(1), 3)], [(2, 1), (0, 1), (1, 2, 3), (1,), "12", {1: 2}, (1, math.nan), None]),
-    (Whole("a whole number >= 1", lambda v: v >= 1), [1, np.int64(7)], [0, 3.0, 2.5, True, "3", math.inf]),
+    (Whole("a whole number >= 1", lambda v: v >= 1), [1, np.int64(7), 2**63 - 1, np.uint64(2**63 - 1)],
+     [0, 3.0, 2.5, True, "3", math.inf, 2**63, 10**30, 10**400, np.uint64(2**64 - 1)]),
     (Boolean(), [True, False, np.bool_(True)], [0, 1, "yes", None]),
     (OneOf(("credit", "window")), ["credit", "window"], ["Credit", 1, None, np.array(["credit"])]),
     (Instance(Forecaster, "a vfm.forecast.Forecaster"), [DirichletForecaster()], [DirichletForecaster, 3]),
@@ -76,5 +80,26 @@ def test_an_interval_is_named_with_what_it_says_and_the_pair_as_written():
 
 
 def test_an_int_too_large_for_a_float_is_refused_not_raised_on():
-    with pytest.raises(ValidationError, match=r"^efficiency must be a finite number >= 0, got 1000"):
+    with pytest.raises(ValidationError, match=r"^efficiency must be a finite number >= 0, got 1000+ \(beyond int64"):
         check_parameters({"efficiency": 10**400}, {"efficiency": Real("a finite number >= 0", lambda v: v >= 0)})
+
+
+@pytest.mark.parametrize("value", [10**30, -(10**30), 10**400, 10**5000, 2**63],
+                         ids=["1e30", "-1e30", "1e400", "1e5000", "2**63"])
+@pytest.mark.parametrize("constraint", [Real("a number", finite=False), Whole("a whole number"),
+                                        Optional(Whole("a whole number")),
+                                        Either(Whole("a count"), Instance(str, "a name"))])
+def test_an_integer_beyond_int64_is_refused_by_every_numeric_constraint_and_named_as_such(constraint, value):
+    # Whatever the constraint's own bounds: NumPy holds such an int as an object (np.isfinite
+    # raises) or not at all, and past 4300 digits Python will not even write it.
+    # Shown as written, or by its size past the 4300 digits Python will write.
+    with pytest.raises(ValidationError, match=r"^count must be .*, got (-?\d+|an integer of about 10\*\*5000) "
+                                              r"\(beyond int64: vfm reads integers from -2\*\*63 to 2\*\*63 - 1\)$"):
+        check_parameters({"count": value}, {"count": constraint})
+
+
+def test_an_interval_holding_an_integer_too_long_to_write_is_refused_naming_it():
+    seconds = Interval("(low, high) seconds", Real("seconds > 0", lambda v: v > 0))
+    with pytest.raises(ValidationError, match=r"^duration_s must be \(low, high\) seconds, got a tuple holding an "
+                                              r"integer too large to show$"):
+        check_parameters({"duration_s": (1, 10**5000)}, {"duration_s": seconds})

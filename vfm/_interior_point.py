@@ -110,7 +110,8 @@ class Method(Generic[Point]):
 
 def iterate(start: Point, method: Method[Point], max_iter: int, deadline: float | None = None) -> Outcome[Point]:
     """Run `method` from `start` until it converges, stalls, finds no step or reaches `max_iter`
-    (or the `time.perf_counter` instant `deadline`, checked before each step).
+    (or the `time.perf_counter` instant `deadline`: no step starts that the last one's duration
+    says would end past it, so a deadline is kept to within the variation of one step).
 
     Returns the converged point (`Status.OPTIMAL`), else the best point by `method.measure`:
     `Status.INACCURATE` when the measure rose `STALL_FACTOR` above the best, a step showed the
@@ -119,6 +120,7 @@ def iterate(start: Point, method: Method[Point], max_iter: int, deadline: float 
     message then says "time limit"). Every test is NaN-safe: a NaN measure stalls, never converges.
     """
     point, best, best_iteration, previous = start, start, 0, None
+    step_s = 0.0  # the last step's duration
     for iteration in range(max_iter + 1):
         if method.trace is not None:
             method.trace(point, iteration)
@@ -140,7 +142,8 @@ def iterate(start: Point, method: Method[Point], max_iter: int, deadline: float 
                            f"(asked for {method.asked})")
         if iteration == max_iter:
             break
-        if deadline is not None and time.perf_counter() > deadline:
+        began = time.perf_counter()
+        if deadline is not None and began + step_s > deadline:
             return Outcome(best, best_iteration, Status.ITERATION_LIMIT,
                            f"{method.name} reached its time limit after {iteration} iterations; at "
                            f"{method.describe(best)} (asked for {method.asked})")
@@ -155,7 +158,7 @@ def iterate(start: Point, method: Method[Point], max_iter: int, deadline: float 
             return Outcome(best, best_iteration, Status.INACCURATE,
                            f"{method.name} found no usable step at iteration {iteration}; "
                            f"stopped at {method.describe(best)} (asked for {method.asked})")
-        previous, point = point, trial
+        previous, point, step_s = point, trial, time.perf_counter() - began
     return Outcome(best, best_iteration, Status.ITERATION_LIMIT,
                    f"{method.name} stopped at max_iter={max_iter} before converging; at {method.describe(best)} "
                    f"(asked for {method.asked})")

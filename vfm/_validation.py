@@ -32,9 +32,20 @@ def real_array(value: ArrayLike, name: str) -> FloatArray:
     if raw.dtype == np.bool_:
         raise ValidationError(f"{name} must hold numbers, got booleans (dtype bool): True and False are not "
                               f"read as 1 and 0")
+    if raw.dtype == object:
+        _refuse_wide_integers(raw, name)
     if raw.dtype == object or not (np.issubdtype(raw.dtype, np.integer) or np.issubdtype(raw.dtype, np.floating)):
         raise ValidationError(f"{name} must hold real numbers, got dtype {raw.dtype}")
     return np.asarray(raw, dtype=np.float64)
+
+
+def _refuse_wide_integers(raw: np.ndarray, name: str) -> None:
+    """Name the first integer beyond int64 in the object array `raw`: NumPy holds such a number as
+    an object, and "dtype object" alone would not tell the caller which entry to fix."""
+    for index, item in np.ndenumerate(raw):
+        if beyond_int64(item):
+            at = f"[{', '.join(map(str, index))}]" if index else ""
+            raise ValidationError(f"{name}{at} must be a real number vfm can read, got {shown_value(item)}")
 
 
 def as_real_array(
@@ -116,10 +127,37 @@ def first_bad(bad: NDArray[np.bool_]) -> int | None:
     return int(hits[0]) if hits.size else None
 
 
+#: The integers vfm reads as numbers: int64's range. NumPy reads a Python int outside it as an
+#: object (``np.isfinite(10**30)`` raises) or not at all (``float(10**400)`` overflows), so one
+#: rule at the boundary keeps every later step on NumPy's numbers; a count this large is a mistake,
+#: and a real number this large can be given as a float (``1e30``), whose own bounds then apply.
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
 def is_whole(value: object) -> bool:
     """Whether `value` is an integer (Python or NumPy), not a bool: the type check of every
-    "positive whole number" argument, whose range and message the caller states."""
+    "positive whole number" argument, whose range and message the caller states (a range past
+    int64 too: `vfm.parameters.Whole` refuses one, as NumPy cannot hold it)."""
     return not isinstance(value, bool) and isinstance(value, int | np.integer)
+
+
+def beyond_int64(value: object) -> bool:
+    """Whether `value` is an integer outside int64's range (``10**30``, ``-(10**400)``), which vfm
+    does not read as a number (`INT64_MAX`)."""
+    return is_whole(value) and not INT64_MIN <= int(value) <= INT64_MAX  # type: ignore[call-overload]
+
+
+def shown_value(value: object) -> str:
+    """`value` as a message shows it: its repr, an integer beyond int64 marked as such, and one
+    too long to write (past 4300 digits Python refuses) by its size."""
+    note = " (beyond int64: vfm reads integers from -2**63 to 2**63 - 1)" if beyond_int64(value) else ""
+    try:
+        return repr(value) + note
+    except ValueError:  # an integer, or a container holding one, too long to write
+        if note:
+            magnitude = round(math.log10(abs(int(value))))  # type: ignore[call-overload]
+            return f"an integer of about {'-' if int(value) < 0 else ''}10**{magnitude}{note}"  # type: ignore[call-overload]
+        return f"a {type(value).__name__} holding an integer too large to show"
 
 
 def read_only(array: Array) -> Array:
@@ -182,19 +220,20 @@ def random_generator(seed: Any, name: str = "seed") -> np.random.Generator:
 
 
 def is_real(value: object) -> bool:
-    """Whether `value` is a real number (Python or NumPy int or float), not a bool."""
-    return not isinstance(value, bool | np.bool_) and isinstance(value, int | float | np.integer | np.floating)
+    """Whether `value` is a real number NumPy reads as one: a float (Python or NumPy) or an
+    integer within int64 (`beyond_int64`), not a bool. So ``np.isfinite(value)`` and ``float(value)``
+    work on every value it admits."""
+    if is_whole(value):
+        return not beyond_int64(value)
+    return not isinstance(value, bool | np.bool_) and isinstance(value, float | np.floating)
 
 
 def finite_float(value: Any) -> float | None:
     """`value` as a finite float when it is a real number (`is_real`), else None: a bool, a string,
-    NaN, an infinity, and an int too large for a float (``float(10**400)`` raises) are None."""
+    NaN, an infinity, and an integer beyond int64 (``10**30``, ``10**400``) are None."""
     if not is_real(value):
         return None
-    try:
-        number = float(value)
-    except OverflowError:
-        return None
+    number = float(value)
     return number if math.isfinite(number) else None
 
 
@@ -210,7 +249,7 @@ def checked_job_id(job_id: Any) -> Hashable:
     """
     if isinstance(job_id, str):
         return job_id
-    if is_whole(job_id) and not isinstance(job_id, np.bool_):
+    if is_whole(job_id):  # a key, not a quantity: any size (a UUID's int is 128 bits)
         return int(job_id)
     if isinstance(job_id, tuple):
         try:
@@ -245,7 +284,7 @@ def checked_regime_pairs(regimes: Any, what: str, *, max_seconds: float) -> tupl
         for name, value in (("batch size", label), ("epoch duration", seconds)):
             if not is_real(value):
                 raise ValidationError(f"{what} must map batch sizes to epoch durations in seconds (real numbers, not "
-                                      f"bools or strings), {example}; got {name} {value!r} of type "
+                                      f"bools or strings), {example}; got {name} {shown_value(value)} of type "
                                       f"{type(value).__name__}")
     pairs = tuple((float(label), float(seconds)) for label, seconds in items)
     labels = [label for label, _ in pairs]

@@ -35,9 +35,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from vfm._validation import is_whole, read_only
+from vfm._validation import finite_float, is_whole, read_only, shown_value
 from vfm.errors import ValidationError
 from vfm.gpu_profiles import GpuProfiles, checked_profiles
+from vfm.limits import MAX_GPUS
 
 IntArray = NDArray[np.int64]
 
@@ -78,7 +79,7 @@ class ClusterTypes(Mapping[str, int]):
     ----------
     counts : Mapping[str, int]
         GPU type (one of the profiles' types) -> how many GPUs of it, each a positive whole
-        number; at least one type.
+        number; at least one type, and at most `vfm.limits.MAX_GPUS` (1e6) GPUs in all.
     profiles : GpuProfiles, optional
         The GPU types the names are of, their speed order and throughputs; the shipped profiles
         (`GpuProfiles.shipped`) by default.
@@ -98,8 +99,8 @@ class ClusterTypes(Mapping[str, int]):
     ------
     ValidationError
         For a non-mapping, no types, an unknown type (naming it and the known ones), a count
-        that is not a positive whole number (naming the type), or `profiles` that are not a
-        `GpuProfiles`.
+        that is not a positive whole number (naming the type), more than `vfm.limits.MAX_GPUS`
+        GPUs in all, or `profiles` that are not a `GpuProfiles`.
 
     Examples
     --------
@@ -123,9 +124,14 @@ class ClusterTypes(Mapping[str, int]):
             raise ValidationError(f"counts must give at least one GPU type ({', '.join(known.types)}), got none")
         for gpu_type, count in counts.items():
             check_gpu_type("counts", gpu_type, profiles)
-            if not is_whole(count) or count < 1:
-                raise ValidationError(f"counts[{gpu_type!r}] must be a positive whole number of GPUs, got {count!r} "
-                                      f"(leave a type out rather than giving it 0)")
+            if not is_whole(count) or not 1 <= count <= MAX_GPUS:
+                hint = " (leave a type out rather than giving it 0)" if count == 0 else ""
+                raise ValidationError(f"counts[{gpu_type!r}] must be a positive whole number of GPUs, at most "
+                                      f"{MAX_GPUS:.0e} (MAX_GPUS), got {shown_value(count)}{hint}")
+        # Summed as Python ints: several counts of up to MAX_GPUS each may pass it together.
+        if sum(int(count) for count in counts.values()) > MAX_GPUS:
+            raise ValidationError(f"counts must give at most {MAX_GPUS:.0e} GPUs in all (MAX_GPUS), got "
+                                  f"{_shown_total(counts)}")
         types = tuple(t for t in known.types if t in counts)
         self._types = types
         self._profiles = profiles
@@ -173,9 +179,9 @@ class ClusterTypes(Mapping[str, int]):
                                   f"got {shares!r}")
         for gpu_type, share in shares.items():
             check_gpu_type("shares", gpu_type, profiles)
-            if isinstance(share, bool) or not isinstance(share, int | float | np.integer | np.floating) \
-                    or not math.isfinite(share) or share < 0:
-                raise ValidationError(f"shares[{gpu_type!r}] must be a finite number >= 0, got {share!r}")
+            number = finite_float(share)
+            if number is None or number < 0:
+                raise ValidationError(f"shares[{gpu_type!r}] must be a finite number >= 0, got {shown_value(share)}")
         types = [t for t in known.types if t in shares]
         exact = [Fraction(float(shares[t])) for t in types]
         if sum(exact) == 0:
@@ -239,5 +245,11 @@ class ClusterTypes(Mapping[str, int]):
 
 
 def _check_positive(name: str, value: Any) -> None:
-    if not is_whole(value) or value < 1:
-        raise ValidationError(f"{name} must be a positive whole number of GPUs, got {value!r}")
+    if not is_whole(value) or not 1 <= value <= MAX_GPUS:
+        raise ValidationError(f"{name} must be a positive whole number of GPUs, at most {MAX_GPUS:.0e} (MAX_GPUS), "
+                              f"got {shown_value(value)}")
+
+
+def _shown_total(counts: Mapping[str, Any]) -> str:
+    """The sum of `counts` (each checked) with the counts, as a message shows them."""
+    return f"{sum(int(c) for c in counts.values())} ({', '.join(f'{t}: {int(c)}' for t, c in counts.items())})"

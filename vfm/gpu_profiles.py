@@ -38,7 +38,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from vfm._validation import finite_float
+from vfm._validation import finite_float, shown_value
 from vfm.errors import ValidationError
 
 __all__ = ["THROUGHPUTS_FILE", "GpuProfiles", "Speed", "checked_profiles"]
@@ -272,7 +272,7 @@ def _checked_speed(where: str, speed: Any) -> Speed:
     number = finite_float(speed)
     if number is None or number <= 0:
         raise ValidationError(f"{where} must be a finite number of steps/s > 0, or None where the type cannot run "
-                              f"the job, got {speed!r}")
+                              f"the job, got {shown_value(speed)}")
     return number
 
 
@@ -283,5 +283,5 @@ def checked_profiles(profiles: Any) -> GpuProfiles:
         return GpuProfiles.shipped()
     if not isinstance(profiles, GpuProfiles):
         raise ValidationError(f"profiles must be a vfm.cluster.GpuProfiles (e.g. GpuProfiles.shipped().with_type(...)) "
-                              f"or None (the shipped ones), got {type(profiles).__name__} {profiles!r}")
+                              f"or None (the shipped ones), got {type(profiles).__name__} {shown_value(profiles)}")
     return profiles

@@ -18,14 +18,13 @@ vfm.errors.ValidationError: rounds must be a positive whole number of rounds, go
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
-from vfm._validation import is_real, is_whole
+from vfm._validation import beyond_int64, is_real, is_whole, shown_value
 from vfm.errors import ValidationError
 
 __all__ = [
@@ -61,41 +60,41 @@ def _always(value: Any) -> bool:
 
 
 class _ShowsValue:
-    """A constraint whose violation shows the value as the caller wrote it."""
+    """A constraint whose violation shows the value as the caller wrote it (an integer beyond
+    int64 marked as such: `vfm._validation.shown_value`)."""
 
     def shown(self, value: Any) -> str:
-        return repr(value)
+        return shown_value(value)
 
 
 @dataclass(frozen=True)
 class Real(_ShowsValue):
-    """A real number (an int or a float, numpy's included; not a bool, not NaN) that `holds`; finite
-    unless `finite` is False (a time limit may be infinite)."""
+    """A real number (a float, or an integer within int64; numpy's included; not a bool, not NaN)
+    that `holds`; finite unless `finite` is False (a time limit may be infinite). An integer beyond
+    int64 (``10**30``) is refused whatever `holds` says (`vfm._validation.is_real`): NumPy cannot
+    compute with it, and the same number as a float is checked against the bounds instead."""
 
     says: str
     holds: Callable[[Any], bool] = _always
     finite: bool = True
 
     def admits(self, value: Any) -> bool:
-        if not is_real(value) or _too_large(value) or math.isnan(value) or (self.finite and math.isinf(value)):
+        if not is_real(value) or math.isnan(value) or (self.finite and math.isinf(value)):
             return False
         return bool(self.holds(value))
 
 
-def _too_large(value: Any) -> bool:
-    """Whether `value` is an int too large for a float (``10**400``), which math.isnan cannot take."""
-    return isinstance(value, int) and not -sys.float_info.max <= value <= sys.float_info.max
-
-
 @dataclass(frozen=True)
 class Whole(_ShowsValue):
-    """An integer (Python's or numpy's; not a bool, not a float) that `holds`."""
+    """An integer (Python's or numpy's; not a bool, not a float) within int64 that `holds`: a count
+    beyond int64 (``10**30``) is refused whatever `holds` says (`vfm._validation.beyond_int64`),
+    since every count ends up in a NumPy array."""
 
     says: str
     holds: Callable[[Any], bool] = _always
 
     def admits(self, value: Any) -> bool:
-        return is_whole(value) and bool(self.holds(value))
+        return is_whole(value) and not beyond_int64(value) and bool(self.holds(value))
 
 
 @dataclass(frozen=True)

@@ -101,24 +101,26 @@ def test_a_checkpoint_taken_when_a_replan_is_due_continues_exactly_as_the_origin
     assert restored.state.round_index == policy.state.round_index
 
 
-def test_a_restore_carries_each_jobs_credit_waits_and_last_round_into_the_next_plan() -> None:
+def test_a_restore_keeps_the_standing_plan_and_what_each_job_carries() -> None:
     policy = _loaded(fairness=False)
     state = policy.state
     restored = Policy(4, rounds=6)
     restored.restore(policy.checkpoint())
-    # No plan is stored: the restored state has none, and carries the jobs' entries without one.
-    assert restored.last_plan is None and restored.state.plan is None and restored.state.since_plan == 0
-    carried = restored.state.carried
-    assert carried == tuple(state.jobs) and state.plan is not None and state.carried == state.plan.job_ids
-    row = {job: k for k, job in enumerate(state.carried)}
-    for k, job in enumerate(carried):
-        assert restored.state.credit[k] == state.credit[row[job]]
-        assert restored.state.waited[k] == state.waited[row[job]]
-        assert restored.state.ran_last[k] == state.ran_last[row[job]]
+    plan, kept = state.plan, restored.state.plan
+    assert plan is not None and kept is not None and kept.job_ids == plan.job_ids
+    assert restored.state.since_plan == state.since_plan and restored.state.stale == state.stale
+    since = state.since_plan  # the rounds served before are not stored
+    np.testing.assert_array_equal(kept.relaxed[:, since:], plan.relaxed[:, since:])
+    np.testing.assert_array_equal(kept.schedule[:, since:], plan.schedule[:, since:])
+    for name in ("gpus", "base", "remaining_s"):
+        np.testing.assert_array_equal(getattr(kept.program, name), getattr(plan.program, name))
+    assert restored.state.carried == state.carried
+    for name in ("credit", "waited", "ran_last"):
+        np.testing.assert_array_equal(getattr(restored.state, name), getattr(state, name))
     restored.next_round()
-    decision = restored.last_decision
-    assert decision is not None and decision.replanned and decision.reason == "re-planned (no plan yet)"
-    assert restored.last_plan is not None and restored.last_plan.job_ids == carried
+    policy.next_round()
+    assert restored.last_decision is not None and policy.last_decision is not None
+    assert restored.last_decision.reason == policy.last_decision.reason
 
 
 def test_a_state_without_a_plan_carries_its_jobs_into_the_next_plan() -> None:
@@ -132,17 +134,17 @@ def test_a_state_without_a_plan_carries_its_jobs_into_the_next_plan() -> None:
     assert policy.last_plan is not None and policy.state.carried == policy.last_plan.job_ids
 
 
-def test_a_restored_typed_policy_has_no_plan_and_replans_at_its_next_round() -> None:
+def test_a_restored_typed_policy_keeps_its_standing_plan_and_placement() -> None:
     policy = _typed()
     state = policy.state
     restored = Policy.shockwave(TYPES, rounds=4)
     restored.restore(policy.checkpoint())
-    assert restored.last_plan is None and restored.state.carried == tuple(state.jobs)
-    np.testing.assert_array_equal(restored.state.credit, [state.credit[state.carried.index(j)] for j in state.jobs])
-    assert restored.next_round()
-    decision = restored.last_decision
-    assert decision is not None and decision.replanned and decision.reason == "re-planned (no plan yet)"
-    assert restored.last_plan is not None and restored.last_plan.placement is not None
+    plan, kept = state.plan, restored.last_plan
+    assert plan is not None and kept is not None and kept.placement is not None and plan.placement is not None
+    np.testing.assert_array_equal(kept.placement[:, state.since_plan:], plan.placement[:, state.since_plan:])
+    np.testing.assert_array_equal(kept.program.pace, plan.program.pace)
+    assert restored.state.gpu_types == TYPES.types
+    assert _run_typed(restored, 6) == _run_typed(policy, 6)
 
 
 def test_a_typed_policy_checkpoints_and_restores() -> None:
@@ -275,8 +277,10 @@ def test_a_damaged_checkpoint_is_refused_naming_the_field_and_the_job() -> None:
     document = json.loads(_loaded().checkpoint())
     policy = Policy.shockwave(4, rounds=6)
     cases = [
-        (("jobs", 0, "carried", "credit"), float("nan"), r"credit of jobs\[0\] \(job 0\)"),
-        (("jobs", 1, "carried", "waited"), -1, r"waited of jobs\[1\] \(job 1\)"),
+        (("carried", 0, "credit"), float("nan"), r"credit of carried\[0\] \(job 0\)"),
+        (("carried", 1, "waited"), -1, r"waited of carried\[1\] \(job 1\)"),
+        (("plan", "rows", 1, "relaxed"), [0.5], r"relaxed of rows\[1\] of plan \(job 1\) must be"),
+        (("plan", "since_plan"), 9, "since_plan of plan must be a whole number in"),
         (("jobs", 1, "gpus"), 0, r"gpus of jobs\[1\] \(job 1\)"),
         (("jobs", 1, "budget"), float("inf"), "budget of job 1 must be a finite number"),
         (("jobs", 0, "epochs"), 1, "stages of job 0 lists [0-9]+ epochs or more, more than the 1 allowed"),
@@ -285,7 +289,7 @@ def test_a_damaged_checkpoint_is_refused_naming_the_field_and_the_job() -> None:
         (("jobs", 2, "id"), 1, "repeats job id 1"),
         (("jobs", 2, "id"), True, r"jobs\[2\].id must be"),
         (("round_index",), -4, "round_index must be"),
-        (("version",), 2, "version of the checkpoint is 2; this vfm reads version 1"),
+        (("version",), 1, "version of the checkpoint is 1 .*earlier vfm.*; this vfm reads version 2 only"),
         (("format",), "other", "format of the checkpoint is 'other'"),
     ]
     before = policy.state

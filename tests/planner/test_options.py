@@ -13,6 +13,12 @@ from vfm.planner import PlanOptions, Policy
     ("efficiency", -1e-3), ("efficiency", float("nan")), ("rho_max", 0.0), ("priority_exponent", -1.0),
     ("reserve", 1.0), ("reserve", -0.1), ("tol", 0.0), ("spread", -0.1), ("spread", "0.1"), ("tol", True),
     ("pace", "calendar"), ("pace", None),
+    # Past the bounds the arithmetic needs (`round_s`'s and `MAX_WEIGHT`'s docstrings), and
+    # integers beyond int64, which NumPy cannot compute with.
+    ("round_s", 1.7e308), ("round_s", 1e12 * 1.01), ("round_s", 10**30), ("round_s", 10**400),
+    ("efficiency", 1e308), ("efficiency", 1.01e6), ("spread", 1e308), ("spread", 1.01e6),
+    ("rounds", 10**30), ("scenarios", 10**30), ("wait_limit", 10**30), ("threads", 10**30), ("threads", 10**400),
+    ("rho_max", 10**400), ("time_limit_s", 10**30),
 ])
 def test_a_bad_option_fails_when_the_options_are_built(option, value):
     with pytest.raises(ValidationError, match=rf"^{option} must be"):
@@ -61,3 +67,14 @@ def test_a_tolerance_that_is_no_relative_gap_is_rejected_by_the_options_and_by_e
             solve(program, tol=tol)  # was: NaN or negative ran to the iteration limit
     with pytest.raises(ValidationError, match=r"^max_iter must be a positive whole number"):
         solve_saa_ipm(program, max_iter=0)
+
+
+def test_a_policy_at_the_longest_round_keeps_re_planning_on_finite_times():
+    # At round_s = 1.7e308 the clock (rounds served times round_s) overflowed within a few rounds
+    # and every re-plan failed on "fair_finish_s contains NaN"; at the bound it stays finite.
+    policy = Policy(4, rounds=4, replan_every=1, fairness=True, round_s=1e12)
+    policy.add_job("a", 1, {32: 60.0}, 100)
+    policy.add_job("b", 2, {32: 30.0}, 200)
+    for _ in range(8):
+        policy.next_round()
+        assert policy.last_decision.replanned, policy.last_decision

@@ -116,6 +116,29 @@ def test_the_time_limit_stops_the_interior_point(monkeypatch):
     assert result.message.startswith("time limit of 0.04 s reached in solve"), result.message
 
 
+def test_a_plan_cut_short_by_its_time_limit_runs_nothing_and_says_it_once():
+    result = plan(_states(6), gpus=[1] * 6, capacity=2, rounds=6, time_limit_s=1e-9)
+    assert result.status == Status.ITERATION_LIMIT and not result.schedule.any()
+    assert result.message.count("time limit of 1e-09 s") == 1, result.message
+
+
+def test_with_a_time_limit_only_the_first_backend_is_tried(monkeypatch):
+    """The reference backend's model building cannot stop at a deadline: after saa-ipm stops short
+    of it, it is not started (it would take seconds at scale), whatever time is left."""
+    import vfm.planner.backends as backends
+
+    def short(program, deadline=None, **options):  # stops early, before its deadline
+        return Solution(None, None, Status.ITERATION_LIMIT, "saa-ipm stopped (stub)", 0, 0.0, float("nan"))
+
+    def unbounded(program, **options):
+        pytest.fail("a second backend was tried under a time limit")
+
+    monkeypatch.setattr(backends, "solve_saa_ipm", short)
+    monkeypatch.setattr(backends, "solve_saa_cvxpy", unbounded)
+    result = plan(_states(4), gpus=[1] * 4, capacity=2, rounds=5, time_limit_s=30.0)
+    assert result.status == Status.ITERATION_LIMIT and "saa-ipm stopped (stub)" in result.message
+
+
 def test_a_backend_that_says_infeasible_is_followed_by_the_others(monkeypatch):
     """`PlanOptions.solver` names the backend tried first; the others are tried when it fails, an
     'infeasible' on a program that is feasible included."""

@@ -23,8 +23,9 @@ from vfm.equilibrium import Status
 from vfm.errors import ValidationError
 from vfm.forecast import DirichletForecaster
 from vfm.limits import MAX_BUDGET, MAX_JOB_EPOCHS, MAX_JOB_SECONDS
-from vfm.planner import Policy
+from vfm.planner import PlanOptions, Policy
 from vfm.planner import policy as policy_module
+from vfm.planner.decision import DeadlinePassed, within_deadline
 from vfm.planner.policy import Decision
 
 REGIMES: dict[float, float] = {32: 50.0, 64: 30.0}
@@ -247,7 +248,8 @@ def test_a_job_whose_runtime_overflows_is_refused_and_the_policy_keeps_serving()
 
 
 @pytest.mark.parametrize(("arguments", "message"), [
-    ({"epochs": 10**30}, r"^epochs of job 'x' \(1000000000000000000000000000000\) is more than the 1e\+09 epochs"),
+    ({"epochs": 10**30},
+     r"^epochs of job 'x' \(1000000000000000000000000000000 \(beyond int64.*\) is more than the 1e\+09 epochs"),
     ({"epochs": MAX_JOB_EPOCHS + 1}, r"^epochs of job 'x' \(1000000001\) is more than"),
     ({"budget": 1e308}, r"^budget of job 'x' must be a finite number > 0 and at most 1e\+06"),
     ({"budget": MAX_BUDGET * 1.0001}, r"^budget of job 'x' must be a finite number > 0 and at most"),
@@ -303,7 +305,10 @@ def test_a_replan_that_raises_is_served_from_the_standing_plan_and_says_so():
     assert decision.reason.startswith("the re-plan raised RuntimeError: forecaster down; served the standing plan")
     assert len(running) == 2 and first[0] not in running and set(running) <= set(policy.jobs)
     assert policy.last_plan is plan_before and policy.state.stale and policy.round_index == 2
-    forecaster.broken = False  # the next round tries again, and plans
+    forecaster.broken = False  # the next round waits (one failure: two rounds on), the one after plans
+    policy.next_round()
+    decision = policy.last_decision
+    assert decision is not None and decision.source == "standing" and "the next is tried in round 3" in decision.reason
     policy.next_round()
     decision = policy.last_decision
     assert decision is not None and decision.source == "plan" and decision.replanned
@@ -397,11 +402,47 @@ def test_a_tiny_deadline_still_serves_every_round_within_capacity():
         assert running and sum(gangs[job] for job in running) <= 2
         decision = policy.last_decision
         assert decision is not None and decision.source == "fallback"
-        assert "past the deadline of 1e-06 s" in decision.reason or "deadline of 1e-06 s passed" in decision.reason
+        assert "deadline" in decision.reason or "failed in a row" in decision.reason, decision.reason
         for job in running:
             policy.report_progress(job, [32] * min(2, policy.epochs_left(job)))
         rounds += 1
     assert policy.completed == ["a", "c", "b"] and rounds == 4
+
+
+def test_after_failed_re_plans_the_policy_tries_again_only_after_two_to_the_k_rounds_at_most_a_window():
+    policy = Policy(2, rounds=4, deadline_s=1e-6)
+    for k in range(3):
+        policy.add_job(k, 1, REGIMES, 1000)
+    tried = []
+    for round_index in range(16):
+        policy.next_round()
+        decision = policy.last_decision
+        assert decision is not None and decision.source == "fallback" and not decision.replanned
+        if "failed in a row" not in decision.reason:
+            tried.append(round_index)
+    # 1, 2 and then at most a window (4 rounds) after 1, 2, 3, ... failures in a row.
+    assert tried == [0, 2, 6, 10, 14]
+    assert policy.state.failed_replans == 5 and policy.state.retry_at == 18
+
+
+def test_the_planner_gets_what_the_re_plans_preparation_left_of_the_deadline():
+    options = PlanOptions(time_limit_s=0.5)
+    begun = time.perf_counter()
+    left = within_deadline(options, begun - 0.2).time_limit_s
+    assert left is not None and left <= 0.3
+    assert within_deadline(PlanOptions(), begun - 10.0).time_limit_s is None
+    with pytest.raises(DeadlinePassed, match="before the planner started"):
+        within_deadline(options, begun - 1.0)
+
+
+def test_a_re_plan_that_succeeds_clears_the_failures():
+    policy = Policy(2, rounds=4)
+    for k in range(3):
+        policy.add_job(k, 1, REGIMES, 1000)
+    policy.restore(replace(policy.state, failed_replans=3, retry_at=0))
+    policy.next_round()
+    assert policy.last_decision is not None and policy.last_decision.replanned
+    assert policy.state.failed_replans == 0 and policy.state.retry_at == 0
 
 
 def test_a_generous_deadline_changes_nothing():

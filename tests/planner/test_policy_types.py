@@ -102,7 +102,7 @@ def test_the_shockwave_configuration_runs_on_types_with_finish_time_targets(monk
 def test_bad_options_are_named():
     with pytest.raises(ValidationError, match="execution must be 'credit' or 'window'"):
         Policy(ClusterTypes({"v100": 4}), execution="fifo")
-    with pytest.raises(ValidationError, match=r"capacity must be a positive whole number of GPUs or a "
+    with pytest.raises(ValidationError, match=r"capacity must be a positive whole number of GPUs.* or a "
                                               r"vfm\.cluster\.ClusterTypes \(GPU type -> count\), got \{'v100': 4\}"):
         Policy({"v100": 4})  # type: ignore[arg-type]
     with pytest.raises(ValidationError, match=r"service_floor and wait_limit apply to a cluster of one GPU type"):

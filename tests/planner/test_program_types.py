@@ -93,6 +93,15 @@ def test_fairness_room_over_types_is_decided_by_a_flow_or_the_lp():
     assert not impossible.fairness_room(1e-3)
 
 
+def test_the_lp_proves_no_room_when_its_time_limit_is_too_short_to_start():
+    program = typed_program(11, types=2, leftover_limit_s=None)
+    generous = PlanningProgram(**{**_fields(program), "leftover_limit_s": program.remaining_s - 60.0})
+    jobs = np.flatnonzero(generous.fairness_floor > 0)
+    assert jobs.size and generous._typed_lp_room(jobs, 1e-3)
+    assert not generous._typed_lp_room(jobs, 1e-3, time_limit_s=1e-12)
+    assert generous._typed_lp_room(jobs, 1e-3, time_limit_s=60.0)
+
+
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**31), types=st.integers(2, 3), share=st.floats(0.0, 1.2))
 def test_the_fastest_goods_flow_proves_room_only_where_the_lp_finds_it(seed, types, share):

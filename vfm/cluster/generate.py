@@ -92,7 +92,7 @@ from typing import Any
 
 import numpy as np
 
-from vfm._validation import is_whole
+from vfm._validation import INT64_MAX, is_whole, shown_value
 from vfm.cluster.artifact._adaptation import LARGEST, SCALED, accordion_critical, gns_schedules
 from vfm.cluster.gpu_types import ClusterTypes, throughput_table
 from vfm.cluster.workload import epoch_records, load_workload
@@ -119,8 +119,15 @@ _UNCERTAINTY_STREAM = 0x756E63
 
 
 def _check_seed(seed: Any) -> None:
-    if not (isinstance(seed, np.random.SeedSequence) or (is_whole(seed) and seed >= 0)):
-        raise ValidationError(f"seed must be a whole number >= 0 or a numpy SeedSequence, got {seed!r}")
+    """A seed is a whole number within int64 (`vfm._validation.INT64_MAX`, as `vfm.planner.Policy`'s)
+    or a SeedSequence (whose entropy may be any size)."""
+    if not (isinstance(seed, np.random.SeedSequence) or (is_whole(seed) and 0 <= seed <= INT64_MAX)):
+        raise ValidationError(f"seed must be a whole number >= 0 or a numpy SeedSequence, got {shown_value(seed)}")
+
+
+def _check_name(name: Any) -> None:
+    if name is not None and not isinstance(name, str):
+        raise ValidationError(f"name must be a string or None, got {type(name).__name__} {shown_value(name)}")
 
 
 def _draw(rng: np.random.Generator, mix: tuple[tuple[Any, float], ...], size: int) -> list[Any]:
@@ -270,6 +277,8 @@ def generate_workload(spec: WorkloadSpec, seed: int | np.random.SeedSequence = 0
     ----------
     spec : WorkloadSpec
     seed : int or numpy.random.SeedSequence
+        A whole number from 0 to ``2**63 - 1`` (as a `vfm.planner.Policy`'s seed), or a
+        SeedSequence.
     name : str, optional
         Default ``"generated-<jobs>jobs-<gpus>gpus-seed<seed>"``.
 
@@ -292,8 +301,7 @@ def generate_workload(spec: WorkloadSpec, seed: int | np.random.SeedSequence = 0
     if not isinstance(spec, WorkloadSpec):
         raise ValidationError(f"spec must be a WorkloadSpec, got {type(spec).__name__}")
     _check_seed(seed)
-    if name is not None and not isinstance(name, str):
-        raise ValidationError(f"name must be a string or None, got {type(name).__name__} {name!r}")
+    _check_name(name)
     rng = np.random.default_rng(seed)
     table = throughput_table(spec.throughputs)  # on the profiled type, which the epoch times are of
     drawn = _draw_jobs(rng, spec, table)
@@ -351,13 +359,18 @@ def resample_workload(source: Workload | str | Path, spec: WorkloadSpec,
     Raises
     ------
     vfm.errors.ValidationError
-        When no job of `source` can run on a gang size of the mix; or, after drawing the source
+        For a bad `source`, `spec`, `seed` or `name`; when no job of `source` can run on a gang
+        size of the mix; or, after drawing the source
         jobs and before copying any epoch, when they have more epochs in all than a workload may
         have (`vfm.limits.MAX_WORKLOAD_EPOCHS`).
     """
     if not isinstance(spec, WorkloadSpec):
         raise ValidationError(f"spec must be a WorkloadSpec, got {type(spec).__name__}")
     _check_seed(seed)
+    _check_name(name)
+    if not isinstance(source, Workload | str | Path):
+        raise ValidationError(f"source must be a Workload, a path (str or Path) or a shipped workload's name, got "
+                              f"{type(source).__name__} {shown_value(source)}")
     workload = source if isinstance(source, Workload) else load_workload(source)
     rng = np.random.default_rng(seed)
     table = throughput_table(workload.throughputs or spec.throughputs)  # on the profiled type

@@ -54,6 +54,7 @@ from typing import Any
 
 import numpy as np
 
+from vfm._validation import shown_value
 from vfm.cluster.workload_model import (
     FloatArray,
     Job,
@@ -64,7 +65,7 @@ from vfm.cluster.workload_model import (
 )
 from vfm.cluster.workload_reader import workload_from_dict
 from vfm.errors import ValidationError
-from vfm.gpu_profiles import GpuProfiles
+from vfm.gpu_profiles import GpuProfiles, checked_profiles
 
 __all__ = ["SHIPPED", "Job", "Training", "Workload", "WorkloadArrays", "derived_profile", "epoch_records",
            "load_workload", "shipped_workloads", "workload_from_dict", "workload_to_dict"]
@@ -161,16 +162,18 @@ def load_workload(path_or_name: str | Path, *, profiles: GpuProfiles | None = No
     Raises
     ------
     ValidationError
-        One line starting with the file's path. For bytes that are not UTF-8, text that is not
-        JSON (or nests too deeply for Python's parser, or holds an integer past its 4300-digit
-        limit); and for a malformed workload, naming the job (index and id), the field and what
-        is wrong: an unknown field (with the closest known one), a missing field, a non-numeric,
-        non-finite or non-whole value, negative arrival, gpus < 1 or wider than the cluster,
-        epochs < 1, phases' epochs not summing to ``epochs``, a non-positive epoch_s or
-        batch_size, one batch size with two epoch durations (without a profile), a stated
-        ``isolated_s`` that is not the sum of the epoch durations, a repeated id; a ``profile``
-        that is not a non-empty list of objects, repeats a batch size or does not list a batch
-        size the phases run; ``annotations`` that are not a JSON object; more than
+        One line starting with the file's path (or, for `profiles` that are not a
+        `GpuProfiles`, naming ``profiles``). For bytes that are not UTF-8, text that is not
+        JSON (or nests too deeply for Python's parser); and for a malformed workload, naming the
+        job (index and id), the field and what is wrong: an unknown field (with the closest known
+        one), a missing field, a non-numeric, non-finite or non-whole value, an integer beyond
+        int64 (``10**30``: vfm reads no integer past int64 as a number; written as a float,
+        ``1e30``, it is read and bounded) or past Python's 4300-digit limit, negative arrival,
+        gpus < 1 or wider than the cluster, epochs < 1, phases' epochs not summing to
+        ``epochs``, a non-positive epoch_s or batch_size, one batch size with two epoch
+        durations (without a profile), a stated ``isolated_s`` that is not the sum of the epoch
+        durations, a repeated id; a ``profile`` that is not a non-empty list of objects, repeats
+        a batch size or does not list a batch size the phases run; ``annotations`` that are not a JSON object; more than
         `MAX_WORKLOAD_EPOCHS` epochs in all; an arrival more than 2^53 rounds away; a
         ``cluster`` that does not map known GPU types to positive whole counts or does not sum
         to ``gpus``; a bound of `vfm._validation` passed (``MAX_GPUS`` GPUs;
@@ -184,34 +187,63 @@ def load_workload(path_or_name: str | Path, *, profiles: GpuProfiles | None = No
     """
     if not isinstance(path_or_name, str | Path):
         raise ValidationError(f"path_or_name must be a path (str or Path) or a shipped workload's name, got "
-                              f"{type(path_or_name).__name__} {path_or_name!r}")
+                              f"{type(path_or_name).__name__} {shown_value(path_or_name)}")
+    if profiles is not None:  # checked whether or not the file gives a cluster to read them for
+        checked_profiles(profiles)
     path = Path(path_or_name)
     if not path.exists() and path.parent == Path("."):
         path = SHIPPED / (path.name if path.suffix == ".json" else f"{path.name}.json")
     if not path.is_file():
         raise FileNotFoundError(f"no workload file {str(path_or_name)!r}, and no shipped workload of that name "
                                 f"(shipped: {', '.join(shipped_workloads())})")
-    raw = _decoded(path)
+    raw, unreadable = _decoded(path)
     try:
-        return workload_from_dict(raw, default_name=path.stem, profiles=profiles)
+        workload = workload_from_dict(raw, default_name=path.stem, profiles=profiles)
     except ValidationError as exc:
         raise ValidationError(f"{path}: {exc}") from None
+    if unreadable is not None:  # in the file's annotations, which are kept as they are
+        raise ValidationError(f"{path} holds a number Python cannot read: {unreadable}")
+    return workload
 
 
-def _decoded(path: Path) -> Any:
-    """The JSON value in the file at `path`, or a one-line ValidationError naming the file."""
+class _UnreadableInteger:
+    """An integer of a JSON text past Python's limit on the digits `int` reads (4300 by default,
+    ``sys.get_int_max_str_digits``), kept as its size so that the workload's checks name the job
+    and the field that hold it (`_decoded`)."""
+
+    def __init__(self, digits: str) -> None:
+        self.digits = digits.lstrip("-")
+
+    def __repr__(self) -> str:
+        return f"a number Python cannot read ({len(self.digits)} digits)"  # short: messages cut a value's repr at 60
+
+
+def _integer(digits: str) -> int | _UnreadableInteger:
+    try:
+        return int(digits)
+    except ValueError:
+        return _UnreadableInteger(digits)
+
+
+def _decoded(path: Path) -> tuple[Any, str | None]:
+    """The JSON value in the file at `path`, or a one-line ValidationError naming the file; and
+    what is wrong with an integer in it past Python's limit on digits (None when there is none),
+    which the value then holds as an `_UnreadableInteger` for the checks to name where it stands."""
     data = path.read_bytes()
     try:
         text = data.decode("utf-8")  # JSON's encoding (RFC 8259), whatever the locale's
     except UnicodeDecodeError as exc:
         raise ValidationError(f"{path} is not UTF-8 text (JSON's encoding): byte {data[exc.start]:#04x} at offset "
                               f"{exc.start}; save the file as UTF-8") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValidationError(f"{path} is not valid JSON: {exc}") from None
-    except RecursionError:
-        raise ValidationError(f"{path} nests JSON arrays or objects too deeply for Python's parser; a workload "
-                              f"file nests them five deep") from None
-    except ValueError as exc:  # an integer past Python's 4300-digit limit for int()
-        raise ValidationError(f"{path} holds a number Python cannot read: {exc}".split(";")[0]) from None
+    unreadable = None
+    for parse_int in (int, _integer):  # the second pass only for an integer `int` cannot read
+        try:
+            return json.loads(text, parse_int=parse_int), unreadable
+        except json.JSONDecodeError as exc:
+            raise ValidationError(f"{path} is not valid JSON: {exc}") from None
+        except RecursionError:
+            raise ValidationError(f"{path} nests JSON arrays or objects too deeply for Python's parser; a "
+                                  f"workload file nests them five deep") from None
+        except ValueError as exc:  # an integer past Python's 4300-digit limit for int()
+            unreadable = str(exc).split(";")[0]
+    raise AssertionError("unreachable: the second pass reads every integer")

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from vfm._validation import is_whole
+from vfm._validation import beyond_int64, is_whole, shown_value
 from vfm.errors import ValidationError
 from vfm.gpu_cluster import ClusterTypes
 
@@ -243,8 +243,8 @@ class Workload:
 
     def head(self, jobs: int) -> Workload:
         """The first `jobs` jobs (same cluster and round), named ``name[:jobs]``."""
-        if not is_whole(jobs) or jobs < 1:
-            raise ValidationError(f"jobs must be a positive whole number, got {jobs!r}")
+        if not is_whole(jobs) or beyond_int64(jobs) or jobs < 1:
+            raise ValidationError(f"jobs must be a positive whole number (at most 2**63 - 1), got {shown_value(jobs)}")
         return Workload(name=f"{self.name}[:{jobs}]", gpus=self.gpus, round_s=self.round_s, jobs=self.jobs[:jobs],
                         throughputs=self.throughputs, cluster=self.cluster, annotations=self.annotations)
 

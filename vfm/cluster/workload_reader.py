@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import difflib
 import reprlib
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from itertools import chain
@@ -35,11 +36,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from vfm._validation import finite_float, first_bad
+from vfm._validation import beyond_int64, finite_float, first_bad
 from vfm.cluster.workload_model import ADAPTATIONS, FloatArray, IntArray, Job, Training, Workload, annotations_of
 from vfm.errors import ValidationError
 from vfm.gpu_cluster import ClusterTypes
-from vfm.gpu_profiles import GpuProfiles
+from vfm.gpu_profiles import GpuProfiles, checked_profiles
 from vfm.limits import MAX_ARRIVAL_ROUNDS, MAX_COUNT, MAX_GPUS, MAX_JOB_SECONDS, MAX_WORKLOAD_EPOCHS
 
 __all__ = ["workload_from_dict"]
@@ -63,6 +64,11 @@ _SHORT.maxlist = _SHORT.maxdict = _SHORT.maxtuple = 4
 # A file's own `isolated_s`, when present, must agree with the sum of its epoch durations this
 # closely: the shipped files carry six decimals, so anything looser than rounding is an error.
 _ISOLATED_RTOL = 1e-6
+# The largest float, and the float magnitude from which an integer is beyond int64: a bulk read
+# of records whose numbers reach it is left to the record-by-record one, which tells an integer
+# (refused, `_read_field`) from a float (bounded later).
+_FLOAT_MAX = sys.float_info.max
+_BEYOND_INT64 = 2.0**63
 
 
 
@@ -89,8 +95,11 @@ def _read_field(record: Mapping[str, Any], field: str, where: str, *, whole: boo
         raise ValidationError(f"{where}: missing field {field!r}")
     value = record[field]
     number = finite_float(value)
-    if number is None and isinstance(value, int) and not isinstance(value, bool):
-        raise ValidationError(f"{where}: {field} ({_shown(value)}) is too large for a float (about 1.8e308 at most)")
+    if beyond_int64(value):  # one rule wherever an integer stands (`vfm._validation.INT64_MAX`)
+        size = "too large for a float (about 1.8e308 at most) and " if abs(value) > _FLOAT_MAX else ""
+        raise ValidationError(f"{where}: {field} ({_shown(value)}) is {size}an integer beyond int64, which vfm does "
+                              f"not read as a number (integers from -2**63 to 2**63 - 1; write a larger one as a "
+                              f"float, 1e30, whose own bounds then apply)")
     if whole and (number is None or not number.is_integer()):
         raise ValidationError(f"{where}: {field} must be a whole number, got {_shown(value)}")
     if number is None:
@@ -160,6 +169,8 @@ def _read_plain(records: list[Any], fields: tuple[tuple[str, bool], ...], known:
     try:
         rows = np.array(values, dtype=float)
     except OverflowError:
+        return None
+    if (np.abs(rows) >= _BEYOND_INT64).any():  # an integer beyond int64 there is refused record by record
         return None
     whole = [k for k, (_, is_whole_field) in enumerate(fields) if is_whole_field]
     if not np.isfinite(rows).all() or (rows[:, whole] != np.floor(rows[:, whole])).any():
@@ -445,6 +456,11 @@ def workload_from_dict(raw: Any, default_name: str = "workload", *, profiles: Gp
     default); the workload's cluster carries them. Raises what `load_workload` raises for a
     malformed file, without the file's path.
     """
+    if not isinstance(default_name, str):
+        raise ValidationError(f"default_name must be a string, got {type(default_name).__name__} "
+                              f"{_shown(default_name)}")
+    if profiles is not None:  # checked whether or not the file gives a cluster to read them for
+        checked_profiles(profiles)
     header = _read_header(raw, default_name)
     fields = _read_jobs(header.jobs)
     _check_unique_ids(fields.ids)

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from vfm._validation import finite_float
+from vfm._validation import finite_float, shown_value
 from vfm.cluster.gpu_types import throughput_sets
 from vfm.cluster.workload_model import ADAPTATIONS
 from vfm.errors import ValidationError
@@ -220,17 +220,20 @@ def _spec_constraints() -> dict[str, Constraint]:
 def _mix(name: str, mix: Any) -> tuple[tuple[Any, float], ...]:
     """A mix as ``((value, probability), ...)``, weights normalized to probabilities summing to 1."""
     if isinstance(mix, str | bytes) or not isinstance(mix, Mapping | Sequence):
-        raise ValidationError(f"{name} must be a non-empty mapping of values to weights, got {mix!r}")
+        raise ValidationError(f"{name} must be a non-empty mapping of values to weights, got {shown_value(mix)}")
     pairs = tuple(mix.items()) if isinstance(mix, Mapping) else tuple(mix)
     if not pairs or not all(isinstance(p, tuple) and len(p) == 2 for p in pairs):
-        raise ValidationError(f"{name} must be a non-empty mapping of values to weights, got {mix!r}")
+        raise ValidationError(f"{name} must be a non-empty mapping of values to weights, got {shown_value(mix)}")
     values = [value for value, _ in pairs]
-    if (twice := next((v for k, v in enumerate(values) if v in values[:k]), None)) is not None:
-        raise ValidationError(f"{name} gives {twice!r} twice; give each value one weight")
+    if (twice := _repeated(values)) is not None:
+        raise ValidationError(f"{name} gives {shown_value(twice)} twice; give each value one weight")
     weights = [w for _, w in pairs]
     floats = [finite_float(w) for w in weights]
-    if any(w is None or w < 0 for w in floats) or max(cast(list[float], floats)) <= 0:
-        raise ValidationError(f"{name}'s weights must be finite numbers >= 0, not all 0, got {weights!r}")
+    if (bad := next((k for k, w in enumerate(floats) if w is None or w < 0), None)) is not None:
+        raise ValidationError(f"{name}'s weights must be finite numbers >= 0, not all 0, got "
+                              f"{shown_value(weights[bad])} for {shown_value(values[bad])}")
+    if max(cast(list[float], floats)) <= 0:
+        raise ValidationError(f"{name}'s weights must be finite numbers >= 0, not all 0, got all 0")
     scaled = cast(list[float], floats)
     total = sum(scaled)
     if not sys.float_info.min < total < math.inf:
@@ -240,5 +243,17 @@ def _mix(name: str, mix: Any) -> tuple[tuple[Any, float], ...]:
         total = sum(scaled)
     probabilities = [w / total for w in scaled]
     if abs(math.fsum(probabilities) - 1) > _MIX_TOLERANCE:
-        raise ValidationError(f"{name}'s weights {weights!r} do not normalize to probabilities summing to 1")
+        raise ValidationError(f"{name}'s weights {shown_value(weights)} do not normalize to probabilities summing to 1")
     return tuple((value, p) for value, p in zip(values, probabilities, strict=True))
+
+
+def _repeated(values: list[Any]) -> Any:
+    """The first of `values` equal to an earlier one, or None; values that cannot be compared (numpy
+    arrays) are left to the checks of the values themselves."""
+    for k, value in enumerate(values):
+        try:
+            if value in values[:k]:
+                return value
+        except (TypeError, ValueError):  # "the truth value of an array ... is ambiguous"
+            continue
+    return None

@@ -40,7 +40,9 @@ _SPEED_ONLY = ("threads",)
 def configuration(config: PolicyConfig) -> dict[str, Any]:
     """The configuration as plain data: every `PolicyConfig` field (the plan options less those
     that only decide the speed, `_SPEED_ONLY`), the forecaster as its class and plain parameters,
-    and on several GPU types the cluster (type -> count), by name."""
+    and on several GPU types the cluster (type -> count), by name, and its types in order
+    (``gpu_types``: the order decides ties, the plans' columns and the first-fit fallback, so a
+    cluster of the same types in another order is another configuration)."""
     plain: dict[str, Any] = {"policy": "Policy"}
     for spec in dataclasses.fields(config):
         if spec.name != "cluster":
@@ -50,6 +52,7 @@ def configuration(config: PolicyConfig) -> dict[str, Any]:
     cluster = typed_cluster(config)
     if cluster is not None:
         plain["cluster"] = {t: int(c) for t, c in zip(cluster.types, cluster.counts.tolist(), strict=True)}
+        plain["gpu_types"] = list(cluster.types)
     return plain
 
 

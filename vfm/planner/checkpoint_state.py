@@ -9,6 +9,7 @@ next one. The field checks it shares with the reader (`checked_count`, `check_re
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Hashable, Mapping
 from typing import Any
 
@@ -20,6 +21,7 @@ from vfm.forecast import Trajectory
 from vfm.limits import MAX_COUNT
 from vfm.planner import shockwave
 from vfm.planner.checkpoint_layout import CARRIED_FIELDS
+from vfm.planner.job_events import check_id_depth
 from vfm.planner.plan import Plan
 from vfm.planner.program import PlanningProgram
 from vfm.planner.state import JobRecord, PolicyConfig, PolicyState, checked_record
@@ -37,23 +39,28 @@ def checked_state(config: PolicyConfig, state: PolicyState, *, types: int | None
     length, capacity and fairness)."""
     if not isinstance(state, PolicyState):
         raise ValidationError(f"state must be a PolicyState, got {type(state).__name__}")
+    _check_gpu_types(config, state)
     if not isinstance(state.jobs, Mapping):
         raise ValidationError(f"jobs of the state must be a mapping of job id to JobRecord, got "
                               f"{type(state.jobs).__name__}")
     for job_id, record in state.jobs.items():
-        _check_id(job_id, f"job id {job_id!r}")
+        _check_id(job_id, "job id")
         check_record(config, job_id, record)
+    _check_one_type(config, state)
     if not isinstance(state.completed, tuple):
         raise ValidationError(f"completed of the state must be a tuple of job ids, got "
                               f"{type(state.completed).__name__}")
     seen: set[Hashable] = set()
     for job_id in state.completed:
-        _check_id(job_id, f"completed job {job_id!r}")
+        _check_id(job_id, "completed job")
         if job_id in seen or job_id in state.jobs:
             raise ValidationError(f"completed lists job {job_id!r} twice or also as present; job ids are unique")
         seen.add(job_id)
-    for name in ("round_index", "replans"):
+    for name in ("round_index", "replans", "failed_replans", "retry_at"):
         checked_count(getattr(state, name), f"{name} of the state")
+    if state.retry_at > state.round_index + config.options.rounds:
+        raise ValidationError(f"retry_at of the state ({state.retry_at}) is more than a window "
+                              f"({config.options.rounds} rounds) past its round_index ({state.round_index})")
     if not isinstance(state.stale, bool | np.bool_):
         raise ValidationError(f"stale of the state must be True or False, got {state.stale!r}")
     _check_plan(config, state, types)
@@ -68,12 +75,43 @@ def checked_state(config: PolicyConfig, state: PolicyState, *, types: int | None
 
 
 def _check_id(job_id: Any, what: str) -> None:
+    """`job_id` is an id `Policy.add_job` would take, as it keys it (`what`: which id, named with
+    the id's repr cut short, since an id nested thousands deep has no repr)."""
+    what = f"{what} {reprlib.repr(job_id)}"
+    check_id_depth(job_id, what)
     try:
         canonical = checked_job_id(job_id)
-    except (ValidationError, RecursionError):
+    except ValidationError:
         raise ValidationError(f"{what} must be a string, a whole number or a tuple of them") from None
     if type(canonical) is not type(job_id):
         raise ValidationError(f"{what} must be a Python string, int or tuple, got {type(job_id).__name__}")
+
+
+def _check_gpu_types(config: PolicyConfig, state: PolicyState) -> None:
+    """On several GPU types, the state's `gpu_types` are the cluster's, in the cluster's order: its
+    speeds and its plan's columns are indexed by that order. A state with none (built by hand) is
+    taken only while it holds no job and no plan. On one type, the state names no types."""
+    types = state.gpu_types
+    if not isinstance(types, tuple) or not all(isinstance(t, str) for t in types):
+        raise ValidationError(f"gpu_types of the state must be a tuple of GPU type names, got {types!r}")
+    if config.types == 1 or config.cluster is None:
+        return  # checked after the jobs (`_check_one_type`), whose speeds say more
+    ours = tuple(config.cluster.types)
+    if types == ours or (not types and not state.jobs and state.plan is None):
+        return
+    if sorted(types) == sorted(ours):
+        raise ValidationError(f"gpu_types: the cluster's GPU types are in another order, {list(types)!r} in the "
+                              f"state, {list(ours)!r} in this policy; a state restores into a cluster with its types "
+                              f"in the same order (build the policy's ClusterTypes in the state's order)")
+    raise ValidationError(f"gpu_types of the state are {list(types)!r}, this policy's cluster has {list(ours)!r}: the "
+                          f"state was made with another configuration")
+
+
+def _check_one_type(config: PolicyConfig, state: PolicyState) -> None:
+    """On one GPU type, the state names no types."""
+    if config.types == 1 and state.gpu_types:
+        raise ValidationError(f"gpu_types of the state are {list(state.gpu_types)!r}, but this policy's cluster has "
+                              f"one GPU type: the state was made with another configuration")
 
 
 def check_record(config: PolicyConfig, job_id: Hashable, record: Any) -> None:
@@ -146,7 +184,7 @@ def _check_plan(config: PolicyConfig, state: PolicyState, types: int | None) -> 
     if not state.stale and ids != tuple(state.jobs):
         raise ValidationError("the state is not stale, but its plan is not over the jobs present")
     for job_id in ids:
-        _check_id(job_id, f"plan job id {job_id!r}")
+        _check_id(job_id, "plan job id")
     if ids != state.carried:
         raise ValidationError("carried of the state must be its plan's job ids (the jobs credit, waited and "
                               "ran_last are aligned to)")
@@ -183,10 +221,33 @@ def _check_plan(config: PolicyConfig, state: PolicyState, types: int | None) -> 
     if not config.fairness and plan.fairness != "none":
         raise ValidationError("the plan keeps finish-time targets, but this policy does not (fairness=False): the "
                               "state was made with another configuration")
+    if types is not None:
+        _check_placement(config, plan, since)
     for k, job_id in enumerate(ids):
         if job_id in state.jobs and program.gpus[k] != state.jobs[job_id].gpus:
             raise ValidationError(f"the plan gives job {job_id!r} {program.gpus[k]:g} GPUs, its record "
                                   f"{state.jobs[job_id].gpus}")
+
+
+def _check_placement(config: PolicyConfig, plan: Plan, since: int) -> None:
+    """On several GPU types, the plan's placement of the rounds left (served as it is by the window
+    execution): each job on a type it has a speed on, each type's GPUs within the cluster's."""
+    placement, counts = plan.placement, config.cluster.counts if config.cluster is not None else None
+    n, rounds = plan.relaxed.shape[0], config.options.rounds
+    if counts is None or not (isinstance(placement, np.ndarray) and placement.shape == (n, rounds)
+                              and placement.dtype.kind == "i"):
+        raise ValidationError(f"the plan's placement must be whole numbers of shape ({n}, {rounds}) (jobs, rounds)")
+    left = placement[:, since:]
+    if ((left < -1) | (left >= counts.size)).any():
+        raise ValidationError(f"the plan's placement must hold GPU type indices in [0, {counts.size}) or -1")
+    pace = plan.program.pace.reshape(n, counts.size, rounds)[:, :, 0]
+    rows, columns = np.nonzero(left >= 0)
+    if (pace[rows, left[rows, columns]] <= 0).any():
+        raise ValidationError("the plan places a job on a GPU type it cannot run on")
+    used = np.zeros((counts.size, left.shape[1]))
+    np.add.at(used, (left[rows, columns], columns), plan.program.gpus[rows])
+    if (used > counts[:, None]).any():
+        raise ValidationError("the plan places more GPUs of a type in a round than the cluster has")
 
 
 def _check_carried_ids(ids: Any, n: int) -> None:
@@ -196,7 +257,7 @@ def _check_carried_ids(ids: Any, n: int) -> None:
         raise ValidationError(f"carried of the state must be a tuple of the {n} job ids credit, waited and "
                               f"ran_last are aligned to, got {shown}")
     for job_id in ids:
-        _check_id(job_id, f"carried job id {job_id!r}")
+        _check_id(job_id, "carried job id")
     if len(set(ids)) != n:
         raise ValidationError("carried of the state repeats a job")
 

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Hashable
 from typing import Any
 
@@ -14,8 +15,10 @@ import numpy as np
 
 from vfm.errors import ValidationError
 from vfm.forecast import Trajectory
-from vfm.planner.checkpoint_config import configuration, fingerprint, taught_trajectories
+from vfm.gpu_cluster import ClusterTypes
+from vfm.planner.checkpoint_config import configuration, fingerprint, taught_trajectories, typed_cluster
 from vfm.planner.checkpoint_layout import CARRIED_FIELDS, FORMAT, MAX_ID_DEPTH, VERSION
+from vfm.planner.plan import Plan
 from vfm.planner.state import JobRecord, PolicyConfig, PolicyState
 
 __all__ = ["dumps"]
@@ -32,21 +35,20 @@ def dumps(config: PolicyConfig, state: PolicyState) -> str:
         jobs but is not a `vfm.forecast.PopulationForecaster`.
     """
     plain = configuration(config)
-    carried = _carried_out(state)
-    jobs = []
-    for job_id, record in state.jobs.items():
-        entry = _record_out(job_id, record, carried.get(job_id))
-        if record.speeds is not None:  # on several GPU types
-            entry["speeds"] = [[float(s) for s in row] for row in record.speeds.tolist()]
-        jobs.append(entry)
+    cluster = typed_cluster(config)
     document = {
         "format": FORMAT, "version": VERSION, "policy": plain["policy"], "config_sha256": fingerprint(plain),
-        "config": plain, "round_index": int(state.round_index), "replans": int(state.replans), "jobs": jobs,
+        "config": plain, "round_index": int(state.round_index), "replans": int(state.replans),
+        "stale": bool(state.stale), "failed_replans": int(state.failed_replans), "retry_at": int(state.retry_at),
+        "jobs": [_record_out(job_id, record, cluster) for job_id, record in state.jobs.items()],
         "completed": [_id_out(job_id, f"the id of completed job {job_id!r}") for job_id in state.completed],
+        "carried": _carried_out(state),
+        "plan": None if state.plan is None else _plan_out(state.plan, int(state.since_plan), config),
         "taught": [_trajectory_out(t, "a taught trajectory") for t in taught_trajectories(config, state)],
         "finished": [_trajectory_out(t, "a finished trajectory") for t in state.finished],
     }
-    return json.dumps(document, allow_nan=False, indent=1)
+    # One line: an indent makes the json module fall back to its pure-Python encoder, 5x slower.
+    return json.dumps(document, allow_nan=False)
 
 
 def _id_out(value: Any, what: str, *, none: bool = False, depth: int = 0) -> Any:
@@ -63,23 +65,70 @@ def _id_out(value: Any, what: str, *, none: bool = False, depth: int = 0) -> Any
                           f"{allowed}")
 
 
-def _record_out(job_id: Hashable, record: JobRecord, carried: tuple[float, int, bool] | None) -> dict[str, Any]:
+def _record_out(job_id: Hashable, record: JobRecord, cluster: ClusterTypes | None) -> dict[str, Any]:
     target = record.fair_finish_at_s
-    return {
+    entry = {
         "id": _id_out(job_id, f"job id {job_id!r}"), "gpus": record.gpus,
         "regimes": [[b, s] for b, s in record.regimes], "epochs": record.epochs, "budget": record.budget,
         "stages": [[c, n] for c, n in record.stages], "fair_finish_at_s": None if np.isnan(target) else target,
         "kind": _id_out(record.kind, f"the kind of job {job_id!r}", none=True),
-        "carried": None if carried is None else dict(zip(CARRIED_FIELDS, carried, strict=True)),
     }
+    if cluster is not None and record.speeds is not None:  # on several GPU types: by type name
+        entry["speeds"] = dict(zip(cluster.types, record.speeds.tolist(), strict=True))
+    return entry
 
 
-def _carried_out(state: PolicyState) -> dict[Hashable, tuple[float, int, bool]]:
-    """What each job present carries into the next plan (credit, waited, ran last): those of
-    `PolicyState.carried`."""
-    return {job_id: (float(c), int(w), bool(r)) for job_id, c, w, r
-            in zip(state.carried, state.credit.tolist(), state.waited.tolist(), state.ran_last.tolist(),
-                   strict=True) if job_id in state.jobs}
+def _carried_out(state: PolicyState) -> list[dict[str, Any]]:
+    """What each job of `PolicyState.carried` carries into the next plan (credit, waited, ran
+    last), in its order: the jobs that left since the plan was made too, whose rows the standing
+    plan still serves."""
+    return [{"id": _id_out(job_id, f"carried job id {job_id!r}"),
+             **dict(zip(CARRIED_FIELDS, (float(c), int(w), bool(r)), strict=True))}
+            for job_id, c, w, r in zip(state.carried, state.credit.tolist(), state.waited.tolist(),
+                                       state.ran_last.tolist(), strict=True)]
+
+
+def _number(value: float) -> float | None:
+    """A float as JSON: null when not finite (NaN: no bound, no target)."""
+    return float(value) if math.isfinite(value) else None
+
+
+def _plan_out(plan: Plan, since: int, config: PolicyConfig) -> dict[str, Any]:
+    """The standing plan: its summary, its program's scalars and one row per job (in the order of
+    ``carried``) with what serving the rounds left and warm-starting the next re-plan read; the
+    rounds before `since` were served and are not stored."""
+    program, types = plan.program, config.types
+    n = program.base.size
+    rounds = plan.relaxed.shape[1] // types
+
+    def left(array: np.ndarray | None) -> list[Any] | None:
+        """Each row's columns from `since` on: a list, or on several types a list per type."""
+        if array is None:
+            return None
+        cut = array.reshape(n, types, rounds)[:, :, since:]
+        listed: list[Any] = (cut[:, 0] if types == 1 else cut).tolist()
+        return listed
+
+    columns = {"relaxed": left(plan.relaxed), "schedule": left(np.asarray(plan.schedule, dtype=bool)),
+               "committed": left(plan.committed)}
+    rows = [{"gpus": int(g), "base": b, "weight": w, "remaining_s": r,
+             **{name: None if values is None else values[i] for name, values in columns.items()}}
+            for i, (g, b, w, r) in enumerate(zip(program.gpus.tolist(), program.base.tolist(),
+                                                 program.weights.tolist(), program.remaining_s.tolist(), strict=True))]
+    if types > 1:
+        assert plan.placement is not None
+        pace = program.pace.reshape(n, types, rounds)[:, :, 0].tolist()
+        for i, row in enumerate(rows):
+            row["placement"], row["pace"] = plan.placement[i, since:].tolist(), pace[i]
+    return {
+        "since_plan": since, "fairness": plan.fairness, "status": str(plan.status.value), "solver": plan.solver,
+        "message": plan.message, "bound": _number(plan.bound), "ftf_bound": _number(plan.ftf_bound),
+        "relaxed_objective": _number(plan.relaxed_objective), "rounded_objective": _number(plan.rounded_objective),
+        "prices": [_number(p) for p in plan.prices.tolist()],
+        "program": {"round_s": float(program.round_s), "capacity": program.capacity.tolist(),
+                    "efficiency": float(program.efficiency), "spread": float(program.spread)},
+        "rows": rows,
+    }
 
 
 def _trajectory_out(trajectory: Trajectory, what: str) -> dict[str, Any]:

@@ -5,7 +5,9 @@ each case supplies a `Serving` (how it re-plans, how it serves a round of its pl
 types can host each job), and gets back the round's jobs with a `Decision` that says how it was decided.
 A re-plan that raises, does not converge, is not finite or ends past the policy's deadline is not
 used: the round is served from the standing plan or, with none young enough, whole gangs
-first-fit in arrival order.
+first-fit in arrival order. After `k` failures in a row the policy tries again only in `2^k`
+rounds (at most a window, `retry_round`): a re-plan that cannot end by the deadline would
+otherwise cost every round its time, and one that fails on its data would fail again on the same.
 """
 
 from __future__ import annotations
@@ -99,10 +101,10 @@ def decide_placed(config: PolicyConfig, state: PolicyState, serving: Serving,
     (each with its type) and how it was decided (`Decision`, its `seconds` counted from `started`,
     a `time.perf_counter()` reading; default: now).
 
-    A re-plan that fails (`_attempt_replan`) leaves the state stale, so the next round re-plans
-    again; this round is served from the standing plan (`_serve_standing`) or, with none young
-    enough, whole gangs first-fit (`_serve_fallback`). `Policy` decides
-    here on one GPU type and on several."""
+    A re-plan that fails (`_attempt_replan`) leaves the state stale, and the next is tried at
+    `retry_round`; until then and in this round, rounds are served from the standing plan
+    (`_serve_standing`) or, with none young enough, whole gangs first-fit (`_serve_fallback`).
+    `Policy` decides here on one GPU type and on several."""
     started = time.perf_counter() if started is None else started
     if not state.jobs:
         return replace(state, round_index=state.round_index + 1), {}, _decision("plan", "no jobs", started, False)
@@ -110,10 +112,16 @@ def decide_placed(config: PolicyConfig, state: PolicyState, serving: Serving,
     if due is None:
         state, placed, fired = serving.serve(state)
         return state, placed, _decision("plan", "no re-plan due: served the standing plan", started, False, fired)
-    replanned, failure = _attempt_replan(config, state, serving.replan, started)
-    if replanned is not None:
-        state, placed, fired = serving.serve(replanned)
-        return state, placed, _decision("plan", f"re-planned ({due})", started, True, fired)
+    if state.round_index < state.retry_at:
+        failure = f"{state.failed_replans} re-plan(s) failed in a row; the next is tried in round {state.retry_at}"
+    else:
+        replanned, failure = _attempt_replan(config, state, serving.replan, started)
+        if replanned is not None:
+            state, placed, fired = serving.serve(replace(replanned, failed_replans=0, retry_at=0))
+            return state, placed, _decision("plan", f"re-planned ({due})", started, True, fired)
+        failed = state.failed_replans + 1
+        state = replace(state, failed_replans=failed,
+                        retry_at=retry_round(state.round_index, failed, config.options.rounds))
     if _standing_usable(state, serving):
         state, placed, fired = _serve_standing(serving, state)
         return state, placed, _decision("standing", f"{failure}; served the standing plan", started, False,
@@ -122,6 +130,13 @@ def decide_placed(config: PolicyConfig, state: PolicyState, serving: Serving,
     no_plan = "no standing plan" if state.plan is None else "the standing plan is older than its window"
     return state, placed, _decision("fallback", f"{failure}; {no_plan}: served first-fit in arrival order",
                                     started, False)
+
+
+def retry_round(round_index: int, failures: int, window: int) -> int:
+    """The round from which re-plans are tried again after `failures` >= 1 in a row, the last in
+    round `round_index`: ``2^failures`` rounds on (the next round is spared), at most a `window`
+    (the standing plan's rounds)."""
+    return round_index + min(2 ** min(failures, 30), window)
 
 
 def _decision(source: Literal["plan", "standing", "fallback"], reason: str, started: float,
@@ -154,6 +169,8 @@ def _attempt_replan(config: PolicyConfig, state: PolicyState,
         options = options.updated(time_limit_s=left)  # the planner stops itself when the time runs out
     try:
         replanned = replan(state, options)
+    except DeadlinePassed as error:
+        return None, str(error)
     except Exception as error:  # any failure of the planner or the forecaster: the round is still served
         return None, f"the re-plan raised {type(error).__name__}: {error}"
     new_plan = replanned.plan
@@ -166,6 +183,29 @@ def _attempt_replan(config: PolicyConfig, state: PolicyState,
     if deadline is not None and took > deadline:
         return None, f"the round took {took:.3g} s to re-plan, past the deadline of {deadline:g} s"
     return replanned, ""
+
+
+class DeadlinePassed(RuntimeError):
+    """The policy's deadline passed before its re-plan reached the planner (`within_deadline`)."""
+
+
+def within_deadline(options: PlanOptions, begun: float) -> PlanOptions:
+    """`options` with its time limit less the seconds since `begun` (a `time.perf_counter()` reading,
+    when the re-plan began): the planner gets what the re-plan's own preparation (the jobs' states,
+    the finish-time targets) left of the round's time, so that the round ends by the deadline.
+
+    Raises
+    ------
+    DeadlinePassed
+        When nothing is left (`_attempt_replan` then serves the round without the re-plan).
+    """
+    if options.time_limit_s is None:
+        return options
+    left = options.time_limit_s - (time.perf_counter() - begun)
+    if left <= 0:
+        raise DeadlinePassed("the deadline passed while the re-plan prepared the jobs' states and targets, "
+                             "before the planner started")
+    return options.updated(time_limit_s=left)
 
 
 def _standing_usable(state: PolicyState, serving: Serving) -> bool:

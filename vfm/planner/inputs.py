@@ -74,7 +74,10 @@ def checked_warm_start(warm_start: Any, n: int, rounds: int, types: int | None) 
     """
     shape = (n, rounds if types is None else types * rounds)
     what = "(n, rounds)" if types is None else "(n, types * rounds)"
-    raw = np.asarray(warm_start) if not isinstance(warm_start, np.ndarray) else warm_start
+    try:  # an ndarray as it is: a masked one is refused by `as_real_array` below
+        raw = warm_start if isinstance(warm_start, np.ndarray) else np.asarray(warm_start)
+    except ValueError as exc:  # a ragged list
+        raise ValidationError(f"warm_start must be a numeric array; numpy could not read it ({exc})") from exc
     if raw.shape != shape:
         raise ValidationError(f"warm_start must have shape {shape}, {what} (a previous Plan.relaxed shifted to "
                               f"this window), got {raw.shape}")

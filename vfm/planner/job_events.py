@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
@@ -14,6 +15,7 @@ import numpy as np
 from vfm._validation import checked_job_id
 from vfm.errors import ValidationError
 from vfm.forecast.base import batch_sizes as read_batch_sizes
+from vfm.planner.checkpoint_layout import MAX_ID_DEPTH
 from vfm.planner.state import JobRecord, PolicyConfig, PolicyState, checked_record
 
 
@@ -35,7 +37,15 @@ def record_in(jobs: Mapping[Hashable, JobRecord], job_id: Hashable, completed: A
     if completed():
         raise ValidationError(f"job {job_id!r} has completed all its epochs and left the policy; it takes no "
                               f"more reports") from None
-    raise ValidationError(f"job {job_id!r} is not in the policy (add it with add_job)") from None
+    raise ValidationError(f"job {shown_id(job_id)} is not in the policy (add it with add_job)") from None
+
+
+def shown_id(job_id: Any) -> str:
+    """`job_id`'s repr, cut short (`reprlib`) when nested too deep to have one."""
+    try:
+        return repr(job_id)
+    except RecursionError:
+        return reprlib.repr(job_id)
 
 
 def _completed(state: PolicyState, job_id: Hashable) -> bool:
@@ -48,11 +58,12 @@ def _completed(state: PolicyState, job_id: Hashable) -> bool:
 def checked_new_id(jobs: Mapping[Hashable, JobRecord], completed: Any, job_id: Hashable) -> Hashable:
     """`job_id` as keyed (`vfm._validation.checked_job_id`), refused when it is already present in
     `jobs` or has completed (`completed`, a container). O(1)."""
+    check_id_depth(job_id)
     try:
         hash(job_id)
     except TypeError:
         raise ValidationError(f"job_id must be hashable (a string, a whole number or a tuple of them), got "
-                              f"{type(job_id).__name__} {job_id!r}") from None
+                              f"{type(job_id).__name__} {shown_id(job_id)}") from None
     key = checked_job_id(job_id)
     if key in jobs:
         raise ValidationError(f"job {job_id!r} is already in the policy; job ids must be unique (remove it first)")
@@ -60,6 +71,19 @@ def checked_new_id(jobs: Mapping[Hashable, JobRecord], completed: Any, job_id: H
         raise ValidationError(f"job {job_id!r} has already completed in this policy; job ids must be unique "
                               f"(give the new job another id)")
     return key
+
+
+def check_id_depth(job_id: Any, what: str = "job_id") -> None:
+    """A `ValidationError` naming `what` if `job_id` nests tuples deeper than a checkpoint holds
+    (`MAX_ID_DEPTH`): so that every id a policy takes, a checkpoint can write. Iterative, and it
+    stops at the limit, so an id nested thousands deep costs no recursion (and no recursion error)."""
+    level, depth = [job_id], 0
+    while level:
+        tuples = [part for part in level if isinstance(part, tuple)]
+        if tuples and depth >= MAX_ID_DEPTH:
+            raise ValidationError(f"{what} nests tuples more than {MAX_ID_DEPTH} deep (MAX_ID_DEPTH), deeper than a "
+                                  f"checkpoint holds, got {reprlib.repr(job_id)}")
+        level, depth = [inner for part in tuples for inner in part], depth + 1
 
 
 def add_job(config: PolicyConfig, state: PolicyState, job_id: Hashable, gpus: int, regimes: Mapping[float, float],

@@ -16,7 +16,7 @@ from typing import Any, Literal
 from vfm._validation import is_whole
 from vfm.errors import UnknownSolverError, ValidationError
 from vfm.forecast import check_horizon
-from vfm.limits import MAX_WINDOW_ROUNDS
+from vfm.limits import MAX_JOB_SECONDS, MAX_WINDOW_ROUNDS
 from vfm.parameters import Boolean, Constraint, OneOf, Optional, Real, Whole, check_parameters, updated
 from vfm.planner._kernels.threads import THREADS
 from vfm.solvers.base import Capabilities
@@ -27,16 +27,26 @@ from vfm.solvers.registry import available_solvers
 #: finishes (`vfm.solvers.Capabilities.polish_start_tol`; `backend_tol`).
 STRICT_TOL = 1e-9
 
-#: The options' ranges, each checked on construction (`vfm.parameters`); `rounds`, `round_s` and
-#: `scenarios` are the forecast horizon's (`vfm.forecast.check_horizon`).
+#: The largest `PlanOptions.efficiency` and `PlanOptions.spread` (1e6): both weigh a term against
+#: the budget-weighted mean log utility, whose differences between schedules are of order 1. At a
+#: million times that, the term alone decides the plan, so a larger weight means nothing more, and
+#: far beyond, ``efficiency * sum(budgets)`` overflows (at 1e308 every re-plan fails on NaN).
+MAX_WEIGHT = 1e6
+
+#: The options' ranges, each checked on construction (`vfm.parameters`); the types of `rounds`,
+#: `round_s` and `scenarios` are the forecast horizon's (`vfm.forecast.check_horizon`), and the
+#: bound of `round_s` is the planner's.
 _CONSTRAINTS: dict[str, Constraint] = {
+    "round_s": Real(f"a finite number of seconds > 0 and at most {MAX_JOB_SECONDS:.0e} (MAX_JOB_SECONDS)",
+                    lambda v: 0 < v <= MAX_JOB_SECONDS),
     "time_limit_s": Optional(Real("a finite number of seconds > 0", lambda v: v > 0)),
-    "efficiency": Real("a finite number >= 0", lambda v: v >= 0),
+    "efficiency": Real(f"a finite number >= 0 and at most {MAX_WEIGHT:.0e} (MAX_WEIGHT)",
+                       lambda v: 0 <= v <= MAX_WEIGHT),
     "rho_max": Real("a finite number > 0", lambda v: v > 0),
     "priority_exponent": Real("a finite number >= 0", lambda v: v >= 0),
     "reserve": Real("a fraction in [0, 1)", lambda v: 0 <= v < 1),
     "tol": Optional(Real("a relative gap in (0, 1)", lambda v: 0 < v < 1)),
-    "spread": Real("a finite number >= 0", lambda v: v >= 0),
+    "spread": Real(f"a finite number >= 0 and at most {MAX_WEIGHT:.0e} (MAX_WEIGHT)", lambda v: 0 <= v <= MAX_WEIGHT),
     "polish": Boolean(),
     "service_floor": Real("a share of a round in [0, 0.5]", lambda v: 0 <= v <= 0.5),
     "wait_limit": Optional(Whole("a positive whole number of rounds", lambda v: v >= 1)),
@@ -55,7 +65,11 @@ class PlanOptions:
         Window length `T` (default 20), at most `MAX_WINDOW_ROUNDS` (2,000: the dense round-by-round
         systems the planner factors grow as :math:`T^2` in memory and :math:`T^3` in time).
     round_s : float
-        Seconds per round (default 120).
+        Seconds per round (default 120), > 0 and at most `vfm.limits.MAX_JOB_SECONDS` (1e12 s, the
+        bound of every span of time vfm takes in): the policy's clock is rounds served times
+        `round_s`, and its finish-time targets add forecast seconds to it, so with rounds counted
+        below 2^53 every such time stays below 1e28 s, finite and far from overflow (at 1.7e308 s the
+        clock overflows within a few rounds and every re-plan fails).
     scenarios : int
         `S`: 1 plans on the point forecast (certainty equivalent); more plans on the sample
         average over `S` posterior predictive scenarios.
@@ -63,7 +77,8 @@ class PlanOptions:
         :math:`\kappa \ge 0`, weight of the makespan term :math:`-k \max_i S_i` in units that do
         not depend on the cluster: :math:`k = \kappa \sum_i B_i / (T W)` per second of
         leftover, so :math:`\kappa` weighs the longest leftover, counted in windows, against the
-        budget-weighted mean log utility (default 0: none).
+        budget-weighted mean log utility (default 0: none); at most `MAX_WEIGHT` (1e6), past which
+        the plan would no longer see the jobs' progress.
     rho_max : float
         :math:`\rho_{\max} > 0`, the finish-time-fairness bound the constraints aim at (default 1).
     priority_exponent : float
@@ -84,7 +99,8 @@ class PlanOptions:
         docs/planning.md, "The polish's start".
     spread : float
         :math:`\delta \ge 0`, weight of the tie-breaking term that makes the optimal schedule
-        unique (default 0.1; 0 solves the program as it is).
+        unique (default 0.1; 0 solves the program as it is); at most `MAX_WEIGHT` (1e6), as
+        `efficiency`.
     polish : bool
         Take the backend's schedule to the program's exact optimum (`vfm.planner.polish`: one
         scenario, spread > 0; other programs keep the backend's schedule), so that
@@ -115,8 +131,10 @@ class PlanOptions:
         GPU type.
     time_limit_s : float or None
         Seconds one `vfm.planner.plan` call may take (default None: no limit). `plan` checks the
-        time between its phases, at every interior-point iteration and every polish step; once
-        it is exceeded it returns the best it has with status `Status.ITERATION_LIMIT` (never
+        time between its phases, before every interior-point iteration (none starts that the last
+        one's duration says would end past the limit) and every polish step, and gives the build's
+        LP over GPU types what is left; once it is exceeded it returns the best relaxation it has,
+        not rounded (its schedule runs nothing), with status `Status.ITERATION_LIMIT` (never
         `Status.OPTIMAL`), its message saying in which phase ("time limit of 0.05 s reached in
         solve"). A scheduler serves its standing plan on such a status.
     threads : int or None

@@ -344,7 +344,7 @@ def _build(states: JobStates, inputs: Inputs, forecast: _Forecast, clock: _Clock
         program = window.program(program)
     # Every backend solves the program above its floors (`above_floor`), which is the program
     # itself without them; `lower` is added back to its schedule.
-    program, committed = commitments(program, opts.service_floor, inputs.waits, opts.wait_limit)
+    program, committed = commitments(program, opts.service_floor, inputs.waits, None if late else opts.wait_limit)
     if committed.any():  # one GPU type: a committed round is credited, so the rounding serves it
         per_round = program.progress
     solved, lower = above_floor(program, opts.service_floor, committed)
@@ -353,7 +353,8 @@ def _build(states: JobStates, inputs: Inputs, forecast: _Forecast, clock: _Clock
     # before any backend sees them, the same for all: judged on the program solved (one maximum
     # flow; one LP over GPU types). A check on the reference-type program of a typed window, whose
     # capacity is one type's GPUs, relaxed nine in ten re-plans at 460 jobs.
-    has_room = late is None and fairness == "constraints" and solved.fairness_room(shockwave.FAIRNESS_MARGIN)
+    has_room = late is None and fairness == "constraints" and solved.fairness_room(
+        shockwave.FAIRNESS_MARGIN, None if clock.limit_s is None else clock.left())
     return _Built(program, per_round, fairness, lateness, ftf_bound, committed, solved, lower, warm, has_room,
                   time.perf_counter() - clock.started - forecast.seconds, late or clock.late("build"))
 
@@ -392,7 +393,7 @@ def _round(states: JobStates, inputs: Inputs, forecast: _Forecast, built: _Built
     `round_placement`), its status saying whether the time limit cut it short (`_guarded`)."""
     n, fits, per_round, lateness, window = states.n_jobs, forecast.fits, built.per_round, built.lateness, inputs.window
     program, solution, round_s = solved.program, solved.solution, float(inputs.options.round_s)
-    # A backend that produced no point (an error on both): nothing runs, and the status says why.
+    # Without a point (every backend failed, or the time limit came first) nothing runs; the status says why.
     goods = program.shape[2]
     relaxed = solution.x + solved.lower if solution.x is not None else np.zeros((n, goods))
     prices = solution.prices if solution.prices is not None else np.full(goods, np.nan)
@@ -400,12 +401,15 @@ def _round(states: JobStates, inputs: Inputs, forecast: _Forecast, built: _Built
     left_s = np.where(forecast.finished, 0.0, forecast.remaining_s)
     owed, useful = owed_rounds(per_round), per_round.min(axis=0) > 0
     context = RoundingContext(lateness, program.base, useful=owed, covering=useful)
+    unrounded = solution.x is None or solved.late is not None  # no point, or the time limit came first
     if window is None:
-        schedule = round_schedule(relaxed, inputs.width, inputs.supply, left_s, round_s, context) & fits
+        schedule = np.zeros((n, goods), dtype=bool) if unrounded else \
+            round_schedule(relaxed, inputs.width, inputs.supply, left_s, round_s, context) & fits
     else:
-        placement = np.where(fits, round_placement(relaxed.reshape(n, window.types, inputs.options.rounds),
-                                                   inputs.width, window.capacity, left_s, round_s, context,
-                                                   window.pace), -1)
+        rounds = inputs.options.rounds
+        placement = np.full((n, rounds), -1) if unrounded else np.where(fits, round_placement(
+            relaxed.reshape(n, window.types, rounds), inputs.width, window.capacity, left_s, round_s, context,
+            window.pace), -1)
         schedule = window.schedule(placement)
     with np.errstate(all="ignore"):  # non-finite values are the guard's to report (`_guarded`)
         relaxed_objective = program.objective(relaxed)
@@ -414,7 +418,7 @@ def _round(states: JobStates, inputs: Inputs, forecast: _Forecast, built: _Built
     late = solved.late or clock.late("rounding")
     status, message = solution.status, solution.message
     if late is not None:
-        message = f"{late} ({message})"
+        message = late if message == late else f"{late} ({message})"
         if status in (Status.OPTIMAL, Status.INACCURATE) or solution.x is None:
             status = Status.ITERATION_LIMIT
     total_s = time.perf_counter() - clock.started
@@ -541,8 +545,9 @@ def _solve(program: PlanningProgram, options: PlanOptions, warm_start: FloatArra
     infeasible has failed on it, and the next is tried. An inaccurate solution whose certified
     relative gap is within `NEAR_TOLERANCE` times the tolerance is used at once (its status stays
     inaccurate): another backend's answer would be no better established (CVXPY stops on
-    Clarabel's own measure, not on the certified gap) and would cost a solve more. Past `deadline`
-    no further backend is tried.
+    Clarabel's own measure, not on the certified gap) and would cost a solve more. With a
+    `deadline` only the first backend is tried: the others would start late, and the reference
+    backend's model building (CVXPY's) takes seconds at scale before any time limit applies.
     """
     backends = candidates(program)
     if options.solver is not None:
@@ -550,7 +555,7 @@ def _solve(program: PlanningProgram, options: PlanOptions, warm_start: FloatArra
         backends = [first, *(backend for backend in backends if backend.name != first.name)]
     attempts: list[tuple[Solution, str]] = []
     for backend in backends:
-        if attempts and deadline is not None and time.perf_counter() > deadline:
+        if attempts and deadline is not None:
             break
         tol = options.backend_tol(backend.capabilities, early)
         limit = {"deadline": deadline} if deadline is not None and backend.capabilities.deadline else {}

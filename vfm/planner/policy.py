@@ -41,6 +41,7 @@ places it on one:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import fields, replace
 from functools import partial
@@ -54,11 +55,12 @@ from vfm._validation import (
 from vfm.errors import ValidationError
 from vfm.forecast import DirichletForecaster, Forecaster
 from vfm.gpu_cluster import ClusterTypes
+from vfm.limits import MAX_GPUS
 from vfm.parameters import Constraint, Either, Instance, Optional, Whole, check_parameters
 from vfm.planner import checkpoint as checkpoint_format
 from vfm.planner import shockwave
 from vfm.planner._kernels import kernel_threads
-from vfm.planner.decision import Decision, Placement, Serving, decide_placed
+from vfm.planner.decision import Decision, Placement, Serving, decide_placed, within_deadline
 from vfm.planner.inputs import JobTerms
 from vfm.planner.kernel_loading import Forms, load_in_background
 from vfm.planner.options import PlanOptions
@@ -158,6 +160,7 @@ def _serve_placed(config: PolicyConfig, state: PolicyState) -> tuple[PolicyState
 
 def _replan(config: PolicyConfig, state: PolicyState, options: PlanOptions | None = None) -> PolicyState:
     """The state with a new plan of the jobs present (`options`: default the configured ones)."""
+    begun = time.perf_counter()
     ids = tuple(state.jobs)
     jobs = [state.jobs[i] for i in ids]
     states = job_states(jobs, ids)
@@ -168,6 +171,7 @@ def _replan(config: PolicyConfig, state: PolicyState, options: PlanOptions | Non
         jobs, targets = fair_finish(config, forecaster, state.round_index, states, jobs)
     options = config.options if options is None else options
     waited = None if options.wait_limit is None else carried(state.waited, carried_rows(state, ids), 0)
+    options = within_deadline(options, begun)
     new_plan = plan(
         states, gpus, config.capacity, options, forecaster=forecaster,
         seed=np.random.SeedSequence((config.seed, state.replans)),
@@ -192,7 +196,8 @@ def shockwave_configuration(round_s: float, types: int = 1) -> dict[str, Any]:
 #: `Policy`'s own arguments' constraints, checked in this order (`vfm.parameters`); the round
 #: options check theirs (`RoundOptions`).
 _CONSTRAINTS: dict[str, Constraint] = {
-    "capacity": Either(Whole("a positive whole number of GPUs", lambda v: v >= 1),
+    "capacity": Either(Whole(f"a positive whole number of GPUs, at most {MAX_GPUS:.0e} (MAX_GPUS)",
+                             lambda v: 1 <= v <= MAX_GPUS),
                        Instance(ClusterTypes, "a vfm.cluster.ClusterTypes (GPU type -> count)")),
     "options": Optional(Instance(PlanOptions, "a vfm.planner.PlanOptions",
                                  "or give its fields as keywords, as Policy(8, rounds=10)")),
@@ -272,7 +277,8 @@ class Policy(StateView):
     deadline is discarded, and the round is served from the standing plan (the jobs that
     arrived since first-fit on the idle GPUs) or, with none young enough, whole gangs first-fit
     in arrival order (on GPU types, each on the first type in the cluster's order that can host it
-    and has room); the next round re-plans again. `last_decision` says which and why. No round
+    and has room); the next re-plan is tried `2^k` rounds after `k` failures in a row (at most a
+    window later; `vfm.planner.decision`). `last_decision` says which and why. No round
     runs more GPUs of a type than the cluster has.
 
     The policy is safe to share between threads: every method holds the policy's lock, so calls
@@ -343,8 +349,8 @@ class Policy(StateView):
 
         It holds the jobs (on several GPU types, with their speeds per type), what each carries
         into the next plan (credit, rounds waited, whether it ran last), the completed jobs, the
-        trajectories taught to the forecaster and the counters; not the standing plan: the
-        restored policy re-plans at its next round.
+        trajectories taught to the forecaster, the counters and the standing plan: the restored
+        policy decides exactly as this one would have, for the same events.
 
         Raises
         ------
@@ -362,8 +368,9 @@ class Policy(StateView):
         or, in this process, from a `state`; either is checked in full first.
 
         A checkpoint is read as JSON, never unpickled. It must come from a `Policy` of this
-        configuration, its cluster included (its fingerprint, `vfm.planner.checkpoint`); it holds no
-        plan (`last_plan` is None) and the first round after it re-plans. A `PolicyState` holds no
+        configuration, its cluster included (its fingerprint, `vfm.planner.checkpoint`; on several GPU
+        types, in the same order of types); it holds the standing plan, so the restored policy
+        decides exactly as the one that wrote it would have. A `PolicyState` holds no
         configuration: it is checked against this policy's as far as it shows it (gangs,
         finish-time targets, its plan's window, round length, capacity and fairness, and on several
         GPU types each job's speeds per type).
@@ -459,7 +466,8 @@ class Policy(StateView):
         ------
         vfm.errors.ValidationError
             Naming the job, and leaving the policy as it was: an id that is not a string, a whole
-            number (not a bool) or a tuple of them (a NumPy integer is keyed as the equal int),
+            number (not a bool) or a tuple of them nested at most `vfm.planner.checkpoint.MAX_ID_DEPTH`
+            (32) deep (a NumPy integer is keyed as the equal int),
             already present or of a job that completed (ids are unique over the policy's life; a
             removed job's id may be used again); a gang size that is not a positive whole number or
             is wider than the cluster; a malformed regime set (batch sizes and seconds must be real

@@ -63,6 +63,12 @@ from vfm.planner._kernels import waits
 _ARRAYS = ("progress", "base", "weights", "gpus", "capacity", "remaining_s", "leftover_limit_s", "upper", "speed")
 
 
+#: Seconds per runnable entry that SciPy's HiGHS spends on `PlanningProgram._typed_lp_room`'s LP
+#: before it first checks its time limit (building, passing and presolving the model: about 0.3 s
+#: for 5,000 jobs on three types, 3e5 entries, on the 2-core benchmark machine).
+_LP_SETUP_S_PER_ENTRY = 1e-6
+
+
 @dataclass(frozen=True, eq=False)
 class PlanningProgram:
     r"""The data of one window's expected-NSWOT program (module docstring).
@@ -228,7 +234,7 @@ class PlanningProgram:
                              (self.remaining_s - self.leftover_limit_s) / self.round_s, 0.0)
         return read_only(np.maximum(floor, 0.0))
 
-    def fairness_room(self, margin: float) -> bool:
+    def fairness_room(self, margin: float, time_limit_s: float | None = None) -> bool:
         r"""Whether some schedule meets every FTF constraint with `margin` >= 0 rounds to spare.
 
         That is, :math:`\sum_t p_{it} y_{it} \ge m_i + \text{margin}` for every job with a binding
@@ -244,7 +250,8 @@ class PlanningProgram:
         takes 41 ms at the median at 460 jobs (170 ms at most); the LP found room in the other
         three.
 
-        True without binding constraints; False when a constrained job has no runnable entry.
+        True without binding constraints; False when a constrained job has no runnable entry, or
+        when the LP runs out of `time_limit_s` seconds (None: no limit) before proving room.
         Room at a margin is room at every smaller one: the largest margin proven is remembered,
         so `vfm.planner.plan`'s check (1e-3 rounds) spares saa-ipm's (1e-6) a second one.
         """
@@ -255,7 +262,7 @@ class PlanningProgram:
         if jobs.size == 0:
             return True
         if self.over_types:
-            room = self._fastest_goods_room(jobs, margin) or self._typed_lp_room(jobs, margin)
+            room = self._fastest_goods_room(jobs, margin) or self._typed_lp_room(jobs, margin, time_limit_s)
         else:
             room = self._flow_room(jobs, margin, self.runnable, np.ones(self.shape[1]))
         if room:
@@ -310,13 +317,16 @@ class PlanningProgram:
              (tail.astype(np.int32), head.astype(np.int32))), shape=(sink + 1, sink + 1))
         return bool(scipy.sparse.csgraph.maximum_flow(arcs, 0, sink, method="dinic").flow_value >= demand.sum())
 
-    def _typed_lp_room(self, jobs: np.ndarray, margin: float) -> bool:
+    def _typed_lp_room(self, jobs: np.ndarray, margin: float, time_limit_s: float | None = None) -> bool:
         r"""`fairness_room` with GPU types by one LP: the largest :math:`\epsilon \le` `margin` with
         :math:`\sum_g p_{ig} y_{ig} \ge m_i + \epsilon` within the capacity, the one-type-per-round
-        rows and the box; room when it reaches `margin`."""
+        rows and the box; room when it reaches `margin`. HiGHS stops at `time_limit_s` (no room
+        proven then): at thousands of jobs over types this LP takes seconds."""
         _, n, goods = self.shape
         job, good = np.nonzero(self.runnable)
         entries, rounds = job.size, self.rounds_of_goods.shape[1]
+        if time_limit_s is not None and time_limit_s < _LP_SETUP_S_PER_ENTRY * entries:
+            return False  # HiGHS would pass the limit before it looks at the clock: no room proven
         columns = np.arange(entries)
         constrained = np.zeros(n, dtype=bool)
         constrained[jobs] = True
@@ -338,7 +348,8 @@ class PlanningProgram:
         cost[-1] = -1.0
         box = np.column_stack([np.zeros(entries + 1), np.append(self.bounds[good], margin)])
         result = scipy.optimize.linprog(cost, A_ub=scipy.sparse.vstack(blocks, format="csr"), b_ub=upper,
-                                        bounds=box, method="highs")
+                                        bounds=box, method="highs",
+                                        options={} if time_limit_s is None else {"time_limit": max(time_limit_s, 1e-3)})
         return bool(result.status == 0 and -result.fun >= margin * (1.0 - 1e-9))
 
     @cached_property

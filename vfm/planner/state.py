@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from vfm._validation import FloatArray, checked_regime_pairs, is_real, is_whole, read_only
+from vfm._validation import FloatArray, checked_regime_pairs, is_real, is_whole, read_only, shown_value
 from vfm.errors import ValidationError
 from vfm.forecast import Forecaster, Trajectory
 from vfm.gpu_cluster import ClusterTypes
@@ -209,7 +209,8 @@ class PolicyState:
         Jobs that finished all their epochs, in completion order.
     plan : Plan or None
         The standing plan, over ``plan.job_ids`` (the jobs present when it was made); None before
-        the first re-plan and after a restore from a checkpoint (`Policy.restore`).
+        the first re-plan. A plan restored from a checkpoint holds what serving its rounds left
+        and warm-starting the next re-plan read (`vfm.planner.checkpoint`).
     credit : ndarray, shape (len(carried),)
         Rounds each job of `carried` is owed by the credit execution (read-only).
     waited : ndarray of int, shape (len(carried),)
@@ -232,6 +233,15 @@ class PolicyState:
         carries into the next plan. With a plan, ``plan.job_ids``; with none, the jobs a
         checkpoint restored with something to carry (empty before the first re-plan). Held apart
         from the plan so that a state restored without one still carries them.
+    failed_replans : int
+        Re-plans that failed in a row (`vfm.planner.decision`; 0 after one that succeeds).
+    retry_at : int
+        After failed re-plans, the round (`round_index`) from which re-plans are tried again: until
+        then the rounds are served without one (`vfm.planner.decision.retry_round`).
+    gpu_types : tuple of str
+        On a cluster of several GPU types, its types in the order the jobs' speeds and the plan's
+        columns are indexed by (a restore into a cluster of another order is refused); empty on
+        one type.
     """
 
     jobs: Mapping[Hashable, JobRecord] = field(default_factory=lambda: MappingProxyType({}))
@@ -247,6 +257,9 @@ class PolicyState:
     forecaster: Forecaster | None = None
     finished: tuple[Trajectory, ...] = ()
     carried: tuple[Hashable, ...] = ()
+    failed_replans: int = 0
+    retry_at: int = 0
+    gpu_types: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.jobs, MappingProxyType):
@@ -267,17 +280,19 @@ def checked_record(capacity: int, job_id: Hashable, gpus: Any, regimes: Any, epo
     `capacity` GPUs, or the `ValidationError` naming the job and the field (`Policy.add_job`, and
     a checkpoint's records). O(its regimes)."""
     if not is_whole(gpus) or gpus < 1:
-        raise ValidationError(f"gpus of job {job_id!r} must be a positive whole number of GPUs, got {gpus!r}")
+        raise ValidationError(f"gpus of job {job_id!r} must be a positive whole number of GPUs, got "
+                              f"{shown_value(gpus)}")
     if gpus > capacity:
-        raise ValidationError(f"gpus of job {job_id!r} ({gpus}) is wider than the cluster ({capacity} GPUs)")
+        raise ValidationError(f"gpus of job {job_id!r} ({shown_value(gpus)}) is wider than the cluster "
+                              f"({capacity} GPUs)")
     if not is_whole(epochs) or epochs < 1:
-        raise ValidationError(f"epochs must be a positive whole number for job {job_id!r}, got {epochs!r}")
+        raise ValidationError(f"epochs must be a positive whole number for job {job_id!r}, got {shown_value(epochs)}")
     if epochs > MAX_JOB_EPOCHS:
-        raise ValidationError(f"epochs of job {job_id!r} ({epochs}) is more than the {MAX_JOB_EPOCHS:.0e} epochs a "
-                              f"job may have (MAX_JOB_EPOCHS)")
+        raise ValidationError(f"epochs of job {job_id!r} ({shown_value(epochs)}) is more than the "
+                              f"{MAX_JOB_EPOCHS:.0e} epochs a job may have (MAX_JOB_EPOCHS)")
     if not (is_real(budget) and np.isfinite(budget) and 0 < budget <= MAX_BUDGET):
         raise ValidationError(f"budget of job {job_id!r} must be a finite number > 0 and at most {MAX_BUDGET:g} "
-                              f"(MAX_BUDGET), got {budget!r}")
+                              f"(MAX_BUDGET), got {shown_value(budget)}")
     try:
         hash(kind)
     except TypeError:

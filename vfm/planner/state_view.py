@@ -48,7 +48,9 @@ class StateView:
         """Make the lock and install `state` (default: an empty one); the constructors call it first."""
         self._lock = threading.RLock()
         self._last_decision = None
-        self._install(PolicyState() if state is None else state)
+        # On several GPU types the state names their order, which its speeds and plans are indexed by.
+        types = self.config.cluster.types if self.config.types > 1 and self.config.cluster is not None else ()
+        self._install(PolicyState(gpu_types=tuple(types)) if state is None else state)
 
     def _snapshot(self) -> PolicyState:
         """The state as a frozen `PolicyState` (the same object until the next change)."""
@@ -137,8 +139,7 @@ class StateView:
 
     @property
     def last_plan(self) -> Plan | None:
-        """The standing plan (None before the first re-plan and after `restore`, whose next round
-        re-plans); its arrays are read-only."""
+        """The standing plan (None before the first re-plan); its arrays are read-only."""
         with self._lock:
             return self._rest.plan
 

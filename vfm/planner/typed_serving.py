@@ -35,6 +35,7 @@ state, as the one-type path's, each job's speeds per type in its record
 
 from __future__ import annotations
 
+import time
 from collections.abc import Hashable, Mapping
 from dataclasses import replace
 from functools import partial
@@ -45,7 +46,7 @@ from vfm._validation import FloatArray, is_whole, read_only
 from vfm.errors import ValidationError
 from vfm.gpu_cluster import ClusterTypes
 from vfm.planner import shockwave
-from vfm.planner.decision import Placement, Serving
+from vfm.planner.decision import Placement, Serving, within_deadline
 from vfm.planner.inputs import JobTerms
 from vfm.planner.options import PlanOptions
 from vfm.planner.plan import Plan, plan
@@ -156,6 +157,7 @@ def _serve_credit(config: PolicyConfig, state: PolicyState,
 
 def _replan(config: PolicyConfig, state: PolicyState, options: PlanOptions | None = None) -> PolicyState:
     """The state with a new plan of the jobs present (`options`: default the configured ones)."""
+    begun = time.perf_counter()
     options = config.options if options is None else options
     cluster = _cluster(config)
     ids = tuple(state.jobs)
@@ -169,6 +171,7 @@ def _replan(config: PolicyConfig, state: PolicyState, options: PlanOptions | Non
         # cluster: the reference of finish-time fairness (`vfm.cluster.proportional_isolated_s`).
         proportional = speed @ (cluster.counts / cluster.total)
         jobs, targets = fair_finish(config, forecaster, state.round_index, states, jobs, slowdown=1.0 / proportional)
+    options = within_deadline(options, begun)
     new_plan = plan(
         states, np.array([j.gpus for j in jobs]), cluster.counts.astype(np.float64), options,
         forecaster=forecaster, seed=np.random.SeedSequence((config.seed, state.replans)),

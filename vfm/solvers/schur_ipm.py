@@ -55,8 +55,11 @@ import scipy.linalg
 
 from vfm._interior_point import CG_STEPS, CG_TOLERANCE, STEP_TO_BOUNDARY, Method, centring, iterate, largest_step
 from vfm._linalg import preconditioned_cg
+from vfm._validation import as_real_array, reject_masked
 from vfm.duality import duality_gap
 from vfm.equilibrium import Status
+from vfm.errors import ValidationError
+from vfm.market import VolatileFisherMarket
 from vfm.program import ScaledProgram
 from vfm.solvers.base import COMMON_OPTIONS, Capabilities, Solution
 
@@ -280,9 +283,11 @@ class SchurIPMBackend:
         Print one line per iteration (complementarity, relative dual residual).
     warm_start : (allocation, prices), optional
         A previous solution in market units, shapes (n, m, T) and (m, T), e.g. the last
-        re-plan's shifted by one round (`vfm.jobs.shift_rounds`). Projected into the feasible
-        set and mixed 60 % with the cold start (see `_warm_point`; the mix and the starting
-        centrality were tuned on consecutive Shockwave windows, benchmarks/warm_start.py).
+        re-plan's shifted by one round (`vfm.jobs.shift_rounds`), both finite. Projected into the
+        feasible set and mixed 60 % with the cold start (see `_warm_point`; the mix and the starting
+        centrality were tuned on consecutive Shockwave windows, benchmarks/warm_start.py). Another
+        shape, NaN or an infinity raises a `vfm.errors.ValidationError` naming ``warm_start``
+        before the solve (`checked_warm_start`).
     """
 
     name: str = "schur-ipm"
@@ -300,7 +305,7 @@ class SchurIPMBackend:
         tol = float(options.pop("tol", 1e-8))
         gap_tol = float(options.pop("gap_tol", 10.0 * tol))
         max_iter = int(options.pop("max_iter", 100))
-        warm_start = options.pop("warm_start", None)
+        warm_start = checked_warm_start(program.market, options.pop("warm_start", None))
         verbose = bool(options.pop("verbose", False))
         started = time.perf_counter()
         if options:
@@ -311,6 +316,22 @@ class SchurIPMBackend:
         except np.linalg.LinAlgError as exc:
             return Solution(None, None, Status.ERROR, f"schur-ipm failed: {exc}", -1,
                                   time.perf_counter() - started, tol)
+
+
+def checked_warm_start(market: VolatileFisherMarket, warm_start: Any) -> tuple[np.ndarray, np.ndarray] | None:
+    """`warm_start` as a finite (allocation, prices) pair of the market's shapes, or None; a
+    `vfm.errors.ValidationError` naming ``warm_start`` otherwise. It is the caller's argument, so
+    a malformed one is the caller's error, not the backend's failure: `vfm.solve` raises it."""
+    if warm_start is None:
+        return None
+    if not isinstance(warm_start, tuple | list) or len(warm_start) != 2:
+        raise ValidationError(f"warm_start must be a pair (allocation, prices) of shapes {market.shape} and "
+                              f"{market.shape[1:]}, got {type(warm_start).__name__}")
+    allocation, prices = warm_start
+    reject_masked(allocation, "warm_start's allocation")
+    reject_masked(prices, "warm_start's prices")
+    return (as_real_array(allocation, "warm_start's allocation", market.shape),
+            as_real_array(prices, "warm_start's prices", market.shape[1:]))
 
 
 def _warm_point(program: ScaledProgram, system: _Inequalities, warm_start: Any) -> tuple[np.ndarray, np.ndarray]:
