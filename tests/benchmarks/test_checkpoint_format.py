@@ -66,7 +66,7 @@ def test_the_report_is_written_with_times_refusals_and_lines(tmp_path, capsys):
     checkpoint_format.main(["--jobs", str(JOBS), "--repeats", "1", "--out", str(out)])
     report = out.read_text()
     assert report.startswith(f"# command: python -m benchmarks.checkpoint_format --jobs {JOBS}")
-    for line in ("checkpoint()", "  of which json.dumps(indent=1)", "restore(text), fresh policy",
+    for line in ("checkpoint()", "  of which json.dumps (one line)", "restore(text), fresh policy",
                  "  of which the parse (no repeated key)", f"refusals: a checkpoint of {JOBS} jobs",
                  "  of which in the helpers a declaration replaces", "vfm/planner/checkpoint_read.py",
                  "  of checkpoint_read, the helpers a declaration replaces"):

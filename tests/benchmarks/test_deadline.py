@@ -17,4 +17,4 @@ def test_the_table_names_each_configuration_and_the_target(monkeypatch):
     monkeypatch.setattr(deadline, "SETUPS", (deadline.Setup("tiny", 12, 1, 4, 1e-6, False),))
     text = deadline.report(3)
     assert "tiny: deadline 0.001 ms" in text and "rounds that tried a re-plan" in text
-    assert "within the deadline + 50 ms:" in text and "of 3 rounds" in text
+    assert "within the deadline + 50 ms + the fallback's own time" in text and "of 3 rounds" in text

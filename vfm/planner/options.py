@@ -133,10 +133,12 @@ class PlanOptions:
         Seconds one `vfm.planner.plan` call may take (default None: no limit). `plan` checks the
         time between its phases, before every interior-point iteration (none starts that the last
         one's duration says would end past the limit) and every polish step, and gives the build's
-        LP over GPU types what is left; once it is exceeded it returns the best relaxation it has,
-        not rounded (its schedule runs nothing), with status `Status.ITERATION_LIMIT` (never
-        `Status.OPTIMAL`), its message saying in which phase ("time limit of 0.05 s reached in
-        solve"). A scheduler serves its standing plan on such a status.
+        LP over GPU types what is left; once it is exceeded (or a step would pass it) it returns
+        the best relaxation it has, neither polished nor rounded (its schedule runs nothing) and,
+        with the tie-breaking term, without a certified gap (NaN: that certificate costs about a
+        step), with status `Status.ITERATION_LIMIT` (never `Status.OPTIMAL`), its message saying
+        in which phase ("time limit of 0.05 s reached in solve"). A scheduler serves its standing
+        plan on such a status.
     threads : int or None
         Threads of the per-job work of the ``"saa-ipm"`` backend and the polish
         (`vfm.planner._kernels.kernel_threads`). The plan is the same bit for bit on any number of

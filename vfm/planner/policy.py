@@ -161,15 +161,16 @@ def _serve_placed(config: PolicyConfig, state: PolicyState) -> tuple[PolicyState
 def _replan(config: PolicyConfig, state: PolicyState, options: PlanOptions | None = None) -> PolicyState:
     """The state with a new plan of the jobs present (`options`: default the configured ones)."""
     begun = time.perf_counter()
+    options = config.options if options is None else options
     ids = tuple(state.jobs)
     jobs = [state.jobs[i] for i in ids]
     states = job_states(jobs, ids)
+    within_deadline(options, begun)  # the targets' work is not started past the deadline
     gpus = np.array([j.gpus for j in jobs])
     forecaster = taught_forecaster(config, state)
     targets = None
     if config.fairness:
         jobs, targets = fair_finish(config, forecaster, state.round_index, states, jobs)
-    options = config.options if options is None else options
     waited = None if options.wait_limit is None else carried(state.waited, carried_rows(state, ids), 0)
     options = within_deadline(options, begun)
     new_plan = plan(

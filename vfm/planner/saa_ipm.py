@@ -280,8 +280,13 @@ def _solve(program: PlanningProgram, tol: float, max_iter: int, warm_start: Floa
         best, status, message = repricing.outcome(outcome)
         # The certificate is for the program's own objective (without the tie-breaking term): the
         # same multipliers, the gradient without the term (valid for any multipliers, by convexity).
-        gap = scale * best.gap if not program.spread or not np.isfinite(best.gap) else \
-            scale * scaled_certified_gap(data, best.y, best.z_f, best.longest.z_e, best.type_rows.z)
+        # Stopped by the time limit, the caller has no time left for it (about a step's work).
+        timed_out = deadline is not None and status == Status.ITERATION_LIMIT and outcome.iteration < max_iter
+        if timed_out and program.spread and np.isfinite(best.gap):
+            gap, message = float("nan"), f"{message}; no certificate of the program's own objective: no time left"
+        else:
+            gap = scale * best.gap if not program.spread or not np.isfinite(best.gap) else \
+                scale * scaled_certified_gap(data, best.y, best.z_f, best.longest.z_e, best.type_rows.z)
         if status == Status.INACCURATE and not np.isfinite(best.gap):
             # No iterate met the FTF rows: nothing certifies the schedule, which is no optimum.
             status, message = Status.ERROR, f"{message}; the FTF rows were still violated"

@@ -165,6 +165,7 @@ def _replan(config: PolicyConfig, state: PolicyState, options: PlanOptions | Non
     forecaster = taught_forecaster(config, state)
     states = job_states(jobs, ids)
     speed = _speed(jobs)
+    within_deadline(options, begun)  # the targets' work is not started past the deadline
     targets = None
     if config.fairness:
         # The equal share of all the GPUs, each job at its pace on a proportional slice of the
