@@ -205,14 +205,15 @@ def msgspec_types() -> type:
     Share = Annotated[float, Meta(ge=0, le=1)]
     NonNegative = Annotated[float, Meta(ge=0)]
 
-    class Strict(Struct, forbid_unknown_fields=True):
+    # Without msgspec installed, mypy sees Struct as Any (and these ignores as unused).
+    class Strict(Struct, forbid_unknown_fields=True):  # type: ignore[call-arg, unused-ignore]
         pass
 
     class TupleId(Strict):
         tuple: "list[Id]"  # resolved from the class: `TupleId.Id` below
 
     Id = str | int | TupleId
-    TupleId.Id = Id  # type: ignore[attr-defined]
+    TupleId.Id = Id  # type: ignore[attr-defined, unused-ignore]
 
     class Job(Strict):
         id: Id

@@ -68,7 +68,8 @@ def run(setup: Setup, rounds: int) -> dict[str, Any]:
     policy = Policy(capacity, deadline_s=setup.deadline_s, fairness=setup.fairness)
     for k in range(setup.jobs):
         policy.add_job(k, min(1 << (k % 4), setup.gpus), _regimes(setup, k), 50 + (k * 7919) % 451)
-    tried, waited = [], []
+    tried: list[float] = []
+    waited: list[float] = []
     for r in range(rounds):
         started = time.perf_counter()
         running = policy.next_round()

@@ -117,3 +117,15 @@ def test_a_fork_waits_for_the_piece_being_compiled_so_that_the_child_can_compile
     _, status = os.waitpid(child, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert loader.ready(["a piece"])  # the fork waited for it
+
+
+def test_a_wait_with_a_timeout_returns_when_the_piece_is_not_loaded_by_then():
+    # A plan under a deadline waits for the compiled kernels only until its deadline.
+    release = threading.Event()
+    loader = compile_module._Loader(load_piece=lambda piece: release.wait(10))
+    loader.ask(["a piece"])
+    started = time.perf_counter()
+    assert not loader.wait(["a piece"], timeout_s=0.05)
+    assert time.perf_counter() - started < 5
+    release.set()
+    assert loader.wait(["a piece"], timeout_s=10) and loader.ready(["a piece"])

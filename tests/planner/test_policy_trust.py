@@ -433,6 +433,10 @@ def test_the_planner_gets_what_the_re_plans_preparation_left_of_the_deadline():
     assert within_deadline(PlanOptions(), begun - 10.0).time_limit_s is None
     with pytest.raises(DeadlinePassed, match="before the planner started"):
         within_deadline(options, begun - 1.0)
+    # Time left, but not for gathering a million jobs' states (about 3 s) before the next look.
+    with pytest.raises(DeadlinePassed, match="too little time to gather 1000000 jobs' states"):
+        within_deadline(options, begun, 1_000_000)
+    assert within_deadline(options, begun, 10).time_limit_s is not None
 
 
 def test_a_re_plan_that_succeeds_clears_the_failures():

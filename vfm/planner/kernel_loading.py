@@ -29,6 +29,7 @@ from __future__ import annotations
 import atexit
 import os
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -108,11 +109,13 @@ class _Loader:
         with self.changed:
             return all(piece in self.loaded for piece in pieces)
 
-    def wait(self, pieces: Sequence[str]) -> None:
+    def wait(self, pieces: Sequence[str], timeout_s: float | None = None) -> bool:
         """Until `pieces` are loaded, or the background thread stopped short of them (the calling
-        thread's kernels then compile as they are called)."""
+        thread's kernels then compile as they are called), or `timeout_s` seconds passed (None:
+        no limit); whether it was not the timeout."""
         with self.changed:
-            self.changed.wait_for(lambda: self.worker is None or all(piece in self.loaded for piece in pieces))
+            return self.changed.wait_for(
+                lambda: self.worker is None or all(piece in self.loaded for piece in pieces), timeout_s)
 
     def load(self, pieces: Sequence[str]) -> None:
         """Load `pieces` on the calling thread."""
@@ -192,11 +195,12 @@ def compile_kernels(forms: Forms = EVERY_FORM) -> None:
 
 
 @contextmanager
-def serving(forms: Forms, entries: int) -> Iterator[str]:
+def serving(forms: Forms, entries: int, deadline: float | None = None) -> Iterator[str]:
     """The scope of one plan over a window of `entries` entries that uses `forms`: compiled kernels
     where they are loaded; else interpreted if the window has at most `INTERPRETED_ENTRIES`
-    entries (their loading goes on in the background); else the compiled kernels once loaded.
-    Yields the tier, ``"compiled"`` or ``"interpreted"``."""
+    entries (their loading goes on in the background); else the compiled kernels once loaded, or
+    ``"loading"`` if they are not by `deadline` (a `time.perf_counter` instant; the plan then has
+    no time to solve). Yields the tier, ``"compiled"``, ``"interpreted"`` or ``"loading"``."""
     pieces = forms.pieces()
     if _LOADER.ready(pieces):
         yield "compiled"
@@ -206,8 +210,8 @@ def serving(forms: Forms, entries: int) -> Iterator[str]:
         with interpreting():
             yield "interpreted"
         return
-    _LOADER.wait(pieces)
-    yield "compiled"
+    timeout_s = None if deadline is None else max(deadline - time.perf_counter(), 0.0)
+    yield "compiled" if _LOADER.wait(pieces, timeout_s) else "loading"
 
 
 def _load(piece: str) -> None:

@@ -237,7 +237,7 @@ def plan(
     # kernels run on the options' threads, with the same plan on any number, and interpreted while a
     # fresh process compiles them (vfm.planner.kernel_loading), with the same plan too.
     with (one_blas_thread(), kernel_threads(inputs.options.threads) as threads,
-          serving(*_forms(states, inputs, threads))):
+          serving(*_forms(states, inputs, threads), clock.deadline)):
         forecast = _forecast(states, forecaster, inputs, seed, clock)
         built = _build(states, inputs, forecast, clock)
         solved = _solved(inputs, forecast, built, clock)

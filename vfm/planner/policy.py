@@ -162,6 +162,7 @@ def _replan(config: PolicyConfig, state: PolicyState, options: PlanOptions | Non
     """The state with a new plan of the jobs present (`options`: default the configured ones)."""
     begun = time.perf_counter()
     options = config.options if options is None else options
+    within_deadline(options, begun, len(state.jobs))  # the jobs' states take time before the next look
     ids = tuple(state.jobs)
     jobs = [state.jobs[i] for i in ids]
     states = job_states(jobs, ids)

@@ -160,6 +160,7 @@ def _replan(config: PolicyConfig, state: PolicyState, options: PlanOptions | Non
     begun = time.perf_counter()
     options = config.options if options is None else options
     cluster = _cluster(config)
+    within_deadline(options, begun, len(state.jobs))  # the jobs' states take time before the next look
     ids = tuple(state.jobs)
     jobs = [state.jobs[i] for i in ids]
     forecaster = taught_forecaster(config, state)
