@@ -1,6 +1,7 @@
-"""A policy's job events as pure steps of its state: a job arrives (`add_job`), leaves
-(`remove_job`) or reports the epochs it finished (`report_progress`); each returns the next frozen
-`PolicyState`, or a `vfm.errors.ValidationError` naming the job and what is wrong."""
+"""A policy's job events, checked: a new job's id (`checked_new_id`, `check_id_depth`), a present
+job's record (`record_in`) and a record after a progress report (`reported`), each as its
+`vfm.errors.ValidationError` naming the job and what is wrong; `vfm.planner.state_view.StateView`
+applies them to the policy's state."""
 
 from __future__ import annotations
 
@@ -16,15 +17,11 @@ from vfm._validation import checked_job_id
 from vfm.errors import ValidationError
 from vfm.forecast.base import batch_sizes as read_batch_sizes
 from vfm.planner.checkpoint_layout import MAX_ID_DEPTH
-from vfm.planner.state import JobRecord, PolicyConfig, PolicyState, checked_record
+from vfm.planner.state import JobRecord, PolicyState
 
 
 def with_jobs(state: PolicyState, jobs: dict[Hashable, JobRecord], **changes: Any) -> PolicyState:
     return replace(state, jobs=MappingProxyType(jobs), **changes)
-
-
-def _job(state: PolicyState, job_id: Hashable) -> JobRecord:
-    return record_in(state.jobs, job_id, lambda: _completed(state, job_id))
 
 
 def record_in(jobs: Mapping[Hashable, JobRecord], job_id: Hashable, completed: Any) -> JobRecord:
@@ -46,13 +43,6 @@ def shown_id(job_id: Any) -> str:
         return repr(job_id)
     except RecursionError:
         return reprlib.repr(job_id)
-
-
-def _completed(state: PolicyState, job_id: Hashable) -> bool:
-    try:
-        return job_id in state.completed
-    except TypeError:  # an unhashable id compares fine with a tuple's entries, but be safe
-        return False
 
 
 def checked_new_id(jobs: Mapping[Hashable, JobRecord], completed: Any, job_id: Hashable) -> Hashable:
@@ -86,23 +76,6 @@ def check_id_depth(job_id: Any, what: str = "job_id") -> None:
         level, depth = [inner for part in tuples for inner in part], depth + 1
 
 
-def add_job(config: PolicyConfig, state: PolicyState, job_id: Hashable, gpus: int, regimes: Mapping[float, float],
-            epochs: int, budget: float = 1.0, kind: Hashable = None) -> PolicyState:
-    """The state after job `job_id` arrives (`Policy.add_job` checks and raises the same).
-
-    A pure function of the state: O(jobs present), since it copies the mapping of jobs; a
-    `Policy` adds a job in O(1)."""
-    key = checked_new_id(state.jobs, state.completed, job_id)
-    record = checked_record(config.capacity, job_id, gpus, regimes, epochs, budget, kind)
-    return with_jobs(state, {**state.jobs, key: record}, stale=True)
-
-
-def remove_job(state: PolicyState, job_id: Hashable) -> PolicyState:
-    """The state after job `job_id` leaves (O(jobs present); a `Policy` removes a job in O(1))."""
-    _job(state, job_id)
-    return with_jobs(state, {key: job for key, job in state.jobs.items() if key != job_id}, stale=True)
-
-
 def reported(job: JobRecord, job_id: Hashable, batch_sizes: Sequence[float]) -> JobRecord:
     """Job `job_id`'s record after it reports finished epochs, or the `ValidationError`
     `Policy.report_progress` raises; O(its epochs reported and regimes)."""
@@ -120,17 +93,6 @@ def reported(job: JobRecord, job_id: Hashable, batch_sizes: Sequence[float]) -> 
         raise ValidationError(f"batch_sizes of job {job_id!r} reports {sizes.size} epochs, more epochs done than "
                               f"the job has left ({left} of {job.epochs})")
     return replace(job, stages=_runs(job.stages, np.argmax(match, axis=1)))
-
-
-def report_progress(state: PolicyState, job_id: Hashable, batch_sizes: Sequence[float]) -> PolicyState:
-    """The state after job `job_id` reports finished epochs (`Policy.report_progress`; O(jobs
-    present) here, O(the report) in a `Policy`)."""
-    job = reported(_job(state, job_id), job_id, batch_sizes)
-    if job.done == job.epochs:
-        taught = (job.trajectory(),) if job.kind is not None else ()
-        return with_jobs(state, {key: other for key, other in state.jobs.items() if key != job_id},
-                          completed=(*state.completed, job_id), stale=True, finished=state.finished + taught)
-    return with_jobs(state, {**state.jobs, job_id: job})
 
 
 def _runs(stages: tuple[tuple[int, int], ...], columns: np.ndarray) -> tuple[tuple[int, int], ...]:
