@@ -250,6 +250,20 @@ class Parser(argparse.ArgumentParser):
         """`provenance` as the comment lines that open a results table."""
         return "".join(f"# {key}: {value}\n" for key, value in self.provenance().items())
 
+    def add_table_output(self, name: str) -> None:
+        """``--out [FILE]``: also write the table to FILE; without one, to ``results/NAME/NAME.txt``."""
+        default = RESULTS / name / f"{name}.txt"
+        self.add_argument("--out", nargs="?", const=default, check=OUTPUT_FILE_MADE,
+                          help=f"also write the table to this file (without a file: {default})")
+
+    def emit(self, table: str, out: str | Path | None) -> None:
+        """The results table `table` under `header`: printed, and written to `out` when given."""
+        text = self.header() + table
+        if out is None:
+            print(text, end="")
+        else:
+            self.publish(text, Path(out))
+
     @staticmethod
     def publish(text: str, out: Path) -> None:
         """Print a results table `text` and write it to `out`, its folder made if missing."""

@@ -51,10 +51,9 @@ import json
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchmarks._cli import OUTPUT_FILE_MADE, RESULTS, Parser, whole
+from benchmarks._cli import Parser, whole
 
 if TYPE_CHECKING:
     from vfm.planner import Policy
@@ -604,10 +603,7 @@ def build_parser() -> Parser:
     parser.add_argument("--jobs", default=100_000, check=whole(10, 1_000_000),
                         help="jobs in the policy checkpointed (default 100000)")
     parser.add_argument("--repeats", default=3, check=whole(1, 100), help="runs of each step timed (default 3)")
-    parser.add_argument("--out", nargs="?", const=RESULTS / "checkpoint_format" / "checkpoint_format.txt",
-                        check=OUTPUT_FILE_MADE,
-                        help="also write the report to this file (without a file: "
-                             "results/checkpoint_format/checkpoint_format.txt)")
+    parser.add_table_output("checkpoint_format")
     return parser
 
 
@@ -615,11 +611,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = build_parser()
     args = parser.parse_args(argv)
     with parser.reporting():
-        text = parser.header() + run(args.jobs, args.repeats)
-        if args.out is None:
-            print(text, end="")
-        else:
-            Parser.publish(text, Path(args.out))
+        parser.emit(run(args.jobs, args.repeats), args.out)
 
 
 if __name__ == "__main__":

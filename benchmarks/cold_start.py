@@ -28,9 +28,8 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
-from pathlib import Path
 
-from benchmarks._cli import OUTPUT_FILE_MADE, RESULTS, Parser, whole
+from benchmarks._cli import Parser, whole
 
 #: Packages that `import vfm` must not load: each loads when the feature that needs it is first used.
 HEAVY = ("cvxpy", "clarabel", "numba", "jax", "llvmlite", "matplotlib")
@@ -106,8 +105,7 @@ def build_parser() -> Parser:
     parser.add_argument("--repeats", default=3, check=whole(1, 100), help="fresh processes per measurement (default 3)")
     parser.add_argument("--jobs", default=10, check=whole(1, 1000),
                         help="jobs added before the first decision (default 10)")
-    parser.add_argument("--out", nargs="?", const=RESULTS / "cold_start" / "cold_start.txt", check=OUTPUT_FILE_MADE,
-                        help="also write the table to this file (without a file: results/cold_start/cold_start.txt)")
+    parser.add_table_output("cold_start")
     return parser
 
 
@@ -115,11 +113,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = build_parser()
     args = parser.parse_args(argv)
     with parser.reporting():
-        text = parser.header() + report(*measure(args.repeats, args.jobs))
-        if args.out is None:
-            print(text, end="")
-        else:
-            Parser.publish(text, Path(args.out))
+        parser.emit(report(*measure(args.repeats, args.jobs)), args.out)
 
 
 if __name__ == "__main__":

@@ -22,12 +22,11 @@ import gc
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from benchmarks._cli import OUTPUT_FILE_MADE, RESULTS, Parser, whole
+from benchmarks._cli import Parser, whole
 
 #: A round that tries a re-plan ends within the deadline plus this (seconds), the target.
 SLACK_S = 0.05
@@ -113,8 +112,7 @@ def report(rounds: int) -> str:
 def build_parser() -> Parser:
     parser = Parser("benchmarks.deadline", __doc__)
     parser.add_argument("--rounds", check=whole(1, 10_000), default=30, help="rounds per configuration (default 30)")
-    parser.add_argument("--out", nargs="?", const=RESULTS / "deadline" / "deadline.txt", check=OUTPUT_FILE_MADE,
-                        help="also write the table to this file (without a file: results/deadline/deadline.txt)")
+    parser.add_table_output("deadline")
     return parser
 
 
@@ -122,11 +120,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = build_parser()
     args = parser.parse_args(argv)
     with parser.reporting():
-        text = parser.header() + report(args.rounds)
-        if args.out is None:
-            print(text, end="")
-        else:
-            Parser.publish(text, Path(args.out))
+        parser.emit(report(args.rounds), args.out)
 
 
 if __name__ == "__main__":

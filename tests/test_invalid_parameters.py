@@ -96,6 +96,8 @@ def probes(constraint: Constraint) -> list[Any]:
 
 
 def invalid(constraint: Constraint) -> list[Any]:
+    if isinstance(constraint, Interval):
+        return _interval_invalid(constraint)
     found = always_invalid(constraint)
     assert found and not any(constraint.admits(v) for v in found), constraint
     return found + [v for v in probes(constraint) if v not in found]
@@ -349,26 +351,18 @@ SPEC_CHECKED_OTHERWISE = {"gang_mix", "adaptation_mix", "duration_mix"}
 SPEC_DEFAULTS: dict[str, Any] = {"jobs": 4, "gpus": 8}
 
 
-def _spec_cases(constraints: dict[str, Constraint]) -> list[Any]:
-    found = []
-    for name, constraint in constraints.items():
-        values = _interval_invalid(constraint) if isinstance(constraint, Interval) else invalid(constraint)
-        found += [pytest.param(name, value, id=f"{name}={_id(value)}") for value in values]
-    return found
-
-
 def test_every_workload_setting_declares_its_constraint():
     assert {f.name for f in fields(WorkloadSpec)} == set(SPEC_CONSTRAINTS) | SPEC_CHECKED_OTHERWISE
     assert {f.name for f in fields(Uncertainty)} == set(workload_spec._UNCERTAINTY_CONSTRAINTS)
 
 
-@pytest.mark.parametrize(("name", "value"), _spec_cases(SPEC_CONSTRAINTS))
+@pytest.mark.parametrize(("name", "value"), cases(SPEC_CONSTRAINTS))
 def test_a_workload_spec_refuses_an_invalid_setting_naming_it(name, value):
     with pytest.raises(ValidationError, match=names_it(name)):
         WorkloadSpec(**{**SPEC_DEFAULTS, name: value})
 
 
-@pytest.mark.parametrize(("name", "value"), _spec_cases(workload_spec._UNCERTAINTY_CONSTRAINTS))
+@pytest.mark.parametrize(("name", "value"), cases(workload_spec._UNCERTAINTY_CONSTRAINTS))
 def test_uncertainty_refuses_an_invalid_setting_naming_it(name, value):
     with pytest.raises(ValidationError, match=names_it(name)):
         Uncertainty(**{name: value})

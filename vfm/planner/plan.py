@@ -379,9 +379,10 @@ def _solved(inputs: Inputs, forecast: _Forecast, built: _Built, clock: _Clock) -
             fairness, ftf_bound, solution = "relaxed", float("nan"), None
     if solution is None:
         solution, name = _solve(solved, opts, built.warm, early, clock.deadline)
-    # A solve the time limit stopped (before it, when a step would end past it) leaves no time to
-    # polish: the polish's setup alone can take most of a step.
-    cut = clock.limit_s is not None and solution.status == Status.ITERATION_LIMIT and "time limit" in solution.message
+    # No polish starts that a step of the solve says would end past the time limit (the interior
+    # point's own rule): the polish's setup alone can take most of a step.
+    step_s = solution.solve_time / max(solution.iterations, 1)
+    cut = clock.limit_s is not None and clock.left() < step_s
     late = late or clock.late("solve") or (f"time limit of {clock.limit_s:g} s reached in solve" if cut else None)
     if opts.polish and late is None:
         solution, name = _polished(solved, opts, built.warm, solution, name, clock)
