@@ -64,7 +64,7 @@ def busy(processes: int) -> Iterator[None]:
 @contextlib.contextmanager
 def without_blas_control() -> Iterator[None]:
     """The library's BLAS control switched off, for the comparison only."""
-    from vfm import nswot
+    from vfm.nswot import entry as nswot
 
     real = nswot.one_blas_thread
     nswot.one_blas_thread = contextlib.nullcontext  # type: ignore[assignment]

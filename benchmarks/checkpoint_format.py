@@ -17,7 +17,7 @@ What is measured (the median and the range of ``--repeats`` runs, one process)
       ``json.loads``, for comparison) and the
       time the restore spends in the reader's helpers that a declaration would replace
       (`helper_seconds`) and in its last step, the check of the whole state it built
-      (`vfm.planner.checkpoint_state.checked_state`, also what ``restore(policy.state)`` runs);
+      (`vfm.planner.policy.checkpoint.state.checked_state`, also what ``restore(policy.state)`` runs);
     - a prototype of the same version-2 layout (one GPU type) declared as msgspec Structs
       (`msgspec_types`: strict, unknown fields forbidden, the fixed ranges of `vfm.limits`
       declared) and as pydantic v2 models (`pydantic_types`, the same, non-finite numbers
@@ -68,14 +68,14 @@ ROUNDS_SERVED = 3
 REGIMES: dict[float, float] = {32: 60.0, 64: 40.0}
 #: Jobs of the small checkpoint the refusals are shown on (the messages do not depend on the size).
 CASE_JOBS = 200
-#: The functions of `vfm.planner.checkpoint_read` a schema declaration does the work of: reading
+#: The functions of `vfm.planner.policy.checkpoint.read` a schema declaration does the work of: reading
 #: fields by name (required, none unknown), their JSON types and fixed ranges, ids. (Not the check
 #: of a dict given directly, `_check_json_data`: the declaration's ``config`` is any JSON object, and
 #: msgspec's ``convert`` takes a tuple where a list is declared.)
 REPLACEABLE = ("_keys", "_list", "_real", "_id_in", "_pairs", "_numbers", "_window")
-#: vfm's checkpoint modules (in vfm/planner/).
-MODULES = ("checkpoint", "checkpoint_layout", "checkpoint_config", "checkpoint_write", "checkpoint_read",
-           "checkpoint_state")
+#: vfm's checkpoint modules (files in vfm/planner/, without ".py").
+MODULES = ("policy/checkpoint/__init__", "policy/checkpoint/layout", "policy/checkpoint/config",
+           "policy/checkpoint/write", "policy/checkpoint/read", "policy/checkpoint/state")
 
 
 def make_policy() -> "Policy":
@@ -118,8 +118,8 @@ def seconds_of(action: Callable[[], Any], repeats: int, before: Callable[[], Any
 
 def measure_vfm(policy: "Policy", repeats: int) -> tuple[str, dict[str, list[float]]]:
     """The checkpoint text of `policy`, and the seconds of vfm's steps (module docstring)."""
-    from vfm.planner.checkpoint_read import _parsed
-    from vfm.planner.checkpoint_state import checked_state
+    from vfm.planner.policy.checkpoint.read import _parsed
+    from vfm.planner.policy.checkpoint.state import checked_state
 
     text = policy.checkpoint()
     document = json.loads(text)
@@ -147,7 +147,7 @@ def helper_seconds(text: str, repeats: int) -> list[float]:
     """The seconds `restore(text)` spends in the reader's `REPLACEABLE` helpers (outermost calls
     only), in each of `repeats` restores into a fresh policy: each helper wrapped in a timer for the
     while (its own cost counted in, so the figure is an upper estimate)."""
-    from vfm.planner import checkpoint_read
+    from vfm.planner.policy.checkpoint import read as checkpoint_read
 
     spent, depth = [0.0], [0]
 
@@ -181,7 +181,7 @@ def helper_seconds(text: str, repeats: int) -> list[float]:
 
 
 # --- the prototypes ----------------------------------------------------------------------------
-# The version-2 layout of `vfm.planner.checkpoint` on one GPU type (on several, the plan rows'
+# The version-2 layout of `vfm.planner.policy.checkpoint` on one GPU type (on several, the plan rows'
 # windows are a list per type and a job has speeds: a second declaration, since a msgspec union
 # takes one array type only). What each declares: every field by name, its JSON type, and the
 # ranges that depend on nothing else (`vfm.limits`); not what depends on the configuration or on
@@ -395,7 +395,7 @@ class Prototype:
 
 def prototypes() -> tuple[list[Prototype], list[str]]:
     """The prototypes whose library is installed, and a line for each that is skipped."""
-    from vfm.planner.checkpoint_read import _parsed  # vfm's parse: a repeated key refused
+    from vfm.planner.policy.checkpoint.read import _parsed  # vfm's parse: a repeated key refused
 
     found, skipped = [], []
     try:
@@ -544,14 +544,15 @@ def lines(found: list[Prototype]) -> list[tuple[str, int]]:
 
     counted = []
     for module in MODULES:
-        source = inspect.getsource(importlib.import_module(f"vfm.planner.{module}"))
+        dotted = module.removesuffix("/__init__").replace("/", ".")
+        source = inspect.getsource(importlib.import_module(f"vfm.planner.{dotted}"))
         counted.append((f"vfm/planner/{module}.py", len(source.splitlines())))
-    reader = ast.parse(inspect.getsource(importlib.import_module("vfm.planner.checkpoint_read")))
+    reader = ast.parse(inspect.getsource(importlib.import_module("vfm.planner.policy.checkpoint.read")))
     spans = {node.name: node.end_lineno - node.lineno + 1 for node in reader.body
              if isinstance(node, ast.FunctionDef) and node.end_lineno is not None}
     missing = [name for name in REPLACEABLE if name not in spans]
-    assert not missing, f"checkpoint_read no longer has {missing}: update REPLACEABLE"
-    counted.append((f"  of checkpoint_read, the helpers a declaration replaces ({len(REPLACEABLE)} functions)",
+    assert not missing, f"checkpoint/read.py no longer has {missing}: update REPLACEABLE"
+    counted.append((f"  of checkpoint/read.py, the helpers a declaration replaces ({len(REPLACEABLE)} functions)",
                     sum(spans[name] for name in REPLACEABLE)))
     for prototype in found:
         counted.append((f"{prototype.name}: the declaration ({prototype.declaration.__name__})",

@@ -11,7 +11,7 @@ polish (where `saa-ipm` stops at 1e-7 by default, `PlanOptions.tol`), 1e-7 witho
 
 ``--no-polish`` runs the reference and every variant without `PlanOptions.polish` (which by
 default takes each backend's schedule to the window program's exact optimum,
-`vfm.planner.polish`): each backend's own schedule.
+`vfm.planner.solve.polish`): each backend's own schedule.
 
 - **decisions**: in every round of the reference run, the jobs a copy of the reference policy
   with the variant's options would serve from the same state, except that between re-plans the

@@ -31,7 +31,7 @@ def test_inside_one_thread_and_the_callers_setting_restored(two_threads):
 
 
 def test_a_solve_runs_on_one_thread_and_restores(two_threads, monkeypatch):
-    from vfm import nswot
+    from vfm.nswot import entry as nswot
 
     seen = []
     real = nswot._attempt

@@ -1,4 +1,4 @@
-"""The interior-point driver's shared rules (`vfm._interior_point`)."""
+"""The interior-point driver's shared rules (`vfm._numerics.interior_point`)."""
 
 import math
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vfm._interior_point import INEXACT_FRACTION, INEXACT_RANGE, Method, cg_tolerance, iterate, largest_step
+from vfm._numerics.interior_point import INEXACT_FRACTION, INEXACT_RANGE, Method, cg_tolerance, iterate, largest_step
 from vfm.equilibrium import Status
 
 positive = st.floats(min_value=1e-30, max_value=1e30, allow_nan=False, allow_infinity=False)

@@ -61,8 +61,8 @@ from vfm.parameters import (
 )
 from vfm.planner import JobTerms, PlanOptions, Policy, RoundOptions, plan
 from vfm.planner import options as plan_options
-from vfm.planner import policy as policy_module
-from vfm.planner import state as policy_state
+from vfm.planner.policy import policy as policy_module
+from vfm.planner.policy import state as policy_state
 from vfm.solvers import registry
 
 HUGE_INTS = (10**30, -(10**30), 10**400, 2**63)

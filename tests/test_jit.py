@@ -1,4 +1,4 @@
-"""The kernels' interpreted tier (vfm._jit): the same floats as the compiled kernels, per thread."""
+"""The kernels' interpreted tier (vfm._numerics.jit): the same floats as the compiled kernels, per thread."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from vfm._interior_point import largest_step
-from vfm._jit import interpreting, is_interpreting
+from vfm._numerics.interior_point import largest_step
+from vfm._numerics.jit import interpreting, is_interpreting
 from vfm.planner._kernels import entries
 
 positive = arrays(np.float64, 7, elements=st.floats(1e-6, 1e3))

@@ -1,4 +1,4 @@
-"""The shared preconditioned conjugate gradients (`vfm._linalg`)."""
+"""The shared preconditioned conjugate gradients (`vfm._numerics.linalg`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import scipy.linalg
 
-from vfm._linalg import cholesky, cholesky_solve, lu, lu_solve, preconditioned_cg
+from vfm._numerics.linalg import cholesky, cholesky_solve, lu, lu_solve, preconditioned_cg
 
 # Ill conditioned with a useless preconditioner: the residual creeps down without halving each step.
 CURVATURES = np.logspace(0, 8, 60)

@@ -68,7 +68,7 @@ def test_the_polish_of_many_identical_buyers_is_quick():
 
 
 def test_the_polish_stops_at_its_budget(monkeypatch):
-    from vfm import market_polish
+    from vfm.nswot import polish as market_polish
 
     market = vfm.VolatileFisherMarket.static([[1.0, 1.0], [0.0, 1.0]], budgets=[2.0, 1.0])
     solved = vfm.solve(market, polish=False)

@@ -17,7 +17,7 @@ from vfm.market import VolatileFisherMarket
 if TYPE_CHECKING:
     from vfm import check, cluster, planner
     from vfm.nswot import solve
-    from vfm.per_period import solve_per_period
+    from vfm.nswot.per_period import solve_per_period
     from vfm.solvers.registry import available_solvers
 
 #: The names that load on first use: the module each comes from, and its attribute there (None:
@@ -27,7 +27,7 @@ _ON_FIRST_USE: dict[str, tuple[str, str | None]] = {
     "cluster": ("vfm.cluster", None),
     "planner": ("vfm.planner", None),
     "solve": ("vfm.nswot", "solve"),
-    "solve_per_period": ("vfm.per_period", "solve_per_period"),
+    "solve_per_period": ("vfm.nswot.per_period", "solve_per_period"),
     "available_solvers": ("vfm.solvers.registry", "available_solvers"),
 }
 

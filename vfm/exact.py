@@ -56,11 +56,12 @@ from vfm.check import Certificate
 from vfm.equilibrium import Equilibrium
 from vfm.errors import SolverError, ValidationError
 from vfm.market import VolatileFisherMarket
+from vfm.nswot import solve
 
-# The polish lives in vfm.market_polish (vfm.solve runs it); `polished`, `polish_budget_s` and `POLISH_MIN_S` are
+# The polish lives in vfm.nswot.polish (vfm.solve runs it); `polished`, `polish_budget_s` and `POLISH_MIN_S` are
 # re-exported here, where the docs and tests name them.
-from vfm.market_polish import POLISH_MIN_S as POLISH_MIN_S
-from vfm.market_polish import (
+from vfm.nswot.polish import POLISH_MIN_S as POLISH_MIN_S
+from vfm.nswot.polish import (
     MarketData,
     Rejected,
     SupportSolution,
@@ -74,8 +75,7 @@ from vfm.market_polish import (
     require_plain,
     require_point,
 )
-from vfm.market_polish import polish_budget_s as polish_budget_s
-from vfm.nswot import solve
+from vfm.nswot.polish import polish_budget_s as polish_budget_s
 
 __all__ = [
     "ExactCertificate",

@@ -68,8 +68,8 @@ def test_the_report_is_written_with_times_refusals_and_lines(tmp_path, capsys):
     assert report.startswith(f"# command: python -m benchmarks.checkpoint_format --jobs {JOBS}")
     for line in ("checkpoint()", "  of which json.dumps (one line)", "restore(text), fresh policy",
                  "  of which the parse (no repeated key)", f"refusals: a checkpoint of {JOBS} jobs",
-                 "  of which in the helpers a declaration replaces", "vfm/planner/checkpoint_read.py",
-                 "  of checkpoint_read, the helpers a declaration replaces"):
+                 "  of which in the helpers a declaration replaces", "vfm/planner/policy/checkpoint/read.py",
+                 "  of checkpoint/read.py, the helpers a declaration replaces"):
         assert f"\n{line}" in report, line
     for library in ("msgspec", "pydantic"):
         assert (f"\n{library} " in report and f"\nestimate: restore with {library} " in report) or \

@@ -18,8 +18,8 @@ from vfm.cluster import ClusterTypes
 from vfm.errors import ValidationError
 from vfm.forecast import PopulationForecaster
 from vfm.planner import Policy
-from vfm.planner import checkpoint_config as checkpoints
 from vfm.planner.policy import PolicyState
+from vfm.planner.policy.checkpoint import config as checkpoints
 
 REGIMES: dict[float, float] = {32: 50.0, 64: 30.0}
 TYPES = ClusterTypes({"v100": 2, "k80": 2})

@@ -13,7 +13,7 @@ import pytest
 from vfm.cluster import ClusterTypes, GpuProfiles
 from vfm.errors import ValidationError
 from vfm.planner import Policy
-from vfm.planner.checkpoint import MAX_ID_DEPTH
+from vfm.planner.policy.checkpoint import MAX_ID_DEPTH
 
 REGIMES: dict[float, float] = {32: 50.0, 64: 30.0}
 

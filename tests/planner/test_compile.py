@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from benchmarks.plan import shockwave_options, tiled_window
-from vfm._jit import interpreting, is_interpreting
+from vfm._numerics.jit import interpreting, is_interpreting
 from vfm.planner import kernel_loading as compile_module
 from vfm.planner.kernel_loading import EVERY_FORM, INTERPRETED_ENTRIES, Forms, serving
 from vfm.planner.plan import plan

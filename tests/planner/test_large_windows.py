@@ -3,7 +3,7 @@
 A policy's first re-plan puts every job in one window. With hundreds of jobs per GPU the optimum
 shares every round among all of them (every entry interior), and the dual residual, which counts
 once per entry, dominates the certified gap at the iterate's own prices
-(`vfm.planner.saa_ipm_stopping.Repricing`). 1,000 jobs on 8 GPUs is as loaded as 30,000 on 256, whose first
+(`vfm.planner.solve.ipm.stopping.Repricing`). 1,000 jobs on 8 GPUs is as loaded as 30,000 on 256, whose first
 step's own-price gap is 18 times the start's: without the gap-minimizing prices the iterations
 would read it as a stall and the planner would solve the window again with CVXPY (90 s at 100,000
 jobs).
@@ -16,8 +16,8 @@ import pytest
 
 from vfm.equilibrium import Status
 from vfm.planner import Policy
-from vfm.planner.saa_cvxpy import solve_saa_cvxpy
-from vfm.planner.saa_ipm import solve_saa_ipm
+from vfm.planner.solve.cvxpy_model import solve_saa_cvxpy
+from vfm.planner.solve.ipm import solve_saa_ipm
 
 #: Regimes each job is told: batch size -> seconds per epoch.
 REGIMES: dict[float, float] = {32: 60.0, 64: 40.0}

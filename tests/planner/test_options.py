@@ -53,9 +53,9 @@ def test_options_are_frozen_and_overrides_make_a_copy():
 def test_a_tolerance_that_is_no_relative_gap_is_rejected_by_the_options_and_by_every_backend(tol):
     import numpy as np
 
-    from vfm.planner.backends import SaaCvxpyBackend, SaaIpmBackend
     from vfm.planner.program import PlanningProgram
-    from vfm.planner.saa_ipm import solve_saa_ipm
+    from vfm.planner.solve.backends import SaaCvxpyBackend, SaaIpmBackend
+    from vfm.planner.solve.ipm import solve_saa_ipm
 
     if tol is not None:  # None is the options' default (`PlanOptions.backend_tol`), not the backends'
         with pytest.raises(ValidationError, match=r"^tol must be a relative gap in \(0, 1\) or None"):

@@ -564,7 +564,7 @@ def test_cvxpy_certifies_the_same_bound_as_saa_ipm(case, efficiency):
 
 
 def test_a_certified_gap_from_no_multipliers_still_bounds_the_optimum():
-    from vfm.planner.saa_ipm import certified_gap
+    from vfm.planner.solve.ipm import certified_gap
 
     states = JobStates.from_lists([50, 6, 36], [{128: 76.0, 32: 582.0}, {8: 548.0}, {128: 558.0, 8: 426.0}],
                                   [[128] * 12, [8, 8], [8] * 2])
@@ -579,7 +579,7 @@ def test_a_certified_gap_from_no_multipliers_still_bounds_the_optimum():
 @settings(max_examples=3, deadline=None)
 @given(job_sets())
 def test_a_certified_gap_near_the_tolerance_is_kept_and_one_far_from_it_falls_back(case):
-    import vfm.planner.backends as backends
+    import vfm.planner.solve.backends as backends
     from vfm.planner.plan import NEAR_TOLERANCE
     from vfm.solvers import Solution
 

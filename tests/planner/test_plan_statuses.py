@@ -96,9 +96,9 @@ def test_the_time_limit_gives_a_status_that_is_not_optimal():
 
 
 def test_the_time_limit_stops_the_interior_point(monkeypatch):
-    import vfm.planner.backends as backends
+    import vfm.planner.solve.backends as backends
     from vfm.planner.program import PlanningProgram
-    from vfm.planner.saa_ipm import solve_saa_ipm
+    from vfm.planner.solve.ipm import solve_saa_ipm
 
     program = PlanningProgram(progress=np.array([[[0.2, 0.2, 0.1], [0.1, 0.3, 0.3]]]), base=np.array([0.1, 0.0]),
                               weights=np.ones(2), gpus=np.ones(2), capacity=np.ones(3), round_s=60.0,
@@ -125,7 +125,7 @@ def test_a_plan_cut_short_by_its_time_limit_runs_nothing_and_says_it_once():
 def test_with_a_time_limit_only_the_first_backend_is_tried(monkeypatch):
     """The reference backend's model building cannot stop at a deadline: after saa-ipm stops short
     of it, it is not started (it would take seconds at scale), whatever time is left."""
-    import vfm.planner.backends as backends
+    import vfm.planner.solve.backends as backends
 
     def short(program, deadline=None, **options):  # stops early, before its deadline
         return Solution(None, None, Status.ITERATION_LIMIT, "saa-ipm stopped (stub)", 0, 0.0, float("nan"))
@@ -142,7 +142,7 @@ def test_with_a_time_limit_only_the_first_backend_is_tried(monkeypatch):
 def test_a_backend_that_says_infeasible_is_followed_by_the_others(monkeypatch):
     """`PlanOptions.solver` names the backend tried first; the others are tried when it fails, an
     'infeasible' on a program that is feasible included."""
-    import vfm.planner.backends as backends
+    import vfm.planner.solve.backends as backends
 
     def infeasible(program, **options):
         return Solution(None, None, Status.INFEASIBLE, "cvxpy/CLARABEL infeasible (stub)", 0, 0.0, 1e-9)
@@ -155,7 +155,7 @@ def test_a_backend_that_says_infeasible_is_followed_by_the_others(monkeypatch):
 
 
 def test_a_non_finite_answer_is_an_error(monkeypatch):
-    import vfm.planner.backends as backends
+    import vfm.planner.solve.backends as backends
 
     def nan_prices(program, tol=1e-9, warm_start=None, **options):
         n, goods = program.shape[1:]
@@ -175,7 +175,7 @@ def test_a_polish_that_does_not_converge_stops_at_its_step_limit(monkeypatch):
     """A window whose polish does not converge: with no time limit the polish stops at its step
     limit, whatever the time its steps take (no wall-clock budget: the outcome does not depend on
     the machine's load), and the backend's answer is kept with its status."""
-    from vfm.planner import polish as polish_module
+    from vfm.planner.solve import polish as polish_module
 
     real_newton = polish_module._newton
     seen: list[float | None] = []
@@ -197,7 +197,7 @@ def test_a_polish_that_does_not_converge_stops_at_its_step_limit(monkeypatch):
 
 
 def test_polish_max_steps_is_bounded():
-    from vfm.planner.polish import MAX_STEPS
+    from vfm.planner.solve.polish import MAX_STEPS
 
     assert MAX_STEPS <= 20
 

@@ -139,7 +139,7 @@ def test_a_warm_start_over_goods_reaches_the_cold_plans_optimum(case, data):
     rng = np.random.default_rng(data.draw(st.integers(0, 2**31)))
     per_type, speed = _two_types(case, rng.uniform(0.2, 1.0, n))
     cold = plan(case.states, case.gpus, per_type, **case.kwargs(speed=speed))
-    # The cold plan's relaxation moved forward a round, as `vfm.planner.policy.warm_start` does.
+    # The cold plan's relaxation moved forward a round, as `vfm.planner.policy.replanning.warm_start` does.
     shifted = cold.relaxed.reshape(n, 2, case.rounds)[:, :, np.minimum(np.arange(case.rounds) + 1, case.rounds - 1)]
     warm = plan(case.states, case.gpus, per_type, warm_start=shifted.reshape(n, -1), **case.kwargs(speed=speed))
     assert warm.solver == "saa-ipm"

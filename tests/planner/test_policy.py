@@ -9,7 +9,7 @@ import pytest
 
 from vfm.errors import ValidationError
 from vfm.planner import PlanOptions, Policy
-from vfm.planner.replanning import warm_start
+from vfm.planner.policy.replanning import warm_start
 
 REGIMES = {32: 50.0, 64: 30.0}
 
@@ -50,7 +50,7 @@ def test_replans_on_arrival_completion_and_every_k_rounds():
 
 def test_by_default_a_policy_replans_every_8_rounds_or_every_windows_rounds_if_fewer():
     from vfm.planner import RoundOptions
-    from vfm.planner.state import REPLAN_EVERY
+    from vfm.planner.policy.state import REPLAN_EVERY
 
     assert RoundOptions().replan_every is None and REPLAN_EVERY == 8
     assert [Policy(4, rounds=rounds).replan_every for rounds in (20, 8, 6, 1)] == [8, 8, 6, 1]

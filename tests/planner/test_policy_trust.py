@@ -24,9 +24,8 @@ from vfm.errors import ValidationError
 from vfm.forecast import DirichletForecaster
 from vfm.limits import MAX_BUDGET, MAX_JOB_EPOCHS, MAX_JOB_SECONDS
 from vfm.planner import PlanOptions, Policy
-from vfm.planner import policy as policy_module
-from vfm.planner.decision import DeadlinePassed, within_deadline
-from vfm.planner.policy import Decision
+from vfm.planner.policy import Decision, replanning
+from vfm.planner.policy.decision import DeadlinePassed, within_deadline
 
 REGIMES: dict[float, float] = {32: 50.0, 64: 30.0}
 
@@ -374,7 +373,7 @@ def sources_after_breaking(policy: Any, forecaster: Flaky, served: Any, rounds: 
     {"relaxed": np.full((2, 3), np.nan)},
 ])
 def test_a_replan_that_did_not_converge_or_is_not_finite_is_not_used(monkeypatch, change):
-    real_plan = policy_module.plan
+    real_plan = replanning.plan
 
     def spoiled(*args: Any, **kwargs: Any) -> Any:
         return replace(real_plan(*args, **kwargs), **change)
@@ -382,7 +381,7 @@ def test_a_replan_that_did_not_converge_or_is_not_finite_is_not_used(monkeypatch
     policy = Policy(1, rounds=3)
     policy.add_job("a", 1, REGIMES, 40)
     policy.add_job("b", 1, REGIMES, 40)
-    monkeypatch.setattr(policy_module, "plan", spoiled)
+    monkeypatch.setattr(replanning, "plan", spoiled)
     assert policy.next_round() == ["a"]
     decision = policy.last_decision
     assert decision is not None and decision.source == "fallback"

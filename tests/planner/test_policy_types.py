@@ -10,7 +10,8 @@ import pytest
 
 from vfm.cluster import ClusterAware, ClusterTypes, load_workload, simulate
 from vfm.errors import ValidationError
-from vfm.planner import Policy, typed_serving
+from vfm.planner import Policy
+from vfm.planner.policy import replanning, typed_serving
 
 from .typed_on_one_type import TypedOnOneType
 
@@ -76,15 +77,15 @@ def test_the_shockwave_configuration_runs_on_types_with_finish_time_targets(monk
     policy = Policy.shockwave(cluster, rounds=6)
     assert policy.config.fairness and policy.options.efficiency > 0
     fairness = []
-    original = typed_serving._replan
+    original = replanning.replan
 
-    def recording(config, state, options=None):
-        new = original(config, state, options)
+    def recording(config, state, options=None, **kwargs):
+        new = original(config, state, options, **kwargs)
         fairness.append(new.plan.fairness)
         assert np.isfinite(new.jobs[new.plan.job_ids[0]].fair_finish_at_s)
         return new
 
-    monkeypatch.setattr(typed_serving, "_replan", recording)
+    monkeypatch.setattr(typed_serving, "replan", recording)
     sources = []
     next_round = policy.next_round
 
@@ -105,7 +106,7 @@ def test_bad_options_are_named():
     with pytest.raises(ValidationError, match=r"capacity must be a positive whole number of GPUs.* or a "
                                               r"vfm\.cluster\.ClusterTypes \(GPU type -> count\), got \{'v100': 4\}"):
         Policy({"v100": 4})  # type: ignore[arg-type]
-    with pytest.raises(ValidationError, match=r"service_floor and wait_limit apply to a cluster of one GPU type"):
+    with pytest.raises(ValidationError, match=r"service_floor and wait_limit apply to one GPU type"):
         Policy(ClusterTypes({"v100": 4, "k80": 2}), wait_limit=20)
     with pytest.raises(ValidationError, match=r"regimes of job 'x' name 'k80', but the cluster has one GPU type"):
         Policy(ClusterTypes({"v100": 4})).add_job("x", 1, {"k80": {32: 1.0}}, 3)

@@ -16,7 +16,8 @@ from vfm.cluster import ClusterTypes
 from vfm.equilibrium import Status
 from vfm.errors import ValidationError
 from vfm.planner import Policy
-from vfm.planner import typed_serving as typed_module
+from vfm.planner.policy import replanning
+from vfm.planner.policy import typed_serving as typed_module
 
 from .typed_on_one_type import TypedOnOneType
 
@@ -143,7 +144,7 @@ def test_a_standing_plan_older_than_its_window_is_not_served():
     {"schedule": np.full((2, 6), np.inf)},
 ])
 def test_a_replan_that_did_not_converge_or_is_not_finite_is_not_used(monkeypatch, change):
-    real_plan = typed_module.plan
+    real_plan = replanning.plan
 
     def spoiled(*args: Any, **kwargs: Any) -> Any:
         return replace(real_plan(*args, **kwargs), **change)
@@ -151,7 +152,7 @@ def test_a_replan_that_did_not_converge_or_is_not_finite_is_not_used(monkeypatch
     policy = Policy(ClusterTypes({"v100": 1, "k80": 1}), rounds=3)
     policy.add_job("a", 1, K80, 40)
     policy.add_job("b", 1, BOTH, 40)
-    monkeypatch.setattr(typed_module, "plan", spoiled)
+    monkeypatch.setattr(replanning, "plan", spoiled)
     assert policy.next_round() == {"a": "k80", "b": "v100"}
     decision = policy.last_decision
     assert decision is not None and decision.source == "fallback" and policy.last_plan is None

@@ -11,10 +11,10 @@ from vfm.equilibrium import Status
 from vfm.errors import ValidationError
 from vfm.planner import PlanningProgram, PlanOptions
 from vfm.planner.options import STRICT_TOL
-from vfm.planner.polish import RESIDUAL, lagrangian_minimizer, polish, supports
-from vfm.planner.saa_cvxpy import solve_saa_cvxpy
-from vfm.planner.saa_ipm import solve_saa_ipm
-from vfm.planner.scaled_program import scale_program
+from vfm.planner.solve.cvxpy_model import solve_saa_cvxpy
+from vfm.planner.solve.ipm import solve_saa_ipm
+from vfm.planner.solve.polish import RESIDUAL, lagrangian_minimizer, polish, supports
+from vfm.planner.solve.scaled_program import scale_program
 
 
 def _program(seed: int, jobs: int = 14, rounds: int = 8, scenarios: int = 1) -> PlanningProgram:
@@ -72,7 +72,7 @@ def test_the_lagrangian_minimizer_is_exact():
 
 
 def test_the_start_matches_each_jobs_multiplier_to_the_backends_progress_within_its_trust_region():
-    from vfm.planner.polish import _MATCH, _MATCH_TRUST, _matched
+    from vfm.planner.solve.polish import _MATCH, _MATCH_TRUST, _matched
 
     data, prices, rows, rng = _random_multipliers(7, 30, 2)
     rows = np.where(data.constrained | data.efficient, rng.uniform(5e-4, 5e-3, rows.size), 0.0)
@@ -100,8 +100,8 @@ def test_the_start_matches_each_jobs_multiplier_to_the_backends_progress_within_
 
 
 def test_the_slopes_are_the_slacks_derivative():
-    from vfm.planner.polish import _Duals, _rows
-    from vfm.planner.polish_system import NewtonMatrix, slopes
+    from vfm.planner.solve.polish import _Duals, _rows
+    from vfm.planner.solve.polish_system import NewtonMatrix, slopes
 
     program = _program(5, jobs=20)
     data, _ = scale_program(program)
@@ -123,7 +123,7 @@ def test_the_slopes_are_the_slacks_derivative():
 
 
 def test_the_newton_systems_elimination_solves_it():
-    from vfm.planner.polish_system import slopes
+    from vfm.planner.solve.polish_system import slopes
 
     data, prices, rows, rng = _random_multipliers(3, 20, 2)
     _, utility, free = lagrangian_minimizer(data, prices, rows)
@@ -134,7 +134,7 @@ def test_the_newton_systems_elimination_solves_it():
 def assert_the_elimination_solves(data, derivative, share: float, rng) -> None:
     """The Newton matrix of `derivative` with a random `share` of its rows binding: its solve by
     elimination against a dense solve of the matrix assembled column by column."""
-    from vfm.planner.polish_system import NewtonMatrix
+    from vfm.planner.solve.polish_system import NewtonMatrix
 
     size = derivative.diagonal(data).size
     binding = rng.random(size) < share
@@ -158,7 +158,7 @@ def test_a_program_it_does_not_apply_to_keeps_the_backends_answer_and_says_why()
 
 
 def test_a_polish_that_stops_early_keeps_the_backends_answer(monkeypatch):
-    from vfm.planner import polish as module
+    from vfm.planner.solve import polish as module
 
     monkeypatch.setattr(module, "MAX_STEPS", 0)
     program = _program(1)
@@ -187,7 +187,7 @@ def _window():
 
 def _recording_tolerances(monkeypatch):
     """The tolerances `plan` asks of the backends, in order, as (backend, tol)."""
-    from vfm.planner.backends import SaaCvxpyBackend, SaaIpmBackend
+    from vfm.planner.solve.backends import SaaCvxpyBackend, SaaIpmBackend
 
     asked = []
     for backend in (SaaIpmBackend, SaaCvxpyBackend):
@@ -216,7 +216,7 @@ def test_the_backend_stops_early_by_default_only_where_the_polish_finishes(monke
 
 def test_a_polish_that_does_not_converge_from_the_early_stop_solves_again_strictly(monkeypatch):
     from vfm.planner import plan
-    from vfm.planner import polish as module
+    from vfm.planner.solve import polish as module
 
     asked = _recording_tolerances(monkeypatch)
     states, gpus, capacity = _window()
@@ -277,7 +277,7 @@ def test_a_window_near_its_rounding_floor_is_polished_whichever_way_it_converges
 
 
 def test_a_residual_at_its_rounding_floor_is_converged(monkeypatch):
-    from vfm.planner import polish as module
+    from vfm.planner.solve import polish as module
 
     # With a tolerance of 0 no floating-point residual is sure to meet it: the polish converges
     # only by finding the residual at its rounding floor, whatever the backends' last digits.
@@ -292,8 +292,8 @@ def test_a_residual_at_its_rounding_floor_is_converged(monkeypatch):
 
 def test_a_backend_that_stopped_short_of_its_tolerance_is_not_asked_again(monkeypatch):
     from vfm.planner import plan
-    from vfm.planner import polish as module
-    from vfm.planner.backends import SaaIpmBackend
+    from vfm.planner.solve import polish as module
+    from vfm.planner.solve.backends import SaaIpmBackend
 
     asked = _recording_tolerances(monkeypatch)
     solve = SaaIpmBackend.solve

@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vfm.planner.polish import RESIDUAL, _Duals, _rows, lagrangian_minimizer, polish, supports
-from vfm.planner.polish_system import NewtonMatrix, by_round, slopes
-from vfm.planner.saa_cvxpy import solve_saa_cvxpy
-from vfm.planner.saa_ipm import solve_saa_ipm
-from vfm.planner.scaled_program import scale_program
+from vfm.planner.solve.cvxpy_model import solve_saa_cvxpy
+from vfm.planner.solve.ipm import solve_saa_ipm
+from vfm.planner.solve.polish import RESIDUAL, _Duals, _rows, lagrangian_minimizer, polish, supports
+from vfm.planner.solve.polish_system import NewtonMatrix, by_round, slopes
+from vfm.planner.solve.scaled_program import scale_program
 
 from .test_polish import assert_the_elimination_solves
 from .test_program_types import TIGHT, typed_program
@@ -90,7 +90,7 @@ def test_the_typed_elimination_solves_the_newton_system(share):
 
 
 def test_the_start_matches_each_rounds_multiplier_to_the_backends_time_in_the_round():
-    from vfm.planner.polish import _MATCH, _matched_rounds
+    from vfm.planner.solve.polish import _MATCH, _matched_rounds
 
     data, _ = scale_program(_program(8))
     duals = _random_duals(data, 5)

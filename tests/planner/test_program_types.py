@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from vfm.equilibrium import Status
 from vfm.planner import PlanningProgram
-from vfm.planner.saa_cvxpy import solve_saa_cvxpy
-from vfm.planner.saa_ipm import solve_saa_ipm
+from vfm.planner.solve.cvxpy_model import solve_saa_cvxpy
+from vfm.planner.solve.ipm import solve_saa_ipm
 from vfm.solvers import registry
 
 TIGHT = {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10}

@@ -1,12 +1,12 @@
-"""The policy's re-plan helpers (`vfm.planner.replanning`)."""
+"""The policy's re-plan helpers (`vfm.planner.policy.replanning`)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from vfm.planner.replanning import job_states
-from vfm.planner.state import JobRecord
+from vfm.planner.policy.replanning import job_states
+from vfm.planner.policy.state import JobRecord
 
 
 def _records(seed: int) -> list[JobRecord]:

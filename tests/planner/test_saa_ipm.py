@@ -1,5 +1,5 @@
-"""`vfm.planner.saa_ipm`: feasible iterates, a certified gap that really bounds the optimum, agreement
-with the CVXPY reference (`vfm.planner.saa_cvxpy`), warm starts."""
+"""`vfm.planner.solve.ipm.method`: feasible iterates, a certified gap that really bounds the optimum, agreement
+with the CVXPY reference (`vfm.planner.solve.cvxpy_model`), warm starts."""
 
 from __future__ import annotations
 
@@ -12,16 +12,16 @@ from hypothesis import given, settings
 
 from vfm.equilibrium import Status
 from vfm.planner import PlanningProgram, _kernels
-from vfm.planner.saa_cvxpy import solve_saa_cvxpy
-from vfm.planner.saa_ipm import (
+from vfm.planner.solve.cvxpy_model import solve_saa_cvxpy
+from vfm.planner.solve.ipm.blocks import GRAM_CURVATURE as _GRAM_CURVATURE
+from vfm.planner.solve.ipm.blocks import BlockFactor as _BlockFactor
+from vfm.planner.solve.ipm.blocks import Workspace as _Workspace
+from vfm.planner.solve.ipm.method import (
     _PROGRESS,
     _exhausted,
     solve_saa_ipm,
 )
-from vfm.planner.saa_ipm_blocks import GRAM_CURVATURE as _GRAM_CURVATURE
-from vfm.planner.saa_ipm_blocks import BlockFactor as _BlockFactor
-from vfm.planner.saa_ipm_blocks import Workspace as _Workspace
-from vfm.planner.scaled_program import gap_minimizing_prices
+from vfm.planner.solve.scaled_program import gap_minimizing_prices
 
 from .strategies import programs
 

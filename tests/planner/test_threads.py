@@ -14,11 +14,11 @@ import pytest
 from benchmarks.plan import shockwave_options, tiled_window
 from vfm.errors import ValidationError
 from vfm.planner import PlanOptions, Policy
-from vfm.planner import policy as policy_module
 from vfm.planner._kernels import jit, kernel_threads, threads
 from vfm.planner._kernels.threads import DEFAULT_THREADS, available, current
 from vfm.planner.plan import plan
-from vfm.planner.saa_ipm import solve_saa_ipm
+from vfm.planner.policy import policy as policy_module
+from vfm.planner.solve.ipm import solve_saa_ipm
 
 #: Jobs of the synthetic window: several chunks of jobs (`jit.CHUNK`), the last one partial.
 JOBS, GPUS = 300, 77
@@ -72,7 +72,7 @@ def test_a_plan_over_sixteen_scenarios_is_the_same_on_one_thread_and_two(window)
 
 @pytest.mark.slow  # the parallel form of the one-type rows compiles on first use
 def test_a_solve_on_two_gpu_types_is_the_same_on_one_thread_and_two(window):
-    # Two GPU types: the one-type rows' kernels (as `vfm.planner.saa_ipm.load_kernels` builds them).
+    # Two GPU types: the one-type rows' kernels (as `vfm.planner.solve.ipm.method.load_kernels` builds them).
     (base,) = _plans(window, (1,))
     program = base.program
     rounds = program.capacity.shape[0]

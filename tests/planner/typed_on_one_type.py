@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 
 from vfm.planner import Policy
-from vfm.planner.typed_serving import typed_serving
+from vfm.planner.policy.typed_serving import typed_serving
 
 
 class TypedOnOneType(Policy):

@@ -356,7 +356,7 @@ def test_a_direct_call_with_an_unknown_option_fails_with_its_name(backend):
 
 
 def test_the_registry_asks_whether_jax_is_installed_without_importing_it():
-    from vfm.utility_backend import jax_installed, jax_module
+    from vfm.utility.backend import jax_installed, jax_module
 
     assert jax_installed() is (jax_module() is not None)
     assert ("jax-smoothed-dual" in vfm.available_solvers()) is jax_installed()

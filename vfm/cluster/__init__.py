@@ -18,7 +18,7 @@ and the baselines.
 - `vfm.cluster.simulator`: `simulate` runs a policy on a workload round by round.
 - `vfm.cluster.metrics`: makespan, JCT, finish-time fairness, utilization; `summarize`.
 - `vfm.cluster.baselines`: the paper's baselines (`BASELINES`) and the static market.
-- `vfm.cluster.typed_baselines`: baselines for clusters of several GPU types (`TYPED_BASELINES`;
+- `vfm.cluster.baselines.typed`: baselines for clusters of several GPU types (`TYPED_BASELINES`;
   Gavel's heterogeneity-aware max-min fairness, `HeterogeneousMaxMinFairness`).
 - `vfm.cluster.windows`: planning windows built from a workload (benchmark and test instances).
 - `vfm.cluster.artifact`: the Shockwave artifact's simulator mechanics and its baselines as it
@@ -44,6 +44,14 @@ True
 
 from vfm.cluster import metrics
 from vfm.cluster.baselines import BASELINES
+from vfm.cluster.baselines.typed import (
+    TYPED_BASELINES,
+    HeterogeneousFinishTimeFairness,
+    HeterogeneousMaxMinFairness,
+    HeterogeneousMaxSumThroughput,
+    HeterogeneousMinTotalDuration,
+    HeterogeneousStaticMarket,
+)
 from vfm.cluster.generate import Uncertainty, WorkloadSpec, generate_workload, resample_workload
 from vfm.cluster.gpu_types import (
     GPU_TYPES,
@@ -60,14 +68,6 @@ from vfm.cluster.gpu_types import (
 from vfm.cluster.metrics import summarize
 from vfm.cluster.protocol import ClusterAware, ReportsDiagnostics, SchedulingPolicy
 from vfm.cluster.simulator import Round, Simulation, simulate
-from vfm.cluster.typed_baselines import (
-    TYPED_BASELINES,
-    HeterogeneousFinishTimeFairness,
-    HeterogeneousMaxMinFairness,
-    HeterogeneousMaxSumThroughput,
-    HeterogeneousMinTotalDuration,
-    HeterogeneousStaticMarket,
-)
 from vfm.cluster.workload import Job, Workload, WorkloadArrays, load_workload, workload_from_dict, workload_to_dict
 
 __all__ = [

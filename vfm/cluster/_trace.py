@@ -7,7 +7,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from vfm.cluster.gpu_types import ClusterTypes, type_profile
-from vfm.cluster.workload_model import Workload
+from vfm.cluster.workload.model import Workload
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]

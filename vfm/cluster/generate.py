@@ -96,8 +96,8 @@ from vfm._validation import INT64_MAX, is_whole, shown_value
 from vfm.cluster.artifact._adaptation import LARGEST, SCALED, accordion_critical, gns_schedules
 from vfm.cluster.gpu_types import ClusterTypes, throughput_table
 from vfm.cluster.workload import epoch_records, load_workload
-from vfm.cluster.workload_model import Job, Workload, derived_profile
-from vfm.cluster.workload_reader import workload_from_dict
+from vfm.cluster.workload.model import Job, Workload, derived_profile
+from vfm.cluster.workload.reader import workload_from_dict
 from vfm.cluster.workload_spec import Uncertainty, WorkloadSpec
 from vfm.errors import ValidationError
 from vfm.limits import MAX_ARRIVAL_ROUNDS, MAX_WORKLOAD_EPOCHS

@@ -67,7 +67,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from vfm._validation import read_only
-from vfm.cluster.workload_model import Job
+from vfm.cluster.workload.model import Job
 from vfm.errors import ValidationError
 from vfm.gpu_cluster import GPU_TYPES, PROFILED_TYPE, ClusterTypes, check_gpu_type
 from vfm.gpu_profiles import THROUGHPUTS_FILE, GpuProfiles, checked_profiles

@@ -35,7 +35,7 @@ from vfm._validation import checked_job_id, first_bad
 from vfm.cluster._trace import Trace
 from vfm.cluster.gpu_types import ClusterTypes
 from vfm.cluster.protocol import ClusterAware, ReportsDiagnostics, SchedulingPolicy
-from vfm.cluster.workload_model import Workload
+from vfm.cluster.workload.model import Workload
 from vfm.errors import PolicyError, ValidationError
 from vfm.limits import MAX_ARRIVAL_ROUNDS
 from vfm.parameters import Constraint, Function, Instance, Optional, Real, Whole, check_parameters

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vfm.cluster.workload_model import Job, Workload, WorkloadArrays
+from vfm.cluster.workload.model import Job, Workload, WorkloadArrays
 from vfm.forecast import JobStates
 from vfm.jobs import JobWindow, equal_share, window_market
 

@@ -28,7 +28,7 @@ from typing import Any, cast
 
 from vfm._validation import finite_float, shown_value
 from vfm.cluster.gpu_types import throughput_sets
-from vfm.cluster.workload_model import ADAPTATIONS
+from vfm.cluster.workload.model import ADAPTATIONS
 from vfm.errors import ValidationError
 from vfm.limits import MAX_GPUS, MAX_JOB_SECONDS, MAX_WORKLOAD_EPOCHS
 from vfm.parameters import Boolean, Constraint, Instance, Interval, OneOf, Optional, Real, Whole, check_parameters

@@ -242,9 +242,7 @@ def checked_inputs(states: JobStates, forecaster: Forecaster | None, options: Pl
     for name, value in given.items():
         reject_masked(value, name)
     width, supply, window = checked_cluster(states, arguments.gpus, arguments.capacity, terms.speed, opts)
-    if (opts.service_floor or opts.wait_limit is not None) and window is not None:
-        raise ValidationError("service_floor and wait_limit apply to one GPU type; plan without speed, or with "
-                              "service_floor=0 and wait_limit=None")
+    opts.check_over_types(window is not None)
     weights = checked_budgets(states, terms.budgets)
     targets = None if terms.fair_finish_s is None else as_real_array(terms.fair_finish_s, "fair_finish_s", (n,))
     if targets is not None:

@@ -9,7 +9,7 @@ for its first decision, so:
 - `vfm.planner.Policy` starts loading (or compiling) the kernels its plans use when it is built, on
   a background thread (`load_in_background`), and returns at once;
 - until they are loaded, `vfm.planner.plan` runs a window of at most `INTERPRETED_ENTRIES` entries
-  (scenarios x jobs x rounds x GPU types) on the kernels' interpreted twins (`vfm._jit`): the same
+  (scenarios x jobs x rounds x GPU types) on the kernels' interpreted twins (`vfm._numerics.jit`): the same
   floats, about a tenth of a second for ten jobs; a larger window waits for the compiled kernels;
 - `compile_kernels` (``python -m vfm.planner.compile``) compiles every form ahead, for a container
   image built once and started many times.
@@ -37,12 +37,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from vfm._jit import interpreting
+from vfm._numerics.jit import interpreting
 from vfm.planner._kernels import kernel_threads, waits
 from vfm.planner._kernels.jit import CHUNK
-from vfm.planner.polish import polish
 from vfm.planner.program import PlanningProgram
-from vfm.planner.saa_ipm import solve_saa_ipm
+from vfm.planner.solve.ipm.method import solve_saa_ipm
+from vfm.planner.solve.polish import polish
 
 #: The largest window (scenarios x jobs x rounds x GPU types) that a plan runs interpreted while the
 #: kernels load: an interpreted plan takes about a millisecond per entry on a small machine, so at

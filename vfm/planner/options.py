@@ -102,10 +102,10 @@ class PlanOptions:
         unique (default 0.1; 0 solves the program as it is); at most `MAX_WEIGHT` (1e6), as
         `efficiency`.
     polish : bool
-        Take the backend's schedule to the program's exact optimum (`vfm.planner.polish`: one
+        Take the backend's schedule to the program's exact optimum (`vfm.planner.solve.polish`: one
         scenario, spread > 0; other programs keep the backend's schedule), so that
         every backend and tolerance serves the same jobs (default True; docs/planning.md, "The
-        polish"). The polish is bounded in Newton steps (`vfm.planner.polish.MAX_STEPS`), not in
+        polish"). The polish is bounded in Newton steps (`vfm.planner.solve.polish.MAX_STEPS`), not in
         seconds, so that a re-plan's schedule does not depend on the machine's load; only
         `time_limit_s` cuts it short. When the polish stops, the backend's own answer is kept
         with its status and the message says so.
@@ -184,6 +184,13 @@ class PlanOptions:
     wait_limit: int | None = None
     time_limit_s: float | None = None
     threads: int | None = None
+
+    def check_over_types(self, over_types: bool) -> None:
+        """Refuse, for a program over GPU types (`over_types`), the options that apply to one GPU
+        type: the service floor and the wait limit (the program over types has no floors)."""
+        if over_types and (self.service_floor or self.wait_limit is not None):
+            raise ValidationError("service_floor and wait_limit apply to one GPU type, not over several; pass "
+                                  "service_floor=0 and wait_limit=None")
 
     def __post_init__(self) -> None:
         # Before `check_horizon`, which checks the type and sign: the bound is the planner's own.

@@ -34,10 +34,10 @@ from vfm.planner.inputs import Arguments, Inputs, JobTerms, checked_forecast, ch
 from vfm.planner.kernel_loading import Forms, serving
 from vfm.planner.options import STRICT_TOL, PlanOptions
 from vfm.planner.pace import window_epochs
-from vfm.planner.polish import polish
-from vfm.planner.polish import supports as polish_supports
 from vfm.planner.program import PlanningProgram, above_floor, commitments
 from vfm.planner.rounding import RoundingContext, round_placement, round_schedule
+from vfm.planner.solve.polish import polish
+from vfm.planner.solve.polish import supports as polish_supports
 from vfm.solvers.base import Solution
 from vfm.solvers.registry import candidates, select
 
@@ -81,7 +81,7 @@ class Plan:
     bound : float
         An upper bound on the objective of any schedule within capacity: the relaxation's
         objective plus the gap its backend's multipliers certify for the objective without the
-        tie-breaking term (`vfm.planner.saa_ipm.certified_gap`; every backend). NaN when the
+        tie-breaking term (`vfm.planner.solve.ipm.method.certified_gap`; every backend). NaN when the
         backend returned no schedule. With a service floor (`PlanOptions.service_floor`), a bound
         over the schedules that give every job its floor.
     relaxed_objective, rounded_objective : float
@@ -505,7 +505,7 @@ NEAR_TOLERANCE = 10.0
 
 def _polished(program: PlanningProgram, options: PlanOptions, warm_start: FloatArray | None,
               solution: Solution, name: str, clock: _Clock) -> tuple[Solution, str]:
-    """`solution` (from backend `name`) polished (`vfm.planner.polish`), within its Newton-step
+    """`solution` (from backend `name`) polished (`vfm.planner.solve.polish`), within its Newton-step
     bound and the caller's time limit (if any); should the polish not converge from a backend's
     default early start (`vfm.solvers.Capabilities.polish_start_tol`) that reached that tolerance
     (optimal), `program` solved again at `STRICT_TOL` and that polished, the message keeping both.

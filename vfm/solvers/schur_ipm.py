@@ -53,8 +53,16 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 
-from vfm._interior_point import CG_STEPS, CG_TOLERANCE, STEP_TO_BOUNDARY, Method, centring, iterate, largest_step
-from vfm._linalg import preconditioned_cg
+from vfm._numerics.interior_point import (
+    CG_STEPS,
+    CG_TOLERANCE,
+    STEP_TO_BOUNDARY,
+    Method,
+    centring,
+    iterate,
+    largest_step,
+)
+from vfm._numerics.linalg import preconditioned_cg
 from vfm._validation import as_real_array, reject_masked
 from vfm.duality import duality_gap
 from vfm.equilibrium import Status

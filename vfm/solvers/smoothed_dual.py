@@ -32,7 +32,7 @@ no weight: the NumPy engine drops them from a stage and checks afterwards that n
 The answer is the last stage's market, cleared at the buyers' spending: optimal when its exact
 duality gap is within ``tol`` (a few more Newton steps at the last temperature if needed), which
 `vfm.solve`'s certificate checks again; `vfm.solve` then polishes it to the exact equilibrium like any
-backend's (`vfm.market_polish`): with :math:`\tau` far below the smallest gap between a buyer's
+backend's (`vfm.nswot.polish`): with :math:`\tau` far below the smallest gap between a buyer's
 best and second-best bang-per-buck, the pairs that trade are the equilibrium's support.
 
 The continuation is written once (`solve_smoothed`); an engine does the array work: NumPy here

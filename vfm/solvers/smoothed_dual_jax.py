@@ -34,7 +34,7 @@ from vfm.solvers.smoothed_dual import (
     solve_smoothed,
     unknown_options,
 )
-from vfm.utility_backend import jax_installed, jax_module, x64_scope
+from vfm.utility.backend import jax_installed, jax_module, x64_scope
 
 __all__ = ["JaxEngine", "JaxSmoothedDualBackend"]
 

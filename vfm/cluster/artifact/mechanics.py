@@ -36,7 +36,7 @@ from vfm.cluster.artifact.allocations import AllocationInputs, Allocator, make_a
 from vfm.cluster.gpu_types import PROFILED_TYPE, throughput_table
 from vfm.cluster.protocol import SchedulingPolicy
 from vfm.cluster.simulator import Round, Simulation, ask_policy, checked_answer
-from vfm.cluster.workload_model import Workload
+from vfm.cluster.workload.model import Workload
 from vfm.errors import ValidationError
 from vfm.parameters import Constraint, Instance, Optional, Real, Whole, check_parameters
 from vfm.planner.rounding import first_fit

@@ -1,5 +1,5 @@
-r"""The planner's compiled layer: Numba kernels of `vfm.planner.saa_ipm`'s iterations, of
-`vfm.planner.polish`'s Lagrangian minimizer and of the wait limit's commitments
+r"""The planner's compiled layer: Numba kernels of `vfm.planner.solve.ipm.method`'s iterations, of
+`vfm.planner.solve.polish`'s Lagrangian minimizer and of the wait limit's commitments
 (`vfm.planner.program.wait_floor`).
 
 Each step of an interior-point iteration over hundreds of jobs is one loop over the jobs with a

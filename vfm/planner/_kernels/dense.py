@@ -1,7 +1,7 @@
 r"""The Newton blocks' dense factor, compiled: :math:`L_i^{-1}` of the (T, T) Cholesky factor of
 :math:`I + V_i V_i^\top` for every job, and the block solves with it.
 
-The form `vfm.planner.saa_ipm_blocks.BlockFactor` takes when a job's block has more columns than
+The form `vfm.planner.solve.ipm.blocks.BlockFactor` takes when a job's block has more columns than
 the low-rank form handles cheaply (`vfm.planner._kernels.low_rank`): :math:`O(T^3)` per job.
 
 The factors are stored chunk by chunk (`jit.CHUNK` jobs) with the job innermost, lower triangles

@@ -1,6 +1,6 @@
 r"""The interior point's passes over the (n, T) entries, compiled: a point's evaluation, the Newton
 system's columns, its Hessian products, right-hand side and back-substitution
-(`vfm.planner.saa_ipm_point`, `vfm.planner.saa_ipm_newton`).
+(`vfm.planner.solve.ipm.point`, `vfm.planner.solve.ipm.newton`).
 
 Each is a few operations per entry. NumPy can only run them as whole-array passes, one call and
 one temporary (n, S', T) or (n, T) array each, so an iteration over hundreds of jobs would be
@@ -115,7 +115,7 @@ def evaluate_entries(progress: np.ndarray, base: np.ndarray, beta: np.ndarray, s
                      z_hi: np.ndarray, prices: np.ndarray, rows: np.ndarray, pace: np.ndarray, weights: np.ndarray,
                      own_weights: bool, u: np.ndarray, dual_residual: np.ndarray, primal_residual: np.ndarray,
                      running: np.ndarray) -> tuple[float, float, float, float, float]:
-    r"""`vfm.planner.saa_ipm`'s point evaluation over the (n, T) entries, in one pass.
+    r"""`vfm.planner.solve.ipm.method`'s point evaluation over the (n, T) entries, in one pass.
 
     Writes the utilities `u` (n, S), the dual residual :math:`q - z^{lo} + z^{hi}` (`dual_residual`,
     0 off `active`; :math:`q = -\sum_s w_s a_s + \nabla \text{spread} + g \lambda - r`, with the

@@ -1,7 +1,7 @@
 """The compilation forms of the planner's kernels (`vfm.planner._kernels`): `compiled` for a kernel
 called from Python, `inlined` for a helper called from kernels, and `over_jobs` for the kernels over
-jobs that run on several threads. Each is a `vfm._jit.Kernel` where Python calls it, so that it
-also runs interpreted (`vfm._jit.interpreting`).
+jobs that run on several threads. Each is a `vfm._numerics.jit.Kernel` where Python calls it, so that it
+also runs interpreted (`vfm._numerics.jit.interpreting`).
 
 Numba compiles each kernel once per machine (``cache=True`` keeps the machine code beside its
 module); the kernels take float64 C-contiguous arrays, which is what their callers pass.
@@ -15,7 +15,7 @@ from typing import Any
 
 import numba
 
-from vfm._jit import SETTINGS, Kernel, inlined, kernel
+from vfm._numerics.jit import SETTINGS, Kernel, inlined, kernel
 from vfm.planner._kernels import threads
 
 #: A kernel called from Python.

@@ -1,4 +1,4 @@
-r"""The Lagrangian minimizer of `vfm.planner.polish`, compiled: every job's minimizer of its part of
+r"""The Lagrangian minimizer of `vfm.planner.solve.polish`, compiled: every job's minimizer of its part of
 the Lagrangian at given prices and row multipliers, and the row multipliers that match a target
 progress.
 """
@@ -76,7 +76,7 @@ def _minimize_job(a: np.ndarray, c: np.ndarray, s: float, b: float, base: float,
 def lagrangian_minimizer(a: np.ndarray, c: np.ndarray, sigma: np.ndarray, beta: np.ndarray, base: np.ndarray,
                          upper: np.ndarray, active: np.ndarray, y: np.ndarray, utility: np.ndarray,
                          free: np.ndarray) -> None:
-    r"""For every job, the minimizer of its part of the Lagrangian (`vfm.planner.polish`):
+    r"""For every job, the minimizer of its part of the Lagrangian (`vfm.planner.solve.polish`):
     :math:`y_t = \operatorname{clip}((\beta a_t / U - c_t) / \sigma, 0, u_t)` with :math:`U` the
     root of :math:`b + a^\top y(U) - U`, `upper` (n, T) each entry's bound :math:`u_t` (inf: none).
     Writes `y` (n, T), `utility` (n,) and `free` (n, T): the entries strictly inside the box.

@@ -6,7 +6,7 @@ Each job's Newton block is :math:`D^{1/2} (I + V V^\top) D^{1/2}` with :math:`V`
 (S', S') eigendecomposition (cyclic Jacobi, a block's few numbers in registers); the kernels here
 form it for every job and apply it: the block inverses and their capacity loads, the Woodbury
 identity's second term, :math:`F \operatorname{diag}(x)` and the capacity Gram matrix's terms
-(`vfm.planner.saa_ipm_blocks.BlockFactor`).
+(`vfm.planner.solve.ipm.blocks.BlockFactor`).
 """
 
 from __future__ import annotations
@@ -218,7 +218,7 @@ def curved_jobs(columns: np.ndarray, limit: float, curved: np.ndarray) -> int:
 @jit.over_jobs
 def gram_pieces(columns: np.ndarray, shrink: np.ndarray, x: np.ndarray, curved: np.ndarray, rows: np.ndarray,
                 weighted: np.ndarray, diagonal: np.ndarray) -> None:
-    r"""The capacity Gram matrix's terms job by job (`vfm.planner.saa_ipm_blocks.BlockFactor.gram`), from the
+    r"""The capacity Gram matrix's terms job by job (`vfm.planner.solve.ipm.blocks.BlockFactor.gram`), from the
     low-rank factors `columns` :math:`P^\top` (n, S', T) and `shrink` (n, S'), given the jobs
     `curved` (`curved_jobs`).
 

@@ -1,5 +1,5 @@
 r"""The one-type-per-round rows' kernels over GPU types, compiled: their rank-one terms per job and
-round, and the capacity system's Gram matrix in pieces (`vfm.planner.saa_ipm_blocks.TypeFold`).
+round, and the capacity system's Gram matrix in pieces (`vfm.planner.solve.ipm.blocks.TypeFold`).
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from vfm.planner._kernels import jit
 @jit.over_jobs
 def add_group_outer(columns: np.ndarray, group: np.ndarray, weights: np.ndarray, out: np.ndarray) -> None:
     r"""`out[i, a, g]` += `columns[i, a, group[g]]` `weights[i, g]` for every job: the rank-one terms
-    :math:`(F_i a_{ir}) b_{ir}^\top` of the capacity system's factor with GPU types (`vfm.planner.saa_ipm`), each
-    :math:`b_{ir}` supported on the goods of round `r` (`group` (T,), the round of each good);
+    :math:`(F_i a_{ir}) b_{ir}^\top` of the capacity system's factor with GPU types
+    (`vfm.planner.solve.ipm.method`), each :math:`b_{ir}` supported on the goods of round `r`
+    (`group` (T,), the round of each good);
     `columns` (n, T, R), `weights` (n, T), `out` (n, T, T)."""
     n, rounds, _ = columns.shape
     for chunk in prange(jit.chunks(n)):
@@ -31,7 +32,7 @@ def typed_gram(columns: np.ndarray, shrink: np.ndarray, diagonal_part: np.ndarra
                rank_one_right: np.ndarray, group: np.ndarray, members: np.ndarray, scaled_q: np.ndarray,
                blocks: np.ndarray) -> None:
     r"""The capacity system's Gram matrix :math:`\sum_i X_i^\top F_i^2 X_i` with GPU types, in pieces
-    (`vfm.planner.saa_ipm_blocks.TypeFold.gram`), for the low-rank factor
+    (`vfm.planner.solve.ipm.blocks.TypeFold.gram`), for the low-rank factor
     :math:`F = I - P \operatorname{diag}(h) P^\top` (`columns` :math:`P^\top` (n, S', T), `shrink` :math:`h`
     (n, S')) and
     :math:`X = \operatorname{diag}(x) + \sum_r a_r b_r^\top` (`diagonal_part` :math:`x`,
@@ -166,7 +167,7 @@ def add_round_sums(vector: np.ndarray, sum_weights: np.ndarray, round_weights: n
                    group: np.ndarray, out: np.ndarray) -> None:
     r"""`out[i, j, t]` += `add_weights[i, t]` `round_weights[i, r]` :math:`\sum_{s \in r}` `sum_weights[i, s]`
     `vector[i, j, s]`, r = `group[t]` the round of good t: the one-type rows' rank-one terms per job and
-    round (`vfm.planner.saa_ipm_blocks.TypeFold`, the Newton matrix's product). `vector`, `out` (n, k, T);
+    round (`vfm.planner.solve.ipm.blocks.TypeFold`, the Newton matrix's product). `vector`, `out` (n, k, T);
     `sum_weights`, `add_weights` (n, T); `round_weights` (n, R)."""
     n, k, goods = vector.shape
     for chunk in prange(jit.chunks(n)):

@@ -1,0 +1,101 @@
+"""The planning backends, registered in the one solver registry (`vfm.solvers.registry`).
+
+Each declares, like the market backends, what it supports (`vfm.solvers.Capabilities` with
+``problem="planning"``); `vfm.planner.plan` picks among them through `vfm.solvers.registry`.
+Both solve every planning program, on one GPU type or several (`vfm.planner.PlanningProgram.good_round`,
+``speed``); only ``saa-ipm`` uses a warm start. Both take a ``deadline`` (a `time.perf_counter`
+instant): past it they stop with `Status.ITERATION_LIMIT` (``saa-ipm`` checks it at every
+iteration; ``cvxpy`` passes the time left to Clarabel's ``time_limit``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from vfm._validation import FloatArray
+from vfm.equilibrium import Status
+from vfm.planner.program import PlanningProgram
+from vfm.planner.solve.cvxpy_model import solve_saa_cvxpy
+from vfm.planner.solve.ipm.method import check_tolerance, solve_saa_ipm
+from vfm.solvers.base import Capabilities, Solution
+from vfm.solvers.registry import register
+
+
+@dataclass(frozen=True)
+class SaaIpmBackend:
+    """vfm's structure-exploiting interior point for the planning program (`vfm.planner.solve.ipm.method`)."""
+
+    name: str = "saa-ipm"
+    # The polish converges from its 1e-7 answers in as few Newton steps as from its 1e-9 ones (at
+    # most 5 on the reproductions' windows), and its last two iterations cost a fifth of the
+    # 10,000-job window's solve (docs/planning.md, "The polish's start").
+    capabilities: Capabilities = field(default_factory=lambda: Capabilities(
+        problem="planning", warm_start=True, deadline=True, polish_start_tol=1e-7))
+
+    def prepare(self) -> None:
+        pass  # the planner's kernels serve every backend: a policy and `plan` ask for them (`kernel_loading`)
+
+    def is_installed(self) -> bool:
+        return True
+
+    def solve(self, program: PlanningProgram, *, tol: float = 1e-9, warm_start: FloatArray | None = None,
+              deadline: float | None = None, threads: int | None = None, **options: Any) -> Solution:
+        """`solve_saa_ipm` on `threads` kernel threads (None: the caller's `kernel_threads` scope, else
+        the default; `vfm.planner.PlanOptions.threads`)."""
+        check_tolerance(tol)
+        unknown = _unknown(self.name, options)
+        if unknown is not None:
+            return unknown
+        limit: dict[str, Any] = {} if threads is None else {"threads": threads}
+        if deadline is not None:  # stand-ins for the solver need take neither unless given
+            limit["deadline"] = deadline
+        return solve_saa_ipm(program, tol=tol, warm_start=warm_start, **limit)
+
+
+@dataclass(frozen=True)
+class SaaCvxpyBackend:
+    """The planning program as one CVXPY model solved by Clarabel (`vfm.planner.solve.cvxpy_model`): the
+    independent reference. Its gap is certified from Clarabel's multipliers, like `saa-ipm`'s."""
+
+    name: str = "cvxpy"
+    # No looser polish start: from Clarabel's 1e-7 answers the polish failed on one of the 900-job
+    # reproduction's 201 windows (a second solve, 1.5 s) and took up to 17 steps.
+    capabilities: Capabilities = field(default_factory=lambda: Capabilities(problem="planning", deadline=True))
+
+    def prepare(self) -> None:
+        pass  # CVXPY and Clarabel load on import
+
+    def is_installed(self) -> bool:
+        return all(importlib.util.find_spec(module) is not None for module in ("cvxpy", "clarabel"))
+
+    def solve(self, program: PlanningProgram, *, tol: float = 1e-9, warm_start: FloatArray | None = None,
+              deadline: float | None = None, **options: Any) -> Solution:
+        check_tolerance(tol)
+        unknown = _unknown(self.name, options)
+        if unknown is not None:
+            return unknown
+        limit: dict[str, Any] = {}
+        if deadline is not None:
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                return Solution(None, None, Status.ITERATION_LIMIT, f"{self.name}: time limit reached before the solve",
+                                0, 0.0, tol)
+            limit = {"time_limit": left}  # Clarabel's own limit, in seconds
+        # Clarabel's gap and feasibility tolerances at `tol`: both backends then resolve the same ties.
+        return solve_saa_cvxpy(program, tol_gap_abs=tol, tol_gap_rel=tol, tol_feas=tol, **limit)
+
+
+def _unknown(name: str, options: dict[str, Any]) -> Solution | None:
+    """An error `Solution` naming options the backend does not take (None when there are none)."""
+    if not options:
+        return None
+    return Solution(None, None, Status.ERROR, f"{name} got unknown options: {', '.join(sorted(options))}", 0, 0.0,
+                    float("nan"))
+
+
+# Fastest first (benchmarks/plan.py): the default order of `vfm.planner.plan`.
+register(SaaIpmBackend())
+register(SaaCvxpyBackend())
