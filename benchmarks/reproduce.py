@@ -449,6 +449,9 @@ def build_parser() -> Parser:
     parser.add_argument("--vfm-wait-limit", check=whole_or_none(1, 10_000), default=WAIT_LIMIT,
                         help="rounds a job may wait in a row in the vfm policy's plans, or 'none' "
                              f"(PlanOptions.wait_limit; default {WAIT_LIMIT}; none with --vfm-scenarios > 1)")
+    parser.add_argument("--vfm-utility", default="progress", choices=("progress", "completion"),
+                        help="what a job's utility in the vfm policy's window measures (PlanOptions.utility; "
+                             "default progress)")
     parser.add_argument("--vfm-forecaster", default="dirichlet", choices=tuple(FORECASTERS),
                         help="the vfm policy's forecaster, learning online from the jobs that complete if it can "
                              "(default dirichlet)")
@@ -481,7 +484,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                                       "solver": args.vfm_solver, "forecaster": args.vfm_forecaster,
                                       "polish": not args.vfm_no_polish,
                                       "service_floor": args.vfm_service_floor,
-                                      "wait_limit": args.vfm_wait_limit})
+                                      "wait_limit": args.vfm_wait_limit, "utility": args.vfm_utility})
             published = published_results(args.workload) if args.jobs is None else {}
         table = format_table(result, published)
         print(table, end="")

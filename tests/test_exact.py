@@ -221,7 +221,8 @@ def test_certificate_reports_a_free_valued_good_as_infinite():
 
 def test_certificate_checks_shapes():
     exact = solve_exact(generated(0, 4, 2, 2))
-    with pytest.raises(ValidationError, match=r"exact.allocation has shape \(4, 2, 2\), the market needs \(4, 3, 2\)"):
+    with pytest.raises(ValidationError,
+                       match=r"exact.allocation must have shape \(4, 3, 2\) \(the market's\), got \(4, 2, 2\)"):
         exact_certificate(generated(0, 4, 3, 2), exact)
 
 

@@ -52,12 +52,16 @@ from vfm.parameters import (
     Constraint,
     Either,
     Function,
+    Hashed,
     Instance,
     Interval,
+    Known,
     OneOf,
     Optional,
     Real,
+    Span,
     Whole,
+    check_parameters,
 )
 from vfm.planner import JobTerms, PlanOptions, Policy, RoundOptions, plan
 from vfm.planner import options as plan_options
@@ -76,9 +80,9 @@ def always_invalid(constraint: Constraint) -> list[Any]:
     if isinstance(constraint, Either):
         both = [v for v in always_invalid(constraint.first) if not constraint.second.admits(v)]
         return both + [v for v in always_invalid(constraint.second) if not constraint.first.admits(v)]
-    if isinstance(constraint, Real):
+    if isinstance(constraint, Real) or (isinstance(constraint, Interval) and constraint.kind is Real):
         return [math.nan, *HUGE_INTS, True, "1", [1.0], *([] if not constraint.finite else [math.inf, -math.inf])]
-    if isinstance(constraint, Whole):
+    if isinstance(constraint, Whole) or isinstance(constraint, Interval):
         return [math.nan, math.inf, 2.5, 3.0, *HUGE_INTS, True, "3", [1]]
     if isinstance(constraint, Boolean):
         return [1, 0, "True", math.nan]
@@ -86,6 +90,10 @@ def always_invalid(constraint: Constraint) -> list[Any]:
         return ["no such choice", 1, math.nan]
     if isinstance(constraint, Instance | Function):
         return [3, "a string", object()]
+    if isinstance(constraint, Known):
+        return ["no such name", 3, None, math.nan, ("a",)]
+    if isinstance(constraint, Hashed):
+        return [[1], {"a": 1}, ([1],)]
     raise AssertionError(f"no invalid values known for {constraint!r}: teach always_invalid its kind")
 
 
@@ -96,8 +104,8 @@ def probes(constraint: Constraint) -> list[Any]:
 
 
 def invalid(constraint: Constraint) -> list[Any]:
-    if isinstance(constraint, Interval):
-        return _interval_invalid(constraint)
+    if isinstance(constraint, Span):
+        return _span_invalid(constraint)
     found = always_invalid(constraint)
     assert found and not any(constraint.admits(v) for v in found), constraint
     return found + [v for v in probes(constraint) if v not in found]
@@ -328,6 +336,14 @@ def test_the_constraint_kinds_used_are_all_known_here():
                 assert invalid(constraint)
 
 
+@pytest.mark.parametrize("constraint", [Known(("v100", "k80"), "a GPU type"), Hashed()], ids=["Known", "Hashed"])
+def test_the_name_and_key_kinds_refuse_their_invalid_values_naming_the_argument(constraint):
+    for value in always_invalid(constraint):
+        assert not constraint.admits(value)
+        with pytest.raises(ValidationError, match=names_it("arg")):
+            check_parameters({"arg": value}, {"arg": constraint})
+
+
 def test_a_forecaster_and_seed_refuse_huge_integers():
     with pytest.raises(ValidationError, match=r"^seed\b"):
         Policy(4, forecaster=DirichletForecaster(), seed=10**30)
@@ -335,7 +351,7 @@ def test_a_forecaster_and_seed_refuse_huge_integers():
 
 # --- Workload readers: the generator's settings, by their declared constraints ----------------
 
-def _interval_invalid(constraint: Interval) -> list[Any]:
+def _span_invalid(constraint: Span) -> list[Any]:
     """A (low, high) pair is refused for any bound its `bound` refuses, in either place, and for a
     pair that is not one (a string, one number, three, high below low)."""
     good = next(v for v in (1.0, 0.5, 1e-3) if constraint.bound.admits(v))

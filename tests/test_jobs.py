@@ -32,7 +32,7 @@ def window(**overrides):
         ({"epochs_per_round": [[1, -1], [2, 2]]}, r"epochs_per_round\[0, 1\] \(job 0\) must be >= 0"),
         ({"epochs_per_round": [[0, 0], [2, 2]]}, r"epochs_per_round\[0, 0\] \(job 0\) is 0 in every round"),
         ({"epochs_per_round": [[1, 1]]}, r"epochs_per_round must have shape \(2, any\)"),
-        ({"capacity": [2, -1]}, r"capacity\[1\] must be >= 0 GPUs"),
+        ({"capacity": [2, -1]}, r"capacity\[1\] must be a finite number of GPUs >= 0"),
         ({"capacity": [2, 2, 2]}, r"capacity must have shape \(2\)"),
         ({"epochs": [10, np.nan]}, r"epochs contains NaN"),
     ],
@@ -92,12 +92,12 @@ def test_schedule_respects_capacity_gangs_and_completion(jobs, capacity):
         (lambda: equal_share("2", 32), r"n_jobs must be a positive whole number of jobs, got '2'"),
         (lambda: equal_share(2, -32), r"gpus must be a finite number of GPUs > 0, got -32"),
         (lambda: equal_share(2, float("nan")), r"gpus must be a finite number of GPUs > 0, got nan"),
-        (lambda: equal_share(2, 32, gang=0), r"gang must be > 0 GPUs, got 0"),
+        (lambda: equal_share(2, 32, gang=0), r"gang must be a finite number of GPUs > 0, got 0"),
         (lambda: equal_share(2, 32, gang="a"), r"gang must hold real numbers"),
         (lambda: window_market([True], [10], [0], [[1]], capacity=2), r"gpus must hold numbers, got booleans"),
         (lambda: shift_rounds("result"), r"result must be an Equilibrium \(the result of vfm.solve\), got str"),
         (lambda: shift_rounds(vfm.solve(window_market([1], [10], [0], [[1, 1, 1]], capacity=1).market), True),
-         r"rounds must be a whole number from 1 to 2, got True"),
+         r"rounds must be a positive whole number, at most 2, got True"),
     ],
 )
 def test_bad_share_and_shift_arguments_are_rejected(call, pattern):

@@ -4,6 +4,7 @@ the parameter and the value it refuses."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pytest
@@ -15,16 +16,25 @@ from vfm.parameters import (
     Boolean,
     Either,
     Function,
+    Hashed,
     Instance,
     Interval,
+    Known,
+    Listed,
     OneOf,
     Optional,
     Real,
+    Span,
     Whole,
+    check,
+    check_array,
+    check_distinct,
+    check_length,
+    check_nonempty,
     check_parameters,
 )
 
-FRACTION = Real("a fraction in [0, 1)", lambda v: 0 <= v < 1)
+FRACTION = Interval(Real, 0, 1, closed="left")
 
 
 @pytest.mark.parametrize(("constraint", "good", "bad"), [
@@ -34,10 +44,16 @@ FRACTION = Real("a fraction in [0, 1)", lambda v: 0 <= v < 1)
     # An integer beyond int64 NumPy cannot compute with; the same number as a float is read.
     (Real("a number >= 0", lambda v: v >= 0), [0, 1e30, np.uint64(2**63 - 1)],
      [10**30, 10**400, -(10**400), np.uint64(2**63)]),
-    (Interval("(low, high) with 0 < low <= high", Real("a number > 0", lambda v: v > 0)),
+    (Span(Interval(Real, 0, closed="neither")),
      [(1, 2), [1.5, 1.5], (np.float64(1), 3)], [(2, 1), (0, 1), (1, 2, 3), (1,), "12", {1: 2}, (1, math.nan), None]),
     (Whole("a whole number >= 1", lambda v: v >= 1), [1, np.int64(7), 2**63 - 1, np.uint64(2**63 - 1)],
      [0, 3.0, 2.5, True, "3", math.inf, 2**63, 10**30, 10**400, np.uint64(2**64 - 1)]),
+    (Interval(Whole, 1), [1, np.int64(7), 2**63 - 1, np.uint64(2**63 - 1)],
+     [0, 3.0, 2.5, True, "3", math.inf, 2**63, 10**30, 10**400, np.uint64(2**64 - 1)]),
+    (Interval(Whole, -1, 3, closed="left"), [-1, 0, 2], [-2, 3, 1.0]),
+    (Interval(Real, 0, closed="neither", finite=False), [1e-9, math.inf, 1e300, 2**63 - 1],
+     [0, math.nan, -math.inf, False, 10**400, 10**30, 2**63]),
+    (Interval(Real, None, 1, closed="neither"), [-1e300, 0, 0.999], [1, math.inf, -math.inf, math.nan]),
     (Boolean(), [True, False, np.bool_(True)], [0, 1, "yes", None]),
     (OneOf(("credit", "window")), ["credit", "window"], ["Credit", 1, None, np.array(["credit"])]),
     (Instance(Forecaster, "a vfm.forecast.Forecaster"), [DirichletForecaster()], [DirichletForecaster, 3]),
@@ -50,14 +66,32 @@ def test_each_constraint_admits_what_it_says_and_nothing_else(constraint, good, 
     assert not any(constraint.admits(value) for value in bad)
 
 
+@pytest.mark.parametrize(("constraint", "says"), [
+    (Interval(Real, 0, 1, closed="left"), "a number in [0, 1)"),
+    (Interval(Real, 0, 1, closed="neither", noun="a relative gap"), "a relative gap in (0, 1)"),
+    (Interval(Real, 0, closed="neither", unit="seconds"), "a finite number of seconds > 0"),
+    (Interval(Real, 0, unit="seconds", finite=False), "a number of seconds >= 0, or inf"),
+    (Interval(Real, None, 5, closed="left"), "a number < 5"),
+    (Interval(Real, 0, 1e12, closed="right", note="MAX_JOB_SECONDS"), "a number in (0, 1e+12] (MAX_JOB_SECONDS)"),
+    (Interval(Whole, 1, unit="rounds"), "a positive whole number of rounds"),
+    (Interval(Whole, 1, 10**6, unit="GPUs"), "a positive whole number of GPUs, at most 1e+06"),
+    (Interval(Whole, 0), "a whole number >= 0"),
+    (Interval(Whole, -1, 4, closed="left"), "a whole number in [-1, 4)"),
+    (Span(Interval(Whole, 1)), "a (low, high) pair with low <= high, each a positive whole number"),
+])
+def test_an_interval_says_the_range_it_checks(constraint, says):
+    # The words come from the same bounds the check uses: one cannot drift from the other.
+    assert constraint.says == says
+
+
 def test_the_first_violation_in_order_is_named_with_the_value_as_written():
-    constraints = {"reserve": FRACTION, "rounds": Whole("a positive whole number of rounds", lambda v: v >= 1)}
+    constraints = {"reserve": FRACTION, "rounds": Interval(Whole, 1, unit="rounds")}
     check_parameters({"reserve": 0.5, "rounds": 3}, constraints)
-    with pytest.raises(ValidationError, match=r"^reserve must be a fraction in \[0, 1\), got 1.5$"):
+    with pytest.raises(ValidationError, match=r"^reserve must be a number in \[0, 1\), got 1.5$"):
         check_parameters({"reserve": 1.5, "rounds": 0}, constraints)
     with pytest.raises(ValidationError, match=r"^rounds must be a positive whole number of rounds, got 2.5$"):
         check_parameters({"reserve": 0.5, "rounds": 2.5}, constraints)
-    with pytest.raises(ValidationError, match=r"^reserve must be a fraction in \[0, 1\) or None, got 'x'$"):
+    with pytest.raises(ValidationError, match=r"^reserve must be a number in \[0, 1\) or None, got 'x'$"):
         check_parameters({"reserve": "x"}, {"reserve": Optional(FRACTION)})
 
 
@@ -72,10 +106,10 @@ def test_an_instance_constraint_names_a_class_passed_for_an_instance_and_gives_i
 
 
 def test_an_interval_is_named_with_what_it_says_and_the_pair_as_written():
-    seconds = Interval("(low, high) seconds with 0 < low <= high", Real("seconds > 0", lambda v: v > 0))
+    seconds = Span(Interval(Real, 0, closed="neither", unit="seconds"))
     check_parameters({"duration_s": (1.0, 2.0)}, {"duration_s": seconds})
-    with pytest.raises(ValidationError, match=r"^duration_s must be \(low, high\) seconds with 0 < low <= high, "
-                                              r"got \(2.0, 1.0\)$"):
+    with pytest.raises(ValidationError, match=r"^duration_s must be a \(low, high\) pair with low <= high, each a "
+                                              r"finite number of seconds > 0, got \(2.0, 1.0\)$"):
         check_parameters({"duration_s": (2.0, 1.0)}, {"duration_s": seconds})
 
 
@@ -99,7 +133,61 @@ def test_an_integer_beyond_int64_is_refused_by_every_numeric_constraint_and_name
 
 
 def test_an_interval_holding_an_integer_too_long_to_write_is_refused_naming_it():
-    seconds = Interval("(low, high) seconds", Real("seconds > 0", lambda v: v > 0))
-    with pytest.raises(ValidationError, match=r"^duration_s must be \(low, high\) seconds, got a tuple holding an "
+    seconds = Span(Interval(Real, 0, closed="neither", unit="seconds"))
+    with pytest.raises(ValidationError, match=r"^duration_s must be a \(low, high\) pair.*, got a tuple holding an "
                                               r"integer too large to show$"):
         check_parameters({"duration_s": (1, 10**5000)}, {"duration_s": seconds})
+
+
+def test_a_known_name_lists_the_names_and_a_hashed_value_is_one_python_can_hash():
+    types = Known(("v100", "k80"), "a GPU type of the cluster", "(add it to the profiles)")
+    assert types.admits("k80") and not types.admits("a100") and not types.admits(3)
+    with pytest.raises(ValidationError, match=r"^gpu_type must be a GPU type of the cluster \(v100, k80\), got "
+                                              r"'a100' \(add it to the profiles\)$"):
+        check("gpu_type", "a100", types)
+    assert Hashed().admits(("a", 1)) and not Hashed().admits(("a", [1])) and not Hashed().admits({})
+    with pytest.raises(ValidationError, match=r"^kind must be hashable, got list$"):
+        check("kind", [1], Hashed())
+
+
+def test_a_non_empty_instance_refuses_an_empty_one_and_shows_the_value():
+    regimes = Instance(Mapping, "a non-empty mapping", with_value=True, nonempty=True)
+    assert regimes.admits({1: 2.0}) and not regimes.admits({}) and not regimes.admits([(1, 2.0)])
+    with pytest.raises(ValidationError, match=r"^regimes must be a non-empty mapping, got dict \{\}$"):
+        check("regimes", {}, regimes)
+
+
+def test_an_array_check_names_the_first_entry_out_of_its_interval_and_its_job():
+    check_array("capacity", np.array([0.0, 2.0]), Interval(Real, 0, unit="GPUs"))
+    with pytest.raises(ValidationError, match=r"^capacity\[1, 0\] must be a finite number of GPUs >= 0, got -1$"):
+        check_array("capacity", np.array([[1.0, 2.0], [-1.0, np.nan]]), Interval(Real, 0, unit="GPUs"))
+    with pytest.raises(ValidationError, match=r"^epochs\[1\] \(job 1 \(id 'b'\)\) of the window must be a positive "
+                                              r"whole number, got 0.5$"):
+        check_array("epochs", np.array([1.0, 0.5]), Interval(Whole, 1), jobs=True, ids=["a", "b"], of=" of the window")
+    with pytest.raises(ValidationError, match=r"^flags must hold numbers, got dtype bool$"):
+        check_array("flags", np.array([True]), Interval(Real))
+    # NaN and infinities are refused as the scalar form refuses them; inf only where finite=False admits it.
+    with pytest.raises(ValidationError, match=r"got nan$"):
+        check_array("x", np.array([np.nan]), Interval(Real, 0, finite=False))
+    check_array("x", np.array([np.inf]), Interval(Real, 0, finite=False))
+
+
+def test_the_collection_checks_name_the_argument_and_what_is_wrong():
+    check_distinct("types", ["a", "b"], "a GPU type")
+    with pytest.raises(ValidationError, match=r"^types lists a GPU type twice: 'a' \(one each\)$"):
+        check_distinct("types", ["a", "b", "a"], "a GPU type", "one each")
+    check_distinct("mix", [np.array([1, 2]), np.array([1, 2])], "a value")  # not comparable: left to the values' checks
+    with pytest.raises(ValidationError, match=r"^job_ids must have 2 entries, one per job, got 3$"):
+        check_length("job_ids", ["a", "b", "c"], 2, "job")
+    with pytest.raises(ValidationError, match=r"^total_epochs must list at least one job, got none$"):
+        check_nonempty("total_epochs", 0, "job")
+
+
+def test_a_listed_argument_is_a_sequence_or_array_never_a_string_or_mapping():
+    per_job = Listed("a list with one entry per job")
+    assert all(per_job.admits(v) for v in ([1, 2], (1,), np.array([1.0]), []))
+    assert not any(per_job.admits(v) for v in ("ab", b"ab", {1: 2}, 3, None, {1, 2}))
+    assert not Listed("names", kinds=(Sequence,)).admits(np.array(["a"]))
+    assert not Listed("names", nonempty=True).admits([])
+    with pytest.raises(ValidationError, match=r"^job_ids must be a list with one entry per job, got str 'ab'$"):
+        check("job_ids", "ab", per_job)

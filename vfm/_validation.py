@@ -75,11 +75,7 @@ def as_real_array(
         an infinity that is not allowed.
     """
     raw = real_array(value, name)
-    if raw.ndim != len(shape) or any(
-        want is not None and got != want for got, want in zip(raw.shape, shape, strict=False)
-    ):
-        expected = "(" + ", ".join("any" if s is None else str(s) for s in shape) + ")"
-        raise ValidationError(f"{name} must have shape {expected}, got {raw.shape}")
+    check_shape(name, raw, shape)
     array = np.array(raw, dtype=np.float64, copy=True)
     if np.isnan(array).any():
         where = tuple(int(i) for i in np.argwhere(np.isnan(array))[0])
@@ -90,6 +86,15 @@ def as_real_array(
         raise ValidationError(f"{name} contains an infinite value {array[where]} at index {where}")
     array.setflags(write=False)
     return array
+
+
+def check_shape(name: str, value: Any, shape: Sequence[int | None], why: str = "") -> None:
+    """Raise unless `value` (an array, or what ``np.shape`` reads) has shape `shape` (``None``:
+    any length along that axis): ``"budgets must have shape (3){why}, got (4,)"``."""
+    got = np.shape(value)
+    if len(got) != len(shape) or any(want is not None and g != want for g, want in zip(got, shape, strict=False)):
+        expected = "(" + ", ".join("any" if s is None else str(s) for s in shape) + ")"
+        raise ValidationError(f"{name} must have shape {expected}{why}, got {got}")
 
 
 def require_nonnegative(array: FloatArray, name: str) -> None:

@@ -38,10 +38,11 @@ import numpy as np
 import scipy.optimize
 import scipy.sparse as sp
 
-from vfm._validation import is_real
 from vfm.equilibrium import Equilibrium
 from vfm.errors import CertificateError, ValidationError
 from vfm.market import VolatileFisherMarket
+from vfm.parameters import Interval, Optional, Real
+from vfm.parameters import check as check_value
 from vfm.program import ScaledProgram
 
 #: Multiplies the solver's accuracy for primal feasibility (over-allocation, cap excess).
@@ -217,9 +218,7 @@ def _check(tier: Callable[[Equilibrium], float]) -> Callable[[Check], Check]:
         @functools.wraps(check)
         def checked(result: Equilibrium, tol: float | None = None) -> Residual:
             require_result(result, f"vfm.check.{check.__name__}")
-            if tol is not None and not (is_real(tol) and 0 <= tol < np.inf):
-                raise ValidationError(f"tol of vfm.check.{check.__name__} must be a finite number >= 0 or None "
-                                      f"(the default tolerance), got {tol!r}")
+            check_value(f"tol of vfm.check.{check.__name__}", tol, Optional(Interval(Real, 0)))  # None: the default
             tolerance = tier(result) if tol is None else float(tol)
             broken = _nonfinite(result, check.__name__, tolerance)
             return broken if broken is not None else check(result, tolerance)

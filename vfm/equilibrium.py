@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from vfm._validation import FloatArray, frozen
+from vfm._validation import FloatArray, check_shape, frozen
 from vfm.duality import GapDecomposition, duality_gap
-from vfm.errors import SolverError, ValidationError
+from vfm.errors import SolverError
 from vfm.market import VolatileFisherMarket
 
 
@@ -99,10 +99,8 @@ class Equilibrium:
         market = self.market
         if isinstance(market, VolatileFisherMarket):
             for name, want in (("allocation", market.shape), ("prices", (market.n_goods, market.n_periods))):
-                got = getattr(self, name).shape
-                if got != want:
-                    raise ValidationError(f"{name} must have shape {want} for this market ({market.n_buyers} "
-                                          f"buyers, {market.n_goods} goods, {market.n_periods} periods), got {got}")
+                check_shape(name, getattr(self, name), want, f" for this market ({market.n_buyers} buyers, "
+                                                            f"{market.n_goods} goods, {market.n_periods} periods)")
         # No status that vouches for a point (optimal, inaccurate) without a finite point.
         if self.status in (Status.OPTIMAL, Status.INACCURATE):
             bad = [name for name in ("allocation", "prices") if not np.isfinite(getattr(self, name)).all()]

@@ -52,6 +52,7 @@ import numpy as np
 import scipy.optimize
 import scipy.sparse as sp
 
+from vfm._validation import check_shape
 from vfm.check import Certificate
 from vfm.equilibrium import Equilibrium
 from vfm.errors import SolverError, ValidationError
@@ -300,8 +301,7 @@ def _rational_point(market: VolatileFisherMarket,
     shapes = {"allocation": (exact.allocation, market.shape), "prices": (exact.prices, market.supply.shape),
               "utilities": (exact.utilities, (n,))}
     for name, (values, shape) in shapes.items():
-        if np.shape(values) != shape:
-            raise ValidationError(f"exact.{name} has shape {np.shape(values)}, the market needs {shape}")
+        check_shape(f"exact.{name}", values, shape, " (the market's)")
 
     def rational(values: object) -> np.ndarray:
         return np.array([Fraction(v) for v in np.asarray(values).reshape(-1).tolist()], dtype=object)

@@ -21,8 +21,8 @@ Examples
 >>> check_gpu_type("gpu_type", "a100")
 Traceback (most recent call last):
     ...
-vfm.errors.ValidationError: gpu_type: unknown GPU type 'a100'; the known types are v100, p100, k80 (a type of \
-your own: GpuProfiles.shipped().with_type(...), passed as profiles=)
+vfm.errors.ValidationError: gpu_type must be a known GPU type (v100, p100, k80), got 'a100' (a type of your own: \
+GpuProfiles.shipped().with_type(...), passed as profiles=)
 """
 
 from __future__ import annotations
@@ -35,10 +35,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from vfm._validation import finite_float, is_whole, read_only, shown_value
+from vfm._validation import is_whole, read_only, shown_value
 from vfm.errors import ValidationError
 from vfm.gpu_profiles import GpuProfiles, checked_profiles
 from vfm.limits import MAX_GPUS
+from vfm.parameters import Instance, Interval, Known, Real, Whole, check
 
 IntArray = NDArray[np.int64]
 
@@ -58,12 +59,9 @@ def check_gpu_type(name: str, gpu_type: Any, profiles: GpuProfiles | None = None
     `vfm.errors.ValidationError` that starts with `name` (what the caller was given) and lists the
     known types."""
     known = checked_profiles(profiles)
-    if not isinstance(gpu_type, str) or gpu_type not in known.types:
-        hint = " (a type of your own: GpuProfiles.shipped().with_type(...), passed as profiles=)" \
-            if profiles is None else ""
-        raise ValidationError(f"{name}: unknown GPU type {gpu_type!r}; the known types are "
-                              f"{', '.join(known.types)}{hint}")
-    return gpu_type
+    hint = "(a type of your own: GpuProfiles.shipped().with_type(...), passed as profiles=)" \
+        if profiles is None else ""
+    return check(name, gpu_type, Known(known.types, "a known GPU type", hint))
 
 
 class ClusterTypes(Mapping[str, int]):
@@ -117,11 +115,8 @@ class ClusterTypes(Mapping[str, int]):
 
     def __init__(self, counts: Mapping[str, int], profiles: GpuProfiles | None = None) -> None:
         known = checked_profiles(profiles)
-        if not isinstance(counts, Mapping):
-            raise ValidationError(f"counts must map GPU types ({', '.join(known.types)}) to GPU counts, got "
-                                  f"{type(counts).__name__} {counts!r}")
-        if not counts:
-            raise ValidationError(f"counts must give at least one GPU type ({', '.join(known.types)}), got none")
+        check("counts", counts, Instance(Mapping, f"a non-empty mapping of GPU types ({', '.join(known.types)}) to "
+                                                  f"GPU counts", with_value=True, nonempty=True))
         for gpu_type, count in counts.items():
             check_gpu_type("counts", gpu_type, profiles)
             if not is_whole(count) or not 1 <= count <= MAX_GPUS:
@@ -174,14 +169,11 @@ class ClusterTypes(Mapping[str, int]):
         """
         _check_positive("gpus", gpus)
         known = checked_profiles(profiles)
-        if not isinstance(shares, Mapping) or not shares:
-            raise ValidationError(f"shares must map GPU types ({', '.join(known.types)}) to their shares, "
-                                  f"got {shares!r}")
+        check("shares", shares, Instance(Mapping, f"a non-empty mapping of GPU types ({', '.join(known.types)}) to "
+                                                  f"their shares", with_value=True, nonempty=True))
         for gpu_type, share in shares.items():
             check_gpu_type("shares", gpu_type, profiles)
-            number = finite_float(share)
-            if number is None or number < 0:
-                raise ValidationError(f"shares[{gpu_type!r}] must be a finite number >= 0, got {shown_value(share)}")
+            check(f"shares[{gpu_type!r}]", share, Interval(Real, 0))
         types = [t for t in known.types if t in shares]
         exact = [Fraction(float(shares[t])) for t in types]
         if sum(exact) == 0:
@@ -245,9 +237,7 @@ class ClusterTypes(Mapping[str, int]):
 
 
 def _check_positive(name: str, value: Any) -> None:
-    if not is_whole(value) or not 1 <= value <= MAX_GPUS:
-        raise ValidationError(f"{name} must be a positive whole number of GPUs, at most {MAX_GPUS:.0e} (MAX_GPUS), "
-                              f"got {shown_value(value)}")
+    check(name, value, Interval(Whole, 1, MAX_GPUS, unit="GPUs", note="MAX_GPUS"))
 
 
 def _shown_total(counts: Mapping[str, Any]) -> str:

@@ -38,8 +38,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from vfm._validation import finite_float, shown_value
 from vfm.errors import ValidationError
+from vfm.parameters import Instance, Interval, Known, Listed, Optional, Real, check, check_distinct
 
 __all__ = ["THROUGHPUTS_FILE", "GpuProfiles", "Speed", "checked_profiles"]
 
@@ -96,14 +96,11 @@ class GpuProfiles:
                                   f"steps/s), got {type(sets).__name__} {sets!r}"[:300])
         checked: dict[str, Mapping[str, Mapping[str, Speed]]] = {}
         for set_name, rows in sets.items():
-            if not isinstance(set_name, str) or not isinstance(rows, Mapping):
-                raise ValidationError(f"sets[{set_name!r}] must be a mapping of job key -> type -> steps/s, got "
-                                      f"{type(rows).__name__}")
+            check("each key of sets", set_name, Instance(str, "a throughput set's name (a string)", with_value=True))
+            check(f"sets[{set_name!r}]", rows, Instance(Mapping, "a mapping of job key -> type -> steps/s"))
             checked[set_name] = MappingProxyType({key: _checked_row(f"sets[{set_name!r}][{key!r}]", row, names)
                                                   for key, row in rows.items()})
-        chosen = names[0] if profiled is None else profiled
-        if chosen not in names:
-            raise ValidationError(f"profiled must be one of types ({', '.join(names)}), got {profiled!r}")
+        chosen = check("profiled", names[0] if profiled is None else profiled, Known(names, "one of types"))
         object.__setattr__(self, "_types", names)
         object.__setattr__(self, "_sets", MappingProxyType(checked))
         object.__setattr__(self, "_profiled", chosen)
@@ -138,19 +135,15 @@ class GpuProfiles:
     def rows(self, throughput_set: str) -> _Rows:
         """The read-only rows of `throughput_set`: job key -> type -> steps/s (None: cannot run),
         every row naming every type."""
-        if not isinstance(throughput_set, str) or throughput_set not in self._sets:
-            raise ValidationError(f"unknown throughput set {throughput_set!r}; the profiles' sets are "
-                                  f"{', '.join(self._sets)}")
+        check("throughput_set", throughput_set, Known(tuple(self._sets), "a throughput set of the profiles"))
         rows: _Rows = self._sets[throughput_set]
         return rows
 
     def table(self, throughput_set: str, gpu_type: str | None = None) -> dict[str, float]:
         """Steps/s of each job key of `throughput_set` on `gpu_type` (the profiled type by
         default), a new dict; keys the type cannot run are left out."""
-        chosen = self.profiled if gpu_type is None else gpu_type
-        if chosen not in self._types:
-            raise ValidationError(f"gpu_type: unknown GPU type {gpu_type!r}; the profiles' types are "
-                                  f"{', '.join(self._types)}")
+        chosen = check("gpu_type", self.profiled if gpu_type is None else gpu_type,
+                       Known(self._types, "a GPU type of the profiles"))
         return {key: float(speed) for key, row in self.rows(throughput_set).items()
                 if (speed := row[chosen]) is not None}
 
@@ -183,15 +176,13 @@ class GpuProfiles:
             non-empty string, an unknown set, key or `before` type, a throughput that is not a
             finite number > 0 or None.
         """
-        if not isinstance(name, str) or not name:
-            raise ValidationError(f"name must be a non-empty string (the new GPU type's name), got {name!r}")
+        check("name", name, Instance(str, "a non-empty string (the new GPU type's name)", with_value=True,
+                                     nonempty=True))
         if name in self._types:
             raise ValidationError(f"name {name!r} is already a GPU type of these profiles ({', '.join(self._types)})")
         position = len(self._types)
         if before is not None:
-            if before not in self._types:
-                raise ValidationError(f"before must be one of the profiles' types ({', '.join(self._types)}) or None "
-                                      f"(slowest), got {before!r}")
+            check("before", before, Optional(Known(self._types, "one of the profiles' types")))  # None: slowest
             position = self._types.index(before)
         added = self._checked_throughputs(throughputs)
         types = (*self._types[:position], name, *self._types[position:])
@@ -201,17 +192,12 @@ class GpuProfiles:
 
     def _checked_throughputs(self, throughputs: Any) -> dict[str, dict[str, Speed]]:
         """`with_type`'s `throughputs`, each set and key known, each speed checked."""
-        if not isinstance(throughputs, Mapping):
-            raise ValidationError(f"throughputs must map throughput sets ({', '.join(self._sets)}) to job key -> "
-                                  f"steps/s, got {type(throughputs).__name__}")
+        check("throughputs", throughputs, Instance(Mapping, f"a mapping of throughput sets ({', '.join(self._sets)}) "
+                                                            f"to job key -> steps/s"))
         checked: dict[str, dict[str, Speed]] = {}
         for set_name, speeds in throughputs.items():
-            if set_name not in self._sets:
-                raise ValidationError(f"throughputs: unknown throughput set {set_name!r}; the profiles' sets are "
-                                      f"{', '.join(self._sets)}")
-            if not isinstance(speeds, Mapping):
-                raise ValidationError(f"throughputs[{set_name!r}] must map job keys to steps/s, got "
-                                      f"{type(speeds).__name__}")
+            check("each key of throughputs", set_name, Known(tuple(self._sets), "a throughput set of the profiles"))
+            check(f"throughputs[{set_name!r}]", speeds, Instance(Mapping, "a mapping of job keys to steps/s"))
             unknown = next((key for key in speeds if key not in self._sets[set_name]), None)
             if unknown is not None:
                 raise ValidationError(f"throughputs[{set_name!r}]: {unknown!r} is not a job key of the set (keys look "
@@ -247,33 +233,30 @@ def _shipped() -> GpuProfiles:
 
 
 def _checked_types(types: Any) -> tuple[str, ...]:
-    if isinstance(types, str) or not isinstance(types, Sequence) or not types:
-        raise ValidationError(f"types must be a non-empty sequence of GPU type names (fastest first), got {types!r}")
+    check("types", types, Listed("a non-empty sequence of GPU type names (fastest first)", kinds=(Sequence,),
+                                 nonempty=True))
     if not all(isinstance(t, str) and t for t in types):
         raise ValidationError(f"types must be non-empty strings, got {list(types)!r}")
-    if len(set(types)) < len(types):
-        raise ValidationError(f"types must not repeat a type, got {list(types)!r}")
+    check_distinct("types", types, "a GPU type")
     return tuple(types)
 
 
 def _checked_row(where: str, row: Any, types: tuple[str, ...]) -> Mapping[str, Speed]:
     """A row of every type of `types` (None where left out), read-only."""
-    if not isinstance(row, Mapping):
-        raise ValidationError(f"{where} must map GPU types to steps/s, got {type(row).__name__} {row!r}")
-    unknown = next((t for t in row if t not in types), None)
-    if unknown is not None:
-        raise ValidationError(f"{where}: {unknown!r} is not one of types ({', '.join(types)})")
+    check(where, row, Instance(Mapping, "a mapping of GPU types to steps/s", with_value=True))
+    for gpu_type in row:
+        check(f"each key of {where}", gpu_type, Known(types, "one of types"))
     return MappingProxyType({t: _checked_speed(f"{where}[{t!r}]", row.get(t)) for t in types})
 
 
 def _checked_speed(where: str, speed: Any) -> Speed:
     if speed is None:
         return None
-    number = finite_float(speed)
-    if number is None or number <= 0:
-        raise ValidationError(f"{where} must be a finite number of steps/s > 0, or None where the type cannot run "
-                              f"the job, got {shown_value(speed)}")
-    return number
+    return float(check(where, speed, _SPEED))
+
+
+#: A profiled speed (None: the type cannot run the job).
+_SPEED = Interval(Real, 0, closed="neither", unit="steps/s", note="or None where the type cannot run the job")
 
 
 def checked_profiles(profiles: Any) -> GpuProfiles:
@@ -281,7 +264,6 @@ def checked_profiles(profiles: Any) -> GpuProfiles:
     anything else."""
     if profiles is None:
         return GpuProfiles.shipped()
-    if not isinstance(profiles, GpuProfiles):
-        raise ValidationError(f"profiles must be a vfm.cluster.GpuProfiles (e.g. GpuProfiles.shipped().with_type(...)) "
-                              f"or None (the shipped ones), got {type(profiles).__name__} {shown_value(profiles)}")
-    return profiles
+    return check("profiles", profiles, Instance(GpuProfiles, "a vfm.cluster.GpuProfiles (e.g. "
+                                                "GpuProfiles.shipped().with_type(...)) or None (the shipped ones)",
+                                                with_value=True))

@@ -21,10 +21,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from vfm._validation import FloatArray, as_real_array, is_real, is_whole, require_per_job
+from vfm._validation import FloatArray, as_real_array, require_per_job
 from vfm.equilibrium import Equilibrium
-from vfm.errors import ValidationError
 from vfm.market import VolatileFisherMarket
+from vfm.parameters import Instance, Interval, Real, Whole, check, check_array, check_nonempty
 
 
 @dataclass(frozen=True, eq=False)
@@ -78,13 +78,10 @@ ho = JCT / (T^{iso} / \min(1, G/N))`) and Shockwave's
     >>> equal_share(120, 32), equal_share(10, 32), equal_share(16, 32, [1, 4]).tolist()
     (0.26666666666666666, 1.0, [1.0, 0.5])
     """
-    if not is_whole(n_jobs) or n_jobs < 1:
-        raise ValidationError(f"n_jobs must be a positive whole number of jobs, got {n_jobs!r}")
-    if not (is_real(gpus) and 0 < gpus < np.inf):
-        raise ValidationError(f"gpus must be a finite number of GPUs > 0, got {gpus!r}")
+    check("n_jobs", n_jobs, Interval(Whole, 1, unit="jobs"))
+    check("gpus", gpus, Interval(Real, 0, closed="neither", unit="GPUs"))
     width = as_real_array(gang, "gang", np.shape(gang) if np.ndim(gang) else ())
-    if (width <= 0).any():
-        raise ValidationError(f"gang must be > 0 GPUs, got {width.min():g}")
+    check_array("gang", width, Interval(Real, 0, closed="neither", unit="GPUs"))
     share = np.minimum(1.0, gpus / (n_jobs * width))
     return float(share) if share.ndim == 0 else share
 
@@ -138,22 +135,18 @@ def window_market(
     """
     w = as_real_array(gpus, "gpus", (None,))
     n = w.size
-    if n == 0:
-        raise ValidationError("gpus must list at least one job, got an empty array")
+    check_nonempty("gpus", n, "job")
     total = as_real_array(epochs, "epochs", (n,))
     done = as_real_array(epochs_done, "epochs_done", (n,))
     rate = as_real_array(epochs_per_round, "epochs_per_round", (n, None))
     rounds = rate.shape[1]
-    if rounds == 0:
-        raise ValidationError("epochs_per_round must have at least one round (shape (n, T) with T >= 1)")
+    check_nonempty("epochs_per_round", rounds, "round (shape (n, T) with T >= 1)")
     raw_capacity = np.asarray(capacity)
     g = as_real_array(
         np.broadcast_to(raw_capacity, (rounds,)) if raw_capacity.ndim == 0 else raw_capacity,
         "capacity", (rounds,),
     )
-    if (g < 0).any():
-        t = int(np.argmax(g < 0))
-        raise ValidationError(f"capacity[{t}] must be >= 0 GPUs, got {g[t]:g}")
+    check_array("capacity", g, Interval(Real, 0, unit="GPUs"))
 
     require_per_job("gpus", w, (w < 1) | (w != np.round(w)), "must be a positive whole number of GPUs")
     require_per_job("gpus", w, w > g.max(),
@@ -208,11 +201,9 @@ def shift_rounds(result: Equilibrium, rounds: int = 1) -> tuple[FloatArray, Floa
     >>> allocation.shape, prices.shape
     ((2, 1, 3), (1, 3))
     """
-    if not isinstance(result, Equilibrium):
-        raise ValidationError(f"result must be an Equilibrium (the result of vfm.solve), got {type(result).__name__}")
+    check("result", result, Instance(Equilibrium, "an Equilibrium (the result of vfm.solve)"))
     periods = result.market.n_periods
-    if not is_whole(rounds) or not 1 <= rounds < periods:
-        raise ValidationError(f"rounds must be a whole number from 1 to {periods - 1}, got {rounds!r}")
+    check("rounds", rounds, Interval(Whole, 1, periods - 1))
     keep = np.arange(periods) + rounds
     keep = np.minimum(keep, periods - 1)
     return result.allocation[:, :, keep], result.prices[:, keep]

@@ -44,7 +44,7 @@ MAX_WINDOW_ROUNDS = 2_000
 """The longest planning window `vfm.planner.PlanOptions.rounds` accepts. The planner holds dense
 arrays per (scenario, job, round) and factors dense round-by-round systems (T by T, O(T^3) per
 factorization): at 2,000 rounds one such matrix is 32 MB and a re-plan of a few jobs takes
-about a second; 5,000 rounds take 19 s per re-plan and 100,000 rounds would need 74.5 GiB. A
+about a second; 5,000 rounds take tens of seconds per re-plan and 100,000 rounds would need 74.5 GiB. A
 longer horizon is better planned as a shorter window re-planned as it recedes."""
 
 MAX_WORKLOAD_EPOCHS = 10_000_000

@@ -12,6 +12,7 @@ from numpy.typing import ArrayLike
 
 from vfm._validation import FloatArray, as_real_array, frozen, read_only, require_nonnegative, require_positive
 from vfm.errors import InfeasibleMarketError, ValidationError
+from vfm.parameters import check_names
 
 #: The largest budget total, reachable utility and price scale a market may have. The program and
 #: its certificate multiply these by logarithms (at most about 745 in magnitude in float64) and
@@ -298,10 +299,8 @@ class VolatileFisherMarket:
         >>> VolatileFisherMarket.static([[1.0, 2.0], [3.0, 1.0]]).shape
         (2, 2, 1)
         """
-        unknown = sorted(set(extensions) - {"base_utility", "caps", "utility_cap"})
-        if unknown:
-            raise ValidationError(f"{', '.join(unknown)} is not an argument of VolatileFisherMarket.static; the "
-                                  f"extensions are base_utility, caps and utility_cap")
+        check_names(extensions, ("base_utility", "caps", "utility_cap"), "an argument of VolatileFisherMarket.static",
+                    "the extensions are base_utility, caps and utility_cap")
         u = as_real_array(utilities, "utilities", (None, None))
         s = None if supply is None else as_real_array(supply, "supply", (u.shape[1],))[:, None]
         caps = extensions.get("caps")

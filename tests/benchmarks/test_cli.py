@@ -168,7 +168,7 @@ BAD_ARGUMENTS = [
     ("heterogeneous", ["--policies", "static-market"], "(unknown policy 'static-market')"),
     ("robustness", ["--workers", "0"], "--workers must be a whole number from 1 to 256, got 0"),
     ("robustness", ["--policies", "vfm,static-market"], "(unknown policy 'static-market')"),
-    ("robustness", ["--vfm", "reserve=2"], "--vfm reserve=2: reserve must be a fraction in [0, 1), got 2"),
+    ("robustness", ["--vfm", "reserve=2"], "--vfm reserve=2: reserve must be a number in [0, 1), got 2"),
     ("reproduce", ["--workload", "shockwave_120jobs_32gpus", "--vfm-reserve", "2"],
      "--vfm-reserve must be a number in [0, 1), got 2"),
     ("reproduce", ["--workload", "shockwave_120jobs_32gpus", "--vfm-efficiency", "-0.1"],

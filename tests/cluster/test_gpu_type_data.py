@@ -131,8 +131,8 @@ def test_a_workload_file_may_name_the_type_given_the_profiles():
     cluster = ClusterTypes({"t4": 16, "v100": 16}, profiles=mine)
     raw = workload_to_dict(replace(WORKLOAD.head(5), cluster=cluster))
     assert workload_from_dict(raw, profiles=mine).cluster == cluster
-    with pytest.raises(ValidationError, match=r"workload: cluster: counts: unknown GPU type 't4'; the known types "
-                                              r"are v100, p100, k80"):
+    with pytest.raises(ValidationError, match=r"workload: cluster: counts must be a known GPU type \(v100, p100, "
+                                              r"k80\), got 't4'"):
         workload_from_dict(raw)
 
 
@@ -153,37 +153,40 @@ KEY = "LM (batch size 10)|1"
 
 
 @pytest.mark.parametrize(("make", "message"), [
-    (lambda: ClusterTypes({"t4": 4}), r"counts: unknown GPU type 't4'; the known types are v100, p100, k80 \(a type "
+    (lambda: ClusterTypes({"t4": 4}), r"counts must be a known GPU type \(v100, p100, k80\), got 't4' \(a type "
                                       r"of your own: GpuProfiles.shipped\(\).with_type"),
     (lambda: ClusterTypes({"v100": 4}, profiles={"types": []}), r"profiles must be a vfm.cluster.GpuProfiles"),
-    (lambda: ClusterTypes.single(4, "t4", SHIPPED.with_type("k40", {})), r"gpu_type: unknown GPU type 't4'; the "
-                                                                         r"known types are v100, p100, k80, k40$"),
+    (lambda: ClusterTypes.single(4, "t4", SHIPPED.with_type("k40", {})), r"gpu_type must be a known GPU type "
+                                                                         r"\(v100, p100, k80, k40\), got 't4'$"),
     (lambda: SHIPPED.with_type("v100", {}), r"name 'v100' is already a GPU type"),
     (lambda: SHIPPED.with_type("", {}), r"name must be a non-empty string"),
     (lambda: SHIPPED.with_type("t4", {}, before="h100"), r"before must be one of the profiles' types"),
-    (lambda: SHIPPED.with_type("t4", [1.0]), r"throughputs must map throughput sets \(tacc, wisr\)"),
-    (lambda: SHIPPED.with_type("t4", {"nope": {}}), r"throughputs: unknown throughput set 'nope'"),
+    (lambda: SHIPPED.with_type("t4", [1.0]), r"throughputs must be a mapping of throughput sets \(tacc, wisr\)"),
+    (lambda: SHIPPED.with_type("t4", {"nope": {}}), r"each key of throughputs must be a throughput set of "
+                                                     r"the profiles \(tacc, wisr\), got 'nope'"),
     (lambda: SHIPPED.with_type("t4", {"tacc": {"LM|1": 1.0}}), r"throughputs\['tacc'\]: 'LM\|1' is not a job key"),
     (lambda: SHIPPED.with_type("t4", {"tacc": {KEY: -1.0}}),
-     r"throughputs\['tacc'\]\['LM \(batch size 10\)\|1'\] must be a finite number of steps/s > 0, or None"),
+     r"throughputs\['tacc'\]\['LM \(batch size 10\)\|1'\] must be a finite number of steps/s > 0 \(or None"),
     (lambda: SHIPPED.with_type("t4", {"tacc": {KEY: float("nan")}}), r"\['LM \(batch size 10\)\|1'\] must be a"),
     (lambda: SHIPPED.with_type("t4", {"tacc": {KEY: True}}), r"\['LM \(batch size 10\)\|1'\] must be a"),
-    (lambda: GpuProfiles(["a", "a"], {"s": {}}), r"types must not repeat a type"),
+    (lambda: GpuProfiles(["a", "a"], {"s": {}}), r"types lists a GPU type twice: 'a'"),
     (lambda: GpuProfiles("ab", {"s": {}}), r"types must be a non-empty sequence"),
     (lambda: GpuProfiles(["a"], {}), r"sets must map at least one throughput set"),
-    (lambda: GpuProfiles(["a"], {"s": {"k": {"b": 1.0}}}), r"sets\['s'\]\['k'\]: 'b' is not one of types \(a\)"),
+    (lambda: GpuProfiles(["a"], {"s": {"k": {"b": 1.0}}}), r"each key of sets\['s'\]\['k'\] must be one of types "
+                                                            r"\(a\), got 'b'"),
     (lambda: GpuProfiles(["a"], {"s": {"k": {"a": 0.0}}}), r"sets\['s'\]\['k'\]\['a'\] must be a finite number"),
     (lambda: GpuProfiles(["a"], {"s": {}}, profiled="b"), r"profiled must be one of types \(a\), got 'b'"),
     (lambda: GpuProfiles.from_dict([]), r"profiles must be a JSON object with 'types' and 'sets'"),
-    (lambda: SHIPPED.rows("nope"), r"unknown throughput set 'nope'; the profiles' sets are tacc, wisr"),
-    (lambda: SHIPPED.table("tacc", "t4"), r"gpu_type: unknown GPU type 't4'"),
-    (lambda: epoch_seconds_by_type(WORKLOAD.jobs[0], "tacc", ["t4"]), r"types: unknown GPU type 't4'"),
+    (lambda: SHIPPED.rows("nope"), r"throughput_set must be a throughput set of the profiles "
+                                    r"\(tacc, wisr\), got 'nope'"),
+    (lambda: SHIPPED.table("tacc", "t4"), r"gpu_type must be a GPU type of the profiles \(v100, p100, k80\), got 't4'"),
+    (lambda: epoch_seconds_by_type(WORKLOAD.jobs[0], "tacc", ["t4"]), r"types must be a known GPU type .*, got 't4'"),
     (lambda: epoch_seconds_by_type(WORKLOAD.jobs[0], "tacc", profiles="shipped"),
      r"profiles must be a vfm.cluster.GpuProfiles \(e.g. .*\) or None \(the shipped ones\), got str"),
     (lambda: epoch_seconds_by_type(WORKLOAD.jobs[0], "tacc", ClusterTypes({"v100": 1}, SHIPPED.with_type("t4", {})),
                                    profiles=SHIPPED), r"profiles: .* are not the profiles of the cluster types"),
     (lambda: type_regimes(WORKLOAD.jobs[0], "wisr2", profiles=SHIPPED.with_type("t4", {})),
-     r"throughputs \(for job id 0\) must name a throughput set of the profiles \(tacc, wisr\), got 'wisr2'"),
+     r"throughputs \(for job id 0\) must be a throughput set of the profiles \(tacc, wisr\), got 'wisr2'"),
 ])
 def test_bad_input_names_the_argument(make, message):
     with pytest.raises(ValidationError, match=message):

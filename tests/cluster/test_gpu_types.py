@@ -149,24 +149,25 @@ def test_cluster_types_is_a_frozen_mapping_in_type_order() -> None:
 
 
 @pytest.mark.parametrize(("call", "message"), [
-    (lambda: ClusterTypes({"a100": 4}), r"unknown GPU type 'a100'; the known types are v100, p100, k80"),
-    (lambda: ClusterTypes({}), r"at least one GPU type"),
+    (lambda: ClusterTypes({"a100": 4}), r"counts must be a known GPU type \(v100, p100, k80\), got 'a100'"),
+    (lambda: ClusterTypes({}), r"counts must be a non-empty mapping of GPU types"),
     (lambda: ClusterTypes({"v100": 0}), r"counts\['v100'\] must be a positive whole number"),
     (lambda: ClusterTypes({"v100": 2.5}), r"counts\['v100'\] must be a positive whole number"),
     (lambda: ClusterTypes({"v100": True}), r"counts\['v100'\] must be a positive whole number"),
-    (lambda: ClusterTypes([("v100", 4)]), r"counts must map GPU types"),
+    (lambda: ClusterTypes([("v100", 4)]), r"counts must be a non-empty mapping of GPU types"),
     (lambda: ClusterTypes.single(0), r"gpus must be a positive whole number"),
-    (lambda: ClusterTypes.single(4, "h100"), r"gpu_type: unknown GPU type 'h100'"),
+    (lambda: ClusterTypes.single(4, "h100"), r"gpu_type must be a known GPU type \(.*\), got 'h100'"),
     (lambda: ClusterTypes.split(4, {"v100": -1}), r"shares\['v100'\] must be a finite number >= 0"),
     (lambda: ClusterTypes.split(4, {"v100": float("nan")}), r"shares\['v100'\] must be a finite number >= 0"),
     (lambda: ClusterTypes.split(4, {"v100": 0}), r"some type a share > 0"),
-    (lambda: ClusterTypes.split(4, {"x": 1}), r"shares: unknown GPU type 'x'"),
+    (lambda: ClusterTypes.split(4, {"x": 1}), r"shares must be a known GPU type \(.*\), got 'x'"),
     (lambda: epoch_seconds_by_type(_job("LM", [10], [1.0], job_id=9), "nope", GPU_TYPES),
-     r"throughputs \(for job id 9\) must name a shipped throughput set \(tacc, wisr\), got 'nope'"),
+     r"throughputs \(for job id 9\) must be a shipped throughput set \(tacc, wisr\), got 'nope'"),
     (lambda: epoch_seconds_by_type(_job("LM", [10], [1.0]), "tacc", "v100"), r"types must be a ClusterTypes or"),
-    (lambda: epoch_seconds_by_type(_job("LM", [10], [1.0]), "tacc", ["v100", "v100"]), r"must not repeat"),
+    (lambda: epoch_seconds_by_type(_job("LM", [10], [1.0]), "tacc", ["v100", "v100"]), r"lists a GPU type twice"),
     (lambda: epoch_seconds_by_type(_job("LM", [10], [1.0]), "tacc", []), r"at least one GPU type"),
-    (lambda: epoch_seconds_by_type(_job("LM", [10], [1.0]), "tacc", ["tpu"]), r"types: unknown GPU type 'tpu'"),
+    (lambda: epoch_seconds_by_type(_job("LM", [10], [1.0]), "tacc", ["tpu"]),
+     r"types must be a known GPU type \(.*\), got 'tpu'"),
     (lambda: fastest_isolated_s("job", "tacc", GPU_TYPES), r"job must be a vfm.cluster.Job"),
 ])
 def test_validation_names_the_argument(call: Any, message: str) -> None:
@@ -188,7 +189,7 @@ def test_a_workload_with_a_cluster_round_trips() -> None:
 
 @pytest.mark.parametrize(("cluster", "message"), [
     ({"v100": 16, "k80": 15}, r"cluster has 31 GPUs .* but gpus is 32"),
-    ({"v100": 32, "a100": 0}, r"workload: cluster: counts: unknown GPU type 'a100'"),
+    ({"v100": 32, "a100": 0}, r"workload: cluster: counts must be a known GPU type \(.*\), got 'a100'"),
     ({"v100": 31.5, "k80": 0.5}, r"workload: cluster: counts\['v100'\] must be a positive whole number"),
     ([32], r"workload: cluster must be a JSON object"),
 ])

@@ -97,7 +97,7 @@ def test_metrics_on_a_hand_computed_example() -> None:
         (lambda: jct_s([0.0, 1.0], [2.0]), "differ in length"),
         (lambda: jct_s([0.0], [np.nan]), "finite"),
         (lambda: makespan_s([], []), "non-empty"),
-        (lambda: ftf_rho([1.0], [0.0], gpus=1), "isolated_s must be > 0"),
+        (lambda: ftf_rho([1.0], [0.0], gpus=1), r"isolated_s\[0\] must be a finite number > 0"),
         (lambda: ftf_rho([1.0], [1.0], gpus=0), "gpus"),
         (lambda: utilization(1.0, 2, 0.0), "makespan"),
     ],

@@ -491,16 +491,16 @@ MALFORMED: list[tuple[list[Any], Any, bool, str]] = [
     (["jobs", 1, "phases", 0, "epoch_s"], -3.0, False, rf"{JOB}: phase 0: epoch_s must be > 0, got -3"),
     (["jobs", 1, "phases", 0, "batch_size"], 0, False, rf"{JOB}: phase 0: batch_size must be > 0"),
     (["jobs", 1, "phases", 0, "epochs"], -1, False, rf"{JOB}: phase 0: epochs must be >= 0, got -1"),
-    (["jobs", 1, "phases", 0], "oops", False, rf"{JOB}, phase 0: must be a JSON object"),
+    (["jobs", 1, "phases", 0], "oops", False, rf"{JOB}, phase 0 must be a JSON object"),
     (["jobs", 1, "isolated_s"], 51.0, False, rf"{JOB}: isolated_s \(51\) differs from the sum"),
     (["jobs", 1, "id"], 3, False, r"job 1 \(id 3\): id repeats job 0"),
     (["jobs", 1, "id"], None, True, r"job 1: missing field 'id'"),
     (["jobs", 1, "id"], 1.5, False, r"job 1 \(id 1.5\): id must be an integer or a string"),
-    (["jobs", 1], 42, False, r"job 1: must be a JSON object"),
+    (["jobs", 1], 42, False, r"job 1 must be a JSON object"),
     (["jobs"], [], False, r"'jobs' must be a non-empty list"),
     (["gpus"], None, True, r"workload: missing field 'gpus'"),
-    (["gpus"], 0, False, r"workload: gpus must be >= 1"),
-    (["round_s"], -120, False, r"workload: round_s must be > 0"),
+    (["gpus"], 0, False, r"workload: gpus must be a whole number in \[1, "),
+    (["round_s"], -120, False, r"workload: round_s must be a number of seconds in \(0, "),
 ]
 
 
@@ -632,13 +632,14 @@ def _policy_for(workload: Workload) -> Any:
     [
         (lambda w, p: simulate("workload", p), r"workload must be a vfm.cluster.Workload .* got str"),  # type: ignore[arg-type]
         (lambda w, p: simulate(w, "policy"),  # type: ignore[arg-type]
-         r"policy must implement vfm.cluster.SchedulingPolicy \(add_job, .*\), got str"),
+         r"policy must be an implementation of vfm.cluster.SchedulingPolicy \(add_job, .*\), got str"),
         (lambda w, p: simulate(w, type(p)),  # type: ignore[arg-type]
          r"policy must be a policy object, got the class Policy; pass an instance .* as Policy\(32\)"),
         (lambda w, p: simulate(w, p, progress=3), r"progress must be a callable .* got int"),  # type: ignore[arg-type]
         (lambda w, p: simulate(w, p, round_s="x"), r"round_s must be a finite number of seconds > 0 or None"),  # type: ignore[arg-type]
         (lambda w, p: simulate(w, p, round_s=True), r"round_s must be a finite number of seconds > 0 .* got True"),
-        (lambda w, p: simulate(w, p, restart_s="x"), r"restart_s must be a number of seconds in \[0, round_s = 120\)"),  # type: ignore[arg-type]
+        (lambda w, p: simulate(w, p, restart_s="x"),  # type: ignore[arg-type]
+         r"restart_s must be a number of seconds in \[0, 120\) \(round_s\)"),
         (lambda w, p: simulate(w, p, restart_s=True), r"restart_s must be a number of seconds .* got True"),
         (lambda w, p: simulate(w, p, restart_s=None), r"restart_s must be a number of seconds .* got None"),  # type: ignore[arg-type]
     ],

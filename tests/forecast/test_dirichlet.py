@@ -417,7 +417,7 @@ def lists(**overrides):
         ({"regimes": [[(32, 1.0), (32, 2.0)], {128: 1.0}]},
          r"regimes\[0\] \(job 0 \(id 'lm'\)\) lists a batch size twice"),
         ({"observed": [["x"], []]}, r"observed\[0\] \(job 0 \(id 'lm'\)\) must be a list of batch sizes"),
-        ({"observed": [[32]]}, r"observed must have one entry per job \(2 in total_epochs\), got 1"),
+        ({"observed": [[32]]}, r"observed must have 2 entries, one per job of total_epochs, got 1"),
         ({"total_epochs": []}, r"total_epochs must list at least one job"),
     ],
 )
@@ -474,16 +474,16 @@ def test_array_constructor_matches_from_lists_and_is_read_only():
     [
         (lambda s: SHOCKWAVE.epochs_per_round(s, 0, 120.0), r"rounds must be a positive whole number, got 0"),
         (lambda s: SHOCKWAVE.epochs_per_round(s, 2.0, 120.0), r"rounds must be a positive whole number"),
-        (lambda s: SHOCKWAVE.epochs_per_round(s, 3, -1.0), r"round_s must be a positive, finite number"),
-        (lambda s: WHOLE.sample_epochs_per_round(s, 3, np.inf, 2), r"round_s must be a positive, finite"),
+        (lambda s: SHOCKWAVE.epochs_per_round(s, 3, -1.0), r"round_s must be a finite number of seconds > 0"),
+        (lambda s: WHOLE.sample_epochs_per_round(s, 3, np.inf, 2), r"round_s must be a finite number of seconds > 0"),
         (lambda s: WHOLE.sample_epochs_per_round(s, 3, 120.0, 0), r"scenarios must be a positive whole number"),
         (lambda s: DirichletForecaster(split="median"), r"split must be 'shockwave' or 'proportional'"),
-        (lambda s: DirichletForecaster(prior_weight=0.0), r"prior_weight must be a positive, finite number"),
+        (lambda s: DirichletForecaster(prior_weight=0.0), r"prior_weight must be a finite number > 0"),
         (lambda s: DirichletForecaster(scenario_progress="epochs"), r"scenario_progress must be 'whole' or 'fluid'"),
         (lambda s: DirichletForecaster(prior_weight=10**400),
-         r"^prior_weight must be a positive, finite number or None, got 1000"),  # an int past a float
-        (lambda s: DirichletForecaster(prior_weight=True), r"^prior_weight must be a positive, finite number or None"),
-        (lambda s: SHOCKWAVE.epochs_per_round(s, 3, 10**400), r"^round_s must be a positive, finite number of seconds"),
+         r"^prior_weight must be a finite number > 0 or None, got 1000"),  # an int past a float
+        (lambda s: DirichletForecaster(prior_weight=True), r"^prior_weight must be a finite number > 0 or None"),
+        (lambda s: SHOCKWAVE.epochs_per_round(s, 3, 10**400), r"^round_s must be a finite number of seconds > 0"),
         (lambda s: WHOLE.sample_epochs_per_round(s, 3, 120.0, True), r"^scenarios must be a positive whole number"),
     ],
 )

@@ -133,11 +133,11 @@ def test_population_arrays_are_read_only():
     (lambda: Trajectory("kind", []), "batch_sizes must list"),
     (lambda: Trajectory("kind", [16.0, np.nan]), "batch_sizes must list"),
     (lambda: Trajectory("kind", [16.0, 32.0], regimes=[16.0]), "not in regimes"),
-    (lambda: PopulationOptions(prior_weight=0), "prior_weight must be a positive"),
+    (lambda: PopulationOptions(prior_weight=0), "prior_weight must be a finite number > 0"),
     (lambda: PopulationOptions(other_regimes=2), "other_regimes must be a number in"),
     (lambda: PopulationOptions(spread=-1), "spread must be"),
     (lambda: PopulationOptions(size_bandwidth=np.inf), "size_bandwidth must be"),
-    (lambda: PopulationOptions(prefix_bandwidth=10**400), "^prefix_bandwidth must be a positive, finite number, got 1"),
+    (lambda: PopulationOptions(prefix_bandwidth=10**400), "^prefix_bandwidth must be a finite number > 0, got 1"),
     (lambda: PopulationOptions(spread="0.1"), r"^spread must be a finite number >= 0, got '0.1'$"),
     (lambda: PopulationForecaster(options={"spread": 0.1}),
      r"^options must be a vfm.forecast.PopulationOptions, got dict$"),
@@ -178,7 +178,7 @@ def test_bad_recent_history_is_named(recent, message):
 
 
 def test_groups_must_match_the_jobs():
-    with pytest.raises(ValidationError, match="groups must give the kind of each of the 2 jobs"):
+    with pytest.raises(ValidationError, match="groups must have 2 entries, one per job of total_epochs"):
         JobStates.from_lists([3, 4], [REGIMES] * 2, groups=["a"])
     with pytest.raises(ValidationError, match=r"groups\[1\] .* must be hashable"):
         JobStates.from_lists([3, 4], [REGIMES] * 2, groups=["a", ["b"]])

@@ -51,7 +51,7 @@ def test_budgets_whose_sum_overflows_are_refused():
     (np.full((3, 4), np.nan), r"warm_start contains NaN"),
     (np.zeros((3, 5)), r"warm_start must have shape \(3, 4\), \(n, rounds\)"),
     (np.zeros(12), r"warm_start must have shape \(3, 4\), \(n, rounds\)"),
-    (np.full((3, 4), -0.5), r"warm_start must hold fractions of a round in \[0, 1\], got -0.5"),
+    (np.full((3, 4), -0.5), r"warm_start\[0, 0\] must be a fraction of a round in \[0, 1\], got -0.5"),
     (np.full((3, 4), np.inf), r"warm_start contains an infinite value"),
 ])
 def test_a_bad_warm_start_is_refused_naming_it(bad, match):

@@ -124,9 +124,10 @@ def test_remove_job_and_bad_inputs_name_the_job():
         policy.add_job("a", gpus=2, regimes=REGIMES, epochs=10)
     with pytest.raises(ValueError, match=r"gpus of job 'b'.*positive whole number"):
         policy.add_job("b", gpus=0, regimes=REGIMES, epochs=10)
-    with pytest.raises(ValueError, match=r"gpus of job 'c'.*wider than the cluster"):
+    with pytest.raises(ValueError, match=r"gpus of job 'c' must be .*, at most 4 \(the cluster's GPUs\), got 5"):
         policy.add_job("c", gpus=5, regimes=REGIMES, epochs=10)
-    with pytest.raises(ValueError, match=r"^epochs must be a positive whole number for job 'd', got -3$"):
+    with pytest.raises(ValueError, match=r"^epochs of job 'd' must be a positive whole number, at most 1e\+09 "
+                                         r"\(MAX_JOB_EPOCHS\), got -3$"):
         policy.add_job("d", gpus=1, regimes=REGIMES, epochs=-3)
     with pytest.raises(ValueError, match=r"batch_sizes\[1\] of job 'a' is 128, which is not in the job's"
                        r" regimes \{32, 64\}"):
@@ -404,13 +405,13 @@ def test_each_report_counts_new_epochs_and_epochs_done_tells_a_retry():
 
 
 @pytest.mark.parametrize(("arguments", "message"), [
-    ({"epochs": 0}, r"^epochs must be a positive whole number for job 'x', got 0$"),
-    ({"epochs": 2.5}, "^epochs must be a positive whole number for job 'x'"),
-    ({"epochs": "3"}, "^epochs must be a positive whole number for job 'x'"),
-    ({"epochs": float("nan")}, "^epochs must be a positive whole number for job 'x'"),
-    ({"epochs": True}, "^epochs must be a positive whole number for job 'x'"),
-    ({"budget": "1"}, "^budget of job 'x' must be a finite number > 0"),
-    ({"budget": float("nan")}, "^budget of job 'x' must be a finite number > 0"),
+    ({"epochs": 0}, r"^epochs of job 'x' must be a positive whole number, at most 1e\+09 \(MAX_JOB_EPOCHS\), got 0$"),
+    ({"epochs": 2.5}, "^epochs of job 'x' must be a positive whole number"),
+    ({"epochs": "3"}, "^epochs of job 'x' must be a positive whole number"),
+    ({"epochs": float("nan")}, "^epochs of job 'x' must be a positive whole number"),
+    ({"epochs": True}, "^epochs of job 'x' must be a positive whole number"),
+    ({"budget": "1"}, r"^budget of job 'x' must be a number in \(0, 1e\+06\]"),
+    ({"budget": float("nan")}, r"^budget of job 'x' must be a number in \(0, 1e\+06\]"),
     ({"regimes": {}}, "^regimes of job 'x' is empty"),
     ({"regimes": {32: -1.0}}, "^regimes of job 'x' gives batch size 32 an epoch duration of -1 s"),
 ])

@@ -51,7 +51,8 @@ def test_the_reference_type_is_the_fastest_and_speeds_are_ratios_of_the_current_
 
 
 @pytest.mark.parametrize(("regimes", "gpus", "pattern"), [
-    ({"a100": {32: 1.0}}, 1, r"regimes of job 'x' name 'a100', not a GPU type of the cluster \(v100, k80\)"),
+    ({"a100": {32: 1.0}}, 1, r"each key of regimes of job 'x' must be a GPU type of the cluster "
+                             r"\(v100, k80\), got 'a100'"),
     ({"v100": {32: 1.0}, "k80": {64: 2.0}}, 1, r"on k80 must give the same batch sizes"),
     ({"v100": {32: -1.0}}, 1, r"must give finite seconds per epoch > 0"),
     ({"v100": {32: float("inf")}}, 1, r"must give finite seconds per epoch > 0"),
@@ -61,7 +62,7 @@ def test_the_reference_type_is_the_fastest_and_speeds_are_ratios_of_the_current_
     ({"v100": {}}, 1, r"on v100 must be a non-empty mapping"),
     ({"v100": {32: 1.0}}, "two", r"gpus of job 'x' must be a positive whole number of GPUs"),
     ({"k80": {32: 1.0}}, 3, r"gpus of job 'x' \(3\) fits none of its types \(k80: 2 GPUs\)"),
-    ({}, 1, r"regimes of job 'x' must map GPU types"),
+    ({}, 1, r"regimes of job 'x' must be a non-empty mapping of GPU types"),
 ])
 def test_bad_jobs_are_named(regimes, gpus, pattern):
     policy = Policy(ClusterTypes({"v100": 4, "k80": 2}))

@@ -79,7 +79,7 @@ def preconditioned_cg(apply: Callable[[FloatArray], FloatArray], precondition: C
 # The interior points' small dense systems, (T, T) with T ~ 20, are factored and solved thousands of
 # times a plan: LAPACK's routines are called directly, the ones `scipy.linalg.cho_factor`,
 # `cho_solve`, `lu_factor` and `lu_solve` call (the same results), without their argument
-# handling, which cost 20 to 40 us a call, more than the arithmetic.
+# handling, which costs more per call than the arithmetic.
 
 
 def cholesky(matrix: FloatArray) -> FloatArray:

@@ -92,7 +92,6 @@ from typing import Any
 
 import numpy as np
 
-from vfm._validation import INT64_MAX, is_whole, shown_value
 from vfm.cluster.artifact._adaptation import LARGEST, SCALED, accordion_critical, gns_schedules
 from vfm.cluster.gpu_types import ClusterTypes, throughput_table
 from vfm.cluster.workload import epoch_records, load_workload
@@ -101,6 +100,7 @@ from vfm.cluster.workload.reader import workload_from_dict
 from vfm.cluster.workload_spec import Uncertainty, WorkloadSpec
 from vfm.errors import ValidationError
 from vfm.limits import MAX_ARRIVAL_ROUNDS, MAX_WORKLOAD_EPOCHS
+from vfm.parameters import Either, Instance, Interval, Optional, Whole, check
 
 __all__ = ["JOB_TYPES", "SAMPLES_PER_EPOCH", "Uncertainty", "WorkloadSpec", "generate_workload",
            "resample_workload"]
@@ -118,16 +118,18 @@ _ACCORDION_MIN_S = 1000.0
 _UNCERTAINTY_STREAM = 0x756E63
 
 
+#: What a `spec` argument must be.
+_SPEC = Instance(WorkloadSpec, "a WorkloadSpec")
+
+
 def _check_seed(seed: Any) -> None:
     """A seed is a whole number within int64 (`vfm._validation.INT64_MAX`, as `vfm.planner.Policy`'s)
     or a SeedSequence (whose entropy may be any size)."""
-    if not (isinstance(seed, np.random.SeedSequence) or (is_whole(seed) and 0 <= seed <= INT64_MAX)):
-        raise ValidationError(f"seed must be a whole number >= 0 or a numpy SeedSequence, got {shown_value(seed)}")
+    check("seed", seed, Either(Interval(Whole, 0), Instance(np.random.SeedSequence, "a numpy SeedSequence")))
 
 
 def _check_name(name: Any) -> None:
-    if name is not None and not isinstance(name, str):
-        raise ValidationError(f"name must be a string or None, got {type(name).__name__} {shown_value(name)}")
+    check("name", name, Optional(Instance(str, "a string", with_value=True)))
 
 
 def _draw(rng: np.random.Generator, mix: tuple[tuple[Any, float], ...], size: int) -> list[Any]:
@@ -298,8 +300,7 @@ def generate_workload(spec: WorkloadSpec, seed: int | np.random.SeedSequence = 0
         fewer jobs or a shorter `duration_s` fit) or the last arrival is more rounds away than
         a workload's may be (`vfm.limits.MAX_ARRIVAL_ROUNDS`).
     """
-    if not isinstance(spec, WorkloadSpec):
-        raise ValidationError(f"spec must be a WorkloadSpec, got {type(spec).__name__}")
+    check("spec", spec, _SPEC)
     _check_seed(seed)
     _check_name(name)
     rng = np.random.default_rng(seed)
@@ -364,13 +365,11 @@ def resample_workload(source: Workload | str | Path, spec: WorkloadSpec,
         jobs and before copying any epoch, when they have more epochs in all than a workload may
         have (`vfm.limits.MAX_WORKLOAD_EPOCHS`).
     """
-    if not isinstance(spec, WorkloadSpec):
-        raise ValidationError(f"spec must be a WorkloadSpec, got {type(spec).__name__}")
+    check("spec", spec, _SPEC)
     _check_seed(seed)
     _check_name(name)
-    if not isinstance(source, Workload | str | Path):
-        raise ValidationError(f"source must be a Workload, a path (str or Path) or a shipped workload's name, got "
-                              f"{type(source).__name__} {shown_value(source)}")
+    check("source", source, Instance(Workload | str | Path, "a Workload, a path (str or Path) or a shipped workload's "
+                                     "name", with_value=True))
     workload = source if isinstance(source, Workload) else load_workload(source)
     rng = np.random.default_rng(seed)
     table = throughput_table(workload.throughputs or spec.throughputs)  # on the profiled type

@@ -71,6 +71,7 @@ from vfm.cluster.workload.model import Job
 from vfm.errors import ValidationError
 from vfm.gpu_cluster import GPU_TYPES, PROFILED_TYPE, ClusterTypes, check_gpu_type
 from vfm.gpu_profiles import THROUGHPUTS_FILE, GpuProfiles, checked_profiles
+from vfm.parameters import Instance, Known, Listed, check, check_distinct, check_nonempty
 
 FloatArray = NDArray[np.float64]
 
@@ -120,26 +121,20 @@ def _resolve_types(types: Any, profiles: Any) -> tuple[tuple[str, ...], GpuProfi
     known = checked_profiles(profiles)
     if types is None:
         return known.types, known
-    if isinstance(types, str) or not isinstance(types, Sequence):
-        raise ValidationError(f"types must be a ClusterTypes or a sequence of GPU type names (e.g. {known.types!r}), "
-                              f"got {type(types).__name__} {types!r}")
-    if not types:
-        raise ValidationError(f"types must name at least one GPU type ({', '.join(known.types)}), got none")
+    check("types", types, Listed(f"a ClusterTypes or a sequence of GPU type names (e.g. {known.types!r})",
+                                 kinds=(Sequence,)))
+    check_nonempty("types", len(types), f"GPU type ({', '.join(known.types)})")
     for gpu_type in types:
         check_gpu_type("types", gpu_type, profiles)
-    if len(set(types)) < len(types):
-        raise ValidationError(f"types must not repeat a type, got {list(types)!r}")
+    check_distinct("types", types, "a GPU type")
     return tuple(types), known
 
 
 def _check_job(job: Any, throughputs: Any, profiles: GpuProfiles) -> None:
-    if not isinstance(job, Job):
-        raise ValidationError(f"job must be a vfm.cluster.Job (a workload's jobs), got {type(job).__name__}")
-    if not isinstance(throughputs, str) or throughputs not in profiles.throughput_sets:
-        which = "a shipped throughput set" if profiles == GpuProfiles.shipped() else "a throughput set of the profiles"
-        raise ValidationError(f"throughputs (for job id {job.id!r}) must name {which} "
-                              f"({', '.join(profiles.throughput_sets)}), got {throughputs!r}; pass the workload's "
-                              f"`throughputs`")
+    check("job", job, Instance(Job, "a vfm.cluster.Job (a workload's jobs)"))
+    which = "a shipped throughput set" if profiles == GpuProfiles.shipped() else "a throughput set of the profiles"
+    check(f"throughputs (for job id {job.id!r})", throughputs,
+          Known(profiles.throughput_sets, which, "(pass the workload's `throughputs`)"))
 
 
 def _size_key(model: str, batch_size: float, gang: int) -> str:
@@ -330,9 +325,7 @@ def proportional_isolated_s(job: Job, throughputs: str, cluster: ClusterTypes) -
     Parameters and errors as `epoch_seconds_by_type` (`cluster` a `ClusterTypes`, of its own
     profiles).
     """
-    if not isinstance(cluster, ClusterTypes):
-        raise ValidationError(f"cluster must be a ClusterTypes (the counts weigh the types), got "
-                              f"{type(cluster).__name__} {cluster!r}")
+    check("cluster", cluster, Instance(ClusterTypes, "a ClusterTypes (the counts weigh the types)", with_value=True))
     return type_profile(job, throughputs, cluster).proportional_s(job.gpus, cluster)
 
 

@@ -29,6 +29,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from vfm.errors import ValidationError
 from vfm.jobs import equal_share
+from vfm.parameters import Interval, Real, check, check_array, check_parameters
 
 if TYPE_CHECKING:
     from vfm.cluster.simulator import Simulation
@@ -59,8 +60,7 @@ def _vector(value: ArrayLike, name: str) -> FloatArray:
     array = np.asarray(value, dtype=float)
     if array.ndim != 1 or array.size == 0:
         raise ValidationError(f"{name} must be a non-empty 1-D array, got shape {array.shape}")
-    if not np.isfinite(array).all():
-        raise ValidationError(f"{name} must be finite (an unfinished job has no JCT)")
+    check_array(name, array, Interval(Real, note="an unfinished job has no JCT"))
     return array
 
 
@@ -102,10 +102,8 @@ def ftf_rho(jct: ArrayLike, isolated_s: ArrayLike, gpus: int, n_jobs: int | None
     """
     jct_, isolated = _vector(jct, "jct_s"), _vector(isolated_s, "isolated_s")
     _same_length(jct_s=jct_, isolated_s=isolated)
-    if (isolated <= 0).any():
-        raise ValidationError("isolated_s must be > 0")
-    if gpus < 1:
-        raise ValidationError(f"gpus must be >= 1, got {gpus!r}")
+    check_array("isolated_s", isolated, Interval(Real, 0, closed="neither"))
+    check("gpus", gpus, Interval(Real, 1))
     n = jct_.size if n_jobs is None else n_jobs
     return jct_ / (isolated / equal_share(n, gpus))
 
@@ -122,8 +120,8 @@ def unfair_pct(rho: ArrayLike, threshold: float = UNFAIR_RHO) -> float:
 
 def utilization(busy_gpu_s: float, gpus: int, makespan: float) -> float:
     """``busy_gpu_s / (gpus * makespan)``: the mean over GPUs of the busy share of the makespan."""
-    if gpus < 1 or not makespan > 0:
-        raise ValidationError(f"need gpus >= 1 and makespan > 0, got {gpus!r} and {makespan!r}")
+    check_parameters({"gpus": gpus, "makespan": makespan},
+                     {"gpus": Interval(Real, 1), "makespan": Interval(Real, 0, closed="neither", finite=False)})
     return float(busy_gpu_s / (gpus * makespan))
 
 

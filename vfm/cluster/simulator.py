@@ -38,7 +38,7 @@ from vfm.cluster.protocol import ClusterAware, ReportsDiagnostics, SchedulingPol
 from vfm.cluster.workload.model import Workload
 from vfm.errors import PolicyError, ValidationError
 from vfm.limits import MAX_ARRIVAL_ROUNDS
-from vfm.parameters import Constraint, Function, Instance, Optional, Real, Whole, check_parameters
+from vfm.parameters import Constraint, Function, Instance, Interval, Optional, Real, Whole, check, check_parameters
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -288,9 +288,8 @@ def _checked_policy(workload: Workload, policy: object) -> ClusterTypes:
     if isinstance(policy, type):
         raise ValidationError(f"policy must be a policy object, got the class {policy.__name__}; pass an instance "
                               f"for this workload's cluster, as {policy.__name__}({workload.gpus})")
-    if not isinstance(policy, SchedulingPolicy):
-        raise ValidationError(f"policy must implement vfm.cluster.SchedulingPolicy (add_job, remove_job, "
-                              f"report_progress, next_round), got {type(policy).__name__}")
+    check("policy", policy, Instance(SchedulingPolicy, "an implementation of vfm.cluster.SchedulingPolicy (add_job, "
+                                     "remove_job, report_progress, next_round)"))
     cluster = workload.cluster if workload.cluster is not None else ClusterTypes.single(workload.gpus)
     typed = isinstance(policy, ClusterAware)
     if isinstance(policy, ClusterAware) and policy.cluster != cluster:
@@ -308,8 +307,8 @@ def _checked_policy(workload: Workload, policy: object) -> ClusterTypes:
 _CONSTRAINTS: dict[str, Constraint] = {
     "workload": Instance(Workload, "a vfm.cluster.Workload (load_workload or generate_workload makes one)"),
     "progress": Optional(Function("a callable progress(round_index, finished_jobs, total_jobs)")),
-    "round_s": Optional(Real("a finite number of seconds > 0", lambda v: v > 0)),
-    "max_rounds": Optional(Whole("a positive whole number of rounds", lambda v: v >= 1)),
+    "round_s": Optional(Interval(Real, 0, closed="neither", unit="seconds")),
+    "max_rounds": Optional(Interval(Whole, 1, unit="rounds")),
 }
 
 
@@ -322,7 +321,7 @@ def _check_arguments(workload: Workload, policy: SchedulingPolicy, round_s: floa
                      _CONSTRAINTS)
     cluster = _checked_policy(workload, policy)
     round_s = workload.round_s if round_s is None else float(round_s)
-    within = Real(f"a number of seconds in [0, round_s = {round_s:g})", lambda v: 0 <= v < round_s)
+    within = Interval(Real, 0, round_s, closed="left", unit="seconds", note="round_s")
     check_parameters({"restart_s": restart_s}, {"restart_s": within})
     if float(workload.arrival_s.max()) / round_s >= MAX_ARRIVAL_ROUNDS:
         raise ValidationError(f"round_s = {round_s:g} puts the last arrival more than {MAX_ARRIVAL_ROUNDS:.3g} "

@@ -15,7 +15,7 @@ Examples
 >>> WorkloadSpec(jobs=10, gpus=8, gang_mix={16: 1})
 Traceback (most recent call last):
     ...
-vfm.errors.ValidationError: gang_mix's gang size must be a whole number from 1 to the cluster's 8 GPUs, got 16
+vfm.errors.ValidationError: gang_mix's gang size must be a positive whole number, at most 8 (the cluster's GPUs), got 16
 """
 
 from __future__ import annotations
@@ -31,7 +31,19 @@ from vfm.cluster.gpu_types import throughput_sets
 from vfm.cluster.workload.model import ADAPTATIONS
 from vfm.errors import ValidationError
 from vfm.limits import MAX_GPUS, MAX_JOB_SECONDS, MAX_WORKLOAD_EPOCHS
-from vfm.parameters import Boolean, Constraint, Instance, Interval, OneOf, Optional, Real, Whole, check_parameters
+from vfm.parameters import (
+    Boolean,
+    Constraint,
+    Instance,
+    Interval,
+    OneOf,
+    Optional,
+    Real,
+    Span,
+    Whole,
+    check_distinct,
+    check_parameters,
+)
 
 __all__ = ["MAX_CHANGE_JITTER", "MAX_EPOCH_NOISE", "Uncertainty", "WorkloadSpec"]
 
@@ -49,15 +61,13 @@ _MIX_TOLERANCE = 1e-9
 
 #: `Uncertainty`'s fields' constraints, checked on construction (`vfm.parameters`).
 _UNCERTAINTY_CONSTRAINTS: dict[str, Constraint] = {
-    "change_jitter": Real(f"a finite number >= 0 and at most {MAX_CHANGE_JITTER:g}",
-                          lambda v: 0 <= v <= MAX_CHANGE_JITTER),
-    "epoch_noise": Real(f"a finite number >= 0 and at most {MAX_EPOCH_NOISE:g}", lambda v: 0 <= v <= MAX_EPOCH_NOISE),
+    "change_jitter": Interval(Real, 0, MAX_CHANGE_JITTER),
+    "epoch_noise": Interval(Real, 0, MAX_EPOCH_NOISE),
     "hidden_regimes": Boolean(),
 }
 
 #: A run time range: `WorkloadSpec.duration_s`, and each range of `WorkloadSpec.duration_mix`.
-_DURATION_RANGE = Interval(f"(low, high) seconds with 0 < low <= high <= {MAX_JOB_SECONDS:.0e} (MAX_JOB_SECONDS)",
-                           Real("seconds in (0, MAX_JOB_SECONDS]", lambda v: 0 < v <= MAX_JOB_SECONDS))
+_DURATION_RANGE = Span(Interval(Real, 0, MAX_JOB_SECONDS, closed="right", unit="seconds", note="MAX_JOB_SECONDS"))
 
 
 @dataclass(frozen=True)
@@ -96,12 +106,10 @@ class Uncertainty:
 #: mixes are normalized; `throughputs` is checked against the shipped sets (`_spec_constraints`),
 #: and the gang sizes against `gpus`.
 _SPEC_CONSTRAINTS: dict[str, Constraint] = {
-    "jobs": Whole(f"a positive whole number, at most {MAX_WORKLOAD_EPOCHS:.0e} (MAX_WORKLOAD_EPOCHS: a job has an "
-                  f"epoch at least)", lambda v: 1 <= v <= MAX_WORKLOAD_EPOCHS),
-    "gpus": Whole(f"a positive whole number, at most {MAX_GPUS:.0e} (MAX_GPUS)", lambda v: 1 <= v <= MAX_GPUS),
-    "interarrival_s": Real(f"a finite number >= 0 and at most {MAX_JOB_SECONDS:.0e} s",
-                           lambda v: 0 <= v <= MAX_JOB_SECONDS),
-    "round_s": Real(f"a finite number > 0 and at most {MAX_JOB_SECONDS:.0e} s", lambda v: 0 < v <= MAX_JOB_SECONDS),
+    "jobs": Interval(Whole, 1, MAX_WORKLOAD_EPOCHS, note="MAX_WORKLOAD_EPOCHS: a job has an epoch at least"),
+    "gpus": Interval(Whole, 1, MAX_GPUS, note="MAX_GPUS"),
+    "interarrival_s": Interval(Real, 0, MAX_JOB_SECONDS, unit="seconds"),
+    "round_s": Interval(Real, 0, MAX_JOB_SECONDS, closed="right", unit="seconds"),
     "duration_s": _DURATION_RANGE,
     "uncertainty": Optional(Instance(Uncertainty, "an Uncertainty")),
 }
@@ -178,7 +186,7 @@ class WorkloadSpec:
         object.__setattr__(self, "adaptation_mix", _mix("adaptation_mix", self.adaptation_mix))
         # Cross-field: a gang is at most the cluster (`gpus`, checked above), so its constraint is
         # built here.
-        gang = Whole(f"a whole number from 1 to the cluster's {self.gpus} GPUs", lambda v: 1 <= v <= self.gpus)
+        gang = Interval(Whole, 1, self.gpus, note="the cluster's GPUs")
         for size, _ in self.gang_weights:
             check_parameters({"gang_mix's gang size": size}, {"gang_mix's gang size": gang})
         for mode, _ in self.adaptation_weights:
@@ -189,9 +197,7 @@ class WorkloadSpec:
                 check_parameters({"duration_mix's range": low_high}, {"duration_mix's range": _DURATION_RANGE})
             ranges = tuple(((float(low), float(high)), p) for (low, high), p in ranges)
             # Given as a tuple and as a list, a range is the same range: only now comparable.
-            if len({r for r, _ in ranges}) < len(ranges):
-                raise ValidationError(f"duration_mix gives a range twice; give each range one weight, "
-                                      f"got {self.duration_mix!r}")
+            check_distinct("duration_mix", [r for r, _ in ranges], "a range", "give each range one weight")
             object.__setattr__(self, "duration_mix", ranges)
 
     @property
@@ -225,8 +231,7 @@ def _mix(name: str, mix: Any) -> tuple[tuple[Any, float], ...]:
     if not pairs or not all(isinstance(p, tuple) and len(p) == 2 for p in pairs):
         raise ValidationError(f"{name} must be a non-empty mapping of values to weights, got {shown_value(mix)}")
     values = [value for value, _ in pairs]
-    if (twice := _repeated(values)) is not None:
-        raise ValidationError(f"{name} gives {shown_value(twice)} twice; give each value one weight")
+    check_distinct(name, values, "a value", "give each value one weight")
     weights = [w for _, w in pairs]
     floats = [finite_float(w) for w in weights]
     if (bad := next((k for k, w in enumerate(floats) if w is None or w < 0), None)) is not None:
@@ -247,13 +252,3 @@ def _mix(name: str, mix: Any) -> tuple[tuple[Any, float], ...]:
     return tuple((value, p) for value, p in zip(values, probabilities, strict=True))
 
 
-def _repeated(values: list[Any]) -> Any:
-    """The first of `values` equal to an earlier one, or None; values that cannot be compared (numpy
-    arrays) are left to the checks of the values themselves."""
-    for k, value in enumerate(values):
-        try:
-            if value in values[:k]:
-                return value
-        except (TypeError, ValueError):  # "the truth value of an array ... is ambiguous"
-            continue
-    return None

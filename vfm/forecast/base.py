@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, cast, runtime_checkable
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -38,6 +38,7 @@ from numpy.typing import ArrayLike, NDArray
 from vfm._validation import (
     FloatArray,
     as_real_array,
+    check_shape,
     checked_regime_pairs,
     first_bad,
     job_name,
@@ -47,7 +48,23 @@ from vfm._validation import (
     require_per_job,
 )
 from vfm.errors import ValidationError
-from vfm.parameters import Constraint, OneOf, Real, Whole, check_parameters
+from vfm.parameters import (
+    Constraint,
+    Hashed,
+    Instance,
+    Interval,
+    Listed,
+    OneOf,
+    Real,
+    Whole,
+    check,
+    check_length,
+    check_nonempty,
+    check_parameters,
+)
+
+#: What a group (a job's kind) must be: a key of the population's groups.
+_GROUP = Hashed("hashable (a string or a tuple, as ('ResNet-18', 'gns'))")
 
 BoolArray = NDArray[np.bool_]
 SeedLike = int | np.random.SeedSequence | np.random.Generator | None
@@ -58,9 +75,9 @@ ScenarioProgress = Literal["whole", "fluid"]
 SCENARIO_PROGRESS = OneOf(("whole", "fluid"))
 #: The window arguments every forecaster takes (`check_horizon`), checked in this order.
 _HORIZON: dict[str, Constraint] = {
-    "rounds": Whole("a positive whole number", lambda v: v >= 1),
-    "scenarios": Whole("a positive whole number", lambda v: v >= 1),
-    "round_s": Real("a positive, finite number of seconds", lambda v: v > 0),
+    "rounds": Interval(Whole, 1),
+    "scenarios": Interval(Whole, 1),
+    "round_s": Interval(Real, 0, closed="neither", unit="seconds"),
 }
 RegimeSet = Mapping[float, float] | Sequence[tuple[float, float]]
 
@@ -151,28 +168,20 @@ class JobStates:
             reject_masked(given, name)
         total = as_real_array(total_epochs, "total_epochs", (None,))
         n = total.size
-        if n == 0:
-            raise ValidationError("total_epochs must list at least one job, got an empty array")
+        check_nonempty("total_epochs", n, "job")
         for name, listed in (("job_ids", job_ids), ("groups", groups)):
             if isinstance(listed, str | bytes):
                 raise ValidationError(f"{name} must be a list with one entry per job, got the string {listed!r}")
         ids = None if job_ids is None else tuple(job_ids)
-        if ids is not None and len(ids) != n:
-            raise ValidationError(f"job_ids must name the {n} jobs of total_epochs, got {len(ids)} ids")
         kinds = None if groups is None else tuple(groups)
-        if kinds is not None and len(kinds) != n:
-            raise ValidationError(f"groups must give the kind of each of the {n} jobs of total_epochs, "
-                                  f"got {len(kinds)} entries")
+        for name, listed in (("job_ids", ids), ("groups", kinds)):
+            if listed is not None:
+                check_length(name, listed, n, "job of total_epochs")
         for job, kind in enumerate(kinds or ()):
-            try:
-                hash(kind)
-            except TypeError:
-                raise ValidationError(f"groups[{job}] ({job_name(job, ids)}) must be hashable (a string or a "
-                                      f"tuple, as ('ResNet-18', 'gns')), got {type(kind).__name__}") from None
+            check(f"groups[{job}] ({job_name(job, ids)})", kind, _GROUP)
         counts = as_real_array(regime_counts, "regime_counts", (n, None))
         n_regimes = counts.shape[1]
-        if n_regimes == 0:
-            raise ValidationError("regime_counts must have at least one regime column, got shape (n, 0)")
+        check_nonempty("regime_counts", n_regimes, "regime column")
         raw_mask = np.asarray(regime_mask)
         if raw_mask.dtype != np.bool_ or raw_mask.shape != (n, n_regimes):
             raise ValidationError(
@@ -182,17 +191,13 @@ class JobStates:
         mask = np.array(raw_mask, dtype=np.bool_, copy=True)
         # Padded durations are meaningless: check only the regimes that exist, store 0 elsewhere.
         raw_durations = real_array(regime_durations, "regime_durations")
-        if raw_durations.shape != (n, n_regimes):
-            raise ValidationError(
-                f"regime_durations must have shape ({n}, {n_regimes}), got {raw_durations.shape}"
-            )
+        check_shape("regime_durations", raw_durations, (n, n_regimes))
         durations = as_real_array(np.where(mask, raw_durations, 0.0), "regime_durations", (n, n_regimes))
         if regime_labels is None:
             labels = np.where(mask, np.arange(n_regimes, dtype=np.float64), np.nan)
         else:
             raw_labels = real_array(regime_labels, "regime_labels")
-            if raw_labels.shape != (n, n_regimes):
-                raise ValidationError(f"regime_labels must have shape ({n}, {n_regimes}), got {raw_labels.shape}")
+            check_shape("regime_labels", raw_labels, (n, n_regimes))
             labels = np.where(mask, raw_labels, np.nan)
             if np.isnan(labels[mask]).any() or np.isinf(labels[mask]).any():
                 job, regime = (int(k) for k in np.argwhere(mask & ~np.isfinite(labels))[0])
@@ -267,20 +272,15 @@ class JobStates:
         reject_masked(observed, "observed")
         for name, value in (("total_epochs", total_epochs), ("regimes", regimes), ("observed", observed),
                             ("job_ids", job_ids), ("groups", groups)):
-            if value is not None and (isinstance(value, str | bytes | Mapping)
-                                      or not isinstance(value, Sequence | np.ndarray)):
-                raise ValidationError(f"{name} must be a list with one entry per job, got {type(value).__name__} "
-                                      f"{value!r}")
+            if value is not None:
+                check(name, value, Listed("a list with one entry per job"))
         n = len(total_epochs)
-        if n == 0:
-            raise ValidationError("total_epochs must list at least one job, got an empty list")
+        check_nonempty("total_epochs", n, "job")
         ids = None if job_ids is None else tuple(job_ids)
         seen: Sequence[Sequence[float]] = [()] * n if observed is None else observed
         for name, value in (("regimes", regimes), ("observed", seen), ("job_ids", ids)):
-            if value is not None and len(value) != n:
-                raise ValidationError(
-                    f"{name} must have one entry per job ({n} in total_epochs), got {len(value)}"
-                )
+            if value is not None:
+                check_length(name, value, n, "job of total_epochs")
         total = as_real_array(total_epochs, "total_epochs", (n,))
         _check_total_epochs(total, ids)  # before comparing the observed epochs with it
 
@@ -379,11 +379,7 @@ class Trajectory:
     ranks: NDArray[np.int64]  # rank of each epoch's regime in `labels`
 
     def __init__(self, group: Hashable, batch_sizes: ArrayLike, regimes: ArrayLike | None = None) -> None:
-        try:
-            hash(group)
-        except TypeError:
-            raise ValidationError(f"group must be hashable (as ('ResNet-18', 'gns')), got {type(group).__name__}") \
-                from None
+        check("group", group, _GROUP)
         reject_masked(batch_sizes, "batch_sizes")
         reject_masked(regimes, "regimes")
         sizes = real_array(batch_sizes, "batch_sizes").ravel()
@@ -475,11 +471,9 @@ def batch_sizes(value: object, what: str) -> FloatArray:
     array, nested lists, or entries that are not finite real numbers (booleans included).
     """
     reject_masked(value, what)
-    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Sequence | np.ndarray):
-        raise ValidationError(f"{what} must be a list of batch sizes, one number per epoch (as [32, 32]), "
-                              f"got {type(value).__name__} {value!r}")
+    listed = cast(ArrayLike, check(what, value, Listed("a list of batch sizes, one number per epoch (as [32, 32])")))
     try:
-        sizes = real_array(value, "its entries")
+        sizes = real_array(listed, "its entries")
     except ValidationError as exc:
         raise ValidationError(f"{what} must be a list of batch sizes (real numbers): {exc}") from None
     if sizes.ndim != 1:
@@ -491,9 +485,8 @@ def batch_sizes(value: object, what: str) -> FloatArray:
 
 def check_states(states: object, where: str) -> None:
     """Raise `ValidationError` unless `states` is a `JobStates` (`where` names the forecaster)."""
-    if not isinstance(states, JobStates):
-        raise ValidationError(f"states given to {where} must be a vfm.forecast.JobStates (build one with "
-                              f"JobStates.from_lists), got {type(states).__name__}")
+    check(f"states given to {where}", states, Instance(JobStates, "a vfm.forecast.JobStates (build one with "
+                                                       "JobStates.from_lists)"))
 
 
 def fluid_epochs_per_round(seconds_per_epoch: FloatArray, remaining: FloatArray, rounds: int,

@@ -86,7 +86,7 @@ from vfm.forecast.base import (
     fluid_epochs_per_round,
 )
 from vfm.forecast.renewal import Renewals, simulate_epochs_per_round
-from vfm.parameters import Constraint, OneOf, Optional, Real, check_parameters
+from vfm.parameters import Constraint, Interval, OneOf, Optional, Real, check_parameters
 
 Split = Literal["shockwave", "proportional"]
 
@@ -94,7 +94,7 @@ Split = Literal["shockwave", "proportional"]
 _CONSTRAINTS: dict[str, Constraint] = {
     "scenario_progress": SCENARIO_PROGRESS,
     "split": OneOf(("shockwave", "proportional")),
-    "prior_weight": Optional(Real("a positive, finite number", lambda v: v > 0)),
+    "prior_weight": Optional(Interval(Real, 0, closed="neither")),
 }
 
 
@@ -262,15 +262,14 @@ class DirichletForecaster:
         - when more than 4096 epochs could still end in the round after that (durations far
           apart, as 1e-5 s and 0.1 s, where the bulk draws leave most of the round), drawing them
           one by one would cost time and memory in proportion to the round over the shortest
-          duration (34 s and 2 GB for 16 scenarios of such a job); instead the epochs that fit are
+          duration (seconds and gigabytes for 16 scenarios of such a job); instead the epochs that fit are
           found by bisection, still exactly: a block's regime counts are drawn at once, and the
           counts of its first half are multivariate hypergeometric given them, so the cost is
-          :math:`O(R \log_2 k)` draws per job and round for `k` candidate epochs (0.1 s).
+          :math:`O(R \log_2 k)` draws per job and round for `k` candidate epochs.
 
         Python loops run only over rounds, a bounded number of bulk passes per round, and the
-        (at most `R`) regimes; everything is vectorized over jobs, scenarios and epochs. On the
-        Shockwave 900-job trace (16 scenarios, 20 rounds of 120 s) a call took about 50 ms with
-        every job at its first epoch and under 40 ms at random progress (2-core machine).
+        (at most `R`) regimes; everything is vectorized over jobs, scenarios and epochs
+        (`python -m benchmarks.plan` times the forecast with each re-plan).
 
         With ``scenario_progress="fluid"`` (the default) a scenario keeps only the posterior draw: the job
         progresses at :math:`1/\mu^s` epochs per second, :math:`\mu^s = \sum_b q_b(p^s) d_b`,

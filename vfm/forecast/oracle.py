@@ -38,7 +38,7 @@ from vfm.forecast.base import (
     check_horizon,
     check_states,
 )
-from vfm.parameters import check_parameters
+from vfm.parameters import Instance, check, check_parameters
 
 
 @dataclass(frozen=True, eq=False)
@@ -77,8 +77,8 @@ class OracleForecaster:
     def __post_init__(self) -> None:
         check_parameters({"scenario_progress": self.scenario_progress}, {"scenario_progress": SCENARIO_PROGRESS})
         # `epoch_s` is parsed, job by job, into the arrays the forecasts read, naming the entry at fault.
-        if not isinstance(self.epoch_s, Mapping) or not self.epoch_s:
-            raise ValidationError("epoch_s must map each job id to its epochs' durations (a non-empty mapping)")
+        check("epoch_s", self.epoch_s, Instance(Mapping, "a non-empty mapping of each job id to its epochs' durations",
+                                                nonempty=True))
         sequences = []
         for job, seconds in self.epoch_s.items():
             what = f"epoch_s[{job!r}] must list the job's epoch durations as positive, finite seconds"

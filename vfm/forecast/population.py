@@ -71,7 +71,7 @@ from vfm.forecast.base import (
     check_states,
 )
 from vfm.forecast.dirichlet import DirichletForecaster
-from vfm.parameters import Constraint, Instance, Real, check_parameters
+from vfm.parameters import Constraint, Instance, Interval, Real, check, check_parameters
 
 IntArray = NDArray[np.intp]
 
@@ -114,14 +114,14 @@ class PopulationOptions:
         check_parameters(vars(self), _OPTIONS_CONSTRAINTS)
 
 
-_POSITIVE = Real("a positive, finite number", lambda v: v > 0)
+_POSITIVE = Interval(Real, 0, closed="neither")
 #: `PopulationOptions`' constraints, checked on construction (`vfm.parameters`).
 _OPTIONS_CONSTRAINTS: dict[str, Constraint] = {
     "prefix_bandwidth": _POSITIVE,
     "size_bandwidth": _POSITIVE,
     "prior_weight": _POSITIVE,
-    "other_regimes": Real("a number in [0, 1]", lambda v: 0 <= v <= 1),
-    "spread": Real("a finite number >= 0", lambda v: v >= 0),
+    "other_regimes": Interval(Real, 0, 1),
+    "spread": Interval(Real, 0),
 }
 
 
@@ -307,8 +307,7 @@ class PopulationForecaster:
             raise ValidationError(f"trajectories must be a list of vfm.forecast.Trajectory, got "
                                   f"{type(trajectories).__name__} (wrap one trajectory in a list)")
         for k, t in enumerate(trajectories):
-            if not isinstance(t, Trajectory):
-                raise ValidationError(f"trajectories[{k}] must be a vfm.forecast.Trajectory, got {type(t).__name__}")
+            check(f"trajectories[{k}]", t, Instance(Trajectory, "a vfm.forecast.Trajectory"))
         return replace(self, population=self.population.extended(list(trajectories)))
 
     def remaining_runtime(self, states: JobStates) -> FloatArray:

@@ -14,6 +14,7 @@ from vfm.errors import ValidationError
 from vfm.market import VolatileFisherMarket
 from vfm.nswot.entry_checks import certified, require_market
 from vfm.nswot.polish import polish_budget_s, polished
+from vfm.parameters import Boolean, check
 from vfm.program import ScaledProgram
 from vfm.solvers.base import Backend
 from vfm.solvers.registry import candidates, check_options, select
@@ -90,8 +91,7 @@ def solve(market: VolatileFisherMarket, solver: str | None = None, *, polish: bo
     """
     started = time.perf_counter()
     market = require_market(market)
-    if not isinstance(polish, bool | np.bool_):
-        raise ValidationError(f"polish must be True or False, got {polish!r}")
+    check("polish", polish, Boolean())
     if options and solver is None:
         raise ValidationError(
             f"solver options ({', '.join(sorted(options))}) belong to one backend: name it with solver=..."

@@ -11,10 +11,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from vfm._validation import FloatArray, as_real_array, reject_masked, require_per_job
+from vfm._validation import FloatArray, as_real_array, check_shape, reject_masked, require_per_job
 from vfm.errors import ValidationError
 from vfm.forecast import Forecaster, JobStates
 from vfm.limits import MAX_BUDGET_SUM
+from vfm.parameters import Instance, Interval, Optional, Real, check, check_array
 from vfm.planner import typed
 from vfm.planner.options import PlanOptions
 
@@ -30,9 +31,7 @@ def checked_cluster(states: JobStates, gpus: ArrayLike, capacity: ArrayLike, spe
         raw_capacity = np.asarray(capacity)
         supply = as_real_array(np.broadcast_to(raw_capacity, (rounds,)) if raw_capacity.ndim == 0 else raw_capacity,
                                "capacity", (rounds,))
-        if (supply < 0).any():
-            t = int(np.argmax(supply < 0))
-            raise ValidationError(f"capacity[{t}] must be >= 0 GPUs, got {supply[t]:g}")
+        check_array("capacity", supply, Interval(Real, 0, unit="GPUs"))
     else:
         window = typed.TypeWindow.of(speed, capacity, n, rounds, states.job_ids)
         supply = window.capacity.max(axis=0)  # the widest gang each round can hold
@@ -78,15 +77,9 @@ def checked_warm_start(warm_start: Any, n: int, rounds: int, types: int | None) 
         raw = warm_start if isinstance(warm_start, np.ndarray) else np.asarray(warm_start)
     except ValueError as exc:  # a ragged list
         raise ValidationError(f"warm_start must be a numeric array; numpy could not read it ({exc})") from exc
-    if raw.shape != shape:
-        raise ValidationError(f"warm_start must have shape {shape}, {what} (a previous Plan.relaxed shifted to "
-                              f"this window), got {raw.shape}")
+    check_shape("warm_start", raw, shape, f", {what} (a previous Plan.relaxed shifted to this window)")
     array = as_real_array(raw, "warm_start", shape)
-    outside = (array < 0) | (array > 1)
-    if outside.any():
-        where = tuple(int(i) for i in np.argwhere(outside)[0])
-        raise ValidationError(f"warm_start must hold fractions of a round in [0, 1], got {array[where]:g} at index "
-                              f"{where}")
+    check_array("warm_start", array, Interval(Real, 0, 1, noun="a fraction of a round"))
     return array
 
 
@@ -221,21 +214,17 @@ class Inputs:
 def checked_inputs(states: JobStates, forecaster: Forecaster | None, options: PlanOptions | None,
                    overrides: Mapping[str, Any], arguments: Arguments) -> Inputs:
     """`vfm.planner.plan`'s arguments checked, in the order of its parameters after the options."""
-    if options is not None and not isinstance(options, PlanOptions):
-        raise ValidationError(f"options must be a vfm.planner.PlanOptions or None, got {type(options).__name__}")
+    check("options", options, Optional(Instance(PlanOptions, "a vfm.planner.PlanOptions")))
     misplaced = sorted(set(overrides) & {f.name for f in fields(JobTerms)})
     if misplaced:
         raise ValidationError(f"{', '.join(misplaced)} is a field of vfm.planner.JobTerms, not a planning option: "
                               f"pass terms=JobTerms({misplaced[0]}=...)")
     opts = (PlanOptions() if options is None else options).updated(**overrides)
-    if not isinstance(states, JobStates):
-        raise ValidationError(f"states must be a vfm.forecast.JobStates, got {type(states).__name__}")
-    if forecaster is not None and (isinstance(forecaster, type) or not isinstance(forecaster, Forecaster)):
-        what = f"the class {forecaster.__name__}" if isinstance(forecaster, type) else type(forecaster).__name__
-        raise ValidationError(f"forecaster must be an object implementing vfm.forecast.Forecaster (remaining_runtime, "
-                              f"epochs_per_round, sample_epochs_per_round), got {what}")
-    if arguments.terms is not None and not isinstance(arguments.terms, JobTerms):
-        raise ValidationError(f"terms must be a vfm.planner.JobTerms or None, got {type(arguments.terms).__name__}")
+    check("states", states, Instance(JobStates, "a vfm.forecast.JobStates"))
+    check("forecaster", forecaster, Optional(Instance(
+        Forecaster, "an object implementing vfm.forecast.Forecaster (remaining_runtime, epochs_per_round, "
+                    "sample_epochs_per_round)")))
+    check("terms", arguments.terms, Optional(Instance(JobTerms, "a vfm.planner.JobTerms")))
     terms = JobTerms() if arguments.terms is None else arguments.terms
     n = states.n_jobs
     given = {"gpus": arguments.gpus, "capacity": arguments.capacity, "warm_start": arguments.warm_start, **vars(terms)}

@@ -17,7 +17,7 @@ from vfm._validation import is_whole
 from vfm.errors import UnknownSolverError, ValidationError
 from vfm.forecast import check_horizon
 from vfm.limits import MAX_JOB_SECONDS, MAX_WINDOW_ROUNDS
-from vfm.parameters import Boolean, Constraint, OneOf, Optional, Real, Whole, check_parameters, updated
+from vfm.parameters import Boolean, Constraint, Interval, OneOf, Optional, Real, Whole, check_parameters, updated
 from vfm.planner._kernels.threads import THREADS
 from vfm.solvers.base import Capabilities
 from vfm.solvers.registry import available_solvers
@@ -37,20 +37,19 @@ MAX_WEIGHT = 1e6
 #: `round_s` and `scenarios` are the forecast horizon's (`vfm.forecast.check_horizon`), and the
 #: bound of `round_s` is the planner's.
 _CONSTRAINTS: dict[str, Constraint] = {
-    "round_s": Real(f"a finite number of seconds > 0 and at most {MAX_JOB_SECONDS:.0e} (MAX_JOB_SECONDS)",
-                    lambda v: 0 < v <= MAX_JOB_SECONDS),
-    "time_limit_s": Optional(Real("a finite number of seconds > 0", lambda v: v > 0)),
-    "efficiency": Real(f"a finite number >= 0 and at most {MAX_WEIGHT:.0e} (MAX_WEIGHT)",
-                       lambda v: 0 <= v <= MAX_WEIGHT),
-    "rho_max": Real("a finite number > 0", lambda v: v > 0),
-    "priority_exponent": Real("a finite number >= 0", lambda v: v >= 0),
-    "reserve": Real("a fraction in [0, 1)", lambda v: 0 <= v < 1),
-    "tol": Optional(Real("a relative gap in (0, 1)", lambda v: 0 < v < 1)),
-    "spread": Real(f"a finite number >= 0 and at most {MAX_WEIGHT:.0e} (MAX_WEIGHT)", lambda v: 0 <= v <= MAX_WEIGHT),
+    "round_s": Interval(Real, 0, MAX_JOB_SECONDS, closed="right", unit="seconds", note="MAX_JOB_SECONDS"),
+    "time_limit_s": Optional(Interval(Real, 0, closed="neither", unit="seconds")),
+    "efficiency": Interval(Real, 0, MAX_WEIGHT, note="MAX_WEIGHT"),
+    "rho_max": Interval(Real, 0, closed="neither"),
+    "priority_exponent": Interval(Real, 0),
+    "reserve": Interval(Real, 0, 1, closed="left"),
+    "tol": Optional(Interval(Real, 0, 1, closed="neither", noun="a relative gap")),
+    "spread": Interval(Real, 0, MAX_WEIGHT, note="MAX_WEIGHT"),
     "polish": Boolean(),
-    "service_floor": Real("a share of a round in [0, 0.5]", lambda v: 0 <= v <= 0.5),
-    "wait_limit": Optional(Whole("a positive whole number of rounds", lambda v: v >= 1)),
+    "service_floor": Interval(Real, 0, 0.5, noun="a share of a round"),
+    "wait_limit": Optional(Interval(Whole, 1, unit="rounds")),
     "pace": OneOf(("flat", "forecast")),
+    "utility": OneOf(("progress", "completion")),
     "threads": THREADS,
 }
 
@@ -116,6 +115,13 @@ class PlanOptions:
         (`vfm.planner.pace.flat_pace`; docs/planning.md, "Progress that does not depend on the
         calendar"). ``"forecast"``: the forecaster's epochs per round as they come, which credit
         a deferred job the speed it would have reached by running.
+    utility : {"progress", "completion"}
+        What a job's utility in the window measures. ``"progress"`` (default): the share of its
+        total work done by the window's end, Shockwave's NSWOT. ``"completion"``: the share of its
+        remaining work the window does, on a base of `vfm.planner.plan.COMPLETION_BASE`; a job that
+        finishes in the window reaches its whole utility, so one round from its end it outbids a
+        job that has just begun (docs/planning.md, "What a job's utility measures"). One GPU
+        type or several, one scenario or many.
     service_floor : float
         A share in [0, 0.5] of every round that each job that can run in it gets at least
         (`vfm.planner.program.above_floor`; default 0: none). Re-planning moves a job's planned
@@ -165,7 +171,7 @@ class PlanOptions:
     >>> PlanOptions(reserve=1.5)
     Traceback (most recent call last):
     ...
-    vfm.errors.ValidationError: reserve must be a fraction in [0, 1), got 1.5
+    vfm.errors.ValidationError: reserve must be a number in [0, 1), got 1.5
     """
 
     rounds: int = 20
@@ -180,6 +186,7 @@ class PlanOptions:
     spread: float = 0.1
     polish: bool = True
     pace: Literal["flat", "forecast"] = "flat"
+    utility: Literal["progress", "completion"] = "progress"
     service_floor: float = 0.0
     wait_limit: int | None = None
     time_limit_s: float | None = None

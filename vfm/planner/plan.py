@@ -311,13 +311,32 @@ def _forecast(states: JobStates, forecaster: Forecaster | None, inputs: Inputs, 
     return _Forecast(remaining_s, finished, fits, epochs, time.perf_counter() - clock.started, clock.late("forecast"))
 
 
+#: With ``PlanOptions.utility="completion"``, the utility of a job the window does nothing for: a
+#: thousandth of its remaining work (chosen on the robustness suite's choose half among 1e-2, 1e-3
+#: and 1e-5; benchmarks/results/robustness).
+COMPLETION_BASE = 1e-3
+
+
+def _utility_terms(states: JobStates, epochs: FloatArray, finished: np.ndarray,
+                   utility: str) -> tuple[FloatArray, FloatArray]:
+    """The program's progress per round, shape (S, n, T), and base, shape (n,), from the epochs
+    forecast per round: shares of each job's total work, the base its work done (``"progress"``),
+    or shares of its remaining work, the base `COMPLETION_BASE` (``"completion"``; 1 for a
+    finished job, which the program leaves out)."""
+    if utility == "progress":
+        return epochs / states.total_epochs[None, :, None], states.epochs_done / states.total_epochs
+    left = np.where(finished, 1.0, states.total_epochs - states.epochs_done)
+    return epochs / left[None, :, None], np.where(finished, 1.0, COMPLETION_BASE)
+
+
 def _build(states: JobStates, inputs: Inputs, forecast: _Forecast, clock: _Clock) -> _Built:
     """The expected-NSWOT program of the forecast, with the FTF constraints (`shockwave.constrain`),
     over the GPU types, with the rounds committed to waits and the service floor (`commitments`)."""
     opts, window, targets, late = inputs.options, inputs.window, inputs.targets, forecast.late
     finished = forecast.finished
+    progress, base = _utility_terms(states, forecast.epochs, finished, opts.utility)
     program = PlanningProgram(
-        progress=forecast.epochs / states.total_epochs[None, :, None], base=states.epochs_done / states.total_epochs,
+        progress=progress, base=base,
         weights=inputs.weights, gpus=inputs.width, capacity=inputs.supply, round_s=float(opts.round_s),
         remaining_s=forecast.remaining_s,
         # k per second of leftover, from kappa per window of leftover relative to the mean log
@@ -519,7 +538,7 @@ def _polished(program: PlanningProgram, options: PlanOptions, warm_start: FloatA
     polished = polish(program, solution, deadline=deadline)
     # A backend that stopped short of its early tolerance (inaccurate) stops at the same point when
     # asked for a stricter one (the same iterations from the same start): solving again would only
-    # spend the time (on 5- to 10-job windows, up to 130 ms to keep the first answer).
+    # spend the time, and keep the first answer.
     retry = options.tol is None and solution.status == Status.OPTIMAL and solution.accuracy > STRICT_TOL
     if polished.x is not solution.x or not retry:  # `polish` keeps the point itself when it does not converge
         return polished, name

@@ -64,8 +64,8 @@ _ARRAYS = ("progress", "base", "weights", "gpus", "capacity", "remaining_s", "le
 
 
 #: Seconds per runnable entry that SciPy's HiGHS spends on `PlanningProgram._typed_lp_room`'s LP
-#: before it first checks its time limit (building, passing and presolving the model: about 0.3 s
-#: for 5,000 jobs on three types, 3e5 entries, on the 2-core benchmark machine).
+#: before it first checks its time limit (building, passing and presolving the model, which grows
+#: with the entries; measured on the 2-core benchmark machine).
 _LP_SETUP_S_PER_ENTRY = 1e-6
 
 
@@ -241,14 +241,13 @@ class PlanningProgram:
         constraint (`fairness_floor` > 0), with :math:`0 \le y \le 1` on its `runnable` entries
         and the capacity (and, over GPU types, one type per job and round). On one type
         (:math:`p = 1`), measured in GPU-rounds (:math:`x_{it} = w_i y_{it}`), this is a
-        transportation problem, decided by one maximum flow (`_flow_room`; a few ms at 900 jobs
-        where the equivalent LP took ~80 ms). Over types the paces make it no flow: it is decided
+        transportation problem, decided by one maximum flow (`_flow_room`; much faster than the
+        equivalent LP). Over types the paces make it no flow: it is decided
         by one LP (`_typed_lp_room`), unless a maximum flow proves it first by counting each job
         only on its fastest goods, at their pace (a schedule on those goods has room over the
         types too). That certificate settled 202 of the 205 checks of the 460-job trace on thirds
-        of V100, P100 and K80 and all 231 of the 900-job trace's, in 1 to 4 ms each, where the LP
-        takes 41 ms at the median at 460 jobs (170 ms at most); the LP found room in the other
-        three.
+        of V100, P100 and K80 and all 231 of the 900-job trace's, each in a fraction of the LP's time;
+        the LP found room in the other three.
 
         True without binding constraints; False when a constrained job has no runnable entry, or
         when the LP runs out of `time_limit_s` seconds (None: no limit) before proving room.

@@ -24,6 +24,7 @@ from numpy.typing import ArrayLike
 
 from vfm._validation import FloatArray, as_real_array, require_per_job
 from vfm.errors import ValidationError
+from vfm.parameters import Interval, Real, check_array
 from vfm.planner.program import PlanningProgram
 
 
@@ -115,7 +116,5 @@ def checked_type_capacity(capacity: ArrayLike, types: int, rounds: int) -> Float
     if array.ndim == 1:
         array = np.broadcast_to(array[:, None], (array.shape[0], rounds))
     supply = as_real_array(array, "capacity", (types, rounds))
-    if (supply < 0).any():
-        k, t = np.argwhere(supply < 0)[0]
-        raise ValidationError(f"capacity[{k}, {t}] must be >= 0 GPUs, got {supply[k, t]:g}")
+    check_array("capacity", supply, Interval(Real, 0, unit="GPUs"))
     return supply

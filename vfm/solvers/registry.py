@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from vfm.errors import UnknownSolverError, UnsupportedMarketError, ValidationError
-from vfm.parameters import Anything, Boolean, Constraint, Real, Whole
+from vfm.parameters import Anything, Boolean, Constraint, Interval, Real, Whole
 from vfm.solvers.base import Backend, OptionKind, Problem, ProblemKind
 from vfm.solvers.clarabel_direct import ClarabelDirectBackend
 from vfm.solvers.cvxpy_conic import CVXPY_BACKENDS
@@ -126,10 +126,9 @@ def select(market: Problem, solver: str | None = None) -> Backend:
 
 #: What each option kind must be (`vfm.parameters`), as messages state it.
 _KINDS: dict[OptionKind, Constraint] = {
-    "tolerance": Real("a real number in (0, 1) (a relative accuracy; 1 or more would accept any point)",
-                      lambda v: 0.0 < v < 1.0),
-    "count": Whole("a whole number >= 1", lambda v: v >= 1),
-    "seconds": Real("a real number > 0", lambda v: v > 0.0, finite=False),
+    "tolerance": Interval(Real, 0, 1, closed="neither", note="a relative accuracy; 1 or more would accept any point"),
+    "count": Interval(Whole, 1),
+    "seconds": Interval(Real, 0, closed="neither", finite=False),
     "flag": Boolean(),
     "any": Anything(),
 }

@@ -65,7 +65,7 @@ Every function takes ``backend``:
   expected gradient contracts the mapped ``(S, A, n)`` weights with the utilities instead of
   averaging ``(S, A, n, m, T)`` gradients. The compiled functions are cached for the life of
   the process; JAX re-compiles for every new combination of ``(S, A, n, m*T)``, so the first
-  call for a shape pays the compile time (0.1 to 0.3 s per function). It computes in float64
+  call for a shape pays the compile time of every function. It computes in float64
   inside a thread-local ``jax.enable_x64(True)`` scope (``jax.experimental.enable_x64`` on
   older JAX), which leaves the caller's global ``jax_enable_x64`` setting untouched. This
   package imports JAX on first use, not at import time;

@@ -13,6 +13,7 @@ import importlib.util
 from typing import Any, Literal
 
 from vfm.errors import ValidationError
+from vfm.parameters import OneOf, check
 
 __all__ = ["BACKENDS", "Backend", "automatic_backend", "available_backends", "jax_installed", "jax_module",
            "resolve_backend", "x64_scope"]
@@ -62,8 +63,8 @@ def automatic_backend() -> str:
     On a GPU, JAX preallocates 75 % of the device's memory when it first starts a device (even to
     ask which devices there are), and a scheduler process beside training jobs must not take it;
     on a CPU, at the planner's sizes (16 scenarios x 4 allocations x 900 jobs x 20 rounds) the
-    jitted JAX kernels measured 0.9 to 3 ms per call against 0.5 to 2.5 ms for NumPy on this
-    project's 2-core machine, and every new shape costs 0.1 to 0.3 s of compilation. So JAX runs
+    jitted JAX kernels measured no faster per call than NumPy on this project's 2-core machine,
+    and every new shape costs a compilation. So JAX runs
     only when asked (``backend="jax"``): where it pays (many scenarios and allocations of a large
     market on a GPU), a caller that asks for it sets ``XLA_PYTHON_CLIENT_PREALLOCATE=false`` (or
     ``XLA_PYTHON_CLIENT_MEM_FRACTION``) to keep JAX from taking the memory up front.
@@ -73,8 +74,7 @@ def automatic_backend() -> str:
 
 def resolve_backend(backend: object) -> str:
     """The backend `backend` names, with "auto" chosen; a `ValidationError` if unknown or unavailable."""
-    if not isinstance(backend, str) or backend not in BACKENDS:
-        raise ValidationError(f"backend must be one of {', '.join(map(repr, BACKENDS))}, got {backend!r}")
+    check("backend", backend, OneOf(tuple(BACKENDS)))
     if backend == "auto":
         return automatic_backend()
     if backend == "jax" and jax_module() is None:
@@ -82,7 +82,7 @@ def resolve_backend(backend: object) -> str:
             "backend='jax' needs JAX, which cannot be imported here: pip install 'vfm[jax]', "
             "or pass backend='numpy' (or 'auto')"
         )
-    return backend
+    return str(backend)
 
 
 def x64_scope(jax: Any) -> Any:

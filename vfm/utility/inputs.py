@@ -13,8 +13,9 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 
-from vfm._validation import FloatArray, real_array
+from vfm._validation import FloatArray, check_shape, real_array
 from vfm.errors import ValidationError
+from vfm.parameters import Interval, Real, check_array
 
 __all__ = ["UtilityInputs", "validated_inputs"]
 
@@ -26,10 +27,7 @@ def _check_entries(array: FloatArray, name: str, *, positive: bool = False) -> N
         where = tuple(int(i) for i in np.argwhere(~finite)[0])
         what = "NaN" if np.isnan(array[where]) else f"an infinite value {array[where]}"
         raise ValidationError(f"{name} contains {what} at index {where}")
-    bad = array <= 0 if positive else array < 0
-    if bad.any():
-        where = tuple(int(i) for i in np.argwhere(bad)[0])
-        raise ValidationError(f"{name} must be {'> 0' if positive else '>= 0'}, got {array[where]} at index {where}")
+    check_array(name, array, Interval(Real, 0, closed="neither" if positive else "both"))
 
 
 class UtilityInputs(NamedTuple):
@@ -67,11 +65,9 @@ def validated_inputs(
     if x.ndim == 4 and x.shape[0] == 0:
         raise ValidationError(f"allocation must hold at least one allocation, got shape {x.shape}")
     b = np.ones(n) if budgets is None else real_array(budgets, "budgets")
-    if b.shape != (n,):
-        raise ValidationError(f"budgets must have shape ({n},), one per buyer of utilities, got {b.shape}")
+    check_shape("budgets", b, (n,), ", one per buyer of utilities")
     c = np.zeros(n) if base_utility is None else real_array(base_utility, "base_utility")
-    if c.shape != (n,):
-        raise ValidationError(f"base_utility must have shape ({n},), one per buyer of utilities, got {c.shape}")
+    check_shape("base_utility", c, (n,), ", one per buyer of utilities")
     _check_entries(u, "utilities")
     _check_entries(x, "allocation")
     _check_entries(b, "budgets", positive=True)

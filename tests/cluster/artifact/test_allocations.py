@@ -53,5 +53,5 @@ def test_allox_is_first_come_first_served_when_few_jobs_wait() -> None:
 
 @pytest.mark.parametrize("alpha", [-0.1, 1.5, float("nan"), "0.2", True])
 def test_allox_names_an_alpha_out_of_its_range(alpha) -> None:
-    with pytest.raises(ValidationError, match=r"^alpha must be a fraction in \[0, 1\], got "):
+    with pytest.raises(ValidationError, match=r"^alpha must be a number in \[0, 1\], got "):
         AlloX(alpha)

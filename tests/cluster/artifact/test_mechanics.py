@@ -84,7 +84,7 @@ def _raw(workload, row: int, **changes) -> dict:
     ({"round_s": 0.0}, r"^round_s must be a finite number of seconds > 0 or None, got 0.0$"),
     ({"restart_s": -1.0}, r"^restart_s must be a finite number of seconds >= 0, got -1.0$"),
     ({"restart_free_s": float("nan")}, r"^restart_free_s must be a finite number of seconds >= 0, got nan$"),
-    ({"reset_interval_s": -1}, r"^reset_interval_s must be a number of seconds >= 0, got -1$"),
+    ({"reset_interval_s": -1}, r"^reset_interval_s must be a number of seconds >= 0, or inf, got -1$"),
     ({"max_failures": 0}, r"^max_failures must be a positive whole number, got 0$"),
     ({"max_failures": 2.0}, r"^max_failures must be a positive whole number, got 2.0$"),
     ({"deadline_factor": 0}, r"^deadline_factor must be a finite number > 0, got 0$"),
@@ -116,7 +116,7 @@ def test_bad_input_is_named(workload) -> None:
         simulate(odd, "max_min_fairness")
     with pytest.raises(ValidationError, match=r"job 0 \(id 0\): missing field 'adaptation' \(a job gives all"):
         workload_from_dict({"gpus": 2, "round_s": 120.0, "jobs": [{**bare, "model": "LM"}]})
-    with pytest.raises(ValidationError, match=r"job 0 \(id 0\): adaptation must be one of static, gns"):
+    with pytest.raises(ValidationError, match=r"job 0 \(id 0\): adaptation must be 'static', 'gns' or 'accordion'"):
         workload_from_dict({"gpus": 2, "round_s": 120.0, "jobs": [_raw(workload, 0, adaptation="pollux")]})
 
 

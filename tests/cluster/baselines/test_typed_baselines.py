@@ -414,11 +414,11 @@ GOOD = {"v100": {32.0: 10.0, 64.0: 7.0}, "k80": {32.0: 30.0, 64.0: 20.0}}
     (("a", True, GOOD, 3), r"gpus of job 'a' must be a positive whole number"),
     (("a", 1.5, GOOD, 3), r"gpus of job 'a' must be a positive whole number"),
     (("a", 1, GOOD, 0), r"epochs of job 'a' must be a positive whole number, got 0"),
-    (("a", 1, {}, 3), r"regimes of job 'a' must map at least one GPU type of the cluster \(v100, k80\)"),
-    (("a", 1, [("v100", {32.0: 1.0})], 3), r"regimes of job 'a' must map at least one GPU type"),
-    (("a", 1, {"p100": {32.0: 10.0}}, 3), r"regimes of job 'a' name type 'p100', not a GPU type of the cluster "
-                                           r"\(v100, k80\)"),
-    (("a", 1, {"v100": {}}, 3), r"regimes\['v100'\] of job 'a' must map batch sizes to seconds per epoch"),
+    (("a", 1, {}, 3), r"regimes of job 'a' must be a mapping of at least one GPU type of the cluster \(v100, k80\)"),
+    (("a", 1, [("v100", {32.0: 1.0})], 3), r"regimes of job 'a' must be a mapping of at least one GPU type"),
+    (("a", 1, {"p100": {32.0: 10.0}}, 3), r"each key of regimes of job 'a' must be a GPU type of the cluster "
+                                           r"\(v100, k80\), got 'p100'"),
+    (("a", 1, {"v100": {}}, 3), r"regimes\['v100'\] of job 'a' must be a non-empty mapping of batch sizes to seconds"),
     (("a", 1, {"v100": {32.0: -1.0}}, 3), r"regimes\['v100'\] of job 'a' must map batch sizes > 0 to finite"),
     (("a", 1, {"v100": {32.0: float("inf")}}, 3), r"regimes\['v100'\] of job 'a' must map batch sizes > 0"),
     (("a", 1, {"v100": {"32": 10.0}}, 3), r"regimes\['v100'\] of job 'a' must map batch sizes > 0"),
@@ -460,10 +460,10 @@ def test_bad_calls_are_refused(policy_class: type[HeterogeneousMaxMinFairness]) 
 
 
 @pytest.mark.parametrize(("args", "pattern"), [
-    (([[1.0, -1.0]], [1], [2, 2]), r"throughputs\[0, 1\] must be >= 0"),
+    (([[1.0, -1.0]], [1], [2, 2]), r"throughputs\[0, 1\] must be a finite number >= 0"),
     (([[1.0, 1.0]], [1, 1], [2, 2]), r"gpus must have shape \(1\)"),
     (([[1.0, 1.0]], [0], [2, 2]), r"gpus\[0\] must be a positive whole number"),
-    (([[1.0, 1.0]], [1], [2, 0]), r"counts must be positive whole numbers"),
+    (([[1.0, 1.0]], [1], [2, 0]), r"counts\[1\] must be a positive whole number of GPUs, got 0"),
     (([[1.0, 0.0]], [4], [2, 8]), r"job 0 \(row 0 of throughputs\) has no type that can host it"),
     (([[np.nan, 1.0]], [1], [2, 2]), r"throughputs contains NaN"),
 ])
@@ -626,7 +626,7 @@ def test_a_failed_market_solve_raises_instead_of_scheduling(solution: Solution, 
     (([[1.0, 1.0]], [1], [2, 2], [5], [-1]), r"epochs_done\[0\] \(job 0\) must be in \[0, epochs\)"),
     (([[1.0, 1.0]], [1], [2, 2], [5, 5], [0]), r"epochs must have shape \(1\)"),
     (([[1.0, 1.0]], [1], [2, 2], [5], [0], 0.0), r"round_s must be a finite number > 0"),
-    (([[1.0, -1.0]], [1], [2, 2], [5], [0]), r"throughputs\[0, 1\] must be >= 0"),
+    (([[1.0, -1.0]], [1], [2, 2], [5], [0]), r"throughputs\[0, 1\] must be a finite number >= 0"),
     (([[1.0, 0.0]], [4], [2, 8], [5], [0]), r"job 0 \(row 0 of throughputs\) has no type that can host it"),
     (([[np.nan, 1.0]], [1], [2, 2], [5], [0]), r"throughputs contains NaN"),
 ])
@@ -799,7 +799,7 @@ def test_an_empty_new_policy_answers_nothing(policy_class: type[HeterogeneousMax
 
 @pytest.mark.parametrize(("args", "pattern"), [
     *[((*bad, [5], [0], [0]), pattern) for bad, pattern in [
-        (([[1.0, -1.0]], [1], [2, 2]), r"throughputs\[0, 1\] must be >= 0"),
+        (([[1.0, -1.0]], [1], [2, 2]), r"throughputs\[0, 1\] must be a finite number >= 0"),
         (([[1.0, 0.0]], [4], [2, 8]), r"job 0 \(row 0 of throughputs\) has no type that can host it"),
         (([[np.nan, 1.0]], [1], [2, 2]), r"throughputs contains NaN"),
         (([[1.0, 1.0]], [0], [2, 2]), r"gpus\[0\] must be a positive whole number")]],
@@ -814,9 +814,9 @@ def test_bad_finish_time_instances_are_refused(args: tuple[Any, ...], pattern: s
 
 
 @pytest.mark.parametrize(("args", "pattern"), [
-    (([[1.0, -1.0]], [1], [2, 2]), r"throughputs\[0, 1\] must be >= 0"),
+    (([[1.0, -1.0]], [1], [2, 2]), r"throughputs\[0, 1\] must be a finite number >= 0"),
     (([[1.0, 1.0]], [1, 1], [2, 2]), r"gpus must have shape \(1\)"),
-    (([[1.0, 1.0]], [1], [2, 0]), r"counts must be positive whole numbers"),
+    (([[1.0, 1.0]], [1], [2, 0]), r"counts\[1\] must be a positive whole number of GPUs, got 0"),
     (([[1.0, 0.0]], [4], [2, 8]), r"job 0 \(row 0 of throughputs\) has no type that can host it"),
 ])
 def test_bad_throughput_and_duration_instances_are_refused(args: tuple[Any, ...], pattern: str) -> None:
@@ -834,7 +834,7 @@ def test_bad_jobs_are_refused_by_the_new_policies(policy_class: type[Heterogeneo
     policy = policy_class(ClusterTypes({"v100": 4, "k80": 6}))
     with pytest.raises(ValidationError, match=r"gpus of job 'a' must be a positive whole number, got 0"):
         policy.add_job("a", 0, GOOD, 3)
-    with pytest.raises(ValidationError, match=r"regimes of job 'a' name type 'p100'"):
+    with pytest.raises(ValidationError, match=r"each key of regimes of job 'a' must be a GPU type .*, got 'p100'"):
         policy.add_job("a", 1, {"p100": {32.0: 10.0}}, 3)
     policy.add_job("a", 1, GOOD, 3)
     with pytest.raises(ValidationError, match=r"job 'a' reported batch size 16.0, not in its regimes"):

@@ -26,7 +26,7 @@ from numpy.typing import NDArray
 from scipy.optimize import linear_sum_assignment
 
 from vfm.errors import UnknownSolverError, ValidationError
-from vfm.parameters import Real, check_parameters
+from vfm.parameters import Interval, Real, check_parameters
 
 if TYPE_CHECKING:
     import cvxpy as cp
@@ -74,7 +74,7 @@ Allocator = Callable[[AllocationInputs], Allocation]
 def _require_ecos() -> None:
     import cvxpy as cp  # in each function that builds or solves: CVXPY loads with the first allocation
 
-    # Once per process: asking CVXPY for its installed solvers costs 1.6 ms, an LP about 8.
+    # Once per process: asking CVXPY for its installed solvers costs a fraction of an LP.
     if "ECOS" not in cp.installed_solvers():
         raise UnknownSolverError("the artifact's baselines solve their LPs with ECOS, as the published runs did; "
                                  "install it with `pip install ecos`")
@@ -225,7 +225,7 @@ class FinishTimeFairness:
 
 
 #: `AlloX`'s `alpha`: the share of the waiting jobs it matches (`vfm.parameters`).
-_ALPHA = Real("a fraction in [0, 1]", lambda v: 0 <= v <= 1)
+_ALPHA = Interval(Real, 0, 1)
 
 
 class AlloX:

@@ -38,7 +38,7 @@ from vfm.cluster.protocol import SchedulingPolicy
 from vfm.cluster.simulator import Round, Simulation, ask_policy, checked_answer
 from vfm.cluster.workload.model import Workload
 from vfm.errors import ValidationError
-from vfm.parameters import Constraint, Instance, Optional, Real, Whole, check_parameters
+from vfm.parameters import Constraint, Instance, Interval, Optional, Real, Whole, check_parameters
 from vfm.planner.rounding import first_fit
 
 FloatArray = NDArray[np.float64]
@@ -86,13 +86,13 @@ class ArtifactOptions:
 #: `ArtifactOptions`' constraints, checked on construction (`vfm.parameters`); `gpu_type` names a
 #: column of the workload's throughput table, checked when a simulation reads it.
 _OPTIONS_CONSTRAINTS: dict[str, Constraint] = {
-    "round_s": Optional(Real("a finite number of seconds > 0", lambda v: v > 0)),
-    "restart_s": Real("a finite number of seconds >= 0", lambda v: v >= 0),
-    "restart_free_s": Real("a finite number of seconds >= 0", lambda v: v >= 0),
+    "round_s": Optional(Interval(Real, 0, closed="neither", unit="seconds")),
+    "restart_s": Interval(Real, 0, unit="seconds"),
+    "restart_free_s": Interval(Real, 0, unit="seconds"),
     # Infinite is allowed: the allocation is then recomputed only where the interval does not apply.
-    "reset_interval_s": Real("a number of seconds >= 0", lambda v: v >= 0, finite=False),
-    "max_failures": Whole("a positive whole number", lambda v: v >= 1),
-    "deadline_factor": Real("a finite number > 0", lambda v: v > 0),
+    "reset_interval_s": Interval(Real, 0, unit="seconds", finite=False),
+    "max_failures": Interval(Whole, 1),
+    "deadline_factor": Interval(Real, 0, closed="neither"),
     "gpu_type": Instance(str, "a GPU type's name (a str)"),
 }
 

@@ -47,12 +47,12 @@ from typing import Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from vfm._validation import is_whole
 from vfm.cluster.baselines.gavel_rounds import gavel_round_step
 from vfm.cluster.baselines.round_book import RoundBook, RoundState, RowTable
 from vfm.errors import ValidationError
 from vfm.gpu_cluster import ClusterTypes
 from vfm.jobs import equal_share as equal_share_of
+from vfm.parameters import Interval, Real, Whole, check, check_parameters
 from vfm.planner.rounding import first_fit
 
 __all__ = [
@@ -262,10 +262,8 @@ class RoundPolicy(RoundBook):
 
     def __init__(self, capacity: int, round_s: float = 120.0, seed: int = 0, *,
                  mechanism: RoundMechanism | None = None) -> None:
-        if not is_whole(capacity) or capacity < 1:
-            raise ValidationError(f"capacity must be a positive whole number of GPUs, got {capacity!r}")
-        if not (np.isfinite(round_s) and round_s > 0):
-            raise ValidationError(f"round_s must be > 0, got {round_s!r}")
+        check_parameters({"capacity": capacity, "round_s": round_s},
+                         {"capacity": Interval(Whole, 1, unit="GPUs"), "round_s": Interval(Real, 0, closed="neither")})
         super().__init__(PresentJobs(), round_s, seed)
         self.capacity = int(capacity)
         self._cluster = ClusterTypes.single(self.capacity)
@@ -290,14 +288,12 @@ class RoundPolicy(RoundBook):
             ``1..capacity``, no regimes or a non-positive epoch time, a non-positive epoch count.
         """
         self.refuse_present(job_id)
-        if not is_whole(gpus) or not 1 <= gpus <= self.capacity:
-            raise ValidationError(f"gpus of job {job_id!r} must be a whole number in 1..{self.capacity}, got {gpus!r}")
+        check(f"gpus of job {job_id!r}", gpus, Interval(Whole, 1, self.capacity, unit="GPUs"))
         reg = {float(b): float(d) for b, d in dict(regimes).items()}
         if not reg or not all(np.isfinite(d) and d > 0 for d in reg.values()):
             raise ValidationError(
                 f"regimes of job {job_id!r} must map batch sizes to epoch seconds > 0, got {regimes!r}")
-        if not is_whole(epochs) or epochs < 1:
-            raise ValidationError(f"epochs of job {job_id!r} must be a positive whole number, got {epochs!r}")
+        check(f"epochs of job {job_id!r}", epochs, Interval(Whole, 1))
         self.admit(job_id, reg, {"gpus": int(gpus), "epochs": int(epochs), "arrival_s": self.clock_s,
                                  "epoch_s": float(np.mean(list(reg.values()))),
                                  **self.mechanism.admitted(self.table, self.round_s)})

@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 
-from vfm._validation import shown_value
 from vfm.cluster.workload.model import (
     FloatArray,
     Job,
@@ -23,6 +22,7 @@ from vfm.cluster.workload.model import (
 from vfm.cluster.workload.reader import workload_from_dict
 from vfm.errors import ValidationError
 from vfm.gpu_profiles import GpuProfiles, checked_profiles
+from vfm.parameters import Instance, check
 
 __all__ = ["SHIPPED", "Job", "Training", "Workload", "WorkloadArrays", "derived_profile", "epoch_records",
            "load_workload", "shipped_workloads", "workload_from_dict", "workload_to_dict"]
@@ -142,9 +142,8 @@ def load_workload(path_or_name: str | Path, *, profiles: GpuProfiles | None = No
     OSError
         If the file cannot be read.
     """
-    if not isinstance(path_or_name, str | Path):
-        raise ValidationError(f"path_or_name must be a path (str or Path) or a shipped workload's name, got "
-                              f"{type(path_or_name).__name__} {shown_value(path_or_name)}")
+    check("path_or_name", path_or_name, Instance(str | Path, "a path (str or Path) or a shipped workload's name",
+                                                 with_value=True))
     if profiles is not None:  # checked whether or not the file gives a cluster to read them for
         checked_profiles(profiles)
     path = Path(path_or_name)

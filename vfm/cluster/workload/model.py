@@ -33,9 +33,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from vfm._validation import beyond_int64, is_whole, shown_value
 from vfm.errors import ValidationError
 from vfm.gpu_cluster import ClusterTypes
+from vfm.parameters import Instance, Interval, Whole, check
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -89,9 +89,7 @@ def annotations_of(value: Any, where: str) -> Mapping[str, Any]:
         ...
     vfm.errors.ValidationError: job 0: annotations must be a JSON object (keys are strings), got list
     """
-    if not isinstance(value, Mapping):
-        raise ValidationError(f"{where}: annotations must be a JSON object (keys are strings), got "
-                              f"{type(value).__name__}")
+    check(f"{where}: annotations", value, Instance(Mapping, "a JSON object (keys are strings)"))
     if not value:
         return _NO_ANNOTATIONS
     key = next((key for key in value if not isinstance(key, str)), None)
@@ -220,9 +218,7 @@ class Workload:
         if not isinstance(self.annotations, _Annotations):  # not already a copy of its own
             object.__setattr__(self, "annotations", annotations_of(self.annotations, "workload"))
         if self.cluster is not None:
-            if not isinstance(self.cluster, ClusterTypes):
-                raise ValidationError(f"workload: cluster must be a ClusterTypes or None, got "
-                                      f"{type(self.cluster).__name__} {self.cluster!r}")
+            check("workload: cluster", self.cluster, Instance(ClusterTypes, "a ClusterTypes or None", with_value=True))
             if self.cluster.total != self.gpus:
                 raise ValidationError(f"workload: cluster has {self.cluster.total} GPUs ({dict(self.cluster)}) but "
                                       f"gpus is {self.gpus}; make the cluster's counts sum to gpus")
@@ -243,8 +239,7 @@ class Workload:
 
     def head(self, jobs: int) -> Workload:
         """The first `jobs` jobs (same cluster and round), named ``name[:jobs]``."""
-        if not is_whole(jobs) or beyond_int64(jobs) or jobs < 1:
-            raise ValidationError(f"jobs must be a positive whole number (at most 2**63 - 1), got {shown_value(jobs)}")
+        check("jobs", jobs, Interval(Whole, 1))
         return Workload(name=f"{self.name}[:{jobs}]", gpus=self.gpus, round_s=self.round_s, jobs=self.jobs[:jobs],
                         throughputs=self.throughputs, cluster=self.cluster, annotations=self.annotations)
 

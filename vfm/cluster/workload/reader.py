@@ -42,6 +42,7 @@ from vfm.errors import ValidationError
 from vfm.gpu_cluster import ClusterTypes
 from vfm.gpu_profiles import GpuProfiles, checked_profiles
 from vfm.limits import MAX_ARRIVAL_ROUNDS, MAX_COUNT, MAX_GPUS, MAX_JOB_SECONDS, MAX_WORKLOAD_EPOCHS
+from vfm.parameters import Instance, Interval, OneOf, Optional, Real, check
 
 __all__ = ["workload_from_dict"]
 
@@ -85,12 +86,23 @@ def _whole(value: Any) -> bool:
     return number is not None and number.is_integer()
 
 
+#: A count a file gives (steps, samples): whole (checked as read) and below 2**53, where floats
+#: still count every one.
+_COUNT = Interval(Real, 1, MAX_COUNT, closed="left", noun="a whole number", note="2**53")
+
+
+#: A record of a workload file (the file, a job, a phase, a profile entry).
+_OBJECT = Instance(Mapping, "a JSON object")
+
+
 def _describe_job(index: int, job_id: Any) -> str:
     return f"job {index} (id {_shown(job_id)})"
 
 
-def _read_field(record: Mapping[str, Any], field: str, where: str, *, whole: bool) -> float:
-    """``record[field]`` as a number, or a ValidationError naming `where` and `field`."""
+def _read_field(record: Mapping[str, Any], field: str, where: str, *, whole: bool,
+                within: Interval | None = None) -> float:
+    """``record[field]`` as a number (`within` the interval, if given), or a ValidationError naming
+    `where` and `field`."""
     if field not in record:
         raise ValidationError(f"{where}: missing field {field!r}")
     value = record[field]
@@ -104,7 +116,7 @@ def _read_field(record: Mapping[str, Any], field: str, where: str, *, whole: boo
         raise ValidationError(f"{where}: {field} must be a whole number, got {_shown(value)}")
     if number is None:
         raise ValidationError(f"{where}: {field} must be a finite number, got {_shown(value)}")
-    return number
+    return number if within is None else check(f"{where}: {field}", number, within)
 
 
 def _check_keys(record: Mapping[Any, Any], known: tuple[str, ...], where: str) -> None:
@@ -136,15 +148,10 @@ def _read_training(job: Mapping[str, Any], where: str) -> Training | None:
         raise ValidationError(f"{where}: missing field {missing!r} (a job gives all of "
                               f"{', '.join(_TRAINING_FIELDS)} or none)")
     model, adaptation = job["model"], job["adaptation"]
-    if not isinstance(model, str) or not model:
-        raise ValidationError(f"{where}: model must be a non-empty string, got {_shown(model)}")
-    if not isinstance(adaptation, str) or adaptation not in ADAPTATIONS:
-        raise ValidationError(f"{where}: adaptation must be one of {', '.join(ADAPTATIONS)}, got {_shown(adaptation)}")
+    check(f"{where}: model", model, Instance(str, "a non-empty string", with_value=True, nonempty=True))
+    check(f"{where}: adaptation", adaptation, OneOf(tuple(ADAPTATIONS)))
     for field in ("total_steps", "samples_per_epoch"):
-        count = _read_field(job, field, where, whole=True)
-        if not 1 <= count < MAX_COUNT:
-            raise ValidationError(f"{where}: {field} must be >= 1 and below 2^53 (where floats still count every "
-                                  f"one), got {count:g}")
+        _read_field(job, field, where, whole=True, within=_COUNT)
     steps, samples = job["total_steps"], job["samples_per_epoch"]
     return Training(model=model, adaptation=adaptation, total_steps=int(steps), samples_per_epoch=int(samples))
 
@@ -192,8 +199,7 @@ def _read_records(records: list[Any], fields: tuple[tuple[str, bool], ...], know
     rows = np.empty((len(records), len(fields)))
     for k, record in enumerate(records):
         at = f"{where}, {label} {k}"
-        if not isinstance(record, Mapping):
-            raise ValidationError(f"{at}: must be a JSON object, got {type(record).__name__}")
+        check(at, record, _OBJECT)
         _check_keys(record, known, at)
         rows[k] = [_read_field(record, field, at, whole=whole) for field, whole in fields]
     return rows
@@ -204,10 +210,8 @@ def _read_profile(job: Mapping[str, Any], where: str) -> FloatArray:
     if "profile" not in job:
         return np.empty((0, 2))
     profile = job["profile"]
-    if not isinstance(profile, list) or not profile:
-        got = "an empty list" if isinstance(profile, list) else type(profile).__name__
-        raise ValidationError(f"{where}: 'profile' must be a non-empty list of {{batch_size, epoch_s}} objects, "
-                              f"got {got}")
+    check(f"{where}: 'profile'", profile, Instance(list, "a non-empty list of {batch_size, epoch_s} objects",
+                                                 with_value=True, nonempty=True))
     return _read_records(profile, _PROFILE_FIELDS, _PROFILE_KEYS, where, "profile entry")
 
 
@@ -298,22 +302,17 @@ class _Header:
 
 def _read_header(raw: Any, default_name: str) -> _Header:
     """The top-level fields of `raw` (`workload_from_dict`), or a ValidationError naming the field."""
-    if not isinstance(raw, Mapping):
-        raise ValidationError(f"a workload file must hold a JSON object, got {type(raw).__name__}")
+    check("a workload file", raw, _OBJECT)
     _check_keys(raw, _WORKLOAD_KEYS, "workload")
     name = raw.get("name", default_name)
-    if not isinstance(name, str):
-        raise ValidationError(f"workload name must be a string, got {_shown(name)}")
-    capacity = _read_field(raw, "gpus", "workload", whole=True)
-    if not 1 <= capacity <= MAX_GPUS:
-        raise ValidationError(f"workload: gpus must be >= 1 and at most {MAX_GPUS:.0e} (MAX_GPUS), got {capacity:g}")
-    round_s = _read_field(raw, "round_s", "workload", whole=False)
-    if not 0 < round_s <= MAX_JOB_SECONDS:
-        raise ValidationError(f"workload: round_s must be > 0 and at most {MAX_JOB_SECONDS:.0e} s (MAX_JOB_SECONDS), "
-                              f"got {round_s:g}")
+    check("workload name", name, Instance(str, "a string", with_value=True))
+    capacity = _read_field(raw, "gpus", "workload", whole=True,
+                           within=Interval(Real, 1, MAX_GPUS, noun="a whole number", note="MAX_GPUS"))
+    round_s = _read_field(raw, "round_s", "workload", whole=False,
+                          within=Interval(Real, 0, MAX_JOB_SECONDS, closed="right", unit="seconds",
+                                          note="MAX_JOB_SECONDS"))
     jobs = raw.get("jobs")
-    if not isinstance(jobs, list) or not jobs:
-        raise ValidationError("workload: 'jobs' must be a non-empty list")
+    check("workload: 'jobs'", jobs, Instance(list, "a non-empty list", with_value=True, nonempty=True))
     return _Header(name=name, capacity=capacity, round_s=round_s, jobs=jobs,
                    annotations=annotations_of(raw.get("annotations", {}), "workload"))
 
@@ -345,8 +344,7 @@ def _read_jobs(jobs: list[Any]) -> _JobFields:
     trainings: list[Training | None] = []
     annotations: list[Mapping[str, Any]] = []
     for index, job in enumerate(jobs):
-        if not isinstance(job, Mapping):
-            raise ValidationError(f"job {index}: must be a JSON object, got {type(job).__name__}")
+        check(f"job {index}", job, _OBJECT)
         if "id" not in job:
             raise ValidationError(f"job {index}: missing field 'id'")
         job_id = job["id"]
@@ -363,9 +361,9 @@ def _read_jobs(jobs: list[Any]) -> _JobFields:
         trainings.append(_read_training(job, where))
         annotations.append(annotations_of(job.get("annotations", {}), where))
         phases = job.get("phases")
-        if not isinstance(phases, list) or not phases:
-            raise ValidationError(f"{where}: 'phases' must be a non-empty list"
-                                  + ("" if "phases" in job else " (missing field 'phases')"))
+        check(f"{where}: 'phases'", phases, Instance(list, "a non-empty list" + ("" if "phases" in job else
+                                                                                 " (missing field 'phases')"),
+                                                     with_value=True, nonempty=True))
         phase_blocks.append(_read_records(phases, _PHASE_FIELDS, _PHASE_KEYS, where, "phase"))
         profile_blocks.append(_read_profile(job, where))
     arrival_s, gang, epochs = scalars.T
@@ -456,9 +454,7 @@ def workload_from_dict(raw: Any, default_name: str = "workload", *, profiles: Gp
     default); the workload's cluster carries them. Raises what `load_workload` raises for a
     malformed file, without the file's path.
     """
-    if not isinstance(default_name, str):
-        raise ValidationError(f"default_name must be a string, got {type(default_name).__name__} "
-                              f"{_shown(default_name)}")
+    check("default_name", default_name, Instance(str, "a string", with_value=True))
     if profiles is not None:  # checked whether or not the file gives a cluster to read them for
         checked_profiles(profiles)
     header = _read_header(raw, default_name)
@@ -469,8 +465,8 @@ def workload_from_dict(raw: Any, default_name: str = "workload", *, profiles: Gp
     told_profiles = _profiles(phases_of, told, len(fields.ids), fail)
     built = _built_jobs(fields, phases_of, told_profiles, fail)
     throughputs = raw.get("throughputs")
-    if throughputs is not None and not isinstance(throughputs, str):
-        raise ValidationError(f"workload: throughputs must name a throughput set (a string), got {_shown(throughputs)}")
+    check("workload: throughputs", throughputs, Optional(Instance(str, "a throughput set's name (a string)",
+                                                                  with_value=True)))
     return Workload(name=header.name, gpus=int(header.capacity), round_s=float(header.round_s), jobs=built,
                     throughputs=throughputs, cluster=_read_cluster(raw, profiles), annotations=header.annotations)
 
@@ -529,9 +525,8 @@ def _read_cluster(raw: Mapping[str, Any], profiles: GpuProfiles | None) -> Clust
     if raw.get("cluster") is None:
         return None
     given = raw["cluster"]
-    if not isinstance(given, Mapping):
-        raise ValidationError(f"workload: cluster must be a JSON object of GPU type -> count "
-                              f"(e.g. {{\"v100\": 16, \"k80\": 16}}), got {_shown(given)}")
+    check("workload: cluster", given, Instance(Mapping, 'a JSON object of GPU type -> count (e.g. {"v100": 16, '
+                                                        '"k80": 16})', with_value=True))
     # Checked here: ClusterTypes keeps its counts as int64, which a larger JSON integer overflows.
     big = next((t for t, c in given.items() if isinstance(c, int | float) and not isinstance(c, bool)
                 and c > MAX_GPUS), None)

@@ -8,12 +8,12 @@ The factors are stored chunk by chunk (`jit.CHUNK` jobs) with the job innermost,
 packed by rows: entry (a, b), b <= a, of job i's :math:`L_i^{-1}` is
 `lower_inverse[i // CHUNK, a (a + 1) / 2 + b, i % CHUNK]` (`packed`), of shape `lower_inverse_shape`
 (the last chunk's padding is neither written nor read). Half the memory of whole (T, T) factors,
-which each block solve reads from the last-level cache (874 jobs, T = 20: 0.11 ms instead of
-0.16 ms per solve with the factors out of the core's own caches).
+which each block solve reads from the last-level cache (faster than whole factors that fall out
+of the core's own caches).
 The factorization and the block solves work on a chunk's jobs side by side, their innermost loops
 over the jobs vectorizing, while each job gets the same sequence of floating-point operations as
-alone: one job at a time, the solves' short sums are chains of dependent additions (0.16 ms
-against 0.09 ms per solve at 874 jobs, T = 20).
+alone: one job at a time, the solves' short sums are chains of dependent additions, which wait
+on each other.
 """
 
 from __future__ import annotations
@@ -91,8 +91,8 @@ def _factor_chunk(scaled: np.ndarray, scenarios: int, root: np.ndarray, vector: 
 def _transpose(scaled: np.ndarray, count: int, v: np.ndarray) -> None:
     """`v[t, p, job]` := `scaled[job, p, t]` for the first `count` jobs, eight at a time: each job's reads
     stay sequential and the writes fill whole cache lines. The eight as a constant, which LLVM turns
-    into vector stores (0.09 ms at 874 jobs, S' = 17, T = 20; with a loop to the chunk's `count`,
-    0.3 ms of a 1.2 ms factorization)."""
+    into vector stores (a loop to the chunk's `count` instead took a sizeable share of the
+    factorization)."""
     _, k, rounds = scaled.shape
     whole = count - count % 8
     for first in range(0, whole, 8):

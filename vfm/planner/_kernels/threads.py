@@ -17,8 +17,9 @@ one thread asks Numba for a fork-safe one (`_fork_safe_layer`), after loading TB
 the ``tbb`` package where it is installed (`_load_tbb`): TBB then, else Numba's own
 ``workqueue``, never GNU OpenMP. A scheduler may fork workers after a re-plan, and GNU OpenMP's
 thread pool does not survive a fork; its threads also spin while they wait, which on a host whose
-cores are busy stalls a re-plan for seconds. ``workqueue`` is safe but slow to launch (about
-0.2 ms per parallel call, where TBB takes microseconds), and it takes one parallel call at a time:
+cores are busy stalls a re-plan for seconds. ``workqueue`` is safe but slow to launch (a
+parallel call can cost more than a small window's kernel, where TBB's costs microseconds), and it
+takes one parallel call at a time:
 a second from another thread terminates the process, so parallel calls take turns on a lock
 (`launching`) whatever the layer. One kernel thread (``threads=1``) never starts a threading
 layer.
@@ -43,7 +44,7 @@ from contextlib import contextmanager
 
 import numba
 
-from vfm.parameters import Optional, Whole
+from vfm.parameters import Interval, Optional, Whole
 
 __all__ = ["DEFAULT_THREADS", "THREADS", "available", "current", "kernel_threads", "launching"]
 
@@ -51,7 +52,7 @@ __all__ = ["DEFAULT_THREADS", "THREADS", "available", "current", "kernel_threads
 DEFAULT_THREADS = 1
 
 #: What a ``threads`` argument may be (`vfm.planner.PlanOptions.threads`).
-THREADS = Optional(Whole("a positive whole number of threads", lambda v: v >= 1))
+THREADS = Optional(Interval(Whole, 1, unit="threads"))
 
 _local = threading.local()  # `threads`: the calling thread's kernel threads, unset outside any scope
 _launch = threading.Lock()
@@ -110,7 +111,7 @@ def _load_tbb() -> bool:
 
     pip puts ``libtbb.so.12`` in the environment's ``lib`` folder, which a virtual environment's
     Python does not search: Numba's TBB layer then fails to load and Numba falls back to
-    ``workqueue``, whose every parallel call costs about 0.2 ms (module docstring). Loaded first,
+    ``workqueue``, whose every parallel call is slow to launch (module docstring). Loaded first,
     with its symbols global, the library is found by name."""
     try:
         files = importlib.metadata.distribution("tbb").files or []

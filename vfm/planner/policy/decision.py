@@ -190,8 +190,8 @@ class DeadlinePassed(RuntimeError):
 
 
 #: Seconds per job a re-plan spends gathering the jobs' states before it can look at the clock
-#: again (`vfm.planner.policy.replanning.job_states`: about 30 ms for 10,000 jobs on the 2-core
-#: benchmark machine): a re-plan does not start that this says would pass the deadline.
+#: again (`vfm.planner.policy.replanning.job_states`, measured on the 2-core benchmark machine's
+#: largest windows): a re-plan does not start that this says would pass the deadline.
 PREPARATION_S_PER_JOB = 3e-6
 
 

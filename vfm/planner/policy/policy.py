@@ -55,7 +55,7 @@ from vfm.errors import ValidationError
 from vfm.forecast import DirichletForecaster, Forecaster
 from vfm.gpu_cluster import ClusterTypes
 from vfm.limits import MAX_GPUS
-from vfm.parameters import Constraint, Either, Instance, Optional, Whole, check_parameters
+from vfm.parameters import Constraint, Either, Instance, Interval, Optional, Whole, check_names, check_parameters
 from vfm.planner import shockwave
 from vfm.planner._kernels import kernel_threads
 from vfm.planner.kernel_loading import Forms, load_in_background
@@ -162,8 +162,7 @@ def shockwave_configuration(round_s: float, types: int = 1) -> dict[str, Any]:
 #: `Policy`'s own arguments' constraints, checked in this order (`vfm.parameters`); the round
 #: options check theirs (`RoundOptions`).
 _CONSTRAINTS: dict[str, Constraint] = {
-    "capacity": Either(Whole(f"a positive whole number of GPUs, at most {MAX_GPUS:.0e} (MAX_GPUS)",
-                             lambda v: 1 <= v <= MAX_GPUS),
+    "capacity": Either(Interval(Whole, 1, MAX_GPUS, unit="GPUs", note="MAX_GPUS"),
                        Instance(ClusterTypes, "a vfm.cluster.ClusterTypes (GPU type -> count)")),
     "options": Optional(Instance(PlanOptions, "a vfm.planner.PlanOptions",
                                  "or give its fields as keywords, as Policy(8, rounds=10)")),
@@ -171,7 +170,7 @@ _CONSTRAINTS: dict[str, Constraint] = {
                                        "or give its fields as keywords, as Policy(8, replan_every=4)")),
     "forecaster": Optional(Instance(Forecaster, "a vfm.forecast.Forecaster",
                                     "a forecaster has remaining_runtime, epochs_per_round, sample_epochs_per_round")),
-    "seed": Whole("a non-negative whole number", lambda v: v >= 0),
+    "seed": Interval(Whole, 0),
 }
 _ROUND_FIELDS = tuple(f.name for f in fields(RoundOptions))
 _PLAN_FIELDS = tuple(f.name for f in fields(PlanOptions))
@@ -184,11 +183,9 @@ def policy_config(capacity: int | ClusterTypes, options: PlanOptions | None = No
     `overrides` are fields of `RoundOptions` or of `PlanOptions`, replacing those given."""
     check_parameters({"capacity": capacity, "options": options, "round_options": round_options,
                       "forecaster": forecaster, "seed": seed}, _CONSTRAINTS)
-    unknown = sorted(set(overrides) - {*_ROUND_FIELDS, *_PLAN_FIELDS})
-    if unknown:
-        raise ValidationError(f"{', '.join(unknown)} is not an argument of the policy; its keyword arguments are "
-                              f"forecaster, seed and the fields of RoundOptions ({', '.join(_ROUND_FIELDS)}) and of "
-                              f"PlanOptions ({', '.join(_PLAN_FIELDS)})")
+    check_names(overrides, {*_ROUND_FIELDS, *_PLAN_FIELDS}, "an argument of the policy",
+                f"its keyword arguments are forecaster, seed and the fields of RoundOptions "
+                f"({', '.join(_ROUND_FIELDS)}) and of PlanOptions ({', '.join(_PLAN_FIELDS)})")
     rounds = (RoundOptions() if round_options is None else round_options).updated(
         **{name: value for name, value in overrides.items() if name in _ROUND_FIELDS})
     plan_options = (PlanOptions() if options is None else options).updated(

@@ -15,12 +15,24 @@ from typing import Any, Literal
 
 import numpy as np
 
-from vfm._validation import FloatArray, checked_regime_pairs, is_real, is_whole, read_only, shown_value
+from vfm._validation import FloatArray, checked_regime_pairs, read_only
 from vfm.errors import ValidationError
 from vfm.forecast import Forecaster, Trajectory
 from vfm.gpu_cluster import ClusterTypes
 from vfm.limits import MAX_BUDGET, MAX_JOB_EPOCHS, MAX_JOB_SECONDS
-from vfm.parameters import Boolean, Constraint, OneOf, Optional, Real, Whole, check_parameters, updated
+from vfm.parameters import (
+    Boolean,
+    Constraint,
+    Hashed,
+    Interval,
+    OneOf,
+    Optional,
+    Real,
+    Whole,
+    check,
+    check_parameters,
+    updated,
+)
 from vfm.planner import shockwave
 from vfm.planner.options import PlanOptions
 from vfm.planner.plan import Plan
@@ -76,12 +88,12 @@ REPLAN_EVERY = 8
 
 #: `RoundOptions`' ranges, each checked on construction (`vfm.parameters`).
 _ROUND_CONSTRAINTS: dict[str, Constraint] = {
-    "replan_every": Optional(Whole("a positive whole number of rounds", lambda v: v >= 1)),
+    "replan_every": Optional(Interval(Whole, 1, unit="rounds")),
     "fairness": Boolean(),
     "execution": OneOf(("credit", "window")),
-    "max_wait": Optional(Whole("a positive whole number of rounds", lambda v: v >= 1)),
-    "continuity": Real("a finite number of rounds >= 0", lambda v: v >= 0),
-    "deadline_s": Optional(Real("a finite number of seconds > 0", lambda v: v > 0)),
+    "max_wait": Optional(Interval(Whole, 1, unit="rounds")),
+    "continuity": Interval(Real, 0, unit="rounds"),
+    "deadline_s": Optional(Interval(Real, 0, closed="neither", unit="seconds")),
 }
 
 
@@ -279,25 +291,10 @@ def checked_record(capacity: int, job_id: Hashable, gpus: Any, regimes: Any, epo
     """The record of job `job_id` on arrival, every field within `vfm.limits` on a cluster of
     `capacity` GPUs, or the `ValidationError` naming the job and the field (`Policy.add_job`, and
     a checkpoint's records). O(its regimes)."""
-    if not is_whole(gpus) or gpus < 1:
-        raise ValidationError(f"gpus of job {job_id!r} must be a positive whole number of GPUs, got "
-                              f"{shown_value(gpus)}")
-    if gpus > capacity:
-        raise ValidationError(f"gpus of job {job_id!r} ({shown_value(gpus)}) is wider than the cluster "
-                              f"({capacity} GPUs)")
-    if not is_whole(epochs) or epochs < 1:
-        raise ValidationError(f"epochs must be a positive whole number for job {job_id!r}, got {shown_value(epochs)}")
-    if epochs > MAX_JOB_EPOCHS:
-        raise ValidationError(f"epochs of job {job_id!r} ({shown_value(epochs)}) is more than the "
-                              f"{MAX_JOB_EPOCHS:.0e} epochs a job may have (MAX_JOB_EPOCHS)")
-    if not (is_real(budget) and np.isfinite(budget) and 0 < budget <= MAX_BUDGET):
-        raise ValidationError(f"budget of job {job_id!r} must be a finite number > 0 and at most {MAX_BUDGET:g} "
-                              f"(MAX_BUDGET), got {shown_value(budget)}")
-    try:
-        hash(kind)
-    except TypeError:
-        raise ValidationError(f"kind of job {job_id!r} must be hashable, as ('ResNet-18', 'gns'), got "
-                              f"{type(kind).__name__}") from None
+    check(f"gpus of job {job_id!r}", gpus, Interval(Whole, 1, capacity, unit="GPUs", note="the cluster's GPUs"))
+    check(f"epochs of job {job_id!r}", epochs, Interval(Whole, 1, MAX_JOB_EPOCHS, note="MAX_JOB_EPOCHS"))
+    check(f"budget of job {job_id!r}", budget, Interval(Real, 0, MAX_BUDGET, closed="right", note="MAX_BUDGET"))
+    check(f"kind of job {job_id!r}", kind, Hashed("hashable, as ('ResNet-18', 'gns')"))
     regime_set = checked_regime_pairs(regimes, f"regimes of job {job_id!r}", max_seconds=MAX_JOB_SECONDS)
     slowest = max(seconds for _, seconds in regime_set)
     if epochs * slowest > MAX_JOB_SECONDS:

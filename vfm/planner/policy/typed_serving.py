@@ -41,9 +41,10 @@ from functools import partial
 
 import numpy as np
 
-from vfm._validation import FloatArray, is_whole, read_only
+from vfm._validation import FloatArray, read_only
 from vfm.errors import ValidationError
 from vfm.gpu_cluster import ClusterTypes
+from vfm.parameters import Instance, Interval, Known, Whole, check
 from vfm.planner import shockwave
 from vfm.planner.plan import Plan
 from vfm.planner.policy.decision import Placement, Serving
@@ -53,6 +54,10 @@ from vfm.planner.rounding import place
 from vfm.planner.typed import hosting
 
 __all__ = ["job_speeds", "typed_regimes", "typed_serving"]
+
+
+#: What a job's regimes on one GPU type must be.
+_PER_TYPE = Instance(Mapping, "a non-empty mapping batch size -> seconds per epoch", with_value=True, nonempty=True)
 
 
 def typed_serving(config: PolicyConfig) -> Serving:
@@ -167,20 +172,15 @@ def typed_regimes(cluster: ClusterTypes, job_id: Hashable, gpus: int,
                    regimes: Mapping[str, Mapping[float, float]]) -> tuple[FloatArray, dict[float, float]]:
     """A job's regimes per type as a (K, R) array over the cluster's types (inf: cannot host), and its
     regimes on its reference type (module docstring), or a `ValidationError` naming the job."""
-    if not isinstance(regimes, Mapping) or not regimes:
-        raise ValidationError(f"regimes of job {job_id!r} must map GPU types ({', '.join(cluster.types)}) to "
-                              f"{{batch size: seconds per epoch}}, got {regimes!r}")
-    unknown = [t for t in regimes if t not in cluster.types]
-    if unknown:
-        raise ValidationError(f"regimes of job {job_id!r} name {unknown[0]!r}, not a GPU type of the cluster "
-                              f"({', '.join(cluster.types)})")
-    if not is_whole(gpus) or gpus < 1:
-        raise ValidationError(f"gpus of job {job_id!r} must be a positive whole number of GPUs, got {gpus!r}")
+    check(f"regimes of job {job_id!r}", regimes, Instance(
+        Mapping, f"a non-empty mapping of GPU types ({', '.join(cluster.types)}) to {{batch size: seconds per epoch}}",
+        with_value=True, nonempty=True))
+    for gpu_type in regimes:
+        check(f"each key of regimes of job {job_id!r}", gpu_type, Known(cluster.types, "a GPU type of the cluster"))
+    check(f"gpus of job {job_id!r}", gpus, Interval(Whole, 1, unit="GPUs"))
     table: dict[str, dict[float, float]] = {}
     for gpu_type, per_type in regimes.items():
-        if not isinstance(per_type, Mapping) or not per_type:
-            raise ValidationError(f"regimes of job {job_id!r} on {gpu_type} must be a non-empty mapping batch size "
-                                  f"-> seconds per epoch, got {per_type!r}")
+        check(f"regimes of job {job_id!r} on {gpu_type}", per_type, _PER_TYPE)
         try:
             table[gpu_type] = {float(b): float(d) for b, d in per_type.items()}
         except (TypeError, ValueError):

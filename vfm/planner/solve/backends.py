@@ -62,7 +62,7 @@ class SaaCvxpyBackend:
 
     name: str = "cvxpy"
     # No looser polish start: from Clarabel's 1e-7 answers the polish failed on one of the 900-job
-    # reproduction's 201 windows (a second solve, 1.5 s) and took up to 17 steps.
+    # reproduction's 201 windows (a second solve) and took up to 17 steps.
     capabilities: Capabilities = field(default_factory=lambda: Capabilities(problem="planning", deadline=True))
 
     def prepare(self) -> None:

@@ -104,8 +104,8 @@ from vfm.solvers.base import Solution
 RESIDUAL = 1e-11
 #: The most Newton steps of one polish: above the measured need (at most 5 from the default starts
 #: on the reproductions' windows, 17 from Clarabel's 1e-7 answers), and a bound on the time a
-#: window the polish does not converge on costs (40 steps took 282-400 ms on a 7-job window whose
-#: solve took 10 ms).
+#: window the polish does not converge on costs (twice as many steps cost a small window many
+#: times its solve).
 MAX_STEPS = 20
 #: The largest residual `rounding_floor` is measured at: above the floors seen (3e-11 to 6e-8 on
 #: windows of 5 to 10 jobs whose fresh jobs are planned slivers of rounds), so that a window far

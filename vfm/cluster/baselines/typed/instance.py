@@ -16,6 +16,7 @@ from numpy.typing import ArrayLike, NDArray
 from vfm._validation import as_real_array
 from vfm.cluster.gpu_types import ClusterTypes
 from vfm.errors import ValidationError
+from vfm.parameters import Interval, Real, Whole, check_array
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -52,16 +53,10 @@ def checked_instance(throughputs: ArrayLike, gpus: ArrayLike, counts: ArrayLike 
         raise ValidationError("throughputs must have one column per GPU type, got none")
     raw_counts = counts.counts if isinstance(counts, ClusterTypes) else np.asarray(counts)
     c = as_real_array(raw_counts, "counts", (k,))
-    if not (np.all(c >= 1) and np.all(c == np.round(c))):
-        raise ValidationError(f"counts must be positive whole numbers of GPUs, got {c.tolist()}")
+    check_array("counts", c, Interval(Whole, 1, unit="GPUs"))
     w = as_real_array(gpus, "gpus", (n,))
-    if not (np.all(w >= 1) and np.all(w == np.round(w))):
-        bad = int(np.flatnonzero((w < 1) | (w != np.round(w)))[0])
-        raise ValidationError(f"gpus[{bad}] must be a positive whole number, got {w[bad]:g}")
-    if (thr < 0).any():
-        i, kk = (int(v) for v in np.argwhere(thr < 0)[0])
-        raise ValidationError(f"throughputs[{i}, {kk}] must be >= 0 (0: the type cannot host the job), "
-                              f"got {thr[i, kk]:g}")
+    check_array("gpus", w, Interval(Whole, 1))
+    check_array("throughputs", thr, Interval(Real, 0, note="0: the type cannot host the job"))
     wi, ci = w.astype(np.int64), c.astype(np.int64)
     thr[wi[:, None] > ci[None, :]] = 0.0  # a gang wider than a type's count never runs there
     if (homeless := np.flatnonzero(~(thr > 0).any(axis=1))).size:

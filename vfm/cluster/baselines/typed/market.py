@@ -13,11 +13,12 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 
-from vfm._validation import as_real_array, is_real, read_only, require_per_job
+from vfm._validation import as_real_array, read_only, require_per_job
 from vfm.cluster.baselines.typed.instance import FloatArray, IntArray, checked_instance
 from vfm.cluster.gpu_types import ClusterTypes
 from vfm.equilibrium import Status
-from vfm.errors import SolverError, ValidationError
+from vfm.errors import SolverError
+from vfm.parameters import Interval, Real, check
 from vfm.planner.program import PlanningProgram
 from vfm.planner.solve.ipm import solve_saa_ipm
 
@@ -134,8 +135,7 @@ def static_market_allocation(throughputs: ArrayLike, gpus: ArrayLike, counts: Ar
     require_per_job("epochs", total, total <= 0, "must be > 0")
     require_per_job("epochs_done", done, (done < 0) | (done >= total), "must be in [0, epochs) (a finished job "
                     "has left)")
-    if not (is_real(round_s) and np.isfinite(round_s) and round_s > 0):
-        raise ValidationError(f"round_s must be a finite number > 0, got {round_s!r}")
+    check("round_s", round_s, Interval(Real, 0, closed="neither"))
     return solve_market(thr, w, c, total, done, float(round_s))
 
 

@@ -32,13 +32,14 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
-from vfm._validation import is_real, is_whole, read_only
+from vfm._validation import is_real, read_only
 from vfm.cluster.baselines.gavel_rounds import gavel_round_step
 from vfm.cluster.baselines.round_book import RoundBook, RoundState, RowTable
 from vfm.cluster.baselines.typed.instance import FloatArray, normalized_from_checked
 from vfm.cluster.baselines.typed.max_min import solve_lex_max_min
 from vfm.cluster.gpu_types import ClusterTypes
 from vfm.errors import ValidationError
+from vfm.parameters import Instance, Interval, Known, Real, Whole, check
 
 __all__ = [
     "HeterogeneousMaxMinFairness",
@@ -206,11 +207,9 @@ class TypedRoundPolicy(RoundBook):
 
     def __init__(self, cluster: ClusterTypes, round_s: float = 120.0, seed: int = 0, *,
                  allocator: TypedAllocator | None = None) -> None:
-        if not isinstance(cluster, ClusterTypes):
-            raise ValidationError(f"cluster must be a vfm.cluster.ClusterTypes (GPU counts per type), got "
-                                  f"{type(cluster).__name__} {cluster!r}")
-        if not (is_real(round_s) and np.isfinite(round_s) and round_s > 0):
-            raise ValidationError(f"round_s must be a finite number > 0, got {round_s!r}")
+        check("cluster", cluster, Instance(ClusterTypes, "a vfm.cluster.ClusterTypes (GPU counts per type)",
+                                           with_value=True))
+        check("round_s", round_s, Interval(Real, 0, closed="neither"))
         super().__init__(_table(len(cluster.types)), round_s, seed)
         if allocator is not None:
             self.allocator = allocator
@@ -252,10 +251,8 @@ class TypedRoundPolicy(RoundBook):
             that are not a positive whole number.
         """
         self.refuse_present(job_id)
-        if not is_whole(gpus) or gpus < 1:
-            raise ValidationError(f"gpus of job {job_id!r} must be a positive whole number, got {gpus!r}")
-        if not is_whole(epochs) or epochs < 1:
-            raise ValidationError(f"epochs of job {job_id!r} must be a positive whole number, got {epochs!r}")
+        check(f"gpus of job {job_id!r}", gpus, Interval(Whole, 1))
+        check(f"epochs of job {job_id!r}", epochs, Interval(Whole, 1))
         table = self._checked_regimes(job_id, int(gpus), regimes)
         seconds = np.stack(list(table.values()))
         self.admit(job_id, table, {
@@ -272,18 +269,16 @@ class TypedRoundPolicy(RoundBook):
     def _checked_regimes(self, job_id: Hashable, gpus: int, regimes: Any) -> dict[float, FloatArray]:
         """``batch size -> seconds on each of the cluster's types`` (inf where it cannot host)."""
         types = ", ".join(self._types)
-        if not isinstance(regimes, Mapping) or not regimes:
-            raise ValidationError(f"regimes of job {job_id!r} must map at least one GPU type of the cluster ({types}) "
-                                  f"to its batch size -> seconds per epoch, got {regimes!r}")
+        check(f"regimes of job {job_id!r}", regimes, Instance(
+            Mapping, f"a mapping of at least one GPU type of the cluster ({types}) to its batch size -> seconds per "
+            f"epoch", with_value=True, nonempty=True))
         sizes: tuple[float, ...] | None = None
         per_type: dict[str, dict[float, float]] = {}
         for gpu_type, regime in regimes.items():
-            if gpu_type not in self._types:
-                raise ValidationError(f"regimes of job {job_id!r} name type {gpu_type!r}, not a GPU type of the "
-                                      f"cluster ({types})")
-            if not isinstance(regime, Mapping) or not regime:
-                raise ValidationError(f"regimes[{gpu_type!r}] of job {job_id!r} must map batch sizes to seconds per "
-                                      f"epoch, got {regime!r}")
+            check(f"each key of regimes of job {job_id!r}", gpu_type, Known(self._types, "a GPU type of the cluster"))
+            check(f"regimes[{gpu_type!r}] of job {job_id!r}", regime,
+                  Instance(Mapping, "a non-empty mapping of batch sizes to seconds per epoch", with_value=True,
+                           nonempty=True))
             if not all(is_real(b) and np.isfinite(b) and b > 0 and is_real(s) and np.isfinite(s) and s > 0
                        for b, s in regime.items()):
                 raise ValidationError(f"regimes[{gpu_type!r}] of job {job_id!r} must map batch sizes > 0 to finite "

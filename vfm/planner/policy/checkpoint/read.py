@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Hashable, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -25,6 +25,21 @@ from vfm.errors import ValidationError
 from vfm.forecast import Forecaster, Trajectory
 from vfm.gpu_cluster import ClusterTypes
 from vfm.limits import MAX_COUNT, MAX_JOB_EPOCHS
+from vfm.parameters import (
+    Constraint,
+    Instance,
+    Interval,
+    OneOf,
+    Optional,
+    Real,
+    Whole,
+    check,
+    check_array,
+    check_distinct,
+    check_length,
+    check_nonempty,
+    check_parameters,
+)
 from vfm.planner import shockwave
 from vfm.planner.plan import Plan
 from vfm.planner.policy.checkpoint.config import configuration, differences, fingerprint, typed_cluster
@@ -57,8 +72,7 @@ def restored(config: PolicyConfig, state: object, *, allow_resize: bool = False)
     vfm.errors.ValidationError
         Naming the field (and the job) of what is refused (`Policy.restore`).
     """
-    if not isinstance(allow_resize, bool):
-        raise ValidationError(f"allow_resize must be True or False, got {allow_resize!r}")
+    check("allow_resize", allow_resize, Instance(bool, "True or False", with_value=True))
     cluster = typed_cluster(config)
     if isinstance(state, PolicyState):
         if allow_resize:
@@ -152,18 +166,15 @@ def _loads(config: PolicyConfig, document: Mapping[str, Any], cluster: ClusterTy
         _fits(config, rows)
     jobs: dict[Hashable, JobRecord] = {}
     round_index = checked_count(document["round_index"], "round_index")
-    for k, row in enumerate(rows):
-        job_id, record = _record_in(config, row, k, cluster)
-        if job_id in jobs:
-            raise ValidationError(f"jobs[{k}] repeats job id {job_id!r}; job ids are unique")
-        jobs[job_id] = record
+    read = [_record_in(config, row, k, cluster) for k, row in enumerate(rows)]
+    check_distinct("jobs", [job_id for job_id, _ in read], "a job id", "job ids are unique")
+    jobs.update(read)
     completed = tuple(_id_in(v, f"completed[{k}]") for k, v in enumerate(_list(document["completed"], "completed")))
     taught = [_trajectory_in(v, f"taught[{k}]") for k, v in enumerate(_list(document["taught"], "taught"))]
     finished = tuple(_trajectory_in(v, f"finished[{k}]") for k, v in enumerate(_list(document["finished"],
                                                                                           "finished")))
     stale = document["stale"]
-    if not isinstance(stale, bool):
-        raise ValidationError(f"stale must be true or false, got {stale!r}")
+    check("stale", stale, _JSON_BOOL)
     carried = _carried_in(document["carried"], round_index)
     # A plan made for another capacity (allow_resize) is checked, then not served: the next round re-plans.
     standing = _standing_in(config, document["plan"], carried.get("carried", ()), resized=allow_resize)
@@ -181,22 +192,18 @@ def _loads(config: PolicyConfig, document: Mapping[str, Any], cluster: ClusterTy
 def _header(config: PolicyConfig, document: Mapping[str, Any], cluster: ClusterTypes | None,
             allow_resize: bool) -> None:
     """The format, version, kind of policy and configuration, each checked in turn."""
-    if document["format"] != FORMAT:
-        raise ValidationError(f"format of the checkpoint is {document['format']!r}, expected {FORMAT!r}")
+    check("format of the checkpoint", document["format"], OneOf((FORMAT,)))
     version = document.get("version")
     if version != VERSION or not is_whole(version):
         older = " (an earlier vfm's checkpoint, which does not hold the standing plan)" \
             if isinstance(version, int) and 1 <= version < VERSION else ""
         raise ValidationError(f"version of the checkpoint is {version!r}{older}; this vfm reads version {VERSION} "
                               f"only")
-    if document.get("policy") != "Policy":
-        raise ValidationError(f"policy of the checkpoint is {document.get('policy')!r}, expected 'Policy'")
+    check("policy of the checkpoint", document.get("policy"), OneOf(("Policy",)))
     if allow_resize and cluster is not None:
         raise ValidationError("allow_resize applies to a cluster of one GPU type; a cluster of several types must be "
                               "the checkpoint's")
-    theirs = document.get("config")
-    if not isinstance(theirs, Mapping):
-        raise ValidationError(f"config of the checkpoint must be an object, got {type(theirs).__name__}")
+    theirs: Any = check("config of the checkpoint", document.get("config"), _OBJECT)
     try:
         stated = fingerprint(theirs)
     except (TypeError, ValueError, RecursionError):
@@ -249,15 +256,16 @@ def _keys(value: Mapping[str, Any], names: tuple[str, ...], what: str, optional:
 
 
 def _list(value: Any, what: str) -> list[Any]:
-    if not isinstance(value, list):
-        raise ValidationError(f"{what} must be a list, got {type(value).__name__}")
-    return value
+    return check(what, value, Instance(list, "a list"))
 
 
-def _real(value: Any, what: str, ok: Callable[[float], bool], expected: str) -> float:
-    if not is_real(value) or not np.isfinite(as_float(value)) or not ok(as_float(value)):
-        raise ValidationError(f"{what} must be {expected}, got {value!r}")
-    return float(value)
+def _real(value: Any, what: str, constraint: Constraint) -> float:
+    return float(check(what, value, constraint))
+
+
+#: A JSON object, and true or false, as a checkpoint's fields must be.
+_OBJECT = Instance(Mapping, "an object")
+_JSON_BOOL = Instance(bool, "true or false", with_value=True)
 
 
 def _id_in(value: Any, what: str, *, none: bool = False, depth: int = 0) -> Any:
@@ -276,8 +284,7 @@ def _id_in(value: Any, what: str, *, none: bool = False, depth: int = 0) -> Any:
 def _record_in(config: PolicyConfig, row: Any, k: int, cluster: ClusterTypes | None
                ) -> tuple[Hashable, JobRecord]:
     """Job row `k`: its id and its record (with its speeds per type on several types), checked."""
-    if not isinstance(row, Mapping):
-        raise ValidationError(f"jobs[{k}] must be an object, got {type(row).__name__}")
+    check(f"jobs[{k}]", row, _OBJECT)
     job_id = _id_in(row.get("id"), f"jobs[{k}].id")
     what = f"jobs[{k}] (job {job_id!r})"
     _keys(row, (*JOB_FIELDS, *(("speeds",) if cluster is not None else ())), what)
@@ -302,17 +309,14 @@ def _carried_in(value: Any, round_index: int) -> dict[str, Any]:
     entries = _list(value, "carried")
     ids, values = [], []
     for k, entry in enumerate(entries):
-        if not isinstance(entry, Mapping):
-            raise ValidationError(f"carried[{k}] must be an object, got {type(entry).__name__}")
+        check(f"carried[{k}]", entry, _OBJECT)
         job_id = _id_in(entry.get("id"), f"carried[{k}].id")
         what = f"carried[{k}] (job {job_id!r})"
         _keys(entry, ("id", *CARRIED_FIELDS), what)
         credit = _real(entry["credit"], f"credit of {what}",
-                       lambda c: shockwave.CREDIT_FLOOR <= c <= round_index + 1,
-                       f"a finite number of rounds in [{shockwave.CREDIT_FLOOR:g}, round_index + 1]")
-        ran = entry["ran_last"]
-        if not isinstance(ran, bool):
-            raise ValidationError(f"ran_last of {what} must be true or false, got {ran!r}")
+                       Interval(Real, shockwave.CREDIT_FLOOR, round_index + 1, unit="rounds",
+                                note="round_index + 1 at most"))
+        ran = check(f"ran_last of {what}", entry["ran_last"], _JSON_BOOL)
         ids.append(job_id)
         values.append((credit, checked_count(entry["waited"], f"waited of {what}", 0, round_index), ran))
     if not ids:
@@ -349,8 +353,7 @@ def _speeds_in(value: Any, what: str, cluster: ClusterTypes, columns: int) -> Fl
 
 
 def _trajectory_in(value: Any, what: str) -> Trajectory:
-    if not isinstance(value, Mapping):
-        raise ValidationError(f"{what} must be an object, got {type(value).__name__}")
+    check(what, value, _OBJECT)
     _keys(value, TRAJECTORY_FIELDS, what)
     kind = _id_in(value["kind"], f"kind of {what}")
     labels = _list(value["regimes"], f"regimes of {what}")
@@ -361,8 +364,7 @@ def _trajectory_in(value: Any, what: str) -> Trajectory:
     check_stages(stages, len(labels), MAX_JOB_EPOCHS, f"stages of {what}", "ranks")
     ranks = np.array([r for r, _ in stages], dtype=np.int64)
     lengths = np.array([n for _, n in stages], dtype=np.int64)
-    if not stages:
-        raise ValidationError(f"stages of {what} must list at least one epoch")
+    check_nonempty(f"stages of {what}", len(stages), "epoch")
     return Trajectory(kind, np.repeat(np.array(labels, dtype=np.float64)[ranks], lengths), regimes=labels)
 
 
@@ -388,24 +390,20 @@ def _standing_in(config: PolicyConfig, value: Any, ids: tuple[Hashable, ...], *,
     none."""
     if value is None:
         return {}
-    if not isinstance(value, Mapping):
-        raise ValidationError(f"plan must be an object or null, got {type(value).__name__}")
+    check("plan", value, Instance(Mapping, "an object or null"))
     _keys(value, PLAN_FIELDS, "plan")
     rounds, types = config.options.rounds, config.types
     since = checked_count(value["since_plan"], "since_plan of plan", 0, rounds)
     rows = _list(value["rows"], "rows of plan")
-    if len(rows) != len(ids):
-        raise ValidationError(f"rows of plan lists {len(rows)} jobs, carried {len(ids)}: one row per carried job")
+    check_length("rows of plan", rows, len(ids), "carried job")
     fields = _plan_rows(rows, ids, since, rounds, types, MAX_COUNT if resized else config.capacity)
     program = _program_in(value["program"], fields, rounds, types)
     fairness, status = value["fairness"], value["status"]
-    if fairness not in ("none", "constraints", "relaxed"):
-        raise ValidationError(f"fairness of plan must be 'none', 'constraints' or 'relaxed', got {fairness!r}")
-    if status not in [s.value for s in Status]:  # a list: an unhashable value compares, unequal
-        raise ValidationError(f"status of plan must be one of {sorted(s.value for s in Status)}, got {status!r}")
+    check_parameters({"fairness of plan": fairness, "status of plan": status},
+                     {"fairness of plan": OneOf(("none", "constraints", "relaxed")),
+                      "status of plan": OneOf(tuple(s.value for s in Status))})
     for name in ("solver", "message"):
-        if not isinstance(value[name], str):
-            raise ValidationError(f"{name} of plan must be a string, got {value[name]!r}")
+        check(f"{name} of plan", value[name], Instance(str, "a string", with_value=True))
     standing = Plan(
         schedule=fields["schedule"], relaxed=fields["relaxed"],
         prices=_numbers(value["prices"], "prices of plan", rounds * types), bound=_number(value, "bound"),
@@ -421,14 +419,15 @@ def _number(value: Mapping[str, Any], name: str) -> float:
     number = value[name]
     if number is None:
         return float("nan")
-    return _real(number, f"{name} of plan", lambda _: True, "a finite number or null")
+    return _real(number, f"{name} of plan", Interval(Real, note="or null"))
 
 
 def _numbers(value: Any, what: str, size: int) -> FloatArray:
     """`size` finite numbers or nulls (NaN) as an array."""
     numbers = _list(value, what)
-    if len(numbers) != size or not all(v is None or (is_real(v) and np.isfinite(as_float(v))) for v in numbers):
-        raise ValidationError(f"{what} must list {size} finite numbers or nulls")
+    check_length(what, numbers, size, "round of the window and GPU type")
+    for v in numbers:
+        check(what, v, Optional(Interval(Real)))  # each value: a number, or null for none
     return np.array([np.nan if v is None else float(v) for v in numbers], dtype=np.float64)
 
 
@@ -441,16 +440,15 @@ def _plan_rows(rows: list[Any], ids: tuple[Hashable, ...], since: int, rounds: i
     committed = None
     for k, row in enumerate(rows):
         what = f"rows[{k}] of plan (job {ids[k]!r})"
-        if not isinstance(row, Mapping):
-            raise ValidationError(f"{what} must be an object, got {type(row).__name__}")
+        check(what, row, _OBJECT)
         _keys(row, (*PLAN_ROW_FIELDS, *(TYPED_ROW_FIELDS if types > 1 else ())), what)
         if committed is None:
             committed = row["committed"] is not None
         if (row["committed"] is not None) != committed:
             raise ValidationError(f"committed of {what} must be null in every row or in none")
         columns["gpus"].append(checked_count(row["gpus"], f"gpus of {what}", 1, capacity))
-        for name, ok, expected in _ROW_NUMBERS:
-            columns[name].append(_real(row[name], f"{name} of {what}", ok, expected))
+        for name, constraint in _ROW_NUMBERS.items():
+            columns[name].append(_real(row[name], f"{name} of {what}", constraint))
         windows = (("relaxed", "share"), ("schedule", "bool"), *((("committed", "bool"),) if committed else ()))
         for name, kind in windows:
             columns[name].append(_window(row[name], f"{name} of {what}", types, left, kind))
@@ -461,11 +459,11 @@ def _plan_rows(rows: list[Any], ids: tuple[Hashable, ...], since: int, rounds: i
 
 
 #: A plan row's numbers: name, what holds, and what the message says.
-_ROW_NUMBERS: tuple[tuple[str, Callable[[float], bool], str], ...] = (
-    ("base", lambda v: 0 <= v <= 1, "a number in [0, 1] (the share of its epochs done)"),
-    ("weight", lambda v: v >= 0, "a finite number >= 0"),
-    ("remaining_s", lambda v: v >= 0, "a finite number of seconds >= 0"),
-)
+_ROW_NUMBERS: dict[str, Constraint] = {
+    "base": Interval(Real, 0, 1, note="the share of its epochs done"),
+    "weight": Interval(Real, 0),
+    "remaining_s": Interval(Real, 0, unit="seconds"),
+}
 
 
 def _window(value: Any, what: str, types: int, left: int, kind: str, most: int = 0) -> list[list[Any]]:
@@ -475,15 +473,12 @@ def _window(value: Any, what: str, types: int, left: int, kind: str, most: int =
     if len(lists) != types or not all(isinstance(v, list) and len(v) == left for v in lists):
         shape = f"{left} values" if types == 1 else f"{types} lists (one per GPU type) of {left} values"
         raise ValidationError(f"{what} must be {shape} (the rounds of the window left)")
-    checks: dict[str, Callable[[Any], bool]] = {
-        "share": lambda v: is_real(v) and 0 <= as_float(v) <= 1,
-        "bool": lambda v: isinstance(v, bool),
-        "type": lambda v: is_whole(v) and -1 <= v < most,
-    }
-    if not all(checks[kind](v) for v in itertools.chain.from_iterable(lists)):
-        expected = {"share": "numbers in [0, 1]", "bool": "true or false",
-                    "type": f"GPU type indices in [0, {most}) or -1 (not running)"}[kind]
-        raise ValidationError(f"{what} must hold {expected}")
+    kinds: dict[str, Constraint] = {"share": Interval(Real, 0, 1), "bool": _JSON_BOOL,
+                                    "type": Interval(Whole, -1, most, closed="left", noun="a GPU type index",
+                                                     note="-1: not running")}
+    each = kinds[kind]
+    for v in itertools.chain.from_iterable(lists):
+        check(what, v, each)  # each value, the first refused shown
     return lists
 
 
@@ -510,15 +505,13 @@ def _program_in(value: Any, fields: Mapping[str, np.ndarray], rounds: int, types
     """The plan's program as far as serving reads it: its scalars and capacity, and the rows'
     gangs, bases, weights, forecast time left and speeds per type; the scenarios' progress is not
     stored (zeros: a restored plan is served, not solved again)."""
-    if not isinstance(value, Mapping):
-        raise ValidationError(f"program of plan must be an object, got {type(value).__name__}")
+    check("program of plan", value, _OBJECT)
     _keys(value, PROGRAM_FIELDS, "program of plan")
     n, goods = fields["gpus"].size, rounds * types
     capacity = _numbers(value["capacity"], "capacity of program of plan", goods)
-    if not (np.isfinite(capacity).all() and (capacity >= 0).all()):
-        raise ValidationError("capacity of program of plan must be finite numbers of GPUs >= 0")
+    check_array("capacity", capacity, Interval(Real, 0, unit="GPUs"), of=" of program of plan")
     round_s, efficiency, spread = (
-        _real(value[name], f"{name} of program of plan", lambda v: v >= 0, "a finite number >= 0")
+        _real(value[name], f"{name} of program of plan", Interval(Real, 0))
         for name in ("round_s", "efficiency", "spread"))
     pace = fields.get("pace")
     return PlanningProgram(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import reprlib
 from collections.abc import Hashable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -19,6 +19,18 @@ from vfm._validation import checked_job_id, is_real, is_whole
 from vfm.errors import ValidationError
 from vfm.forecast import Trajectory
 from vfm.limits import MAX_COUNT
+from vfm.parameters import (
+    Boolean,
+    Hashed,
+    Instance,
+    Interval,
+    Real,
+    Whole,
+    check,
+    check_array,
+    check_distinct,
+    check_length,
+)
 from vfm.planner import shockwave
 from vfm.planner.plan import Plan
 from vfm.planner.policy.checkpoint.layout import CARRIED_FIELDS
@@ -37,41 +49,44 @@ def checked_state(config: PolicyConfig, state: PolicyState, *, types: int | None
     A `PolicyState` holds no configuration: it is checked against `config` as far as it shows it
     (gangs within the capacity, finish-time targets only with fairness, its plan's window, round
     length, capacity and fairness)."""
-    if not isinstance(state, PolicyState):
-        raise ValidationError(f"state must be a PolicyState, got {type(state).__name__}")
+    check("state", state, Instance(PolicyState, "a PolicyState"))
     _check_gpu_types(config, state)
-    if not isinstance(state.jobs, Mapping):
-        raise ValidationError(f"jobs of the state must be a mapping of job id to JobRecord, got "
-                              f"{type(state.jobs).__name__}")
+    check("jobs of the state", state.jobs, Instance(Mapping, "a mapping of job id to JobRecord"))
     for job_id, record in state.jobs.items():
         _check_id(job_id, "job id")
         check_record(config, job_id, record)
     _check_one_type(config, state)
-    if not isinstance(state.completed, tuple):
-        raise ValidationError(f"completed of the state must be a tuple of job ids, got "
-                              f"{type(state.completed).__name__}")
-    seen: set[Hashable] = set()
+    check("completed of the state", state.completed, Instance(tuple, "a tuple of job ids"))
     for job_id in state.completed:
         _check_id(job_id, "completed job")
-        if job_id in seen or job_id in state.jobs:
-            raise ValidationError(f"completed lists job {job_id!r} twice or also as present; job ids are unique")
-        seen.add(job_id)
+    # The jobs' ids are distinct (a mapping's keys): a repeat is in completed, or there and present.
+    check_distinct("completed of the state (after its jobs)", (*state.jobs, *state.completed), "a job",
+                   "job ids are unique")
     for name in ("round_index", "replans", "failed_replans", "retry_at"):
         checked_count(getattr(state, name), f"{name} of the state")
-    if state.retry_at > state.round_index + config.options.rounds:
-        raise ValidationError(f"retry_at of the state ({state.retry_at}) is more than a window "
-                              f"({config.options.rounds} rounds) past its round_index ({state.round_index})")
-    if not isinstance(state.stale, bool | np.bool_):
-        raise ValidationError(f"stale of the state must be True or False, got {state.stale!r}")
+    check("retry_at of the state", state.retry_at, Interval(Whole, 0, state.round_index + config.options.rounds,
+                                                          note="a window past its round_index at most"))
+    check("stale of the state", state.stale, Boolean())
     _check_plan(config, state, types)
     forecaster = state.forecaster
-    if forecaster is not None and type(forecaster) is not type(config.forecaster):
-        raise ValidationError(f"forecaster of the state is a {type(forecaster).__name__}, this policy's a "
-                              f"{type(config.forecaster).__name__}: the state was made with another configuration")
+    if forecaster is not None:
+        _configured("forecaster of the state", type(forecaster).__name__, type(config.forecaster).__name__)
     if not isinstance(state.finished, tuple) or not all(
             isinstance(t, Trajectory) and t.group is not None for t in state.finished):
         raise ValidationError("finished of the state must be a tuple of vfm.forecast.Trajectory of known kinds")
     return state
+
+
+#: Job ids the state aligns to its arrays (its plan's, its carried).
+_IDS = Instance(tuple, "a tuple of job ids")
+
+
+def _configured(what: str, stated: Any, ours: Any) -> None:
+    """What the state holds (`stated`) is what this policy's configuration makes (`ours`); else a
+    `ValidationError` saying both: the state was made with another configuration."""
+    if stated != ours:
+        raise ValidationError(f"{what} is {stated!r}, this policy's {ours!r}: the state was made with another "
+                              f"configuration")
 
 
 def _check_id(job_id: Any, what: str) -> None:
@@ -117,10 +132,8 @@ def _check_one_type(config: PolicyConfig, state: PolicyState) -> None:
 def check_record(config: PolicyConfig, job_id: Hashable, record: Any) -> None:
     """A job's record (`vfm.planner.policy.state.JobRecord`) as `Policy.add_job` and the reports make them."""
     what = f"job {job_id!r}"
-    if not isinstance(record, JobRecord):
-        raise ValidationError(f"the record of {what} must be a JobRecord, got {type(record).__name__}")
-    if not isinstance(record.regimes, tuple):
-        raise ValidationError(f"regimes of {what} must be a tuple of (batch size, seconds) pairs")
+    check(f"the record of {what}", record, Instance(JobRecord, "a JobRecord"))
+    check(f"regimes of {what}", record.regimes, Instance(tuple, "a tuple of (batch size, seconds) pairs"))
     # The same checks as an arrival's: what add_job would refuse, a checkpoint may not hold.
     checked_record(config.capacity, job_id, record.gpus, record.regimes, record.epochs, record.budget, record.kind)
     done = check_stages(record.stages, len(record.regimes), record.epochs, f"stages of {what}")
@@ -134,10 +147,7 @@ def check_record(config: PolicyConfig, job_id: Hashable, record: Any) -> None:
     if not config.fairness and not np.isnan(target):
         raise ValidationError(f"fair_finish_at_s of {what} is set, but this policy keeps no finish-time targets "
                               f"(fairness=False): the state was made with another configuration")
-    try:
-        hash(record.kind)
-    except TypeError:
-        raise ValidationError(f"kind of {what} must be hashable") from None
+    check(f"kind of {what}", record.kind, Hashed())
     _check_speeds(config, what, record)
 
 
@@ -153,8 +163,7 @@ def _check_speeds(config: PolicyConfig, what: str, record: JobRecord) -> None:
     if not (isinstance(speeds, np.ndarray) and speeds.shape == shape and speeds.dtype == np.float64):
         raise ValidationError(f"speeds of {what} must be a float array of shape {shape} (GPU types, regimes and "
                               f"their mean), got {type(speeds).__name__}")
-    if not (np.isfinite(speeds).all() and ((speeds >= 0) & (speeds <= 1)).all()):
-        raise ValidationError(f"speeds of {what} must be finite numbers in [0, 1]")
+    check_array("speeds", speeds, Interval(Real, 0, 1), of=f" of {what}")
     if (speeds[config.cluster.counts < record.gpus] > 0).any():
         raise ValidationError(f"speeds of {what} give a speed on a GPU type with fewer GPUs than its gang")
     if not (speeds > 0).any(axis=0).all():
@@ -166,21 +175,16 @@ def _check_plan(config: PolicyConfig, state: PolicyState, types: int | None) -> 
     n = _check_arrays(state)
     _check_carried_ids(state.carried, n)
     since = state.since_plan
-    if not is_whole(since) or since < 0:
-        raise ValidationError(f"since_plan of the state must be a whole number >= 0, got {since!r}")
+    check("since_plan of the state", since, Interval(Whole, 0))
     plan = state.plan
     if plan is None:
         if since:
             raise ValidationError(f"the state has no plan but since_plan {since} (rounds served from a plan)")
         return
-    if not isinstance(plan, Plan):
-        raise ValidationError(f"plan of the state must be a vfm.planner.Plan or None, got {type(plan).__name__}")
-    ids = plan.job_ids
-    if not isinstance(ids, tuple) or len(ids) != n:
-        raise ValidationError(f"credit, waited and ran_last of the state have {n} entries, the plan has "
-                              f"{len(ids) if isinstance(ids, tuple) else 'no'} job ids")
-    if len(set(ids)) != n:
-        raise ValidationError("the plan's job ids repeat a job")
+    check("plan of the state", plan, Instance(Plan, "a vfm.planner.Plan or None"))
+    ids = cast("tuple[Hashable, ...]", check("the plan's job ids", plan.job_ids, _IDS))
+    check_length("the plan's job ids", ids, n, "entry of credit, waited and ran_last of the state")
+    check_distinct("the plan's job ids", ids, "a job")
     if not state.stale and ids != tuple(state.jobs):
         raise ValidationError("the state is not stale, but its plan is not over the jobs present")
     for job_id in ids:
@@ -197,30 +201,23 @@ def _check_plan(config: PolicyConfig, state: PolicyState, types: int | None) -> 
     if not (isinstance(relaxed, np.ndarray) and isinstance(schedule, np.ndarray)
             and relaxed.shape == schedule.shape and relaxed.ndim == 2 and relaxed.shape[0] == n):
         raise ValidationError(f"the plan's schedule must be {n} rows (its jobs) by its window")
-    if relaxed.shape[1] != columns:
-        raise ValidationError(f"the plan's window is {relaxed.shape[1] // (types or 1)} rounds, this policy plans "
-                              f"{rounds}: the state was made with another configuration")
-    if not np.isfinite(relaxed).all():
-        raise ValidationError("the plan's relaxed schedule holds a value that is not finite")
+    _configured("the plan's columns (rounds of each GPU type)", relaxed.shape[1], columns)
+    check_array("the plan's relaxed schedule", relaxed, Interval(Real))
     committed = getattr(plan, "committed", None)
     if committed is not None and not (isinstance(committed, np.ndarray) and committed.dtype == np.bool_
                                       and committed.shape == relaxed.shape):
         raise ValidationError(f"the plan's committed rounds must be a bool array of the schedule's shape "
                               f"{relaxed.shape}")
-    if since > rounds:
-        raise ValidationError(f"since_plan of the state ({since}) is past the plan's window of {rounds} rounds")
+    check("since_plan of the state", since, Interval(Whole, 0, rounds, unit="rounds", note="the plan's window"))
     program = plan.program
     if not isinstance(program, PlanningProgram) or program.gpus.shape != (n,) or program.base.shape != (n,):
         raise ValidationError("the plan's program is not over the plan's jobs")
-    if program.round_s != config.options.round_s:
-        raise ValidationError(f"the plan's rounds last {program.round_s:g} s, this policy's "
-                              f"{config.options.round_s:g} s: the state was made with another configuration")
+    _configured("the plan's round_s", program.round_s, config.options.round_s)
     if types is None and (program.capacity > config.capacity).any():
         raise ValidationError(f"the plan was made for {program.capacity.max():g} GPUs, this policy has "
                               f"{config.capacity}: the state was made with another configuration")
-    if not config.fairness and plan.fairness != "none":
-        raise ValidationError("the plan keeps finish-time targets, but this policy does not (fairness=False): the "
-                              "state was made with another configuration")
+    if not config.fairness:  # this policy keeps no finish-time targets
+        _configured("the plan's fairness", plan.fairness, "none")
     if types is not None:
         _check_placement(config, plan, since)
     for k, job_id in enumerate(ids):
@@ -238,8 +235,8 @@ def _check_placement(config: PolicyConfig, plan: Plan, since: int) -> None:
                               and placement.dtype.kind == "i"):
         raise ValidationError(f"the plan's placement must be whole numbers of shape ({n}, {rounds}) (jobs, rounds)")
     left = placement[:, since:]
-    if ((left < -1) | (left >= counts.size)).any():
-        raise ValidationError(f"the plan's placement must hold GPU type indices in [0, {counts.size}) or -1")
+    check_array("the plan's placement", left, Interval(Whole, -1, counts.size, closed="left", noun="a GPU type index",
+                                                         note="-1: not running"), of=" (the rounds left)")
     pace = plan.program.pace.reshape(n, counts.size, rounds)[:, :, 0]
     rows, columns = np.nonzero(left >= 0)
     if (pace[rows, left[rows, columns]] <= 0).any():
@@ -252,14 +249,11 @@ def _check_placement(config: PolicyConfig, plan: Plan, since: int) -> None:
 
 def _check_carried_ids(ids: Any, n: int) -> None:
     """`PolicyState.carried`: a tuple of `n` distinct job ids (one per entry of credit, waited, ran_last)."""
-    if not isinstance(ids, tuple) or len(ids) != n:
-        shown = f"{len(ids)} ids" if isinstance(ids, tuple) else type(ids).__name__
-        raise ValidationError(f"carried of the state must be a tuple of the {n} job ids credit, waited and "
-                              f"ran_last are aligned to, got {shown}")
+    check("carried of the state", ids, _IDS)
+    check_length("carried of the state", ids, n, "entry of credit, waited and ran_last")
     for job_id in ids:
         _check_id(job_id, "carried job id")
-    if len(set(ids)) != n:
-        raise ValidationError("carried of the state repeats a job")
+    check_distinct("carried of the state", ids, "a job")
 
 
 def _check_arrays(state: PolicyState) -> int:
@@ -274,12 +268,12 @@ def _check_arrays(state: PolicyState) -> int:
                               f"{', '.join(f'{k} {v.size}' for k, v in arrays.items())}")
     credit, waited, ran = arrays["credit"], arrays["waited"], arrays["ran_last"]
     rounds = state.round_index
-    if credit.dtype.kind not in "fiu" or not np.isfinite(credit).all():
-        raise ValidationError("credit of the state must be finite numbers (a credit is NaN or infinite)")
-    if credit.size and not ((credit >= shockwave.CREDIT_FLOOR) & (credit <= rounds + 1)).all():
-        raise ValidationError(f"credit of the state must be in [{shockwave.CREDIT_FLOOR:g}, round_index + 1]")
-    if waited.dtype.kind not in "iu" or (waited.size and not ((waited >= 0) & (waited <= rounds)).all()):
-        raise ValidationError("waited of the state must be whole numbers of rounds in [0, round_index]")
+    check_array("credit", credit, Interval(Real, shockwave.CREDIT_FLOOR, rounds + 1, unit="rounds",
+                                           note="round_index + 1 at most"), of=" of the state")
+    if waited.dtype.kind not in "iu":
+        raise ValidationError(f"waited of the state must be whole numbers of rounds, got dtype {waited.dtype}")
+    check_array("waited", waited, Interval(Whole, 0, rounds, unit="rounds", note="round_index at most"),
+                of=" of the state")
     if ran.dtype != np.bool_:
         raise ValidationError(f"ran_last of the state must be booleans, got {ran.dtype}")
     return int(credit.size)
@@ -287,9 +281,7 @@ def _check_arrays(state: PolicyState) -> int:
 
 def checked_count(value: Any, what: str, low: int = 0, high: int = MAX_COUNT) -> int:
     """`value` as an int if it is a whole number in [`low`, `high`]; else a `ValidationError` naming `what`."""
-    if not is_whole(value) or not low <= value <= high:
-        raise ValidationError(f"{what} must be a whole number in [{low}, {high}], got {value!r}")
-    return int(value)
+    return int(check(what, value, Interval(Whole, low, high)))
 
 
 def as_float(value: Any) -> float:
@@ -303,8 +295,7 @@ def as_float(value: Any) -> float:
 def check_stages(stages: Any, regimes: int, most: int, what: str, column: str = "columns") -> int:
     """Runs (column, epochs): columns in [0, `regimes`), epochs >= 1, a new column each run, at most
     `most` epochs in all; the epochs."""
-    if not isinstance(stages, tuple | list):
-        raise ValidationError(f"{what} must be a sequence of (column, epochs) runs, got {type(stages).__name__}")
+    check(what, stages, Instance(tuple | list, "a sequence of (column, epochs) runs"))
     total, last = 0, -1
     for k, run in enumerate(stages):
         if not (isinstance(run, tuple | list) and len(run) == 2 and all(is_whole(v) for v in run)):

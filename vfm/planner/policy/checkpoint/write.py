@@ -48,7 +48,7 @@ def dumps(config: PolicyConfig, state: PolicyState) -> str:
         "taught": [_trajectory_out(t, "a taught trajectory") for t in taught_trajectories(config, state)],
         "finished": [_trajectory_out(t, "a finished trajectory") for t in state.finished],
     }
-    # One line: an indent makes the json module fall back to its pure-Python encoder, 5x slower.
+    # One line: an indent makes the json module fall back to its slower pure-Python encoder.
     return json.dumps(document, allow_nan=False)
 
 

@@ -21,8 +21,8 @@ from vfm.planner.solve.scaled_program import ScaledProgram
 
 #: Up to this many columns per job (scenarios plus the FTF/efficiency column) the blocks are
 #: factored in low-rank form (`_low_rank`), above it as dense (T, T) Cholesky factors.
-#: The low-rank form's (S', S') eigendecompositions cost ~0.5 ms at 900 jobs and S' = 2, but 26 ms
-#: at S' = 17, where the dense form costs 7 ms.
+#: The low-rank form's (S', S') eigendecompositions are cheap at few columns but, with many, cost
+#: more than the dense form's factors.
 _LOW_RANK_COLUMNS = 4
 #: The largest sigma^2 of a job's low-rank block whose capacity Gram term is formed as the difference
 #: I - P diag(1 / (1 + sigma^2)) P^T (`BlockFactor.gram`): relative error at most
@@ -30,8 +30,8 @@ _LOW_RANK_COLUMNS = 4
 #: `CG_TOLERANCE`.
 GRAM_CURVATURE = 1e4
 #: ... and whatever the columns, when the window has more than this many rounds per column: the
-#: dense form's O(T^3) per job then dominates: on a program of 118 jobs, S = 8, T = 153, a solve
-#: takes 0.7 s in low-rank form and 4.0 s in dense form.
+#: dense form's O(T^3) per job then dominates, and a long window solves several times faster in
+#: low-rank form.
 _LOW_RANK_ROUNDS_PER_COLUMN = 8
 
 
@@ -45,8 +45,8 @@ class Workspace:
     dense block factor's, of shape `dense.lower_inverse_shape`, only when `BlockFactor` uses that form).
 
     Fresh arrays of a few MB each iteration cost more than the arithmetic on them: the allocator
-    returns them to the system and page-faults them back in (measured: 22 ms per iteration at
-    900 jobs with fresh arrays, 13 ms with these buffers reused).
+    returns them to the system and page-faults them back in (an iteration at 900 jobs takes markedly
+    longer with fresh arrays than with these buffers reused).
     """
 
     def __init__(self, n: int, columns: int, rounds: int) -> None:
@@ -236,7 +236,7 @@ class TypeFold:
         positive semidefinite to rounding. Else, with the low-rank factor, in pieces
         (`one_type_rows.typed_gram`): the blocks between rounds are low-rank, :math:`O(n S' T^2)` as one
         product, and each round's own (K, K) block a sum of squares: at 874 jobs on three types
-        (T = 60) 2.1 ms instead of 16.1 ms (medians over one solve's 17 iterations). The pieces are
+        (T = 60) several times faster than the stacked product. The pieces are
         each accurate to rounding but not consistent to rounding: at the end of some solves, where the
         system's smallest eigenvalue is 1e-16 of its largest, the blocks between rounds (exact formulas, not
         Gram products of the computed factors) leave the preconditioner wrong and the conjugate gradients

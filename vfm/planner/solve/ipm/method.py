@@ -136,10 +136,9 @@ from dataclasses import replace
 import numpy as np
 
 from vfm._numerics.interior_point import STEP_TO_BOUNDARY, Method, centring, iterate
-from vfm._validation import FloatArray, is_whole
+from vfm._validation import FloatArray
 from vfm.equilibrium import Status
-from vfm.errors import ValidationError
-from vfm.parameters import check_parameters
+from vfm.parameters import Interval, Real, Whole, check, check_parameters
 from vfm.planner._kernels import kernel_threads, moved_entries
 from vfm.planner._kernels.threads import THREADS
 from vfm.planner.program import PlanningProgram
@@ -173,7 +172,7 @@ _NO_INTERIOR_MARGIN = 1e-6
 #: Chosen by experiment: 1e-8 throughout costs 30 % more per iteration at 900 jobs (more CG
 #: steps); 1e-12 first instead of 1e-10 spares most solves of the full Shockwave configuration
 #: their one CG step (1e-10's bias left a relative residual of 1e-9 to 7e-9, just above
-#: `CG_TOLERANCE`: the busiest 874-job window, S = 16, 244 to 226 ms per solve). 1e-10 between
+#: `CG_TOLERANCE`, which cost the busiest 874-job window, S = 16, time per solve). 1e-10 between
 #: 1e-12 and 1e-8 was dropped: in the slowest re-plans of the 900-job reproduction it never gave a
 #: more accurate direction than 1e-12, and each try cost a factorization and up to 2 x 27 Hessian
 #: products.
@@ -234,9 +233,8 @@ def solve_saa_ipm(program: PlanningProgram, tol: float = 1e-8, max_iter: int = 8
         the FTF rows; `Status.ITERATION_LIMIT` after `max_iter` (gap inf if no iterate met them).
     """
     check_tolerance(tol)
-    if not is_whole(max_iter) or max_iter < 1:
-        raise ValidationError(f"max_iter must be a positive whole number of iterations, got {max_iter!r}")
-    check_parameters({"threads": threads}, {"threads": THREADS})
+    check_parameters({"max_iter": max_iter, "threads": threads},
+                     {"max_iter": Interval(Whole, 1, unit="iterations"), "threads": THREADS})
     with kernel_threads(threads):
         return _solve(program, tol, max_iter, warm_start, verbose, deadline)
 
@@ -312,9 +310,7 @@ def _solve(program: PlanningProgram, tol: float, max_iter: int, warm_start: Floa
 def check_tolerance(tol: object) -> None:
     """Raise `ValidationError` unless `tol` is a relative gap in (0, 1): what every planning
     backend takes (NaN or a negative tolerance would never be met, and one of 1 or more is no bound)."""
-    real = not isinstance(tol, bool) and isinstance(tol, int | float | np.integer | np.floating)
-    if not (real and 0 < tol < 1):  # type: ignore[operator]
-        raise ValidationError(f"tol must be a relative gap in (0, 1), got {tol!r}")
+    check("tol", tol, Interval(Real, 0, 1, closed="neither", noun="a relative gap"))
 
 
 def certified_gap(program: PlanningProgram, x: FloatArray, ftf_multipliers: FloatArray,
@@ -376,7 +372,7 @@ def _exhausted(previous: Point, point: Point) -> bool:
     At the end of some degenerate solves (the gap within a few times the tolerance) such a step is
     followed by more that cost two to three times an ordinary one (every regularization, 20 to 27
     conjugate-gradient steps per solve) and shrink the gap no further: the slowest window of the
-    900-job reproduction (562 jobs) spent 68 of its 140 ms on two. Where such a step still makes
+    900-job reproduction (562 jobs) spent about half its solve on two. Where such a step still makes
     progress it shrinks the gap several times over, even at gaps of 1e-9 to 1e-7 (to 0.05 to 0.44
     of it in that reproduction's 201 windows), so the rule does not stop a solve that was progressing.
     """

@@ -39,7 +39,7 @@ class Repricing:
     left, the gap-minimizing ones 3.4e-8 at the same point; at 30,000 jobs and more the first step's
     own gap is 18 to 60 times the start's (whose prices are the gap-minimizing ones), which
     `vfm._numerics.interior_point.iterate` would take for a stall. The prices cost one sort of the (n, T)
-    entries (20 ms at 10,000 jobs, 0.3 s at 100,000), so they are computed only for points that are
+    entries (costly at tens of thousands of jobs), so they are computed only for points that are
     residual-dominated or were reached by a direction whose solves missed their tolerance (the
     Newton system running out of digits), within `_REPRICE_WITHIN` of the tolerance or
     `_REPRICE_JUMP` above the least gap; and once for the point reported when the iterations end
