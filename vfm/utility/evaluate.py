@@ -10,20 +10,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from vfm._validation import FloatArray
-from vfm.utility.backend import Backend, available_backends, resolve_backend
+from vfm.utility.backend import Backend, resolve_backend
 from vfm.utility.inputs import UtilityInputs, validated_inputs
 from vfm.utility.jax_kernels import run_jax
 from vfm.utility.numpy_kernels import NUMPY_FUNCTIONS, numpy_safe_nswot
-
-__all__ = [
-    "Backend",
-    "available_backends",
-    "cumulative_utilities",
-    "expected_nswot",
-    "expected_nswot_gradient",
-    "nswot",
-    "nswot_gradient",
-]
 
 # The NSWOT quantities whose overflow is evaluated again in logs, by how the logs give them.
 _IN_LOGS: dict[str, Callable[[UtilityInputs], FloatArray]] = {

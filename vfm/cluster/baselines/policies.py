@@ -52,28 +52,6 @@ from vfm.cluster.baselines.rounds import (
 from vfm.jobs import window_market
 from vfm.nswot.per_period import solve_per_period
 
-__all__ = [
-    "BASELINES",
-    "AlloX",
-    "FinishTimeFairness",
-    "GandivaFair",
-    "MaxMinFairness",
-    "MaxSumThroughput",
-    "MinTotalDuration",
-    "PolicyFactory",
-    "StaticMarket",
-    "allocate_finish_time_fairness",
-    "allocate_max_min",
-    "allocate_max_sum_throughput",
-    "allocate_min_total_duration",
-    "allocate_static_market",
-    "allox_positions",
-    "allox_positions_lsa",
-    "ftf_allocation",
-    "water_filling",
-]
-
-
 # --- allocations (pure functions, so that tests can check them on their own) ----------------------
 
 
