@@ -234,12 +234,15 @@ def test_a_polish_that_does_not_converge_from_the_early_stop_solves_again_strict
 
 
 def test_tol_is_none_or_a_relative_gap():
-    from vfm.solvers import Capabilities
+    from vfm.solvers import Capabilities, PlanningCapabilities
 
-    early = Capabilities(problem="planning", polish_start_tol=1e-7)
+    early = PlanningCapabilities(polish_start_tol=1e-7)
     assert PlanOptions().tol is None and PlanOptions(tol=1e-6).backend_tol(early, True) == 1e-6
     assert PlanOptions().backend_tol(early, True) == 1e-7 and PlanOptions().backend_tol(early, False) == STRICT_TOL
-    assert PlanOptions().backend_tol(Capabilities(problem="planning"), True) == STRICT_TOL
+    assert PlanOptions().backend_tol(Capabilities(problem="planning"), True) == STRICT_TOL  # no extras declared
+    assert PlanOptions().backend_tol(PlanningCapabilities(), True) == STRICT_TOL
+    with pytest.raises(ValueError, match="planning backend"):
+        PlanningCapabilities(problem="market")
     with pytest.raises(ValidationError, match=r"tol must be a relative gap in \(0, 1\) or None, got 0"):
         PlanOptions(tol=0)
 

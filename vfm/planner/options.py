@@ -19,12 +19,12 @@ from vfm.forecast import check_horizon
 from vfm.limits import MAX_JOB_SECONDS, MAX_WINDOW_ROUNDS
 from vfm.parameters import Boolean, Constraint, Interval, OneOf, Optional, Real, Whole, check_parameters, updated
 from vfm.planner._kernels.threads import THREADS
-from vfm.solvers.base import Capabilities
+from vfm.solvers.base import Capabilities, PlanningCapabilities
 from vfm.solvers.registry import available_solvers
 
 #: The backend's relative gap by default: both backends then return the same schedule to well
 #: within the rounding's resolution. A backend may declare a looser one for programs the polish
-#: finishes (`vfm.solvers.Capabilities.polish_start_tol`; `backend_tol`).
+#: finishes (`vfm.solvers.PlanningCapabilities.polish_start_tol`; `backend_tol`).
 STRICT_TOL = 1e-9
 
 #: The largest `PlanOptions.efficiency` and `PlanOptions.spread` (1e6): both weigh a term against
@@ -94,7 +94,7 @@ class PlanOptions:
         Relative gap in (0, 1) asked of the backend (`Plan.bound` adds the certified gap, so it
         stays an upper bound at any accuracy). Default None: `STRICT_TOL` (1e-9), except that for a
         program the polish takes to its exact optimum a backend may declare a looser start
-        (`vfm.solvers.Capabilities.polish_start_tol`: ``"saa-ipm"`` 1e-7); `backend_tol`,
+        (`vfm.solvers.PlanningCapabilities.polish_start_tol`: ``"saa-ipm"`` 1e-7); `backend_tol`,
         docs/planning.md, "The polish's start".
     spread : float
         :math:`\delta \ge 0`, weight of the tie-breaking term that makes the optimal schedule
@@ -223,7 +223,7 @@ class PlanOptions:
         declares one, else `STRICT_TOL`."""
         if self.tol is not None:
             return float(self.tol)
-        start = capabilities.polish_start_tol
+        start = PlanningCapabilities.of(capabilities).polish_start_tol
         return start if early and start is not None else STRICT_TOL
 
     def updated(self, **overrides: Any) -> PlanOptions:

@@ -38,7 +38,7 @@ from vfm.planner.program import PlanningProgram, above_floor, commitments
 from vfm.planner.rounding import RoundingContext, round_placement, round_schedule
 from vfm.planner.solve.polish import polish
 from vfm.planner.solve.polish import supports as polish_supports
-from vfm.solvers.base import Solution
+from vfm.solvers.base import PlanningCapabilities, Solution
 from vfm.solvers.registry import candidates, select
 
 Fairness = Literal["none", "constraints", "relaxed"]
@@ -526,7 +526,7 @@ def _polished(program: PlanningProgram, options: PlanOptions, warm_start: FloatA
               solution: Solution, name: str, clock: _Clock) -> tuple[Solution, str]:
     """`solution` (from backend `name`) polished (`vfm.planner.solve.polish`), within its Newton-step
     bound and the caller's time limit (if any); should the polish not converge from a backend's
-    default early start (`vfm.solvers.Capabilities.polish_start_tol`) that reached that tolerance
+    default early start (`vfm.solvers.PlanningCapabilities.polish_start_tol`) that reached that tolerance
     (optimal), `program` solved again at `STRICT_TOL` and that polished, the message keeping both.
     Otherwise the backend's answer is kept with its own status, its message saying that the polish
     stopped.
@@ -581,8 +581,9 @@ def _solve(program: PlanningProgram, options: PlanOptions, warm_start: FloatArra
         if attempts and deadline is not None:
             break
         tol = options.backend_tol(backend.capabilities, early)
-        limit = {"deadline": deadline} if deadline is not None and backend.capabilities.deadline else {}
-        solution = backend.solve(program, tol=tol, warm_start=warm_start if backend.capabilities.warm_start else None,
+        takes = PlanningCapabilities.of(backend.capabilities)
+        limit = {"deadline": deadline} if deadline is not None and takes.deadline else {}
+        solution = backend.solve(program, tol=tol, warm_start=warm_start if takes.warm_start else None,
                                  **limit)
         attempts.append((solution, backend.name))
         if solution.status == Status.OPTIMAL or (

@@ -1,6 +1,6 @@
 """NSWOT backends and the registry that picks among them (cvxpy's solver layer, in small)."""
 
-from vfm.solvers.base import Backend, Capabilities, Solution
+from vfm.solvers.base import Backend, Capabilities, PlanningCapabilities, Solution
 from vfm.solvers.clarabel_direct import ClarabelDirectBackend
 from vfm.solvers.cvxpy_conic import CvxpyConicBackend
 from vfm.solvers.registry import available_solvers, candidates, register, select
@@ -11,6 +11,7 @@ __all__ = [
     "Capabilities",
     "ClarabelDirectBackend",
     "CvxpyConicBackend",
+    "PlanningCapabilities",
     "SchurIPMBackend",
     "Solution",
     "available_solvers",

@@ -89,16 +89,6 @@ class Capabilities:
 
     problem: ProblemKind = "market"
     features: frozenset[str] | None = None
-    # Takes a ``warm_start`` solve option (planning backends): the planner's `plan` passes none to a backend
-    # without it.
-    warm_start: bool = False
-    # Takes a ``deadline`` solve option (a `time.perf_counter` instant after which it stops with
-    # `Status.ITERATION_LIMIT`); the planner's `plan` passes none to a backend without it.
-    deadline: bool = False
-    # The relative gap a planning backend is asked by default for a program the planner's `polish`
-    # takes to its exact optimum: where the polish converges from its answers as surely as from
-    # a stricter one's (None: the planner's `STRICT_TOL`, as for any other program).
-    polish_start_tol: float | None = None
     options: tuple[tuple[str, OptionKind], ...] | None = None
     preferred_when: Callable[[Problem], bool] | None = None
     # Whether a solve that names no backend may use it; False for a backend that would start an
@@ -132,6 +122,41 @@ class Capabilities:
         problem it does not support)."""
         return self.preferred_when is not None and not self.unsupported(problem) and bool(self.preferred_when(problem))
 
+
+
+@dataclass(frozen=True)
+class PlanningCapabilities(Capabilities):
+    """`Capabilities` of a planning backend (``problem="planning"``), with what the planner's
+    `vfm.planner.plan` may pass it beyond the program. A planning backend that declares plain
+    `Capabilities` takes none of these.
+
+    Attributes
+    ----------
+    warm_start : bool
+        Takes a ``warm_start`` solve option (a schedule to start from).
+    deadline : bool
+        Takes a ``deadline`` solve option: a `time.perf_counter` instant after which it stops with
+        `Status.ITERATION_LIMIT`.
+    polish_start_tol : float or None
+        The relative gap the backend is asked by default for a program the planner's polish takes
+        to its exact optimum: where the polish converges from its answers as surely as from a
+        stricter one's (None: the planner's `STRICT_TOL`, as for any other program).
+    """
+
+    problem: ProblemKind = "planning"
+    warm_start: bool = False
+    deadline: bool = False
+    polish_start_tol: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.problem != "planning":
+            raise ValueError(f"PlanningCapabilities are a planning backend's; got problem={self.problem!r}")
+        super().__post_init__()
+
+    @classmethod
+    def of(cls, capabilities: Capabilities) -> PlanningCapabilities:
+        """`capabilities` as a planning backend's: themselves, or none of the planner's extras."""
+        return capabilities if isinstance(capabilities, cls) else cls()
 
 @dataclass(frozen=True)
 class Solution:

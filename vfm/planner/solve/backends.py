@@ -1,6 +1,6 @@
 """The planning backends, registered in the one solver registry (`vfm.solvers.registry`).
 
-Each declares, like the market backends, what it supports (`vfm.solvers.Capabilities` with
+Each declares, like the market backends, what it supports (`vfm.solvers.PlanningCapabilities` with
 ``problem="planning"``); `vfm.planner.plan` picks among them through `vfm.solvers.registry`.
 Both solve every planning program, on one GPU type or several (`vfm.planner.PlanningProgram.good_round`,
 ``speed``); only ``saa-ipm`` uses a warm start. Both take a ``deadline`` (a `time.perf_counter`
@@ -20,7 +20,7 @@ from vfm.equilibrium import Status
 from vfm.planner.program import PlanningProgram
 from vfm.planner.solve.cvxpy_model import solve_saa_cvxpy
 from vfm.planner.solve.ipm.method import check_tolerance, solve_saa_ipm
-from vfm.solvers.base import Capabilities, Solution
+from vfm.solvers.base import PlanningCapabilities, Solution
 from vfm.solvers.registry import register
 
 
@@ -32,8 +32,8 @@ class SaaIpmBackend:
     # The polish converges from its 1e-7 answers in as few Newton steps as from its 1e-9 ones (at
     # most 5 on the reproductions' windows), and its last two iterations cost a fifth of the
     # 10,000-job window's solve (docs/planning.md, "The polish's start").
-    capabilities: Capabilities = field(default_factory=lambda: Capabilities(
-        problem="planning", warm_start=True, deadline=True, polish_start_tol=1e-7))
+    capabilities: PlanningCapabilities = field(default_factory=lambda: PlanningCapabilities(
+        warm_start=True, deadline=True, polish_start_tol=1e-7))
 
     def prepare(self) -> None:
         pass  # the planner's kernels serve every backend: a policy and `plan` ask for them (`kernel_loading`)
@@ -63,7 +63,7 @@ class SaaCvxpyBackend:
     name: str = "cvxpy"
     # No looser polish start: from Clarabel's 1e-7 answers the polish failed on one of the 900-job
     # reproduction's 201 windows (a second solve) and took up to 17 steps.
-    capabilities: Capabilities = field(default_factory=lambda: Capabilities(problem="planning", deadline=True))
+    capabilities: PlanningCapabilities = field(default_factory=lambda: PlanningCapabilities(deadline=True))
 
     def prepare(self) -> None:
         pass  # CVXPY and Clarabel load on import
