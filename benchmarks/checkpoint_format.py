@@ -68,9 +68,10 @@ ROUNDS_SERVED = 3
 REGIMES: dict[float, float] = {32: 60.0, 64: 40.0}
 #: Jobs of the small checkpoint the refusals are shown on (the messages do not depend on the size).
 CASE_JOBS = 200
-#: The functions of `vfm.planner.policy.checkpoint.read` a schema declaration does the work of: reading
-#: fields by name (required, none unknown), their JSON types and fixed ranges, ids. (Not the check
-#: of a dict given directly, `_check_json_data`: the declaration's ``config`` is any JSON object, and
+#: The functions of `vfm.planner.policy.checkpoint.read` a schema library's declaration does the work
+#: of: vfm's own declarations of the fields (`vfm.parameters.Fields`, `Each`: by name, required, none
+#: unknown, their JSON types and fixed ranges) and the converters of ids and numbers. (Not the check
+#: of a dict given directly, `_JsonData`: the declaration's ``config`` is any JSON object, and
 #: msgspec's ``convert`` takes a tuple where a list is declared.)
 REPLACEABLE = ("_keys", "_list", "_real", "_id_in", "_pairs", "_numbers", "_window")
 #: vfm's checkpoint modules (files in vfm/planner/, without ".py").

@@ -452,6 +452,9 @@ def build_parser() -> Parser:
     parser.add_argument("--vfm-utility", default="progress", choices=("progress", "completion"),
                         help="what a job's utility in the vfm policy's window measures (PlanOptions.utility; "
                              "default progress)")
+    parser.add_argument("--vfm-completion-time", check=number(0, 1e6, open_high=False), default=0.0,
+                        help="the weight of the jobs' mean busy time in the vfm policy's window "
+                             "(PlanOptions.completion_time; default 0: none)")
     parser.add_argument("--vfm-forecaster", default="dirichlet", choices=tuple(FORECASTERS),
                         help="the vfm policy's forecaster, learning online from the jobs that complete if it can "
                              "(default dirichlet)")
@@ -484,7 +487,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                                       "solver": args.vfm_solver, "forecaster": args.vfm_forecaster,
                                       "polish": not args.vfm_no_polish,
                                       "service_floor": args.vfm_service_floor,
-                                      "wait_limit": args.vfm_wait_limit, "utility": args.vfm_utility})
+                                      "wait_limit": args.vfm_wait_limit, "utility": args.vfm_utility,
+                                      "completion_time": args.vfm_completion_time})
             published = published_results(args.workload) if args.jobs is None else {}
         table = format_table(result, published)
         print(table, end="")

@@ -268,12 +268,14 @@ def test_cap_excess_is_relative_to_the_supply():
 @pytest.mark.parametrize(
     ("call", "pattern"),
     [
-        (lambda r: check.market_clearing(None), r"vfm.check.market_clearing checks an Equilibrium .* got NoneType"),
-        (lambda r: check.certify(r.market), r"vfm.check.certify checks an Equilibrium .* got VolatileFisherMarket: "
-                                            r"solve the market first"),
-        (lambda r: check.kkt("x"), r"vfm.check.kkt checks an Equilibrium"),
-        (lambda r: check.properties(3), r"vfm.check.properties checks an Equilibrium"),
-        (lambda r: check.equilibrium_conditions({}), r"vfm.check.equilibrium_conditions checks an Equilibrium"),
+        (lambda r: check.market_clearing(None),
+         r"result of vfm.check.market_clearing must be an Equilibrium .* got NoneType"),
+        (lambda r: check.certify(r.market),
+         r"result of vfm.check.certify must be an Equilibrium .* got VolatileFisherMarket; solve the market first"),
+        (lambda r: check.kkt("x"), r"result of vfm.check.kkt must be an Equilibrium"),
+        (lambda r: check.properties(3), r"result of vfm.check.properties must be an Equilibrium"),
+        (lambda r: check.equilibrium_conditions({}),
+         r"result of vfm.check.equilibrium_conditions must be an Equilibrium"),
         (lambda r: check.duality_gap(r, tol=-1), r"tol of vfm.check.duality_gap must be a finite number >= 0"),
         (lambda r: check.feasibility(r, tol="a"), r"tol of vfm.check.feasibility must be a finite number >= 0"),
         (lambda r: check.pareto_optimality(r, tol=float("nan")), r"tol of vfm.check.pareto_optimality must be"),

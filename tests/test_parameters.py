@@ -13,18 +13,27 @@ from vfm.errors import ValidationError
 from vfm.forecast import DirichletForecaster, Forecaster
 from vfm.parameters import (
     Anything,
+    Array,
     Boolean,
+    Each,
     Either,
+    Equal,
+    Fields,
+    Fixed,
     Function,
     Hashed,
     Instance,
     Interval,
+    Keyed,
     Known,
     Listed,
+    Nested,
     OneOf,
     Optional,
     Real,
+    Satisfies,
     Span,
+    Step,
     Whole,
     check,
     check_array,
@@ -60,6 +69,22 @@ FRACTION = Interval(Real, 0, 1, closed="left")
     (Optional(FRACTION), [None, 0.5], [1.5, "x"]),
     (Anything(), [None, object(), math.nan], []),
     (Function("a callable"), [print, len, lambda: None, DirichletForecaster().remaining_runtime], [3, None, int]),
+    (Each(Whole("a count"), "a tuple of counts"), [(), (1, 2)], [[1], (1, 2.5), "ab", {1: 2}, None]),
+    (Each(Whole("a count"), "counts", kinds=(list,), length=2), [[1, 2]], [[1], [1, 2, 3], (1, 2)]),
+    (Each(Real("a number"), "a list", kinds=(list,), nonempty=True, step=Step(lambda a, b: a < b, "above")),
+     [[1], [1, 2.5]], [[], [2, 1], [1, 1]]),
+    (Fixed((Whole("a column"), Real("seconds")), "a pair"), [(0, 1.5), [2, 3]], [(0,), (0, 1, 2), (1.5, 0), "ab"]),
+    (Fields({"a": Whole("a count"), "b": Anything()}, optional=("b",)), [{"a": 1}, {"a": 1, "b": None}],
+     [{"b": 1}, {"a": 1.5}, {"a": 1, "c": 2}, [("a", 1)], None]),
+    (Keyed(Known(("v100",), "a type"), Real("seconds"), "a mapping", nonempty=True), [{"v100": 1.0}],
+     [{}, {"k80": 1.0}, {"v100": "1"}, [("v100", 1.0)]]),
+    (Nested(Satisfies("a name", lambda v: isinstance(v, str)), lambda v: v if isinstance(v, tuple) else None,
+            "an id", 2), ["a", ("a", ("b",)), ()], [1, ("a", 1), ((("a",),),)]),
+    (Array((2,), kinds="iu", each=Interval(Whole, 0)), [np.array([0, 3])], [np.array([0, -1]), np.array([0.0, 1.0]),
+                                                                             np.array([1]), [0, 1]]),
+    (Array(dtype=np.float64), [np.zeros((2, 3))], [np.zeros(2, dtype=np.float32), 0.0]),
+    (Equal(60.0), [60.0, 60], [59.0, "60", None, np.array([60.0, 60.0])]),
+    (Equal(2, same_type=True), [2], [2.0, True, np.int64(2)]),
 ])
 def test_each_constraint_admits_what_it_says_and_nothing_else(constraint, good, bad):
     assert all(constraint.admits(value) for value in good)
@@ -191,3 +216,82 @@ def test_a_listed_argument_is_a_sequence_or_array_never_a_string_or_mapping():
     assert not Listed("names", nonempty=True).admits([])
     with pytest.raises(ValidationError, match=r"^job_ids must be a list with one entry per job, got str 'ab'$"):
         check("job_ids", "ab", per_job)
+
+
+def test_a_container_names_the_part_it_refuses_by_its_path_then_whose_it_is():
+    runs = Each(Fixed((Interval(Whole, 0, 2, closed="left", noun="a column"), Interval(Whole, 1)), "a run"),
+                "runs", kinds=(tuple, list), step=Step(lambda a, b: a[0] != b[0], "a run of another column"))
+    with pytest.raises(ValidationError, match=r"^stages\[1\]\[0\] of job 'a' must be a column in \[0, 2\), got 5$"):
+        check("stages", [(0, 1), (5, 1)], runs, of=" of job 'a'")
+    with pytest.raises(ValidationError, match=r"^stages\[1\] of job 'a' must be a run of another column, "
+                                              r"got \(0, 2\)$"):
+        check("stages", [(0, 1), (0, 2)], runs, of=" of job 'a'")
+    with pytest.raises(ValidationError, match=r"^stages of job 'a' must be runs, got str$"):
+        check("stages", "01", runs, of=" of job 'a'")
+    ids = Each(Whole("an id"), "a tuple of ids", length=2)
+    with pytest.raises(ValidationError, match=r"^carried must be a tuple of ids \(2 entries\), "
+                                              r"got tuple of 1 entries$"):
+        check("carried", (1,), ids)
+    with pytest.raises(ValidationError, match=r"^plan\[0\] must be an id, got 1.5$"):
+        check("plan", (1.5, 2), Optional(ids))  # a path inside names the part, not the whole's words
+
+
+def test_a_record_names_its_fields_by_path_and_a_missing_or_unknown_one_too():
+    job = Fields({"id": Anything(), "gpus": Interval(Whole, 1, 4)}, "a job object")
+    check("jobs[3]", {"id": 6, "gpus": 2}, job)
+    with pytest.raises(ValidationError, match=r"^jobs\[3\]\.gpus \(job 6\) must be a positive whole number, at most "
+                                              r"4, got 8$"):
+        check("jobs[3]", {"id": 6, "gpus": 8}, job, of=" (job 6)")
+    with pytest.raises(ValidationError, match=r"^jobs\[3\]\.gpu must be left out: a job object has the fields id, gpus "
+                                              r"only, got 2$"):
+        check("jobs[3]", {"id": 6, "gpus": 2, "gpu": 2}, job)
+    with pytest.raises(ValidationError, match=r"^jobs\[3\]\.gpus must be given: a job object has the fields id, gpus, "
+                                              r"got nothing$"):
+        check("jobs[3]", {"id": 6}, job)
+    with pytest.raises(ValidationError, match=r"^round_index must be a whole number >= 0, got -1$"):
+        check("", {"round_index": -1}, Fields({"round_index": Interval(Whole, 0)}))  # a document's own fields
+    regimes = Keyed(Known(("v100", "k80"), "a GPU type"), Keyed(Real("a number"), Interval(Real, 0, closed="neither"),
+                                                                 "a mapping"), "a mapping of GPU types")
+    with pytest.raises(ValidationError, match=r"^each key of regimes of job 'a' must be a GPU type \(v100, k80\), "
+                                              r"got 'p100'$"):
+        check("regimes", {"p100": {32: 1.0}}, regimes, of=" of job 'a'")
+    with pytest.raises(ValidationError, match=r"^regimes\['v100'\]\[32\] of job 'a' must be a finite number > 0, "
+                                              r"got -1.0$"):
+        check("regimes", {"v100": {32: -1.0}}, regimes, of=" of job 'a'")
+
+
+def test_an_array_constraint_says_its_shape_and_names_the_first_entry_it_refuses():
+    credit = Array((3,), kinds="fiu", each=Interval(Real, 0, 2, unit="rounds"))
+    assert credit.says == "an array of numbers of shape (3,), each a number of rounds in [0, 2]"
+    with pytest.raises(ValidationError, match=r"^credit\[1\] of the state must be a number of rounds in \[0, 2\], "
+                                              r"got nan$"):
+        check("credit", np.array([0.0, np.nan, 1.0]), credit, of=" of the state")
+    with pytest.raises(ValidationError, match=r"^credit must be an array of numbers of shape \(3,\), .*, got an array "
+                                              r"of dtype float64 and shape \(2,\)$"):
+        check("credit", np.zeros(2), credit)
+
+
+def test_a_nested_value_thousands_deep_is_refused_without_recursion_and_shown_short():
+    deep: object = "a"
+    for _ in range(10_000):
+        deep = (deep,)
+    ids = Nested(Satisfies("a name", lambda v: isinstance(v, str)), lambda v: v if isinstance(v, tuple) else None,
+                 "a name, or a tuple of them nested at most 32 deep", 32)
+    with pytest.raises(ValidationError, match=r"^job_id must be a name, or a tuple of them nested at most 32 deep, "
+                                              r"got \(\(\(\("):
+        check("job_id", deep, ids)
+
+
+def test_an_equal_value_is_refused_saying_what_it_must_equal_and_why():
+    with pytest.raises(ValidationError, match=r"^round_s must be this policy's 60.0, got 30.0: another configuration$"):
+        check("round_s", 30.0, Equal(60.0, says="this policy's 60.0", hint="another configuration"))
+
+
+def test_distinct_values_are_found_by_hashing_where_they_can_be_and_by_comparing_where_not():
+    values = [*range(100_000), 5]  # one by one this would take minutes
+    with pytest.raises(ValidationError, match=r"^ids lists an id twice: 5$"):
+        check_distinct("ids", values, "an id")
+    with pytest.raises(ValidationError, match=r"^rows lists a row twice: \[1\]$"):
+        check_distinct("rows", [[1], [2], [1]], "a row")  # unhashable: compared
+    with pytest.raises(ValidationError, match=r"^ids lists an id twice: True$"):
+        check_distinct("ids", [1.0, True], "an id")  # equal, so a repeat, either way

@@ -41,7 +41,7 @@ import scipy.sparse as sp
 from vfm.equilibrium import Equilibrium
 from vfm.errors import CertificateError, ValidationError
 from vfm.market import VolatileFisherMarket
-from vfm.parameters import Interval, Optional, Real
+from vfm.parameters import Instance, Interval, Optional, Real
 from vfm.parameters import check as check_value
 from vfm.program import ScaledProgram
 
@@ -196,10 +196,9 @@ class Check(Protocol):
 
 def require_result(result: object, where: str) -> None:
     """Raise `ValidationError` unless `result` is an `Equilibrium` (what `vfm.solve` returns)."""
-    if not isinstance(result, Equilibrium):
-        hint = ": solve the market first, vfm.solve(market)" if isinstance(result, VolatileFisherMarket) else ""
-        raise ValidationError(f"{where} checks an Equilibrium (the result of vfm.solve), got "
-                              f"{type(result).__name__}{hint}")
+    # A market where its result belongs is the likely mistake: say how to get the result.
+    hint = "solve the market first, vfm.solve(market)" if isinstance(result, VolatileFisherMarket) else ""
+    check_value(f"result of {where}", result, Instance(Equilibrium, "an Equilibrium (the result of vfm.solve)", hint))
 
 
 def _in_force(tol: float | None) -> float:

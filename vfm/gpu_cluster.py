@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from vfm._validation import is_whole, read_only, shown_value
+from vfm._validation import read_only
 from vfm.errors import ValidationError
 from vfm.gpu_profiles import GpuProfiles, checked_profiles
 from vfm.limits import MAX_GPUS
@@ -52,6 +52,10 @@ GPU_TYPES: tuple[str, ...] = GpuProfiles.shipped().types
 #: (`Job.isolated_s`, its regimes) are measured on, and the one a workload without types runs on.
 #: Code that has a cluster asks its profiles (``cluster.profiles.profiled``) instead.
 PROFILED_TYPE: str = GpuProfiles.shipped().profiled
+
+#: A cluster's GPUs, and one type's count in it (a type with none is left out, not given 0).
+_GPUS = Interval(Whole, 1, MAX_GPUS, unit="GPUs", note="MAX_GPUS")
+_COUNT = Interval(Whole, 1, MAX_GPUS, unit="GPUs", note="MAX_GPUS; leave a type with none out")
 
 
 def check_gpu_type(name: str, gpu_type: Any, profiles: GpuProfiles | None = None) -> str:
@@ -81,6 +85,8 @@ class ClusterTypes(Mapping[str, int]):
     profiles : GpuProfiles, optional
         The GPU types the names are of, their speed order and throughputs; the shipped profiles
         (`GpuProfiles.shipped`) by default.
+    name : str, default "counts"
+        What messages call `counts` (a workload file's reader passes ``"workload: cluster"``).
 
     Attributes
     ----------
@@ -113,19 +119,17 @@ class ClusterTypes(Mapping[str, int]):
 
     __slots__ = ("_counts", "_profiles", "_total", "_types")
 
-    def __init__(self, counts: Mapping[str, int], profiles: GpuProfiles | None = None) -> None:
+    def __init__(self, counts: Mapping[str, int], profiles: GpuProfiles | None = None, *,
+                 name: str = "counts") -> None:
         known = checked_profiles(profiles)
-        check("counts", counts, Instance(Mapping, f"a non-empty mapping of GPU types ({', '.join(known.types)}) to "
-                                                  f"GPU counts", with_value=True, nonempty=True))
+        check(name, counts, Instance(Mapping, f"a non-empty mapping of GPU types ({', '.join(known.types)}) to "
+                                              f"GPU counts", with_value=True, nonempty=True))
         for gpu_type, count in counts.items():
-            check_gpu_type("counts", gpu_type, profiles)
-            if not is_whole(count) or not 1 <= count <= MAX_GPUS:
-                hint = " (leave a type out rather than giving it 0)" if count == 0 else ""
-                raise ValidationError(f"counts[{gpu_type!r}] must be a positive whole number of GPUs, at most "
-                                      f"{MAX_GPUS:.0e} (MAX_GPUS), got {shown_value(count)}{hint}")
+            check_gpu_type(name, gpu_type, profiles)
+            check(f"{name}[{gpu_type!r}]", count, _COUNT)
         # Summed as Python ints: several counts of up to MAX_GPUS each may pass it together.
         if sum(int(count) for count in counts.values()) > MAX_GPUS:
-            raise ValidationError(f"counts must give at most {MAX_GPUS:.0e} GPUs in all (MAX_GPUS), got "
+            raise ValidationError(f"{name} must give at most {MAX_GPUS:.0e} GPUs in all (MAX_GPUS), got "
                                   f"{_shown_total(counts)}")
         types = tuple(t for t in known.types if t in counts)
         self._types = types
@@ -137,7 +141,7 @@ class ClusterTypes(Mapping[str, int]):
     def single(cls, gpus: int, gpu_type: str | None = None, profiles: GpuProfiles | None = None) -> ClusterTypes:
         """A homogeneous cluster: `gpus` GPUs of `gpu_type`, by default the profiles' profiled
         type (what a workload without a ``cluster`` field is: V100 for the shipped profiles)."""
-        _check_positive("gpus", gpus)
+        check("gpus", gpus, _GPUS)
         chosen = checked_profiles(profiles).profiled if gpu_type is None else gpu_type
         return cls({check_gpu_type("gpu_type", chosen, profiles): int(gpus)}, profiles)
 
@@ -167,7 +171,7 @@ class ClusterTypes(Mapping[str, int]):
         >>> dict(ClusterTypes.split(10, {"v100": 0.25, "k80": 0.75}))  # quotas 2.5 and 7.5: a tie
         {'v100': 3, 'k80': 7}
         """
-        _check_positive("gpus", gpus)
+        check("gpus", gpus, _GPUS)
         known = checked_profiles(profiles)
         check("shares", shares, Instance(Mapping, f"a non-empty mapping of GPU types ({', '.join(known.types)}) to "
                                                   f"their shares", with_value=True, nonempty=True))
@@ -176,8 +180,8 @@ class ClusterTypes(Mapping[str, int]):
             check(f"shares[{gpu_type!r}]", share, Interval(Real, 0))
         types = [t for t in known.types if t in shares]
         exact = [Fraction(float(shares[t])) for t in types]
-        if sum(exact) == 0:
-            raise ValidationError(f"shares must give some type a share > 0, got {dict(shares)!r}")
+        check("the largest of shares", float(max(exact)), Interval(Real, 0, closed="neither",
+                                                                   note="give some type a share > 0"))
         quotas = [int(gpus) * s / sum(exact) for s in exact]
         counts = [math.floor(q) for q in quotas]
         left = int(gpus) - sum(counts)
@@ -234,10 +238,6 @@ class ClusterTypes(Mapping[str, int]):
         if hasattr(self, "_total"):
             raise AttributeError(f"ClusterTypes is read-only; cannot set {name!r}")
         super().__setattr__(name, value)
-
-
-def _check_positive(name: str, value: Any) -> None:
-    check(name, value, Interval(Whole, 1, MAX_GPUS, unit="GPUs", note="MAX_GPUS"))
 
 
 def _shown_total(counts: Mapping[str, Any]) -> str:

@@ -91,9 +91,8 @@ class GpuProfiles:
 
     def __init__(self, types: Sequence[str], sets: Mapping[str, _Rows], profiled: str | None = None) -> None:
         names = _checked_types(types)
-        if not isinstance(sets, Mapping) or not sets:
-            raise ValidationError(f"sets must map at least one throughput set name to its rows (job key -> type -> "
-                                  f"steps/s), got {type(sets).__name__} {sets!r}"[:300])
+        check("sets", sets, Instance(Mapping, "a mapping of at least one throughput set name to its rows (job key "
+                                              "-> type -> steps/s)", nonempty=True))
         checked: dict[str, Mapping[str, Mapping[str, Speed]]] = {}
         for set_name, rows in sets.items():
             check("each key of sets", set_name, Instance(str, "a throughput set's name (a string)", with_value=True))
@@ -115,10 +114,9 @@ class GpuProfiles:
         """Profiles from the JSON object of a throughput file such as `THROUGHPUTS_FILE`:
         ``{"types": [...], "sets": {...}}`` and optionally ``"profiled"``; other keys (a
         ``"source"``, ``"units"``) are ignored."""
-        if not isinstance(raw, Mapping) or "types" not in raw or "sets" not in raw:
-            raise ValidationError(f"profiles must be a JSON object with 'types' and 'sets', got "
-                                  f"{type(raw).__name__}")
-        return cls(raw["types"], raw["sets"], raw.get("profiled"))
+        check("profiles", raw, Instance(Mapping, "a JSON object with 'types' and 'sets'"))
+        # A missing 'types' or 'sets' is None, which the constructor refuses naming it.
+        return cls(raw.get("types"), raw.get("sets"), raw.get("profiled"))
 
     @property
     def types(self) -> tuple[str, ...]:
@@ -235,8 +233,8 @@ def _shipped() -> GpuProfiles:
 def _checked_types(types: Any) -> tuple[str, ...]:
     check("types", types, Listed("a non-empty sequence of GPU type names (fastest first)", kinds=(Sequence,),
                                  nonempty=True))
-    if not all(isinstance(t, str) and t for t in types):
-        raise ValidationError(f"types must be non-empty strings, got {list(types)!r}")
+    for k, name in enumerate(types):
+        check(f"types[{k}]", name, Instance(str, "a non-empty string", with_value=True, nonempty=True))
     check_distinct("types", types, "a GPU type")
     return tuple(types)
 

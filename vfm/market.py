@@ -12,7 +12,7 @@ from numpy.typing import ArrayLike
 
 from vfm._validation import FloatArray, as_real_array, frozen, read_only, require_nonnegative, require_positive
 from vfm.errors import InfeasibleMarketError, ValidationError
-from vfm.parameters import check_names
+from vfm.parameters import check_names, check_nonempty
 
 #: The largest budget total, reachable utility and price scale a market may have. The program and
 #: its certificate multiply these by logarithms (at most about 745 in magnitude in float64) and
@@ -183,8 +183,7 @@ class VolatileFisherMarket:
     ) -> None:
         u = as_real_array(utilities, "utilities", (None, None, None))
         n, m, periods = u.shape
-        if n == 0 or m == 0 or periods == 0:
-            raise ValidationError(f"utilities must have at least one buyer, good and period, got shape {u.shape}")
+        check_nonempty("utilities", u.size, "buyer, good and period")
         require_nonnegative(u, "utilities")
 
         b = np.ones(n) if budgets is None else as_real_array(budgets, "budgets", (n,))

@@ -145,7 +145,7 @@ def test_without_a_duration_mix_a_seed_draws_what_it_drew_before() -> None:
     ({(100.0, 10.0): 1.0}, "duration_mix's range must be a (low, high) pair with low <= high"),
     ({(0.0, 10.0): 1.0}, "duration_mix's range must be a (low, high) pair with low <= high"),
     ({(10.0, 20.0, 30.0): 1.0}, "duration_mix's range must be a (low, high) pair with low <= high"),
-    ({(10.0, 20.0): -1.0}, "duration_mix's weights must be finite numbers >= 0"),
+    ({(10.0, 20.0): -1.0}, "duration_mix's weight for (10.0, 20.0) must be a finite number >= 0, got -1.0"),
     ((((10, 20), 1.0), ([10.0, 20.0], 1.0)), "duration_mix lists a range twice"),
     ({}, "duration_mix must be a non-empty mapping"),
 ])
@@ -162,7 +162,7 @@ def test_bad_duration_mixes_name_the_field(mix: Any, message: str) -> None:
                                   "(the cluster's GPUs), got 16"),
     ({"gang_mix": {1.0: 1}}, "gang_mix's gang size must be a positive whole number, at most 8 (the cluster's GPUs), "
                              "got 1.0"),
-    ({"gang_mix": {1: -1}}, "gang_mix's weights"),
+    ({"gang_mix": {1: -1}}, "gang_mix's weight for 1 must be a finite number >= 0, got -1"),
     ({"adaptation_mix": {"pruning": 1}},
      "adaptation_mix's mode must be 'static', 'gns' or 'accordion', got 'pruning'"),
     ({"duration_s": (100.0, 10.0)}, "duration_s must be a (low, high) pair"),
@@ -379,7 +379,8 @@ def test_uncertainty_fields_are_normalized_and_the_spec_checks_its_type() -> Non
 @pytest.mark.parametrize(
     ("call", "pattern"),
     [
-        (lambda: WorkloadSpec(10, 8, gang_mix=3), r"gang_mix must be a non-empty mapping of values to weights, got 3"),
+        (lambda: WorkloadSpec(10, 8, gang_mix=3),
+         r"gang_mix must be a non-empty mapping of values to weights or a list of \(value, weight\) pairs, got int 3"),
         (lambda: WorkloadSpec(10, 8, adaptation_mix=None), r"adaptation_mix must be a non-empty mapping"),
         (lambda: generate_workload(WorkloadSpec(3, 2), seed=-1),
          r"seed must be a whole number >= 0 or a numpy SeedSequence, got -1"),

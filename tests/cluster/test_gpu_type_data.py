@@ -131,7 +131,7 @@ def test_a_workload_file_may_name_the_type_given_the_profiles():
     cluster = ClusterTypes({"t4": 16, "v100": 16}, profiles=mine)
     raw = workload_to_dict(replace(WORKLOAD.head(5), cluster=cluster))
     assert workload_from_dict(raw, profiles=mine).cluster == cluster
-    with pytest.raises(ValidationError, match=r"workload: cluster: counts must be a known GPU type \(v100, p100, "
+    with pytest.raises(ValidationError, match=r"workload: cluster must be a known GPU type \(v100, p100, "
                                               r"k80\), got 't4'"):
         workload_from_dict(raw)
 
@@ -171,12 +171,14 @@ KEY = "LM (batch size 10)|1"
     (lambda: SHIPPED.with_type("t4", {"tacc": {KEY: True}}), r"\['LM \(batch size 10\)\|1'\] must be a"),
     (lambda: GpuProfiles(["a", "a"], {"s": {}}), r"types lists a GPU type twice: 'a'"),
     (lambda: GpuProfiles("ab", {"s": {}}), r"types must be a non-empty sequence"),
-    (lambda: GpuProfiles(["a"], {}), r"sets must map at least one throughput set"),
+    (lambda: GpuProfiles(["a"], {}), r"sets must be a mapping of at least one throughput set name .*, got dict"),
     (lambda: GpuProfiles(["a"], {"s": {"k": {"b": 1.0}}}), r"each key of sets\['s'\]\['k'\] must be one of types "
                                                             r"\(a\), got 'b'"),
     (lambda: GpuProfiles(["a"], {"s": {"k": {"a": 0.0}}}), r"sets\['s'\]\['k'\]\['a'\] must be a finite number"),
     (lambda: GpuProfiles(["a"], {"s": {}}, profiled="b"), r"profiled must be one of types \(a\), got 'b'"),
-    (lambda: GpuProfiles.from_dict([]), r"profiles must be a JSON object with 'types' and 'sets'"),
+    (lambda: GpuProfiles.from_dict([]), r"profiles must be a JSON object with 'types' and 'sets', got list"),
+    (lambda: GpuProfiles.from_dict({"types": ["a"]}), r"^sets must be a mapping of at least one .*, got NoneType$"),
+    (lambda: GpuProfiles(["a", ""], {"s": {}}), r"^types\[1\] must be a non-empty string, got str ''$"),
     (lambda: SHIPPED.rows("nope"), r"throughput_set must be a throughput set of the profiles "
                                     r"\(tacc, wisr\), got 'nope'"),
     (lambda: SHIPPED.table("tacc", "t4"), r"gpu_type must be a GPU type of the profiles \(v100, p100, k80\), got 't4'"),

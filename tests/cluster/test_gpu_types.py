@@ -189,8 +189,8 @@ def test_a_workload_with_a_cluster_round_trips() -> None:
 
 @pytest.mark.parametrize(("cluster", "message"), [
     ({"v100": 16, "k80": 15}, r"cluster has 31 GPUs .* but gpus is 32"),
-    ({"v100": 32, "a100": 0}, r"workload: cluster: counts must be a known GPU type \(.*\), got 'a100'"),
-    ({"v100": 31.5, "k80": 0.5}, r"workload: cluster: counts\['v100'\] must be a positive whole number"),
+    ({"v100": 32, "a100": 0}, r"workload: cluster must be a known GPU type \(.*\), got 'a100'"),
+    ({"v100": 31.5, "k80": 0.5}, r"workload: cluster\['v100'\] must be a positive whole number"),
     ([32], r"workload: cluster must be a JSON object"),
 ])
 def test_a_bad_cluster_field_is_rejected(cluster: Any, message: str) -> None:

@@ -126,7 +126,7 @@ def test_a_told_profile_slower_than_the_bound_is_refused(tmp_path) -> None:
 @pytest.mark.parametrize(("path", "value", "parts"), [
     (["gpus"], 10**7, ("workload: gpus must be a whole number in [1, 1e+06] (MAX_GPUS)",)),
     (["round_s"], 1e13, ("workload: round_s must be a number of seconds in (0, 1e+12]",)),
-    (["cluster", "v100"], 10**30, ("workload: cluster['v100']", "more than the 1e+06 GPUs")),
+    (["cluster", "v100"], 10**30, ("workload: cluster['v100']", "at most 1e+06 (MAX_GPUS")),
     (["jobs", 0, "total_steps"], 2**60, ("job 0 (id 3): total_steps must be a whole number in", "(2**53)")),
     (["jobs", 1, "phases", 0, "batch_size"], 1e300, ("job 1 (id 'b'): phase 0: batch_size (1e+300) is more than",)),
 ])
@@ -267,7 +267,7 @@ def _check_valid(workload: Workload) -> None:
     ({"round_s": 10**400}, r"round_s must be a number of seconds in \(0, 1e\+12\], got 1000"),
     ({"duration_s": (1.0, 10**400)}, r"duration_s must be a \(low, high\) pair with low <= high, "
                                   r"each a number of seconds in \(0, 1e\+12\]"),
-    ({"gang_mix": {1: 10**400}}, r"gang_mix's weights must be finite numbers >= 0, not all 0"),
+    ({"gang_mix": {1: 10**400}}, r"gang_mix's weight for 1 must be a finite number >= 0, got 1000"),
     ({"gang_mix": ((1, 0.5), (1, 0.5))}, r"gang_mix lists a value twice: 1"),
 ])
 def test_bad_generator_settings_name_the_setting(fields, message) -> None:

@@ -94,9 +94,10 @@ def test_metrics_on_a_hand_computed_example() -> None:
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (lambda: jct_s([0.0, 1.0], [2.0]), "differ in length"),
+        (lambda: jct_s([0.0, 1.0], [2.0]), r"finish_s must have 2 entries, one per job of arrival_s, got 1"),
         (lambda: jct_s([0.0], [np.nan]), "finite"),
-        (lambda: makespan_s([], []), "non-empty"),
+        (lambda: makespan_s([], []), "arrival_s must list at least one job, got none"),
+        (lambda: makespan_s([[0.0]], [1.0]), r"arrival_s must have shape \(any\), one entry per job, got \(1, 1\)"),
         (lambda: ftf_rho([1.0], [0.0], gpus=1), r"isolated_s\[0\] must be a finite number > 0"),
         (lambda: ftf_rho([1.0], [1.0], gpus=0), "gpus"),
         (lambda: utilization(1.0, 2, 0.0), "makespan"),

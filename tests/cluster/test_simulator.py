@@ -495,7 +495,7 @@ MALFORMED: list[tuple[list[Any], Any, bool, str]] = [
     (["jobs", 1, "isolated_s"], 51.0, False, rf"{JOB}: isolated_s \(51\) differs from the sum"),
     (["jobs", 1, "id"], 3, False, r"job 1 \(id 3\): id repeats job 0"),
     (["jobs", 1, "id"], None, True, r"job 1: missing field 'id'"),
-    (["jobs", 1, "id"], 1.5, False, r"job 1 \(id 1.5\): id must be an integer or a string"),
+    (["jobs", 1, "id"], 1.5, False, r"job 1: id must be an integer or a string, got 1.5"),
     (["jobs", 1], 42, False, r"job 1 must be a JSON object"),
     (["jobs"], [], False, r"'jobs' must be a non-empty list"),
     (["gpus"], None, True, r"workload: missing field 'gpus'"),

@@ -450,7 +450,8 @@ ARRAYS = {
          r"regime_durations\[0, 1\] \(job 0\) must be > 0 seconds, got -30"),
         ({"regime_mask": [[True, True], [False, False]], "regime_counts": [[1, 1], [0, 0]]},
          r"regime_mask\[1\] \(job 1\) has no regime"),
-        ({"regime_mask": [[1, 1], [1, 0]]}, r"regime_mask must be a boolean array of shape \(2, 2\)"),
+        ({"regime_mask": [[1, 1], [1, 0]]}, r"regime_mask's dtype must be 'bool', got 'int64'"),
+        ({"regime_mask": [[True, True]]}, r"regime_mask must have shape \(2, 2\), got \(1, 2\)"),
         ({"regime_durations": [[60.0, np.nan], [12.5, 0.0]]}, r"regime_durations contains NaN"),
     ],
 )

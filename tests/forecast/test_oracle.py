@@ -62,7 +62,7 @@ def test_implements_the_forecaster_interface():
 @pytest.mark.parametrize("epoch_s, ids, message", [
     ({"a": [60.0, 30.0]}, ["b"], r"no epoch_s for job 0 \(id 'b'\)"),
     ({"a": [60.0]}, ["a"], r"epoch_s for job 0 \(id 'a'\) lists 1 epochs, but the job has 2"),
-    ({"a": [60.0, 30.0]}, None, "needs JobStates with job_ids"),
+    ({"a": [60.0, 30.0]}, None, r"states.job_ids must be the jobs' ids, by which OracleForecaster finds"),
 ])
 def test_jobs_it_does_not_know_are_named(epoch_s, ids, message):
     states = JobStates.from_lists([2], [{32: 60.0, 64: 30.0}], job_ids=ids)
@@ -72,10 +72,11 @@ def test_jobs_it_does_not_know_are_named(epoch_s, ids, message):
 
 @pytest.mark.parametrize("epoch_s, message", [
     ({}, "non-empty mapping"),
-    ({"a": [60.0, -1.0]}, r"epoch_s\['a'\] must list"),
-    ({"a": [[60.0]]}, r"epoch_s\['a'\] must list"),
-    ({"a": ["x"]}, r"epoch_s\['a'\] must list"),
-    ({"a": [np.nan]}, r"epoch_s\['a'\] must list"),
+    ({"a": [60.0, -1.0]}, r"epoch_s\['a'\]\[1\] must be a finite number of seconds > 0, got -1"),
+    ({"a": [[60.0]]}, r"epoch_s\['a'\] must have shape \(any\), one duration per epoch"),
+    ({"a": ["x"]}, r"epoch_s\['a'\] must hold real numbers"),
+    ({"a": [np.nan]}, r"epoch_s\['a'\]\[0\] must be a finite number of seconds > 0, got nan"),
+    ({"a": []}, r"epoch_s\['a'\] must list at least one epoch"),
 ])
 def test_bad_durations_are_named(epoch_s, message):
     with pytest.raises(ValidationError, match=message):

@@ -130,8 +130,8 @@ def test_population_arrays_are_read_only():
 
 @pytest.mark.parametrize("make, message", [
     (lambda: Trajectory(["unhashable"], [1.0]), "group must be hashable"),
-    (lambda: Trajectory("kind", []), "batch_sizes must list"),
-    (lambda: Trajectory("kind", [16.0, np.nan]), "batch_sizes must list"),
+    (lambda: Trajectory("kind", []), "batch_sizes must list at least one epoch.s regime"),
+    (lambda: Trajectory("kind", [16.0, np.nan]), r"batch_sizes\[1\] must be a finite batch size, got nan"),
     (lambda: Trajectory("kind", [16.0, 32.0], regimes=[16.0]), "not in regimes"),
     (lambda: PopulationOptions(prior_weight=0), "prior_weight must be a finite number > 0"),
     (lambda: PopulationOptions(other_regimes=2), "other_regimes must be a number in"),
@@ -169,7 +169,7 @@ def test_states_record_the_last_regime_and_the_changes():
     (([0, 0], [1, 0], [0, 0]), r"recent\[0\] \(last_regime\)"),  # job 1 has no epochs: must be -1
     (([0, -1], [3, 0], [0, 0]), r"recent\[1\] \(last_run\)"),  # more than the regime's count
     (([0, -1], [2, 0], [2, 0]), r"recent\[2\] \(changes\)"),  # more changes than epochs - 1
-    (([0, -1], [2, 0]), "recent must be"),
+    (([0, -1], [2, 0]), r"recent must have 3 entries, one per array of \(last_regime, last_run, changes\)"),
 ])
 def test_bad_recent_history_is_named(recent, message):
     with pytest.raises(ValidationError, match=message):
@@ -207,7 +207,7 @@ def test_a_job_whose_references_weigh_almost_nothing_draws_its_own_references():
         (lambda: PopulationForecaster(population=[1, 2]), r"population must be a vfm.forecast.Population, got list"),
         (lambda: PopulationForecaster(prior="dirichlet"), r"prior must be a vfm.forecast.DirichletForecaster, got str"),
         (lambda: PopulationForecaster().learned(Trajectory("a", [32])),
-         r"trajectories must be a list of vfm.forecast.Trajectory, got Trajectory \(wrap one trajectory in a list\)"),
+         r"trajectories must be a list of vfm.forecast.Trajectory, got Trajectory; wrap one trajectory in a list"),
         (lambda: PopulationForecaster().remaining_runtime("states"),
          r"states given to PopulationForecaster must be a vfm.forecast.JobStates .*got str"),
         (lambda: PopulationForecaster().sample_remaining_runtime(

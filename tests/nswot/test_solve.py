@@ -272,7 +272,7 @@ BAD_OPTIONS = [
     ({"tol": 1000}, "tol=1000"), ({"tol": 1}, "tol=1"), ({"tol": "1e-6"}, "tol='1e-6'"), ({"tol": True}, "tol=True"),
     ({"max_iter": 0}, "max_iter=0"), ({"max_iter": -3}, "max_iter=-3"), ({"max_iter": 2.5}, "max_iter=2.5"),
     ({"max_iter": 10.0}, "max_iter=10.0"), ({"max_iter": None}, "max_iter=None"),
-    ({"tolerance": 1e-6}, "'tolerance' is not an option"),
+    ({"tolerance": 1e-6}, "tolerance is not an option"),
 ]
 
 

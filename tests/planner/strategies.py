@@ -94,11 +94,11 @@ def programs(draw: st.DrawFn, scenarios: int, max_jobs: int = 8, max_rounds: int
     shares[:, np.arange(n), first_fit] += 0.05  # every job progresses in a round it fits
     shares /= shares.sum(axis=2, keepdims=True) * rng.uniform(1.0, 3.0, (scenarios, n, 1))
     progress = (1.0 - base)[None, :, None] * shares
-    weights = rng.uniform(0.1, 10.0, n)
+    budgets = rng.uniform(0.1, 10.0, n)
     return PlanningProgram(
         progress=progress * fits[None],
         base=base,
-        weights=weights,
+        budgets=budgets,
         gpus=gpus,
         capacity=capacity,
         round_s=120.0,

@@ -71,7 +71,8 @@ def _decisions(make: Callable[[], Policy], typed: bool, seed: int, rounds: int,
     return decided
 
 
-@settings(max_examples=12, deadline=None)
+# Twelve event streams by default; the deep profile explores a hundred.
+@settings(max_examples=12 if settings.default.derandomize else 100, deadline=None)
 @given(seed=st.integers(0, 2**16), fairness=st.booleans(), execution=st.sampled_from(["credit", "window"]),
        typed=st.booleans(), restore_at=st.sets(st.integers(1, 24), min_size=1, max_size=3))
 def test_a_policy_restored_at_any_round_decides_as_the_one_that_never_stopped(

@@ -165,7 +165,8 @@ def test_a_typed_plan_that_places_more_gpus_than_a_type_has_is_refused() -> None
     for row in document["plan"]["rows"]:
         row["placement"] = [0] * len(row["placement"])  # every job on the two V100s
     restored = Policy(cluster, rounds=4)
-    with pytest.raises(ValidationError, match="more GPUs of a type in a round than the cluster has"):
+    with pytest.raises(ValidationError, match=r"the GPUs placed in the state's plan must be at most the cluster's of "
+                                              r"each type \(v100: 2, k80: 2\)"):
         restored.restore(document)
     assert restored.jobs == []
 
@@ -176,5 +177,5 @@ def test_a_state_with_an_id_nested_too_deep_is_refused_without_a_recursion_error
     state = policy.state
     deep = dict(state.jobs)
     deep[_nested(10_000)] = deep.pop("a")
-    with pytest.raises(ValidationError, match=r"job id .*MAX_ID_DEPTH"):
+    with pytest.raises(ValidationError, match=r"each key of jobs of the state must be a job id: .*MAX_ID_DEPTH"):
         Policy(4, rounds=3).restore(dataclasses.replace(state, jobs=deep))

@@ -60,7 +60,7 @@ def test_a_tolerance_that_is_no_relative_gap_is_rejected_by_the_options_and_by_e
     if tol is not None:  # None is the options' default (`PlanOptions.backend_tol`), not the backends'
         with pytest.raises(ValidationError, match=r"^tol must be a relative gap in \(0, 1\) or None"):
             PlanOptions(tol=tol)
-    program = PlanningProgram(progress=np.full((1, 1, 2), 0.1), base=np.zeros(1), weights=np.ones(1),
+    program = PlanningProgram(progress=np.full((1, 1, 2), 0.1), base=np.zeros(1), budgets=np.ones(1),
                               gpus=np.ones(1), capacity=np.ones(2), round_s=1.0, remaining_s=np.ones(1))
     for solve in (solve_saa_ipm, SaaIpmBackend().solve, SaaCvxpyBackend().solve):
         with pytest.raises(ValidationError, match=r"^tol must be a relative gap in \(0, 1\)"):

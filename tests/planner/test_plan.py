@@ -191,7 +191,7 @@ def test_rounded_objective_is_never_above_the_bound(case, solver, efficiency):
     assert np.isfinite(result.bound)
     assert result.relaxed_objective <= result.bound + tolerance
     assert result.rounded_objective <= result.bound + tolerance
-    assert result.rounding_gap >= -np.expm1(tolerance / result.program.weights.sum())
+    assert result.rounding_gap >= -np.expm1(tolerance / result.program.budgets.sum())
     assert result.rounding_gap <= 1.0
 
 
@@ -211,7 +211,7 @@ def test_generous_fair_finish_targets_are_held_as_constraints(case):
     # saa-ipm first (the fastest backend that holds FTF constraints); cvxpy only as its fallback.
     assert result.solver == "saa-ipm" or "(after saa-ipm:" in result.message, result.message
     assert _certified(result), result.message
-    np.testing.assert_array_equal(result.program.weights, case.budgets)
+    np.testing.assert_array_equal(result.program.budgets, case.budgets)
     limit = result.program.leftover_limit_s
     leftover = result.program.remaining_s - case.round_s * result.relaxed.sum(axis=1)
     assert np.all(leftover <= limit + 1e-6 * (1 + np.abs(limit) + result.program.remaining_s))
@@ -291,7 +291,7 @@ def test_impossible_fair_finish_targets_become_priorities(case, data):
     np.testing.assert_array_equal(~np.isfinite(program.leftover_limit_s[~finished]), cannot[~finished])
     lateness = np.where(finished, 0.0, remaining / share / targets)
     late = cannot & (lateness > rho_max)
-    priority = program.weights / case.budgets
+    priority = program.budgets / case.budgets
     np.testing.assert_array_equal(priority > 1, late)
     # lateness ** exponent, divided by one common factor when the weights would span over 1e4
     # (each at least 1): the ratios among the late jobs are kept unless one hits that floor.
@@ -339,8 +339,8 @@ def test_a_constraint_only_the_boundary_meets_becomes_a_priority(solver):
     result = plan(states, [1, 1], 1, rounds=rounds, round_s=round_s, terms=JobTerms(fair_finish_s=[10.0, 1e9]),
                   solver=solver)
     assert result.fairness == "constraints" and result.ftf_bound == 1.0
-    assert not np.isfinite(result.program.leftover_limit_s[0]) and result.program.weights[0] > 1
-    assert np.isfinite(result.program.leftover_limit_s[1]) and result.program.weights[1] == 1
+    assert not np.isfinite(result.program.leftover_limit_s[0]) and result.program.budgets[0] > 1
+    assert np.isfinite(result.program.leftover_limit_s[1]) and result.program.budgets[1] == 1
     assert result.status == Status.OPTIMAL, result.message
 
 
@@ -501,7 +501,7 @@ def test_prioritized_job_with_efficiency_is_solved():
     target = FORECASTER.remaining_runtime(states)[0] / share / 10.0  # lateness 10
     result = plan(states, [1, 2, 1], 2, rounds=5, terms=JobTerms(fair_finish_s=[target, 1e9, 1e9]), efficiency=0.01)
     assert result.fairness == "constraints" and result.solver == "saa-ipm"
-    assert not np.isfinite(result.program.leftover_limit_s[0]) and result.program.weights[0] > 1
+    assert not np.isfinite(result.program.leftover_limit_s[0]) and result.program.budgets[0] > 1
     assert result.status == Status.OPTIMAL, result.message
     assert result.rounded_objective <= result.bound + 1e-7 * (1 + abs(result.bound))
 

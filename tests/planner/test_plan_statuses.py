@@ -101,7 +101,7 @@ def test_the_time_limit_stops_the_interior_point(monkeypatch):
     from vfm.planner.solve.ipm import solve_saa_ipm
 
     program = PlanningProgram(progress=np.array([[[0.2, 0.2, 0.1], [0.1, 0.3, 0.3]]]), base=np.array([0.1, 0.0]),
-                              weights=np.ones(2), gpus=np.ones(2), capacity=np.ones(3), round_s=60.0,
+                              budgets=np.ones(2), gpus=np.ones(2), capacity=np.ones(3), round_s=60.0,
                               remaining_s=np.array([300.0, 200.0]), spread=0.1)
     stopped = solve_saa_ipm(program, tol=1e-9, deadline=time.perf_counter() - 1.0)
     assert stopped.status == Status.ITERATION_LIMIT and "reached its time limit after 0 iterations" in stopped.message

@@ -239,8 +239,9 @@ def test_a_job_whose_runtime_overflows_is_refused_and_the_policy_keeps_serving()
     with pytest.raises(ValidationError, match=r"^regimes of job 'big' gives batch size 32 an epoch duration of "
                                               r"1e\+300 s, more than the 1e\+12 s a job may run in all"):
         policy.add_job("big", 1, {32: 1e300}, 10**9)
-    with pytest.raises(ValidationError, match=r"^job 'long' would run 1e\+13 s \(10000000 epochs of up to "
-                                              r"1e\+06 s\), more than the 1e\+12 s a job may run in all"):
+    with pytest.raises(ValidationError, match=r"^epochs of job 'long' must be a whole number of epochs that run at "
+                                              r"most 1e\+12 s in all \(MAX_JOB_SECONDS\) at its slowest regime's "
+                                              r"1e\+06 s each, got 10000000$"):
         policy.add_job("long", 1, {32: 1.0, 64: 1e6}, 10**7)
     assert policy.jobs == ["small"] and policy.next_round() == ["small"]
     policy.add_job("edge", 1, {32: MAX_JOB_SECONDS / 1000}, 1000)  # exactly the bound: accepted

@@ -53,15 +53,18 @@ def test_the_reference_type_is_the_fastest_and_speeds_are_ratios_of_the_current_
 @pytest.mark.parametrize(("regimes", "gpus", "pattern"), [
     ({"a100": {32: 1.0}}, 1, r"each key of regimes of job 'x' must be a GPU type of the cluster "
                              r"\(v100, k80\), got 'a100'"),
-    ({"v100": {32: 1.0}, "k80": {64: 2.0}}, 1, r"on k80 must give the same batch sizes"),
-    ({"v100": {32: -1.0}}, 1, r"must give finite seconds per epoch > 0"),
-    ({"v100": {32: float("inf")}}, 1, r"must give finite seconds per epoch > 0"),
-    ({"v100": {32: float("nan")}}, 1, r"must give finite seconds per epoch > 0"),
-    ({"v100": {32: "slow"}}, 1, r"on v100 must map batch sizes to seconds per epoch"),
-    ({"v100": "x"}, 1, r"on v100 must be a non-empty mapping batch size -> seconds per epoch"),
-    ({"v100": {}}, 1, r"on v100 must be a non-empty mapping"),
+    ({"v100": {32: 1.0}, "k80": {64: 2.0}}, 1, r"regimes\['k80'\]\[64\.0\] of job 'x' must be left out: a mapping of "
+                                                r"the batch sizes of its first type has the batch size 32\.0 only"),
+    ({"v100": {32: -1.0}}, 1, r"regimes\['v100'\]\[32\.0\] of job 'x' must be a finite number of seconds per epoch "
+                              r"> 0, got -1\.0"),
+    ({"v100": {32: float("inf")}}, 1, r"regimes\['v100'\]\[32\.0\] of job 'x' must be a finite number .*, got inf"),
+    ({"v100": {32: float("nan")}}, 1, r"regimes\['v100'\]\[32\.0\] of job 'x' must be a finite number .*, got nan"),
+    ({"v100": {32: "slow"}}, 1, r"regimes\['v100'\]\[32\] of job 'x' must be a number, got 'slow'"),
+    ({"v100": "x"}, 1, r"regimes\['v100'\] of job 'x' must be a non-empty mapping of batch sizes to seconds per epoch"),
+    ({"v100": {}}, 1, r"regimes\['v100'\] of job 'x' must be a non-empty mapping"),
     ({"v100": {32: 1.0}}, "two", r"gpus of job 'x' must be a positive whole number of GPUs"),
-    ({"k80": {32: 1.0}}, 3, r"gpus of job 'x' \(3\) fits none of its types \(k80: 2 GPUs\)"),
+    ({"k80": {32: 1.0}}, 3, r"gpus of job 'x' must be a positive whole number of GPUs, at most 2 \(the GPUs of its "
+                            r"largest GPU type: k80: 2\), got 3"),
     ({}, 1, r"regimes of job 'x' must be a non-empty mapping of GPU types"),
 ])
 def test_bad_jobs_are_named(regimes, gpus, pattern):
@@ -109,5 +112,6 @@ def test_bad_options_are_named():
         Policy({"v100": 4})  # type: ignore[arg-type]
     with pytest.raises(ValidationError, match=r"service_floor and wait_limit apply to one GPU type"):
         Policy(ClusterTypes({"v100": 4, "k80": 2}), wait_limit=20)
-    with pytest.raises(ValidationError, match=r"regimes of job 'x' name 'k80', but the cluster has one GPU type"):
+    with pytest.raises(ValidationError, match=r"each key of regimes of job 'x' must be the cluster's one GPU type "
+                                              r"\(v100\), got 'k80' \(give \{batch size: seconds per epoch\} or"):
         Policy(ClusterTypes({"v100": 4})).add_job("x", 1, {"k80": {32: 1.0}}, 3)

@@ -23,7 +23,7 @@ def _program(seed: int, jobs: int = 14, rounds: int = 8, scenarios: int = 1) -> 
     remaining = rng.uniform(200.0, 3000.0, jobs)
     return PlanningProgram(
         progress=rng.uniform(0.01, 0.08, (scenarios, jobs, rounds)), base=rng.uniform(0.0, 0.5, jobs),
-        weights=rng.uniform(0.5, 2.0, jobs), gpus=rng.choice([1.0, 2.0], jobs), capacity=np.full(rounds, 6.0),
+        budgets=rng.uniform(0.5, 2.0, jobs), gpus=rng.choice([1.0, 2.0], jobs), capacity=np.full(rounds, 6.0),
         round_s=60.0, remaining_s=remaining, efficiency=0.002,
         leftover_limit_s=remaining - rng.uniform(0.0, 120.0, jobs), spread=0.1)
 
@@ -64,7 +64,7 @@ def test_the_lagrangian_minimizer_is_exact():
     assert np.allclose(utility, data.base + (a * y).sum(axis=1), rtol=1e-14, atol=0)
     assert ((y >= 0) & (y <= data.upper[None, :])).all() and (y[~data.active] == 0).all()
     # Stationarity on the entries inside the box; the sign of the gradient at the bounds.
-    gradient = data.spread[:, None] * y - (data.beta / utility)[:, None] * a + data.g * prices[None, :] \
+    gradient = data.spread[:, None] * y - (data.budgets / utility)[:, None] * a + data.g * prices[None, :] \
         - rows[:, None] * data.pace
     assert np.abs(gradient[free]).max() <= 1e-15 * max(1.0, np.abs(gradient).max()) + 1e-17
     assert (gradient[data.active & ~free & (y == 0)] >= -1e-15).all()
@@ -252,7 +252,7 @@ def _floor_window():
     whose three fresh jobs are planned a sliver of each round: utilities of 1e-5, spreads of 6e-7."""
     return PlanningProgram(
         progress=np.repeat(np.array([[[0.0027215], [0.0013133], [0.0013537], [0.0152314], [0.0018933]]]), 20, axis=2),
-        base=np.array([0.0306, 0.0, 0.0, 0.0231, 0.0]), weights=np.array([442.0, 45.4, 2.12, 6.91, 1.91]),
+        base=np.array([0.0306, 0.0, 0.0, 0.0231, 0.0]), budgets=np.array([442.0, 45.4, 2.12, 6.91, 1.91]),
         gpus=np.array([1.0, 2.0, 2.0, 2.0, 2.0]), capacity=np.full(20, 2.0), round_s=120.0,
         remaining_s=np.array([42743.5, 91371.5, 88646.0, 7696.7, 63380.8]),
         leftover_limit_s=np.array([np.inf, np.inf, np.inf, 6792.0, 73656.5]), spread=0.1)

@@ -57,7 +57,7 @@ def test_the_lagrangian_minimizer_adds_each_rounds_multiplier_to_its_goods_costs
     rows = duals.ftf + duals.efficiency
     y, utility, free = lagrangian_minimizer(data, duals.prices, rows, duals.types)
     a = data.progress[:, 0, :]
-    gradient = data.spread[:, None] * y - (data.beta / utility)[:, None] * a + data.g * duals.prices[None, :] \
+    gradient = data.spread[:, None] * y - (data.budgets / utility)[:, None] * a + data.g * duals.prices[None, :] \
         - rows[:, None] * data.pace + duals.types[:, data.good_round]
     assert np.abs(gradient[free]).max() <= 1e-14 * max(1.0, np.abs(gradient).max())
     assert (gradient[data.active & ~free & (y == 0)] >= -1e-15).all()

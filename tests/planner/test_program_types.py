@@ -28,7 +28,7 @@ def typed_program(seed: int, n: int = 6, types: int = 2, rounds: int = 4, scenar
     per_round[:, :, 0] += 0.01
     progress = (per_round[:, :, None, :] * speed[None, :, :, None]).reshape(scenarios, n, types * rounds)
     return PlanningProgram(
-        progress=progress, base=np.where(rng.random(n) < 0.3, 0.0, 0.05), weights=rng.uniform(0.5, 2.0, n),
+        progress=progress, base=np.where(rng.random(n) < 0.3, 0.0, 0.05), budgets=rng.uniform(0.5, 2.0, n),
         gpus=rng.integers(1, 3, n).astype(float), capacity=np.repeat(rng.integers(2, 5, types), rounds).astype(float),
         round_s=120.0, remaining_s=rng.uniform(300.0, 3000.0, n), good_round=np.tile(np.arange(rounds), types),
         speed=np.repeat(speed, rounds, axis=1), **extra)
@@ -56,10 +56,10 @@ def test_a_typed_program_is_solved_within_capacity_one_type_per_round_with_a_cer
 
 def test_one_good_per_round_with_unit_speed_is_the_one_type_program():
     program = typed_program(3, types=2)
-    plain = PlanningProgram(progress=program.progress[:, :, :4], base=program.base, weights=program.weights,
+    plain = PlanningProgram(progress=program.progress[:, :, :4], base=program.base, budgets=program.budgets,
                             gpus=program.gpus, capacity=program.capacity[:4], round_s=120.0,
                             remaining_s=program.remaining_s)
-    same = PlanningProgram(progress=plain.progress, base=plain.base, weights=plain.weights, gpus=plain.gpus,
+    same = PlanningProgram(progress=plain.progress, base=plain.base, budgets=plain.budgets, gpus=plain.gpus,
                            capacity=plain.capacity, round_s=120.0, remaining_s=plain.remaining_s,
                            good_round=np.arange(4), speed=np.ones((6, 4)))
     assert not same.several_per_round and same.over_types
@@ -163,14 +163,14 @@ def test_saa_ipm_solves_a_typed_program_as_cvxpy_does(seed, types, scenarios, ro
     assert 0.0 <= solution.gap
     assert abs(value - other) <= solution.gap + reference.gap + 1e-7 * (1.0 + abs(value))
     if solution.status == Status.OPTIMAL and not spread:  # the gap is then the solver's own stopping test
-        assert solution.gap <= 1e-9 * (float(program.weights.sum()) + abs(value)) * (1 + 1e-12)
+        assert solution.gap <= 1e-9 * (float(program.budgets.sum()) + abs(value)) * (1 + 1e-12)
     if program.leftover_limit_s is not None:
         assert (program.leftover_s(x) <= program.leftover_limit_s + 1e-6 * program.round_s).all()
 
 
 def test_saa_ipm_with_one_good_per_round_and_unit_speed_gives_the_one_type_answer_exactly():
     program = typed_program(3, types=2, efficiency=1e-3, spread=1e-3)
-    plain = PlanningProgram(progress=program.progress[:, :, :4], base=program.base, weights=program.weights,
+    plain = PlanningProgram(progress=program.progress[:, :, :4], base=program.base, budgets=program.budgets,
                             gpus=program.gpus, capacity=program.capacity[:4], round_s=120.0,
                             remaining_s=program.remaining_s, efficiency=1e-3, spread=1e-3,
                             leftover_limit_s=program.remaining_s - 60.0)

@@ -49,7 +49,7 @@ def _check_ipm_solution(program: PlanningProgram, solution, tol: float) -> float
     assert np.isfinite(objective) and np.isfinite(solution.gap) and solution.gap >= 0
     if solution.status == Status.OPTIMAL:
         # tol relative to 1 + |F| in the objective scaled to budgets summing to 1.
-        assert solution.gap <= tol * (program.weights.sum() + abs(objective)) * (1 + 1e-12)
+        assert solution.gap <= tol * (program.budgets.sum() + abs(objective)) * (1 + 1e-12)
     return objective
 
 
@@ -132,7 +132,7 @@ def test_invariant_to_the_scale_of_the_budgets(program):
     # point) gives the very same iterates; the gap and prices scale with them.
     base = solve_saa_ipm(program)
     factor = 2.0**20
-    scaled = solve_saa_ipm(replace(program, weights=program.weights * factor))
+    scaled = solve_saa_ipm(replace(program, budgets=program.budgets * factor))
     assert scaled.status == base.status and scaled.iterations == base.iterations
     np.testing.assert_array_equal(scaled.x, base.x)
     assert scaled.gap == pytest.approx(factor * base.gap, rel=1e-12)
@@ -142,7 +142,7 @@ def test_invariant_to_the_scale_of_the_budgets(program):
 def test_one_job_takes_every_round_it_fits():
     # One job alone: log utility increases in every y_it, so the optimum is y = 1 where it fits.
     program = PlanningProgram(
-        progress=np.array([[[0.1, 0.2, 0.0, 0.3]]]), base=np.array([0.2]), weights=np.array([2.0]),
+        progress=np.array([[[0.1, 0.2, 0.0, 0.3]]]), base=np.array([0.2]), budgets=np.array([2.0]),
         gpus=np.array([3.0]), capacity=np.array([4.0, 2.0, 4.0, 8.0]), round_s=60.0, remaining_s=np.array([1e3]),
     )
     solution = solve_saa_ipm(program)
@@ -157,7 +157,7 @@ def test_identical_jobs_get_equal_progress():
     # utilities 0.1 + 0.3 and 0.1 + 0.15 in the two scenarios, objective log(0.4) + log(0.25).
     progress = np.tile(np.array([0.1, 0.2, 0.3]), (2, 2, 1))  # (S=2, n=2, T=3)
     progress[1] *= 0.5
-    program = PlanningProgram(progress=progress, base=np.array([0.1, 0.1]), weights=np.ones(2), gpus=np.ones(2),
+    program = PlanningProgram(progress=progress, base=np.array([0.1, 0.1]), budgets=np.ones(2), gpus=np.ones(2),
                               capacity=np.ones(3), round_s=120.0, remaining_s=np.full(2, 1e3))
     solution = solve_saa_ipm(program, tol=1e-6)
     assert solution.status == Status.OPTIMAL
@@ -173,7 +173,7 @@ def test_identical_jobs_get_equal_progress():
 STALLING = PlanningProgram(
     progress=np.array([[[0.08272061], [0.48009469], [0.62522517], [0.54189544]]]),
     base=np.array([0.77447402, 0.0, 0.0, 0.0]),
-    weights=np.array([0.38036474, 1.33040444, 6.73918171, 6.50717616]),
+    budgets=np.array([0.38036474, 1.33040444, 6.73918171, 6.50717616]),
     gpus=np.ones(4), capacity=np.ones(1), round_s=120.0, remaining_s=np.full(4, 1000.0),
 )
 
@@ -197,7 +197,7 @@ def test_converges_on_fresh_jobs_sharing_a_round(tol):
 def test_identical_jobs_reach_the_default_tolerance():
     progress = np.tile(np.array([0.1, 0.2, 0.3]), (2, 2, 1))
     progress[1] *= 0.5
-    program = PlanningProgram(progress=progress, base=np.array([0.1, 0.1]), weights=np.ones(2), gpus=np.ones(2),
+    program = PlanningProgram(progress=progress, base=np.array([0.1, 0.1]), budgets=np.ones(2), gpus=np.ones(2),
                               capacity=np.ones(3), round_s=120.0, remaining_s=np.full(2, 1e3))
     solution = solve_saa_ipm(program)
     assert solution.status == Status.OPTIMAL, solution.message
@@ -267,7 +267,7 @@ def _tiny_budget_window() -> PlanningProgram:
     return PlanningProgram(
         progress=np.repeat(pace[None, :, None], rounds, axis=2),
         base=np.array([0.533, 0.040, 0.0, 0.819, 0.041, 0.0, 0.0]),
-        weights=np.array([6.26, 5132.0, 34593.0, 5.58, 8.04, 0.367, 0.427]),
+        budgets=np.array([6.26, 5132.0, 34593.0, 5.58, 8.04, 0.367, 0.427]),
         gpus=np.array([3.0, 2.0, 2.0, 1.0, 1.0, 3.0, 1.0]), capacity=np.full(rounds, 3.0), round_s=120.0,
         remaining_s=np.array([2985.0, 22958.0, 3966.0, 3069.0, 2663.0, 64299.0, 54846.0]), efficiency=0.0114,
         leftover_limit_s=np.array([1415.0, np.inf, np.inf, 8732.0, 2381.0, 95479.0, 81409.0]), spread=0.1)

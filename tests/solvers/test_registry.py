@@ -107,7 +107,7 @@ def test_known_but_missing_solver_is_reported():
 def _window(efficiency: float = 0.0):
     from vfm.planner import PlanningProgram
 
-    return PlanningProgram(progress=np.full((1, 2, 3), 0.1), base=np.zeros(2), weights=np.ones(2),
+    return PlanningProgram(progress=np.full((1, 2, 3), 0.1), base=np.zeros(2), budgets=np.ones(2),
                            gpus=np.ones(2), capacity=np.ones(3), round_s=60.0, remaining_s=np.full(2, 600.0),
                            efficiency=efficiency)
 

@@ -201,7 +201,7 @@ def test_options_are_accepted():
 
 def test_unknown_or_wrong_options_are_rejected_by_name():
     market = plain_market(30, 12)
-    with pytest.raises(ValidationError, match=r"'tolerance' is not an option of solver='smoothed-dual'; "
+    with pytest.raises(ValidationError, match=r"tolerance is not an option of solver='smoothed-dual'; "
                                               r"it takes: max_iter, time_limit, tol"):
         vfm.solve(market, "smoothed-dual", tolerance=1e-3)
     with pytest.raises(ValidationError, match=r"option time_limit=-1\.0 of solver='smoothed-dual' must be"):

@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from vfm.errors import ValidationError
+from vfm._validation import check_shape
 from vfm.jobs import equal_share
-from vfm.parameters import Interval, Real, check, check_array, check_parameters
+from vfm.parameters import Interval, Real, check, check_array, check_length, check_nonempty, check_parameters
 
 if TYPE_CHECKING:
     from vfm.cluster.simulator import Simulation
@@ -57,30 +57,25 @@ __all__ = [
 
 
 def _vector(value: ArrayLike, name: str) -> FloatArray:
+    """`value` as a per-job array: one finite number per job, at least one job."""
     array = np.asarray(value, dtype=float)
-    if array.ndim != 1 or array.size == 0:
-        raise ValidationError(f"{name} must be a non-empty 1-D array, got shape {array.shape}")
+    check_shape(name, array, (None,), ", one entry per job")
+    check_nonempty(name, array.size, "job")
     check_array(name, array, Interval(Real, note="an unfinished job has no JCT"))
     return array
-
-
-def _same_length(**arrays: FloatArray) -> None:
-    sizes = {name: a.size for name, a in arrays.items()}
-    if len(set(sizes.values())) > 1:
-        raise ValidationError(f"per-job arrays differ in length: {sizes}")
 
 
 def jct_s(arrival_s: ArrayLike, finish_s: ArrayLike) -> FloatArray:
     """Job completion times ``finish_s - arrival_s``, shape (n,)."""
     arrival, finish = _vector(arrival_s, "arrival_s"), _vector(finish_s, "finish_s")
-    _same_length(arrival_s=arrival, finish_s=finish)
+    check_length("finish_s", finish, arrival.size, "job of arrival_s")
     return finish - arrival
 
 
 def makespan_s(arrival_s: ArrayLike, jct: ArrayLike) -> float:
     """``max(arrival_s + jct)``: when the last job finished, from time 0 of the trace."""
     arrival, jct_ = _vector(arrival_s, "arrival_s"), _vector(jct, "jct_s")
-    _same_length(arrival_s=arrival, jct_s=jct_)
+    check_length("jct_s", jct_, arrival.size, "job of arrival_s")
     return float((arrival + jct_).max())
 
 
@@ -101,7 +96,7 @@ def ftf_rho(jct: ArrayLike, isolated_s: ArrayLike, gpus: int, n_jobs: int | None
         Jobs in the workload (N); default n, the length of the arrays.
     """
     jct_, isolated = _vector(jct, "jct_s"), _vector(isolated_s, "isolated_s")
-    _same_length(jct_s=jct_, isolated_s=isolated)
+    check_length("isolated_s", isolated, jct_.size, "job of jct_s")
     check_array("isolated_s", isolated, Interval(Real, 0, closed="neither"))
     check("gpus", gpus, Interval(Real, 1))
     n = jct_.size if n_jobs is None else n_jobs

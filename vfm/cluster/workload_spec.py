@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from vfm._validation import finite_float, shown_value
+from vfm._validation import shown_value
 from vfm.cluster.gpu_types import throughput_sets
 from vfm.cluster.workload.model import ADAPTATIONS
 from vfm.errors import ValidationError
@@ -34,14 +34,18 @@ from vfm.limits import MAX_GPUS, MAX_JOB_SECONDS, MAX_WORKLOAD_EPOCHS
 from vfm.parameters import (
     Boolean,
     Constraint,
+    Either,
     Instance,
     Interval,
+    Listed,
     OneOf,
     Optional,
     Real,
     Span,
     Whole,
+    check,
     check_distinct,
+    check_length,
     check_parameters,
 )
 
@@ -58,6 +62,12 @@ MAX_EPOCH_NOISE = 100.0
 # How far a mix's weights may sum from 1 after normalizing before it is refused (rounding of a
 # sum of many terms is far below; only a weight numpy cannot divide lands outside).
 _MIX_TOLERANCE = 1e-9
+#: A mix (`gang_mix`, `adaptation_mix`, `duration_mix`): values to weights, as a mapping or as
+#: (value, weight) pairs, each weight finite and >= 0 (not all 0: `_mix`).
+_MIX = Either(Instance(Mapping, "a non-empty mapping of values to weights", with_value=True, nonempty=True),
+              Listed("a list of (value, weight) pairs", kinds=(Sequence,), nonempty=True))
+_PAIR = Instance(tuple, "a (value, weight) pair", with_value=True)
+_WEIGHT = Interval(Real, 0)
 
 #: `Uncertainty`'s fields' constraints, checked on construction (`vfm.parameters`).
 _UNCERTAINTY_CONSTRAINTS: dict[str, Constraint] = {
@@ -225,21 +235,18 @@ def _spec_constraints() -> dict[str, Constraint]:
 
 def _mix(name: str, mix: Any) -> tuple[tuple[Any, float], ...]:
     """A mix as ``((value, probability), ...)``, weights normalized to probabilities summing to 1."""
-    if isinstance(mix, str | bytes) or not isinstance(mix, Mapping | Sequence):
-        raise ValidationError(f"{name} must be a non-empty mapping of values to weights, got {shown_value(mix)}")
+    check(name, mix, _MIX)
     pairs = tuple(mix.items()) if isinstance(mix, Mapping) else tuple(mix)
-    if not pairs or not all(isinstance(p, tuple) and len(p) == 2 for p in pairs):
-        raise ValidationError(f"{name} must be a non-empty mapping of values to weights, got {shown_value(mix)}")
+    for k, pair in enumerate(pairs):
+        check(f"{name}[{k}]", pair, _PAIR)
+        check_length(f"{name}[{k}]", pair, 2, "part (value, weight)")
     values = [value for value, _ in pairs]
     check_distinct(name, values, "a value", "give each value one weight")
-    weights = [w for _, w in pairs]
-    floats = [finite_float(w) for w in weights]
-    if (bad := next((k for k, w in enumerate(floats) if w is None or w < 0), None)) is not None:
-        raise ValidationError(f"{name}'s weights must be finite numbers >= 0, not all 0, got "
-                              f"{shown_value(weights[bad])} for {shown_value(values[bad])}")
-    if max(cast(list[float], floats)) <= 0:
+    for value, weight in pairs:
+        check(f"{name}'s weight for {shown_value(value)}", weight, _WEIGHT)
+    scaled = [float(weight) for _, weight in pairs]
+    if max(scaled) <= 0:
         raise ValidationError(f"{name}'s weights must be finite numbers >= 0, not all 0, got all 0")
-    scaled = cast(list[float], floats)
     total = sum(scaled)
     if not sys.float_info.min < total < math.inf:
         # Weights near 1e308 sum to inf, and subnormal ones lose their digits: scale by the largest.
@@ -248,7 +255,8 @@ def _mix(name: str, mix: Any) -> tuple[tuple[Any, float], ...]:
         total = sum(scaled)
     probabilities = [w / total for w in scaled]
     if abs(math.fsum(probabilities) - 1) > _MIX_TOLERANCE:
-        raise ValidationError(f"{name}'s weights {shown_value(weights)} do not normalize to probabilities summing to 1")
+        raise ValidationError(f"{name}'s weights {shown_value([w for _, w in pairs])} do not normalize to "
+                              f"probabilities summing to 1")
     return tuple((value, p) for value, p in zip(values, probabilities, strict=True))
 
 

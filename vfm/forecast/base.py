@@ -58,6 +58,7 @@ from vfm.parameters import (
     Real,
     Whole,
     check,
+    check_array,
     check_length,
     check_nonempty,
     check_parameters,
@@ -183,11 +184,8 @@ class JobStates:
         n_regimes = counts.shape[1]
         check_nonempty("regime_counts", n_regimes, "regime column")
         raw_mask = np.asarray(regime_mask)
-        if raw_mask.dtype != np.bool_ or raw_mask.shape != (n, n_regimes):
-            raise ValidationError(
-                f"regime_mask must be a boolean array of shape ({n}, {n_regimes}), "
-                f"got dtype {raw_mask.dtype} and shape {raw_mask.shape}"
-            )
+        check("regime_mask's dtype", raw_mask.dtype.name, OneOf(("bool",)))  # a 0/1 mask is not read as one
+        check_shape("regime_mask", raw_mask, (n, n_regimes))
         mask = np.array(raw_mask, dtype=np.bool_, copy=True)
         # Padded durations are meaningless: check only the regimes that exist, store 0 elsewhere.
         raw_durations = real_array(regime_durations, "regime_durations")
@@ -198,12 +196,9 @@ class JobStates:
         else:
             raw_labels = real_array(regime_labels, "regime_labels")
             check_shape("regime_labels", raw_labels, (n, n_regimes))
+            # Only the regimes that exist are checked, as the durations are.
+            check_array("regime_labels", np.where(mask, raw_labels, 0.0), Interval(Real), jobs=True, ids=ids)
             labels = np.where(mask, raw_labels, np.nan)
-            if np.isnan(labels[mask]).any() or np.isinf(labels[mask]).any():
-                job, regime = (int(k) for k in np.argwhere(mask & ~np.isfinite(labels))[0])
-                raise ValidationError(
-                    f"regime_labels[{job}, {regime}] ({job_name(job, ids)}) must be a finite number"
-                )
 
         done = counts.sum(axis=1)
         _check_total_epochs(total, ids)
@@ -383,8 +378,8 @@ class Trajectory:
         reject_masked(batch_sizes, "batch_sizes")
         reject_masked(regimes, "regimes")
         sizes = real_array(batch_sizes, "batch_sizes").ravel()
-        if sizes.size == 0 or not np.isfinite(sizes).all():
-            raise ValidationError("batch_sizes must list the finite regime of at least one epoch")
+        check_nonempty("batch_sizes", sizes.size, "epoch's regime")
+        check_array("batch_sizes", sizes, Interval(Real, noun="a finite batch size"))
         labels = np.unique(sizes if regimes is None else real_array(regimes, "regimes").ravel())
         ranks = np.searchsorted(labels, sizes)
         if (ranks >= labels.size).any() or (labels[np.minimum(ranks, labels.size - 1)] != sizes).any():
@@ -410,8 +405,7 @@ def _recent(recent: tuple[ArrayLike, ArrayLike, ArrayLike] | None, counts: Float
         column = np.where(done > 0, np.argmax(observed_labels, axis=1), -1).astype(np.int64)
         run = np.where(done > 0, counts[np.arange(n), np.maximum(column, 0)], 0.0)
         return column, run, np.maximum(seen.sum(axis=1) - 1.0, 0.0)
-    if len(recent) != 3:
-        raise ValidationError("recent must be (last_regime, last_run, changes), three arrays of shape (n,)")
+    check_length("recent", recent, 3, "array of (last_regime, last_run, changes), each of shape (n,)")
     last = as_real_array(recent[0], "recent[0] (last_regime)", (n,))
     run = as_real_array(recent[1], "recent[1] (last_run)", (n,))
     changes = as_real_array(recent[2], "recent[2] (changes)", (n,))

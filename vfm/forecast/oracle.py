@@ -24,11 +24,12 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from vfm._validation import FloatArray, real_array
+from vfm._validation import FloatArray, check_shape, real_array
 from vfm.errors import ValidationError
 from vfm.forecast.base import (
     SCENARIO_PROGRESS,
@@ -38,7 +39,13 @@ from vfm.forecast.base import (
     check_horizon,
     check_states,
 )
-from vfm.parameters import Instance, check, check_parameters
+from vfm.parameters import Instance, Interval, Real, check, check_array, check_nonempty, check_parameters
+
+#: An epoch's duration.
+_SECONDS = Interval(Real, 0, closed="neither", unit="seconds")
+#: What the oracle reads each job's future by.
+_IDS = Instance(tuple, "the jobs' ids, by which OracleForecaster finds each job's future "
+                       "(JobStates.from_lists(..., job_ids=...))")
 
 
 @dataclass(frozen=True, eq=False)
@@ -81,13 +88,11 @@ class OracleForecaster:
                                                 nonempty=True))
         sequences = []
         for job, seconds in self.epoch_s.items():
-            what = f"epoch_s[{job!r}] must list the job's epoch durations as positive, finite seconds"
-            try:
-                values = real_array(seconds, f"epoch_s[{job!r}]")
-            except ValidationError as exc:
-                raise ValidationError(f"{what} ({exc})") from None
-            if values.ndim != 1 or values.size == 0 or not np.all(np.isfinite(values) & (values > 0)):
-                raise ValidationError(f"{what} (a non-empty 1-D sequence)")
+            name = f"epoch_s[{job!r}]"
+            values = real_array(seconds, name)
+            check_shape(name, values, (None,), ", one duration per epoch")
+            check_nonempty(name, values.size, "epoch")
+            check_array(name, values, _SECONDS)
             sequences.append(values)
         lengths = np.array([s.size for s in sequences], dtype=np.int64)
         # All jobs' epochs on one line: epoch k of row r ends at _ends[_start[r] + k].
@@ -138,9 +143,8 @@ class OracleForecaster:
 
     def _rows(self, states: JobStates) -> NDArray[np.int64]:
         check_states(states, "OracleForecaster")
-        if states.job_ids is None:
-            raise ValidationError("OracleForecaster needs JobStates with job_ids, to find each job's future")
-        rows = np.array([self._row.get(job, -1) for job in states.job_ids], dtype=np.int64)
+        ids = cast(tuple[Hashable, ...], check("states.job_ids", states.job_ids, _IDS))
+        rows = np.array([self._row.get(job, -1) for job in ids], dtype=np.int64)
         if (missing := np.flatnonzero(rows < 0)).size:
             raise ValidationError(f"OracleForecaster has no epoch_s for {states.job_name(int(missing[0]))}")
         lengths = np.diff(np.append(self._start, self._ends.size))[rows]

@@ -60,7 +60,6 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from vfm._validation import FloatArray, random_generator
-from vfm.errors import ValidationError
 from vfm.forecast.base import (
     SCENARIO_PROGRESS,
     JobStates,
@@ -303,9 +302,8 @@ class PopulationForecaster:
 
     def learned(self, trajectories: Sequence[Trajectory]) -> PopulationForecaster:
         """This forecaster with `trajectories` (finished jobs) added to its references."""
-        if isinstance(trajectories, Trajectory) or not isinstance(trajectories, Sequence | np.ndarray):
-            raise ValidationError(f"trajectories must be a list of vfm.forecast.Trajectory, got "
-                                  f"{type(trajectories).__name__} (wrap one trajectory in a list)")
+        check("trajectories", trajectories, Instance(Sequence | np.ndarray, "a list of vfm.forecast.Trajectory",
+                                                     hint="wrap one trajectory in a list"))
         for k, t in enumerate(trajectories):
             check(f"trajectories[{k}]", t, Instance(Trajectory, "a vfm.forecast.Trajectory"))
         return replace(self, population=self.population.extended(list(trajectories)))

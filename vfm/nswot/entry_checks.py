@@ -2,24 +2,25 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from vfm.check import Residual, certify
 from vfm.equilibrium import Equilibrium, Status
-from vfm.errors import ValidationError
 from vfm.market import VolatileFisherMarket
+from vfm.parameters import Instance, check
 
 __all__ = ["certified", "require_market"]
+
+#: The market every entry point solves.
+_MARKET = Instance(VolatileFisherMarket, "a vfm.VolatileFisherMarket",
+                   hint="build one with vfm.VolatileFisherMarket(utilities, budgets, supply)")
 
 
 def require_market(market: object) -> VolatileFisherMarket:
     """Return `market` if it is a `VolatileFisherMarket`, else raise naming what was passed."""
-    if not isinstance(market, VolatileFisherMarket):
-        raise ValidationError(
-            f"market must be a vfm.VolatileFisherMarket, got {type(market).__name__}; "
-            "build one with vfm.VolatileFisherMarket(utilities, budgets, supply)"
-        )
-    return market
+    return cast(VolatileFisherMarket, check("market", market, _MARKET))
 
 
 

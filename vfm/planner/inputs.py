@@ -44,15 +44,15 @@ def checked_cluster(states: JobStates, gpus: ArrayLike, capacity: ArrayLike, spe
 
 def checked_budgets(states: JobStates, budgets: ArrayLike | None) -> FloatArray:
     """The budgets (n,), each > 0 and summing to at most `vfm.limits.MAX_BUDGET_SUM` (default: 1 each)."""
-    weights = np.ones(states.n_jobs) if budgets is None else as_real_array(budgets, "budgets", (states.n_jobs,))
-    require_per_job("budgets", weights, weights <= 0, "must be > 0", ids=states.job_ids)
+    checked = np.ones(states.n_jobs) if budgets is None else as_real_array(budgets, "budgets", (states.n_jobs,))
+    require_per_job("budgets", checked, checked <= 0, "must be > 0", ids=states.job_ids)
     with np.errstate(over="ignore"):
-        total = float(weights.sum())
+        total = float(checked.sum())
     if not total <= MAX_BUDGET_SUM:
         raise ValidationError(f"budgets must sum to at most {MAX_BUDGET_SUM:g}, got a sum of {total:g} (largest "
-                              f"{weights.max():g}): the objective weighs logs of up to about 1e3 by budgets times "
+                              f"{checked.max():g}): the objective weighs logs of up to about 1e3 by budgets times "
                               f"priority weights of up to 1e4; scale them down, only their ratios matter")
-    return weights
+    return checked
 
 
 def checked_waits(waited: ArrayLike, states: JobStates) -> np.ndarray:
@@ -205,7 +205,7 @@ class Inputs:
     width: FloatArray
     supply: FloatArray
     window: typed.TypeWindow | None
-    weights: FloatArray
+    budgets: FloatArray
     targets: FloatArray | None
     waits: np.ndarray
     warm_start: FloatArray | None
@@ -232,7 +232,7 @@ def checked_inputs(states: JobStates, forecaster: Forecaster | None, options: Pl
         reject_masked(value, name)
     width, supply, window = checked_cluster(states, arguments.gpus, arguments.capacity, terms.speed, opts)
     opts.check_over_types(window is not None)
-    weights = checked_budgets(states, terms.budgets)
+    budgets = checked_budgets(states, terms.budgets)
     targets = None if terms.fair_finish_s is None else as_real_array(terms.fair_finish_s, "fair_finish_s", (n,))
     if targets is not None:
         require_per_job("fair_finish_s", targets, targets <= 0, "must be > 0 seconds", ids=states.job_ids)
@@ -240,4 +240,4 @@ def checked_inputs(states: JobStates, forecaster: Forecaster | None, options: Pl
     warm_start = arguments.warm_start
     if warm_start is not None:
         warm_start = checked_warm_start(warm_start, n, opts.rounds, None if window is None else window.types)
-    return Inputs(opts, width, supply, window, weights, targets, waits, warm_start)
+    return Inputs(opts, width, supply, window, budgets, targets, waits, warm_start)

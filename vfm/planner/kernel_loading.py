@@ -240,7 +240,7 @@ def _warm_up_program(scenarios: int, jobs: int) -> PlanningProgram:
     rounds = 4
     return PlanningProgram(
         progress=np.linspace(0.05, 0.3, scenarios * jobs * rounds).reshape(scenarios, jobs, rounds),
-        base=np.linspace(0.1, 0.2, jobs), weights=np.ones(jobs), gpus=np.resize([1.0, 2.0], jobs),
+        base=np.linspace(0.1, 0.2, jobs), budgets=np.ones(jobs), gpus=np.resize([1.0, 2.0], jobs),
         capacity=np.full(rounds, float(jobs)), round_s=60.0, remaining_s=np.resize([300.0, 200.0], jobs),
         efficiency=0.01, leftover_limit_s=np.full(jobs, 1e4), spread=0.01)
 

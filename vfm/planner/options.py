@@ -50,6 +50,7 @@ _CONSTRAINTS: dict[str, Constraint] = {
     "wait_limit": Optional(Interval(Whole, 1, unit="rounds")),
     "pace": OneOf(("flat", "forecast")),
     "utility": OneOf(("progress", "completion")),
+    "completion_time": Interval(Real, 0, MAX_WEIGHT, note="MAX_WEIGHT"),
     "threads": THREADS,
 }
 
@@ -122,6 +123,11 @@ class PlanOptions:
         finishes in the window reaches its whole utility, so one round from its end it outbids a
         job that has just begun (docs/planning.md, "What a job's utility measures"). One GPU
         type or several, one scenario or many.
+    completion_time : float
+        :math:`\lambda \ge 0`, the weight of the jobs' budget-weighted mean busy time in the window
+        (`vfm.planner.program.completion_time_cost`; default 0: none), so that progress earlier is
+        worth more and a short job runs before a long one where the logarithms are indifferent
+        (docs/planning.md, "When progress comes"); at most `MAX_WEIGHT` (1e6), as `efficiency`.
     service_floor : float
         A share in [0, 0.5] of every round that each job that can run in it gets at least
         (`vfm.planner.program.above_floor`; default 0: none). Re-planning moves a job's planned
@@ -187,6 +193,7 @@ class PlanOptions:
     polish: bool = True
     pace: Literal["flat", "forecast"] = "flat"
     utility: Literal["progress", "completion"] = "progress"
+    completion_time: float = 0.0
     service_floor: float = 0.0
     wait_limit: int | None = None
     time_limit_s: float | None = None

@@ -34,7 +34,7 @@ from vfm.planner.inputs import Arguments, Inputs, JobTerms, checked_forecast, ch
 from vfm.planner.kernel_loading import Forms, serving
 from vfm.planner.options import STRICT_TOL, PlanOptions
 from vfm.planner.pace import window_epochs
-from vfm.planner.program import PlanningProgram, above_floor, commitments
+from vfm.planner.program import PlanningProgram, above_floor, commitments, completion_time_cost
 from vfm.planner.rounding import RoundingContext, round_placement, round_schedule
 from vfm.planner.solve.polish import polish
 from vfm.planner.solve.polish import supports as polish_supports
@@ -87,7 +87,7 @@ class Plan:
     relaxed_objective, rounded_objective : float
         The program's objective at `relaxed` and at `schedule`.
     program : PlanningProgram
-        The program solved (its weights include the FTF relaxation's priorities).
+        The program solved (its budgets include the FTF relaxation's priorities).
     fairness : {"none", "constraints", "relaxed"}
         No FTF targets; FTF constraints held in the relaxation (at `ftf_bound`, for every job
         that can meet its target); or they were infeasible and the priority relaxation was
@@ -154,7 +154,7 @@ class Plan:
         the fraction of the budget-weighted geometric mean of the jobs' progress that rounding
         costs at most (0: no loss; the NSWOT difference itself is in log units).
         """
-        return float(-np.expm1((self.rounded_objective - self.bound) / self.program.weights.sum()))
+        return float(-np.expm1((self.rounded_objective - self.bound) / self.program.budgets.sum()))
 
     def jobs_in_round(self, round_index: int = 0) -> list[Hashable]:
         """The jobs that run in round `round_index` (their ids if given, else their indices)."""
@@ -337,13 +337,15 @@ def _build(states: JobStates, inputs: Inputs, forecast: _Forecast, clock: _Clock
     progress, base = _utility_terms(states, forecast.epochs, finished, opts.utility)
     program = PlanningProgram(
         progress=progress, base=base,
-        weights=inputs.weights, gpus=inputs.width, capacity=inputs.supply, round_s=float(opts.round_s),
+        budgets=inputs.budgets, gpus=inputs.width, capacity=inputs.supply, round_s=float(opts.round_s),
         remaining_s=forecast.remaining_s,
         # k per second of leftover, from kappa per window of leftover relative to the mean log
         # utility: the same trade-off whatever the number of jobs, the round and the window.
-        efficiency=float(opts.efficiency) * float(inputs.weights[~finished].sum()) / (opts.rounds * opts.round_s),
+        efficiency=float(opts.efficiency) * float(inputs.budgets[~finished].sum()) / (opts.rounds * opts.round_s),
         spread=float(opts.spread),
     )
+    if opts.completion_time:
+        program = replace(program, time_cost=completion_time_cost(program, float(opts.completion_time)))
     per_round = program.progress  # (S, n, T): on the jobs' reference types
     stuck = ~finished & (program.base == 0) & (program.progress.sum(axis=(0, 2)) == 0)
     require_per_job("epochs", program.base, stuck,
@@ -393,7 +395,7 @@ def _solved(inputs: Inputs, forecast: _Forecast, built: _Built, clock: _Clock) -
             solution, name = _solve(solved, opts, built.warm, early, clock.deadline)
         if solution is None or solution.status == Status.INFEASIBLE:
             assert built.lateness is not None
-            program = shockwave.relax(program, inputs.weights, built.lateness, opts)
+            program = shockwave.relax(program, inputs.budgets, built.lateness, opts)
             solved, lower = above_floor(program, opts.service_floor, built.committed)
             fairness, ftf_bound, solution = "relaxed", float("nan"), None
     if solution is None:

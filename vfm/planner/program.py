@@ -60,7 +60,8 @@ from vfm._validation import FloatArray, read_only
 from vfm.planner._kernels import waits
 
 #: The array fields of `PlanningProgram` (made read-only on construction).
-_ARRAYS = ("progress", "base", "weights", "gpus", "capacity", "remaining_s", "leftover_limit_s", "upper", "speed")
+_ARRAYS = ("progress", "base", "budgets", "gpus", "capacity", "remaining_s", "leftover_limit_s", "upper", "speed",
+           "time_cost")
 
 
 #: Seconds per runnable entry that SciPy's HiGHS spends on `PlanningProgram._typed_lp_room`'s LP
@@ -79,7 +80,7 @@ class PlanningProgram:
         :math:`a_{sit} = r_{sit} / E_i`, normalized progress of a full round in each scenario.
     base : ndarray, shape (n,)
         :math:`c_i = e_i / E_i`.
-    weights : ndarray, shape (n,)
+    budgets : ndarray, shape (n,)
         :math:`B_i` times the priority weight of the FTF relaxation (1 without it).
     gpus : ndarray, shape (n,)
         Gang sizes :math:`w_i`.
@@ -106,6 +107,9 @@ class PlanningProgram:
         :math:`p_{ig} \ge 0`, the running time one round of good `g` gives job `i`, relative to a
         round on the type `remaining_s` is measured on (None: 1 everywhere). A good with
         :math:`p_{ig} = 0` cannot host job `i` (`fits` is False there).
+    time_cost : ndarray, shape (n, T), or None
+        :math:`c_{it} \ge 0`: the objective subtracts :math:`\sum_{it} c_{it} y_{it}`, a price on
+        when a job runs (`completion_time_cost`; None: no such term).
     """
 
     #: The problem type, for the solver registry (`vfm.solvers.base.Problem`).
@@ -113,7 +117,7 @@ class PlanningProgram:
 
     progress: FloatArray
     base: FloatArray
-    weights: FloatArray
+    budgets: FloatArray
     gpus: FloatArray
     capacity: FloatArray
     round_s: float
@@ -124,6 +128,7 @@ class PlanningProgram:
     upper: FloatArray | None = None
     good_round: np.ndarray | None = None
     speed: FloatArray | None = None
+    time_cost: FloatArray | None = None
 
     def __post_init__(self) -> None:
         # A plan hands its program out: its arrays are read-only for good (`read_only`).
@@ -215,11 +220,13 @@ class PlanningProgram:
         """The program's objective at `schedule` (fractional or integral), shape (n, T)."""
         x = np.asarray(schedule, dtype=np.float64)
         value = float(utility.expected_nswot(
-            self.progress[:, :, None, :], x[:, None, :], budgets=self.weights, base_utility=self.base,
+            self.progress[:, :, None, :], x[:, None, :], budgets=self.budgets, base_utility=self.base,
             backend="numpy",
         ))
         if self.efficiency:
             value -= self.efficiency * float(self.leftover_s(x).max())
+        if self.time_cost is not None:
+            value -= float(np.vdot(np.where(self.runnable, self.time_cost, 0.0), x))
         return value
 
     @cached_property
@@ -369,7 +376,7 @@ class PlanningProgram:
         log utility has marginal value at least :math:`B_i a_{sit}` per round (:math:`U \le 1`), so the
         tie-breaking term's marginal :math:`\delta m_i y_{it}` is at most :math:`\delta` of it in the
         job's best round."""
-        return read_only(self.weights * np.where(self.runnable[None], self.progress, 0.0).max(axis=(0, 2)))
+        return read_only(self.budgets * np.where(self.runnable[None], self.progress, 0.0).max(axis=(0, 2)))
 
     def capacity_excess(self, schedule: FloatArray) -> float:
         """Largest GPUs over capacity in any round (<= 0 when the schedule fits)."""
@@ -384,6 +391,30 @@ SHORT_JOB_ROUNDS = 2.0
 #: widest gang too (`above_floor`, `wait_floor`): at least half of every round stays the program's
 #: to allocate.
 FLOOR_CAPACITY_SHARE = 0.5
+
+
+def completion_time_cost(program: PlanningProgram, weight: float) -> FloatArray:
+    r"""The time cost (`PlanningProgram.time_cost`) of the mean busy time of the jobs that can finish
+    in the window, shape (n, T):
+
+    .. math:: \lambda \sum_{i: p_i \le T} B_i M_i, \qquad
+              M_i = \frac{1}{p_i} \sum_t \left(t + \tfrac12\right) y_{it}, \qquad
+              c_{it} = \lambda B_i \frac{t + 1/2}{p_i},
+
+    :math:`p_i = \max(1, \hat T_i / W)` the rounds of running job `i` has left, :math:`T` the
+    window's rounds and :math:`t` the round of entry `t` (its good's round over GPU types).
+    :math:`M_i` is the job's mean busy time in rounds from now; its completion time is at least
+    :math:`M_i + p_i / 2`, and the schedule that minimizes :math:`\sum_i B_i M_i` runs the jobs in
+    order of :math:`p_i / B_i`, shortest first (Smith's rule). A job that cannot finish in the
+    window (:math:`p_i > T`) has no completion there to bring forward, and pricing its rounds too
+    pushes the longest jobs back at every re-plan, which lengthens the makespan: its cost is 0.
+    Linear in the schedule, the term keeps the program concave.
+    """
+    need = np.maximum(program.remaining_s / program.round_s, 1.0)
+    finishing = need <= program.rounds_of_goods.shape[1]
+    when = program.round_index.astype(np.float64) + 0.5
+    per_round = np.where(finishing, program.budgets / need, 0.0)
+    return read_only(weight * per_round[:, None] * when[None, :])
 
 
 def above_floor(program: PlanningProgram, share: float,

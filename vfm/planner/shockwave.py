@@ -207,10 +207,10 @@ def constrain(program: PlanningProgram, targets_s: FloatArray, finished: np.ndar
     hopeless = limits.hopeless(options.rho_max)
     bound = limits.tightest_bound(options.rho_max, hopeless, (1.0 - options.reserve) * supply)
     hopeless |= limits.without_room(bound)
-    weights = program.weights * np.where(
+    budgets = program.budgets * np.where(
         hopeless, priority_weights(lateness, options.rho_max, options.priority_exponent), 1.0)
     constrained = replace(program, leftover_limit_s=np.where(hopeless, np.inf, limits.leftover_limit_s(bound)),
-                          weights=weights)
+                          budgets=budgets)
     return FairnessDecision(constrained, lateness, bound)
 
 
@@ -218,7 +218,7 @@ def relax(program: PlanningProgram, budgets: FloatArray, lateness: FloatArray, o
     """Shockwave's relaxation: no FTF constraints; the jobs projected past :math:`\rho_{\\max}`
     weighted by `priority_weights` on top of their `budgets`."""
     priority = priority_weights(lateness, options.rho_max, options.priority_exponent)
-    return replace(program, leftover_limit_s=None, weights=budgets * priority)
+    return replace(program, leftover_limit_s=None, budgets=budgets * priority)
 
 
 def overdue_order(waited: np.ndarray, open_: np.ndarray, max_wait: int | None) -> np.ndarray:

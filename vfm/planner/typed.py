@@ -76,11 +76,12 @@ class TypeWindow:
         progress = (program.progress[:, :, None, :] * self.pace[None, :, :, None]).reshape(
             scenarios, n, self.types * rounds)
         return PlanningProgram(
-            progress=progress, base=program.base, weights=program.weights, gpus=program.gpus,
+            progress=progress, base=program.base, budgets=program.budgets, gpus=program.gpus,
             capacity=self.capacity.reshape(-1), round_s=program.round_s, remaining_s=program.remaining_s,
             efficiency=program.efficiency, leftover_limit_s=program.leftover_limit_s, spread=program.spread,
             upper=None if program.upper is None else np.tile(program.upper, self.types),
             good_round=np.tile(np.arange(rounds), self.types), speed=np.repeat(self.pace, rounds, axis=1),
+            time_cost=None if program.time_cost is None else np.tile(program.time_cost, self.types),
         )
 
     def schedule(self, placement: np.ndarray) -> np.ndarray:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from vfm.errors import UnknownSolverError, UnsupportedMarketError, ValidationError
-from vfm.parameters import Anything, Boolean, Constraint, Interval, Real, Whole
+from vfm.errors import UnknownSolverError, UnsupportedMarketError
+from vfm.parameters import Anything, Boolean, Constraint, Interval, Real, Whole, check, check_names
 from vfm.solvers.base import Backend, OptionKind, Problem, ProblemKind
 from vfm.solvers.clarabel_direct import ClarabelDirectBackend
 from vfm.solvers.cvxpy_conic import CVXPY_BACKENDS
@@ -149,11 +149,6 @@ def check_options(backend: Backend, options: dict[str, Any]) -> None:
     kinds = backend.capabilities.option_kinds()
     if kinds is None:
         return
+    check_names(options, kinds, f"an option of solver={backend.name!r}", f"it takes: {', '.join(sorted(kinds))}")
     for name, value in options.items():
-        if name not in kinds:
-            raise ValidationError(
-                f"{name!r} is not an option of solver={backend.name!r}; it takes: {', '.join(sorted(kinds))}"
-            )
-        constraint = _KINDS[kinds[name]]
-        if not constraint.admits(value):
-            raise ValidationError(f"option {name}={value!r} of solver={backend.name!r} must be {constraint.says}")
+        check(f"option {name}={value!r} of solver={backend.name!r}", value, _KINDS[kinds[name]])

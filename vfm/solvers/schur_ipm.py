@@ -66,8 +66,8 @@ from vfm._numerics.linalg import preconditioned_cg
 from vfm._validation import as_real_array, reject_masked
 from vfm.duality import duality_gap
 from vfm.equilibrium import Status
-from vfm.errors import ValidationError
 from vfm.market import VolatileFisherMarket
+from vfm.parameters import Instance, check, check_length
 from vfm.program import ScaledProgram
 from vfm.solvers.base import COMMON_OPTIONS, Capabilities, Solution
 
@@ -332,9 +332,9 @@ def checked_warm_start(market: VolatileFisherMarket, warm_start: Any) -> tuple[n
     a malformed one is the caller's error, not the backend's failure: `vfm.solve` raises it."""
     if warm_start is None:
         return None
-    if not isinstance(warm_start, tuple | list) or len(warm_start) != 2:
-        raise ValidationError(f"warm_start must be a pair (allocation, prices) of shapes {market.shape} and "
-                              f"{market.shape[1:]}, got {type(warm_start).__name__}")
+    check("warm_start", warm_start, Instance(tuple | list, f"a pair (allocation, prices) of shapes {market.shape} "
+                                                         f"and {market.shape[1:]}"))
+    check_length("warm_start", warm_start, 2, "part (allocation, prices)")
     allocation, prices = warm_start
     reject_masked(allocation, "warm_start's allocation")
     reject_masked(prices, "warm_start's prices")

@@ -15,19 +15,14 @@ from numpy.typing import ArrayLike
 
 from vfm._validation import FloatArray, check_shape, real_array
 from vfm.errors import ValidationError
-from vfm.parameters import Interval, Real, check_array
+from vfm.parameters import Interval, Real, check_array, check_nonempty
 
 __all__ = ["UtilityInputs", "validated_inputs"]
 
 
-def _check_entries(array: FloatArray, name: str, *, positive: bool = False) -> None:
-    """Reject NaN, infinities and negative (or, with `positive`, non-positive) entries."""
-    finite = np.isfinite(array)
-    if not finite.all():
-        where = tuple(int(i) for i in np.argwhere(~finite)[0])
-        what = "NaN" if np.isnan(array[where]) else f"an infinite value {array[where]}"
-        raise ValidationError(f"{name} contains {what} at index {where}")
-    check_array(name, array, Interval(Real, 0, closed="neither" if positive else "both"))
+#: The entries of utilities, allocations and base utilities, and of budgets.
+_NONNEGATIVE = Interval(Real, 0)
+_POSITIVE = Interval(Real, 0, closed="neither")
 
 
 class UtilityInputs(NamedTuple):
@@ -52,8 +47,7 @@ def validated_inputs(
     u = real_array(utilities, "utilities")
     if u.ndim not in (3, 4):
         raise ValidationError(f"utilities must have shape (n, m, T) or (S, n, m, T) with S scenarios, got {u.shape}")
-    if 0 in u.shape:
-        raise ValidationError(f"utilities must have at least one scenario, buyer, good and period, got shape {u.shape}")
+    check_nonempty("utilities", u.size, "scenario, buyer, good and period")
     market_shape: tuple[int, int, int] = (u.shape[-3], u.shape[-2], u.shape[-1])
     n, m, periods = market_shape
     x = real_array(allocation, "allocation")
@@ -62,16 +56,15 @@ def validated_inputs(
             f"allocation must have shape {market_shape} or (A, {n}, {m}, {periods}) with A allocations, "
             f"matching utilities' trailing (n, m, T) = {market_shape}; got {x.shape}"
         )
-    if x.ndim == 4 and x.shape[0] == 0:
-        raise ValidationError(f"allocation must hold at least one allocation, got shape {x.shape}")
+    if x.ndim == 4:
+        check_nonempty("allocation", x.shape[0], "allocation")
     b = np.ones(n) if budgets is None else real_array(budgets, "budgets")
     check_shape("budgets", b, (n,), ", one per buyer of utilities")
     c = np.zeros(n) if base_utility is None else real_array(base_utility, "base_utility")
     check_shape("base_utility", c, (n,), ", one per buyer of utilities")
-    _check_entries(u, "utilities")
-    _check_entries(x, "allocation")
-    _check_entries(b, "budgets", positive=True)
-    _check_entries(c, "base_utility")
+    for name, array, entries in (("utilities", u, _NONNEGATIVE), ("allocation", x, _NONNEGATIVE),
+                                 ("budgets", b, _POSITIVE), ("base_utility", c, _NONNEGATIVE)):
+        check_array(name, array, entries)
     return UtilityInputs(
         utilities=u.reshape(-1, n, m * periods),
         allocation=x.reshape(-1, n, m * periods),

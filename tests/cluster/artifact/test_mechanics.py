@@ -103,13 +103,15 @@ def test_options_at_their_bounds_are_accepted_and_simulate_checks_its_options(wo
 
 
 def test_bad_input_is_named(workload) -> None:
-    with pytest.raises(ValidationError, match="unknown artifact baseline 'fifo'; choose one of max_min_fairness"):
+    with pytest.raises(ValidationError,
+                       match=r"^policy must be an artifact baseline of ALLOCATIONS \(max_min_fairness, .*\), "
+                             r"got 'fifo'$"):
         simulate(workload, "fifo")
     raw = _raw(workload, 0)
     bare = {key: value for key, value in raw.items() if key not in ("model", "adaptation", "total_steps",
                                                                     "samples_per_epoch")}
     plain = workload_from_dict({"gpus": 2, "round_s": 120.0, "jobs": [raw, {**bare, "id": 9}]})
-    with pytest.raises(ValidationError, match=r"job 1 \(id 9\) has no model, adaptation, total_steps"):
+    with pytest.raises(ValidationError, match=r"training of job 1 \(id 9\) must be a .*model, adaptation, total_steps"):
         simulate(plain, "max_min_fairness")
     odd = workload_from_dict({"gpus": 2, "round_s": 120.0, "jobs": [_raw(workload, 0, model="AlexNet")]})
     with pytest.raises(ValidationError, match=r"job 0 \(id 0\): the throughput table has no 'AlexNet"):

@@ -315,7 +315,8 @@ def test_rejects_malformed_input(name):
         policy.add_job("b", 1, {32.0: 60.0}, 0)
     with pytest.raises(ValidationError, match="batch size"):
         policy.report_progress("a", [64.0])
-    with pytest.raises(ValidationError, match="more epochs"):
+    with pytest.raises(ValidationError, match=r"epochs job 'a' reported must be a whole number of epochs <= 3 "
+                                              r"\(the epochs it has left\)"):
         policy.report_progress("a", [32.0] * 4)
     with pytest.raises(ValidationError, match="not in the policy"):
         policy.remove_job("zz")

@@ -419,9 +419,11 @@ GOOD = {"v100": {32.0: 10.0, 64.0: 7.0}, "k80": {32.0: 30.0, 64.0: 20.0}}
     (("a", 1, {"p100": {32.0: 10.0}}, 3), r"each key of regimes of job 'a' must be a GPU type of the cluster "
                                            r"\(v100, k80\), got 'p100'"),
     (("a", 1, {"v100": {}}, 3), r"regimes\['v100'\] of job 'a' must be a non-empty mapping of batch sizes to seconds"),
-    (("a", 1, {"v100": {32.0: -1.0}}, 3), r"regimes\['v100'\] of job 'a' must map batch sizes > 0 to finite"),
-    (("a", 1, {"v100": {32.0: float("inf")}}, 3), r"regimes\['v100'\] of job 'a' must map batch sizes > 0"),
-    (("a", 1, {"v100": {"32": 10.0}}, 3), r"regimes\['v100'\] of job 'a' must map batch sizes > 0"),
+    (("a", 1, {"v100": {32.0: -1.0}}, 3),
+     r"regimes\['v100'\]\[32.0\] of job 'a' must be a finite number of seconds per epoch > 0, got -1.0"),
+    (("a", 1, {"v100": {32.0: float("inf")}}, 3), r"regimes\['v100'\]\[32.0\] of job 'a' must be a finite number"),
+    (("a", 1, {"v100": {"32": 10.0}}, 3),
+     r"each batch size of regimes\['v100'\] of job 'a' must be a finite number > 0, got '32'"),
     (("a", 1, {"v100": {32.0: 10.0}, "k80": {64.0: 10.0}}, 3),
      r"regimes of job 'a' list batch sizes \[64.0\] on 'k80' but \[32.0\] on 'v100'; every type must list"),
     (("a", 8, GOOD, 3), r"gpus of job 'a' is 8, more than every type its regimes name has \(v100: 4, k80: 6\)"),
@@ -449,9 +451,11 @@ def test_bad_calls_are_refused(policy_class: type[HeterogeneousMaxMinFairness]) 
         policy.remove_job("b")
     with pytest.raises(ValidationError, match="job 'b' is not in the policy"):
         policy.report_progress("b", [32.0])
-    with pytest.raises(ValidationError, match=r"job 'a' reported batch size 16.0, not in its regimes \(\[32.0, 64"):
+    with pytest.raises(ValidationError, match=r"batch_sizes\[0\] job 'a' reported must be a batch size of its "
+                                              r"regimes \(\[32.0, 64.0\]\), got 16.0"):
         policy.report_progress("a", [16.0])
-    with pytest.raises(ValidationError, match="job 'a' reported 4 epochs, more than the 3 it has left"):
+    with pytest.raises(ValidationError, match=r"the epochs job 'a' reported must be a whole number of epochs <= 3 "
+                                              r"\(the epochs it has left\), got 4"):
         policy.report_progress("a", [32.0] * 4)
     policy.report_progress("a", [64.0])
     assert policy.allocation().throughputs.tolist() == [[1 / 7.0, 1 / 20.0]]
@@ -837,6 +841,7 @@ def test_bad_jobs_are_refused_by_the_new_policies(policy_class: type[Heterogeneo
     with pytest.raises(ValidationError, match=r"each key of regimes of job 'a' must be a GPU type .*, got 'p100'"):
         policy.add_job("a", 1, {"p100": {32.0: 10.0}}, 3)
     policy.add_job("a", 1, GOOD, 3)
-    with pytest.raises(ValidationError, match=r"job 'a' reported batch size 16.0, not in its regimes"):
+    with pytest.raises(ValidationError,
+                       match=r"batch_sizes\[0\] job 'a' reported must be a batch size of its regimes"):
         policy.report_progress("a", [16.0])
     assert policy.jobs == ["a"]

@@ -193,8 +193,8 @@ def test_a_job_or_workload_built_in_memory_takes_annotations() -> None:
     job = Job(id="a", arrival_s=0.0, gpus=1, epochs=1, isolated_s=60.0, batch_size=np.array([32.0]),
               epoch_s=np.array([60.0]), annotations={"trace_duration_s": 75.5})
     assert job.annotations == {"trace_duration_s": 75.5}
-    with pytest.raises(ValidationError, match=r"^job 'a': annotations must be a JSON object \(keys are strings\), "
-                                              r"got the key 1 \(int\)"):
+    with pytest.raises(ValidationError, match=r"^job 'a': each key of annotations must be a string \(annotations "
+                                              r"are a JSON object\), got int 1$"):
         Job(id="a", arrival_s=0.0, gpus=1, epochs=1, isolated_s=60.0, batch_size=np.array([32.0]),
             epoch_s=np.array([60.0]), annotations={1: "x"})
 

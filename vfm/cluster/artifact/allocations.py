@@ -25,8 +25,8 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.optimize import linear_sum_assignment
 
-from vfm.errors import UnknownSolverError, ValidationError
-from vfm.parameters import Interval, Real, check_parameters
+from vfm.errors import UnknownSolverError
+from vfm.parameters import Interval, Known, Real, check, check_parameters
 
 if TYPE_CHECKING:
     import cvxpy as cp
@@ -285,9 +285,11 @@ ALLOCATIONS: dict[str, Callable[[], Allocator]] = {
 }
 
 
+#: What an artifact baseline's name must be (`make_allocator`, `vfm.cluster.artifact.simulate`).
+BASELINE_NAME = Known(tuple(ALLOCATIONS), "an artifact baseline of ALLOCATIONS")
+
+
 def make_allocator(name: str) -> Allocator:
     """A fresh allocator for one of `ALLOCATIONS`' names."""
-    if name not in ALLOCATIONS:
-        raise ValidationError(f"unknown artifact baseline {name!r}; choose one of {', '.join(ALLOCATIONS)}")
-    return ALLOCATIONS[name]()
+    return ALLOCATIONS[check("name", name, BASELINE_NAME)]()
 

@@ -32,13 +32,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from vfm.cluster.artifact._adaptation import Rules, ceil_div, rescale, wanted
-from vfm.cluster.artifact.allocations import AllocationInputs, Allocator, make_allocator
+from vfm.cluster.artifact.allocations import BASELINE_NAME, AllocationInputs, Allocator, make_allocator
 from vfm.cluster.gpu_types import PROFILED_TYPE, throughput_table
 from vfm.cluster.protocol import SchedulingPolicy
 from vfm.cluster.simulator import Round, Simulation, ask_policy, checked_answer
-from vfm.cluster.workload.model import Workload
+from vfm.cluster.workload.model import Training, Workload
 from vfm.errors import ValidationError
-from vfm.parameters import Constraint, Instance, Interval, Optional, Real, Whole, check_parameters
+from vfm.parameters import Constraint, Instance, Interval, Optional, Real, Whole, check, check_parameters
 from vfm.planner.rounding import first_fit
 
 FloatArray = NDArray[np.float64]
@@ -95,14 +95,14 @@ _OPTIONS_CONSTRAINTS: dict[str, Constraint] = {
     "deadline_factor": Interval(Real, 0, closed="neither"),
     "gpu_type": Instance(str, "a GPU type's name (a str)"),
 }
+#: A job's run in training steps, which the artifact's mechanics need of every job.
+_TRAINED = Instance(Training, "a vfm.cluster.workload.Training (the artifact's mechanics run jobs in training steps: "
+                              "give each job model, adaptation, total_steps and samples_per_epoch)")
 
 
 def _rules(workload: Workload, gpu_type: str) -> tuple[Rules, FloatArray, IntArray]:
-    missing = next((i for i, job in enumerate(workload.jobs) if job.training is None), None)
-    if missing is not None:
-        raise ValidationError(f"the artifact's mechanics run jobs in training steps: job {missing} "
-                              f"(id {workload.jobs[missing].id!r}) has no model, adaptation, total_steps and "
-                              "samples_per_epoch")
+    for index, job in enumerate(workload.jobs):
+        check(f"training of job {index} (id {job.id!r})", job.training, _TRAINED)
     trainings = [job.training for job in workload.jobs if job.training is not None]
     table = throughput_table(workload.throughputs or "tacc", gpu_type)
     initial = np.array([int(job.batch_size[0]) for job in workload.jobs], dtype=np.int64)
@@ -359,7 +359,7 @@ def simulate(workload: Workload, policy: str | Allocator | SchedulingPolicy,
     if isinstance(policy, SchedulingPolicy):
         chooser, name = _Driven(policy, workload, jobs), type(policy).__name__
     else:
-        allocator = make_allocator(policy) if isinstance(policy, str) else policy
+        allocator = make_allocator(check("policy", policy, BASELINE_NAME)) if isinstance(policy, str) else policy
         name = policy if isinstance(policy, str) else getattr(allocator, "__name__", type(allocator).__name__)
         chooser = _Gavel(jobs.rules.gang, workload.gpus, allocator, opts, round_s)
     queue = np.argsort(jobs.arrival_s, kind="stable")

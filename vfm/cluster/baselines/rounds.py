@@ -52,7 +52,7 @@ from vfm.cluster.baselines.round_book import RoundBook, RoundState, RowTable
 from vfm.errors import ValidationError
 from vfm.gpu_cluster import ClusterTypes
 from vfm.jobs import equal_share as equal_share_of
-from vfm.parameters import Interval, Real, Whole, check, check_parameters
+from vfm.parameters import Interval, Real, Whole, check, check_nonempty, check_parameters
 from vfm.planner.rounding import first_fit
 
 __all__ = [
@@ -74,6 +74,8 @@ __all__ = [
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
+#: A regime's seconds per epoch (`RoundPolicy.add_job`).
+_EPOCH_S = Interval(Real, 0, closed="neither", unit="seconds per epoch")
 
 #: The columns `vfm.cluster.baselines.gavel_rounds.gavel_round_step` reads per type: Gavel's counters, the estimates.
 _PER_TYPE = ("job_time", "should", "deficit", "epoch_s")
@@ -290,9 +292,9 @@ class RoundPolicy(RoundBook):
         self.refuse_present(job_id)
         check(f"gpus of job {job_id!r}", gpus, Interval(Whole, 1, self.capacity, unit="GPUs"))
         reg = {float(b): float(d) for b, d in dict(regimes).items()}
-        if not reg or not all(np.isfinite(d) and d > 0 for d in reg.values()):
-            raise ValidationError(
-                f"regimes of job {job_id!r} must map batch sizes to epoch seconds > 0, got {regimes!r}")
+        check_nonempty(f"regimes of job {job_id!r}", len(reg), "batch size")
+        for size, seconds in reg.items():
+            check(f"regimes[{size:g}] of job {job_id!r}", seconds, _EPOCH_S)
         check(f"epochs of job {job_id!r}", epochs, Interval(Whole, 1))
         self.admit(job_id, reg, {"gpus": int(gpus), "epochs": int(epochs), "arrival_s": self.clock_s,
                                  "epoch_s": float(np.mean(list(reg.values()))),
@@ -319,8 +321,8 @@ class RoundPolicy(RoundBook):
         except KeyError as err:
             raise ValidationError(f"job {job_id!r} reported batch size {err.args[0]!r}, not in its regimes") from None
         done = t.col("done")
-        if done[i] + len(secs) > t.col("epochs")[i]:
-            raise ValidationError(f"job {job_id!r} reported more epochs than it has left")
+        check(f"the epochs job {job_id!r} reported", len(secs),
+              Interval(Whole, high=t.col("epochs")[i] - done[i], unit="epochs", note="the epochs it has left"))
         done[i] += len(secs)
         t.col("done_iso_s")[i] += sum(secs)
         t.col("epoch_s")[i] = secs[-1]

@@ -92,10 +92,9 @@ def annotations_of(value: Any, where: str) -> Mapping[str, Any]:
     check(f"{where}: annotations", value, Instance(Mapping, "a JSON object (keys are strings)"))
     if not value:
         return _NO_ANNOTATIONS
-    key = next((key for key in value if not isinstance(key, str)), None)
-    if key is not None:
-        raise ValidationError(f"{where}: annotations must be a JSON object (keys are strings), got the key "
-                              f"{key!r} ({type(key).__name__})")
+    for key in value:
+        check(f"{where}: each key of annotations", key, Instance(str, "a string (annotations are a JSON object)",
+                                                                 with_value=True))
     return _Annotations(copy.deepcopy(dict(value)))
 
 

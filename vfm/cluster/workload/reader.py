@@ -42,7 +42,7 @@ from vfm.errors import ValidationError
 from vfm.gpu_cluster import ClusterTypes
 from vfm.gpu_profiles import GpuProfiles, checked_profiles
 from vfm.limits import MAX_ARRIVAL_ROUNDS, MAX_COUNT, MAX_GPUS, MAX_JOB_SECONDS, MAX_WORKLOAD_EPOCHS
-from vfm.parameters import Instance, Interval, OneOf, Optional, Real, check
+from vfm.parameters import Constraint, Instance, Interval, OneOf, Optional, Real, check
 
 __all__ = ["workload_from_dict"]
 
@@ -67,7 +67,7 @@ _SHORT.maxlist = _SHORT.maxdict = _SHORT.maxtuple = 4
 _ISOLATED_RTOL = 1e-6
 # The largest float, and the float magnitude from which an integer is beyond int64: a bulk read
 # of records whose numbers reach it is left to the record-by-record one, which tells an integer
-# (refused, `_read_field`) from a float (bounded later).
+# (refused, `_field`) from a float (bounded later).
 _FLOAT_MAX = sys.float_info.max
 _BEYOND_INT64 = 2.0**63
 
@@ -86,6 +86,33 @@ def _whole(value: Any) -> bool:
     return number is not None and number.is_integer()
 
 
+@dataclass(frozen=True)
+class _Holds:
+    """What a field of a workload file must hold where `vfm.parameters` has no word for it (a JSON
+    number that is whole, whatever its type; an id that is any integer or a string): `holds`
+    decides and `says` completes "<field> must be ..."; a violation shows the value cut short
+    (`_shown`). A field that states a `number` refuses an integer beyond int64 first, saying why
+    (`_field`)."""
+
+    says: str
+    holds: Callable[[Any], bool]
+    number: bool = True
+
+    def admits(self, value: Any) -> bool:
+        return bool(self.holds(value))
+
+    def shown(self, value: Any) -> str:
+        return _shown(value)
+
+
+#: A number field: finite (an integer within int64, or a float); a whole one also has no fraction
+#: (16.0 is whole: JSON writers differ on how they write it).
+_NUMBER = _Holds("a finite number", lambda value: finite_float(value) is not None)
+_WHOLE = _Holds("a whole number", _whole)
+#: A job's id: any integer (not a bool: True would be the same key as 1) or a string.
+_ID = _Holds("an integer or a string", lambda value: isinstance(value, int | str) and not isinstance(value, bool),
+             number=False)
+
 #: A count a file gives (steps, samples): whole (checked as read) and below 2**53, where floats
 #: still count every one.
 _COUNT = Interval(Real, 1, MAX_COUNT, closed="left", noun="a whole number", note="2**53")
@@ -99,24 +126,22 @@ def _describe_job(index: int, job_id: Any) -> str:
     return f"job {index} (id {_shown(job_id)})"
 
 
-def _read_field(record: Mapping[str, Any], field: str, where: str, *, whole: bool,
-                within: Interval | None = None) -> float:
-    """``record[field]`` as a number (`within` the interval, if given), or a ValidationError naming
-    `where` and `field`."""
+def _field(record: Mapping[str, Any], field: str, where: str, *constraints: Constraint) -> Any:
+    """``record[field]``, present and admitted by each of `constraints` in turn; else a
+    ValidationError naming `where` and `field`: the one check of every field a file gives."""
     if field not in record:
         raise ValidationError(f"{where}: missing field {field!r}")
     value = record[field]
-    number = finite_float(value)
-    if beyond_int64(value):  # one rule wherever an integer stands (`vfm._validation.INT64_MAX`)
+    # One rule wherever a number stands (`vfm._validation.INT64_MAX`), told with its reason.
+    if beyond_int64(value) and any(isinstance(c, _Holds) and c.number for c in constraints):
         size = "too large for a float (about 1.8e308 at most) and " if abs(value) > _FLOAT_MAX else ""
         raise ValidationError(f"{where}: {field} ({_shown(value)}) is {size}an integer beyond int64, which vfm does "
                               f"not read as a number (integers from -2**63 to 2**63 - 1; write a larger one as a "
                               f"float, 1e30, whose own bounds then apply)")
-    if whole and (number is None or not number.is_integer()):
-        raise ValidationError(f"{where}: {field} must be a whole number, got {_shown(value)}")
-    if number is None:
-        raise ValidationError(f"{where}: {field} must be a finite number, got {_shown(value)}")
-    return number if within is None else check(f"{where}: {field}", number, within)
+    for constraint in constraints:
+        if not constraint.admits(value):  # the name is built for a refusal only: a file has fields per job
+            check(f"{where}: {field}", value, constraint)
+    return value
 
 
 def _check_keys(record: Mapping[Any, Any], known: tuple[str, ...], where: str) -> None:
@@ -135,7 +160,13 @@ def _unknown_key(key: Any, known: tuple[str, ...], where: str) -> None:
     raise ValidationError(f"{where}: unknown field {_shown(key)}; {hint}")
 
 
-_TRAINING_FIELDS = ("model", "adaptation", "total_steps", "samples_per_epoch")
+#: A job's training fields (`Training`; a job gives all of them or none) and what each must be.
+_TRAINING_FIELDS: dict[str, tuple[Constraint, ...]] = {
+    "model": (Instance(str, "a non-empty string", with_value=True, nonempty=True),),
+    "adaptation": (OneOf(tuple(ADAPTATIONS)),),
+    "total_steps": (_WHOLE, _COUNT),
+    "samples_per_epoch": (_WHOLE, _COUNT),
+}
 
 
 def _read_training(job: Mapping[str, Any], where: str) -> Training | None:
@@ -147,20 +178,19 @@ def _read_training(job: Mapping[str, Any], where: str) -> Training | None:
         missing = next(field for field in _TRAINING_FIELDS if field not in job)
         raise ValidationError(f"{where}: missing field {missing!r} (a job gives all of "
                               f"{', '.join(_TRAINING_FIELDS)} or none)")
-    model, adaptation = job["model"], job["adaptation"]
-    check(f"{where}: model", model, Instance(str, "a non-empty string", with_value=True, nonempty=True))
-    check(f"{where}: adaptation", adaptation, OneOf(tuple(ADAPTATIONS)))
-    for field in ("total_steps", "samples_per_epoch"):
-        _read_field(job, field, where, whole=True, within=_COUNT)
-    steps, samples = job["total_steps"], job["samples_per_epoch"]
+    model, adaptation, steps, samples = (_field(job, field, where, *constraints)
+                                         for field, constraints in _TRAINING_FIELDS.items())
     return Training(model=model, adaptation=adaptation, total_steps=int(steps), samples_per_epoch=int(samples))
 
 
-_PHASE_FIELDS = (("epochs", True), ("batch_size", False), ("epoch_s", False))
-_PROFILE_FIELDS = (("batch_size", False), ("epoch_s", False))
+#: The number fields of a job, of a phase and of a profile entry, and what each holds, in column order.
+_JOB_FIELDS = (("arrival_s", _NUMBER), ("gpus", _WHOLE), ("epochs", _WHOLE))
+_PHASE_FIELDS = (("epochs", _WHOLE), ("batch_size", _NUMBER), ("epoch_s", _NUMBER))
+_PROFILE_FIELDS = (("batch_size", _NUMBER), ("epoch_s", _NUMBER))
 
 
-def _read_plain(records: list[Any], fields: tuple[tuple[str, bool], ...], known: tuple[str, ...]) -> FloatArray | None:
+def _read_plain(records: list[Any], fields: tuple[tuple[str, _Holds], ...],
+                known: tuple[str, ...]) -> FloatArray | None:
     """`records` as rows of their `fields` when every record is a dict of `known` keys whose fields
     are all finite numbers (whole where asked), else None: the bulk read of a well-formed file (a
     generated workload with noisy epochs has a phase per epoch, hundreds of thousands of them)."""
@@ -179,15 +209,15 @@ def _read_plain(records: list[Any], fields: tuple[tuple[str, bool], ...], known:
         return None
     if (np.abs(rows) >= _BEYOND_INT64).any():  # an integer beyond int64 there is refused record by record
         return None
-    whole = [k for k, (_, is_whole_field) in enumerate(fields) if is_whole_field]
+    whole = [k for k, (_, kind) in enumerate(fields) if kind is _WHOLE]
     if not np.isfinite(rows).all() or (rows[:, whole] != np.floor(rows[:, whole])).any():
         return None
     return rows
 
 
-def _read_records(records: list[Any], fields: tuple[tuple[str, bool], ...], known: tuple[str, ...], where: str,
+def _read_records(records: list[Any], fields: tuple[tuple[str, _Holds], ...], known: tuple[str, ...], where: str,
                   label: str) -> FloatArray:
-    """The objects of `records` as rows of their `fields` (``(name, whole)``), shape (len, fields);
+    """The objects of `records` as rows of their `fields` (``(name, kind)``), shape (len, fields);
     a record may hold only `known` keys.
 
     Raises a ValidationError naming `where`, the record (`label` and its index) and the field.
@@ -201,7 +231,7 @@ def _read_records(records: list[Any], fields: tuple[tuple[str, bool], ...], know
         at = f"{where}, {label} {k}"
         check(at, record, _OBJECT)
         _check_keys(record, known, at)
-        rows[k] = [_read_field(record, field, at, whole=whole) for field, whole in fields]
+        rows[k] = [float(_field(record, field, at, kind)) for field, kind in fields]
     return rows
 
 
@@ -306,11 +336,10 @@ def _read_header(raw: Any, default_name: str) -> _Header:
     _check_keys(raw, _WORKLOAD_KEYS, "workload")
     name = raw.get("name", default_name)
     check("workload name", name, Instance(str, "a string", with_value=True))
-    capacity = _read_field(raw, "gpus", "workload", whole=True,
-                           within=Interval(Real, 1, MAX_GPUS, noun="a whole number", note="MAX_GPUS"))
-    round_s = _read_field(raw, "round_s", "workload", whole=False,
-                          within=Interval(Real, 0, MAX_JOB_SECONDS, closed="right", unit="seconds",
-                                          note="MAX_JOB_SECONDS"))
+    capacity = float(_field(raw, "gpus", "workload", _WHOLE,
+                            Interval(Real, 1, MAX_GPUS, noun="a whole number", note="MAX_GPUS")))
+    round_s = float(_field(raw, "round_s", "workload", _NUMBER,
+                           Interval(Real, 0, MAX_JOB_SECONDS, closed="right", unit="seconds", note="MAX_JOB_SECONDS")))
     jobs = raw.get("jobs")
     check("workload: 'jobs'", jobs, Instance(list, "a non-empty list", with_value=True, nonempty=True))
     return _Header(name=name, capacity=capacity, round_s=round_s, jobs=jobs,
@@ -345,19 +374,13 @@ def _read_jobs(jobs: list[Any]) -> _JobFields:
     annotations: list[Mapping[str, Any]] = []
     for index, job in enumerate(jobs):
         check(f"job {index}", job, _OBJECT)
-        if "id" not in job:
-            raise ValidationError(f"job {index}: missing field 'id'")
-        job_id = job["id"]
+        job_id = _field(job, "id", f"job {index}", _ID)
         where = _describe_job(index, job_id)
-        if isinstance(job_id, bool) or not isinstance(job_id, int | str):
-            raise ValidationError(f"{where}: id must be an integer or a string")
         _check_keys(job, _JOB_KEYS, where)
         ids.append(job_id)
-        scalars[index, 0] = _read_field(job, "arrival_s", where, whole=False)
-        scalars[index, 1] = _read_field(job, "gpus", where, whole=True)
-        scalars[index, 2] = _read_field(job, "epochs", where, whole=True)
+        scalars[index] = [float(_field(job, field, where, kind)) for field, kind in _JOB_FIELDS]
         if "isolated_s" in job:
-            stated_isolated[index] = _read_field(job, "isolated_s", where, whole=False)
+            stated_isolated[index] = float(_field(job, "isolated_s", where, _NUMBER))
         trainings.append(_read_training(job, where))
         annotations.append(annotations_of(job.get("annotations", {}), where))
         phases = job.get("phases")
@@ -527,13 +550,6 @@ def _read_cluster(raw: Mapping[str, Any], profiles: GpuProfiles | None) -> Clust
     given = raw["cluster"]
     check("workload: cluster", given, Instance(Mapping, 'a JSON object of GPU type -> count (e.g. {"v100": 16, '
                                                         '"k80": 16})', with_value=True))
-    # Checked here: ClusterTypes keeps its counts as int64, which a larger JSON integer overflows.
-    big = next((t for t, c in given.items() if isinstance(c, int | float) and not isinstance(c, bool)
-                and c > MAX_GPUS), None)
-    if big is not None:
-        raise ValidationError(f"workload: cluster[{_shown(big)}] ({_shown(given[big])}) is more than the "
-                              f"{MAX_GPUS:.0e} GPUs a cluster may have (MAX_GPUS)")
-    try:  # a JSON number with a zero fraction (16.0) is a whole count, as gpus may be
-        return ClusterTypes({t: int(c) if _whole(c) else c for t, c in given.items()}, profiles)
-    except ValidationError as exc:
-        raise ValidationError(f"workload: cluster: {exc}") from exc
+    # A JSON number with a zero fraction (16.0) is a whole count, as gpus may be; ClusterTypes
+    # checks the types and counts, naming them as the file does.
+    return ClusterTypes({t: int(c) if _whole(c) else c for t, c in given.items()}, profiles, name="workload: cluster")

@@ -110,7 +110,7 @@ def hessian_times(curvature: np.ndarray, diagonal: np.ndarray, g: np.ndarray, pr
 
 
 @jit.over_jobs
-def evaluate_entries(progress: np.ndarray, base: np.ndarray, beta: np.ndarray, spread: np.ndarray,
+def evaluate_entries(progress: np.ndarray, base: np.ndarray, budgets: np.ndarray, spread: np.ndarray,
                      active: np.ndarray, g: np.ndarray, y: np.ndarray, s_hi: np.ndarray, z_lo: np.ndarray,
                      z_hi: np.ndarray, prices: np.ndarray, rows: np.ndarray, pace: np.ndarray, weights: np.ndarray,
                      own_weights: bool, u: np.ndarray, dual_residual: np.ndarray, primal_residual: np.ndarray,
@@ -145,11 +145,11 @@ def evaluate_entries(progress: np.ndarray, base: np.ndarray, beta: np.ndarray, s
             _utilities(progress[i], base[i], y[i], u[i])
             for s in range(scenarios):
                 total = u[i, s]
-                value -= beta[i] * np.log(total)
-                true_weight[s] = beta[i] / total
+                value -= budgets[i] * np.log(total)
+                true_weight[s] = budgets[i] / total
                 if own_weights:
                     weight[s] = weights[i, s]
-                    log_residual += abs(weights[i, s] * total - beta[i])
+                    log_residual += abs(weights[i, s] * total - budgets[i])
                 else:
                     weight[s] = true_weight[s]
             _gradients(progress[i], spread[i], y[i], weight, true_weight, gradients)

@@ -12,11 +12,11 @@ from vfm.planner._kernels import jit
 
 
 @jit.inlined
-def _breakpoints(a: float, c: float, sigma: float, beta: float, upper: float) -> tuple[float, float]:
+def _breakpoints(a: float, c: float, sigma: float, budget: float, upper: float) -> tuple[float, float]:
     """Where an entry of the Lagrangian minimizer leaves its upper bound and where it reaches 0, as
     utilities U (inf: never, for any U > 0)."""
     top = c + sigma * upper
-    return (beta * a / top if top > 0 else np.inf), (beta * a / c if c > 0 else np.inf)
+    return (budget * a / top if top > 0 else np.inf), (budget * a / c if c > 0 else np.inf)
 
 
 @jit.inlined
@@ -73,7 +73,7 @@ def _minimize_job(a: np.ndarray, c: np.ndarray, s: float, b: float, base: float,
 
 
 @jit.over_jobs
-def lagrangian_minimizer(a: np.ndarray, c: np.ndarray, sigma: np.ndarray, beta: np.ndarray, base: np.ndarray,
+def lagrangian_minimizer(a: np.ndarray, c: np.ndarray, sigma: np.ndarray, budgets: np.ndarray, base: np.ndarray,
                          upper: np.ndarray, active: np.ndarray, y: np.ndarray, utility: np.ndarray,
                          free: np.ndarray) -> None:
     r"""For every job, the minimizer of its part of the Lagrangian (`vfm.planner.solve.polish`):
@@ -88,9 +88,9 @@ def lagrangian_minimizer(a: np.ndarray, c: np.ndarray, sigma: np.ndarray, beta: 
     n, rounds = a.shape
     for chunk in prange(jit.chunks(n)):
         points = np.empty(2 * rounds)
-        weighted = np.empty(rounds)  # beta a_t: the entries' numerators
+        weighted = np.empty(rounds)  # budgets a_t: the entries' numerators
         for i in range(chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)):
-            utility[i] = _minimize_job(a[i], c[i], sigma[i], beta[i], base[i], upper[i], active[i], points,
+            utility[i] = _minimize_job(a[i], c[i], sigma[i], budgets[i], base[i], upper[i], active[i], points,
                                        weighted, y[i], free[i])
 
 
@@ -109,7 +109,7 @@ def _progress_at(w: float, a: np.ndarray, cost: np.ndarray, pace: np.ndarray, s:
 
 
 @jit.over_jobs
-def matched_rows(a: np.ndarray, cost: np.ndarray, pace: np.ndarray, sigma: np.ndarray, beta: np.ndarray,
+def matched_rows(a: np.ndarray, cost: np.ndarray, pace: np.ndarray, sigma: np.ndarray, budgets: np.ndarray,
                  base: np.ndarray, upper: np.ndarray, active: np.ndarray, low: np.ndarray, high: np.ndarray,
                  target: np.ndarray, steps: int, out: np.ndarray) -> None:
     r"""For every job, the row multiplier :math:`w \in` [`low`, `high`] at which its Lagrangian
@@ -123,7 +123,7 @@ def matched_rows(a: np.ndarray, cost: np.ndarray, pace: np.ndarray, sigma: np.nd
         points, weighted, c, y = np.empty(2 * rounds), np.empty(rounds), np.empty(rounds), np.empty(rounds)
         free = np.empty(rounds, dtype=np.bool_)
         for i in range(chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)):
-            s, b, z = sigma[i], beta[i], base[i]
+            s, b, z = sigma[i], budgets[i], base[i]
             left, right = low[i], high[i]
             f_left = _progress_at(left, a[i], cost[i], pace[i], s, b, z, upper[i], active[i], points, weighted, c,
                                   y, free) - target[i]

@@ -1,12 +1,13 @@
-"""A policy's job events, checked: a new job's id (`checked_new_id`, `check_id_depth`), a present
-job's record (`record_in`) and a record after a progress report (`reported`), each as its
+"""A policy's job events, checked: a new job's id (`checked_new_id`), a present job's record
+(`record_in`) and a record after a progress report (`reported`), each as its
 `vfm.errors.ValidationError` naming the job and what is wrong; `vfm.planner.policy.state_view.StateView`
-applies them to the policy's state."""
+applies them to the policy's state. `ids_of` declares the ids a policy and its checkpoints hold.
+"""
 
 from __future__ import annotations
 
 import reprlib
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
@@ -16,10 +17,37 @@ import numpy as np
 from vfm._validation import checked_job_id
 from vfm.errors import ValidationError
 from vfm.forecast.base import batch_sizes as read_batch_sizes
+from vfm.parameters import Constraint, Each, Hashed, Interval, Nested, OneOf, Satisfies, Whole, check
 from vfm.planner.policy.state import JobRecord, PolicyState
 
 #: The deepest nesting of tuples in an id or a kind (`Policy.add_job` refuses a deeper id).
 MAX_ID_DEPTH = 32
+
+
+def _tuple_entries(value: Any) -> Iterable[Any] | None:
+    return value if isinstance(value, tuple) else None
+
+
+def ids_of(leaf: Constraint, entries: Any = _tuple_entries, tuple_as: str = "a tuple") -> Nested:
+    """Ids made of `leaf`s (strings, whole numbers, ...) or of tuples of them (`entries`: a tuple's,
+    or a checkpoint's ``{"tuple": [...]}``, as `tuple_as` says), nested at most `MAX_ID_DEPTH` deep:
+    what a checkpoint holds."""
+    return Nested(leaf, entries, f"{leaf.says}, or {tuple_as} of them, nested at most {MAX_ID_DEPTH} deep "
+                                 f"(MAX_ID_DEPTH)", MAX_ID_DEPTH)
+
+
+#: A job id as a policy keys it (`checked_new_id`): a Python string or int, or a tuple of them.
+JOB_ID = ids_of(Satisfies("a job id: a Python string or int (not a bool)",
+                          lambda v: isinstance(v, str) or type(v) is int), lambda v: v if type(v) is tuple else None)
+
+#: What `Policy.add_job` asks of an id before reading it (`vfm._validation.checked_job_id` then
+#: says which parts it takes): no deeper than a checkpoint holds, so that every id a policy takes a
+#: checkpoint can write (checked level by level: an id nested thousands deep costs no recursion),
+#: and hashable, so that it can key the policy's jobs.
+_NEW_ID: tuple[Constraint, ...] = (
+    ids_of(Satisfies("an id", lambda v: not isinstance(v, tuple))),
+    Hashed("hashable (a string, a whole number or a tuple of them)"),
+)
 
 
 def with_jobs(state: PolicyState, jobs: dict[Hashable, JobRecord], **changes: Any) -> PolicyState:
@@ -33,10 +61,9 @@ def record_in(jobs: Mapping[Hashable, JobRecord], job_id: Hashable, completed: A
         return jobs[job_id]
     except (KeyError, TypeError):
         pass
-    if completed():
-        raise ValidationError(f"job {job_id!r} has completed all its epochs and left the policy; it takes no "
-                              f"more reports") from None
-    raise ValidationError(f"job {shown_id(job_id)} is not in the policy (add it with add_job)") from None
+    why = "has completed all its epochs and left the policy; it takes no more reports" if completed() else \
+        "is not in the policy (add it with add_job)"
+    raise ValidationError(f"job {shown_id(job_id)} {why}") from None
 
 
 def shown_id(job_id: Any) -> str:
@@ -50,50 +77,29 @@ def shown_id(job_id: Any) -> str:
 def checked_new_id(jobs: Mapping[Hashable, JobRecord], completed: Any, job_id: Hashable) -> Hashable:
     """`job_id` as keyed (`vfm._validation.checked_job_id`), refused when it is already present in
     `jobs` or has completed (`completed`, a container). O(1)."""
-    check_id_depth(job_id)
-    try:
-        hash(job_id)
-    except TypeError:
-        raise ValidationError(f"job_id must be hashable (a string, a whole number or a tuple of them), got "
-                              f"{type(job_id).__name__} {shown_id(job_id)}") from None
+    for constraint in _NEW_ID:
+        check("job_id", job_id, constraint)
     key = checked_job_id(job_id)
-    if key in jobs:
-        raise ValidationError(f"job {job_id!r} is already in the policy; job ids must be unique (remove it first)")
-    if key in completed:
-        raise ValidationError(f"job {job_id!r} has already completed in this policy; job ids must be unique "
-                              f"(give the new job another id)")
+    # Ids stay unique over a policy's life: a completed job's id cannot come back either.
+    for taken, why in ((jobs, "is already in the policy; job ids must be unique (remove it first)"),
+                       (completed, "has already completed in this policy; job ids must be unique (give the new job "
+                                   "another id)")):
+        if key in taken:
+            raise ValidationError(f"job {job_id!r} {why}")
     return key
-
-
-def check_id_depth(job_id: Any, what: str = "job_id") -> None:
-    """A `ValidationError` naming `what` if `job_id` nests tuples deeper than a checkpoint holds
-    (`MAX_ID_DEPTH`): so that every id a policy takes, a checkpoint can write. Iterative, and it
-    stops at the limit, so an id nested thousands deep costs no recursion (and no recursion error)."""
-    level, depth = [job_id], 0
-    while level:
-        tuples = [part for part in level if isinstance(part, tuple)]
-        if tuples and depth >= MAX_ID_DEPTH:
-            raise ValidationError(f"{what} nests tuples more than {MAX_ID_DEPTH} deep (MAX_ID_DEPTH), deeper than a "
-                                  f"checkpoint holds, got {reprlib.repr(job_id)}")
-        level, depth = [inner for part in tuples for inner in part], depth + 1
 
 
 def reported(job: JobRecord, job_id: Hashable, batch_sizes: Sequence[float]) -> JobRecord:
     """Job `job_id`'s record after it reports finished epochs, or the `ValidationError`
     `Policy.report_progress` raises; O(its epochs reported and regimes)."""
-    sizes = read_batch_sizes(batch_sizes, f"batch_sizes of job {job_id!r}")
-    labels = np.array([b for b, _ in job.regimes])
-    match = sizes[:, None] == labels
-    unknown = ~match.any(axis=1)
-    if unknown.any():
-        k = int(np.argmax(unknown))
-        raise ValidationError(
-            f"batch_sizes[{k}] of job {job_id!r} is {sizes[k]:g}, which is not in the job's regimes "
-            f"{{{', '.join(f'{b:g}' for b in labels)}}}")
+    of = f" of job {job_id!r}"
+    sizes = read_batch_sizes(batch_sizes, f"batch_sizes{of}")
     left = job.epochs - job.done
-    if sizes.size > left:
-        raise ValidationError(f"batch_sizes of job {job_id!r} reports {sizes.size} epochs, more epochs done than "
-                              f"the job has left ({left} of {job.epochs})")
+    check("the epochs reported in batch_sizes", sizes.size,
+          Interval(Whole, 0, left, note=f"the epochs the job has left, of its {job.epochs}"), of=of)
+    labels = tuple(float(b) for b, _ in job.regimes)
+    check("batch_sizes", sizes.tolist(), Each(OneOf(labels), "batch sizes of the job's regimes", kinds=(list,)), of=of)
+    match = sizes[:, None] == np.array(labels)
     return replace(job, stages=_runs(job.stages, np.argmax(match, axis=1)))
 
 

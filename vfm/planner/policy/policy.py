@@ -51,11 +51,23 @@ import numpy as np
 from vfm._validation import (
     read_only,
 )
-from vfm.errors import ValidationError
 from vfm.forecast import DirichletForecaster, Forecaster
 from vfm.gpu_cluster import ClusterTypes
 from vfm.limits import MAX_GPUS
-from vfm.parameters import Constraint, Either, Instance, Interval, Optional, Whole, check_names, check_parameters
+from vfm.parameters import (
+    Anything,
+    Constraint,
+    Either,
+    Instance,
+    Interval,
+    Keyed,
+    Known,
+    Optional,
+    Whole,
+    check,
+    check_names,
+    check_parameters,
+)
 from vfm.planner import shockwave
 from vfm.planner._kernels import kernel_threads
 from vfm.planner.kernel_loading import Forms, load_in_background
@@ -509,9 +521,8 @@ def _one_type(cluster: ClusterTypes, job_id: Hashable, regimes: Any) -> Any:
     ``{type: regimes}`` naming the cluster's type (a `ValidationError` naming the job for another)."""
     if not isinstance(regimes, Mapping) or not any(isinstance(v, Mapping) for v in regimes.values()):
         return regimes  # batch size -> seconds: checked with the rest of the record
-    (gpu_type, inner), *others = regimes.items()
-    if others or gpu_type not in cluster.types:
-        raise ValidationError(f"regimes of job {job_id!r} name {', '.join(map(repr, regimes))}, but the cluster "
-                              f"has one GPU type ({cluster.types[0]}): give {{batch size: seconds per epoch}} or "
-                              f"{{{cluster.types[0]!r}: {{...}}}}")
-    return inner
+    (only,) = cluster.types
+    give = f"(give {{batch size: seconds per epoch}} or {{{only!r}: {{...}}}})"
+    check("regimes", regimes, Keyed(Known((only,), "the cluster's one GPU type", hint=give), Anything(),
+                                    "a mapping of GPU type to regimes"), of=f" of job {job_id!r}")
+    return regimes[only]

@@ -7,6 +7,7 @@ checkpoint format that writes and reads them (`vfm.planner.policy.checkpoint`).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field, fields
 from functools import partial
@@ -16,7 +17,6 @@ from typing import Any, Literal
 import numpy as np
 
 from vfm._validation import FloatArray, checked_regime_pairs, read_only
-from vfm.errors import ValidationError
 from vfm.forecast import Forecaster, Trajectory
 from vfm.gpu_cluster import ClusterTypes
 from vfm.limits import MAX_BUDGET, MAX_JOB_EPOCHS, MAX_JOB_SECONDS
@@ -167,15 +167,15 @@ class RoundOptions:
         >>> RoundOptions(replan_every=10).replan_interval(6)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
             ...
-        vfm.errors.ValidationError: replan_every (10) must be at most rounds (6): a plan covers its window ...
+        vfm.errors.ValidationError: replan_every must be a positive whole number of rounds, at most 6 (rounds, the ...
         """
         if self.replan_every is None:
             return min(REPLAN_EVERY, int(rounds))
-        if self.replan_every > rounds:
-            raise ValidationError(
-                f"replan_every ({self.replan_every}) must be at most rounds ({rounds}): a plan covers its window of "
-                f"{rounds} rounds, so the policy re-plans at least every {rounds}; pass replan_every={rounds} or less, "
-                f"or a longer window")
+        # Bounded by the window: a plan covers its rounds only.
+        window = Interval(Whole, 1, rounds, unit="rounds",
+                          note=f"rounds, the window a plan covers: the policy re-plans at least every {rounds} rounds; "
+                               f"or pass a longer window")
+        check("replan_every", self.replan_every, window)
         return int(self.replan_every)
 
 
@@ -286,19 +286,27 @@ class PolicyState:
         return (partial(PolicyState, **{**values, "jobs": dict(self.jobs)}), ())
 
 
+@functools.lru_cache(maxsize=8)
+def _arrival(capacity: int) -> dict[str, Constraint]:
+    """The fields of a job's record on arrival other than its regimes, on a cluster of `capacity`
+    GPUs (cached: every arrival on a cluster checks against the same)."""
+    return {"gpus": Interval(Whole, 1, capacity, unit="GPUs", note="the cluster's GPUs"),
+            "epochs": Interval(Whole, 1, MAX_JOB_EPOCHS, note="MAX_JOB_EPOCHS"),
+            "budget": Interval(Real, 0, MAX_BUDGET, closed="right", note="MAX_BUDGET"),
+            "kind": Hashed("hashable, as ('ResNet-18', 'gns')")}
+
+
 def checked_record(capacity: int, job_id: Hashable, gpus: Any, regimes: Any, epochs: Any, budget: Any,
                    kind: Any) -> JobRecord:
     """The record of job `job_id` on arrival, every field within `vfm.limits` on a cluster of
     `capacity` GPUs, or the `ValidationError` naming the job and the field (`Policy.add_job`, and
     a checkpoint's records). O(its regimes)."""
-    check(f"gpus of job {job_id!r}", gpus, Interval(Whole, 1, capacity, unit="GPUs", note="the cluster's GPUs"))
-    check(f"epochs of job {job_id!r}", epochs, Interval(Whole, 1, MAX_JOB_EPOCHS, note="MAX_JOB_EPOCHS"))
-    check(f"budget of job {job_id!r}", budget, Interval(Real, 0, MAX_BUDGET, closed="right", note="MAX_BUDGET"))
-    check(f"kind of job {job_id!r}", kind, Hashed("hashable, as ('ResNet-18', 'gns')"))
-    regime_set = checked_regime_pairs(regimes, f"regimes of job {job_id!r}", max_seconds=MAX_JOB_SECONDS)
+    of = f" of job {job_id!r}"
+    check_parameters({"gpus": gpus, "epochs": epochs, "budget": budget, "kind": kind}, _arrival(capacity), of=of)
+    regime_set = checked_regime_pairs(regimes, f"regimes{of}", max_seconds=MAX_JOB_SECONDS)
     slowest = max(seconds for _, seconds in regime_set)
-    if epochs * slowest > MAX_JOB_SECONDS:
-        raise ValidationError(f"job {job_id!r} would run {epochs * slowest:.4g} s ({epochs} epochs of up to "
-                              f"{slowest:g} s), more than the {MAX_JOB_SECONDS:.0e} s a job may run in all "
-                              f"(MAX_JOB_SECONDS)")
+    # Its epochs bounded by its slowest regime too: a job runs at most MAX_JOB_SECONDS in all.
+    check("epochs", epochs, Whole(f"a whole number of epochs that run at most {MAX_JOB_SECONDS:.0e} s in all "
+                                  f"(MAX_JOB_SECONDS) at its slowest regime's {slowest:g} s each",
+                                  holds=lambda e: e * slowest <= MAX_JOB_SECONDS), of=of)
     return JobRecord(int(gpus), regime_set, int(epochs), float(budget), kind=kind)

@@ -38,13 +38,13 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping
 from dataclasses import replace
 from functools import partial
+from typing import Any
 
 import numpy as np
 
 from vfm._validation import FloatArray, read_only
-from vfm.errors import ValidationError
 from vfm.gpu_cluster import ClusterTypes
-from vfm.parameters import Instance, Interval, Known, Whole, check
+from vfm.parameters import Anything, Fields, Interval, Keyed, Known, Real, Satisfies, Whole, check
 from vfm.planner import shockwave
 from vfm.planner.plan import Plan
 from vfm.planner.policy.decision import Placement, Serving
@@ -54,10 +54,6 @@ from vfm.planner.rounding import place
 from vfm.planner.typed import hosting
 
 __all__ = ["job_speeds", "typed_regimes", "typed_serving"]
-
-
-#: What a job's regimes on one GPU type must be.
-_PER_TYPE = Instance(Mapping, "a non-empty mapping batch size -> seconds per epoch", with_value=True, nonempty=True)
 
 
 def typed_serving(config: PolicyConfig) -> Serving:
@@ -168,40 +164,43 @@ def job_speeds(seconds: FloatArray, on_reference: FloatArray) -> FloatArray:
         return np.where(np.isfinite(now), np.minimum(reference[None, :] / now, 1.0), 0.0)
 
 
+def _reads_as_float(value: Any) -> bool:
+    """Whether ``float(value)`` reads `value`: how a job's regimes per type are read."""
+    try:
+        float(value)
+    except (TypeError, ValueError, OverflowError):
+        return False
+    return True
+
+
+#: A job's regimes on one GPU type, as given: batch size -> seconds per epoch, each read as a float.
+_NUMBER = Satisfies("a number", _reads_as_float)
+_PER_TYPE = Keyed(_NUMBER, _NUMBER, "a non-empty mapping of batch sizes to seconds per epoch", nonempty=True)
+_SECONDS = Interval(Real, 0, closed="neither", unit="seconds per epoch")
+
+
 def typed_regimes(cluster: ClusterTypes, job_id: Hashable, gpus: int,
                    regimes: Mapping[str, Mapping[float, float]]) -> tuple[FloatArray, dict[float, float]]:
     """A job's regimes per type as a (K, R) array over the cluster's types (inf: cannot host), and its
     regimes on its reference type (module docstring), or a `ValidationError` naming the job."""
-    check(f"regimes of job {job_id!r}", regimes, Instance(
-        Mapping, f"a non-empty mapping of GPU types ({', '.join(cluster.types)}) to {{batch size: seconds per epoch}}",
-        with_value=True, nonempty=True))
-    for gpu_type in regimes:
-        check(f"each key of regimes of job {job_id!r}", gpu_type, Known(cluster.types, "a GPU type of the cluster"))
-    check(f"gpus of job {job_id!r}", gpus, Interval(Whole, 1, unit="GPUs"))
-    table: dict[str, dict[float, float]] = {}
-    for gpu_type, per_type in regimes.items():
-        check(f"regimes of job {job_id!r} on {gpu_type}", per_type, _PER_TYPE)
-        try:
-            table[gpu_type] = {float(b): float(d) for b, d in per_type.items()}
-        except (TypeError, ValueError):
-            raise ValidationError(f"regimes of job {job_id!r} on {gpu_type} must map batch sizes to seconds per "
-                                  f"epoch (numbers), got {per_type!r}") from None
+    of = f" of job {job_id!r}"
+    check("regimes", regimes, Keyed(
+        Known(cluster.types, "a GPU type of the cluster"), _PER_TYPE,
+        f"a non-empty mapping of GPU types ({', '.join(cluster.types)}) to {{batch size: seconds per epoch}}",
+        nonempty=True), of=of)
+    check("gpus", gpus, Interval(Whole, 1, unit="GPUs"), of=of)
+    table = {gpu_type: {float(b): float(d) for b, d in per_type.items()} for gpu_type, per_type in regimes.items()}
     sizes = sorted(next(iter(table.values())))
-    for gpu_type, values in table.items():
-        if sorted(values) != sizes:
-            raise ValidationError(f"regimes of job {job_id!r} on {gpu_type} must give the same batch sizes as on "
-                                  f"its other types ({sizes}), got {regimes[gpu_type]!r}")
+    # Every type gives the same batch sizes (those of its first), each finite seconds per epoch > 0.
+    same = Fields(dict.fromkeys(sizes, _SECONDS), "a mapping of the batch sizes of its first type", member="batch size")
+    check("regimes", table, Keyed(Anything(), same, "a mapping of GPU types to the same batch sizes"), of=of)
+    # A type whose GPUs cannot hold the gang cannot host the job; some type of its regimes must.
+    check("gpus", gpus, Interval(Whole, 1, max(cluster[t] for t in table), unit="GPUs", note="the GPUs of its largest "
+                                 f"GPU type: {', '.join(f'{t}: {cluster[t]}' for t in table)}"), of=of)
     given = np.array([[values[b] for b in sizes] for values in table.values()])
-    if not (np.isfinite(given) & (given > 0)).all():
-        raise ValidationError(f"regimes of job {job_id!r} must give finite seconds per epoch > 0, got "
-                              f"{dict(regimes)!r}")
     seconds = np.full((len(cluster), len(sizes)), np.inf)  # inf: a type not named, which cannot host the job
     seconds[[cluster.types.index(t) for t in table]] = given
-    # A type whose GPUs cannot hold the gang cannot host the job either.
     seconds[gpus > cluster.counts] = np.inf
-    if not np.isfinite(seconds).any():
-        raise ValidationError(f"gpus of job {job_id!r} ({gpus!r}) fits none of its types "
-                              f"({', '.join(f'{t}: {cluster[t]} GPUs' for t in regimes)})")
     reference = int(np.argmin(seconds.mean(axis=1)))  # the shortest mean epoch; inf rows never win
     return seconds, dict(zip(sizes, seconds[reference].tolist(), strict=True))
 

@@ -40,11 +40,13 @@ def solve_saa_cvxpy(program: PlanningProgram, solver: str = "CLARABEL", **option
     # The model is the program's objective divided by the weight total, with running time in
     # rounds: its terms are then O(1) whatever the budgets, priority weights (up to ~1e10 in the
     # FTF relaxation) or round length, which Clarabel's absolute tolerances need.
-    scale = float(program.weights.sum())
-    objective = cp.sum(cp.multiply(np.tile(program.weights / scale, n_scenarios) / n_scenarios, cp.log(utilities)))
+    scale = float(program.budgets.sum())
+    objective = cp.sum(cp.multiply(np.tile(program.budgets / scale, n_scenarios) / n_scenarios, cp.log(utilities)))
     if program.spread:
         coefficient = 0.5 * program.spread * program.spread_weights / scale
         objective = objective - cp.sum(cp.multiply(coefficient[:, None] * program.runnable, cp.square(y)))
+    if program.time_cost is not None:
+        objective = objective - cp.sum(cp.multiply(np.where(program.runnable, program.time_cost, 0.0) / scale, y))
     capacity = program.gpus @ y <= program.capacity
     constraints = [capacity, y <= program.runnable * program.bounds[None, :]]
     one_type = None
@@ -115,13 +117,15 @@ def _typed_gap(program: PlanningProgram, x: np.ndarray, ftf: np.ndarray, efficie
     :math:`\Phi(x)` is the gap, for the objective without the tie-breaking term, whether or not
     `x` meets the rows.
     """
-    scale = float(program.weights.sum())
+    scale = float(program.budgets.sum())
     n_scenarios, n, _ = program.shape
     runnable = program.runnable
     y = np.where(runnable, np.clip(x, 0.0, program.bounds[None, :]), 0.0)
     progress = np.where(runnable[None], program.progress, 0.0)
     utilities = program.base[None, :] + np.einsum("sng,ng->sn", progress, y)
-    gradient = np.einsum("sng,sn->ng", progress, program.weights[None, :] / (n_scenarios * utilities))
+    gradient = np.einsum("sng,sn->ng", progress, program.budgets[None, :] / (n_scenarios * utilities))
+    cost = np.zeros_like(y) if program.time_cost is None else np.where(runnable, program.time_cost, 0.0)
+    gradient = gradient - cost  # the objective's time cost
     floor = program.fairness_floor
     leftover = np.where(program.base < 1.0, program.remaining_s / program.round_s, 0.0)
     z_f = scale * np.where(floor > 0, np.maximum(ftf, 0.0), 0.0)
@@ -132,7 +136,7 @@ def _typed_gap(program: PlanningProgram, x: np.ndarray, ftf: np.ndarray, efficie
     best = np.zeros((program.rounds_of_goods.shape[1], n))
     np.maximum.at(best, program.round_index, c.T)  # max(0, max over a round's goods), per round and job
     best = best.T
-    value = float(program.weights @ np.log(utilities).mean(axis=0))
+    value = float(program.budgets @ np.log(utilities).mean(axis=0)) - float(np.vdot(cost, y))
     bound = (value - float((gradient * y).sum()) + float(prices @ program.capacity) - float(z_f @ floor)
              - float(z_e @ leftover) + float((best * program.round_bounds[None, :]).sum())
              + float(leftover.max(initial=0.0)) * max(0.0, float(z_e.sum()) - kappa))

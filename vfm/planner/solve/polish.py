@@ -188,7 +188,7 @@ def polish(program: PlanningProgram, solution: Solution, *, max_steps: int | Non
     >>> from vfm.planner.solve.ipm.method import solve_saa_ipm
     >>> program = PlanningProgram(
     ...     progress=np.array([[[0.2, 0.2, 0.1], [0.1, 0.3, 0.3]]]), base=np.array([0.1, 0.0]),
-    ...     weights=np.ones(2), gpus=np.ones(2), capacity=np.ones(3), round_s=60.0,
+    ...     budgets=np.ones(2), gpus=np.ones(2), capacity=np.ones(3), round_s=60.0,
     ...     remaining_s=np.array([300.0, 200.0]), spread=0.1)
     >>> a, b = solve_saa_ipm(program, tol=1e-7), solve_saa_cvxpy(program)
     >>> bool(np.abs(a.x - b.x).max() > 1e-9)
@@ -243,11 +243,13 @@ def lagrangian_minimizer(data: ScaledProgram, prices: FloatArray, rows: FloatArr
 
 def _costs(data: ScaledProgram, prices: FloatArray, types: FloatArray | None,
            picked: slice | np.ndarray) -> FloatArray:
-    r"""The entries' costs before the job rows' term, :math:`g_{it} \lambda_t + \mu_{i, r(t)}`, of the
+    r"""The entries' costs before the job rows' term, :math:`g_{it} \lambda_t + \mu_{i, r(t)} + c_{it}`, of the
     jobs `picked` (`types` (n, R) already of those jobs; not read on one GPU type)."""
     costs = data.g[picked] * prices[None, :]
     if data.typed and types is not None:
         costs += types[:, data.good_round]
+    if data.cost is not None:  # the objective's time cost: a price of its own on every entry
+        costs += data.cost[picked]
     return costs
 
 
@@ -257,7 +259,7 @@ def _minimized(data: ScaledProgram, costs: FloatArray,
     n, rounds = costs.shape
     y, utility, free = np.empty((n, rounds)), np.empty(n), np.empty((n, rounds), dtype=np.bool_)
     _kernels.lagrangian_minimizer(np.ascontiguousarray(data.progress[picked, 0, :]), costs, data.spread[picked],
-                                  data.beta[picked], data.base[picked], data.minimizer_upper[picked],
+                                  data.budgets[picked], data.base[picked], data.minimizer_upper[picked],
                                   np.ascontiguousarray(data.active[picked]), y, utility, free)
     return y, utility, free
 
@@ -334,7 +336,7 @@ def _matched_rounds(data: ScaledProgram, prices: FloatArray, rows: FloatArray, t
     utility = data.base + (a * x).sum(axis=1)
     costs = _costs(data, prices, None, slice(None)) - rows[:, None] * data.pace
     with np.errstate(divide="ignore", invalid="ignore"):
-        value = np.where(data.active, data.beta[:, None] * a / utility[:, None] - costs, -np.inf)
+        value = np.where(data.active, data.budgets[:, None] * a / utility[:, None] - costs, -np.inf)
     members = data.members  # (R, K), -1 padded
     values = np.where(members[None] >= 0, value[:, np.maximum(members, 0)], -np.inf)  # (n, R, K)
     target = np.where(data.active, x, 0.0) @ data.rounds_of_goods * data.spread[:, None]  # sigma X
@@ -371,7 +373,7 @@ def _matched(data: ScaledProgram, prices: FloatArray, rows: FloatArray, types: F
         return rows
     matched = np.empty(jobs.size)
     _kernels.matched_rows(np.ascontiguousarray(data.progress[jobs, 0, :]), _costs(data, prices, types[jobs], jobs),
-                          data.pace[jobs], data.spread[jobs], data.beta[jobs], data.base[jobs],
+                          data.pace[jobs], data.spread[jobs], data.budgets[jobs], data.base[jobs],
                           data.minimizer_upper[jobs], np.ascontiguousarray(data.active[jobs]),
                           (1.0 - _MATCH_TRUST) * rows[jobs], (1.0 + _MATCH_TRUST) * rows[jobs], target[jobs],
                           _MATCH_STEPS, matched)

@@ -134,10 +134,10 @@ def slopes(data: ScaledProgram, utility: FloatArray, free: np.ndarray) -> Slopes
     multipliers, zeta) at a Lagrangian minimizer with utilities `utility` and free entries `free`."""
     a, inside = data.progress[:, 0, :], free.astype(np.float64)
     sigma = np.where(data.spread > 0, data.spread, 1.0)  # 0 only for a job with no active entry
-    # gamma = curvature / (sigma + curvature |a_free|^2), curvature = beta / U^2; 0 for a job with
+    # gamma = curvature / (sigma + curvature |a_free|^2), curvature = budgets / U^2; 0 for a job with
     # no free entry (its U may be 0).
-    denominator = sigma * utility ** 2 + data.beta * ((a * inside) ** 2).sum(axis=1)
-    gamma = np.divide(data.beta, denominator, out=np.zeros_like(denominator), where=denominator > 0)
+    denominator = sigma * utility ** 2 + data.budgets * ((a * inside) ** 2).sum(axis=1)
+    gamma = np.divide(data.budgets, denominator, out=np.zeros_like(denominator), where=denominator > 0)
     v = data.g * a * inside
     prices = np.diag(((data.g ** 2 * inside) / sigma[:, None]).sum(axis=0)) - (v.T * (gamma / sigma)) @ v
     a_p = (a * inside * data.pace).sum(axis=1)

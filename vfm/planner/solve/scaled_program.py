@@ -36,7 +36,7 @@ class ScaledProgram:
     active: np.ndarray  # (n, T) bool: the job fits the round and progresses in it in some scenario
     progress: FloatArray  # (n, S, T), 0 off `active`
     base: FloatArray  # (n,)
-    beta: FloatArray  # (n,) budgets / (sum of budgets * S)
+    budgets: FloatArray  # (n,) budgets / (sum of budgets * S)
     g: FloatArray  # (n, T) w_i / G_t on `active`, 0 elsewhere
     upper: FloatArray  # (T,) u_t: the box is 0 <= y_it <= u_t
     floor: FloatArray  # (n,) m_i: the FTF constraint sum_t y_it >= m_i (0 where there is none)
@@ -53,6 +53,7 @@ class ScaledProgram:
     shared: np.ndarray  # (n, R) bool: job i has a one-type row in round r (several active goods there)
     round_upper: FloatArray  # (R,) u_r: the one-type rows read sum_{t in r} y_it <= u_r
     members: np.ndarray  # (R, K) the goods of each round (K the most of a round), padded with -1
+    cost: FloatArray | None = None  # (n, T) c / sum B on `active`, 0 elsewhere: F has the term sum c y (None: none)
 
     @cached_property  # read several times a Newton step: computed once per program
     def typed(self) -> bool:
@@ -75,7 +76,7 @@ def scale_program(program: PlanningProgram) -> tuple[ScaledProgram, float]:
     """The program in the solver's terms, and the scale of its objective (the budgets' sum)."""
     n_scenarios, n, rounds = program.shape
     active = program.fits & (program.progress > 0).any(axis=0)
-    scale = float(program.weights.sum())
+    scale = float(program.budgets.sum())
     floor = program.fairness_floor
     constrained = floor > 0
     leftover = np.where(program.base < 1.0, program.remaining_s / program.round_s, 0.0)
@@ -85,7 +86,7 @@ def scale_program(program: PlanningProgram) -> tuple[ScaledProgram, float]:
         active=active,
         progress=np.where(active[None], program.progress, 0.0).transpose(1, 0, 2).copy(),
         base=program.base,
-        beta=program.weights / (scale * n_scenarios),
+        budgets=program.budgets / (scale * n_scenarios),
         # A good without GPUs (a GPU type absent in a round) is active for no job.
         g=np.where(active, program.gpus[:, None] / np.where(program.capacity > 0, program.capacity, 1.0)[None, :], 0.0),
         upper=program.bounds,
@@ -105,6 +106,7 @@ def scale_program(program: PlanningProgram) -> tuple[ScaledProgram, float]:
         shared=active.astype(np.float64) @ rounds_of_goods >= 2,
         round_upper=program.round_bounds,
         members=_members(program.round_index),
+        cost=None if program.time_cost is None else np.where(active, program.time_cost, 0.0) / scale,
     )
     return data, scale
 
@@ -145,9 +147,9 @@ def scaled_certified_gap(data: ScaledProgram, x: FloatArray, ftf_multipliers: Fl
     with np.errstate(divide="ignore", invalid="ignore"):
         # The bound multipliers chosen optimally: zero multipliers in, the box's part of the gap out.
         *_, bounds_gap, _ = _kernels.evaluate_entries(
-            plain.progress, plain.base, plain.beta, plain.spread, plain.active, plain.g, y, s_hi, plain.zeros,
-            plain.zeros, prices, row_terms(plain, z_f + z_e, z_o), plain.pace, u, False, u, np.empty((n, rounds)),
-            np.empty((n, rounds)), paced)
+            plain.progress, plain.base, plain.budgets, plain.spread, plain.active, plain.g, y, s_hi, plain.zeros,
+            plain.zeros, prices, with_cost(plain, row_terms(plain, z_f + z_e, z_o)), plain.pace, u, False, u,
+            np.empty((n, rounds)), np.empty((n, rounds)), paced)
         type_complementarity = float(np.vdot(s_o, z_o)) if plain.typed else 0.0
         ftf_residual = np.where(plain.constrained, paced - plain.floor - s_f, 0.0)
         return gap_from_terms(plain, bounds_gap, type_complementarity, (s_cap, prices), (s_f, ftf_residual, z_f),
@@ -187,6 +189,18 @@ def row_terms(data: ScaledProgram, per_job: FloatArray, per_round: FloatArray | 
     return terms
 
 
+def with_cost(data: ScaledProgram, rows: FloatArray) -> FloatArray:
+    """`rows` (the rows' terms, `row_terms`, or zeros) less the objective's time cost: what the
+    kernels subtract from F's spread-and-logarithm gradient to read the Lagrangian's (`cost` is F's
+    linear term, so it adds to the gradient)."""
+    return rows if data.cost is None else rows - data.cost
+
+
+def cost_value(data: ScaledProgram, y: FloatArray) -> float:
+    """F's linear term :math:`\\sum c y` at `y` (0 without a time cost)."""
+    return 0.0 if data.cost is None else float(np.vdot(data.cost, y))
+
+
 def gap_minimizing_prices(gradient: FloatArray, g: FloatArray, y: FloatArray, s_hi: FloatArray,
                           s_cap: FloatArray) -> FloatArray:
     r"""The prices :math:`\lambda \ge 0` that minimize the certified gap at `y` (`vfm.planner.solve.ipm.method`'s
@@ -217,7 +231,7 @@ def objective(data: ScaledProgram, y: FloatArray) -> tuple[FloatArray, FloatArra
     n, scenarios, rounds = data.progress.shape
     u, gradient = np.empty((n, scenarios)), np.empty((n, rounds))
     # With no prices, row multipliers or bound multipliers, the dual residual is the gradient.
-    value, *_ = _kernels.evaluate_entries(data.progress, data.base, data.beta, data.spread, data.active, data.g, y, y,
-                                         data.zeros, data.zeros, np.zeros(rounds), data.zeros, data.pace, u, False, u,
-                                         np.empty((n, rounds)), gradient, np.empty(n))
-    return u, gradient, value
+    value, *_ = _kernels.evaluate_entries(data.progress, data.base, data.budgets, data.spread, data.active, data.g, y,
+                                         y, data.zeros, data.zeros, np.zeros(rounds), with_cost(data, data.zeros),
+                                         data.pace, u, False, u, np.empty((n, rounds)), gradient, np.empty(n))
+    return u, gradient, value + cost_value(data, y)

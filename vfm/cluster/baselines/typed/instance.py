@@ -16,7 +16,7 @@ from numpy.typing import ArrayLike, NDArray
 from vfm._validation import as_real_array
 from vfm.cluster.gpu_types import ClusterTypes
 from vfm.errors import ValidationError
-from vfm.parameters import Interval, Real, Whole, check_array
+from vfm.parameters import Interval, Real, Whole, check_array, check_nonempty
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -49,8 +49,7 @@ def checked_instance(throughputs: ArrayLike, gpus: ArrayLike, counts: ArrayLike 
     """
     thr = np.array(as_real_array(throughputs, "throughputs", (None, None)))
     n, k = thr.shape
-    if k == 0:
-        raise ValidationError("throughputs must have one column per GPU type, got none")
+    check_nonempty("throughputs", k, "column (one per GPU type)")
     raw_counts = counts.counts if isinstance(counts, ClusterTypes) else np.asarray(counts)
     c = as_real_array(raw_counts, "counts", (k,))
     check_array("counts", c, Interval(Whole, 1, unit="GPUs"))

@@ -150,7 +150,7 @@ def solve_market(thr: FloatArray, w: IntArray, c: IntArray, epochs: FloatArray, 
     rate = np.minimum(round_s * thr, left[:, None])  # 0 where the type cannot host: thr is 0 there
     fastest = thr.max(axis=1)  # > 0: every job has a hosting type (checked)
     program = PlanningProgram(
-        progress=(rate / epochs[:, None])[None], base=np.zeros(n), weights=np.ones(n),
+        progress=(rate / epochs[:, None])[None], base=np.zeros(n), budgets=np.ones(n),
         gpus=w.astype(np.float64), capacity=c.astype(np.float64), round_s=round_s,
         # Used only by finish-time and efficiency terms, which this program has none of; the
         # planner's convention: seconds left on the job's fastest type, `speed` relative to it.

@@ -32,7 +32,7 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
-from vfm._validation import is_real, read_only
+from vfm._validation import read_only
 from vfm.cluster.baselines.gavel_rounds import gavel_round_step
 from vfm.cluster.baselines.round_book import RoundBook, RoundState, RowTable
 from vfm.cluster.baselines.typed.instance import FloatArray, normalized_from_checked
@@ -51,6 +51,10 @@ __all__ = [
     "epochs_left",
     "normalized_under",
 ]
+
+#: A regime of a job's `add_job`: a batch size and its seconds per epoch on a type.
+_BATCH_SIZE = Interval(Real, 0, closed="neither")
+_EPOCH_S = Interval(Real, 0, closed="neither", unit="seconds per epoch")
 
 
 class PolicyAllocation(NamedTuple):
@@ -279,10 +283,9 @@ class TypedRoundPolicy(RoundBook):
             check(f"regimes[{gpu_type!r}] of job {job_id!r}", regime,
                   Instance(Mapping, "a non-empty mapping of batch sizes to seconds per epoch", with_value=True,
                            nonempty=True))
-            if not all(is_real(b) and np.isfinite(b) and b > 0 and is_real(s) and np.isfinite(s) and s > 0
-                       for b, s in regime.items()):
-                raise ValidationError(f"regimes[{gpu_type!r}] of job {job_id!r} must map batch sizes > 0 to finite "
-                                      f"seconds per epoch > 0, got {dict(regime)!r}")
+            for size, seconds in regime.items():
+                check(f"each batch size of regimes[{gpu_type!r}] of job {job_id!r}", size, _BATCH_SIZE)
+                check(f"regimes[{gpu_type!r}][{size!r}] of job {job_id!r}", seconds, _EPOCH_S)
             reg = {float(b): float(s) for b, s in regime.items()}
             if sizes is None:
                 sizes = tuple(sorted(reg))
@@ -322,14 +325,12 @@ class TypedRoundPolicy(RoundBook):
         if not len(batch_sizes):
             return
         reg = t.regimes[i]
-        unknown = [b for b in batch_sizes if not is_real(b) or float(b) not in reg]
-        if unknown:
-            raise ValidationError(f"job {job_id!r} reported batch size {unknown[0]!r}, not in its regimes "
-                                  f"({sorted(reg)})")
+        known = Real(f"a batch size of its regimes ({sorted(reg)})", lambda size: float(size) in reg)
+        for k, size in enumerate(batch_sizes):
+            check(f"batch_sizes[{k}] job {job_id!r} reported", size, known)
         done = t.col("done")
-        if done[i] + len(batch_sizes) > t.col("epochs")[i]:
-            raise ValidationError(f"job {job_id!r} reported {len(batch_sizes)} epochs, more than the "
-                                  f"{int(t.col('epochs')[i] - done[i])} it has left")
+        check(f"the epochs job {job_id!r} reported", len(batch_sizes),
+              Interval(Whole, high=t.col("epochs")[i] - done[i], unit="epochs", note="the epochs it has left"))
         done[i] += len(batch_sizes)
         if done[i] >= t.col("epochs")[i]:
             self.complete(job_id)

@@ -2,42 +2,50 @@
 
 `restored` parses a checkpoint (never unpickling anything; a key repeated in an object, or in a dict
 given directly a value JSON cannot hold, is refused), checks its header against the policy's
-configuration (the GPU types' order included), reads every job, completed id, carried entry, row of
-the standing plan and trajectory by name, and hands the state it builds to
+configuration (the GPU types' order included), checks each object against the declaration of its
+fields (`vfm.parameters.Fields`, named as `vfm.planner.policy.checkpoint.layout` lists them: the
+checkpoint's, each job's, each carried entry's, the plan's, its rows' and program's, each
+trajectory's), builds the state from them and hands it to
 `vfm.planner.policy.checkpoint.state.checked_state`, so that a damaged or hostile checkpoint can at worst
-be refused, naming the field (and the job) at fault.
+be refused, naming the field by its path (``jobs[3].budget``) and the job at fault.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import itertools
+import functools
 import json
 from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
-from vfm._validation import FloatArray, is_real, is_whole, read_only
+from vfm._validation import read_only
 from vfm.equilibrium import Status
 from vfm.errors import ValidationError
 from vfm.forecast import Forecaster, Trajectory
 from vfm.gpu_cluster import ClusterTypes
 from vfm.limits import MAX_COUNT, MAX_JOB_EPOCHS
 from vfm.parameters import (
+    Anything,
     Constraint,
+    Each,
+    Either,
+    Equal,
+    Fields,
+    Fixed,
     Instance,
     Interval,
     OneOf,
-    Optional,
     Real,
+    Refusal,
+    Satisfies,
+    Step,
     Whole,
     check,
-    check_array,
     check_distinct,
-    check_length,
-    check_nonempty,
     check_parameters,
 )
 from vfm.planner import shockwave
@@ -55,12 +63,16 @@ from vfm.planner.policy.checkpoint.layout import (
     TYPED_ROW_FIELDS,
     VERSION,
 )
-from vfm.planner.policy.checkpoint.state import as_float, check_record, check_stages, checked_count, checked_state
-from vfm.planner.policy.job_events import MAX_ID_DEPTH
+from vfm.planner.policy.checkpoint.state import COUNT, check_record, check_type_order, checked_state, runs
+from vfm.planner.policy.job_events import ids_of
 from vfm.planner.policy.state import JobRecord, PolicyConfig, PolicyState
 from vfm.planner.program import PlanningProgram
 
 __all__ = ["restored"]
+
+#: What `restored` reads.
+_EXPECTED = ("a PolicyState (Policy.state) or a checkpoint (Policy.checkpoint(): its JSON text, or the dict it "
+             "parses to)")
 
 
 def restored(config: PolicyConfig, state: object, *, allow_resize: bool = False) -> PolicyState:
@@ -75,37 +87,28 @@ def restored(config: PolicyConfig, state: object, *, allow_resize: bool = False)
     check("allow_resize", allow_resize, Instance(bool, "True or False", with_value=True))
     cluster = typed_cluster(config)
     if isinstance(state, PolicyState):
-        if allow_resize:
-            raise ValidationError("allow_resize applies to a checkpoint (Policy.checkpoint()), not to a PolicyState")
+        check("allow_resize", allow_resize, Equal(False, says="False for a PolicyState: it applies to a checkpoint "
+                                                               "(Policy.checkpoint())"))
         return checked_state(config, state, types=None if cluster is None else len(cluster))
-    document = _parsed(state)
-    return _loads(config, document, cluster, allow_resize)
+    return _loads(config, _parsed(state), cluster, allow_resize)
 
 
 def _parsed(state: object) -> Mapping[str, Any]:
     """A checkpoint's JSON object, from its text, its UTF-8 bytes or the dict it parses to."""
-    expected = "state must be a PolicyState (Policy.state) or a checkpoint (Policy.checkpoint(): its JSON text, " \
-               "or the dict it parses to)"
-    if isinstance(state, bytes | bytearray):
-        try:
-            state = bytes(state).decode("utf-8")
-        except UnicodeDecodeError:
-            raise ValidationError(f"{expected}; got bytes that are not UTF-8 text (checkpoints are JSON; "
-                                  f"pickle is never loaded)") from None
-    if isinstance(state, str):
-        try:
-            state = json.loads(state, parse_constant=_no_constant, object_pairs_hook=_unique_keys)
-        except ValidationError:
-            raise
-        except (ValueError, RecursionError) as error:
-            raise ValidationError(f"{expected}; got text that is not JSON ({error})") from None
-    elif isinstance(state, Mapping):
-        _check_json_data(state)  # a dict given directly may hold anything: JSON's types only
-    if not isinstance(state, Mapping):
-        raise ValidationError(f"{expected}, got {type(state).__name__}")
-    if "format" not in state:
-        raise ValidationError(f"{expected}; got a {type(state).__name__} with no 'format' field")
-    return state
+    document: Any
+    try:
+        text = bytes(state).decode("utf-8") if isinstance(state, bytes | bytearray) else state
+        document = json.loads(text, parse_constant=_no_constant, object_pairs_hook=_unique_keys) \
+            if isinstance(text, str) else text
+    except ValidationError:
+        raise
+    except (ValueError, RecursionError) as error:  # a UnicodeDecodeError is a ValueError
+        got = "bytes that are not UTF-8 text (checkpoints are JSON; pickle is never loaded)" \
+            if isinstance(error, UnicodeDecodeError) else f"text that is not JSON ({error})"
+        raise ValidationError(f"state must be {_EXPECTED}; got {got}") from None
+    if isinstance(state, Mapping):
+        check("state", document, _JsonData())  # a dict given directly may hold anything: JSON's types only
+    return check("state", document, _CHECKPOINT)
 
 
 def _no_constant(name: str) -> Any:
@@ -128,93 +131,269 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 _JSON_SCALARS = (str, int, float, bool, type(None))
 
 
-def _check_json_data(document: Mapping[Any, Any]) -> None:
-    """A `ValidationError` naming the field (as ``jobs[1].budget``) of the first value in `document`
-    that JSON text cannot hold: a checkpoint given as a dict must be what its text parses to.
-    Iterative, so a deep document costs no recursion; a path is spelled out only on the way to the
-    error (each value keeps a link to its parent)."""
-    stack: list[tuple[Any, Any]] = [(document, None)]
-    while stack:
-        value, path = stack.pop()
-        if isinstance(value, Mapping):
-            for key, inner in value.items():
-                if type(key) is not str:
-                    raise ValidationError(f"{_path(path) or 'the checkpoint'} has a key {key!r} that is not a string")
-                stack.append((inner, (path, f".{key}" if path is not None else key)))
-        elif type(value) is list:
-            stack.extend((inner, (path, f"[{k}]")) for k, inner in enumerate(value))
-        elif type(value) not in _JSON_SCALARS:
-            raise ValidationError(f"{_path(path)} of the checkpoint is a {type(value).__name__}: a checkpoint holds "
-                                  f"JSON data only (objects, lists, strings, numbers, true, false, null)")
+@dataclass(frozen=True)
+class _JsonData:
+    """JSON data only, as a checkpoint given as a dict must hold (what its text parses to); a
+    refused part is named by its path (``state.jobs[1].budget``). Walked iteratively, so a deep
+    document costs no recursion; a path is spelled out only for the message (each part keeps a
+    link to its parent)."""
+
+    says: str = "JSON data (objects with string keys, lists, strings, numbers, true, false or null)"
+
+    def admits(self, value: Any) -> bool:
+        return self._first(value) is None
+
+    def shown(self, value: Any) -> str:
+        return type(value).__name__
+
+    def refusal(self, value: Any) -> Refusal:
+        link, shown = self._first(value) or (None, self.shown(value))
+        steps = []
+        while link is not None:
+            link, step = link
+            steps.append(("", step))
+        return Refusal(tuple(reversed(steps)), self.says, shown)
+
+    @staticmethod
+    def _first(document: Any) -> tuple[Any, str] | None:
+        """The link to the first part of `document` JSON cannot hold, and the part as shown; None if none."""
+        stack: list[tuple[Any, Any]] = [(document, None)]
+        while stack:
+            value, link = stack.pop()
+            if isinstance(value, Mapping):
+                for key, inner in value.items():
+                    if type(key) is not str:
+                        return link, f"an object with a key {key!r} that is not a string"
+                    stack.append((inner, (link, f".{key}")))
+            elif type(value) is list:
+                stack.extend((inner, (link, f"[{k}]")) for k, inner in enumerate(value))
+            elif type(value) not in _JSON_SCALARS:
+                return link, f"a {type(value).__name__}"
+        return None
 
 
-def _path(link: Any) -> str:
-    """A field's path from its chain of (parent, step) links."""
-    steps = []
-    while link is not None:
-        link, step = link
-        steps.append(step)
-    return "".join(reversed(steps))
+# --- The declarations of a checkpoint's objects ----------------------------------------------------
+
+_OBJECT = Instance(Mapping, "an object")
+_JSON_BOOL = Instance(bool, "true or false", with_value=True)
+_STRING = Instance(str, "a string", with_value=True)
+_FINITE = Interval(Real)
+_NULL = Equal(None, says="null")
+_SHARE = Interval(Real, 0, 1)
+#: The whole document, as far as `_parsed` reads it.
+_CHECKPOINT = Instance(Mapping, f"{_EXPECTED}: an object with a 'format' field", holds=lambda d: "format" in d)
+
+
+def _json_tuple(value: Any) -> Any:
+    """The entries of a tuple as a checkpoint writes it, ``{"tuple": [...]}``; None for any other value."""
+    if isinstance(value, Mapping) and list(value) == ["tuple"] and isinstance(value["tuple"], list):
+        return value["tuple"]
+    return None
+
+
+#: A job id (a string, a whole number or ``{"tuple": [...]}`` of them) and a kind (also null).
+_JSON_ID = ids_of(Satisfies("a string or a whole number", lambda v: type(v) in (str, int)), _json_tuple,
+                  '{"tuple": [...]}')
+_JSON_KIND = ids_of(Satisfies("a string, a whole number or null", lambda v: v is None or type(v) in (str, int)),
+                    _json_tuple, '{"tuple": [...]}')
+
+
+def _list(item: Constraint, what: str, *, length: int | None = None, nonempty: bool = False,
+          step: Step | None = None) -> Each:
+    """A JSON list of `item`s (`vfm.parameters.Each`), as `what` says."""
+    return Each(item, what, kinds=(list,), length=length, nonempty=nonempty, step=step)
+
+
+def _pairs(number: Constraint, what: str) -> Each:
+    """A list of pairs [a, b] (`what`) of `number`s."""
+    return _list(Fixed((number, number), f"a pair {what}", kinds=(list,)), f"a list of pairs {what}")
+
+
+def _numbers(size: int) -> Each:
+    """`size` finite numbers or nulls (NaN), one per round of the window and GPU type."""
+    return _list(Either(_FINITE, _NULL), "a list of numbers or nulls, one per round of the window and GPU type",
+                 length=size)
+
+
+def _declared(names: tuple[str, ...], constraints: Mapping[str, Constraint], what: str) -> Fields:
+    """An object of the fields `names` (the layout's: `vfm.planner.policy.checkpoint.layout`), each
+    with its constraint of `constraints`."""
+    return Fields({name: constraints[name] for name in names}, what)
+
+
+_TOP = _declared(TOP_FIELDS, {
+    # The header, checked first against this policy (`_header`).
+    **dict.fromkeys(("format", "version", "policy", "config_sha256", "config"), Anything()),
+    **dict.fromkeys(("round_index", "replans", "failed_replans", "retry_at"), COUNT),
+    "stale": _JSON_BOOL,
+    "jobs": _list(_OBJECT, "a list of job objects"),
+    "completed": _list(_JSON_ID, "a list of job ids"),
+    "carried": _list(_OBJECT, "a list of objects of what each job carries"),
+    "plan": Instance((Mapping, type(None)), "an object or null"),
+    "taught": _list(_OBJECT, "a list of trajectory objects"),
+    "finished": _list(_OBJECT, "a list of trajectory objects"),
+}, "a checkpoint")
+
+_TRAJECTORY = _declared(TRAJECTORY_FIELDS, {
+    "kind": _JSON_ID,
+    "regimes": _list(_FINITE, "a list of finite numbers in ascending order", nonempty=True,
+                     step=Step(lambda before, now: before < now, "a number above the one before it (regimes ascend)")),
+    "stages": _pairs(Interval(Whole), "[rank, epochs]"),
+}, "a trajectory object")
+
+
+@functools.lru_cache(maxsize=64)
+def _job_fields(capacity: int, types: tuple[str, ...], columns: int) -> Fields:
+    """A job object's fields, on a cluster of `capacity` GPUs; on several GPU types (`types`) with
+    its speeds, `columns` on each (its regimes' and their mean). Cached: a restore reads every job
+    with one of a few."""
+    speeds = Fields({t: _list(_FINITE, f"a list of {columns} numbers (its regimes and their mean)", length=columns)
+                     for t in types}, "an object of each GPU type's speeds")
+    return _declared((*JOB_FIELDS, *(("speeds",) if types else ())), {
+        "id": _JSON_ID,
+        "gpus": Interval(Whole, 1, capacity),
+        "regimes": _pairs(_FINITE, "[batch size, seconds per epoch]"),
+        "stages": _pairs(Interval(Whole), "[column, epochs]"),
+        "kind": _JSON_KIND,
+        # Their ranges are an arrival's, checked with the whole record (`check_record`).
+        **dict.fromkeys(("epochs", "budget", "fair_finish_at_s"), Anything()),
+        "speeds": speeds,
+    }, "a job object")
+
+
+def _carried_fields(round_index: int) -> Fields:
+    """An object of what a job carries into the next plan, at round `round_index`."""
+    return _declared(("id", *CARRIED_FIELDS), {
+        "id": _JSON_ID,
+        "credit": Interval(Real, shockwave.CREDIT_FLOOR, round_index + 1, unit="rounds",
+                           note="round_index + 1 at most"),
+        "waited": Interval(Whole, 0, round_index),
+        "ran_last": _JSON_BOOL,
+    }, "an object of what a job carries")
+
+
+def _plan_fields(rounds: int, types: int, jobs: int) -> Fields:
+    """The standing plan's object, over a window of `rounds` rounds of `types` GPU types, with one
+    row per carried job (`jobs`)."""
+    goods = rounds * types
+    program = _declared(PROGRAM_FIELDS, {
+        "capacity": _list(Interval(Real, 0, unit="GPUs"), "a list of GPU counts, one per round of the window and "
+                                                          "GPU type", length=goods),
+        **dict.fromkeys(("round_s", "efficiency", "spread"), Interval(Real, 0)),
+    }, "a program object")
+    return _declared(PLAN_FIELDS, {
+        "since_plan": Interval(Whole, 0, rounds),
+        "fairness": OneOf(("none", "constraints", "relaxed")),
+        "status": OneOf(tuple(s.value for s in Status)),
+        **dict.fromkeys(("solver", "message"), _STRING),
+        **dict.fromkeys(("bound", "ftf_bound", "relaxed_objective", "rounded_objective"), Either(_FINITE, _NULL)),
+        "prices": _numbers(goods),
+        "program": program,
+        "rows": _list(_OBJECT, "a list of row objects, one per carried job", length=jobs),
+    }, "a plan object")
+
+
+def _window(types: int, left: int, each: Constraint, note: str = "") -> Each:
+    """A plan row's values over the `left` rounds of the window left, each admitted by `each`; on
+    several GPU types one list of them per type."""
+    rounds = _list(each, f"a list of values, one per round of the window left{note}", length=left)
+    return rounds if types == 1 else _list(rounds, f"a list of lists, one per GPU type{note}", length=types)
+
+
+def _row_fields(left: int, types: int, capacity: int, committed: bool) -> Fields:
+    """A plan row's object, `left` rounds of the window left, on `types` GPU types and `capacity`
+    GPUs; with commitments if the plan's first row has them (`committed`)."""
+    null_in_all = " (null in every row or in none)"
+    return _declared((*PLAN_ROW_FIELDS, *(TYPED_ROW_FIELDS if types > 1 else ())), {
+        "gpus": Interval(Whole, 1, capacity),
+        "base": Interval(Real, 0, 1, note="the share of its epochs done"),
+        "weight": Interval(Real, 0),
+        "remaining_s": Interval(Real, 0, unit="seconds"),
+        "relaxed": _window(types, left, _SHARE),
+        "schedule": _window(types, left, _JSON_BOOL),
+        "committed": _window(types, left, _JSON_BOOL, null_in_all) if committed
+        else Equal(None, says=f"null, as in the plan's first row{null_in_all}"),
+        "placement": _window(1, left, Interval(Whole, -1, types, closed="left", noun="a GPU type index",
+                                                note="-1: not running")),
+        "pace": _list(_SHARE, "a list of speeds, one per GPU type", length=types),
+    }, "a plan row object")
+
+
+# --- Reading ---------------------------------------------------------------------------------------
+
+
+def _keys(value: Any, fields: Fields, what: str, of: str = "") -> Mapping[str, Any]:
+    """`value`, an object whose keys and values its declaration `fields` admits; else a
+    `ValidationError` naming the field by its path from `what`, then `of` (the job)."""
+    checked: Mapping[str, Any] = check(what, value, fields, of=of)
+    return checked
+
+
+def _id_in(value: Any) -> Any:
+    """An id or a kind from its JSON, checked (`_JSON_ID`, `_JSON_KIND`): ``{"tuple": [...]}`` a tuple."""
+    return tuple(_id_in(v) for v in value["tuple"]) if isinstance(value, Mapping) else value
+
+
+def _real(value: Any) -> float:
+    """A JSON number, or null for NaN (none), as a float."""
+    return float("nan") if value is None else float(value)
 
 
 def _loads(config: PolicyConfig, document: Mapping[str, Any], cluster: ClusterTypes | None,
            allow_resize: bool) -> PolicyState:
     _header(config, document, cluster, allow_resize)
-    _keys(document, TOP_FIELDS, "checkpoint")
-    rows = _list(document["jobs"], "jobs")
+    _keys(document, _TOP, "")
     if allow_resize:
-        _fits(config, rows)
-    jobs: dict[Hashable, JobRecord] = {}
-    round_index = checked_count(document["round_index"], "round_index")
-    read = [_record_in(config, row, k, cluster) for k, row in enumerate(rows)]
+        _fits(config, document["jobs"])
+    types = () if cluster is None else tuple(cluster.types)
+    read = [_record_in(config, row, k, types) for k, row in enumerate(document["jobs"])]
     check_distinct("jobs", [job_id for job_id, _ in read], "a job id", "job ids are unique")
-    jobs.update(read)
-    completed = tuple(_id_in(v, f"completed[{k}]") for k, v in enumerate(_list(document["completed"], "completed")))
-    taught = [_trajectory_in(v, f"taught[{k}]") for k, v in enumerate(_list(document["taught"], "taught"))]
-    finished = tuple(_trajectory_in(v, f"finished[{k}]") for k, v in enumerate(_list(document["finished"],
-                                                                                          "finished")))
-    stale = document["stale"]
-    check("stale", stale, _JSON_BOOL)
+    round_index, stale = document["round_index"], document["stale"]
     carried = _carried_in(document["carried"], round_index)
     # A plan made for another capacity (allow_resize) is checked, then not served: the next round re-plans.
     standing = _standing_in(config, document["plan"], carried.get("carried", ()), resized=allow_resize)
     if allow_resize and standing:
         standing, stale = {}, True
+    taught = [_trajectory_in(v, f"taught[{k}]") for k, v in enumerate(document["taught"])]
     state = PolicyState(
-        jobs=MappingProxyType(jobs), completed=completed, stale=stale, round_index=round_index,
-        replans=checked_count(document["replans"], "replans"),
-        failed_replans=checked_count(document["failed_replans"], "failed_replans"),
-        retry_at=checked_count(document["retry_at"], "retry_at"), forecaster=_forecaster(config, taught),
-        finished=finished, gpu_types=() if cluster is None else cluster.types, **carried, **standing)
+        jobs=MappingProxyType(dict(read)), completed=tuple(map(_id_in, document["completed"])), stale=stale,
+        round_index=round_index, replans=document["replans"], failed_replans=document["failed_replans"],
+        retry_at=document["retry_at"], forecaster=_forecaster(config, taught),
+        finished=tuple(_trajectory_in(v, f"finished[{k}]") for k, v in enumerate(document["finished"])),
+        gpu_types=types, **carried, **standing)
     return checked_state(config, state, types=None if cluster is None else len(cluster))
+
+
+#: The header's fields: what kind of checkpoint this is.
+_HEADER: dict[str, Constraint] = {
+    "format": OneOf((FORMAT,)),
+    "version": Equal(VERSION, says=f"{VERSION} (this vfm reads version {VERSION} only; version 1, an earlier vfm's, "
+                                   f"holds no standing plan)", same_type=True),
+    "policy": OneOf(("Policy",)),
+    "config": _OBJECT,
+}
 
 
 def _header(config: PolicyConfig, document: Mapping[str, Any], cluster: ClusterTypes | None,
             allow_resize: bool) -> None:
     """The format, version, kind of policy and configuration, each checked in turn."""
-    check("format of the checkpoint", document["format"], OneOf((FORMAT,)))
-    version = document.get("version")
-    if version != VERSION or not is_whole(version):
-        older = " (an earlier vfm's checkpoint, which does not hold the standing plan)" \
-            if isinstance(version, int) and 1 <= version < VERSION else ""
-        raise ValidationError(f"version of the checkpoint is {version!r}{older}; this vfm reads version {VERSION} "
-                              f"only")
-    check("policy of the checkpoint", document.get("policy"), OneOf(("Policy",)))
-    if allow_resize and cluster is not None:
-        raise ValidationError("allow_resize applies to a cluster of one GPU type; a cluster of several types must be "
-                              "the checkpoint's")
-    theirs: Any = check("config of the checkpoint", document.get("config"), _OBJECT)
+    check_parameters({name: document.get(name) for name in _HEADER}, _HEADER, of=" of the checkpoint")
+    if cluster is not None:
+        check("allow_resize", allow_resize, Equal(False, says="False on a cluster of several GPU types, which must "
+                                                               "be the checkpoint's"))
+    theirs = document["config"]
     try:
         stated = fingerprint(theirs)
     except (TypeError, ValueError, RecursionError):
         stated = None
-    if stated != document.get("config_sha256"):
-        raise ValidationError("config_sha256 of the checkpoint is not the SHA-256 of its config: the checkpoint "
-                              "was altered")
+    check("config_sha256 of the checkpoint", document.get("config_sha256"),
+          Equal(stated, says="the SHA-256 of its config", hint="the checkpoint was altered"))
     plain = configuration(config)
     if stated == fingerprint(plain):
         return
-    _same_order(theirs, cluster)
+    order = theirs.get("gpu_types")
+    if cluster is not None and isinstance(order, list):
+        check_type_order(order, cluster.types, "checkpoint")
     differ = differences(theirs, plain, ("capacity",) if allow_resize else ())
     if differ:
         shown = "; ".join(differ[:8]) + (f"; and {len(differ) - 8} more" if len(differ) > 8 else "")
@@ -224,78 +403,29 @@ def _header(config: PolicyConfig, document: Mapping[str, Any], cluster: ClusterT
                                  else ""))
 
 
-def _same_order(theirs: Mapping[str, Any], cluster: ClusterTypes | None) -> None:
-    """A cluster of the checkpoint's GPU types in another order, refused saying so: the order decides
-    which column of the plan and of each job's speeds is which type, and breaks ties."""
-    order = theirs.get("gpu_types")
-    if cluster is None or not isinstance(order, list) or order == list(cluster.types) or \
-            sorted(map(str, order)) != sorted(cluster.types):
-        return
-    raise ValidationError(f"gpu_types: the cluster's GPU types are in another order, {order!r} in the checkpoint, "
-                          f"{list(cluster.types)!r} in this policy; a checkpoint restores into a cluster with its "
-                          f"types in the same order (build the policy's ClusterTypes in the checkpoint's order)")
-
-
-def _fits(config: PolicyConfig, rows: list[Any]) -> None:
+def _fits(config: PolicyConfig, rows: list[Mapping[str, Any]]) -> None:
     """On a resize, every job's gang fits this policy's capacity; else the jobs that do not, named."""
     wide = [(row.get("id"), row.get("gpus")) for row in rows
-            if isinstance(row, Mapping) and is_whole(row.get("gpus")) and row["gpus"] > config.capacity]
+            if type(row.get("gpus")) is int and row["gpus"] > config.capacity]
     if wide:
-        named = ", ".join(f"{_id_in(i, 'jobs[].id')!r} ({g} GPUs)" for i, g in wide)
+        named = ", ".join(f"{_id_in(check('jobs[].id', i, _JSON_ID))!r} ({g} GPUs)" for i, g in wide)
         raise ValidationError(f"jobs {named} have gangs wider than this policy's {config.capacity} GPUs: remove them "
                               f"(restore into a policy of the old capacity, remove_job, checkpoint again)")
 
 
-def _keys(value: Mapping[str, Any], names: tuple[str, ...], what: str, optional: tuple[str, ...] = ()) -> None:
-    for name in names:
-        if name not in value:
-            raise ValidationError(f"{what} has no field {name!r}")
-    extra = [k for k in value if k not in names and k not in optional]
-    if extra:
-        raise ValidationError(f"{what} has an unknown field {extra[0]!r}")
-
-
-def _list(value: Any, what: str) -> list[Any]:
-    return check(what, value, Instance(list, "a list"))
-
-
-def _real(value: Any, what: str, constraint: Constraint) -> float:
-    return float(check(what, value, constraint))
-
-
-#: A JSON object, and true or false, as a checkpoint's fields must be.
-_OBJECT = Instance(Mapping, "an object")
-_JSON_BOOL = Instance(bool, "true or false", with_value=True)
-
-
-def _id_in(value: Any, what: str, *, none: bool = False, depth: int = 0) -> Any:
-    """An id or a kind from its JSON (module docstring), or a `ValidationError` naming it (`what`)."""
-    if isinstance(value, str) or (value is None and none):
-        return value
-    if type(value) is int:
-        return value
-    if isinstance(value, Mapping) and list(value) == ["tuple"] and isinstance(value["tuple"], list) \
-            and depth < MAX_ID_DEPTH:
-        return tuple(_id_in(v, what, none=none, depth=depth + 1) for v in value["tuple"])
-    raise ValidationError(f"{what} must be a string, a whole number{', null' if none else ''} or "
-                          f'{{"tuple": [...]}} of them, got {json.dumps(value, default=repr)[:80]}')
-
-
-def _record_in(config: PolicyConfig, row: Any, k: int, cluster: ClusterTypes | None
+def _record_in(config: PolicyConfig, row: Mapping[str, Any], k: int, types: tuple[str, ...]
                ) -> tuple[Hashable, JobRecord]:
-    """Job row `k`: its id and its record (with its speeds per type on several types), checked."""
-    check(f"jobs[{k}]", row, _OBJECT)
-    job_id = _id_in(row.get("id"), f"jobs[{k}].id")
-    what = f"jobs[{k}] (job {job_id!r})"
-    _keys(row, (*JOB_FIELDS, *(("speeds",) if cluster is not None else ())), what)
+    """Job object `k`: its id and its record (with its speeds per type on several types), checked."""
+    job_id = _id_in(check(f"jobs[{k}].id", row.get("id"), _JSON_ID))
+    regimes = row.get("regimes")
+    columns = len(regimes) + 1 if types and isinstance(regimes, list) else 0
+    _keys(row, _job_fields(config.capacity, types, columns), f"jobs[{k}]", of=f" (job {job_id!r})")
     target = row["fair_finish_at_s"]
     raw = JobRecord(
-        gpus=checked_count(row["gpus"], f"gpus of {what}", 1, config.capacity),
-        regimes=tuple(_pairs(row["regimes"], f"regimes of {what}", whole=False)), epochs=row["epochs"],
-        budget=row["budget"], stages=tuple(_pairs(row["stages"], f"stages of {what}")),
-        fair_finish_at_s=float("nan") if target is None else target,
-        kind=_id_in(row["kind"], f"kind of {what}", none=True),
-        speeds=None if cluster is None else _speeds_in(row["speeds"], what, cluster, len(row["regimes"]) + 1))
+        gpus=row["gpus"], regimes=tuple((b, s) for b, s in row["regimes"]), epochs=row["epochs"],
+        budget=row["budget"], stages=tuple((c, n) for c, n in row["stages"]),
+        fair_finish_at_s=float("nan") if target is None else target, kind=_id_in(row["kind"]),
+        speeds=read_only(np.array([row["speeds"][t] for t in types], dtype=np.float64)) if types else None)
     check_record(config, job_id, raw)
     # As `Policy.add_job` keeps them: floats for the regimes, the budget and the target.
     return job_id, dataclasses.replace(
@@ -303,79 +433,43 @@ def _record_in(config: PolicyConfig, row: Any, k: int, cluster: ClusterTypes | N
         fair_finish_at_s=float(raw.fair_finish_at_s))
 
 
-def _carried_in(value: Any, round_index: int) -> dict[str, Any]:
+def _carried_in(entries: list[Mapping[str, Any]], round_index: int) -> dict[str, Any]:
     """``carried``: the `PolicyState` fields of what each job carries into the next plan (its
     ``carried`` ids and the arrays aligned to them), each entry checked."""
-    entries = _list(value, "carried")
-    ids, values = [], []
+    fields, ids = _carried_fields(round_index), []
     for k, entry in enumerate(entries):
-        check(f"carried[{k}]", entry, _OBJECT)
-        job_id = _id_in(entry.get("id"), f"carried[{k}].id")
-        what = f"carried[{k}] (job {job_id!r})"
-        _keys(entry, ("id", *CARRIED_FIELDS), what)
-        credit = _real(entry["credit"], f"credit of {what}",
-                       Interval(Real, shockwave.CREDIT_FLOOR, round_index + 1, unit="rounds",
-                                note="round_index + 1 at most"))
-        ran = check(f"ran_last of {what}", entry["ran_last"], _JSON_BOOL)
+        job_id = _id_in(check(f"carried[{k}].id", entry.get("id"), _JSON_ID))
+        _keys(entry, fields, f"carried[{k}]", of=f" (job {job_id!r})")
         ids.append(job_id)
-        values.append((credit, checked_count(entry["waited"], f"waited of {what}", 0, round_index), ran))
     if not ids:
         return {}
-    return {"carried": tuple(ids), "credit": np.array([v[0] for v in values], dtype=np.float64),
-            "waited": np.array([v[1] for v in values], dtype=np.int64),
-            "ran_last": np.array([v[2] for v in values], dtype=bool)}
+    return {"carried": tuple(ids), "credit": np.array([e["credit"] for e in entries], dtype=np.float64),
+            "waited": np.array([e["waited"] for e in entries], dtype=np.int64),
+            "ran_last": np.array([e["ran_last"] for e in entries], dtype=bool)}
 
 
-def _pairs(value: Any, what: str, whole: bool = True) -> list[tuple[Any, Any]]:
-    """A list of [a, b] pairs (whole numbers, or any JSON numbers), as tuples; checked further by the caller."""
-    pairs = _list(value, what)
-    for k, pair in enumerate(pairs):
-        if not (isinstance(pair, list) and len(pair) == 2 and all(
-                is_whole(v) if whole else is_real(v) and np.isfinite(as_float(v)) for v in pair)):
-            kind = "whole" if whole else "finite"
-            raise ValidationError(f"{what}[{k}] must be a pair of {kind} numbers, got {pair!r}")
-    return [(pair[0], pair[1]) for pair in pairs]
-
-
-def _speeds_in(value: Any, what: str, cluster: ClusterTypes, columns: int) -> FloatArray:
-    """A job's speeds per type as an array (types, columns) in the cluster's order, from an object
-    of each type's name to `columns` finite numbers; their values are checked with the record
-    (`check_record`)."""
-    if not isinstance(value, Mapping) or sorted(value) != sorted(cluster.types):
-        raise ValidationError(f"speeds of {what} must be an object of each GPU type ({', '.join(cluster.types)}) to "
-                              f"its speeds, got {json.dumps(value, default=repr)[:80]}")
-    rows = [value[gpu_type] for gpu_type in cluster.types]
-    if not all(isinstance(r, list) and len(r) == columns for r in rows) or \
-            not all(is_real(v) and np.isfinite(as_float(v)) for r in rows for v in r):
-        raise ValidationError(f"speeds of {what} must list {columns} numbers on each GPU type (its regimes and "
-                              f"their mean)")
-    return read_only(np.array(rows, dtype=np.float64))
-
-
-def _trajectory_in(value: Any, what: str) -> Trajectory:
-    check(what, value, _OBJECT)
-    _keys(value, TRAJECTORY_FIELDS, what)
-    kind = _id_in(value["kind"], f"kind of {what}")
-    labels = _list(value["regimes"], f"regimes of {what}")
-    if not labels or not all(is_real(b) and np.isfinite(as_float(b)) for b in labels) or \
-            any(a >= b for a, b in itertools.pairwise(labels)):
-        raise ValidationError(f"regimes of {what} must be finite numbers in ascending order, at least one")
-    stages = _pairs(value["stages"], f"stages of {what}")
-    check_stages(stages, len(labels), MAX_JOB_EPOCHS, f"stages of {what}", "ranks")
+def _trajectory_in(value: Mapping[str, Any], what: str) -> Trajectory:
+    """A completed job's trajectory (`what`: where it is, as ``taught[2]``), its runs checked."""
+    _keys(value, _TRAJECTORY, what)
+    labels, stages = value["regimes"], value["stages"]
+    check("stages", stages, runs(len(labels), "rank", nonempty=True), of=f" of {what}")
+    check("the epochs of stages", sum(n for _, n in stages), Interval(Whole, 1, MAX_JOB_EPOCHS, note="MAX_JOB_EPOCHS"),
+          of=f" of {what}")
     ranks = np.array([r for r, _ in stages], dtype=np.int64)
     lengths = np.array([n for _, n in stages], dtype=np.int64)
-    check_nonempty(f"stages of {what}", len(stages), "epoch")
-    return Trajectory(kind, np.repeat(np.array(labels, dtype=np.float64)[ranks], lengths), regimes=labels)
+    return Trajectory(_id_in(value["kind"]), np.repeat(np.array(labels, dtype=np.float64)[ranks], lengths),
+                      regimes=labels)
 
 
 def _forecaster(config: PolicyConfig, taught: list[Trajectory]) -> Forecaster | None:
     """The configured forecaster taught `taught` (None: nothing taught, the configured one)."""
     if not taught:
         return None
-    learn = getattr(config.forecaster, "learned", None)
-    if learn is None:
-        raise ValidationError(f"taught of the checkpoint lists {len(taught)} trajectories, but this policy's "
-                              f"forecaster ({type(config.forecaster).__name__}) does not learn")
+    learn: Any = getattr(config.forecaster, "learned", None)
+    if learn is None:  # only a learning forecaster is taught anything
+        check("the trajectories in taught", len(taught), Equal(0, says=f"none: this policy's forecaster "
+                                                                      f"({type(config.forecaster).__name__}) does "
+                                                                      f"not learn"), of=" of the checkpoint")
     try:
         forecaster: Forecaster = learn(taught)
     except ValidationError as error:
@@ -390,133 +484,56 @@ def _standing_in(config: PolicyConfig, value: Any, ids: tuple[Hashable, ...], *,
     none."""
     if value is None:
         return {}
-    check("plan", value, Instance(Mapping, "an object or null"))
-    _keys(value, PLAN_FIELDS, "plan")
     rounds, types = config.options.rounds, config.types
-    since = checked_count(value["since_plan"], "since_plan of plan", 0, rounds)
-    rows = _list(value["rows"], "rows of plan")
-    check_length("rows of plan", rows, len(ids), "carried job")
-    fields = _plan_rows(rows, ids, since, rounds, types, MAX_COUNT if resized else config.capacity)
-    program = _program_in(value["program"], fields, rounds, types)
-    fairness, status = value["fairness"], value["status"]
-    check_parameters({"fairness of plan": fairness, "status of plan": status},
-                     {"fairness of plan": OneOf(("none", "constraints", "relaxed")),
-                      "status of plan": OneOf(tuple(s.value for s in Status))})
-    for name in ("solver", "message"):
-        check(f"{name} of plan", value[name], Instance(str, "a string", with_value=True))
+    plan = _keys(value, _plan_fields(rounds, types, len(ids)), "plan")
+    since, rows = plan["since_plan"], plan["rows"]
+    committed = bool(rows) and rows[0].get("committed") is not None
+    fields = _row_fields(rounds - since, types, MAX_COUNT if resized else config.capacity, committed)
+    for k, row in enumerate(rows):
+        _keys(row, fields, f"plan.rows[{k}]", of=f" (job {ids[k]!r})")
+    arrays = _whole_window(rows, since, rounds, types, committed)
     standing = Plan(
-        schedule=fields["schedule"], relaxed=fields["relaxed"],
-        prices=_numbers(value["prices"], "prices of plan", rounds * types), bound=_number(value, "bound"),
-        relaxed_objective=_number(value, "relaxed_objective"), rounded_objective=_number(value, "rounded_objective"),
-        program=program, fairness=fairness, ftf_bound=_number(value, "ftf_bound"), status=Status(status),
-        message=value["message"], solver=value["solver"], job_ids=ids, placement=fields.get("placement"),
-        committed=fields.get("committed"))
+        schedule=arrays["schedule"], relaxed=arrays["relaxed"],
+        prices=np.array([_real(v) for v in plan["prices"]], dtype=np.float64), bound=_real(plan["bound"]),
+        relaxed_objective=_real(plan["relaxed_objective"]), rounded_objective=_real(plan["rounded_objective"]),
+        program=_program_in(plan["program"], arrays, rounds, types), fairness=plan["fairness"],
+        ftf_bound=_real(plan["ftf_bound"]), status=Status(plan["status"]), message=plan["message"],
+        solver=plan["solver"], job_ids=ids, placement=arrays.get("placement"), committed=arrays.get("committed"))
     return {"plan": standing, "since_plan": since}
 
 
-def _number(value: Mapping[str, Any], name: str) -> float:
-    """A plan's summary number: finite, or null for NaN (none)."""
-    number = value[name]
-    if number is None:
-        return float("nan")
-    return _real(number, f"{name} of plan", Interval(Real, note="or null"))
-
-
-def _numbers(value: Any, what: str, size: int) -> FloatArray:
-    """`size` finite numbers or nulls (NaN) as an array."""
-    numbers = _list(value, what)
-    check_length(what, numbers, size, "round of the window and GPU type")
-    for v in numbers:
-        check(what, v, Optional(Interval(Real)))  # each value: a number, or null for none
-    return np.array([np.nan if v is None else float(v) for v in numbers], dtype=np.float64)
-
-
-def _plan_rows(rows: list[Any], ids: tuple[Hashable, ...], since: int, rounds: int, types: int,
-               capacity: int) -> dict[str, np.ndarray]:
-    """The plan's rows as arrays over the whole window (n, K R), the columns before `since` (served,
-    not stored) 0, False or -1; each row checked, named by its job."""
-    n, left = len(rows), rounds - since
-    columns: dict[str, list[Any]] = {name: [] for name in (*PLAN_ROW_FIELDS, *TYPED_ROW_FIELDS)}
-    committed = None
-    for k, row in enumerate(rows):
-        what = f"rows[{k}] of plan (job {ids[k]!r})"
-        check(what, row, _OBJECT)
-        _keys(row, (*PLAN_ROW_FIELDS, *(TYPED_ROW_FIELDS if types > 1 else ())), what)
-        if committed is None:
-            committed = row["committed"] is not None
-        if (row["committed"] is not None) != committed:
-            raise ValidationError(f"committed of {what} must be null in every row or in none")
-        columns["gpus"].append(checked_count(row["gpus"], f"gpus of {what}", 1, capacity))
-        for name, constraint in _ROW_NUMBERS.items():
-            columns[name].append(_real(row[name], f"{name} of {what}", constraint))
-        windows = (("relaxed", "share"), ("schedule", "bool"), *((("committed", "bool"),) if committed else ()))
-        for name, kind in windows:
-            columns[name].append(_window(row[name], f"{name} of {what}", types, left, kind))
-        if types > 1:
-            columns["placement"].append(_window(row["placement"], f"placement of {what}", 1, left, "type", types))
-            columns["pace"].append(_window(row["pace"], f"pace of {what}", 1, types, "share")[0])
-    return _whole_window(columns, n, since, rounds, types, bool(committed))
-
-
-#: A plan row's numbers: name, what holds, and what the message says.
-_ROW_NUMBERS: dict[str, Constraint] = {
-    "base": Interval(Real, 0, 1, note="the share of its epochs done"),
-    "weight": Interval(Real, 0),
-    "remaining_s": Interval(Real, 0, unit="seconds"),
-}
-
-
-def _window(value: Any, what: str, types: int, left: int, kind: str, most: int = 0) -> list[list[Any]]:
-    """A row's columns: `left` values (on several types, `types` lists of them): shares (finite
-    numbers in [0, 1]), bools, or type indices in [-1, `most`)."""
-    lists = [value] if types == 1 else _list(value, what)
-    if len(lists) != types or not all(isinstance(v, list) and len(v) == left for v in lists):
-        shape = f"{left} values" if types == 1 else f"{types} lists (one per GPU type) of {left} values"
-        raise ValidationError(f"{what} must be {shape} (the rounds of the window left)")
-    kinds: dict[str, Constraint] = {"share": Interval(Real, 0, 1), "bool": _JSON_BOOL,
-                                    "type": Interval(Whole, -1, most, closed="left", noun="a GPU type index",
-                                                     note="-1: not running")}
-    each = kinds[kind]
-    for v in itertools.chain.from_iterable(lists):
-        check(what, v, each)  # each value, the first refused shown
-    return lists
-
-
-def _whole_window(columns: dict[str, list[Any]], n: int, since: int, rounds: int, types: int,
+def _whole_window(rows: list[Mapping[str, Any]], since: int, rounds: int, types: int,
                   committed: bool) -> dict[str, np.ndarray]:
-    """The rows' columns left placed at the end of the window (type-major on several types)."""
+    """The rows' values as arrays over the whole window (n, K R; type-major on several types), the
+    columns before `since` (served, not stored) 0, False or -1."""
+    n = len(rows)
+
     def full(name: str, fill: Any, dtype: Any, per_type: int) -> np.ndarray:
         array = np.full((n, per_type, rounds), fill, dtype=dtype)
-        array[:, :, since:] = np.array(columns[name], dtype=dtype).reshape(n, per_type, rounds - since)
+        array[:, :, since:] = np.array([row[name] for row in rows], dtype=dtype).reshape(n, per_type, rounds - since)
         return array.reshape(n, per_type * rounds)
 
     arrays = {"relaxed": full("relaxed", 0.0, np.float64, types), "schedule": full("schedule", False, bool, types),
-              **{name: np.array(columns[name], dtype=np.float64).reshape(n) for name in
+              **{name: np.array([row[name] for row in rows], dtype=np.float64).reshape(n) for name in
                  ("gpus", "base", "weight", "remaining_s")}}
     if committed:
         arrays["committed"] = full("committed", False, bool, types)
     if types > 1:
         arrays["placement"] = full("placement", -1, np.int64, 1)
-        arrays["pace"] = np.array(columns["pace"], dtype=np.float64).reshape(n, types)
+        arrays["pace"] = np.array([row["pace"] for row in rows], dtype=np.float64).reshape(n, types)
     return arrays
 
 
-def _program_in(value: Any, fields: Mapping[str, np.ndarray], rounds: int, types: int) -> PlanningProgram:
+def _program_in(value: Mapping[str, Any], arrays: Mapping[str, np.ndarray], rounds: int,
+                types: int) -> PlanningProgram:
     """The plan's program as far as serving reads it: its scalars and capacity, and the rows'
     gangs, bases, weights, forecast time left and speeds per type; the scenarios' progress is not
     stored (zeros: a restored plan is served, not solved again)."""
-    check("program of plan", value, _OBJECT)
-    _keys(value, PROGRAM_FIELDS, "program of plan")
-    n, goods = fields["gpus"].size, rounds * types
-    capacity = _numbers(value["capacity"], "capacity of program of plan", goods)
-    check_array("capacity", capacity, Interval(Real, 0, unit="GPUs"), of=" of program of plan")
-    round_s, efficiency, spread = (
-        _real(value[name], f"{name} of program of plan", Interval(Real, 0))
-        for name in ("round_s", "efficiency", "spread"))
-    pace = fields.get("pace")
+    n, goods = arrays["gpus"].size, rounds * types
+    pace = arrays.get("pace")
     return PlanningProgram(
-        progress=np.broadcast_to(np.zeros(1), (1, n, goods)), base=fields["base"], weights=fields["weight"],
-        gpus=fields["gpus"], capacity=capacity, remaining_s=fields["remaining_s"], round_s=round_s,
-        efficiency=efficiency, spread=spread,
+        progress=np.broadcast_to(np.zeros(1), (1, n, goods)), base=arrays["base"], budgets=arrays["weight"],
+        gpus=arrays["gpus"], capacity=np.array(value["capacity"], dtype=np.float64), remaining_s=arrays["remaining_s"],
+        round_s=float(value["round_s"]), efficiency=float(value["efficiency"]), spread=float(value["spread"]),
         good_round=None if pace is None else np.tile(np.arange(rounds), types),
         speed=None if pace is None else np.repeat(pace, rounds, axis=1))

@@ -13,13 +13,13 @@ from typing import Any
 
 import numpy as np
 
-from vfm.errors import ValidationError
 from vfm.forecast import Trajectory
 from vfm.gpu_cluster import ClusterTypes
+from vfm.parameters import Satisfies, check
 from vfm.planner.plan import Plan
 from vfm.planner.policy.checkpoint.config import configuration, fingerprint, taught_trajectories, typed_cluster
 from vfm.planner.policy.checkpoint.layout import CARRIED_FIELDS, FORMAT, VERSION
-from vfm.planner.policy.job_events import MAX_ID_DEPTH
+from vfm.planner.policy.job_events import ids_of
 from vfm.planner.policy.state import JobRecord, PolicyConfig, PolicyState
 
 __all__ = ["dumps"]
@@ -52,18 +52,30 @@ def dumps(config: PolicyConfig, state: PolicyState) -> str:
     return json.dumps(document, allow_nan=False)
 
 
-def _id_out(value: Any, what: str, *, none: bool = False, depth: int = 0) -> Any:
-    """An id or a kind as JSON (module docstring), or a `ValidationError` naming it (`what`)."""
-    if isinstance(value, str) or (value is None and none):
+def _id_part(value: Any) -> bool:
+    """A string or a whole number (Python's or NumPy's), not a bool: what an id is made of."""
+    return isinstance(value, str) or (isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_))
+
+
+#: The ids and kinds a checkpoint holds (`vfm.planner.policy.checkpoint`).
+_IDS = ids_of(Satisfies("a string or a whole number (not a bool)", _id_part))
+_KINDS = ids_of(Satisfies("None, a string or a whole number (not a bool)", lambda v: v is None or _id_part(v)))
+
+
+def _id_out(value: Any, what: str, *, none: bool = False) -> Any:
+    """An id or a kind (`none`: None too) as JSON (module docstring), or a `ValidationError` naming
+    it (`what`) if a checkpoint cannot hold it."""
+    if type(value) is str or type(value) is int:  # most ids: nothing to convert
         return value
-    if isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_):
-        return int(value)
-    if isinstance(value, tuple) and depth < MAX_ID_DEPTH:
-        return {"tuple": [_id_out(v, what, none=none, depth=depth + 1) for v in value]}
-    allowed = "strings, whole numbers (not bools), None or tuples of them" if none else \
-        "strings, whole numbers (not bools) or tuples of them"
-    raise ValidationError(f"{what} is {type(value).__name__} {value!r}: a checkpoint holds ids and kinds that are "
-                          f"{allowed}")
+    check(what, value, _KINDS if none else _IDS)
+    return _json_id(value)
+
+
+def _json_id(value: Any) -> Any:
+    """A checked id or kind as JSON: a tuple as ``{"tuple": [...]}``, a NumPy integer as an int."""
+    if isinstance(value, tuple):
+        return {"tuple": [_json_id(v) for v in value]}
+    return value if value is None or isinstance(value, str) else int(value)
 
 
 def _record_out(job_id: Hashable, record: JobRecord, cluster: ClusterTypes | None) -> dict[str, Any]:
@@ -115,7 +127,7 @@ def _plan_out(plan: Plan, since: int, config: PolicyConfig) -> dict[str, Any]:
     rows = [{"gpus": int(g), "base": b, "weight": w, "remaining_s": r,
              **{name: None if values is None else values[i] for name, values in columns.items()}}
             for i, (g, b, w, r) in enumerate(zip(program.gpus.tolist(), program.base.tolist(),
-                                                 program.weights.tolist(), program.remaining_s.tolist(), strict=True))]
+                                                 program.budgets.tolist(), program.remaining_s.tolist(), strict=True))]
     if types > 1:
         assert plan.placement is not None
         pace = program.pace.reshape(n, types, rounds)[:, :, 0].tolist()

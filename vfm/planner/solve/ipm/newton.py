@@ -257,9 +257,9 @@ class NewtonSystem:
             ds_o = dz_o = data.zeros
             bounded = steps = ()
         du = np.einsum("nst,nt->ns", data.progress, dy)
-        # The logarithms' rows w U = beta, linearized: their multipliers' step.
+        # The logarithms' rows w U = budgets, linearized: their multipliers' step.
         w, u = point.w, point.u
-        dw = (data.beta[:, None] - w * (u + du)) / u
+        dw = (data.budgets[:, None] - w * (u + du)) / u
         # The entries' and the rows' rates from the kernels, the rest (O(n S + T), and the one-type rows) here.
         rate = max(rate, row_rate)
         largest = min(1.0 / rate if rate > 0 else np.inf, largest_step(

@@ -16,9 +16,9 @@ import numpy as np
 
 from vfm._validation import FloatArray
 from vfm.planner._kernels import entries
-from vfm.planner.solve.scaled_program import ScaledProgram, gap_from_terms, row_terms
+from vfm.planner.solve.scaled_program import ScaledProgram, cost_value, gap_from_terms, row_terms, with_cost
 
-#: The logarithms' multipliers are replaced by their values beta / U once every row w U = beta is met
+#: The logarithms' multipliers are replaced by their values budgets / U once every row w U = budgets is met
 #: within this fraction (`settled`): from there the primal Newton step converges as fast, and the
 #: certified gap, which takes the true gradient, no longer lags the iterate.
 _LOG_SETTLED = 1e-2
@@ -99,8 +99,8 @@ class Point:
     merit: float  # complementarity + |dual residual| . max(y, 1 - y) + the log residual
     gap: float  # the certified gap (`vfm.planner.solve.ipm.method`'s module docstring)
     w: FloatArray  # (n, S) the logarithms' multipliers (`evaluate`)
-    primal_residual: FloatArray  # (n, T) the dual residual at w = beta / U (the true gradient of F); 0 off `active`
-    log_residual: float  # sum |w U - beta|
+    primal_residual: FloatArray  # (n, T) the dual residual at w = budgets / U (the true gradient of F); 0 off `active`
+    log_residual: float  # sum |w U - budgets|
     inexact: float = 0.0  # relative residual of the missed solves of the direction that reached it; 0 if none
 
 
@@ -109,7 +109,7 @@ def evaluate(data: ScaledProgram, y: FloatArray, slacks: Slacks, multipliers: Mu
     """Everything the iteration needs at one point; O(n S T), one pass over the entries.
 
     `w` (n, S) are the logarithms' multipliers (`vfm.planner.solve.ipm.method`'s module docstring, Iterations;
-    None: their values beta / U, the primal point alone)."""
+    None: their values budgets / U, the primal point alone)."""
     s_hi, s_cap, s_f = slacks
     z_lo, z_hi, prices, z_f = multipliers
     n, scenarios, rounds = data.progress.shape
@@ -117,11 +117,11 @@ def evaluate(data: ScaledProgram, y: FloatArray, slacks: Slacks, multipliers: Mu
     u, dual_residual, running = np.empty((n, scenarios)), np.empty((n, rounds)), np.empty(n)
     primal_residual = np.empty((n, rounds))
     value, bounds_complementarity, bounds_residual, bounds_gap, log_residual = entries.evaluate_entries(
-        data.progress, data.base, data.beta, data.spread, data.active, data.g, y, s_hi, z_lo, z_hi, prices,
-        row_terms(data, z_f + z_e, type_rows.z), data.pace, u if w is None else w, w is not None, u, dual_residual,
-        primal_residual, running)
+        data.progress, data.base, data.budgets, data.spread, data.active, data.g, y, s_hi, z_lo, z_hi, prices,
+        with_cost(data, row_terms(data, z_f + z_e, type_rows.z)), data.pace, u if w is None else w, w is not None, u,
+        dual_residual, primal_residual, running)
     if w is None:
-        w = data.beta[:, None] / u
+        w = data.budgets[:, None] / u
     reduced_zeta = data.kappa - float(z_e.sum())  # the gradient of the Lagrangian in zeta, before z_zeta
     zeta_residual = reduced_zeta - longest.z_zeta if data.kappa else 0.0
     type_complementarity = type_rows.complementarity() if data.typed else 0.0
@@ -133,14 +133,14 @@ def evaluate(data: ScaledProgram, y: FloatArray, slacks: Slacks, multipliers: Mu
     gap = gap_from_terms(data, bounds_gap, type_complementarity, (s_cap, prices), (s_f, ftf_residual, z_f),
                          (zeta, longest.s_e, z_e))
     return Point(y, s_hi, s_cap, z_lo, z_hi, prices, s_f, ftf_residual, z_f, longest, type_rows, u,
-                 value + data.kappa * zeta, dual_residual, zeta_residual, complementarity, merit, gap, w,
-                 primal_residual, log_residual)
+                 value + cost_value(data, y) + data.kappa * zeta, dual_residual, zeta_residual, complementarity, merit,
+                 gap, w, primal_residual, log_residual)
 
 
 def settled(data: ScaledProgram, point: Point) -> bool:
     r"""Whether every logarithm's row of `point` is met within `_LOG_SETTLED`: :math:`|w U - \beta| \le
     \epsilon \beta` (then its multipliers may be replaced by their values :math:`\beta / U`, `primal`)."""
-    return bool((np.abs(point.w * point.u - data.beta[:, None]) <= _LOG_SETTLED * data.beta[:, None]).all())
+    return bool((np.abs(point.w * point.u - data.budgets[:, None]) <= _LOG_SETTLED * data.budgets[:, None]).all())
 
 
 def primal(data: ScaledProgram, point: Point) -> Point:
@@ -153,7 +153,7 @@ def primal(data: ScaledProgram, point: Point) -> Point:
     bounds_residual = entries.box_residual(data.active, point.primal_residual, point.y, point.s_hi)
     zeta_term = abs(point.zeta_residual) * max(point.longest.zeta, data.zeta_max)
     merit = point.complementarity + bounds_residual + zeta_term + float(np.abs(point.ftf_residual).sum()) + 0.0
-    return replace(point, dual_residual=point.primal_residual, merit=merit, w=data.beta[:, None] / point.u,
+    return replace(point, dual_residual=point.primal_residual, merit=merit, w=data.budgets[:, None] / point.u,
                    log_residual=0.0, inexact=0.0)
 
 
