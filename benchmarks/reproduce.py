@@ -76,11 +76,13 @@ VFM_SOLVER = "saa-ipm"
 #: The vfm policy's forecasters by name (``forecaster=<name>`` in its options), each the name of
 #: its class in `vfm.forecast`; each starts cold.
 FORECASTERS = {"dirichlet": "DirichletForecaster", "population": "PopulationForecaster"}
-#: `Policy.shockwave`'s defaults (`vfm.planner.shockwave`: ``SHOCKWAVE_EFFICIENCY``,
-#: ``SHOCKWAVE_RESERVE``, ``WAIT_LIMIT``), the defaults of ``--vfm-efficiency``, ``--vfm-reserve``
-#: and ``--vfm-wait-limit``; written out here so that the command line reads them without loading
+#: `Policy.shockwave`'s defaults on one GPU type (`vfm.planner.shockwave`: ``SHOCKWAVE_EFFICIENCY``,
+#: ``SHOCKWAVE_RESERVE``, ``WAIT_LIMIT``, ``SHOCKWAVE_UTILITY``, ``SHOCKWAVE_COMPLETION_TIME``), the
+#: defaults of ``--vfm-efficiency``, ``--vfm-reserve``, ``--vfm-wait-limit``, ``--vfm-utility`` and
+#: ``--vfm-completion-time``; written out here so that the command line reads them without loading
 #: the planner (a test holds them to the library's).
 SHOCKWAVE_EFFICIENCY, SHOCKWAVE_RESERVE, WAIT_LIMIT = 1.0, 0.3, 20
+SHOCKWAVE_UTILITY, SHOCKWAVE_COMPLETION_TIME = "completion", 0.3
 #: The most jobs a run takes (``--jobs``; the largest shipped workload has 900), workers, and
 #: scenarios of the vfm policy's planner.
 MAX_JOBS, MAX_WORKERS, MAX_SCENARIOS = 100_000, 256, 1000
@@ -449,12 +451,13 @@ def build_parser() -> Parser:
     parser.add_argument("--vfm-wait-limit", check=whole_or_none(1, 10_000), default=WAIT_LIMIT,
                         help="rounds a job may wait in a row in the vfm policy's plans, or 'none' "
                              f"(PlanOptions.wait_limit; default {WAIT_LIMIT}; none with --vfm-scenarios > 1)")
-    parser.add_argument("--vfm-utility", default="progress", choices=("progress", "completion"),
+    parser.add_argument("--vfm-utility", default=SHOCKWAVE_UTILITY, choices=("progress", "completion"),
                         help="what a job's utility in the vfm policy's window measures (PlanOptions.utility; "
-                             "default progress)")
-    parser.add_argument("--vfm-completion-time", check=number(0, 1e6, open_high=False), default=0.0,
-                        help="the weight of the jobs' mean busy time in the vfm policy's window "
-                             "(PlanOptions.completion_time; default 0: none)")
+                             f"default {SHOCKWAVE_UTILITY})")
+    parser.add_argument("--vfm-completion-time", check=number(0, 1e6, open_high=False),
+                        default=SHOCKWAVE_COMPLETION_TIME,
+                        help="the weight of the mean busy time of the jobs that can finish in the vfm policy's "
+                             f"window (PlanOptions.completion_time; default {SHOCKWAVE_COMPLETION_TIME})")
     parser.add_argument("--vfm-forecaster", default="dirichlet", choices=tuple(FORECASTERS),
                         help="the vfm policy's forecaster, learning online from the jobs that complete if it can "
                              "(default dirichlet)")

@@ -385,5 +385,7 @@ def test_the_command_line_spellings_are_the_library_s():
                                                 in artifact.ALLOCATIONS)]
     assert (reproduce.SHOCKWAVE_EFFICIENCY, reproduce.SHOCKWAVE_RESERVE, reproduce.WAIT_LIMIT) == (
         shockwave.SHOCKWAVE_EFFICIENCY, shockwave.SHOCKWAVE_RESERVE, shockwave.WAIT_LIMIT)
+    assert (reproduce.SHOCKWAVE_UTILITY, reproduce.SHOCKWAVE_COMPLETION_TIME) == (
+        shockwave.SHOCKWAVE_UTILITY, shockwave.SHOCKWAVE_COMPLETION_TIME)
     assert all(isinstance(reproduce.forecaster(name), Forecaster) for name in reproduce.FORECASTERS)
     assert solve.ACTIVITY == windows.ACTIVITY

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 
+from vfm.cluster import ClusterTypes
 from vfm.forecast import JobStates
 from vfm.planner import PlanOptions, Policy, plan
 from vfm.planner.plan import COMPLETION_BASE
@@ -48,7 +49,12 @@ def test_completion_measures_shares_of_the_remaining_work(case: JobSet):
     assert np.all(case.gpus @ completion.schedule <= case.capacity)
 
 
-def test_completion_is_an_option_of_every_policy_and_not_the_default():
-    assert PlanOptions().utility == "progress"
-    policy = Policy.shockwave(8, 120.0, utility="completion")
-    assert policy.options.utility == "completion" and policy.options.wait_limit is not None
+def test_the_shockwave_policy_on_one_type_plans_with_completion_and_the_plain_planner_with_progress():
+    assert PlanOptions().utility == "progress" and PlanOptions().completion_time == 0
+    policy = Policy.shockwave(8, 120.0)
+    assert policy.options.utility == "completion" and policy.options.completion_time > 0
+    assert policy.options.wait_limit is not None
+    typed = Policy.shockwave(ClusterTypes({"v100": 4, "k80": 4}), 120.0)
+    assert typed.options.utility == "progress" and typed.options.completion_time == 0
+    paper = Policy.shockwave(8, 120.0, utility="progress", completion_time=0)
+    assert paper.options.utility == "progress" and paper.options.completion_time == 0

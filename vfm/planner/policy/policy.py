@@ -168,7 +168,10 @@ def shockwave_configuration(round_s: float, types: int = 1) -> dict[str, Any]:
             "priority_exponent": SHOCKWAVE_PRIORITY_EXPONENT,
             "efficiency": TYPED_SHOCKWAVE_EFFICIENCY if several else SHOCKWAVE_EFFICIENCY,
             "reserve": SHOCKWAVE_RESERVE, "execution": "credit",
-            "wait_limit": None if several else shockwave.WAIT_LIMIT}
+            "wait_limit": None if several else shockwave.WAIT_LIMIT,
+            # Measured on one GPU type: over several, the program keeps Shockwave's utility for now.
+            "utility": "progress" if several else shockwave.SHOCKWAVE_UTILITY,
+            "completion_time": 0.0 if several else shockwave.SHOCKWAVE_COMPLETION_TIME}
 
 
 #: `Policy`'s own arguments' constraints, checked in this order (`vfm.parameters`); the round
@@ -282,9 +285,13 @@ class Policy(StateView):
         :math:`-k \\max_i S_i` with `SHOCKWAVE_EFFICIENCY`; `SHOCKWAVE_RESERVE` of each window's
         GPU-rounds left to it; credit execution; the certainty-equivalent forecast (S = 1); plans
         that keep every wait within `vfm.planner.shockwave.WAIT_LIMIT` rounds where the load allows
-        (`PlanOptions.wait_limit`; with ``scenarios`` > 1 pass ``wait_limit=None``). On several GPU
-        types, the efficiency weight is `vfm.planner.shockwave.TYPED_SHOCKWAVE_EFFICIENCY` and there
-        is no wait limit (`shockwave_configuration`).
+        (`PlanOptions.wait_limit`; with ``scenarios`` > 1 pass ``wait_limit=None``); a job's utility
+        the share of its remaining work the window does (`vfm.planner.shockwave.SHOCKWAVE_UTILITY`)
+        and the mean busy time of the jobs that can finish in the window priced
+        (`vfm.planner.shockwave.SHOCKWAVE_COMPLETION_TIME`), so that finishing counts and comes
+        early. On several GPU types, the efficiency weight is
+        `vfm.planner.shockwave.TYPED_SHOCKWAVE_EFFICIENCY`, there is no wait limit and the utility is
+        Shockwave's share of total work, with no time cost (`shockwave_configuration`).
 
         Parameters
         ----------
