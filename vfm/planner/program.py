@@ -11,11 +11,13 @@ and the planner solves the sample average approximation (SAA) of expected NSWOT
 .. math::
 
     \max_{y}\; \sum_i \frac{B_i}{S} \sum_s \log U_{si}(y) \;-\; k \max\!\big(0, \max_i S_i(y)\big)
+    \;-\; \sum_{it} c_{it} y_{it}
     \quad\text{s.t.}\quad \sum_i w_i y_{it} \le G_t,\;\; 0 \le y \le 1,\;\;
     S_i(y) \le b_i \ (\text{FTF}),
 
 with :math:`S_i(y) = \hat T_i - W \sum_t y_{it}` the forecast running time left after the
-window (:math:`W` seconds per round). A job whose gang does not fit a round's capacity has
+window (:math:`W` seconds per round) and :math:`c \ge 0` a price on when a job runs (`time_cost`,
+`completion_time_cost`; none by default). A job whose gang does not fit a round's capacity has
 :math:`y_{it} = 0` there. The utility cap :math:`U \le 1` is implied: a
 forecaster never forecasts more epochs than a job has left, so
 :math:`U_{si}(y) \le 1` on the whole box.
