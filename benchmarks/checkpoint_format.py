@@ -73,7 +73,7 @@ CASE_JOBS = 200
 #: unknown, their JSON types and fixed ranges) and the converters of ids and numbers. (Not the check
 #: of a dict given directly, `_JsonData`: the declaration's ``config`` is any JSON object, and
 #: msgspec's ``convert`` takes a tuple where a list is declared.)
-REPLACEABLE = ("_keys", "_list", "_real", "_id_in", "_pairs", "_numbers", "_window")
+REPLACEABLE = ("_list", "_real", "_id_in", "_pairs", "_numbers", "_window")
 #: vfm's checkpoint modules (files in vfm/planner/, without ".py").
 MODULES = ("policy/checkpoint/__init__", "policy/checkpoint/layout", "policy/checkpoint/config",
            "policy/checkpoint/write", "policy/checkpoint/read", "policy/checkpoint/state")

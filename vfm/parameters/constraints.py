@@ -378,13 +378,19 @@ def _cut(value: Any) -> str:
 @dataclass(frozen=True)
 class Satisfies(_ShowsValue):
     """A value for which `holds` is true, as `says` says ("NaN (none yet)"): a rule no other
-    constraint states, declared with the field it is about."""
+    constraint states, declared with the field it is about. `show` writes a refused value for the
+    message, where the caller's values need their own (a file's cut short); default
+    `vfm._validation.shown_value`."""
 
     says: str
     holds: Callable[[Any], bool]
+    show: Callable[[Any], str] | None = None
 
     def admits(self, value: Any) -> bool:
         return bool(self.holds(value))
+
+    def shown(self, value: Any) -> str:
+        return shown_value(value) if self.show is None else self.show(value)
 
 
 @dataclass(frozen=True)

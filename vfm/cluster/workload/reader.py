@@ -42,7 +42,7 @@ from vfm.errors import ValidationError
 from vfm.gpu_cluster import ClusterTypes
 from vfm.gpu_profiles import GpuProfiles, checked_profiles
 from vfm.limits import MAX_ARRIVAL_ROUNDS, MAX_COUNT, MAX_GPUS, MAX_JOB_SECONDS, MAX_WORKLOAD_EPOCHS
-from vfm.parameters import Constraint, Instance, Interval, OneOf, Optional, Real, check
+from vfm.parameters import Constraint, Instance, Interval, OneOf, Optional, Real, Satisfies, check
 
 __all__ = ["workload_from_dict"]
 
@@ -86,32 +86,15 @@ def _whole(value: Any) -> bool:
     return number is not None and number.is_integer()
 
 
-@dataclass(frozen=True)
-class _Holds:
-    """What a field of a workload file must hold where `vfm.parameters` has no word for it (a JSON
-    number that is whole, whatever its type; an id that is any integer or a string): `holds`
-    decides and `says` completes "<field> must be ..."; a violation shows the value cut short
-    (`_shown`). A field that states a `number` refuses an integer beyond int64 first, saying why
-    (`_field`)."""
-
-    says: str
-    holds: Callable[[Any], bool]
-    number: bool = True
-
-    def admits(self, value: Any) -> bool:
-        return bool(self.holds(value))
-
-    def shown(self, value: Any) -> str:
-        return _shown(value)
-
-
 #: A number field: finite (an integer within int64, or a float); a whole one also has no fraction
 #: (16.0 is whole: JSON writers differ on how they write it).
-_NUMBER = _Holds("a finite number", lambda value: finite_float(value) is not None)
-_WHOLE = _Holds("a whole number", _whole)
+_NUMBER = Satisfies("a finite number", lambda value: finite_float(value) is not None, _shown)
+_WHOLE = Satisfies("a whole number", _whole, _shown)
+#: The number fields' constraints: an integer beyond int64 there is refused first, saying why (`_field`).
+_NUMERIC = (_NUMBER, _WHOLE)
 #: A job's id: any integer (not a bool: True would be the same key as 1) or a string.
-_ID = _Holds("an integer or a string", lambda value: isinstance(value, int | str) and not isinstance(value, bool),
-             number=False)
+_ID = Satisfies("an integer or a string", lambda value: isinstance(value, int | str) and not isinstance(value, bool),
+                _shown)
 
 #: A count a file gives (steps, samples): whole (checked as read) and below 2**53, where floats
 #: still count every one.
@@ -133,7 +116,7 @@ def _field(record: Mapping[str, Any], field: str, where: str, *constraints: Cons
         raise ValidationError(f"{where}: missing field {field!r}")
     value = record[field]
     # One rule wherever a number stands (`vfm._validation.INT64_MAX`), told with its reason.
-    if beyond_int64(value) and any(isinstance(c, _Holds) and c.number for c in constraints):
+    if beyond_int64(value) and any(c in _NUMERIC for c in constraints):
         size = "too large for a float (about 1.8e308 at most) and " if abs(value) > _FLOAT_MAX else ""
         raise ValidationError(f"{where}: {field} ({_shown(value)}) is {size}an integer beyond int64, which vfm does "
                               f"not read as a number (integers from -2**63 to 2**63 - 1; write a larger one as a "
@@ -189,7 +172,7 @@ _PHASE_FIELDS = (("epochs", _WHOLE), ("batch_size", _NUMBER), ("epoch_s", _NUMBE
 _PROFILE_FIELDS = (("batch_size", _NUMBER), ("epoch_s", _NUMBER))
 
 
-def _read_plain(records: list[Any], fields: tuple[tuple[str, _Holds], ...],
+def _read_plain(records: list[Any], fields: tuple[tuple[str, Satisfies], ...],
                 known: tuple[str, ...]) -> FloatArray | None:
     """`records` as rows of their `fields` when every record is a dict of `known` keys whose fields
     are all finite numbers (whole where asked), else None: the bulk read of a well-formed file (a
@@ -215,7 +198,7 @@ def _read_plain(records: list[Any], fields: tuple[tuple[str, _Holds], ...],
     return rows
 
 
-def _read_records(records: list[Any], fields: tuple[tuple[str, _Holds], ...], known: tuple[str, ...], where: str,
+def _read_records(records: list[Any], fields: tuple[tuple[str, Satisfies], ...], known: tuple[str, ...], where: str,
                   label: str) -> FloatArray:
     """The objects of `records` as rows of their `fields` (``(name, kind)``), shape (len, fields);
     a record may hold only `known` keys.

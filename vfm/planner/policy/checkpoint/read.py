@@ -322,13 +322,6 @@ def _row_fields(left: int, types: int, capacity: int, committed: bool) -> Fields
 # --- Reading ---------------------------------------------------------------------------------------
 
 
-def _keys(value: Any, fields: Fields, what: str, of: str = "") -> Mapping[str, Any]:
-    """`value`, an object whose keys and values its declaration `fields` admits; else a
-    `ValidationError` naming the field by its path from `what`, then `of` (the job)."""
-    checked: Mapping[str, Any] = check(what, value, fields, of=of)
-    return checked
-
-
 def _id_in(value: Any) -> Any:
     """An id or a kind from its JSON, checked (`_JSON_ID`, `_JSON_KIND`): ``{"tuple": [...]}`` a tuple."""
     return tuple(_id_in(v) for v in value["tuple"]) if isinstance(value, Mapping) else value
@@ -342,7 +335,7 @@ def _real(value: Any) -> float:
 def _loads(config: PolicyConfig, document: Mapping[str, Any], cluster: ClusterTypes | None,
            allow_resize: bool) -> PolicyState:
     _header(config, document, cluster, allow_resize)
-    _keys(document, _TOP, "")
+    check("", document, _TOP)
     if allow_resize:
         _fits(config, document["jobs"])
     types = () if cluster is None else tuple(cluster.types)
@@ -419,7 +412,7 @@ def _record_in(config: PolicyConfig, row: Mapping[str, Any], k: int, types: tupl
     job_id = _id_in(check(f"jobs[{k}].id", row.get("id"), _JSON_ID))
     regimes = row.get("regimes")
     columns = len(regimes) + 1 if types and isinstance(regimes, list) else 0
-    _keys(row, _job_fields(config.capacity, types, columns), f"jobs[{k}]", of=f" (job {job_id!r})")
+    check(f"jobs[{k}]", row, _job_fields(config.capacity, types, columns), of=f" (job {job_id!r})")
     target = row["fair_finish_at_s"]
     raw = JobRecord(
         gpus=row["gpus"], regimes=tuple((b, s) for b, s in row["regimes"]), epochs=row["epochs"],
@@ -439,7 +432,7 @@ def _carried_in(entries: list[Mapping[str, Any]], round_index: int) -> dict[str,
     fields, ids = _carried_fields(round_index), []
     for k, entry in enumerate(entries):
         job_id = _id_in(check(f"carried[{k}].id", entry.get("id"), _JSON_ID))
-        _keys(entry, fields, f"carried[{k}]", of=f" (job {job_id!r})")
+        check(f"carried[{k}]", entry, fields, of=f" (job {job_id!r})")
         ids.append(job_id)
     if not ids:
         return {}
@@ -450,7 +443,7 @@ def _carried_in(entries: list[Mapping[str, Any]], round_index: int) -> dict[str,
 
 def _trajectory_in(value: Mapping[str, Any], what: str) -> Trajectory:
     """A completed job's trajectory (`what`: where it is, as ``taught[2]``), its runs checked."""
-    _keys(value, _TRAJECTORY, what)
+    check(what, value, _TRAJECTORY)
     labels, stages = value["regimes"], value["stages"]
     check("stages", stages, runs(len(labels), "rank", nonempty=True), of=f" of {what}")
     check("the epochs of stages", sum(n for _, n in stages), Interval(Whole, 1, MAX_JOB_EPOCHS, note="MAX_JOB_EPOCHS"),
@@ -485,12 +478,12 @@ def _standing_in(config: PolicyConfig, value: Any, ids: tuple[Hashable, ...], *,
     if value is None:
         return {}
     rounds, types = config.options.rounds, config.types
-    plan = _keys(value, _plan_fields(rounds, types, len(ids)), "plan")
+    plan = check("plan", value, _plan_fields(rounds, types, len(ids)))
     since, rows = plan["since_plan"], plan["rows"]
     committed = bool(rows) and rows[0].get("committed") is not None
     fields = _row_fields(rounds - since, types, MAX_COUNT if resized else config.capacity, committed)
     for k, row in enumerate(rows):
-        _keys(row, fields, f"plan.rows[{k}]", of=f" (job {ids[k]!r})")
+        check(f"plan.rows[{k}]", row, fields, of=f" (job {ids[k]!r})")
     arrays = _whole_window(rows, since, rounds, types, committed)
     standing = Plan(
         schedule=arrays["schedule"], relaxed=arrays["relaxed"],
