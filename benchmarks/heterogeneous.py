@@ -20,14 +20,14 @@ configuration (20-round window, finish-time targets, priority relaxation, reserv
 execution) with the efficiency weight chosen for types, `TYPED_SHOCKWAVE_EFFICIENCY`; its
 re-plans solved by `saa-ipm`), ``vfm-plain``
 (`vfm.planner.Policy`: the plain NSWOT program, credit execution), ``gavel``
-(`vfm.cluster.baselines.typed.HeterogeneousMaxMinFairness`) and ``static_market``
-(`vfm.cluster.baselines.typed.HeterogeneousStaticMarket`: the one-round Fisher market over the
+(`vfm.cluster.baselines.HeterogeneousMaxMinFairness`) and ``static_market``
+(`vfm.cluster.baselines.HeterogeneousStaticMarket`: the one-round Fisher market over the
 types, equal budgets, through Gavel's round mechanism; the VFM without forecasts or a window).
 Only with ``--policies``, not in the default run: Gavel's other heterogeneity-aware policies
 through the same round mechanism, ``gavel-ftf``
-(`vfm.cluster.baselines.typed.HeterogeneousFinishTimeFairness`), ``gavel-throughput``
-(`~vfm.cluster.baselines.typed.HeterogeneousMaxSumThroughput`) and ``gavel-makespan``
-(`~vfm.cluster.baselines.typed.HeterogeneousMinTotalDuration`), e.g.
+(`vfm.cluster.baselines.HeterogeneousFinishTimeFairness`), ``gavel-throughput``
+(`~vfm.cluster.baselines.HeterogeneousMaxSumThroughput`) and ``gavel-makespan``
+(`~vfm.cluster.baselines.HeterogeneousMinTotalDuration`), e.g.
 ``--policies gavel,gavel-ftf,gavel-throughput,gavel-makespan``.
 
 Prints one row per workload, mix and policy (makespan, mean JCT, worst FTF ratio, unfair share,
@@ -73,17 +73,17 @@ METRICS = ("makespan_s", "avg_jct_s", "worst_ftf", "unfair_pct", "utilization")
 
 def make_policy(name: str, cluster: ClusterTypes, round_s: float) -> SchedulingPolicy:
     """Policy `name` of `POLICIES` on `cluster`."""
-    from vfm.cluster.baselines import typed
+    from vfm.cluster import baselines
     from vfm.planner import Policy
 
     if name == "vfm":
         return Policy.shockwave(cluster, round_s)
     if name == "vfm-plain":
         return Policy(cluster, rounds=20, round_s=round_s)
-    baseline = {"gavel": typed.HeterogeneousMaxMinFairness, "static_market": typed.HeterogeneousStaticMarket,
-                "gavel-ftf": typed.HeterogeneousFinishTimeFairness,
-                "gavel-throughput": typed.HeterogeneousMaxSumThroughput,
-                "gavel-makespan": typed.HeterogeneousMinTotalDuration}[name]
+    baseline = {"gavel": baselines.HeterogeneousMaxMinFairness, "static_market": baselines.HeterogeneousStaticMarket,
+                "gavel-ftf": baselines.HeterogeneousFinishTimeFairness,
+                "gavel-throughput": baselines.HeterogeneousMaxSumThroughput,
+                "gavel-makespan": baselines.HeterogeneousMinTotalDuration}[name]
     return baseline(cluster, round_s)
 
 

@@ -62,9 +62,12 @@ def test_a_tolerance_that_is_no_relative_gap_is_rejected_by_the_options_and_by_e
             PlanOptions(tol=tol)
     program = PlanningProgram(progress=np.full((1, 1, 2), 0.1), base=np.zeros(1), budgets=np.ones(1),
                               gpus=np.ones(1), capacity=np.ones(2), round_s=1.0, remaining_s=np.ones(1))
-    for solve in (solve_saa_ipm, SaaIpmBackend().solve, SaaCvxpyBackend().solve):
-        with pytest.raises(ValidationError, match=r"^tol must be a relative gap in \(0, 1\)"):
-            solve(program, tol=tol)  # was: NaN or negative ran to the iteration limit
+    with pytest.raises(ValidationError, match=r"^tol must be a relative gap in \(0, 1\)"):
+        solve_saa_ipm(program, tol=tol)  # was: NaN or negative ran to the iteration limit
+    for backend in (SaaIpmBackend(), SaaCvxpyBackend()):  # the registry's check of their declared options
+        with pytest.raises(ValidationError, match=rf"^option tol=.* of solver='{backend.name}' must be a number in "
+                                                  r"\(0, 1\)"):
+            backend.solve(program, tol=tol)
     with pytest.raises(ValidationError, match=r"^max_iter must be a positive whole number"):
         solve_saa_ipm(program, max_iter=0)
 

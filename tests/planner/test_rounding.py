@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from vfm.planner import RoundingContext, round_schedule
-from vfm.planner.rounding import first_fit, quantize
+from vfm.planner.rounding import quantize
 
 ROUND_S = 120.0
 
@@ -175,20 +175,6 @@ def test_fresh_job_owed_rounds_is_not_starved_by_a_must_run_job(relaxed, gpus, c
     schedule = round_schedule(relaxed, np.array(gpus), np.array(capacity), np.full(2, 1e4), ROUND_S,
                               RoundingContext(base=np.array([0.5, 0.0])))
     assert schedule[1].any()
-
-
-def test_first_fit_matches_the_sequential_loop():
-    rng = np.random.default_rng(0)
-    for _ in range(200):
-        gpus = rng.integers(1, 9, rng.integers(0, 30))
-        order = rng.permutation(gpus.size)
-        capacity = int(rng.integers(1, 33))
-        left, expect = capacity, []
-        for i in order:
-            if gpus[i] <= left:
-                expect.append(i)
-                left -= gpus[i]
-        assert first_fit(order, gpus, capacity).tolist() == expect
 
 
 def test_a_fresh_job_gets_its_first_round_where_every_scenario_credits_progress():

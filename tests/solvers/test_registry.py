@@ -143,11 +143,17 @@ def test_plan_skips_a_planning_backend_that_lacks_a_feature():
         registry._REGISTRY.update(saved)
 
 
-def test_a_planning_backend_reports_options_it_does_not_take():
+def test_a_planning_backend_refuses_an_option_it_does_not_declare_as_the_registry_does():
     for name in registry.available_solvers("planning"):
-        solution = registry.select(_window(), name).solve(_window(), tol=1e-8, max_iter=5)
-        assert solution.status is vfm.Status.ERROR and solution.x is None
-        assert solution.message == f"{name} got unknown options: max_iter"
+        backend = registry.select(_window(), name)
+        kinds = backend.capabilities.option_kinds()
+        assert kinds is not None and {"tol", "warm_start", "deadline"} <= set(kinds), name
+        with pytest.raises(ValidationError, match=rf"^max_iter is not an option of solver='{name}'; it takes: "):
+            backend.solve(_window(), tol=1e-8, max_iter=5)
+        with pytest.raises(ValidationError, match=rf"^max_iter is not an option of solver='{name}'"):
+            registry.check_options(backend, {"max_iter": 5})
+        with pytest.raises(ValidationError, match=rf"^option tol=2\.0 of solver='{name}' must be"):
+            backend.solve(_window(), tol=2.0)
 
 
 # --- option declarations: one check for every backend ---------------------------------------------
@@ -172,6 +178,7 @@ def test_undeclared_options_are_passed_on_unchecked(limited_backend):
     ("count", [1, np.int64(10)], [0, -1, 1.0, True, "3", None]),
     ("seconds", [0.5, 3, float("inf")], [0, -1.0, float("nan"), "1", False]),
     ("flag", [True, False], [0, 1, "yes", None]),
+    ("instant", [0.0, 12.5, -3, float("inf")], [float("nan"), "1", None, True]),
 ])
 def test_option_kinds(kind, good, bad):
     backend = dataclasses.replace(registry._REGISTRY["schur-ipm"], capabilities=Capabilities(options=(("x", kind),)))

@@ -47,12 +47,13 @@ def preconditioned_cg(apply: Callable[[FloatArray], FloatArray], precondition: C
     solution = precondition(rhs)
     residual = rhs - apply(solution)
     target = tolerance * float(np.abs(rhs).max())
-    if not float(np.abs(residual).max()) > target:
-        return solution, float(np.abs(residual).max())
+    size = float(np.abs(residual).max())
+    if not size > target:
+        return solution, size
     preconditioned = precondition(residual)
     search = preconditioned
     inner = float(np.vdot(residual, preconditioned))
-    best, best_at = float(np.abs(residual).max()), 0
+    best, best_at = size, 0
     for taken in range(1, steps + 1):
         image = apply(search)
         curvature = float(np.vdot(search, image))

@@ -17,9 +17,9 @@ and the baselines.
   `ReportsDiagnostics`, the optional method by which a policy says how it decided a round.
 - `vfm.cluster.simulator`: `simulate` runs a policy on a workload round by round.
 - `vfm.cluster.metrics`: makespan, JCT, finish-time fairness, utilization; `summarize`.
-- `vfm.cluster.baselines`: the paper's baselines (`BASELINES`) and the static market.
-- `vfm.cluster.baselines.typed`: baselines for clusters of several GPU types (`TYPED_BASELINES`;
-  Gavel's heterogeneity-aware max-min fairness, `HeterogeneousMaxMinFairness`).
+- `vfm.cluster.baselines`: the baselines (`BASELINES`), each one round policy composed with a
+  round mechanism: the paper's and the static market on one GPU type, and Gavel's
+  heterogeneity-aware ones (`HeterogeneousMaxMinFairness`, ...) on one type or several.
 - `vfm.cluster.windows`: planning windows built from a workload (benchmark and test instances).
 - `vfm.cluster.artifact`: the Shockwave artifact's simulator mechanics and its baselines as it
   runs them, which reproduce the paper's published baseline numbers.
@@ -43,9 +43,8 @@ True
 """
 
 from vfm.cluster import metrics
-from vfm.cluster.baselines import BASELINES
-from vfm.cluster.baselines.typed import (
-    TYPED_BASELINES,
+from vfm.cluster.baselines import (
+    BASELINES,
     HeterogeneousFinishTimeFairness,
     HeterogeneousMaxMinFairness,
     HeterogeneousMaxSumThroughput,
@@ -74,7 +73,6 @@ __all__ = [
     "BASELINES",
     "GPU_TYPES",
     "PROFILED_TYPE",
-    "TYPED_BASELINES",
     "ClusterAware",
     "ClusterTypes",
     "GpuProfiles",

@@ -28,10 +28,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from vfm._validation import FloatArray
+from vfm.gang_packing import first_fit
 from vfm.jobs import equal_share
 from vfm.planner.options import PlanOptions
 from vfm.planner.program import PlanningProgram
-from vfm.planner.rounding import RESOLUTION, first_fit, quantize
+from vfm.planner.rounding import RESOLUTION, quantize
 
 __all__ = ["GUARDS", "SHOCKWAVE_EFFICIENCY", "SHOCKWAVE_PRIORITY_EXPONENT", "SHOCKWAVE_RESERVE",
            "TYPED_SHOCKWAVE_EFFICIENCY", "FairFinishLimits", "FairnessDecision", "Precedence", "constrain",

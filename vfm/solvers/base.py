@@ -47,12 +47,20 @@ class Problem(Protocol):
 #: The kinds of solver option a backend can declare (`Capabilities.options`), each checked the
 #: same way for every backend by `vfm.solvers.registry.check_options`:
 #: ``"tolerance"`` a real number in (0, 1); ``"count"`` a whole number >= 1; ``"seconds"`` a
-#: real number > 0; ``"flag"`` a bool; ``"any"`` passed on unchecked (the backend checks it).
-OptionKind = Literal["tolerance", "count", "seconds", "flag", "any"]
+#: real number > 0; ``"instant"`` a `time.perf_counter` reading (a real number); ``"flag"`` a
+#: bool; ``"any"`` passed on unchecked (the backend checks it).
+OptionKind = Literal["tolerance", "count", "seconds", "instant", "flag", "any"]
 
 #: The options every market backend takes, whatever its own names for them: ``tol`` (the
 #: relative accuracy, set on all the backend's gap and feasibility tolerances) and ``max_iter``.
 COMMON_OPTIONS: tuple[tuple[str, OptionKind], ...] = (("tol", "tolerance"), ("max_iter", "count"))
+
+#: The options every planning backend takes from the planner's `plan`: ``tol`` (the relative gap),
+#: ``warm_start`` (a schedule to start from, or None; used by a backend with
+#: `PlanningCapabilities.warm_start`) and ``deadline`` (the instant to stop by; given only to a
+#: backend with `PlanningCapabilities.deadline`).
+PLANNING_OPTIONS: tuple[tuple[str, OptionKind], ...] = (
+    ("tol", "tolerance"), ("warm_start", "any"), ("deadline", "instant"))
 
 
 @dataclass(frozen=True)
@@ -128,7 +136,8 @@ class Capabilities:
 class PlanningCapabilities(Capabilities):
     """`Capabilities` of a planning backend (``problem="planning"``), with what the planner's
     `vfm.planner.plan` may pass it beyond the program. A planning backend that declares plain
-    `Capabilities` takes none of these.
+    `Capabilities` takes none of these. Its options are declared as a market backend's
+    (`Capabilities.options`, at least `PLANNING_OPTIONS`) and checked by the same registry code.
 
     Attributes
     ----------

@@ -129,6 +129,7 @@ _KINDS: dict[OptionKind, Constraint] = {
     "tolerance": Interval(Real, 0, 1, closed="neither", note="a relative accuracy; 1 or more would accept any point"),
     "count": Interval(Whole, 1),
     "seconds": Interval(Real, 0, closed="neither", finite=False),
+    "instant": Real("a time.perf_counter reading (a real number)", finite=False),
     "flag": Boolean(),
     "any": Anything(),
 }
@@ -137,9 +138,11 @@ _KINDS: dict[OptionKind, Constraint] = {
 def check_options(backend: Backend, options: dict[str, Any]) -> None:
     """Check `options` against what `backend` declares (`Capabilities.options`), before any solve.
 
-    One check for every backend: an option the backend does not declare, or a value not of its
-    kind (`vfm.solvers.base.OptionKind`), is a caller's error. A backend that declares nothing
-    gets its options unchecked.
+    One check for every backend, market or planning: an option the backend does not declare, or
+    a value not of its kind (`vfm.solvers.base.OptionKind`), is a caller's error. `vfm.solve`
+    checks a named market backend's options with it; a planning backend checks its own with it
+    as its solve starts (the planner hands it only what it declares). A backend that declares
+    nothing gets its options unchecked.
 
     Raises
     ------

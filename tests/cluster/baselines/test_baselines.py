@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linprog
 
+from vfm.cluster import ClusterAware, ClusterTypes
 from vfm.cluster.baselines import (
     BASELINES,
     AlloX,
@@ -16,17 +17,21 @@ from vfm.cluster.baselines import (
     MaxMinFairness,
     MaxSumThroughput,
     MinTotalDuration,
+    RoundPolicy,
     allox_positions,
     allox_positions_lsa,
     ftf_allocation,
     water_filling,
 )
-from vfm.cluster.baselines.rounds import remaining_s
+from vfm.cluster.baselines.mechanisms import remaining_s
 from vfm.cluster.protocol import SchedulingPolicy
 from vfm.errors import ValidationError
 
 NAMES = ["static_market", "max_min_fairness", "finish_time_fairness", "gandiva_fair", "allox", "max_sum_throughput",
          "min_total_duration"]
+#: The heterogeneity-aware baselines, in the same registry (tests/cluster/baselines/test_typed_baselines.py).
+OVER_TYPES = ["heterogeneous_max_min_fairness", "heterogeneous_static_market", "heterogeneous_finish_time_fairness",
+              "heterogeneous_max_sum_throughput", "heterogeneous_min_total_duration"]
 
 
 def rounds(policy, n):
@@ -34,13 +39,38 @@ def rounds(policy, n):
     return [set(policy.next_round()) for _ in range(n)]
 
 
-def test_registry_names_and_interface():
-    assert sorted(BASELINES) == sorted(NAMES)
+def test_one_registry_names_every_baseline_and_each_is_one_round_policy():
+    assert list(BASELINES) == NAMES + OVER_TYPES
+    two_types = ClusterTypes({"v100": 4, "k80": 4})
     for name, factory in BASELINES.items():
         policy = factory(8, 120.0, 0)
-        assert isinstance(policy, SchedulingPolicy)
+        assert isinstance(policy, RoundPolicy) and isinstance(policy, SchedulingPolicy)
+        assert isinstance(policy, ClusterAware) and policy.cluster == ClusterTypes.single(8)
         assert policy.name == name
         assert policy.next_round() == []
+        assert policy.mechanism.over_types == (name in OVER_TYPES)
+        if name in OVER_TYPES:
+            assert factory(two_types, 120.0, 0).next_round() == {}
+        else:
+            with pytest.raises(ValidationError, match=r"schedules a cluster of one GPU type, not"):
+                factory(two_types, 120.0, 0)
+
+
+def test_on_one_type_regimes_are_taken_plainly_or_by_type_with_the_same_schedule():
+    plain, by_type = MaxMinFairness(4, 100.0, 0), MaxMinFairness(4, 100.0, 0)
+    for j, gang in enumerate([1, 2, 4, 1]):
+        plain.add_job(j, gang, {32.0: 60.0 + j, 64.0: 40.0}, 5)
+        by_type.add_job(j, gang, {"v100": {32.0: 60.0 + j, 64.0: 40.0}}, 5)
+    for _ in range(6):
+        chosen = plain.next_round()
+        assert by_type.next_round() == chosen
+        for j in chosen:
+            plain.report_progress(j, [64.0])
+            by_type.report_progress(j, [64.0])
+    with pytest.raises(ValidationError, match=r"each key of regimes of job 'x' must be a GPU type of the cluster"):
+        plain.add_job("x", 1, {"k80": {32.0: 60.0}}, 3)
+    with pytest.raises(ValidationError, match=r"regimes\[32.0\] of job 'x' must be a finite number of seconds"):
+        plain.add_job("x", 1, {32.0: -1.0}, 3)
 
 
 # --- hand-checked three-job cases (round_s = 100, so Gavel's initial count is 50 s) -------------
@@ -186,7 +216,7 @@ def test_max_sum_throughput_solves_its_lp(jobs, capacity):
     policy = _loaded(MaxSumThroughput, jobs, capacity)
     state = policy.state()
     w = state.col("gpus").astype(float)
-    c = 1.0 / (state.col("epoch_s") * state.col("epochs"))
+    c = 1.0 / (state.col("epoch_s")[:, 0] * state.col("epochs"))
     x = policy.mechanism.allocate(state).x
     assert (x >= 0).all() and (x <= 1).all() and w @ x <= capacity * (1 + 1e-12)
     lp = linprog(-c, A_ub=w[None, :], b_ub=[capacity], bounds=[(0, 1)] * w.size)

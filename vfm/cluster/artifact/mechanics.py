@@ -38,8 +38,8 @@ from vfm.cluster.protocol import SchedulingPolicy
 from vfm.cluster.simulator import Round, Simulation, ask_policy, checked_answer
 from vfm.cluster.workload.model import Training, Workload
 from vfm.errors import ValidationError
+from vfm.gang_packing import first_fit
 from vfm.parameters import Constraint, Instance, Interval, Optional, Real, Whole, check, check_parameters
-from vfm.planner.rounding import first_fit
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]

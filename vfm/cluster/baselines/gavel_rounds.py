@@ -7,8 +7,8 @@ of time each job should spend on each type) into a round: per-(job, type) priori
 in the cluster's order, whole gangs first-fit, each job on at most one type; then work
 conservation, idle GPUs to the waiting jobs that fit, each on its fastest type with room.
 `gavel_round_step` is that round as a pure function of the book's frozen state, for K types and
-for one (K = 1: `vfm.cluster.baselines.rounds.GavelRounds`, `vfm.cluster.baselines.typed.rounds.TypedRoundPolicy`);
-the counters are `vfm.cluster.baselines.gavel_counters`'.
+for one (K = 1), the round of `vfm.cluster.baselines.mechanisms.GavelRounds`; the counters are
+`vfm.cluster.baselines.gavel_counters`'.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 
 from vfm.cluster.baselines.gavel_counters import credited, priorities, ranking, reset
 from vfm.cluster.baselines.round_book import RoundState
-from vfm.planner.rounding import first_fit
+from vfm.gang_packing import first_fit
 
 __all__ = ["gavel_round_step"]
 

@@ -1,26 +1,32 @@
-"""The baseline schedulers of the Shockwave paper, on a homogeneous GPU cluster.
+"""The baseline schedulers, each `vfm.cluster.baselines.rounds.RoundPolicy` composed with a round
+mechanism, and their registry.
 
-Each class is `vfm.cluster.baselines.rounds.RoundPolicy` (the `vfm.cluster.protocol.SchedulingPolicy`
-conversation over the present jobs' book) composed with a round mechanism of `vfm.cluster.baselines.rounds`:
-Gavel's rounds over an allocation (a pure function of the round's frozen state, below), stride
-scheduling or AlloX's matching.
-They follow the Shockwave artifact (uw-mad-dash/shockwave, ``scheduler/policies/*.py`` and
-``scheduler/scheduler.py``), itself built on Gavel (stanford-futuredata/gavel); with one GPU type
-every LP of those files has a closed form or a one-dimensional search, computed here with numpy
-over all jobs at once. ``docs/baselines.md`` states each formulation and every decision.
+On one GPU type, the Shockwave paper's baselines (uw-mad-dash/shockwave, ``scheduler/policies/*.py``
+and ``scheduler/scheduler.py``, itself built on Gavel, stanford-futuredata/gavel;
+``docs/baselines.md``), each an allocation of `vfm.cluster.baselines.allocations` under Gavel's
+rounds, stride scheduling or AlloX's matching (`vfm.cluster.baselines.mechanisms`):
 
-Policy                  ranking each round
-======================  ==================================================================
-`MaxMinFairness`        Gavel max-min fairness (water-filling of GPU shares) + Gavel rounds
-`FinishTimeFairness`    Themis as in Gavel/Shockwave: min-max finish-time fairness + Gavel rounds
-`GandivaFair`           Gandiva-Fair's gang-aware stride scheduling, equal tickets per job
-`AlloX`                 AlloX's min-cost matching to GPU time slots (non-preemptive)
-`MaxSumThroughput`      Gavel max-sum-throughput (fractional knapsack) + Gavel rounds
-`MinTotalDuration`      Gavel min-total-duration / OSSP (x proportional to remaining time)
-`StaticMarket`          the per-round (static) Fisher market + Gavel rounds
-======================  ==================================================================
+==============================  ==================================================================
+Policy                          ranking each round
+==============================  ==================================================================
+`MaxMinFairness`                Gavel max-min fairness (water-filling of GPU shares) + Gavel rounds
+`FinishTimeFairness`            Themis as in Gavel/Shockwave: min-max finish-time fairness + Gavel rounds
+`GandivaFair`                   Gandiva-Fair's gang-aware stride scheduling, equal tickets per job
+`AlloX`                         AlloX's min-cost matching to GPU time slots (non-preemptive)
+`MaxSumThroughput`              Gavel max-sum-throughput (fractional knapsack) + Gavel rounds
+`MinTotalDuration`              Gavel min-total-duration / OSSP (x proportional to remaining time)
+`StaticMarket`                  the per-round (static) Fisher market + Gavel rounds
+==============================  ==================================================================
 
-`BASELINES` maps each name to its factory ``factory(capacity, round_s, seed)``:
+On one GPU type or several, Gavel's heterogeneity-aware policies and the per-type static market
+(``docs/baselines_typed.md``), each an allocation over the types of
+`vfm.cluster.baselines.typed.allocations` under the same Gavel rounds:
+`HeterogeneousMaxMinFairness`, `HeterogeneousStaticMarket`, `HeterogeneousFinishTimeFairness`,
+`HeterogeneousMaxSumThroughput` and `HeterogeneousMinTotalDuration`.
+
+`BASELINES` maps each name to its factory ``factory(capacity, round_s, seed)`` (``capacity`` a GPU
+count or a `vfm.cluster.ClusterTypes`); a policy whose mechanism decides on one type only
+(``mechanism.over_types`` False) takes a cluster of one type:
 
 >>> factory = BASELINES["max_min_fairness"]
 >>> policy = factory(32, 120.0, 0)
@@ -32,184 +38,45 @@ Policy                  ranking each round
 from __future__ import annotations
 
 from collections.abc import Callable
-from types import MappingProxyType
 
-import numpy as np
-from scipy.optimize import linear_sum_assignment
-
-from vfm.cluster.baselines.rounds import (
-    Allocated,
-    FloatArray,
-    GavelRounds,
-    IntArray,
-    MatchingRounds,
-    RoundPolicy,
-    RoundState,
-    StrideRounds,
-    equal_share,
-    remaining_s,
+from vfm.cluster.baselines.allocations import (
+    allocate_finish_time_fairness,
+    allocate_max_min,
+    allocate_max_sum_throughput,
+    allocate_min_total_duration,
+    allocate_static_market,
+    allox_positions,
 )
-from vfm.jobs import window_market
-from vfm.nswot.per_period import solve_per_period
+from vfm.cluster.baselines.mechanisms import GavelRounds, MatchingRounds, StrideRounds
+from vfm.cluster.baselines.rounds import RoundPolicy
+from vfm.cluster.baselines.typed.allocations import (
+    allocate_finish_time_fairness_over_types,
+    allocate_max_min_over_types,
+    allocate_max_sum_throughput_over_types,
+    allocate_min_total_duration_over_types,
+    allocate_static_market_over_types,
+)
+from vfm.cluster.baselines.typed.market import MarketAllocation
+from vfm.gpu_cluster import ClusterTypes
 
-# --- allocations (pure functions, so that tests can check them on their own) ----------------------
+__all__ = [
+    "BASELINES",
+    "AlloX",
+    "FinishTimeFairness",
+    "GandivaFair",
+    "HeterogeneousFinishTimeFairness",
+    "HeterogeneousMaxMinFairness",
+    "HeterogeneousMaxSumThroughput",
+    "HeterogeneousMinTotalDuration",
+    "HeterogeneousStaticMarket",
+    "MaxMinFairness",
+    "MaxSumThroughput",
+    "MinTotalDuration",
+    "PolicyFactory",
+    "StaticMarket",
+]
 
-
-def water_filling(gpus: IntArray, capacity: int) -> FloatArray:
-    """Max-min fair time fractions: ``x_i = min(1, L / w_i)`` with ``sum_i min(w_i, L) = G``.
-
-    Gavel's max-min fairness with one GPU type maximizes ``min_i w_i x_i`` (a job's normalized
-    throughput is its GPU share: its throughput cancels against its throughput under Gavel's
-    proportional split) subject to ``sum_i w_i x_i <= G``, ``0 <= x <= 1``. The LP fixes only the
-    minimum; water-filling is the lexicographic max-min optimum among its solutions: every job
-    gets the same number of GPUs' worth of time, `L`, unless its gang is narrower.
-
-    Examples
-    --------
-    >>> water_filling(np.array([1, 2, 4]), 4).tolist()
-    [1.0, 0.75, 0.375]
-    """
-    w = np.asarray(gpus, dtype=float)
-    if w.sum() <= capacity:
-        return np.ones_like(w)
-    ws = np.sort(w)
-    n = ws.size
-    before = np.concatenate(([0.0], np.cumsum(ws)[:-1]))  # GPUs of the k narrowest gangs
-    level = (capacity - before) / (n - np.arange(n))  # level if exactly those k are saturated
-    k = int(np.argmax(level <= ws))  # first k whose level does not saturate gang k
-    return np.minimum(1.0, level[k] / w)
-
-
-def ftf_allocation(
-    remaining_s: FloatArray, elapsed_s: FloatArray, fair_s: FloatArray, gpus: IntArray, capacity: int
-) -> tuple[FloatArray, float]:
-    """Time fractions minimizing the largest estimated finish-time-fairness ratio.
-
-    ``rho_i(x) = (elapsed_i + remaining_i / x_i) / fair_i`` (Gavel's
-    ``FinishTimeFairnessPolicyWithPerf``), minimized in the max over jobs subject to
-    ``sum_i w_i x_i <= G``, ``0 < x <= 1``. Each ``rho_i`` decreases in ``x_i``, so the optimum
-    is a common level ``rho*``: ``x_i = remaining_i / (rho* fair_i - elapsed_i)``, with `rho*` the
-    smallest level whose allocation fits, and at least ``max_i (elapsed_i + remaining_i) / fair_i``
-    (every job running all the time). Found by bisection, vectorized over jobs.
-
-    Returns
-    -------
-    x : ndarray
-        Time fractions.
-    rho : float
-        The optimal largest ratio.
-    """
-    w = np.asarray(gpus, dtype=float)
-    floor = float(((elapsed_s + remaining_s) / fair_s).max())
-
-    def shares(rho: float) -> FloatArray:
-        slack = np.maximum(rho * fair_s - elapsed_s, remaining_s)  # x <= 1
-        return remaining_s / slack
-
-    if float(w @ shares(floor)) <= capacity:
-        return shares(floor), floor
-    lo, hi = floor, 2.0 * floor
-    while float(w @ shares(hi)) > capacity:
-        lo, hi = hi, 2.0 * hi
-    for _ in range(60):  # relative width 2^-60: machine precision
-        mid = 0.5 * (lo + hi)
-        if float(w @ shares(mid)) > capacity:
-            lo = mid
-        else:
-            hi = mid
-    return shares(hi), hi
-
-
-def allox_positions(remaining_s: FloatArray, slots: int) -> IntArray:
-    """AlloX's matching of jobs to GPU time slots on identical GPUs, in closed form.
-
-    AlloX (via Gavel's ``allox.py``) matches jobs to columns (GPU j, position k) at cost
-    ``k * p_i``: a job placed k-th from the end of a GPU's queue delays k completions by its
-    processing time `p_i` (the job's waiting time, added to every column of its row, does not
-    change the matching). On identical GPUs the columns of one position are identical, and by the
-    rearrangement inequality the min-cost matching deals the jobs in shortest-first order round
-    robin over the GPUs. Returns, per job, how many jobs run before it on its GPU (0 = starts now).
-    `allox_positions_lsa` solves the same matching with `scipy.optimize.linear_sum_assignment`
-    (far slower at 900 jobs than this); the tests check that both are optimal.
-
-    Examples
-    --------
-    >>> allox_positions(np.array([5.0, 1.0, 3.0, 2.0]), 2).tolist()
-    [1, 0, 1, 0]
-    """
-    order = np.lexsort((np.arange(remaining_s.size), remaining_s))
-    ahead = np.empty(remaining_s.size, dtype=np.int64)
-    ahead[order] = np.arange(remaining_s.size) // slots
-    return ahead
-
-
-def allox_positions_lsa(remaining_s: FloatArray, slots: int) -> tuple[IntArray, float]:
-    """The AlloX matching solved as a min-cost bipartite matching (reference for tests).
-
-    Builds AlloX's cost matrix ``[p, 2p, 3p, ...]`` over `slots` GPUs and as many positions as
-    needed, solves it with `scipy.optimize.linear_sum_assignment`, and returns, per job, the
-    number of jobs before it on its GPU, and the optimal cost.
-    """
-    m = remaining_s.size
-    positions = -(-m // slots)
-    k = np.repeat(np.arange(1, positions + 1), slots)  # column (k, j) at k * slots + j
-    cost = remaining_s[:, None] * k[None, :]
-    rows, cols = linear_sum_assignment(cost)
-    gpu = cols % slots
-    per_gpu = np.bincount(gpu, minlength=slots)
-    ahead = np.empty(m, dtype=np.int64)
-    ahead[rows] = per_gpu[gpu] - k[cols]  # the job with the largest k on a GPU runs first
-    return ahead, float(cost[rows, cols].sum())
-
-
-# --- allocations under Gavel's rounds (pure functions of the frozen state) ----------------------
-
-
-def allocate_max_min(state: RoundState) -> Allocated:
-    """Gavel's max-min fairness on one type: `water_filling` of the GPUs over the gangs."""
-    return Allocated(water_filling(state.col("gpus"), state.capacity))
-
-
-def allocate_finish_time_fairness(state: RoundState) -> Allocated:
-    """Themis' finish-time fairness as the Shockwave artifact runs it (`FinishTimeFairness`);
-    ``details["rho"]`` is the optimal largest ratio."""
-    remaining = remaining_s(state)
-    fair = (state.col("done_iso_s") + remaining) / equal_share(state)
-    elapsed = state.clock_s - state.col("arrival_s")
-    x, rho = ftf_allocation(remaining, elapsed, fair, state.col("gpus"), state.capacity)
-    return Allocated(x, MappingProxyType({"rho": rho}))
-
-
-def allocate_max_sum_throughput(state: RoundState) -> Allocated:
-    """Gavel's max-sum-throughput on one type: the fractional knapsack of `MaxSumThroughput`."""
-    w = state.col("gpus").astype(float)
-    density = 1.0 / (state.col("epoch_s") * state.col("epochs") * w)
-    order = np.lexsort((state.col("seq"), -density))
-    used = np.cumsum(w[order])
-    before = used - w[order]
-    x = np.zeros(state.n)
-    x[order] = np.clip((state.capacity - before) / w[order], 0.0, 1.0)
-    return Allocated(x)
-
-
-def allocate_min_total_duration(state: RoundState) -> Allocated:
-    """Gavel's min-total-duration on one type: ``x_i = R_i / T*`` (`MinTotalDuration`)."""
-    remaining = remaining_s(state)
-    horizon = max(float(remaining.max()), float(state.col("gpus") @ remaining) / state.capacity)
-    return Allocated(remaining / horizon)
-
-
-def allocate_static_market(state: RoundState) -> Allocated:
-    """The one-round Fisher market's equilibrium fractions (`StaticMarket`)."""
-    epochs, done = state.col("epochs"), state.col("done")
-    rate = state.round_s / state.col("epoch_s")
-    window = window_market(state.col("gpus"), epochs, done, np.minimum(rate, epochs - done)[:, None],
-                           float(state.capacity))
-    result = solve_per_period(window.market)
-    return Allocated(np.asarray(window.schedule(result)[:, 0], dtype=np.float64))
-
-
-# --- policies: the round book composed with a mechanism -------------------------------------------
+# --- on one GPU type: the Shockwave paper's baselines ---------------------------------------------
 
 
 class MaxMinFairness(RoundPolicy):
@@ -303,8 +170,144 @@ class StaticMarket(RoundPolicy):
     mechanism = GavelRounds(allocate_static_market)
 
 
-PolicyFactory = Callable[[int, float, int], RoundPolicy]
+# --- on one GPU type or several: Gavel's heterogeneity-aware policies ------------------------------
 
-#: name -> ``factory(capacity, round_s, seed)`` of each baseline, under the policy's `name`.
+
+class HeterogeneousMaxMinFairness(RoundPolicy):
+    """Gavel's heterogeneity-aware max-min fairness: `vfm.cluster.baselines.typed.max_min_allocation`
+    under Gavel's rounds over the types (`allocate_max_min_over_types`).
+
+    The LPs are a deterministic function of the job set and the throughput estimates, so reusing
+    the allocation while they hold gives the very allocation a new solve would; `lps` counts the
+    solves.
+    """
+
+    name = "heterogeneous_max_min_fairness"
+    mechanism = GavelRounds(allocate_max_min_over_types, over_types=True)
+
+
+class HeterogeneousStaticMarket(RoundPolicy):
+    """The static Fisher market over GPU types, round by round: `allocate_static_market_over_types`
+    under Gavel's rounds over the types.
+
+    Each round ``X`` is the equilibrium of the
+    one-round market over the cluster's types (every present job a buyer with budget 1, utility the
+    fraction of its epochs a round gives it, ``sum_k r_ik y_ik / E_i`` at its current epoch-time
+    estimates), and Gavel's priorities, deficits, type-by-type placement and work conservation
+    (`GavelRounds`) turn it into whole gangs. It is the VFM without forecasts or a window: one
+    round, what a round on each type gives each job now. On one type its allocation is
+    `StaticMarket`'s (``docs/baselines_typed.md``).
+
+    Attributes
+    ----------
+    market : MarketAllocation or None
+        The last solve (fractions, utilities, prices per type, status); None before the first.
+    solves, iterations : int
+        Market solves and interior-point iterations so far.
+
+    Raises
+    ------
+    vfm.errors.SolverError
+        From `next_round` or `allocation`, when the interior point ends without a usable point
+        (`static_market_allocation`): the policy never runs a round on a NaN allocation.
+    """
+
+    name = "heterogeneous_static_market"
+    mechanism = GavelRounds(allocate_static_market_over_types, over_types=True)
+
+    @property
+    def market(self) -> MarketAllocation | None:
+        market: MarketAllocation | None = self.details.get("market")
+        return market
+
+
+class HeterogeneousFinishTimeFairness(RoundPolicy):
+    """Gavel's heterogeneity-aware finish-time fairness: `allocate_finish_time_fairness_over_types`
+    under Gavel's rounds over the types.
+
+    Each round ``X`` minimizes the largest ratio
+    ``rho_i = (t_i + L_i / sum_k T_ik X_ik) / F_i`` (time since arrival plus epochs left at the
+    effective throughput, over the job's finish time alone on its 1/n share of the cluster), the
+    inputs computed as `FinishTimeFairness` computes them on one type: `t_i`
+    from the policy clock and the job's arrival (table column ``arrival_s``), `T_ik` the current
+    estimates, and the finished epochs priced at their profiled seconds on the proportional mix of
+    types (column ``done_s``) at today's equal share. The ratios depend on the clock, so the
+    allocation is recomputed every round.
+
+    Attributes
+    ----------
+    rho : float
+        The optimal largest ratio of the last solve (NaN before the first).
+    solves : int
+        Conic solves so far.
+
+    Raises
+    ------
+    vfm.errors.SolverError
+        From `next_round` or `allocation`, when Clarabel ends without an optimal point.
+    """
+
+    name = "heterogeneous_finish_time_fairness"
+    mechanism = GavelRounds(allocate_finish_time_fairness_over_types, over_types=True)
+
+    @property
+    def rho(self) -> float:
+        return float(self.details.get("rho", float("nan")))
+
+
+class HeterogeneousMaxSumThroughput(RoundPolicy):
+    """Gavel's heterogeneity-aware max-sum-throughput: `allocate_max_sum_throughput_over_types`
+    under Gavel's rounds over the types.
+
+    ``X`` maximizes ``sum_ik T_ik X_ik / E_i``,
+    each job's throughput in fractions of the job per second (epochs per second over its total
+    epochs `E_i`), as `MaxSumThroughput` on one type: Gavel sums raw steps per
+    second, which are not comparable across jobs here (an epoch of one job is not an epoch of
+    another). The LP depends only on the estimates and the job set, so the allocation is reused
+    while they hold.
+
+    Attributes
+    ----------
+    total : float
+        The last solve's optimal objective (fractions of jobs per second; NaN before the first).
+    """
+
+    name = "heterogeneous_max_sum_throughput"
+    mechanism = GavelRounds(allocate_max_sum_throughput_over_types, over_types=True)
+
+    @property
+    def total(self) -> float:
+        return float(self.details.get("total", float("nan")))
+
+
+class HeterogeneousMinTotalDuration(RoundPolicy):
+    """Gavel's heterogeneity-aware min-total-duration: `allocate_min_total_duration_over_types`
+    under Gavel's rounds over the types.
+
+    ``X`` gives every present job exactly the
+    effective throughput that finishes its epochs left by the smallest common horizon
+    (`makespan_s`); the horizon moves as epochs are done, so the allocation is recomputed whenever a
+    job reports progress.
+
+    Attributes
+    ----------
+    makespan_s : float
+        The last solve's horizon, seconds from the round it was computed for (NaN before the first).
+    """
+
+    name = "heterogeneous_min_total_duration"
+    mechanism = GavelRounds(allocate_min_total_duration_over_types, over_types=True)
+
+    @property
+    def makespan_s(self) -> float:
+        return float(self.details.get("makespan_s", float("nan")))
+
+
+PolicyFactory = Callable[[int | ClusterTypes, float, int], RoundPolicy]
+
+#: name -> ``factory(capacity, round_s, seed)`` of each baseline, under the policy's `name`: the
+#: Shockwave paper's, then the heterogeneity-aware ones.
 BASELINES: dict[str, PolicyFactory] = {policy.name: policy for policy in (
-    StaticMarket, MaxMinFairness, FinishTimeFairness, GandivaFair, AlloX, MaxSumThroughput, MinTotalDuration)}
+    StaticMarket, MaxMinFairness, FinishTimeFairness, GandivaFair, AlloX, MaxSumThroughput, MinTotalDuration,
+    HeterogeneousMaxMinFairness, HeterogeneousStaticMarket, HeterogeneousFinishTimeFairness,
+    HeterogeneousMaxSumThroughput, HeterogeneousMinTotalDuration)}

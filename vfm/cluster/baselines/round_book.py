@@ -1,7 +1,7 @@
 """The book a round-based baseline keeps of its jobs: present jobs as table rows, arrivals, the clock.
 
-Every baseline of `vfm.cluster.baselines` (one GPU type) and `vfm.cluster.baselines.typed`
-(several) keeps the same book, whatever it ranks the jobs by:
+Every baseline of `vfm.cluster.baselines` keeps the same book (`vfm.cluster.baselines.rounds.RoundPolicy`),
+on one GPU type or several, whatever it ranks the jobs by:
 
 - `RowTable`: one row per present job in numpy columns, so that a round is computed over
   arrays, not by a Python loop over jobs; a row is removed by moving the last row into the hole.
@@ -124,9 +124,9 @@ class RoundState:
 class RoundBook:
     """The jobs a round-based policy holds, over a `RowTable` with an int column ``seq``.
 
-    Subclasses check a job's fields and admit it with `admit`, report finished epochs through
-    `row_of` and `complete`, and close each round with `close_round`; `remove_job` (a
-    cancellation) is the same for all.
+    `vfm.cluster.baselines.rounds.RoundPolicy` checks a job's fields and admits it with `admit`,
+    reports finished epochs through `row_of` and `complete`, and closes each round with
+    `close_round`; `remove_job` is a cancellation.
 
     Parameters
     ----------

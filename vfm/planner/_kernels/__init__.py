@@ -11,6 +11,7 @@ what they compute:
 - `vfm.planner._kernels.low_rank`: the Newton blocks' low-rank factor and its block solves;
 - `vfm.planner._kernels.dense`: the dense (Cholesky) factor and its block solves;
 - `vfm.planner._kernels.one_type_rows`: the one-type-per-round rows over GPU types;
+- `vfm.planner._kernels.system`: one Newton system's per-job steps in low-rank form, in one pass;
 - `vfm.planner._kernels.entries`: a point's evaluation and the Newton system's entry-wise passes;
 - `vfm.planner._kernels.lagrangian`: the Lagrangian minimizer and the matched row multipliers;
 - `vfm.planner._kernels.waits`: the wait limit's committed rounds;
@@ -27,6 +28,7 @@ from vfm.planner._kernels.entries import (
     box_residual,
     evaluate_entries,
     hessian_times,
+    log_steps,
     moved_entries,
     newton_back,
     newton_rhs,
@@ -44,6 +46,7 @@ from vfm.planner._kernels.low_rank import (
     times_diagonal,
 )
 from vfm.planner._kernels.one_type_rows import add_group_outer, add_round_sums, typed_gram
+from vfm.planner._kernels.system import curved_blocks, low_rank_system
 from vfm.planner._kernels.threads import kernel_threads
 
 __all__ = [
@@ -51,6 +54,7 @@ __all__ = [
     "add_round_sums",
     "bounds_curvature",
     "box_residual",
+    "curved_blocks",
     "curved_jobs",
     "dense_factor",
     "dense_inverse_blocks",
@@ -61,7 +65,9 @@ __all__ = [
     "inverse_blocks",
     "kernel_threads",
     "lagrangian_minimizer",
+    "log_steps",
     "low_rank_factor",
+    "low_rank_system",
     "matched_rows",
     "moved_entries",
     "newton_back",

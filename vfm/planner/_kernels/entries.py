@@ -254,14 +254,17 @@ def box_residual(active: np.ndarray, residual: np.ndarray, y: np.ndarray, s_hi: 
 
 @jit.over_jobs
 def newton_rhs(active: np.ndarray, dual_residual: np.ndarray, y: np.ndarray, s_hi: np.ndarray, z_lo: np.ndarray,
-               z_hi: np.ndarray, g: np.ndarray, capacity_term: np.ndarray, rows: np.ndarray, sigma_mu: float,
-               second_order: float, dy: np.ndarray, dz_lo: np.ndarray, dz_hi: np.ndarray,
-               out: np.ndarray) -> None:
+               z_hi: np.ndarray, g: np.ndarray, capacity_term: np.ndarray, per_job: np.ndarray, pace: np.ndarray,
+               per_round: np.ndarray, sigma_mu: float, second_order: float, dy: np.ndarray, dz_lo: np.ndarray,
+               dz_hi: np.ndarray, out: np.ndarray) -> None:
     r"""The Newton system's right-hand side on the entries (0 off `active`), the bounds' targets
     :math:`\sigma\mu - w\,\Delta y \Delta z^{lo}` and :math:`\sigma\mu + w\,\Delta y \Delta z^{hi}`
     (`second_order` :math:`w`, the predictor's `dy`, `dz_lo`, `dz_hi`):
     :math:`-q + t^{lo}/y - z^{lo} - t^{hi}/s^{hi} + z^{hi} - g\,c + r`, `capacity_term` :math:`c` (T,),
-    `rows` :math:`r` (n, T)."""
+    :math:`r` the rows' terms `vfm.planner.solve.scaled_program.row_terms` computes, here entry by entry
+    from the per-job terms `per_job` (n,), the entries' `pace` (n, T) and the one-type rows' terms
+    `per_round` (n, T, each entry its round's; zeros without them): the same floats, without the
+    (n, T) array."""
     n, rounds = y.shape
     for chunk in prange(jit.chunks(n)):
         for i in range(chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)):
@@ -271,8 +274,9 @@ def newton_rhs(active: np.ndarray, dual_residual: np.ndarray, y: np.ndarray, s_h
                     continue
                 target_lo = sigma_mu - second_order * dy[i, t] * dz_lo[i, t]
                 target_hi = sigma_mu + second_order * dy[i, t] * dz_hi[i, t]
+                rows = per_job[i] * pace[i, t] - per_round[i, t]
                 out[i, t] = (-dual_residual[i, t] + target_lo / y[i, t] - z_lo[i, t] - target_hi / s_hi[i, t]
-                             + z_hi[i, t] - g[i, t] * capacity_term[t] + rows[i, t])
+                             + z_hi[i, t] - g[i, t] * capacity_term[t] + rows)
 
 
 @jit.over_jobs
@@ -349,4 +353,30 @@ def row_steps(constrained: np.ndarray, efficient: np.ndarray, running: np.ndarra
         for value, change in ((s_f[i], ds_f[i]), (z_f[i], dz_f[i]), (s_e[i], ds_e[i]), (z_e[i], dz_e[i])):
             if change < 0:
                 rate = max(rate, -change / value)
+    return rate
+
+
+@jit.compiled
+def log_steps(budgets: np.ndarray, w: np.ndarray, u: np.ndarray, du: np.ndarray, s_cap: np.ndarray,
+              ds_cap: np.ndarray, prices: np.ndarray, d_prices: np.ndarray, longest: np.ndarray,
+              d_longest: np.ndarray, dw: np.ndarray) -> float:
+    r"""The logarithms' multiplier steps :math:`\Delta w = (\beta - w (U + \Delta U)) / U` (`dw`, shape
+    (n, S), the rows :math:`w U = \beta` linearized), and the largest rate :math:`-\Delta v / v` over
+    the falling utilities, logarithms' multipliers, capacity slacks, prices and `longest`
+    (:math:`\zeta` and its multiplier, with their steps `d_longest`): the rest of a Newton
+    direction's `largest_step` after `newton_back` and `row_steps`, in one call."""
+    n, scenarios = w.shape
+    rate = 0.0
+    for i in range(n):
+        for s in range(scenarios):
+            step = (budgets[i] - w[i, s] * (u[i, s] + du[i, s])) / u[i, s]
+            dw[i, s] = step
+            if du[i, s] < 0:
+                rate = max(rate, -du[i, s] / u[i, s])
+            if step < 0:
+                rate = max(rate, -step / w[i, s])
+    for values, changes in ((s_cap, ds_cap), (prices, d_prices), (longest, d_longest)):
+        for t in range(values.shape[0]):
+            if changes[t] < 0:
+                rate = max(rate, -changes[t] / values[t])
     return rate

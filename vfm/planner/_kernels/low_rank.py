@@ -110,12 +110,29 @@ def _root_times(column: np.ndarray, shrink: np.ndarray, vector: np.ndarray, alon
     same in exact arithmetic, but the difference loses digits where the inverse is small.)"""
     k, rounds = column.shape
     for _ in range(times):
-        for p in range(k):
+        # The columns' dot products two at a time, each in the order of the rounds: two chains of
+        # additions that overlap instead of waiting on each other (the same floats as one by one).
+        p = 0
+        while p + 2 <= k:
+            first = second = 0.0
+            for t in range(rounds):
+                first += column[p, t] * vector[t]
+                second += column[p + 1, t] * vector[t]
+            along[p], along[p + 1] = shrink[p] * first, shrink[p + 1] * second
+            p += 2
+        if p < k:
             total = 0.0
             for t in range(rounds):
                 total += column[p, t] * vector[t]
             along[p] = shrink[p] * total
-        for p in range(k):
+        # Their terms subtracted two columns per pass, in column order.
+        p = 0
+        while p + 2 <= k:
+            first, second = along[p], along[p + 1]
+            for t in range(rounds):
+                vector[t] = vector[t] - first * column[p, t] - second * column[p + 1, t]
+            p += 2
+        if p < k:
             weight = along[p]
             for t in range(rounds):
                 vector[t] -= weight * column[p, t]

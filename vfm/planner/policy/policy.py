@@ -52,6 +52,7 @@ from vfm._validation import (
     read_only,
 )
 from vfm.forecast import DirichletForecaster, Forecaster
+from vfm.gang_packing import first_fit
 from vfm.gpu_cluster import ClusterTypes
 from vfm.limits import MAX_GPUS
 from vfm.parameters import (
@@ -78,7 +79,6 @@ from vfm.planner.policy.replanning import replan
 from vfm.planner.policy.state import PolicyConfig, PolicyState, RoundOptions
 from vfm.planner.policy.state_view import StateView
 from vfm.planner.policy.typed_serving import job_speeds, typed_regimes, typed_serving
-from vfm.planner.rounding import first_fit
 from vfm.planner.shockwave import (
     SHOCKWAVE_EFFICIENCY,
     SHOCKWAVE_PRIORITY_EXPONENT,

@@ -1,7 +1,9 @@
 """The planning backends, registered in the one solver registry (`vfm.solvers.registry`).
 
-Each declares, like the market backends, what it supports (`vfm.solvers.PlanningCapabilities` with
-``problem="planning"``); `vfm.planner.plan` picks among them through `vfm.solvers.registry`.
+Each declares, like the market backends, what it supports and the options it takes
+(`vfm.solvers.PlanningCapabilities` with ``problem="planning"``; its options checked by the
+registry's `vfm.solvers.registry.check_options`, as every backend's); `vfm.planner.plan` picks
+among them through `vfm.solvers.registry`.
 Both solve every planning program, on one GPU type or several (`vfm.planner.PlanningProgram.good_round`,
 ``speed``); only ``saa-ipm`` uses a warm start. Both take a ``deadline`` (a `time.perf_counter`
 instant): past it they stop with `Status.ITERATION_LIMIT` (``saa-ipm`` checks it at every
@@ -15,13 +17,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from vfm._validation import FloatArray
 from vfm.equilibrium import Status
 from vfm.planner.program import PlanningProgram
 from vfm.planner.solve.cvxpy_model import solve_saa_cvxpy
-from vfm.planner.solve.ipm.method import check_tolerance, solve_saa_ipm
-from vfm.solvers.base import PlanningCapabilities, Solution
-from vfm.solvers.registry import register
+from vfm.planner.solve.ipm.method import solve_saa_ipm
+from vfm.solvers.base import PLANNING_OPTIONS, PlanningCapabilities, Solution
+from vfm.solvers.registry import check_options, register
+
+#: The relative gap a planning backend is asked for when the caller names none.
+DEFAULT_TOL = 1e-9
 
 
 @dataclass(frozen=True)
@@ -33,7 +37,7 @@ class SaaIpmBackend:
     # most 5 on the reproductions' windows), and its last two iterations cost a fifth of the
     # 10,000-job window's solve (docs/planning.md, "The polish's start").
     capabilities: PlanningCapabilities = field(default_factory=lambda: PlanningCapabilities(
-        warm_start=True, deadline=True, polish_start_tol=1e-7))
+        options=(*PLANNING_OPTIONS, ("threads", "count")), warm_start=True, deadline=True, polish_start_tol=1e-7))
 
     def prepare(self) -> None:
         pass  # the planner's kernels serve every backend: a policy and `plan` ask for them (`kernel_loading`)
@@ -41,18 +45,19 @@ class SaaIpmBackend:
     def is_installed(self) -> bool:
         return True
 
-    def solve(self, program: PlanningProgram, *, tol: float = 1e-9, warm_start: FloatArray | None = None,
-              deadline: float | None = None, threads: int | None = None, **options: Any) -> Solution:
-        """`solve_saa_ipm` on `threads` kernel threads (None: the caller's `kernel_threads` scope, else
-        the default; `vfm.planner.PlanOptions.threads`)."""
-        check_tolerance(tol)
-        unknown = _unknown(self.name, options)
-        if unknown is not None:
-            return unknown
-        limit: dict[str, Any] = {} if threads is None else {"threads": threads}
-        if deadline is not None:  # stand-ins for the solver need take neither unless given
-            limit["deadline"] = deadline
-        return solve_saa_ipm(program, tol=tol, warm_start=warm_start, **limit)
+    def solve(self, program: PlanningProgram, **options: Any) -> Solution:
+        """`solve_saa_ipm` with the declared `options`: ``tol`` (default `DEFAULT_TOL`),
+        ``warm_start``, ``deadline`` and ``threads`` (kernel threads; without it the caller's
+        `kernel_threads` scope, else the default: `vfm.planner.PlanOptions.threads`).
+
+        Raises
+        ------
+        vfm.errors.ValidationError
+            An option it does not declare, or a value not of its kind (`check_options`).
+        """
+        check_options(self, options)
+        # Only the options given are passed on: stand-ins for the solver need take no others.
+        return solve_saa_ipm(program, **{"tol": DEFAULT_TOL, **options})
 
 
 @dataclass(frozen=True)
@@ -63,7 +68,8 @@ class SaaCvxpyBackend:
     name: str = "cvxpy"
     # No looser polish start: from Clarabel's 1e-7 answers the polish failed on one of the 900-job
     # reproduction's 201 windows (a second solve) and took up to 17 steps.
-    capabilities: PlanningCapabilities = field(default_factory=lambda: PlanningCapabilities(deadline=True))
+    capabilities: PlanningCapabilities = field(default_factory=lambda: PlanningCapabilities(
+        options=PLANNING_OPTIONS, deadline=True))
 
     def prepare(self) -> None:
         pass  # CVXPY and Clarabel load on import
@@ -71,12 +77,17 @@ class SaaCvxpyBackend:
     def is_installed(self) -> bool:
         return all(importlib.util.find_spec(module) is not None for module in ("cvxpy", "clarabel"))
 
-    def solve(self, program: PlanningProgram, *, tol: float = 1e-9, warm_start: FloatArray | None = None,
-              deadline: float | None = None, **options: Any) -> Solution:
-        check_tolerance(tol)
-        unknown = _unknown(self.name, options)
-        if unknown is not None:
-            return unknown
+    def solve(self, program: PlanningProgram, **options: Any) -> Solution:
+        """The CVXPY model solved to ``tol`` (default `DEFAULT_TOL`) by ``deadline`` if given; a
+        ``warm_start`` is taken and not used (Clarabel starts from its own point).
+
+        Raises
+        ------
+        vfm.errors.ValidationError
+            An option it does not declare, or a value not of its kind (`check_options`).
+        """
+        check_options(self, options)
+        tol, deadline = options.get("tol", DEFAULT_TOL), options.get("deadline")
         limit: dict[str, Any] = {}
         if deadline is not None:
             left = deadline - time.perf_counter()
@@ -86,14 +97,6 @@ class SaaCvxpyBackend:
             limit = {"time_limit": left}  # Clarabel's own limit, in seconds
         # Clarabel's gap and feasibility tolerances at `tol`: both backends then resolve the same ties.
         return solve_saa_cvxpy(program, tol_gap_abs=tol, tol_gap_rel=tol, tol_feas=tol, **limit)
-
-
-def _unknown(name: str, options: dict[str, Any]) -> Solution | None:
-    """An error `Solution` naming options the backend does not take (None when there are none)."""
-    if not options:
-        return None
-    return Solution(None, None, Status.ERROR, f"{name} got unknown options: {', '.join(sorted(options))}", 0, 0.0,
-                    float("nan"))
 
 
 # Fastest first (benchmarks/plan.py): the default order of `vfm.planner.plan`.

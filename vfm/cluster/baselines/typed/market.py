@@ -2,8 +2,9 @@
 
 The goods are the types' GPUs for one round, the buyers the jobs (budget 1 each, utility the
 fraction of their epochs the round gives them); its equilibrium is solved as a
-`vfm.planner.PlanningProgram` by `vfm.planner.solve.ipm.solve_saa_ipm`. It is the allocation of
-`vfm.cluster.baselines.typed.policies.HeterogeneousStaticMarket` (``docs/baselines_typed.md``).
+`vfm.planner.PlanningProgram` by the planning backend `MARKET_SOLVER` of the solver registry
+(`vfm.solvers.registry`). It is the allocation of
+`vfm.cluster.baselines.policies.HeterogeneousStaticMarket` (``docs/baselines_typed.md``).
 """
 
 from __future__ import annotations
@@ -19,10 +20,12 @@ from vfm.cluster.gpu_types import ClusterTypes
 from vfm.equilibrium import Status
 from vfm.errors import SolverError
 from vfm.parameters import Interval, Real, check
-from vfm.planner.program import PlanningProgram
-from vfm.planner.solve.ipm import solve_saa_ipm
+from vfm.planner import PlanningProgram  # the planner registers its planning backends as it loads
+from vfm.solvers.registry import select
 
-#: Relative gap `static_market_allocation` asks of the interior point (`solve_saa_ipm`'s `tol`).
+#: The planning backend the market is solved by: the planner's interior point.
+MARKET_SOLVER = "saa-ipm"
+#: Relative gap `static_market_allocation` asks of the interior point (the backend's ``tol``).
 MARKET_TOL = 1e-9
 #: Market fractions below this (a millionth of a round, 0.12 ms of a 120 s round) are set to 0.
 #: The interior point's iterates are strictly positive, and an entry that is 0 at the optimum keeps
@@ -31,6 +34,7 @@ MARKET_TOL = 1e-9
 MARKET_X_TOL = 1e-6
 
 __all__ = [
+    "MARKET_SOLVER",
     "MARKET_TOL",
     "MARKET_X_TOL",
     "MarketAllocation",
@@ -88,7 +92,7 @@ def static_market_allocation(throughputs: ArrayLike, gpus: ArrayLike, counts: Ar
     `vfm.cluster.baselines.StaticMarket` solves on one type); its maximizer is the market
     equilibrium, the capacity duals the prices. Solved as a `vfm.planner.PlanningProgram` with one
     scenario, one round and K goods in it (`good_round` all 0, which adds the one-type rows) by
-    `vfm.planner.solve.ipm.solve_saa_ipm` to a relative gap of `MARKET_TOL`; fractions below
+    the planning backend `MARKET_SOLVER` to a relative gap of `MARKET_TOL`; fractions below
     `MARKET_X_TOL` are the interior point's residue and set to 0.
 
     Parameters
@@ -155,11 +159,11 @@ def solve_market(thr: FloatArray, w: IntArray, c: IntArray, epochs: FloatArray, 
         # Used only by finish-time and efficiency terms, which this program has none of; the
         # planner's convention: seconds left on the job's fastest type, `speed` relative to it.
         remaining_s=left / fastest, good_round=np.zeros(k, dtype=np.int64), speed=thr / fastest[:, None])
-    solution = solve_saa_ipm(program, tol=MARKET_TOL)
+    solution = select(program, MARKET_SOLVER).solve(program, tol=MARKET_TOL)
     usable = solution.status == Status.OPTIMAL or solution.status == Status.INACCURATE
     if not usable or solution.x is None or solution.prices is None or not np.isfinite(solution.x).all():
         raise SolverError(f"the static market over GPU types ({n} jobs, {k} types) was not solved: "
-                          f"saa-ipm ended {solution.status.value}: {solution.message}",
+                          f"{MARKET_SOLVER} ended {solution.status.value}: {solution.message}",
                           status=str(solution.status), result=solution)
     x = np.clip(solution.x, 0.0, 1.0)
     x[x < MARKET_X_TOL] = 0.0

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from vfm._validation import FloatArray
-from vfm.planner._kernels import dense, low_rank, one_type_rows
+from vfm.planner._kernels import dense, low_rank, one_type_rows, system
 from vfm.planner.solve.ipm.point import Point
 from vfm.planner.solve.scaled_program import ScaledProgram
 
@@ -160,11 +160,7 @@ class BlockFactor:
         flags = np.empty(x.shape[0], dtype=np.bool_)
         curved = low_rank.curved_jobs(self.columns, GRAM_CURVATURE, flags)
         low_rank.gram_pieces(self.columns, self.shrink, x, flags, work.rows, work.weighted, diagonal)
-        weighted = work.weighted[:curved].reshape(-1, rounds)
-        rows = work.rows.reshape(-1, rounds)
-        gram = weighted.T @ weighted - rows.T @ rows
-        gram.flat[::rounds + 1] += diagonal
-        return gram
+        return _pieces_gram(work, curved, diagonal)
 
     def times_diagonal(self, x: FloatArray, out: FloatArray) -> FloatArray:
         r""":math:`F_i \operatorname{diag}(x_i)` for every job, shape (n, T, T), written to `out`."""
@@ -283,3 +279,34 @@ def add_round_sums(vector: FloatArray, sum_weights: FloatArray, round_weights: F
     one_type_rows.add_round_sums(np.ascontiguousarray(vector).reshape(n, -1, goods), sum_weights, round_weights,
                                  add_weights, good_round, out.reshape(n, -1, goods))
     return out
+
+
+def _pieces_gram(work: Workspace, curved: int, diagonal: FloatArray) -> FloatArray:
+    """`BlockFactor.gram` in pieces from the terms `low_rank.gram_pieces` wrote to `work`: the first
+    `curved` blocks of `work.weighted`, the rows `work.rows` and the `diagonal`."""
+    rounds = diagonal.shape[0]
+    weighted = work.weighted[:curved].reshape(-1, rounds)
+    rows = work.rows.reshape(-1, rounds)
+    gram = weighted.T @ weighted - rows.T @ rows
+    gram.flat[::rounds + 1] += diagonal
+    return gram
+
+
+def low_rank_system(data: ScaledProgram, point: Point, row: FloatArray, regularization: float,
+                    work: Workspace) -> tuple[FloatArray, FloatArray, BlockFactor, FloatArray]:
+    r"""On one GPU type with low-rank blocks, what `NewtonSystem.factor` forms before the prices' term, in
+    one pass over the jobs (`vfm.planner._kernels.system.low_rank_system`, the same floats as step by step):
+    the bounds' curvature (n, T), the scaling :math:`D^{-1/2}` (n, T), the blocks' factor (with the
+    efficiency border's loads `BlockFactor.row_free` when the program has the efficiency term; the rows'
+    column `row` (n,) times the pace) and the capacity Gram matrix in pieces (`BlockFactor.gram`)."""
+    n, rounds = point.y.shape
+    diagonal, root = np.empty((n, rounds)), np.empty((n, rounds))
+    flags, gram_diagonal = np.empty(n, dtype=np.bool_), np.empty(rounds)
+    row_free = np.empty(n if data.kappa else 0)
+    system.low_rank_system(data.active, point.y, point.s_hi, point.z_lo, point.z_hi, data.spread, data.progress,
+                           point.w, point.u, row, data.pace, regularization, data.g, GRAM_CURVATURE, diagonal,
+                           work.curvature, root, work.scaled, work.columns, work.shrink, flags, work.rows,
+                           gram_diagonal, row_free)
+    curved = system.curved_blocks(work.columns, work.shrink, data.g, root, flags, work.weighted)
+    blocks = BlockFactor(None, work.columns, work.shrink, row_free if data.kappa else None)
+    return diagonal, root, blocks, _pieces_gram(work, curved, gram_diagonal)

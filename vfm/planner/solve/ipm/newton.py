@@ -15,9 +15,9 @@ from vfm._numerics.interior_point import CG_STEPS, CG_TOLERANCE, cg_tolerance, l
 from vfm._numerics.linalg import cholesky, cholesky_solve, preconditioned_cg
 from vfm._validation import FloatArray
 from vfm.planner._kernels import entries, low_rank
-from vfm.planner.solve.ipm.blocks import BlockFactor, TypeFold, Workspace, add_round_sums
+from vfm.planner.solve.ipm.blocks import BlockFactor, TypeFold, Workspace, add_round_sums, low_rank_system
 from vfm.planner.solve.ipm.point import Longest, Point, TypeRows
-from vfm.planner.solve.scaled_program import ScaledProgram, row_terms
+from vfm.planner.solve.scaled_program import ScaledProgram
 
 #: The conjugate gradients stop when the residual has not halved for this many steps
 #: (`vfm._numerics.linalg.preconditioned_cg`): those solves end at the same residual after 25 steps.
@@ -92,37 +92,24 @@ class NewtonSystem:
         """The system at `point` (mean complementarity `mu`), with `regularization` in the preconditioner;
         with one-type rows, its capacity Gram matrix as one product if `stacked`, else in pieces
         (`TypeFold.gram`)."""
-        active, g = data.active, data.g
-        diagonal = np.empty_like(point.y)
-        entries.bounds_curvature(active, point.y, point.s_hi, point.z_lo, point.z_hi, data.spread, diagonal)
         longest = point.longest
         row_curvature = longest.z_e / longest.s_e
         # The FTF and efficiency rows of job i add (z_f / s_f + z_e / s_e) 1 1^T on its entries:
         # one more rank-one column (when the workspace has one).
         row = np.sqrt(point.z_f / point.s_f + row_curvature)
-        curvature, root, scaled = work.curvature, np.empty_like(diagonal), work.scaled
-        entries.scaled_columns(data.progress, point.w, point.u, row[:, None] * data.pace, diagonal, regularization,
-                               curvature, root, scaled)
-        fold = TypeFold.of(data, point, root) if data.typed else None
-        if fold is not None:
-            np.multiply(root[:, None, :], fold.forward(curvature), out=scaled)  # V_i = L_i^-1 C_i
-        # The rows' coefficients in the scaled blocks' terms (N_i p_i with one-type rows): only the
-        # efficiency border's corner needs them.
-        rows = None if not data.kappa else data.pace if fold is None else fold.forward(data.pace)
-        blocks = BlockFactor.of(scaled, work, data.progress.shape[1], root, rows)
-        # sum_i G_i K_i^-1 G_i^T = sum_i (F_i X_i)^T (F_i X_i), X_i = diag(g_i D_i^-1/2) (with the
-        # one-type rows D_i^-1/2 N_i diag(g_i)): the Gram matrix of the stacked (n T, T) products if
-        # `stacked`, else in pieces (`BlockFactor.gram`, `TypeFold.gram`).
-        if fold is None:
-            schur = blocks.gram(g * root, work, stacked)
+        # On one GPU type, low-rank blocks and the Gram matrix in pieces: every per-job step in one pass.
+        if work.low_rank and not data.typed and not stacked:
+            diagonal, root, blocks, schur = low_rank_system(data, point, row, regularization, work)
+            fold, rows = None, data.pace if data.kappa else None
         else:
-            schur = fold.gram(blocks, root, g, work, stacked)
+            diagonal, root, blocks, schur, fold, rows = _blocks(data, point, row, regularization, work, stacked)
+        curvature = work.curvature
         rounds = schur.shape[0]
         ratio = point.prices / point.s_cap
         schur.flat[::rounds + 1] += 1.0 / ratio
         system = cls(data, point, curvature, diagonal, ratio, root, blocks,
                      cholesky(schur), [],
-                     np.zeros_like(point.y), 0.0, np.zeros_like(point.y), 0.0, fold, mu)
+                     data.zeros, 0.0, data.zeros, 0.0, fold, mu)  # the border's terms: read only with kappa
         if not data.kappa:
             return system
         coupling = row_curvature[:, None] * data.pace
@@ -224,14 +211,15 @@ class NewtonSystem:
         # The FTF rows' slack step closes their residual r: ds_f = sum_t dy + r.
         residual = point.ftf_residual
         rows = np.where(constrained, (target_f - z_f * residual) / s_f - z_f, 0.0) + efficiency_rows
-        # A one-type row's multiplier step is (t - z ds) / s - z with ds = -sum_{t in r} dy.
+        # A one-type row's multiplier step is (t - z ds) / s - z with ds = -sum_{t in r} dy. The kernel forms
+        # the rows' terms (`row_terms`) entry by entry from the per-job ones and those of each entry's round.
         type_rows = point.type_rows
-        rows = row_terms(data, rows,
-                          np.where(data.shared, target_type / type_rows.s - type_rows.z, 0.0) if data.typed else None)
+        per_round = data.zeros if not data.typed else \
+            np.where(data.shared, target_type / type_rows.s - type_rows.z, 0.0)[:, data.good_round]
         aff = (predictor.dy, predictor.dz_lo, predictor.dz_hi) if predictor is not None else (data.zeros,) * 3
         rhs = np.empty_like(y)
         entries.newton_rhs(active, point.primal_residual, y, s_hi, z_lo, z_hi, g, target_cap / s_cap - prices, rows,
-                           sigma_mu, second_order, *aff, rhs)
+                           data.pace, per_round, sigma_mu, second_order, *aff, rhs)
         d_zeta = 0.0
         if data.kappa:
             rhs_zeta = -point.zeta_residual + float(efficiency_rows.sum()) + target_zeta / longest.zeta - longest.z_zeta
@@ -251,22 +239,49 @@ class NewtonSystem:
         if data.typed:
             ds_o = np.where(data.shared, -(dy @ data.rounds_of_goods), 0.0)
             dz_o = np.where(data.shared, (target_type - type_rows.z * ds_o) / type_rows.s - type_rows.z, 0.0)
-            bounded: tuple[FloatArray, ...] = (type_rows.s, type_rows.z)
-            steps: tuple[FloatArray, ...] = (ds_o, dz_o)
         else:  # no one-type rows: their (n, R = T) step is 0 and never limits the step length
             ds_o = dz_o = data.zeros
-            bounded = steps = ()
         du = np.einsum("nst,nt->ns", data.progress, dy)
-        # The logarithms' rows w U = budgets, linearized: their multipliers' step.
-        w, u = point.w, point.u
-        dw = (data.budgets[:, None] - w * (u + du)) / u
-        # The entries' and the rows' rates from the kernels, the rest (O(n S + T), and the one-type rows) here.
-        rate = max(rate, row_rate)
-        largest = min(1.0 / rate if rate > 0 else np.inf, largest_step(
-            (s_cap, prices, u, w, np.array([longest.zeta, longest.z_zeta]), *bounded),
-            (ds_cap, d_prices, du, dw, np.array([d_zeta, dz_zeta]), *steps)))
+        # The logarithms' rows w U = budgets, linearized: their multipliers' step, and the rates of the
+        # variables O(n S + T) in one call; the entries' and the rows' rates are the kernels' above.
+        dw = np.empty_like(point.w)
+        rate = max(rate, row_rate, entries.log_steps(
+            data.budgets, point.w, point.u, du, s_cap, ds_cap, prices, d_prices,
+            np.array([longest.zeta, longest.z_zeta]), np.array([d_zeta, dz_zeta]), dw))
+        largest = 1.0 / rate if rate > 0 else np.inf
+        if data.typed:
+            largest = min(largest, largest_step((type_rows.s, type_rows.z), (ds_o, dz_o)))
         return Direction(dy, dz_lo, dz_hi, ds_cap, d_prices, ds_f, dz_f, Longest(d_zeta, ds_e, dz_e, dz_zeta),
                          TypeRows(ds_o, dz_o), du, dw, largest, sigma, max(self.stalled, default=0.0))
+
+
+def _blocks(data: ScaledProgram, point: Point, row: FloatArray, regularization: float, work: Workspace,
+            stacked: bool) -> tuple[FloatArray, FloatArray, BlockFactor, FloatArray, TypeFold | None,
+                                    FloatArray | None]:
+    """`NewtonSystem.factor`'s blocks step by step: the bounds' curvature, the scaling :math:`D^{-1/2}`, the
+    blocks' factor, the capacity Gram matrix (without the prices' term), the one-type rows' fold (None
+    without them) and the rows' coefficients in the scaled blocks' terms (None without the efficiency term)."""
+    g = data.g
+    diagonal = np.empty_like(point.y)
+    entries.bounds_curvature(data.active, point.y, point.s_hi, point.z_lo, point.z_hi, data.spread, diagonal)
+    curvature, root, scaled = work.curvature, np.empty_like(diagonal), work.scaled
+    entries.scaled_columns(data.progress, point.w, point.u, row[:, None] * data.pace, diagonal, regularization,
+                           curvature, root, scaled)
+    fold = TypeFold.of(data, point, root) if data.typed else None
+    if fold is not None:
+        np.multiply(root[:, None, :], fold.forward(curvature), out=scaled)  # V_i = L_i^-1 C_i
+    # The rows' coefficients in the scaled blocks' terms (N_i p_i with one-type rows): only the
+    # efficiency border's corner needs them.
+    rows = None if not data.kappa else data.pace if fold is None else fold.forward(data.pace)
+    blocks = BlockFactor.of(scaled, work, data.progress.shape[1], root, rows)
+    # sum_i G_i K_i^-1 G_i^T = sum_i (F_i X_i)^T (F_i X_i), X_i = diag(g_i D_i^-1/2) (with the
+    # one-type rows D_i^-1/2 N_i diag(g_i)): the Gram matrix of the stacked (n T, T) products if
+    # `stacked`, else in pieces (`BlockFactor.gram`, `TypeFold.gram`).
+    if fold is None:
+        schur = blocks.gram(g * root, work, stacked)
+    else:
+        schur = fold.gram(blocks, root, g, work, stacked)
+    return diagonal, root, blocks, schur, fold, rows
 
 
 def _corner_without_capacity(data: ScaledProgram, point: Point, work: Workspace, root: FloatArray,
