@@ -458,6 +458,9 @@ def build_parser() -> Parser:
                         default=SHOCKWAVE_COMPLETION_TIME,
                         help="the weight of the mean busy time of the jobs that can finish in the vfm policy's "
                              f"window (PlanOptions.completion_time; default {SHOCKWAVE_COMPLETION_TIME})")
+    parser.add_argument("--vfm-shortest-first", check=number(0, 8, open_high=False), default=0.0,
+                        help="how strongly the vfm policy's window budgets favour the jobs with less running time "
+                             "left (PlanOptions.shortest_first; default 0: the budgets as given)")
     parser.add_argument("--vfm-forecaster", default="dirichlet", choices=tuple(FORECASTERS),
                         help="the vfm policy's forecaster, learning online from the jobs that complete if it can "
                              "(default dirichlet)")
@@ -491,7 +494,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                                       "polish": not args.vfm_no_polish,
                                       "service_floor": args.vfm_service_floor,
                                       "wait_limit": args.vfm_wait_limit, "utility": args.vfm_utility,
-                                      "completion_time": args.vfm_completion_time})
+                                      "completion_time": args.vfm_completion_time,
+                                      "shortest_first": args.vfm_shortest_first})
             published = published_results(args.workload) if args.jobs is None else {}
         table = format_table(result, published)
         print(table, end="")

@@ -33,6 +33,10 @@ STRICT_TOL = 1e-9
 #: far beyond, ``efficiency * sum(budgets)`` overflows (at 1e308 every re-plan fails on NaN).
 MAX_WEIGHT = 1e6
 
+#: The largest `PlanOptions.shortest_first` (8): a job with a tenth of the median work left then
+#: has 1e8 times the median budget, the widest range of budgets the interior point is tested on.
+MAX_SHORTEST_FIRST = 8.0
+
 #: The options' ranges, each checked on construction (`vfm.parameters`); the types of `rounds`,
 #: `round_s` and `scenarios` are the forecast horizon's (`vfm.forecast.check_horizon`), and the
 #: bound of `round_s` is the planner's.
@@ -51,6 +55,7 @@ _CONSTRAINTS: dict[str, Constraint] = {
     "pace": OneOf(("flat", "forecast")),
     "utility": OneOf(("progress", "completion")),
     "completion_time": Interval(Real, 0, MAX_WEIGHT, note="MAX_WEIGHT"),
+    "shortest_first": Interval(Real, 0, MAX_SHORTEST_FIRST, note="MAX_SHORTEST_FIRST"),
     "threads": THREADS,
 }
 
@@ -128,6 +133,14 @@ class PlanOptions:
         (`vfm.planner.program.completion_time_cost`; default 0: none), so that progress earlier is
         worth more and a short job runs before a long one where the logarithms are indifferent
         (docs/planning.md, "When progress comes"); at most `MAX_WEIGHT` (1e6), as `efficiency`.
+    shortest_first : float
+        :math:`\alpha \ge 0`: the window's budgets favour the jobs with less running time left,
+        :math:`B_i (\tilde T / \hat T_i)^\alpha` (`vfm.planner.program.shortest_first_budgets`;
+        default 0: the budgets as given). In a Fisher market a buyer's share grows with its budget,
+        so the market then leans towards running the shortest jobs first (Smith's rule), which
+        lowers the mean completion time, while the logarithms still give every job a share and the
+        FTF rows still bound every job's finish (docs/planning.md, "When progress comes"); at most
+        `MAX_SHORTEST_FIRST` (8).
     service_floor : float
         A share in [0, 0.5] of every round that each job that can run in it gets at least
         (`vfm.planner.program.above_floor`; default 0: none). Re-planning moves a job's planned
@@ -194,6 +207,7 @@ class PlanOptions:
     pace: Literal["flat", "forecast"] = "flat"
     utility: Literal["progress", "completion"] = "progress"
     completion_time: float = 0.0
+    shortest_first: float = 0.0
     service_floor: float = 0.0
     wait_limit: int | None = None
     time_limit_s: float | None = None

@@ -34,7 +34,7 @@ from vfm.planner.inputs import Arguments, Inputs, JobTerms, checked_forecast, ch
 from vfm.planner.kernel_loading import Forms, serving
 from vfm.planner.options import STRICT_TOL, PlanOptions
 from vfm.planner.pace import window_epochs
-from vfm.planner.program import PlanningProgram, above_floor, commitments, completion_time_cost
+from vfm.planner.program import PlanningProgram, above_floor, commitments, completion_time_cost, shortest_first_budgets
 from vfm.planner.rounding import RoundingContext, round_placement, round_schedule
 from vfm.planner.solve.polish import polish
 from vfm.planner.solve.polish import supports as polish_supports
@@ -270,6 +270,7 @@ class _Built:
     the program solved above its floor `lower` and the warm start above it, the seconds, the limit."""
 
     program: PlanningProgram
+    budgets: FloatArray  # the window's (`shortest_first_budgets`), before any priority weight
     per_round: FloatArray
     fairness: Fairness
     lateness: FloatArray | None
@@ -335,12 +336,12 @@ def _build(states: JobStates, inputs: Inputs, forecast: _Forecast, clock: _Clock
     opts, window, targets, late = inputs.options, inputs.window, inputs.targets, forecast.late
     finished = forecast.finished
     progress, base = _utility_terms(states, forecast.epochs, finished, opts.utility)
+    budgets = shortest_first_budgets(inputs.budgets, forecast.remaining_s, ~finished, opts.round_s, opts.shortest_first)
     program = PlanningProgram(
         progress=progress, base=base,
-        budgets=inputs.budgets, gpus=inputs.width, capacity=inputs.supply, round_s=float(opts.round_s),
+        budgets=budgets, gpus=inputs.width, capacity=inputs.supply, round_s=float(opts.round_s),
         remaining_s=forecast.remaining_s,
-        # k per second of leftover, from kappa per window of leftover relative to the mean log
-        # utility: the same trade-off whatever the number of jobs, the round and the window.
+        # k per second of leftover from kappa per window relative to the mean log utility: scale-free.
         efficiency=float(opts.efficiency) * float(inputs.budgets[~finished].sum()) / (opts.rounds * opts.round_s),
         spread=float(opts.spread),
     )
@@ -376,8 +377,8 @@ def _build(states: JobStates, inputs: Inputs, forecast: _Forecast, clock: _Clock
     # capacity is one type's GPUs, relaxed nine in ten re-plans at 460 jobs.
     has_room = late is None and fairness == "constraints" and solved.fairness_room(
         shockwave.FAIRNESS_MARGIN, None if clock.limit_s is None else clock.left())
-    return _Built(program, per_round, fairness, lateness, ftf_bound, committed, solved, lower, warm, has_room,
-                  time.perf_counter() - clock.started - forecast.seconds, late or clock.late("build"))
+    return _Built(program, budgets, per_round, fairness, lateness, ftf_bound, committed, solved, lower, warm,
+                  has_room, time.perf_counter() - clock.started - forecast.seconds, late or clock.late("build"))
 
 
 def _solved(inputs: Inputs, forecast: _Forecast, built: _Built, clock: _Clock) -> _Solved:
@@ -395,7 +396,7 @@ def _solved(inputs: Inputs, forecast: _Forecast, built: _Built, clock: _Clock) -
             solution, name = _solve(solved, opts, built.warm, early, clock.deadline)
         if solution is None or solution.status == Status.INFEASIBLE:
             assert built.lateness is not None
-            program = shockwave.relax(program, inputs.budgets, built.lateness, opts)
+            program = shockwave.relax(program, built.budgets, built.lateness, opts)
             solved, lower = above_floor(program, opts.service_floor, built.committed)
             fairness, ftf_bound, solution = "relaxed", float("nan"), None
     if solution is None:
@@ -585,8 +586,7 @@ def _solve(program: PlanningProgram, options: PlanOptions, warm_start: FloatArra
         tol = options.backend_tol(backend.capabilities, early)
         takes = PlanningCapabilities.of(backend.capabilities)
         limit = {"deadline": deadline} if deadline is not None and takes.deadline else {}
-        solution = backend.solve(program, tol=tol, warm_start=warm_start if takes.warm_start else None,
-                                 **limit)
+        solution = backend.solve(program, tol=tol, warm_start=warm_start if takes.warm_start else None, **limit)
         attempts.append((solution, backend.name))
         if solution.status == Status.OPTIMAL or (
                 solution.status == Status.INACCURATE and solution.relative_gap <= NEAR_TOLERANCE * tol):

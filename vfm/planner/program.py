@@ -419,6 +419,27 @@ def completion_time_cost(program: PlanningProgram, weight: float) -> FloatArray:
     return read_only(weight * per_round[:, None] * when[None, :])
 
 
+def shortest_first_budgets(budgets: FloatArray, remaining_s: FloatArray, open_: np.ndarray, round_s: float,
+                           exponent: float) -> FloatArray:
+    r"""The window's budgets leaning towards the jobs with less running time left, shape (n,):
+
+    .. math:: B_i \left(\frac{\tilde T}{\max(\hat T_i, W)}\right)^{\alpha},
+
+    :math:`\hat T_i` the forecast running time job `i` has left (`remaining_s`), :math:`W` the
+    round (no job finishes sooner than the round it runs in), :math:`\tilde T` the median of
+    :math:`\max(\hat T_i, W)` over the `open_` jobs (so that the budgets keep their scale) and
+    :math:`\alpha` the `exponent`; closed jobs keep theirs. In the market a buyer's share of the
+    GPUs grows with its budget: with :math:`\alpha > 0` the shortest jobs get the larger shares and
+    finish first, as Smith's rule orders them for the least mean completion time, and the
+    logarithms still give every job a share.
+    """
+    left = np.maximum(np.asarray(remaining_s, dtype=np.float64), float(round_s))
+    if not exponent or not open_.any():
+        return read_only(np.array(budgets, dtype=np.float64))
+    scale = float(np.median(left[open_]))
+    return read_only(np.where(open_, budgets * (scale / left) ** exponent, budgets))
+
+
 def above_floor(program: PlanningProgram, share: float,
                 committed: np.ndarray | None = None) -> tuple[PlanningProgram, FloatArray]:
     r"""The program over the schedule above its floors, and the floor, shape (n, T).
