@@ -67,6 +67,7 @@ from vfm.planner import JobTerms, PlanOptions, Policy, RoundOptions, plan
 from vfm.planner import options as plan_options
 from vfm.planner.policy import policy as policy_module
 from vfm.planner.policy import state as policy_state
+from vfm.solvers import base as solver_base
 from vfm.solvers import registry
 
 HUGE_INTS = (10**30, -(10**30), 10**400, 2**63)
@@ -246,7 +247,7 @@ def _declared_options() -> list[Any]:
         kinds = registry._REGISTRY[solver].capabilities.option_kinds() or {}
         for option, kind in kinds.items():
             found += [pytest.param(solver, option, value, id=f"{solver}-{option}={_id(value)}")
-                      for value in (invalid(registry._KINDS[kind]) if kind != "any" else [])]
+                      for value in (invalid(solver_base._KINDS[kind]) if kind != "any" else [])]
     return found
 
 
@@ -330,7 +331,7 @@ def test_gpu_profiles_refuse_an_invalid_argument_naming_it(name, value):
 def test_the_constraint_kinds_used_are_all_known_here():
     # An entry point whose constraint is of a kind `always_invalid` does not know fails here, not silently.
     for constraints in (PLAN_CONSTRAINTS, policy_state._ROUND_CONSTRAINTS, policy_module._CONSTRAINTS,
-                        registry._KINDS):
+                        solver_base._KINDS):
         for constraint in constraints.values():
             if not isinstance(constraint, Anything):
                 assert invalid(constraint)

@@ -204,8 +204,9 @@ def test_accuracy_is_the_loosest_tolerance_in_force():
 
 
 @pytest.mark.parametrize(("options", "match"), [
-    ({"not_a_setting": 1}, "'not_a_setting' is not a Clarabel setting"),
-    ({"max_iter": "many"}, "'max_iter' has the wrong type"),
+    ({"not_a_setting": 1}, r"^not_a_setting is not an option of solver='clarabel-direct'; it takes: "),
+    ({"max_iter": "many"}, r"^option max_iter='many' of solver='clarabel-direct' must be"),
+    ({"presolve_enable": "yes"}, "Clarabel setting 'presolve_enable' has the wrong type"),
 ])
 def test_bad_options_are_validation_errors(options, match):
     program = ScaledProgram.from_market(VolatileFisherMarket.static([[1.0]]))

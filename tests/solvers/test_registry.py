@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 import vfm
-from vfm import VolatileFisherMarket
+from vfm import Status, VolatileFisherMarket
 from vfm.errors import UnknownSolverError, UnsupportedMarketError, ValidationError
+from vfm.program import ScaledProgram
 from vfm.solvers import Capabilities, CvxpyConicBackend, registry
 from vfm.solvers.base import MARKET_FEATURES, PLANNING_FEATURES
 
@@ -147,7 +148,7 @@ def test_a_planning_backend_refuses_an_option_it_does_not_declare_as_the_registr
     for name in registry.available_solvers("planning"):
         backend = registry.select(_window(), name)
         kinds = backend.capabilities.option_kinds()
-        assert kinds is not None and {"tol", "warm_start", "deadline"} <= set(kinds), name
+        assert kinds is not None and {"tol", "deadline"} <= set(kinds), name
         with pytest.raises(ValidationError, match=rf"^max_iter is not an option of solver='{name}'; it takes: "):
             backend.solve(_window(), tol=1e-8, max_iter=5)
         with pytest.raises(ValidationError, match=rf"^max_iter is not an option of solver='{name}'"):
@@ -156,7 +157,29 @@ def test_a_planning_backend_refuses_an_option_it_does_not_declare_as_the_registr
             backend.solve(_window(), tol=2.0)
 
 
+def test_a_planning_backend_takes_a_warm_start_if_and_only_if_it_declares_one():
+    saa_ipm, cvxpy = (registry.select(_window(), name) for name in ("saa-ipm", "cvxpy"))
+    assert saa_ipm.capabilities.declares("warm_start") and saa_ipm.capabilities.declares("deadline")
+    assert not cvxpy.capabilities.declares("warm_start") and cvxpy.capabilities.declares("deadline")
+    assert not Capabilities(problem="planning").declares("warm_start")  # declares nothing
+    start = np.zeros(_window().shape[1:])
+    assert saa_ipm.solve(_window(), tol=1e-8, warm_start=start).status == Status.OPTIMAL
+    with pytest.raises(ValidationError, match=r"^warm_start is not an option of solver='cvxpy'; it takes: deadline, "
+                                              r"tol"):
+        cvxpy.solve(_window(), tol=1e-8, warm_start=start)
+
+
 # --- option declarations: one check for every backend ---------------------------------------------
+
+
+def test_every_market_backend_refuses_an_undeclared_option_on_a_direct_call_naming_it():
+    program = ScaledProgram.from_market(VolatileFisherMarket.static([[1.0, 2.0], [2.0, 1.0]]))
+    for name in vfm.available_solvers():
+        backend = registry._REGISTRY[name]
+        with pytest.raises(ValidationError, match=rf"^bogus is not an option of solver='{name}'; it takes: "):
+            backend.solve(program, bogus=1)
+        with pytest.raises(ValidationError, match=rf"^option max_iter=0 of solver='{name}' must be"):
+            backend.solve(program, max_iter=0)
 
 
 def test_every_market_backend_declares_its_options_with_tol_and_max_iter():

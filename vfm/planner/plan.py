@@ -38,7 +38,7 @@ from vfm.planner.program import PlanningProgram, above_floor, commitments, compl
 from vfm.planner.rounding import RoundingContext, round_placement, round_schedule
 from vfm.planner.solve.polish import polish
 from vfm.planner.solve.polish import supports as polish_supports
-from vfm.solvers.base import PlanningCapabilities, Solution
+from vfm.solvers.base import Solution
 from vfm.solvers.registry import candidates, select
 
 Fairness = Literal["none", "constraints", "relaxed"]
@@ -584,9 +584,9 @@ def _solve(program: PlanningProgram, options: PlanOptions, warm_start: FloatArra
         if attempts and deadline is not None:
             break
         tol = options.backend_tol(backend.capabilities, early)
-        takes = PlanningCapabilities.of(backend.capabilities)
-        limit = {"deadline": deadline} if deadline is not None and takes.deadline else {}
-        solution = backend.solve(program, tol=tol, warm_start=warm_start if takes.warm_start else None, **limit)
+        given = {"warm_start": warm_start, "deadline": deadline}  # to a backend that declares them
+        solution = backend.solve(program, tol=tol, **{name: value for name, value in given.items()
+                                                       if value is not None and backend.capabilities.declares(name)})
         attempts.append((solution, backend.name))
         if solution.status == Status.OPTIMAL or (
                 solution.status == Status.INACCURATE and solution.relative_gap <= NEAR_TOLERANCE * tol):

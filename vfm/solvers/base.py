@@ -1,4 +1,5 @@
-"""What a backend is: a declaration of what it supports, and a solve of one problem type."""
+"""What a backend is: a declaration of what it supports and the options it takes (checked by
+`check_options`), and a solve of one problem type."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 
 from vfm.equilibrium import Status
+from vfm.parameters import Anything, Boolean, Constraint, Interval, Real, Whole, check, check_names
 
 #: The problem types a backend solves (`Capabilities.problem`, `Problem.problem_kind`).
 ProblemKind = Literal["market", "planning"]
@@ -45,7 +47,7 @@ class Problem(Protocol):
 
 
 #: The kinds of solver option a backend can declare (`Capabilities.options`), each checked the
-#: same way for every backend by `vfm.solvers.registry.check_options`:
+#: same way for every backend by `check_options`:
 #: ``"tolerance"`` a real number in (0, 1); ``"count"`` a whole number >= 1; ``"seconds"`` a
 #: real number > 0; ``"instant"`` a `time.perf_counter` reading (a real number); ``"flag"`` a
 #: bool; ``"any"`` passed on unchecked (the backend checks it).
@@ -55,10 +57,10 @@ OptionKind = Literal["tolerance", "count", "seconds", "instant", "flag", "any"]
 #: relative accuracy, set on all the backend's gap and feasibility tolerances) and ``max_iter``.
 COMMON_OPTIONS: tuple[tuple[str, OptionKind], ...] = (("tol", "tolerance"), ("max_iter", "count"))
 
-#: The options every planning backend takes from the planner's `plan`: ``tol`` (the relative gap),
-#: ``warm_start`` (a schedule to start from, or None; used by a backend with
-#: `PlanningCapabilities.warm_start`) and ``deadline`` (the instant to stop by; given only to a
-#: backend with `PlanningCapabilities.deadline`).
+#: The options the planner's `plan` passes a planning backend: ``tol`` (the relative gap) always;
+#: ``warm_start`` (a schedule to start from) and ``deadline`` (a `time.perf_counter` instant after
+#: which it stops with `Status.ITERATION_LIMIT`) only to a backend that declares them
+#: (`Capabilities.declares`).
 PLANNING_OPTIONS: tuple[tuple[str, OptionKind], ...] = (
     ("tol", "tolerance"), ("warm_start", "any"), ("deadline", "instant"))
 
@@ -118,6 +120,10 @@ class Capabilities:
         """`options` as a dict from name to kind (None if undeclared)."""
         return None if self.options is None else dict(self.options)
 
+    def declares(self, option: str) -> bool:
+        """Whether the backend declares `option` (none, when it declares no options)."""
+        return self.options is not None and any(name == option for name, _ in self.options)
+
     def unsupported(self, problem: Problem) -> list[str]:
         """The features `problem` uses that these capabilities lack, sorted (its type alone, if it
         is not `problem`)."""
@@ -131,21 +137,15 @@ class Capabilities:
         return self.preferred_when is not None and not self.unsupported(problem) and bool(self.preferred_when(problem))
 
 
-
 @dataclass(frozen=True)
 class PlanningCapabilities(Capabilities):
     """`Capabilities` of a planning backend (``problem="planning"``), with what the planner's
-    `vfm.planner.plan` may pass it beyond the program. A planning backend that declares plain
-    `Capabilities` takes none of these. Its options are declared as a market backend's
-    (`Capabilities.options`, at least `PLANNING_OPTIONS`) and checked by the same registry code.
+    `vfm.planner.plan` needs to know beyond the program. Its options are declared as a market
+    backend's (`Capabilities.options`, from `PLANNING_OPTIONS`) and checked by the same registry
+    code; `plan` passes ``warm_start`` and ``deadline`` to a backend that declares them.
 
     Attributes
     ----------
-    warm_start : bool
-        Takes a ``warm_start`` solve option (a schedule to start from).
-    deadline : bool
-        Takes a ``deadline`` solve option: a `time.perf_counter` instant after which it stops with
-        `Status.ITERATION_LIMIT`.
     polish_start_tol : float or None
         The relative gap the backend is asked by default for a program the planner's polish takes
         to its exact optimum: where the polish converges from its answers as surely as from a
@@ -153,8 +153,6 @@ class PlanningCapabilities(Capabilities):
     """
 
     problem: ProblemKind = "planning"
-    warm_start: bool = False
-    deadline: bool = False
     polish_start_tol: float | None = None
 
     def __post_init__(self) -> None:
@@ -166,6 +164,7 @@ class PlanningCapabilities(Capabilities):
     def of(cls, capabilities: Capabilities) -> PlanningCapabilities:
         """`capabilities` as a planning backend's: themselves, or none of the planner's extras."""
         return capabilities if isinstance(capabilities, cls) else cls()
+
 
 @dataclass(frozen=True)
 class Solution:
@@ -243,3 +242,35 @@ class Backend(Protocol):
     def solve(self, program: Any, **options: Any) -> Solution:
         """Solve `program`; never raise on solver failure, report it in the status."""
         ...
+
+
+#: What each option kind must be (`vfm.parameters`), as messages state it.
+_KINDS: dict[OptionKind, Constraint] = {
+    "tolerance": Interval(Real, 0, 1, closed="neither", note="a relative accuracy; 1 or more would accept any point"),
+    "count": Interval(Whole, 1),
+    "seconds": Interval(Real, 0, closed="neither", finite=False),
+    "instant": Real("a time.perf_counter reading (a real number)", finite=False),
+    "flag": Boolean(),
+    "any": Anything(),
+}
+
+
+def check_options(backend: Backend, options: dict[str, Any]) -> None:
+    """Check `options` against what `backend` declares (`Capabilities.options`), before any solve.
+
+    One check for every backend, market or planning: an option the backend does not declare, or
+    a value not of its kind (`OptionKind`), is a caller's error. Every built-in backend checks its
+    options with it as its solve starts, and `vfm.solve` checks a named market backend's before it
+    builds the program. A backend that declares nothing gets its options unchecked.
+
+    Raises
+    ------
+    vfm.errors.ValidationError
+        Naming the option, the backend and what the option must be (or the options it takes).
+    """
+    kinds = backend.capabilities.option_kinds()
+    if kinds is None:
+        return
+    check_names(options, kinds, f"an option of solver={backend.name!r}", f"it takes: {', '.join(sorted(kinds))}")
+    for name, value in options.items():
+        check(f"option {name}={value!r} of solver={backend.name!r}", value, _KINDS[kinds[name]])

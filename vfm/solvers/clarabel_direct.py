@@ -57,7 +57,7 @@ import scipy.sparse as sp
 from vfm.equilibrium import Status
 from vfm.errors import ValidationError
 from vfm.program import ScaledProgram
-from vfm.solvers.base import COMMON_OPTIONS, Capabilities, OptionKind, Solution
+from vfm.solvers.base import COMMON_OPTIONS, Capabilities, OptionKind, Solution, check_options
 
 try:
     import clarabel
@@ -405,10 +405,12 @@ class ClarabelDirectBackend:
         Raises
         ------
         vfm.errors.ValidationError
-            If an option is not a Clarabel setting or has the wrong type (a caller error, not a
-            solver failure; a value Clarabel rejects, such as an unknown ``direct_solve_method``, is
-            reported as `Status.ERROR` with Clarabel's message).
+            An option it does not declare, or a value not of its kind (`check_options`), or of a
+            type Clarabel refuses (a caller error, not a solver failure; a value Clarabel rejects,
+            such as an unknown ``direct_solve_method``, is reported as `Status.ERROR` with
+            Clarabel's message).
         """
+        check_options(self, options)
         settings = self.settings(options)
         accuracy = max(float(settings.tol_gap_rel), float(settings.tol_feas))
         key = tuple(sorted((name, repr(value)) for name, value in options.items()))

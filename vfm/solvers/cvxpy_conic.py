@@ -18,7 +18,7 @@ import numpy as np
 
 from vfm.equilibrium import Status
 from vfm.program import ScaledProgram
-from vfm.solvers.base import COMMON_OPTIONS, Capabilities, OptionKind, Solution
+from vfm.solvers.base import COMMON_OPTIONS, Capabilities, OptionKind, Solution, check_options
 from vfm.solvers.clarabel_direct import CLARABEL_SETTINGS, CLARABEL_TOL
 
 if TYPE_CHECKING:
@@ -111,8 +111,17 @@ class CvxpyConicBackend:
         return problem, z, supply
 
     def solve(self, program: ScaledProgram, **options: Any) -> Solution:
+        """Solve `program` through CVXPY with the declared `options` (`capabilities`); a solver
+        failure is reported in the status, never raised.
+
+        Raises
+        ------
+        vfm.errors.ValidationError
+            An option it does not declare, or a value not of its kind (`check_options`).
+        """
         import cvxpy as cp
 
+        check_options(self, options)
         options = self.translate(options)
         problem, z, supply = self.build(program)
         started = time.perf_counter()

@@ -1,21 +1,22 @@
 """Which backends exist, which are installed here, and which one a solve uses.
 
 One registry for both problem types (`Capabilities.problem`): markets (`vfm.solve`) and planning
-programs (the planner's `plan`, whose backends the planner registers on import).
+programs (the planner's `plan`, whose backends the planner registers on import). `check_options`,
+the one check of a backend's options, is the backends' own (`vfm.solvers.base`) and is offered
+here too, beside `select`, for a caller that solves with the backend it selected.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from vfm.errors import UnknownSolverError, UnsupportedMarketError
-from vfm.parameters import Anything, Boolean, Constraint, Interval, Real, Whole, check, check_names
-from vfm.solvers.base import Backend, OptionKind, Problem, ProblemKind
+from vfm.solvers.base import Backend, Problem, ProblemKind, check_options
 from vfm.solvers.clarabel_direct import ClarabelDirectBackend
 from vfm.solvers.cvxpy_conic import CVXPY_BACKENDS
 from vfm.solvers.schur_ipm import SchurIPMBackend
 from vfm.solvers.smoothed_dual import SmoothedDualBackend
 from vfm.solvers.smoothed_dual_jax import JaxSmoothedDualBackend
+
+__all__ = ["available_solvers", "candidates", "check_options", "prepare", "register", "select"]
 
 # In order of preference (fastest first, as measured by benchmarks/solve.py): the first
 # installed backend that supports a market is the default, except that a backend whose
@@ -122,36 +123,3 @@ def select(market: Problem, solver: str | None = None) -> Backend:
     if missing:
         raise UnsupportedMarketError(f"solver={solver!r} does not support {', '.join(missing)}, which this {kind} uses")
     return backend
-
-
-#: What each option kind must be (`vfm.parameters`), as messages state it.
-_KINDS: dict[OptionKind, Constraint] = {
-    "tolerance": Interval(Real, 0, 1, closed="neither", note="a relative accuracy; 1 or more would accept any point"),
-    "count": Interval(Whole, 1),
-    "seconds": Interval(Real, 0, closed="neither", finite=False),
-    "instant": Real("a time.perf_counter reading (a real number)", finite=False),
-    "flag": Boolean(),
-    "any": Anything(),
-}
-
-
-def check_options(backend: Backend, options: dict[str, Any]) -> None:
-    """Check `options` against what `backend` declares (`Capabilities.options`), before any solve.
-
-    One check for every backend, market or planning: an option the backend does not declare, or
-    a value not of its kind (`vfm.solvers.base.OptionKind`), is a caller's error. `vfm.solve`
-    checks a named market backend's options with it; a planning backend checks its own with it
-    as its solve starts (the planner hands it only what it declares). A backend that declares
-    nothing gets its options unchecked.
-
-    Raises
-    ------
-    vfm.errors.ValidationError
-        Naming the option, the backend and what the option must be (or the options it takes).
-    """
-    kinds = backend.capabilities.option_kinds()
-    if kinds is None:
-        return
-    check_names(options, kinds, f"an option of solver={backend.name!r}", f"it takes: {', '.join(sorted(kinds))}")
-    for name, value in options.items():
-        check(f"option {name}={value!r} of solver={backend.name!r}", value, _KINDS[kinds[name]])

@@ -69,7 +69,7 @@ from vfm.equilibrium import Status
 from vfm.market import VolatileFisherMarket
 from vfm.parameters import Instance, check, check_length
 from vfm.program import ScaledProgram
-from vfm.solvers.base import COMMON_OPTIONS, Capabilities, Solution
+from vfm.solvers.base import COMMON_OPTIONS, Capabilities, Solution, check_options
 
 _WARM_MIX = 0.6
 _START_SHARE = 0.9
@@ -310,15 +310,22 @@ class SchurIPMBackend:
         return True
 
     def solve(self, program: ScaledProgram, **options: Any) -> Solution:
-        tol = float(options.pop("tol", 1e-8))
-        gap_tol = float(options.pop("gap_tol", 10.0 * tol))
-        max_iter = int(options.pop("max_iter", 100))
-        warm_start = checked_warm_start(program.market, options.pop("warm_start", None))
-        verbose = bool(options.pop("verbose", False))
+        """Solve `program` with the declared `options` (class docstring); a solver failure is
+        reported in the status, never raised.
+
+        Raises
+        ------
+        vfm.errors.ValidationError
+            An option it does not declare, or a value not of its kind (`check_options`); a
+            malformed ``warm_start`` (`checked_warm_start`).
+        """
+        check_options(self, options)
+        tol = float(options.get("tol", 1e-8))
+        gap_tol = float(options.get("gap_tol", 10.0 * tol))
+        max_iter = int(options.get("max_iter", 100))
+        warm_start = checked_warm_start(program.market, options.get("warm_start"))
+        verbose = bool(options.get("verbose", False))
         started = time.perf_counter()
-        if options:
-            return Solution(None, None, Status.ERROR,
-                                  f"schur-ipm got unknown options: {', '.join(sorted(options))}", 0, 0.0, tol)
         try:
             return _interior_point(program, tol, gap_tol, max_iter, started, warm_start, verbose)
         except np.linalg.LinAlgError as exc:

@@ -53,7 +53,15 @@ import scipy.sparse as sp
 
 from vfm.equilibrium import Status
 from vfm.program import ScaledProgram
-from vfm.solvers.base import COMMON_OPTIONS, MARKET_FEATURES, Capabilities, OptionKind, Problem, Solution
+from vfm.solvers.base import (
+    COMMON_OPTIONS,
+    MARKET_FEATURES,
+    Capabilities,
+    OptionKind,
+    Problem,
+    Solution,
+    check_options,
+)
 
 #: The features the backends handle: several goods per period and nothing else (a plain market).
 FEATURES: frozenset[str] = MARKET_FEATURES & {"several_goods_per_period"}
@@ -386,18 +394,13 @@ class SmoothedDualBackend:
         return True
 
     def solve(self, program: ScaledProgram, **options: Any) -> Solution:
-        unknown = unknown_options(self.name, options)
-        if unknown is not None:
-            return unknown
+        """Solve `program` with the declared `options` (class docstring).
+
+        Raises
+        ------
+        vfm.errors.ValidationError
+            An option it does not declare, or a value not of its kind (`check_options`).
+        """
+        check_options(self, options)
         with np.errstate(divide="ignore", over="ignore", under="ignore"):
             return solve_smoothed(NumpyEngine(program), program, Settings.of(options))
-
-
-def unknown_options(name: str, options: dict[str, Any]) -> Solution | None:
-    """An error `Solution` naming the options neither backend takes (`vfm.solve` checks them
-    before a solve; this is for a direct call), else None."""
-    unknown = sorted(set(options) - {option for option, _ in OPTIONS})
-    if not unknown:
-        return None
-    return Solution(None, None, Status.ERROR, f"{name} got unknown options: {', '.join(unknown)}", 0, 0.0,
-                    DEFAULT_TOL)

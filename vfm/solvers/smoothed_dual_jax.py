@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from vfm.program import ScaledProgram
-from vfm.solvers.base import Capabilities, Solution
+from vfm.solvers.base import Capabilities, Solution, check_options
 from vfm.solvers.smoothed_dual import (
     FEATURES,
     OPTIONS,
@@ -32,7 +32,6 @@ from vfm.solvers.smoothed_dual import (
     cleared,
     even_bids,
     solve_smoothed,
-    unknown_options,
 )
 from vfm.utility.backend import jax_installed, jax_module, x64_scope
 
@@ -154,9 +153,14 @@ class JaxSmoothedDualBackend:
         return jax_installed()
 
     def solve(self, program: ScaledProgram, **options: Any) -> Solution:
-        unknown = unknown_options(self.name, options)
-        if unknown is not None:
-            return unknown
+        """Solve `program` with the declared `options` (`SmoothedDualBackend`'s).
+
+        Raises
+        ------
+        vfm.errors.ValidationError
+            An option it does not declare, or a value not of its kind (`check_options`).
+        """
+        check_options(self, options)
         jax = jax_module()
         with x64_scope(jax):
             return solve_smoothed(JaxEngine(program), program, Settings.of(options))

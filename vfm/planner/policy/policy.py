@@ -48,9 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from vfm._validation import (
-    read_only,
-)
+from vfm._validation import FloatArray, read_only
 from vfm.forecast import DirichletForecaster, Forecaster
 from vfm.gang_packing import first_fit
 from vfm.gpu_cluster import ClusterTypes
@@ -76,7 +74,7 @@ from vfm.planner.options import PlanOptions
 from vfm.planner.policy import checkpoint as checkpoint_format
 from vfm.planner.policy.decision import Decision, Placement, Serving, decide_placed
 from vfm.planner.policy.replanning import replan
-from vfm.planner.policy.state import PolicyConfig, PolicyState, RoundOptions
+from vfm.planner.policy.state import PolicyConfig, PolicyState, RoundOptions, checked_record
 from vfm.planner.policy.state_view import StateView
 from vfm.planner.policy.typed_serving import job_speeds, typed_regimes, typed_serving
 from vfm.planner.shockwave import (
@@ -458,14 +456,18 @@ class Policy(StateView):
             whose batch sizes differ, a gang no type it names can hold.
         """
         with self._lock:
-            if not self._typed:
-                self._add(self.config, job_id, gpus, _one_type(self.cluster, job_id, regimes), epochs, budget, kind)
-                return
-            seconds, reference = typed_regimes(self.cluster, job_id, gpus, regimes)  # type: ignore[arg-type]
-            key = self._add(self.config, job_id, gpus, reference, epochs, budget, kind)
-            record = self._jobs[key]
-            speeds = job_speeds(seconds, np.array([d for _, d in record.regimes]))
-            self._jobs[key] = replace(record, speeds=read_only(speeds))
+            # The regimes' form first, then the id, then the record: each error names the first fault.
+            seconds: FloatArray | None = None  # on several types, seconds per epoch by type (`typed_regimes`)
+            if self._typed:
+                seconds, reference = typed_regimes(self.cluster, job_id, gpus, regimes)  # type: ignore[arg-type]
+            else:
+                reference = _one_type(self.cluster, job_id, regimes)
+            key = self._new_key(job_id)
+            record = checked_record(self.config.capacity, job_id, gpus, reference, epochs, budget, kind)
+            if seconds is not None:
+                speeds = job_speeds(seconds, np.array([d for _, d in record.regimes]))
+                record = replace(record, speeds=read_only(speeds))
+            self._add(key, record)
 
     def remove_job(self, job_id: Hashable) -> None:
         """A job leaves (cancelled, or finished by the scheduler's own account)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
@@ -15,7 +15,7 @@ from vfm.forecast import Trajectory
 from vfm.planner.plan import Plan
 from vfm.planner.policy.decision import Decision, Placement, Serving, decide_placed
 from vfm.planner.policy.job_events import checked_new_id, record_in, reported
-from vfm.planner.policy.state import JobRecord, PolicyConfig, PolicyState, checked_record
+from vfm.planner.policy.state import JobRecord, PolicyConfig, PolicyState
 
 
 class StateView:
@@ -85,15 +85,16 @@ class StateView:
         with self._lock:
             return record_in(self._jobs, job_id, lambda: _member(self._completed_ids, job_id))
 
-    def _add(self, config: PolicyConfig, job_id: Hashable, gpus: int, regimes: Mapping[float, float], epochs: int,
-             budget: float, kind: Hashable) -> Hashable:
-        """Job `job_id` arrives (checked by `checked_new_id` and `checked_record`, O(1)); the key
-        its record is kept under (`_jobs`)."""
+    def _new_key(self, job_id: Hashable) -> Hashable:
+        """The key a new job `job_id` is kept under (`_jobs`), checked by `checked_new_id`; O(1)."""
         with self._lock:
-            key = checked_new_id(self._jobs, self._completed_ids, job_id)
-            self._jobs[key] = checked_record(config.capacity, job_id, gpus, regimes, epochs, budget, kind)
+            return checked_new_id(self._jobs, self._completed_ids, job_id)
+
+    def _add(self, key: Hashable, record: JobRecord) -> None:
+        """A job arrives: its checked `record` kept under `key` (`_new_key`); O(1)."""
+        with self._lock:
+            self._jobs[key] = record
             self._stale, self._cached = True, None
-            return key
 
     def _remove(self, job_id: Hashable) -> None:
         with self._lock:

@@ -1,11 +1,11 @@
 """The planning backends, registered in the one solver registry (`vfm.solvers.registry`).
 
 Each declares, like the market backends, what it supports and the options it takes
-(`vfm.solvers.PlanningCapabilities` with ``problem="planning"``; its options checked by the
-registry's `vfm.solvers.registry.check_options`, as every backend's); `vfm.planner.plan` picks
+(`vfm.solvers.PlanningCapabilities` with ``problem="planning"``; its options checked by
+`vfm.solvers.base.check_options`, as every backend's); `vfm.planner.plan` picks
 among them through `vfm.solvers.registry`.
 Both solve every planning program, on one GPU type or several (`vfm.planner.PlanningProgram.good_round`,
-``speed``); only ``saa-ipm`` uses a warm start. Both take a ``deadline`` (a `time.perf_counter`
+``speed``); only ``saa-ipm`` takes a warm start. Both take a ``deadline`` (a `time.perf_counter`
 instant): past it they stop with `Status.ITERATION_LIMIT` (``saa-ipm`` checks it at every
 iteration; ``cvxpy`` passes the time left to Clarabel's ``time_limit``).
 """
@@ -21,8 +21,8 @@ from vfm.equilibrium import Status
 from vfm.planner.program import PlanningProgram
 from vfm.planner.solve.cvxpy_model import solve_saa_cvxpy
 from vfm.planner.solve.ipm.method import solve_saa_ipm
-from vfm.solvers.base import PLANNING_OPTIONS, PlanningCapabilities, Solution
-from vfm.solvers.registry import check_options, register
+from vfm.solvers.base import PLANNING_OPTIONS, PlanningCapabilities, Solution, check_options
+from vfm.solvers.registry import register
 
 #: The relative gap a planning backend is asked for when the caller names none.
 DEFAULT_TOL = 1e-9
@@ -37,7 +37,7 @@ class SaaIpmBackend:
     # most 5 on the reproductions' windows), and its last two iterations cost a fifth of the
     # 10,000-job window's solve (docs/planning.md, "The polish's start").
     capabilities: PlanningCapabilities = field(default_factory=lambda: PlanningCapabilities(
-        options=(*PLANNING_OPTIONS, ("threads", "count")), warm_start=True, deadline=True, polish_start_tol=1e-7))
+        options=(*PLANNING_OPTIONS, ("threads", "count")), polish_start_tol=1e-7))
 
     def prepare(self) -> None:
         pass  # the planner's kernels serve every backend: a policy and `plan` ask for them (`kernel_loading`)
@@ -68,8 +68,9 @@ class SaaCvxpyBackend:
     name: str = "cvxpy"
     # No looser polish start: from Clarabel's 1e-7 answers the polish failed on one of the 900-job
     # reproduction's 201 windows (a second solve) and took up to 17 steps.
+    # No ``warm_start``: Clarabel starts from its own point.
     capabilities: PlanningCapabilities = field(default_factory=lambda: PlanningCapabilities(
-        options=PLANNING_OPTIONS, deadline=True))
+        options=tuple(option for option in PLANNING_OPTIONS if option[0] != "warm_start")))
 
     def prepare(self) -> None:
         pass  # CVXPY and Clarabel load on import
@@ -78,8 +79,7 @@ class SaaCvxpyBackend:
         return all(importlib.util.find_spec(module) is not None for module in ("cvxpy", "clarabel"))
 
     def solve(self, program: PlanningProgram, **options: Any) -> Solution:
-        """The CVXPY model solved to ``tol`` (default `DEFAULT_TOL`) by ``deadline`` if given; a
-        ``warm_start`` is taken and not used (Clarabel starts from its own point).
+        """The CVXPY model solved to ``tol`` (default `DEFAULT_TOL`) by ``deadline`` if given.
 
         Raises
         ------
