@@ -99,6 +99,44 @@ def test_the_start_matches_each_jobs_multiplier_to_the_backends_progress_within_
     assert (matched[~moved] == rows[~moved]).all()
 
 
+
+def test_a_binding_ftf_row_whose_job_sits_at_its_bounds_is_settled_where_its_slack_is_0():
+    from vfm.planner.solve.polish import _Duals, _rows, _settled
+    from vfm.planner.solve.polish_system import slopes
+
+    data, prices, rows, _ = _random_multipliers(7, 30, 4)
+    flat = np.array([0, 1])
+    ftf = np.where(data.constrained, rows, 0.0)
+    ftf[flat] = 10.0  # every entry of jobs 0 and 1 at its upper bound: their rows' curvature is 0
+    efficiency = np.where(data.efficient & ~data.constrained, rows, 0.0)
+
+    def progress(multipliers):
+        y, _, free = lagrangian_minimizer(data, prices, multipliers + efficiency)
+        return (data.pace * y).sum(axis=1), free
+
+    top, free = progress(ftf)
+    assert not free[flat].any() and data.constrained[flat].all()
+    at_zero, _ = progress(np.where(np.isin(np.arange(ftf.size), flat), 0.0, ftf))
+    assert at_zero[1] > 0
+    # Job 0's floor just below its progress (it binds, at the slack the polish met on the 900-job
+    # trace); job 1's below its progress at multiplier 0 (the row's multiplier side is its answer).
+    floor = data.floor.copy()
+    floor[flat] = top[0] - 1e-5, 0.5 * at_zero[1]
+    data = replace(data, floor=floor)
+    duals = _Duals(prices, ftf, efficiency, 0.0, np.zeros(data.shared.shape))
+    found = lagrangian_minimizer(data, prices, ftf + efficiency)
+    multipliers, slack = _rows(data, duals, found[0])
+    result = _settled(data, duals, found, multipliers, slack,
+                      np.abs(slopes(data, found[1], found[2]).diagonal(data)))
+    assert result is not None
+    settled, (y, _, free) = result
+    reached = (data.pace * y).sum(axis=1)
+    assert 0 < settled.ftf[0] < 10.0 and abs(reached[0] - floor[0]) <= 1e-12 and free[0].any()
+    assert settled.ftf[1] == 0.0
+    others = np.arange(2, ftf.size)
+    assert (settled.ftf[others] == ftf[others]).all() and (y[others] == found[0][others]).all()
+    assert settled.prices is prices and (settled.efficiency == efficiency).all()
+
 def test_the_slopes_are_the_slacks_derivative():
     from vfm.planner.solve.polish import _Duals, _rows
     from vfm.planner.solve.polish_system import NewtonMatrix, slopes
