@@ -348,3 +348,53 @@ def test_a_backend_that_stopped_short_of_its_tolerance_is_not_asked_again(monkey
     result = plan(states, gpus, capacity, rounds=8)
     assert asked == [("saa-ipm", 1e-7)], asked
     assert "not polished: the polish stopped" in result.message and "solved again" not in result.message
+
+
+def test_a_flat_row_at_its_floor_takes_no_step_from_the_ridge_and_one_below_it_is_settled():
+    """A job held at its bounds exactly at its FTF floor (slack -1e-15, as the time cost term left
+    jobs of 5- to 10-job windows at whole rounds): its row's Newton row is empty, and the ridge
+    alone once asked for a step of 1e-3 in its multiplier that the line search halved to nothing,
+    step after step. The row is an identity row instead; a flat row below its floor is settled
+    upwards, where its slack is 0."""
+    from vfm.planner.solve.polish import _RIDGE, _Duals, _rows, _settled
+    from vfm.planner.solve.polish_system import NewtonMatrix, level_rows, slopes
+
+    data, prices, rows, _ = _random_multipliers(7, 30, 4)
+    ftf = np.where(data.constrained, rows, 0.0)
+    ftf[0] = 10.0  # every entry of job 0 at its upper bound: its row's curvature is 0
+    efficiency = np.where(data.efficient & ~data.constrained, rows, 0.0)
+    found = lagrangian_minimizer(data, prices, ftf + efficiency)
+    assert not found[2][0].any() and data.constrained[0]
+    floor = data.floor.copy()
+    floor[0] = (data.pace[0] * found[0][0]).sum() + 1e-15
+    at_floor = replace(data, floor=floor)
+    duals = _Duals(prices, ftf, efficiency, 0.0, np.zeros(data.shared.shape))
+    multipliers, slack = _rows(at_floor, duals, found[0])
+    curvature = np.abs(slopes(at_floor, found[1], found[2]).diagonal(at_floor))
+    level = level_rows(at_floor, slack, curvature, RESIDUAL)
+    assert level[data.g.shape[1]] and -RESIDUAL <= slack[data.g.shape[1]] < 0
+    assert _settled(at_floor, duals, found, multipliers, slack, curvature) is None
+    # The Newton step along the row, as `_newton` builds it (slacks divided by their curvature).
+    scale = np.where(curvature > 0, curvature, 1.0)
+    residual, row = np.minimum(multipliers, slack / scale), data.g.shape[1]
+    derivative = slopes(at_floor, found[1], found[2])
+    for binding, most in ((slack / scale <= multipliers, None), ((slack / scale <= multipliers) & ~level, 1e-14)):
+        jacobian = NewtonMatrix(at_floor, derivative, binding / scale, (~binding).astype(np.float64))
+        diagonal = np.abs(jacobian.diagonal())
+        ridge = _RIDGE * np.abs(residual).max() * diagonal + 1e-12 * max(diagonal.max(), 1.0)
+        step = replace(jacobian, extra=jacobian.extra + ridge).factored()(-residual)
+        assert (abs(step[row]) > 1e-6) if most is None else (abs(step[row]) <= most)  # the ridge's step, or none
+    # Below its floor by more than the residual: the multiplier rises to where the floor is met.
+    floor[0] -= 0.5
+    below = replace(data, floor=floor)
+    lower = ftf.copy()
+    lower[0] = 0.0
+    start = replace(duals, ftf=lower)
+    flat = lagrangian_minimizer(below, prices, lower + efficiency)
+    multipliers, slack = _rows(below, start, flat[0])
+    curvature = np.abs(slopes(below, flat[1], flat[2]).diagonal(below))
+    assert curvature[data.g.shape[1]] == 0 and slack[data.g.shape[1]] < -RESIDUAL
+    result = _settled(below, start, flat, multipliers, slack, curvature)
+    assert result is not None
+    settled, (y, _, _) = result
+    assert settled.ftf[0] > 0 and abs((data.pace[0] * y[0]).sum() - floor[0]) <= 1e-12

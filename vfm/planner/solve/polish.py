@@ -98,7 +98,7 @@ import numpy as np
 from vfm._validation import FloatArray
 from vfm.planner import _kernels
 from vfm.planner.program import PlanningProgram
-from vfm.planner.solve.polish_system import NewtonMatrix, by_job, by_round, in_order, slopes
+from vfm.planner.solve.polish_system import NewtonMatrix, by_job, by_round, in_order, level_rows, slopes
 from vfm.planner.solve.scaled_program import ScaledProgram, scale_program, scaled_certified_gap
 from vfm.solvers.base import Solution
 
@@ -409,7 +409,7 @@ def _settled(data: ScaledProgram, duals: _Duals, found: tuple[FloatArray, FloatA
              multipliers: FloatArray, slack: FloatArray,
              curvature: FloatArray) -> tuple[_Duals, tuple[FloatArray, FloatArray, np.ndarray]] | None:
     r"""`duals` and their `lagrangian_minimizer` `found` with each flat FTF row settled, or None if
-    none is: a row that binds (its slack, positive, at most its multiplier) at curvature 0.
+    none is: a row that binds (its slack at most its multiplier, off 0) at curvature 0.
 
     Curvature 0 means that every entry of the row's job sits at a bound: its slack does not move
     with any multiplier until an entry leaves its bound, so the Newton matrix's row and column
@@ -427,17 +427,36 @@ def _settled(data: ScaledProgram, duals: _Duals, found: tuple[FloatArray, FloatA
     rounds, constrained = data.g.shape[1], int(data.constrained.sum())
     flat = np.zeros(multipliers.size, dtype=np.bool_)
     flat[rounds:rounds + constrained] = True
-    flat &= (curvature == 0) & (slack > RESIDUAL) & (slack <= multipliers)
+    flat &= (curvature == 0) & (np.abs(slack) > RESIDUAL) & (slack <= multipliers)
     if not flat.any():
         return None
     jobs = np.flatnonzero(by_job(data, flat.astype(np.float64), 0.0)[:, 0] > 0)
-    rows = duals.ftf[jobs] + duals.efficiency[jobs]
-    roots = _progress_roots(data, duals.prices, duals.types[jobs], jobs, (duals.efficiency[jobs], rows),
-                            data.floor[jobs], _SETTLE_STEPS)
+    rows, eta = duals.ftf[jobs] + duals.efficiency[jobs], duals.efficiency[jobs]
+    # Below its floor the job's multiplier must rise: up to where every entry it can progress on
+    # sits at its upper bound (`_full_progress`); above, fall, at most to its other row's.
+    rising = by_job(data, slack, 0.0)[jobs, 0] < 0
+    top = np.maximum(_full_progress(data, duals, jobs), rows)
+    roots = _progress_roots(data, duals.prices, duals.types[jobs], jobs,
+                            (np.where(rising, rows, eta), np.where(rising, top, rows)), data.floor[jobs],
+                            _SETTLE_STEPS)
     ftf = duals.ftf.copy()
-    ftf[jobs] = np.where(np.isnan(roots), 0.0, np.maximum(roots - duals.efficiency[jobs], 0.0))
+    # No root: above the floor even at the other row's multiplier alone, 0; below it even with
+    # every entry at its bound (no multiplier helps), unchanged.
+    ftf[jobs] = np.where(np.isnan(roots), np.where(rising, duals.ftf[jobs], 0.0), np.maximum(roots - eta, 0.0))
     settled = replace(duals, ftf=ftf)
     return settled, _minimized_again(data, settled.prices, ftf + settled.efficiency, settled.types, found, jobs)
+
+
+def _full_progress(data: ScaledProgram, duals: _Duals, jobs: np.ndarray) -> FloatArray:
+    r"""For the jobs `jobs` (indices), a row multiplier w at which every active entry with progress
+    sits at its upper bound u in the Lagrangian minimizer: there :math:`(\beta a / U - c + w p) /
+    \sigma \ge u` as :math:`\beta a / U \ge 0`, so :math:`w = \max_t (\sigma u_t + c_t) / p_t` over
+    those entries (0 where there are none)."""
+    pace, costs = data.pace[jobs], _costs(data, duals.prices, duals.types[jobs], jobs)
+    moving = data.active[jobs] & (pace > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        needed = (data.spread[jobs, None] * data.upper[None, :] + costs) / pace
+    return np.where(moving, needed, 0.0).max(axis=1, initial=0.0)
 
 
 def _rows(data: ScaledProgram, duals: _Duals, y: FloatArray) -> tuple[FloatArray, FloatArray]:
@@ -534,8 +553,9 @@ def _newton(data: ScaledProgram, duals: _Duals, start: tuple[FloatArray, FloatAr
         finished = size <= RESIDUAL
         attempts = list(itertools.product(scales, (False, True)))[:1 if finished else None]
         found = None
+        level = level_rows(data, slack, curvature, RESIDUAL)
         for scale, floored in attempts:
-            binding = slack / scale <= multipliers
+            binding = (slack / scale <= multipliers) & ~level
             # Rows that do not bind ask their multiplier to vanish: an identity row.
             jacobian = NewtonMatrix(data, derivative, binding / scale, (~binding).astype(np.float64))
             found = _line_search(data, duals, np.minimum(multipliers, slack / scale), jacobian, scale, floored,

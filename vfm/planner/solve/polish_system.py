@@ -54,6 +54,25 @@ def in_order(data: ScaledProgram, prices: FloatArray, jobs: FloatArray, zeta: fl
     return np.concatenate([*parts, [zeta] if data.kappa else []])
 
 
+def level_rows(data: ScaledProgram, slack: FloatArray, curvature: FloatArray, tolerance: float) -> np.ndarray:
+    """The rows that are flat (curvature 0) with a slack within `tolerance` of 0, efficiency rows and
+    zeta's excepted: the polish's Newton steps make them identity rows, a step of their slack.
+
+    Such a row's slack moves with no multiplier (every entry it holds sits at a bound), so its
+    Newton row and column are empty and only the ridge, 1e-12 of the largest curvature, sets its
+    step: a slack of -1.8e-15 (a job at exactly its floor in whole rounds, with the time cost
+    term ordering its rounds) asked for a step of 1.8e-3 in its multiplier, and the line search
+    halved every step that carried it to near nothing (windows of 5 to 10 jobs stopped at the
+    step limit). Its complementarity is met; the identity row leaves its multiplier where it is.
+    An efficiency row's slack moves with zeta, so its Newton row is not empty."""
+    rounds, constrained = data.g.shape[1], int(data.constrained.sum())
+    level = (curvature == 0) & (np.abs(slack) <= tolerance)
+    level[rounds + constrained:rounds + constrained + int(data.efficient.sum())] = False
+    if data.kappa:
+        level[-1] = False
+    return level
+
+
 @dataclass(frozen=True)
 class TypeSlopes:
     r"""The one-type rows' part of the slopes, kept in factors: with
