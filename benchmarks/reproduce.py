@@ -458,7 +458,7 @@ def build_parser() -> Parser:
                         default=SHOCKWAVE_COMPLETION_TIME,
                         help="the weight of the mean busy time of the jobs that can finish in the vfm policy's "
                              f"window (PlanOptions.completion_time; default {SHOCKWAVE_COMPLETION_TIME})")
-    parser.add_argument("--vfm-shortest-first", check=number(0, 8, open_high=False), default=0.0,
+    parser.add_argument("--vfm-shortest-first", check=number(0, 4, open_high=False), default=0.0,
                         help="how strongly the vfm policy's window budgets favour the jobs with less running time "
                              "left (PlanOptions.shortest_first; default 0: the budgets as given)")
     parser.add_argument("--vfm-forecaster", default="dirichlet", choices=tuple(FORECASTERS),

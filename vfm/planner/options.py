@@ -33,9 +33,10 @@ STRICT_TOL = 1e-9
 #: far beyond, ``efficiency * sum(budgets)`` overflows (at 1e308 every re-plan fails on NaN).
 MAX_WEIGHT = 1e6
 
-#: The largest `PlanOptions.shortest_first` (8): a job with a tenth of the median work left then
-#: has 1e8 times the median budget, the widest range of budgets the interior point is tested on.
-MAX_SHORTEST_FIRST = 8.0
+#: The largest `PlanOptions.shortest_first` (4), the largest exponent measured: the budgets then
+#: span many orders of magnitude (a job with a hundredth of the median work left has 1e8 times the
+#: median budget), and the interior point's re-plans took several times longer than at 2.
+MAX_SHORTEST_FIRST = 4.0
 
 #: The options' ranges, each checked on construction (`vfm.parameters`); the types of `rounds`,
 #: `round_s` and `scenarios` are the forecast horizon's (`vfm.forecast.check_horizon`), and the
@@ -140,7 +141,7 @@ class PlanOptions:
         so the market then leans towards running the shortest jobs first (Smith's rule), which
         lowers the mean completion time, while the logarithms still give every job a share and the
         FTF rows still bound every job's finish (docs/planning.md, "When progress comes"); at most
-        `MAX_SHORTEST_FIRST` (8).
+        `MAX_SHORTEST_FIRST` (4).
     service_floor : float
         A share in [0, 0.5] of every round that each job that can run in it gets at least
         (`vfm.planner.program.above_floor`; default 0: none). Re-planning moves a job's planned
