@@ -12,7 +12,7 @@ from vfm import Status, VolatileFisherMarket
 from vfm.errors import UnknownSolverError, UnsupportedMarketError, ValidationError
 from vfm.program import ScaledProgram
 from vfm.solvers import Capabilities, CvxpyConicBackend, registry
-from vfm.solvers.base import MARKET_FEATURES, PLANNING_FEATURES
+from vfm.solvers.base import MARKET_FEATURES, PLANNING_FEATURES, check_options
 
 NO_CAPS = Capabilities(features=MARKET_FEATURES - {"caps"})
 NO_EFFICIENCY = Capabilities(problem="planning", features=PLANNING_FEATURES - {"efficiency"})
@@ -152,7 +152,7 @@ def test_a_planning_backend_refuses_an_option_it_does_not_declare_as_the_registr
         with pytest.raises(ValidationError, match=rf"^max_iter is not an option of solver='{name}'; it takes: "):
             backend.solve(_window(), tol=1e-8, max_iter=5)
         with pytest.raises(ValidationError, match=rf"^max_iter is not an option of solver='{name}'"):
-            registry.check_options(backend, {"max_iter": 5})
+            check_options(backend, {"max_iter": 5})
         with pytest.raises(ValidationError, match=rf"^option tol=2\.0 of solver='{name}' must be"):
             backend.solve(_window(), tol=2.0)
 
@@ -191,7 +191,7 @@ def test_every_market_backend_declares_its_options_with_tol_and_max_iter():
 
 def test_undeclared_options_are_passed_on_unchecked(limited_backend):
     assert limited_backend.capabilities.options is None
-    registry.check_options(limited_backend, {"anything": object()})
+    check_options(limited_backend, {"anything": object()})
     result = vfm.solve(VolatileFisherMarket.static([[1.0]]), "limited", tol_gap_rel=1e-9, tol_feas=1e-9)
     assert result.success and result.accuracy == 1e-9
 
@@ -206,10 +206,10 @@ def test_undeclared_options_are_passed_on_unchecked(limited_backend):
 def test_option_kinds(kind, good, bad):
     backend = dataclasses.replace(registry._REGISTRY["schur-ipm"], capabilities=Capabilities(options=(("x", kind),)))
     for value in good:
-        registry.check_options(backend, {"x": value})
+        check_options(backend, {"x": value})
     for value in bad:
         with pytest.raises(ValidationError, match=r"option x=.* of solver='schur-ipm' must be"):
-            registry.check_options(backend, {"x": value})
+            check_options(backend, {"x": value})
 
 
 def test_prepare_warms_the_backend_a_solve_would_use_first(monkeypatch):

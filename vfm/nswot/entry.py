@@ -16,8 +16,8 @@ from vfm.nswot.entry_checks import certified, require_market
 from vfm.nswot.polish import polish_budget_s, polished
 from vfm.parameters import Boolean, check
 from vfm.program import ScaledProgram
-from vfm.solvers.base import Backend
-from vfm.solvers.registry import candidates, check_options, select
+from vfm.solvers.base import Backend, check_options
+from vfm.solvers.registry import candidates, select
 
 
 def solve(market: VolatileFisherMarket, solver: str | None = None, *, polish: bool = True,

@@ -433,9 +433,9 @@ def shortest_first_budgets(budgets: FloatArray, remaining_s: FloatArray, open_: 
     finish first, as Smith's rule orders them for the least mean completion time, and the
     logarithms still give every job a share.
     """
-    left = np.maximum(np.asarray(remaining_s, dtype=np.float64), float(round_s))
     if not exponent or not open_.any():
         return read_only(np.array(budgets, dtype=np.float64))
+    left = np.maximum(np.asarray(remaining_s, dtype=np.float64), float(round_s))
     scale = float(np.median(left[open_]))
     return read_only(np.where(open_, budgets * (scale / left) ** exponent, budgets))
 

@@ -1,22 +1,21 @@
 """Which backends exist, which are installed here, and which one a solve uses.
 
 One registry for both problem types (`Capabilities.problem`): markets (`vfm.solve`) and planning
-programs (the planner's `plan`, whose backends the planner registers on import). `check_options`,
-the one check of a backend's options, is the backends' own (`vfm.solvers.base`) and is offered
-here too, beside `select`, for a caller that solves with the backend it selected.
+programs (the planner's `plan`, whose backends the planner registers on import). The one check of
+a backend's options is the backends' own, `vfm.solvers.base.check_options`.
 """
 
 from __future__ import annotations
 
 from vfm.errors import UnknownSolverError, UnsupportedMarketError
-from vfm.solvers.base import Backend, Problem, ProblemKind, check_options
+from vfm.solvers.base import Backend, Problem, ProblemKind
 from vfm.solvers.clarabel_direct import ClarabelDirectBackend
 from vfm.solvers.cvxpy_conic import CVXPY_BACKENDS
 from vfm.solvers.schur_ipm import SchurIPMBackend
 from vfm.solvers.smoothed_dual import SmoothedDualBackend
 from vfm.solvers.smoothed_dual_jax import JaxSmoothedDualBackend
 
-__all__ = ["available_solvers", "candidates", "check_options", "prepare", "register", "select"]
+__all__ = ["available_solvers", "candidates", "prepare", "register", "select"]
 
 # In order of preference (fastest first, as measured by benchmarks/solve.py): the first
 # installed backend that supports a market is the default, except that a backend whose
