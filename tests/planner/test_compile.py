@@ -3,6 +3,8 @@ while they load (vfm.planner.kernel_loading): the same plans bit for bit, whiche
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import subprocess
 import sys
@@ -117,6 +119,32 @@ def test_a_fork_waits_for_the_piece_being_compiled_so_that_the_child_can_compile
     _, status = os.waitpid(child, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert loader.ready(["a piece"])  # the fork waited for it
+
+
+def test_a_redirect_on_the_callers_thread_holds_while_the_loader_compiles():
+    # Numba formats error messages while it compiles (its type inference tries overloads), and with
+    # colorama installed it swapped sys.stdout for each: a redirect entered meanwhile was undone.
+    errors = pytest.importorskip("numba.core.errors")
+    stop = threading.Event()
+
+    def compiling(piece: str) -> None:
+        while not stop.is_set():
+            errors.termcolor().errmsg("a message formatted while typing")
+
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)  # the threads take turns often, so that a swap would land in a redirect
+    try:
+        compile_module._Loader(load_piece=compiling).ask(["a piece"])
+        lost, started = 0, time.perf_counter()
+        while time.perf_counter() - started < 1.0:
+            printed = io.StringIO()
+            with contextlib.redirect_stdout(printed):
+                print("x")
+            lost += printed.getvalue() != "x\n"
+    finally:
+        stop.set()
+        sys.setswitchinterval(switch)
+    assert lost == 0
 
 
 def test_a_wait_with_a_timeout_returns_when_the_piece_is_not_loaded_by_then():

@@ -32,7 +32,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -102,6 +102,7 @@ class _Loader:
         with self.changed:
             self.wanted += [piece for piece in pieces if piece not in self.wanted]
             if self.worker is None and not self.stopping and self._next() is not None:
+                _keep_numba_off_the_streams()
                 self.worker = threading.Thread(target=self._work, name="vfm-kernel-loader", daemon=True)
                 self.worker.start()
 
@@ -155,6 +156,22 @@ class _Loader:
     def after_fork_in_child(self) -> None:
         """The child has the parent's loaded kernels and no loader thread: it starts its own if asked."""
         self.changed, self.gate, self.worker = threading.Condition(), threading.Lock(), None
+
+
+def _keep_numba_off_the_streams() -> None:
+    """Make Numba format its error messages without replacing ``sys.stdout`` and ``sys.stderr``.
+
+    Where colorama is installed, Numba wraps both streams in colorama's for each message it formats
+    and puts back the ones it found (`numba.core.errors.ColorShell`), and its type inference formats
+    messages for the overloads it tries on every compilation. From the loader's thread that swap
+    races with the caller's threads: a ``contextlib.redirect_stdout`` (or pytest's capture) entered
+    meanwhile is undone when Numba puts back the stream it saw first, and the caller's output goes
+    elsewhere. The message is built in a buffer and needs no stream, so the swap is dropped; only the
+    ANSI-to-Windows-console conversion of a colored message would need it, and the loader prints none."""
+    from numba.core import errors
+
+    if hasattr(errors, "ColorShell"):  # absent where Numba highlights nothing (no colorama)
+        errors.ColorShell = nullcontext
 
 
 _LOADERS: weakref.WeakSet[_Loader] = weakref.WeakSet()
