@@ -282,19 +282,29 @@ def test_impossible_fair_finish_targets_become_priorities(case, data):
     # window) over-subscribe it. If the solver still finds them infeasible, all are dropped.
     assume(result.fairness == "constraints")
     assert result.ftf_bound >= rho_max
-    # A tiny target asks a job to finish within the window; it cannot if its forecast time left
-    # exceeds the rounds it can progress in, less the margin that keeps a constraint's interior
-    # nonempty (a job that needs all of them loses its constraint too).
+    # A tiny target asks a job to finish within the window at rho_max: it loses its constraint if
+    # its forecast time left exceeds the rounds it can progress in. At the common bound (raised when
+    # the tiny targets over-subscribe the cluster) its limit may leave it some time; it loses its
+    # constraint too if it would still need all of its rounds but the margin that keeps a
+    # constraint's interior nonempty.
     program = result.program
-    rounds_left = program.runnable.sum(axis=1) - FAIRNESS_MARGIN
-    cannot = tiny & ~finished & (remaining > case.round_s * rounds_left * (1 + 1e-9))
+    runnable = program.runnable.sum(axis=1)
+
+    def rounds_needed(bound: float) -> np.ndarray:
+        limit = np.maximum(share * (bound * targets - case.rounds * case.round_s), 0.0)
+        return np.maximum(remaining - limit, 0.0) / case.round_s
+
+    at_bound = rounds_needed(result.ftf_bound)
+    without_room = (at_bound > 0) & (at_bound > (runnable - FAIRNESS_MARGIN) * (1 + 1e-9))
+    cannot = tiny & ~finished & ((rounds_needed(rho_max) > runnable + 1e-9) | without_room)
     np.testing.assert_array_equal(~np.isfinite(program.leftover_limit_s[~finished]), cannot[~finished])
     lateness = np.where(finished, 0.0, remaining / share / targets)
     late = cannot & (lateness > rho_max)
     priority = program.budgets / case.budgets
-    np.testing.assert_array_equal(priority > 1, late)
-    # lateness ** exponent, divided by one common factor when the weights would span over 1e4
-    # (each at least 1): the ratios among the late jobs are kept unless one hits that floor.
+    np.testing.assert_array_equal(priority[~late], 1.0)
+    # The late jobs' weights: lateness ** exponent, divided by one common factor when the weights
+    # would span over 1e4 (each at least 1, so a late job's may be 1): the ratios among the late
+    # jobs are kept unless one hits that floor.
     exact = lateness[late] ** exponent
     factor = max(1.0, exact.max() / 1e4)
     np.testing.assert_allclose(priority[late], np.maximum(exact / factor, 1.0), rtol=1e-9)
