@@ -450,7 +450,7 @@ def build_parser() -> Parser:
                              "(PlanOptions.service_floor; default 0)")
     parser.add_argument("--vfm-wait-limit", check=whole_or_none(1, 10_000), default=WAIT_LIMIT,
                         help="rounds a job may wait in a row in the vfm policy's plans, or 'none' "
-                             f"(PlanOptions.wait_limit; default {WAIT_LIMIT}; none with --vfm-scenarios > 1)")
+                             f"(PlanOptions.wait_limit; default {WAIT_LIMIT})")
     parser.add_argument("--vfm-utility", default=SHOCKWAVE_UTILITY, choices=("progress", "completion"),
                         help="what a job's utility in the vfm policy's window measures (PlanOptions.utility; "
                              f"default {SHOCKWAVE_UTILITY})")
@@ -470,9 +470,6 @@ def build_parser() -> Parser:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.vfm_scenarios > 1 and args.vfm_wait_limit is not None:
-        parser.error("--vfm-wait-limit applies to one scenario: with --vfm-scenarios > 1 pass "
-                     "--vfm-wait-limit none")
     if args.out is None:  # the default folder, named after the workload once it is read: where it would go
         parser.checked("--out", OUTPUT_FOLDER, RESULTS / Path(args.workload).stem)
     from vfm.planner import PlanOptions  # the library loads once the arguments are checked

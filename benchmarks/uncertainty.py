@@ -148,9 +148,10 @@ def run_one(name: str, planner: str, scenarios: int, jobs: int | None = None) ->
 
     job_set = workload(name) if jobs is None else workload(name).head(jobs)
     forecaster, sampled, options = PLANNERS[planner]
-    # The wait limit's commitments are planned on one scenario: the sampled planners go without.
+    # The sampled planners keep the reproduction's wait limit, as ``ce``: its commitments are planned
+    # over the scenarios (a base per scenario above them, `vfm.planner.program.above_floor`).
     policy = vfm_policy(job_set.gpus, job_set.round_s, 0, forecaster=forecaster(job_set),
-                        **({"scenarios": scenarios, "wait_limit": None} if sampled else {"scenarios": 1}), **options)
+                        scenarios=scenarios if sampled else 1, **options)
     summary = summarize(simulate(job_set, policy))
     replans = summary["replans"]
     return {**{key: summary[key] for key in METRICS}, "replans": replans["count"],

@@ -60,6 +60,40 @@ def cold(monkeypatch):
     return loader
 
 
+def _signatures() -> int:
+    """How many compiled signatures the planner's kernels hold: each kernel's (serial and parallel) and
+    each helper's."""
+    from numba.core.dispatcher import Dispatcher
+
+    from vfm._numerics.jit import Kernel
+    from vfm.planner._kernels import dense, entries, lagrangian, low_rank, one_type_rows, system, waits
+
+    count = 0
+    for module in (dense, entries, lagrangian, low_rank, one_type_rows, system, waits):
+        for value in vars(module).values():
+            compiled = value.compiled if isinstance(value, Kernel) else value
+            cells = [compiled, *(cell.cell_contents for cell in getattr(compiled, "__closure__", None) or ())]
+            count += sum(len(cell.signatures) for cell in cells if isinstance(cell, Dispatcher))
+    return count
+
+
+def test_the_forms_a_policy_over_scenarios_loads_cover_its_plans_above_floors():
+    # Above a floor and commitments the program has a base per scenario: the kernels see the same
+    # arrays as without one, so the scenarios' form the policy loads compiles everything its plans call.
+    from vfm.forecast import JobStates
+    from vfm.planner import JobTerms
+
+    compile_module.compile_kernels(Forms(scenarios=True))
+    before = _signatures()
+    assert before > 0
+    states = JobStates.from_lists([40, 12, 30, 50], [{32: 60.0}, {16: 200.0}, {64: 90.0}, {8: 100.0}],
+                                  [[32] * 5, [], [64] * 2, [8] * 30])
+    result = plan(states, [1, 2, 2, 1], 3, rounds=10, scenarios=4, seed=0, wait_limit=20, service_floor=0.05,
+                  efficiency=0.1, terms=JobTerms(waited=[0, 0, 0, 15], fair_finish_s=[3e4, 3e4, 3e4, 3e4]))
+    assert str(result.status) == "optimal" and result.committed is not None and result.committed.any()
+    assert _signatures() == before
+
+
 def test_a_small_window_runs_interpreted_until_the_kernels_are_loaded(cold):
     with serving(Forms(), INTERPRETED_ENTRIES) as tier:
         assert tier == "interpreted" and is_interpreting()

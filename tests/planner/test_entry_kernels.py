@@ -68,7 +68,7 @@ def _evaluation(progress, base, beta, spread, active, g, y, s_hi, z_lo, z_hi, pr
         sums = partial[i // jit.CHUNK]
         true_weight, weight = np.empty(scenarios), np.empty(scenarios)
         for s in range(scenarios):
-            total = base[i]
+            total = base[i, s]
             for t in range(rounds):
                 total += progress[i, s, t] * y[i, t]
             u[i, s] = total
@@ -110,7 +110,8 @@ def test_the_point_evaluation_is_the_sums_in_order_bit_for_bit(threads, scenario
     n, rounds = 2 * jit.CHUNK + 5, 7
     rng = np.random.default_rng(scenarios + 2 * own_weights)
     progress = rng.random((n, scenarios, rounds)) * 10.0 ** rng.uniform(-3, 1, (n, scenarios, rounds))
-    base, beta, spread = (rng.random(n) + 0.1 for _ in range(3))
+    beta, spread = (rng.random(n) + 0.1 for _ in range(2))
+    base = rng.random((n, scenarios)) + 0.1  # one per job and scenario
     active = rng.random((n, rounds)) < 0.8
     g, y, s_hi, z_lo, z_hi, pace = _arrays(scenarios, (n, rounds), 6)
     prices = rng.random(rounds)

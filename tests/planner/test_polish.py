@@ -61,7 +61,7 @@ def test_the_lagrangian_minimizer_is_exact():
     data, prices, rows, _ = _random_multipliers(7, 30, 1)
     y, utility, free = lagrangian_minimizer(data, prices, rows)
     a = data.progress[:, 0, :]
-    assert np.allclose(utility, data.base + (a * y).sum(axis=1), rtol=1e-14, atol=0)
+    assert np.allclose(utility, data.base[:, 0] + (a * y).sum(axis=1), rtol=1e-14, atol=0)
     assert ((y >= 0) & (y <= data.upper[None, :])).all() and (y[~data.active] == 0).all()
     # Stationarity on the entries inside the box; the sign of the gradient at the bounds.
     gradient = data.spread[:, None] * y - (data.budgets / utility)[:, None] * a + data.g * prices[None, :] \

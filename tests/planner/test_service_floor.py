@@ -75,7 +75,6 @@ def test_a_policy_with_a_floor_keeps_waits_shorter(program):
 @pytest.mark.parametrize(("options", "message"), [
     ({"service_floor": 0.6}, "service_floor must be a share of a round in"),
     ({"service_floor": -0.1}, "service_floor must be a share of a round in"),
-    ({"service_floor": 0.1, "scenarios": 4}, "service_floor applies to one scenario"),
 ])
 def test_bad_floors_are_named(options, message):
     with pytest.raises(ValidationError, match=message):

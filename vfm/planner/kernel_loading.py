@@ -253,11 +253,16 @@ def _load(piece: str) -> None:
 
 
 def _warm_up_program(scenarios: int, jobs: int) -> PlanningProgram:
-    """`_load`'s program: `jobs` jobs over 4 rounds with FTF rows and the efficiency term."""
+    """`_load`'s program: `jobs` jobs over 4 rounds with FTF rows and the efficiency term; with several
+    scenarios a base per scenario, as above a floor (`vfm.planner.program.above_floor`). The solvers
+    hand the kernels the same arrays whatever the base's shape (`vfm.planner.solve.scaled_program`),
+    so either compiles what both call."""
     rounds = 4
     return PlanningProgram(
         progress=np.linspace(0.05, 0.3, scenarios * jobs * rounds).reshape(scenarios, jobs, rounds),
-        base=np.linspace(0.1, 0.2, jobs), budgets=np.ones(jobs), gpus=np.resize([1.0, 2.0], jobs),
+        base=np.linspace(0.1, 0.2, jobs) if scenarios == 1 else np.linspace(0.1, 0.2, scenarios * jobs).reshape(
+            scenarios, jobs),
+        budgets=np.ones(jobs), gpus=np.resize([1.0, 2.0], jobs),
         capacity=np.full(rounds, float(jobs)), round_s=60.0, remaining_s=np.resize([300.0, 200.0], jobs),
         efficiency=0.01, leftover_limit_s=np.full(jobs, 1e4), spread=0.01)
 

@@ -147,14 +147,15 @@ class PlanOptions:
         (`vfm.planner.program.above_floor`; default 0: none). Re-planning moves a job's planned
         rounds to the window's cheaper late rounds again and again; a floor gives it a share of
         the round being served, so a policy serving by credit runs it within about 1 / floor rounds
-        (docs/planning.md, "A service floor"). One scenario, one GPU type.
+        (docs/planning.md, "A service floor"). One scenario or many (the program above the floor
+        then has a base per scenario), one GPU type.
     wait_limit : int or None
         Rounds a job may wait in a row (default None: no limit). Each plan commits a whole round,
         within the window, to every job whose wait would pass the limit there, before it does
         (`vfm.planner.program.wait_floor`), given the rounds each job has waited (`vfm.planner.plan`'s
         ``waited``); the rest of the window is planned around those commitments, and a policy serves
-        a committed round before the others (docs/planning.md, "A limit on waits"). One scenario, one
-        GPU type.
+        a committed round before the others (docs/planning.md, "A limit on waits"). One scenario or
+        many, one GPU type.
     time_limit_s : float or None
         Seconds one `vfm.planner.plan` call may take (default None: no limit). `plan` checks the
         time between its phases, before every interior-point iteration (none starts that the last
@@ -229,12 +230,6 @@ class PlanOptions:
                                   f"got {self.rounds!r}; plan a shorter window and re-plan as it recedes")
         check_horizon(self.rounds, self.round_s, self.scenarios)
         check_parameters(vars(self), _CONSTRAINTS)
-        if self.service_floor and self.scenarios > 1:
-            raise ValidationError(f"service_floor applies to one scenario (scenarios=1), got scenarios="
-                                  f"{self.scenarios}")
-        if self.wait_limit is not None and self.scenarios > 1:
-            raise ValidationError(f"wait_limit applies to one scenario (scenarios=1), got scenarios={self.scenarios}; "
-                                  f"plan over scenarios with wait_limit=None")
         if self.solver is not None and self.solver not in available_solvers("planning"):
             raise UnknownSolverError(f"solver must be one of the installed planning backends "
                                      f"{list(available_solvers('planning'))} or None, got {self.solver!r}")

@@ -6,7 +6,9 @@ forecast scenario `s` it then reaches the normalized progress
 .. math:: U_{si}(y) = c_i + \sum_t a_{sit}\, y_{it}, \qquad
           c_i = \frac{e_i}{E_i},\quad a_{sit} = \frac{r_{sit}}{E_i},
 
-and the planner solves the sample average approximation (SAA) of expected NSWOT
+(above a service floor or committed rounds, `above_floor`, the base is one per scenario,
+:math:`c_{si}`: the floor's progress differs between scenarios), and the planner solves the sample
+average approximation (SAA) of expected NSWOT
 
 .. math::
 
@@ -59,6 +61,7 @@ import scipy.sparse.csgraph
 
 from vfm import utility
 from vfm._validation import FloatArray, read_only
+from vfm.errors import ValidationError
 from vfm.planner._kernels import waits
 
 #: The array fields of `PlanningProgram` (made read-only on construction).
@@ -80,8 +83,12 @@ class PlanningProgram:
     ----------
     progress : ndarray, shape (S, n, T)
         :math:`a_{sit} = r_{sit} / E_i`, normalized progress of a full round in each scenario.
-    base : ndarray, shape (n,)
-        :math:`c_i = e_i / E_i`.
+    base : ndarray, shape (n,) or (S, n)
+        :math:`c_i = e_i / E_i`, the same in every scenario (shape (n,)), or one per scenario
+        :math:`c_{si}` (shape (S, n)): the utilities then read :math:`U_{si}(y) = c_{si} + \sum_t
+        a_{sit} y_{it}`. A program above a floor (`above_floor`) has one per scenario: the floor's
+        progress differs between them. `scenario_base` is the (S, n) form either way; a job is
+        open (`open_jobs`) while its base is below 1 in some scenario.
     budgets : ndarray, shape (n,)
         :math:`B_i` times the priority weight of the FTF relaxation (1 without it).
     gpus : ndarray, shape (n,)
@@ -140,6 +147,10 @@ class PlanningProgram:
                 object.__setattr__(self, name, read_only(np.asarray(value, dtype=np.float64)))
         if self.good_round is not None:
             object.__setattr__(self, "good_round", read_only(np.asarray(self.good_round, dtype=np.int64)))
+        scenarios, n = self.progress.shape[:2] if self.progress.ndim == 3 else (None, None)
+        if self.base.shape not in ((n,), (scenarios, n)):
+            raise ValidationError(f"base must have shape (n,) = ({n},) or (S, n) = ({scenarios}, {n}) for progress of "
+                                  f"shape (S, n, T) = {self.progress.shape}, got shape {self.base.shape}")
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Rebuilt through the constructor: the arrays are read-only again, the cached values recomputed.
@@ -172,6 +183,19 @@ class PlanningProgram:
         return frozenset(name for name, used in uses.items() if used)
 
     @cached_property
+    def scenario_base(self) -> FloatArray:
+        """:math:`c_{si}`, each scenario's base, shape (S, n): `base` itself, or a (n,) base repeated
+        in every scenario (a read-only view)."""
+        return read_only(np.broadcast_to(self.base, self.shape[:2]))
+
+    @cached_property
+    def open_jobs(self) -> np.ndarray:
+        """Whether job `i` has epochs left, its base below 1 (in some scenario, with one per scenario),
+        shape (n,) bool."""
+        below: np.ndarray = self.base < 1.0
+        return read_only(below if below.ndim == 1 else np.asarray(below.any(axis=0)))
+
+    @cached_property
     def several_per_round(self) -> bool:
         """Whether some round has several goods: the program then has the one-type-per-round rows."""
         return self.good_round is not None and np.unique(self.good_round).size < self.good_round.size
@@ -201,8 +225,8 @@ class PlanningProgram:
     @cached_property
     def fits(self) -> np.ndarray:
         """Whether job `i` can run in round `t`: its gang fits the round's capacity, it has epochs
-        left (:math:`c_i < 1`) and (with GPU types) the good can host it, shape (n, T) bool."""
-        return read_only((self.gpus[:, None] <= self.capacity[None, :]) & (self.base < 1.0)[:, None]
+        left (`open_jobs`: :math:`c_i < 1`) and (with GPU types) the good can host it, shape (n, T) bool."""
+        return read_only((self.gpus[:, None] <= self.capacity[None, :]) & self.open_jobs[:, None]
                          & (self.pace > 0))
 
     @cached_property
@@ -221,10 +245,15 @@ class PlanningProgram:
     def objective(self, schedule: FloatArray) -> float:
         """The program's objective at `schedule` (fractional or integral), shape (n, T)."""
         x = np.asarray(schedule, dtype=np.float64)
-        value = float(utility.expected_nswot(
-            self.progress[:, :, None, :], x[:, None, :], budgets=self.budgets, base_utility=self.base,
-            backend="numpy",
-        ))
+        if self.base.ndim == 1:
+            value = float(utility.expected_nswot(
+                self.progress[:, :, None, :], x[:, None, :], budgets=self.budgets, base_utility=self.base,
+                backend="numpy",
+            ))
+        else:  # a base per scenario: the mean of each scenario's NSWOT
+            value = float(np.mean([utility.expected_nswot(
+                progress[:, None, :], x[:, None, :], budgets=self.budgets, base_utility=base, backend="numpy",
+            ) for progress, base in zip(self.progress, self.base, strict=True)]))
         if self.efficiency:
             value -= self.efficiency * float(self.leftover_s(x).max())
         if self.time_cost is not None:
@@ -455,8 +484,10 @@ def above_floor(program: PlanningProgram, share: float,
     the capacity, its running time out of the remaining runtime and out of the upper bound (a
     committed entry is not runnable above its floor); so every backend, the polish and the
     certificates apply unchanged, and :math:`\ell + z^*` is the optimum over the schedules that
-    give every job its floor. One scenario on one GPU type (the base is per job). A `share` of 0
-    and no commitment is no floor: the program itself and a floor of zeros.
+    give every job its floor. The floor's progress differs between scenarios, so with several the
+    base is one per scenario, :math:`c_{si} + \sum_t a_{sit} \ell_{it}` (`PlanningProgram.base` of
+    shape (S, n)); with one scenario and a base per job it stays per job. One GPU type. A `share`
+    of 0 and no commitment is no floor: the program itself and a floor of zeros.
     """
     level, lower = _service_floor(program, share)
     if committed is None or not committed.any():
@@ -469,7 +500,11 @@ def above_floor(program: PlanningProgram, share: float,
     # A commitment that covers all a job needs finishes it: its base is whole, nothing is left to plan.
     done = np.any(committed & (whole >= need[:, None]), axis=1)
     progress = np.where(committed[None] | done[None, :, None], 0.0, program.progress)
-    base = np.where(done, 1.0, program.base + (program.progress[0] * lower).sum(axis=1))
+    # Each scenario's progress on the floor, summed per job as one scenario's always was.
+    gained = np.stack([(progress_s * lower).sum(axis=1) for progress_s in program.progress])
+    base = np.where(done[None, :], 1.0, program.scenario_base + gained)
+    if program.base.ndim == 1 and program.shape[0] == 1:
+        base = base[0]  # one scenario: the base stays per job
     reduced = replace(program, progress=progress, base=base,
                       capacity=np.maximum(program.capacity - program.gpus @ lower, 0.0),
                       remaining_s=np.where(done, 0.0, np.maximum(
@@ -541,7 +576,7 @@ def wait_floor(program: PlanningProgram, waited: np.ndarray, wait_limit: int, ro
     # Where the gang fits, not only where the forecast credits progress: a job forecast to finish in
     # the window's first round, if it runs from now, still has that work to do in a later one.
     runs_somewhere = np.any(program.runnable, axis=1)
-    candidates = program.fits & (program.base < 1.0)[:, None] & runs_somewhere[:, None]
+    candidates = program.fits & program.open_jobs[:, None] & runs_somewhere[:, None]
     deadline = np.maximum(wait_limit - np.asarray(waited, dtype=np.int64), 0)
     can_run = candidates.any(axis=1)
     jobs = np.flatnonzero(can_run & (deadline < goods))

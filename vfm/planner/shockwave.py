@@ -114,7 +114,7 @@ class FairFinishLimits:
     def leftover_limit_s(self, bound: float) -> FloatArray:
         r""":math:`b_i(\theta)`, shape (n,); infinite for finished jobs."""
         limit = np.maximum(self.share * (bound * self.targets_s - self.window_s), 0.0)
-        return np.where(self.program.base < 1.0, limit, np.inf)
+        return np.where(self.program.open_jobs, limit, np.inf)
 
     def rounds_needed(self, bound: float) -> FloatArray:
         r"""Rounds of the window job `i` must run to meet :math:`b_i(\theta)`, shape (n,)."""
@@ -210,7 +210,7 @@ def constrain(program: PlanningProgram, targets_s: FloatArray, finished: np.ndar
     capacity per round (T,); `targets_s` the targets :math:`FT^*_i` in seconds from now (n,).
     """
     rounds = supply.size
-    share = equal_share(program.base.size, float(supply.mean()))
+    share = equal_share(program.shape[1], float(supply.mean()))
     lateness = np.where(finished, 0.0, remaining_s / share / targets_s)
     limits = FairFinishLimits(program, targets_s, share, rounds * program.round_s)
     hopeless = limits.hopeless(options.rho_max)
@@ -315,7 +315,7 @@ def credit_order(program: PlanningProgram, planned: FloatArray, credit: FloatArr
         # share that runs ahead of it waits that many rounds over again (docs/planning.md).
         ran_last = ran_last & (planned >= OWED_FIRST_CONTINUITY_SHARE)
     claim = want if ran_last is None else quantize(want + precedence.continuity * ran_last)
-    remaining = np.where(program.base < 1.0, program.remaining_s, 0.0)
+    remaining = np.where(program.open_jobs, program.remaining_s, 0.0)
     # Most credit first, counted in rounds the job can use: a job that needs a tenth of a round
     # to finish and is owed that tenth is owed all it can use, as much as a job owed a whole
     # round (without this, a job one epoch from the end is owed a hundredth of a round per
@@ -385,11 +385,11 @@ def serve_with_credit(program: PlanningProgram, planned: FloatArray, credit: Flo
     """
     want, order = credit_order(program, planned, credit, precedence)
     chosen = first_fit(order, program.gpus, capacity)
-    remaining = np.where(program.base < 1.0, program.remaining_s, 0.0)
+    remaining = np.where(program.open_jobs, program.remaining_s, 0.0)
     ran = np.zeros(want.size, dtype=bool)
     ran[chosen] = True
     by_credit = ran.copy()
-    waiting = np.flatnonzero(~ran & (program.base < 1.0))
+    waiting = np.flatnonzero(~ran & program.open_jobs)
     free = capacity - float(program.gpus[chosen].sum())
     ran[first_fit(waiting[np.argsort(-remaining[waiting], kind="stable")], program.gpus, free)] = True
     # A job that ran beyond its plan (idle GPUs) owes at most `CREDIT_FLOOR` rounds for it. With

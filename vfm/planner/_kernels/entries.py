@@ -117,7 +117,8 @@ def evaluate_entries(progress: np.ndarray, base: np.ndarray, budgets: np.ndarray
                      running: np.ndarray) -> tuple[float, float, float, float, float]:
     r"""`vfm.planner.solve.ipm.method`'s point evaluation over the (n, T) entries, in one pass.
 
-    Writes the utilities `u` (n, S), the dual residual :math:`q - z^{lo} + z^{hi}` (`dual_residual`,
+    Writes the utilities `u` (n, S) (`base` :math:`c_{si}` of shape (n, S), one per job and
+    scenario), the dual residual :math:`q - z^{lo} + z^{hi}` (`dual_residual`,
     0 off `active`; :math:`q = -\sum_s w_s a_s + \nabla \text{spread} + g \lambda - r`, with the
     logarithms' multipliers `weights` :math:`w` (n, S) if `own_weights`, else their values
     :math:`\beta / U`; `rows` :math:`r` (n, T) the rows' multipliers' part of the gradient of the
@@ -183,8 +184,8 @@ def evaluate_entries(progress: np.ndarray, base: np.ndarray, budgets: np.ndarray
 
 
 @jit.inlined
-def _utilities(progress: np.ndarray, base: float, y: np.ndarray, u: np.ndarray) -> None:
-    """`u[s]` := `base` + the sum over t of `progress[s, t] * y[t]`, in order, for one job's scenarios.
+def _utilities(progress: np.ndarray, base: np.ndarray, y: np.ndarray, u: np.ndarray) -> None:
+    """`u[s]` := `base[s]` + the sum over t of `progress[s, t] * y[t]`, in order, for one job's scenarios.
 
     Four scenarios' sums side by side, each still one chain of additions in the order of the rounds:
     the chains overlap instead of waiting on each other (with `_gradients`, a faster evaluation of a
@@ -192,7 +193,7 @@ def _utilities(progress: np.ndarray, base: float, y: np.ndarray, u: np.ndarray) 
     scenarios, rounds = progress.shape
     s = 0
     while s + 4 <= scenarios:
-        first, second, third, fourth = base, base, base, base
+        first, second, third, fourth = base[s], base[s + 1], base[s + 2], base[s + 3]
         for t in range(rounds):
             first += progress[s, t] * y[t]
             second += progress[s + 1, t] * y[t]
@@ -201,7 +202,7 @@ def _utilities(progress: np.ndarray, base: float, y: np.ndarray, u: np.ndarray) 
         u[s], u[s + 1], u[s + 2], u[s + 3] = first, second, third, fourth
         s += 4
     for last in range(s, scenarios):
-        total = base
+        total = base[last]
         for t in range(rounds):
             total += progress[last, t] * y[t]
         u[last] = total

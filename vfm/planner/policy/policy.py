@@ -131,7 +131,7 @@ def _serve(config: PolicyConfig, state: PolicyState) -> tuple[PolicyState, list[
     plan_ = state.plan
     assert plan_ is not None and plan_.job_ids is not None
     program = plan_.program
-    open_ = program.base < 1.0
+    open_ = program.open_jobs
     first = shockwave.overdue_order(state.waited, open_, config.max_wait)
     committed = shockwave.committed_order(plan_.committed, state.since_plan, state.waited)
     if config.execution == "window":
@@ -283,7 +283,7 @@ class Policy(StateView):
         :math:`-k \\max_i S_i` with `SHOCKWAVE_EFFICIENCY`; `SHOCKWAVE_RESERVE` of each window's
         GPU-rounds left to it; credit execution; the certainty-equivalent forecast (S = 1); plans
         that keep every wait within `vfm.planner.shockwave.WAIT_LIMIT` rounds where the load allows
-        (`PlanOptions.wait_limit`; with ``scenarios`` > 1 pass ``wait_limit=None``); a job's utility
+        (`PlanOptions.wait_limit`, with one scenario or several); a job's utility
         the share of its remaining work the window does (`vfm.planner.shockwave.SHOCKWAVE_UTILITY`)
         and the mean busy time of the jobs that can finish in the window priced
         (`vfm.planner.shockwave.SHOCKWAVE_COMPLETION_TIME`), so that finishing counts and comes

@@ -85,7 +85,7 @@ def _serve(config: PolicyConfig, state: PolicyState) -> tuple[PolicyState, Place
     it, the jobs it runs, each with its type's index, and how many each guard decided."""
     standing = state.plan
     assert standing is not None and standing.placement is not None and standing.job_ids is not None
-    open_ = standing.program.base < 1.0
+    open_ = standing.program.open_jobs
     first = shockwave.overdue_order(state.waited, open_, config.max_wait)
     if config.execution == "window":
         placed, credit = _serve_window(config, state, first), state.credit
@@ -142,8 +142,8 @@ def _serve_credit(config: PolicyConfig, state: PolicyState,
     jobs, kinds = place(order, gpus, free, _preference(fractions, pace), hosts)
     placed[jobs] = kinds
     by_credit = placed >= 0
-    remaining = np.where(program.base < 1.0, program.remaining_s, 0.0)
-    waiting = np.flatnonzero((placed < 0) & (program.base < 1.0))
+    remaining = np.where(program.open_jobs, program.remaining_s, 0.0)
+    waiting = np.flatnonzero((placed < 0) & program.open_jobs)
     jobs, kinds = place(waiting[np.argsort(-remaining[waiting], kind="stable")], gpus, free, _fastest(pace), hosts)
     placed[jobs] = kinds
     work = np.where(placed >= 0, np.take_along_axis(pace, np.maximum(placed, 0)[:, None], axis=1)[:, 0], 0.0)

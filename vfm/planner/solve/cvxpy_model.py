@@ -36,7 +36,7 @@ def solve_saa_cvxpy(program: PlanningProgram, solver: str = "CLARABEL", **option
         (program.progress[scenario, job, period], (scenario * n + job, job + period * n)),
         shape=(n_scenarios * n, n * rounds),
     )
-    utilities = np.tile(program.base, n_scenarios) + mapping @ cp.vec(y, order="F")
+    utilities = program.scenario_base.reshape(-1) + mapping @ cp.vec(y, order="F")  # row s * n + i: c_si
     # The model is the program's objective divided by the weight total, with running time in
     # rounds: its terms are then O(1) whatever the budgets, priority weights (up to ~1e10 in the
     # FTF relaxation) or round length, which Clarabel's absolute tolerances need.
@@ -122,12 +122,12 @@ def _typed_gap(program: PlanningProgram, x: np.ndarray, ftf: np.ndarray, efficie
     runnable = program.runnable
     y = np.where(runnable, np.clip(x, 0.0, program.bounds[None, :]), 0.0)
     progress = np.where(runnable[None], program.progress, 0.0)
-    utilities = program.base[None, :] + np.einsum("sng,ng->sn", progress, y)
+    utilities = program.scenario_base + np.einsum("sng,ng->sn", progress, y)
     gradient = np.einsum("sng,sn->ng", progress, program.budgets[None, :] / (n_scenarios * utilities))
     cost = np.zeros_like(y) if program.time_cost is None else np.where(runnable, program.time_cost, 0.0)
     gradient = gradient - cost  # the objective's time cost
     floor = program.fairness_floor
-    leftover = np.where(program.base < 1.0, program.remaining_s / program.round_s, 0.0)
+    leftover = np.where(program.open_jobs, program.remaining_s / program.round_s, 0.0)
     z_f = scale * np.where(floor > 0, np.maximum(ftf, 0.0), 0.0)
     kappa = program.efficiency * program.round_s
     z_e = scale * np.where((leftover > 0) & (kappa > 0), np.maximum(efficiency, 0.0), 0.0)

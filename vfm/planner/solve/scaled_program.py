@@ -35,7 +35,7 @@ class ScaledProgram:
 
     active: np.ndarray  # (n, T) bool: the job fits the round and progresses in it in some scenario
     progress: FloatArray  # (n, S, T), 0 off `active`
-    base: FloatArray  # (n,)
+    base: FloatArray  # (n, S) c_si, each job's base in each scenario (`PlanningProgram.scenario_base`, by job)
     budgets: FloatArray  # (n,) budgets / (sum of budgets * S)
     g: FloatArray  # (n, T) w_i / G_t on `active`, 0 elsewhere
     upper: FloatArray  # (T,) u_t: the box is 0 <= y_it <= u_t
@@ -79,13 +79,15 @@ def scale_program(program: PlanningProgram) -> tuple[ScaledProgram, float]:
     scale = float(program.budgets.sum())
     floor = program.fairness_floor
     constrained = floor > 0
-    leftover = np.where(program.base < 1.0, program.remaining_s / program.round_s, 0.0)
+    leftover = np.where(program.open_jobs, program.remaining_s / program.round_s, 0.0)
     efficient = (leftover > 0) & (program.efficiency > 0)
     rounds_of_goods = program.rounds_of_goods.toarray()
     data = ScaledProgram(
         active=active,
         progress=np.where(active[None], program.progress, 0.0).transpose(1, 0, 2).copy(),
-        base=program.base,
+        # By job, as `progress`, a fresh C-ordered array whatever the program's base: the kernels
+        # are compiled for one kind of array (a read-only one would be another signature).
+        base=np.array(program.scenario_base.T, order="C"),
         budgets=program.budgets / (scale * n_scenarios),
         # A good without GPUs (a GPU type absent in a round) is active for no job.
         g=np.where(active, program.gpus[:, None] / np.where(program.capacity > 0, program.capacity, 1.0)[None, :], 0.0),
