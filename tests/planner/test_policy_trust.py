@@ -376,7 +376,7 @@ def sources_after_breaking(policy: Any, forecaster: Flaky, served: Any, rounds: 
     {"relaxed": np.full((2, 3), np.nan)},
 ])
 def test_a_replan_that_did_not_converge_or_is_not_finite_is_not_used(monkeypatch, change):
-    real_plan = replanning.plan
+    real_plan = replanning.plan_checked
 
     def spoiled(*args: Any, **kwargs: Any) -> Any:
         return replace(real_plan(*args, **kwargs), **change)
@@ -384,7 +384,7 @@ def test_a_replan_that_did_not_converge_or_is_not_finite_is_not_used(monkeypatch
     policy = Policy(1, rounds=3)
     policy.add_job("a", 1, REGIMES, 40)
     policy.add_job("b", 1, REGIMES, 40)
-    monkeypatch.setattr(replanning, "plan", spoiled)
+    monkeypatch.setattr(replanning, "plan_checked", spoiled)
     assert policy.next_round() == ["a"]
     decision = policy.last_decision
     assert decision is not None and decision.source == "fallback"

@@ -144,7 +144,7 @@ def test_a_standing_plan_older_than_its_window_is_not_served():
     {"schedule": np.full((2, 6), np.inf)},
 ])
 def test_a_replan_that_did_not_converge_or_is_not_finite_is_not_used(monkeypatch, change):
-    real_plan = replanning.plan
+    real_plan = replanning.plan_checked
 
     def spoiled(*args: Any, **kwargs: Any) -> Any:
         return replace(real_plan(*args, **kwargs), **change)
@@ -152,7 +152,7 @@ def test_a_replan_that_did_not_converge_or_is_not_finite_is_not_used(monkeypatch
     policy = Policy(ClusterTypes({"v100": 1, "k80": 1}), rounds=3)
     policy.add_job("a", 1, K80, 40)
     policy.add_job("b", 1, BOTH, 40)
-    monkeypatch.setattr(replanning, "plan", spoiled)
+    monkeypatch.setattr(replanning, "plan_checked", spoiled)
     assert policy.next_round() == {"a": "k80", "b": "v100"}
     decision = policy.last_decision
     assert decision is not None and decision.source == "fallback" and policy.last_plan is None

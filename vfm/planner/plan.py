@@ -232,7 +232,18 @@ def plan(
     """
     started = time.perf_counter()
     inputs = checked_inputs(states, forecaster, options, overrides, Arguments(gpus, capacity, terms, warm_start))
-    clock = _Clock(started, inputs.options.time_limit_s)
+    return plan_checked(states, inputs, forecaster, seed, started)
+
+
+def plan_checked(states: JobStates, inputs: Inputs, forecaster: Forecaster | None = None, seed: SeedLike = None,
+                 started: float | None = None) -> Plan:
+    """`plan` of arguments already checked (`vfm.planner.inputs.Inputs`), its time limit counted from
+    `started` (a `time.perf_counter` instant; default: now).
+
+    For a caller whose jobs were checked as they arrived, as `vfm.planner.Policy` checks each job in
+    `Policy.add_job` and each restored checkpoint: its re-plans hand their inputs on as they are,
+    checked once at the library's boundary rather than on every re-plan."""
+    clock = _Clock(time.perf_counter() if started is None else started, inputs.options.time_limit_s)
     # A window's small products gain nothing from BLAS threads (vfm.blas_threads); the per-job
     # kernels run on the options' threads, with the same plan on any number, and interpreted while a
     # fresh process compiles them (vfm.planner.kernel_loading), with the same plan too.

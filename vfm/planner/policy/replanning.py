@@ -15,9 +15,9 @@ from vfm._validation import FloatArray, read_only
 from vfm.forecast import Forecaster, JobStates, LearningForecaster
 from vfm.jobs import equal_share
 from vfm.planner import shockwave
-from vfm.planner.inputs import JobTerms, checked_forecast
+from vfm.planner.inputs import Inputs, checked_cluster, checked_forecast
 from vfm.planner.options import PlanOptions
-from vfm.planner.plan import Plan, plan
+from vfm.planner.plan import Plan, plan_checked
 from vfm.planner.policy.decision import within_deadline
 from vfm.planner.policy.job_events import with_jobs
 from vfm.planner.policy.state import JobRecord, PolicyConfig, PolicyState
@@ -44,15 +44,16 @@ def replan(config: PolicyConfig, state: PolicyState, options: PlanOptions | None
         # proportional slice of the cluster (`vfm.cluster.proportional_isolated_s`).
         slowdown = None if cluster is None or speed is None else 1.0 / (speed @ (cluster.counts / cluster.total))
         jobs, targets = fair_finish(config, forecaster, state.round_index, states, jobs, slowdown=slowdown)
-    waited = None if options.wait_limit is None else carried(state.waited, carried_rows(state, ids), 0)
+    waited = (np.zeros(len(ids), dtype=np.int64) if options.wait_limit is None
+              else carried(state.waited, carried_rows(state, ids), 0).astype(np.int64))
     options = within_deadline(options, begun)
     capacity = config.capacity if cluster is None else cluster.counts.astype(np.float64)
-    new_plan = plan(
-        states, np.array([job.gpus for job in jobs]), capacity, options, forecaster=forecaster,
-        seed=np.random.SeedSequence((config.seed, state.replans)),
-        terms=JobTerms(budgets=[job.budget for job in jobs], fair_finish_s=targets, waited=waited, speed=speed),
-        warm_start=warm_start(state, ids, options.rounds),
-    )
+    # Every job was checked as it arrived (`Policy.add_job`, a restored checkpoint): the plan takes
+    # the jobs' terms as they are (`plan_checked`); only the window over the cluster is built here.
+    width, supply, window = checked_cluster(states, np.array([job.gpus for job in jobs]), capacity, speed, options)
+    budgets = np.array([job.budget for job in jobs], dtype=np.float64)
+    inputs = Inputs(options, width, supply, window, budgets, targets, waited, warm_start(state, ids, options.rounds))
+    new_plan = plan_checked(states, inputs, forecaster, np.random.SeedSequence((config.seed, state.replans)))
     return replanned(state, ids, jobs, new_plan, forecaster)
 
 
