@@ -11,7 +11,7 @@ from hypothesis import given
 from vfm.cluster import ClusterTypes
 from vfm.forecast import JobStates
 from vfm.planner import PlanOptions, Policy, plan
-from vfm.planner.plan import COMPLETION_BASE
+from vfm.planner.pace import COMPLETION_BASE
 
 from .strategies import JobSet, job_sets
 

@@ -125,7 +125,7 @@ class PlanOptions:
     utility : {"progress", "completion"}
         What a job's utility in the window measures. ``"progress"`` (default): the share of its
         total work done by the window's end, Shockwave's NSWOT. ``"completion"``: the share of its
-        remaining work the window does, on a base of `vfm.planner.plan.COMPLETION_BASE`; a job that
+        remaining work the window does, on a base of `vfm.planner.pace.COMPLETION_BASE`; a job that
         finishes in the window reaches its whole utility, so one round from its end it outbids a
         job that has just begun (docs/planning.md, "What a job's utility measures"). One GPU
         type or several, one scenario or many.

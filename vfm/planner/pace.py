@@ -4,7 +4,8 @@ r"""A window's progress per round from a forecast: the forecaster's calendar epo
 round (`window_epochs`), moved onto the rounds its gang fits (`in_fitting_rounds`). With
 ``PlanOptions.pace="flat"`` (the default) that is the job's remaining work spread evenly over its
 forecast remaining runtime (`flat_pace`): what a round is worth then depends on how many rounds the
-job runs, not on when (docs/planning.md, "Progress that does not depend on the calendar").
+job runs, not on when (docs/planning.md, "Progress that does not depend on the calendar"). The
+program's progress and base are those epochs as shares of each job's work (`utility_terms`).
 """
 
 from __future__ import annotations
@@ -109,3 +110,21 @@ def in_fitting_rounds(epochs: FloatArray, fits: np.ndarray) -> FloatArray:
     order = np.maximum(np.cumsum(fits, axis=1) - 1, 0)
     moved = np.take_along_axis(epochs, np.broadcast_to(order, epochs.shape), axis=-1)
     return np.where(fits, moved, 0.0)
+
+
+#: With ``PlanOptions.utility="completion"``, the utility of a job the window does nothing for: a
+#: thousandth of its remaining work (chosen on the robustness suite's choose half among 1e-2, 1e-3
+#: and 1e-5; benchmarks/results/robustness).
+COMPLETION_BASE = 1e-3
+
+
+def utility_terms(states: JobStates, epochs: FloatArray, finished: np.ndarray,
+                  utility: str) -> tuple[FloatArray, FloatArray]:
+    """The program's progress per round, shape (S, n, T), and base, shape (n,), from the epochs
+    forecast per round: shares of each job's total work, the base its work done (``"progress"``),
+    or shares of its remaining work, the base `COMPLETION_BASE` (``"completion"``; 1 for a
+    finished job, which the program leaves out)."""
+    if utility == "progress":
+        return epochs / states.total_epochs[None, :, None], states.epochs_done / states.total_epochs
+    left = np.where(finished, 1.0, states.total_epochs - states.epochs_done)
+    return epochs / left[None, :, None], np.where(finished, 1.0, COMPLETION_BASE)

@@ -33,7 +33,7 @@ from vfm.planner._kernels import kernel_threads
 from vfm.planner.inputs import Arguments, Inputs, JobTerms, checked_forecast, checked_inputs
 from vfm.planner.kernel_loading import Forms, serving
 from vfm.planner.options import STRICT_TOL, PlanOptions
-from vfm.planner.pace import window_epochs
+from vfm.planner.pace import utility_terms, window_epochs
 from vfm.planner.program import PlanningProgram, above_floor, commitments, completion_time_cost, shortest_first_budgets
 from vfm.planner.rounding import RoundingContext, round_placement, round_schedule
 from vfm.planner.solve.polish import polish
@@ -323,30 +323,12 @@ def _forecast(states: JobStates, forecaster: Forecaster | None, inputs: Inputs, 
     return _Forecast(remaining_s, finished, fits, epochs, time.perf_counter() - clock.started, clock.late("forecast"))
 
 
-#: With ``PlanOptions.utility="completion"``, the utility of a job the window does nothing for: a
-#: thousandth of its remaining work (chosen on the robustness suite's choose half among 1e-2, 1e-3
-#: and 1e-5; benchmarks/results/robustness).
-COMPLETION_BASE = 1e-3
-
-
-def _utility_terms(states: JobStates, epochs: FloatArray, finished: np.ndarray,
-                   utility: str) -> tuple[FloatArray, FloatArray]:
-    """The program's progress per round, shape (S, n, T), and base, shape (n,), from the epochs
-    forecast per round: shares of each job's total work, the base its work done (``"progress"``),
-    or shares of its remaining work, the base `COMPLETION_BASE` (``"completion"``; 1 for a
-    finished job, which the program leaves out)."""
-    if utility == "progress":
-        return epochs / states.total_epochs[None, :, None], states.epochs_done / states.total_epochs
-    left = np.where(finished, 1.0, states.total_epochs - states.epochs_done)
-    return epochs / left[None, :, None], np.where(finished, 1.0, COMPLETION_BASE)
-
-
 def _build(states: JobStates, inputs: Inputs, forecast: _Forecast, clock: _Clock) -> _Built:
     """The expected-NSWOT program of the forecast, with the FTF constraints (`shockwave.constrain`),
     over the GPU types, with the rounds committed to waits and the service floor (`commitments`)."""
     opts, window, targets, late = inputs.options, inputs.window, inputs.targets, forecast.late
     finished = forecast.finished
-    progress, base = _utility_terms(states, forecast.epochs, finished, opts.utility)
+    progress, base = utility_terms(states, forecast.epochs, finished, opts.utility)
     budgets = shortest_first_budgets(inputs.budgets, forecast.remaining_s, ~finished, opts.round_s, opts.shortest_first)
     program = PlanningProgram(
         progress=progress, base=base,
