@@ -106,3 +106,13 @@ def test_a_policy_with_a_learning_forecaster_restored_decides_as_the_one_that_ne
     restore_at = set(range(1, 30, 3))
     for seed in range(2):
         assert _decisions(learning, False, seed, 30, restore_at) == _decisions(learning, False, seed, 30, set())
+
+
+def test_a_policy_planning_over_scenarios_restored_decides_as_the_one_that_never_stopped() -> None:
+    # Several scenarios with the wait limit (each scenario its own base above the commitments).
+    def sampled() -> Policy:
+        return Policy.shockwave(4, rounds=6, scenarios=3, wait_limit=3)
+
+    restore_at = set(range(2, 30, 4))
+    for seed in range(2):
+        assert _decisions(sampled, False, seed, 30, restore_at) == _decisions(sampled, False, seed, 30, set())
