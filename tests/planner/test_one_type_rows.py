@@ -77,3 +77,112 @@ def test_typed_gram_is_the_per_job_algorithm_bit_for_bit(jobs, columns, rounds, 
             partial += job_blocks
         expected += partial
     assert np.array_equal(blocks, expected)
+
+
+def _fold_arguments(jobs, rounds, types, seed, padded=False):
+    rng = np.random.default_rng(seed)
+    goods = rounds * types
+    group = np.tile(np.arange(rounds), types)
+    members = np.stack([np.flatnonzero(group == r) for r in range(rounds)])
+    if padded:  # a round with a good fewer: the goods no longer tile the rounds
+        group, members = group[:-1], members.copy()
+        members[rounds - 1, -1] = -1
+        goods -= 1
+    sum_weights, add_weights = rng.random((2, jobs, goods))
+    round_weights = rng.standard_normal((jobs, rounds))
+    return group, members, sum_weights, round_weights, add_weights
+
+
+def _plain_fold(vector, sum_weights, round_weights, add_weights, group):
+    """`add_round_sums` job by job and good by good: each round's sum in the goods' order."""
+    out = vector.copy()
+    for i in range(vector.shape[0]):
+        for j in range(vector.shape[1]):
+            sums = np.zeros(round_weights.shape[1])
+            for t in range(vector.shape[2]):
+                sums[group[t]] += sum_weights[i, t] * vector[i, j, t]
+            for t in range(vector.shape[2]):
+                out[i, j, t] += add_weights[i, t] * round_weights[i, group[t]] * sums[group[t]]
+    return out
+
+
+@pytest.mark.parametrize("padded", [False, True])
+def test_round_sums_tiled_or_by_members_are_the_plain_sums_bit_for_bit(padded):
+    group, members, sum_weights, round_weights, add_weights = _fold_arguments(70, 5, 3, 2, padded)
+    vector = np.random.default_rng(3).standard_normal((70, 2, group.size))
+    expected = _plain_fold(vector, sum_weights, round_weights, add_weights, group)
+    for tiled in ([False, True] if not padded else [False]):
+        out = vector.copy()
+        one_type_rows.add_round_sums(sum_weights, round_weights, add_weights, members, tiled,
+                                     vector.reshape(-1, group.size), out.reshape(-1, group.size))
+        assert np.array_equal(out, expected)
+
+
+@pytest.mark.parametrize(("columns", "padded"), [(1, False), (2, False), (3, True)])
+def test_the_typed_block_solves_are_the_steps_one_after_the_other_bit_for_bit(columns, padded):
+    from vfm.planner._kernels import low_rank
+
+    jobs, rounds, types = 150, 4, 3
+    group, members, inverse_diagonal, alpha, active = _fold_arguments(jobs, rounds, types, 5, padded)
+    rng = np.random.default_rng(6)
+    goods = group.size
+    scaled = rng.standard_normal((jobs, columns, goods))
+    p_t, shrink = np.empty_like(scaled), np.empty((jobs, columns))
+    low_rank.low_rank_factor(scaled, p_t, shrink)
+    root, g, vector = rng.random((jobs, goods)) + 0.1, rng.random((jobs, goods)), rng.standard_normal((jobs, goods))
+    correction = rng.standard_normal(goods)
+
+    def fold(v, sum_weights, add_weights):
+        return _plain_fold(v[:, None, :], sum_weights, alpha, add_weights, group)[:, 0, :]
+
+    def block_solve(v):
+        out, loads = np.empty_like(v), np.empty(goods)
+        low_rank.inverse_blocks(root, p_t, shrink, fold(v, inverse_diagonal, active), g, out, loads)
+        return fold(out, active, inverse_diagonal)
+
+    out, loads = np.empty_like(vector), np.empty(goods)
+    tiled = not padded
+    one_type_rows.typed_inverse_blocks(root, p_t, shrink, alpha, inverse_diagonal, active, members, tiled, vector,
+                                       g, out, loads)
+    expected = block_solve(vector)
+    assert np.array_equal(out, expected)
+    chunked = sum(_in_order(g[c:c + 64] * expected[c:c + 64]) for c in range(0, jobs, 64))
+    assert np.array_equal(loads, chunked)
+    before = out.copy()
+    one_type_rows.typed_subtract_inverse_blocks(root, p_t, shrink, alpha, inverse_diagonal, active, members, tiled,
+                                                g, correction, out)
+    assert np.array_equal(out, before - block_solve(g * correction[None, :]))
+
+
+def _in_order(rows):
+    """The rows' sum, one row after another."""
+    total = np.zeros(rows.shape[1])
+    for row in rows:
+        total += row
+    return total
+
+
+@pytest.mark.parametrize("scenarios", [1, 2])
+def test_a_typed_solve_interpreted_is_the_compiled_one_bit_for_bit(scenarios):
+    # The one-type rows' fused kernels (`typed_curvature`, `typed_factor`, the typed block solves) and their
+    # interpreted twins, through a whole solve on two GPU types.
+    from dataclasses import replace
+
+    from benchmarks.plan import tiled_window
+    from vfm._numerics.jit import interpreting
+    from vfm.planner.plan import plan
+    from vfm.planner.solve.ipm import solve_saa_ipm
+
+    states, gpus, capacity = tiled_window(12, 6)
+    program = plan(states, gpus, capacity, scenarios=scenarios, seed=0).program
+    rounds = program.capacity.shape[0]
+    speed = np.where(np.arange(program.progress.shape[1])[:, None] % 3 == 0, 0.5, 0.8)
+    typed = replace(program, progress=np.tile(program.progress, 2), capacity=np.tile(0.5 * program.capacity, 2),
+                    good_round=np.tile(np.arange(rounds), 2),
+                    speed=np.repeat(np.hstack([np.ones_like(speed), speed]), rounds, axis=1))
+    compiled = solve_saa_ipm(typed, tol=1e-8)
+    with interpreting():
+        interpreted = solve_saa_ipm(typed, tol=1e-8)
+    assert str(compiled.status) == str(interpreted.status) == "optimal"
+    for name in ("x", "prices", "type_multipliers"):
+        assert np.array_equal(getattr(compiled, name), getattr(interpreted, name)), name

@@ -8,6 +8,7 @@ import numpy as np
 from numba import prange
 
 from vfm.planner._kernels import jit
+from vfm.planner._kernels.low_rank import _job_root
 
 
 @jit.over_jobs
@@ -163,19 +164,234 @@ def _gram_chunk(columns: np.ndarray, shrink: np.ndarray, diagonal_part: np.ndarr
 
 
 @jit.over_jobs
-def add_round_sums(vector: np.ndarray, sum_weights: np.ndarray, round_weights: np.ndarray, add_weights: np.ndarray,
-                   group: np.ndarray, out: np.ndarray) -> None:
-    r"""`out[i, j, t]` += `add_weights[i, t]` `round_weights[i, r]` :math:`\sum_{s \in r}` `sum_weights[i, s]`
-    `vector[i, j, s]`, r = `group[t]` the round of good t: the one-type rows' rank-one terms per job and
-    round (`vfm.planner.solve.ipm.blocks.TypeFold`, the Newton matrix's product). `vector`, `out` (n, k, T);
-    `sum_weights`, `add_weights` (n, T); `round_weights` (n, R)."""
-    n, k, goods = vector.shape
+def add_round_sums(sum_weights: np.ndarray, round_weights: np.ndarray, add_weights: np.ndarray, members: np.ndarray,
+                   tiled: bool, vector: np.ndarray, out: np.ndarray) -> None:
+    r"""`out[i k + j, t]` += `add_weights[i, t]` `round_weights[i, r]` :math:`\sum_{s \in r}` `sum_weights[i, s]`
+    `vector[i k + j, s]`, r the round of good t (`members` (R, K) the goods of each round, `tiled` as in
+    `_fold_rows`): the one-type rows' rank-one terms per job and round for k vectors per job
+    (`vfm.planner.solve.ipm.blocks.TypeFold`, the Newton matrix's product). `vector`, `out` (n k, T), job
+    i's vectors in rows i k to i k + k - 1 (an (n, k, T) array reshaped); `sum_weights`, `add_weights`
+    (n, T); `round_weights` (n, R)."""
+    n = sum_weights.shape[0]
+    k = vector.shape[0] // n
     for chunk in prange(jit.chunks(n)):
-        sums = np.empty(round_weights.shape[1])
+        sums = np.empty(members.shape[0])
+        lo, hi = chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)
+        _fold_rows(vector[lo * k:hi * k], sum_weights[lo:hi], round_weights[lo:hi], add_weights[lo:hi], members,
+                   tiled, k, sums, out[lo * k:hi * k], out[lo * k:hi * k])
+
+
+@jit.inlined
+def _fold_rows(vector: np.ndarray, sum_weights: np.ndarray, round_weights: np.ndarray, add_weights: np.ndarray,
+               members: np.ndarray, tiled: bool, per_job: int, sums: np.ndarray, start: np.ndarray,
+               out: np.ndarray) -> None:
+    """`out[a]` := `start[a]` plus the rank-one terms per round of `vector[a]` for each row `a` of a chunk's
+    jobs, `per_job` rows per job (the weights' row `a // per_job`; `members` (R, K) the goods of each round
+    in increasing order, padded with -1; `sums` (R,) scratch; `out` may be `start` or `vector`). Each
+    round's sum over its goods in the goods' order. One call per chunk, not per job: a call that passes
+    a job's rows costs about as much as the job's work.
+
+    `tiled`: the goods are K whole blocks of the R rounds in order (good m R + r is round r's m-th,
+    `vfm.planner.solve.scaled_program.ScaledProgram.tiled`); the sums then run over contiguous runs
+    of goods and vectorize, where a loop over `members` is a chain of dependent scalar operations
+    per round. Both add the same terms in the same order."""
+    rounds, width = members.shape
+    for a in range(vector.shape[0]):
+        i = a // per_job
+        if tiled:
+            for r in range(rounds):
+                sums[r] = 0.0
+            for m in range(width):
+                base = m * rounds
+                for r in range(rounds):
+                    sums[r] += sum_weights[i, base + r] * vector[a, base + r]
+            for m in range(width):
+                base = m * rounds
+                for r in range(rounds):
+                    out[a, base + r] = start[a, base + r] + add_weights[i, base + r] * round_weights[i, r] * sums[r]
+            continue
+        for r in range(rounds):
+            total = 0.0
+            for m in range(width):
+                c = members[r, m]
+                if c >= 0:
+                    total += sum_weights[i, c] * vector[a, c]
+            sums[r] = total
+        for r in range(rounds):
+            weight = round_weights[i, r]
+            for m in range(width):
+                c = members[r, m]
+                if c >= 0:
+                    out[a, c] = start[a, c] + add_weights[i, c] * weight * sums[r]
+
+
+@jit.inlined
+def _root_times_rows(columns: np.ndarray, shrink: np.ndarray, vector: np.ndarray, along: np.ndarray,
+                     times: int) -> None:
+    """`low_rank._root_times` for each of a chunk's jobs (`columns` (jobs, S', T), `shrink` (jobs, S'),
+    `vector` (jobs, T)): the same operations, one call per chunk."""
+    count, k, goods = columns.shape
+    for a in range(count):
+        for _ in range(times):
+            p = 0
+            while p + 2 <= k:
+                first = second = 0.0
+                for t in range(goods):
+                    first += columns[a, p, t] * vector[a, t]
+                    second += columns[a, p + 1, t] * vector[a, t]
+                along[p], along[p + 1] = shrink[a, p] * first, shrink[a, p + 1] * second
+                p += 2
+            if p < k:
+                total = 0.0
+                for t in range(goods):
+                    total += columns[a, p, t] * vector[a, t]
+                along[p] = shrink[a, p] * total
+            p = 0
+            while p + 2 <= k:
+                first, second = along[p], along[p + 1]
+                for t in range(goods):
+                    vector[a, t] = vector[a, t] - first * columns[a, p, t] - second * columns[a, p + 1, t]
+                p += 2
+            if p < k:
+                weight = along[p]
+                for t in range(goods):
+                    vector[a, t] -= weight * columns[a, p, t]
+
+
+@jit.over_jobs
+def typed_inverse_blocks(root: np.ndarray, columns: np.ndarray, shrink: np.ndarray, alpha: np.ndarray,
+                         inverse_diagonal: np.ndarray, active: np.ndarray, members: np.ndarray, tiled: bool,
+                         vector: np.ndarray, g: np.ndarray, out: np.ndarray, loads: np.ndarray) -> None:
+    r"""`out` := :math:`K_i^{-1} v_i = N_i^\top D_i^{-1/2} F_i^2 D_i^{-1/2} N_i v_i` for every job, shape
+    (n, T), and `loads` := :math:`\sum_i g_i \circ` `out` (T,), summed chunk by chunk (`jit.CHUNK`): the
+    block solves with the one-type rows folded in (`vfm.planner.solve.ipm.blocks.TypeFold`), low-rank
+    factor (`columns`, `shrink`), in one pass instead of the fold, the block solve and the unfold one
+    after the other over the whole (n, T) arrays (each step the same floats as alone). `alpha` (n, R),
+    `inverse_diagonal` and `active` (n, T) are the fold's, `members` and `tiled` as in `_fold_rows`."""
+    n, k, goods = columns.shape
+    partial = np.zeros((jit.chunks(n), goods))
+    for chunk in prange(jit.chunks(n)):
+        along = np.empty(k)
+        sums = np.empty(members.shape[0])
+        lo, hi = chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)
+        x = np.empty((hi - lo, goods))
+        _fold_rows(vector[lo:hi], inverse_diagonal[lo:hi], alpha[lo:hi], active[lo:hi], members, tiled, 1,
+                   sums, vector[lo:hi], x)
+        for a in range(hi - lo):
+            for t in range(goods):
+                x[a, t] = root[lo + a, t] * x[a, t]
+        _root_times_rows(columns[lo:hi], shrink[lo:hi], x, along, 2)
+        for a in range(hi - lo):
+            for t in range(goods):
+                x[a, t] = root[lo + a, t] * x[a, t]
+        _fold_rows(x, active[lo:hi], alpha[lo:hi], inverse_diagonal[lo:hi], members, tiled, 1, sums, x,
+                   out[lo:hi])
+        totals = partial[chunk]
+        for a in range(hi - lo):
+            for t in range(goods):
+                totals[t] += g[lo + a, t] * out[lo + a, t]
+    jit.add_chunks(partial, loads)
+
+
+@jit.over_jobs
+def typed_subtract_inverse_blocks(root: np.ndarray, columns: np.ndarray, shrink: np.ndarray, alpha: np.ndarray,
+                                  inverse_diagonal: np.ndarray, active: np.ndarray, members: np.ndarray,
+                                  tiled: bool, g: np.ndarray, correction: np.ndarray, out: np.ndarray) -> None:
+    r"""`out` -= :math:`K_i^{-1} (g_i \circ c)` for every job (`typed_inverse_blocks`' blocks): the Woodbury
+    identity's second term with the one-type rows folded in, `correction` :math:`c` (T,)."""
+    n, k, goods = columns.shape
+    for chunk in prange(jit.chunks(n)):
+        along = np.empty(k)
+        sums = np.empty(members.shape[0])
+        lo, hi = chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)
+        x = np.empty((hi - lo, goods))
+        for a in range(hi - lo):
+            for t in range(goods):
+                x[a, t] = g[lo + a, t] * correction[t]
+        _fold_rows(x, inverse_diagonal[lo:hi], alpha[lo:hi], active[lo:hi], members, tiled, 1, sums, x, x)
+        for a in range(hi - lo):
+            for t in range(goods):
+                x[a, t] = root[lo + a, t] * x[a, t]
+        _root_times_rows(columns[lo:hi], shrink[lo:hi], x, along, 2)
+        for a in range(hi - lo):
+            for t in range(goods):
+                x[a, t] = root[lo + a, t] * x[a, t]
+        _fold_rows(x, active[lo:hi], alpha[lo:hi], inverse_diagonal[lo:hi], members, tiled, 1, sums, x, x)
+        for a in range(hi - lo):
+            for t in range(goods):
+                out[lo + a, t] -= x[a, t]
+
+
+@jit.over_jobs
+def typed_curvature(active: np.ndarray, y: np.ndarray, s_hi: np.ndarray, z_lo: np.ndarray, z_hi: np.ndarray,
+                    spread: np.ndarray, progress: np.ndarray, weights: np.ndarray, u: np.ndarray, row: np.ndarray,
+                    pace: np.ndarray, regularization: float, group: np.ndarray, diagonal: np.ndarray,
+                    curvature: np.ndarray, root: np.ndarray, inverse_diagonal: np.ndarray, sigma: np.ndarray) -> None:
+    r"""The first half of one Newton system's per-job work over GPU types with the low-rank factor
+    (`vfm.planner.solve.ipm.blocks.typed_low_rank_system`), in one pass: for every job, `diagonal`,
+    `curvature` (with the rows' column `row[i]` times `pace` when it has a column more than `progress`
+    has scenarios) and `root` as `entries.bounds_curvature` and `entries.scaled_columns` compute them,
+    `inverse_diagonal` := :math:`1 / d` on the active entries (0 elsewhere) and `sigma` (n, R) :=
+    :math:`\sigma_r = e_r^\top D^{-1} e_r` (`group` (T,) the round of each good), the one-type rows'
+    fold's terms (`vfm.planner.solve.ipm.blocks.TypeFold`)."""
+    n, scenarios, goods = progress.shape
+    k = curvature.shape[1]
+    extra = k > scenarios
+    for chunk in prange(jit.chunks(n)):
         for i in range(chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)):
-            for j in range(k):
-                sums[:] = 0.0
+            for t in range(goods):
+                diagonal[i, t] = z_lo[i, t] / y[i, t] + z_hi[i, t] / s_hi[i, t] + spread[i] if active[i, t] else 1.0
+            for t in range(goods):
+                root[i, t] = 1.0 / np.sqrt(diagonal[i, t] + regularization)
+                inverse_diagonal[i, t] = root[i, t] * root[i, t] if active[i, t] else 0.0
+            for s in range(scenarios):
+                factor = np.sqrt(weights[i, s] / u[i, s])
                 for t in range(goods):
-                    sums[group[t]] += sum_weights[i, t] * vector[i, j, t]
+                    curvature[i, s, t] = factor * progress[i, s, t]
+            if extra:
                 for t in range(goods):
-                    out[i, j, t] += add_weights[i, t] * round_weights[i, group[t]] * sums[group[t]]
+                    curvature[i, scenarios, t] = row[i] * pace[i, t]
+            sums = sigma[i]
+            sums[:] = 0.0
+            for t in range(goods):
+                sums[group[t]] += inverse_diagonal[i, t]
+
+
+@jit.over_jobs
+def typed_factor(curvature: np.ndarray, root: np.ndarray, inverse_diagonal: np.ndarray, alpha: np.ndarray,
+                 active_weights: np.ndarray, g: np.ndarray, group: np.ndarray, members: np.ndarray, tiled: bool,
+                 scaled: np.ndarray, columns: np.ndarray, shrink: np.ndarray, scaled_q: np.ndarray,
+                 blocks: np.ndarray) -> None:
+    r"""The second half of `typed_curvature`'s pass, given the fold's `alpha` (n, R)
+    (`vfm.planner.solve.ipm.blocks.TypeFold`): for every job, `scaled` := :math:`V^\top = D^{-1/2} N C`
+    and its low-rank factor (`columns`, `shrink`, as `low_rank.low_rank_factor`), and the capacity Gram
+    matrix's pieces of `typed_gram` (`scaled_q`, `blocks` (R, K, K) := the rounds' own blocks summed
+    chunk by chunk). `active_weights` is the active entries as floats, `group` (T,) the round of each
+    good, `members` and `tiled` as in `_fold_rows`."""
+    n, k, goods = curvature.shape
+    rounds, width = members.shape
+    partial = np.zeros((jit.chunks(n), rounds, width, width))
+    for chunk in prange(jit.chunks(n)):
+        gram = np.empty((k, k))
+        rotation = np.empty((k, k))
+        sums = np.empty(rounds)
+        lo, hi = chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)
+        count = (hi - lo) * k
+        _fold_rows(curvature[lo:hi].reshape(count, goods), inverse_diagonal[lo:hi], alpha[lo:hi],
+                   active_weights[lo:hi], members, tiled, k, sums, curvature[lo:hi].reshape(count, goods),
+                   scaled[lo:hi].reshape(count, goods))
+        diagonal_part = np.empty((hi - lo, goods))
+        left = np.empty((hi - lo, goods))
+        right = np.empty((hi - lo, goods))
+        for i in range(lo, hi):
+            for p in range(k):
+                for t in range(goods):
+                    scaled[i, p, t] = root[i, t] * scaled[i, p, t]
+            _job_root(scaled[i], gram, rotation, columns[i], shrink[i])
+            for t in range(goods):
+                diagonal_part[i - lo, t] = g[i, t] * root[i, t]
+                left[i - lo, t] = root[i, t] * (alpha[i, group[t]] * active_weights[i, t])
+                right[i - lo, t] = inverse_diagonal[i, t] * g[i, t]
+        _gram_chunk(columns[lo:hi], shrink[lo:hi], diagonal_part, left, right, group, members, scaled_q[lo:hi],
+                    partial[chunk])
+    jit.add_chunks(partial, blocks)

@@ -60,6 +60,28 @@ class ScaledProgram:
         """Whether the program has one-type-per-round rows (GPU types with several goods per round)."""
         return bool(self.shared.any())
 
+    @cached_property  # read by every Newton step over GPU types: computed once per program
+    def active_weights(self) -> FloatArray:
+        """`active` as floats, shape (n, T): 1 on the active entries, 0 elsewhere."""
+        return self.active.astype(np.float64)
+
+    @cached_property  # read by every Newton step over GPU types: computed once per program
+    def round_blocks(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Where each round's own (K, K) block lies in a (T, T) matrix over the goods: the rounds, the
+        blocks' rows and columns, and the goods they stand for (two goods of one round, `members`)."""
+        members = self.members
+        r, row, column = np.nonzero((members >= 0)[:, :, None] & (members >= 0)[:, None, :])
+        return r, row, column, members[r, row], members[r, column]
+
+    @cached_property  # read by the one-type rows' kernels: computed once per program
+    def tiled(self) -> bool:
+        """Whether the goods are whole blocks of the rounds in order, good k R + r the k-th of round r (how
+        `vfm.planner.typed` lays out the types): the one-type rows' kernels then sum each round over
+        contiguous runs of goods (`vfm.planner._kernels.one_type_rows`)."""
+        rounds, width = self.members.shape
+        return self.good_round.size == rounds * width and \
+            bool(np.array_equal(self.good_round, np.tile(np.arange(rounds), width)))
+
     @cached_property  # read by every Lagrangian minimizer of the polish: computed once per program
     def minimizer_upper(self) -> FloatArray:
         """Each entry's upper bound in the polish's Lagrangian minimizer (`vfm.planner.solve.polish`), shape

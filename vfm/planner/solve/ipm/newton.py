@@ -15,7 +15,14 @@ from vfm._numerics.interior_point import CG_STEPS, CG_TOLERANCE, cg_tolerance, l
 from vfm._numerics.linalg import cholesky, cholesky_solve, preconditioned_cg
 from vfm._validation import FloatArray
 from vfm.planner._kernels import entries, low_rank
-from vfm.planner.solve.ipm.blocks import BlockFactor, TypeFold, Workspace, add_round_sums, low_rank_system
+from vfm.planner.solve.ipm.blocks import (
+    BlockFactor,
+    TypeFold,
+    Workspace,
+    add_round_sums,
+    low_rank_system,
+    typed_low_rank_system,
+)
 from vfm.planner.solve.ipm.point import Longest, Point, TypeRows
 from vfm.planner.solve.scaled_program import ScaledProgram
 
@@ -101,6 +108,9 @@ class NewtonSystem:
         if work.low_rank and not data.typed and not stacked:
             diagonal, root, blocks, schur = low_rank_system(data, point, row, regularization, work)
             fold, rows = None, data.pace if data.kappa else None
+        elif work.low_rank and not stacked:  # over GPU types, likewise (the Gram matrix in pieces)
+            diagonal, root, blocks, schur, typed_fold = typed_low_rank_system(data, point, row, regularization, work)
+            fold, rows = typed_fold, typed_fold.forward(data.pace) if data.kappa else None
         else:
             diagonal, root, blocks, schur, fold, rows = _blocks(data, point, row, regularization, work, stacked)
         curvature = work.curvature
@@ -137,7 +147,13 @@ class NewtonSystem:
             correction = cholesky_solve(self.schur, loads)
             self.blocks.subtract_inverse(self.root, g, correction, solution)
             return solution, loads, correction
-        # K_i^-1 = N_i^T D_i^-1/2 F_i^T F_i D_i^-1/2 N_i (`TypeFold`).
+        # K_i^-1 = N_i^T D_i^-1/2 F_i^T F_i D_i^-1/2 N_i (`TypeFold`): with the low-rank factor, the fold, the
+        # block solve and the unfold in one pass per term.
+        if self.blocks.columns is not None:
+            solution, loads = fold.inverse(self.blocks, self.root, rhs, g)
+            correction = cholesky_solve(self.schur, loads)
+            fold.subtract_inverse(self.blocks, self.root, g, correction, solution)
+            return solution, loads, correction
         solution = fold.backward(self.blocks.inverse(self.root, fold.forward(rhs), g)[0])
         loads = np.einsum("nt,nt->t", g, solution)
         correction = cholesky_solve(self.schur, loads)
@@ -151,7 +167,8 @@ class NewtonSystem:
         entries.hessian_times(self.curvature, self.diagonal, g, prices_term, vector, out)
         if self.fold is not None:  # the one-type rows' c_ir e_r e_r^T
             type_rows, active = self.point.type_rows, self.fold.active
-            add_round_sums(vector, active, type_rows.z / type_rows.s, active, self.data.good_round, out)
+            add_round_sums(vector, active, type_rows.z / type_rows.s, active, self.data.members, self.data.tiled,
+                           out)
         return out
 
     def precondition(self, rhs: FloatArray) -> FloatArray:
