@@ -125,6 +125,10 @@ def _gram_chunk(columns: np.ndarray, shrink: np.ndarray, diagonal_part: np.ndarr
     hq = np.empty((k, width, jit.CHUNK))
     y = np.empty((width, width, jit.CHUNK))
     total = np.empty(jit.CHUNK)
+    # Each job's terms of the blocks, added to `sums` once all are formed: job after job, all blocks'
+    # entries side by side (each entry's sum the same chain of additions as one entry at a time, but
+    # the entries' chains overlap instead of waiting on each other).
+    terms = np.empty((jit.CHUNK, rounds * width * width))
     for r in range(rounds):
         for p in range(k):  # the other rounds', as sums (no difference)
             for s in range(k):
@@ -133,22 +137,27 @@ def _gram_chunk(columns: np.ndarray, shrink: np.ndarray, diagonal_part: np.ndarr
         for m in range(width):
             c = members[r, m]
             for p in range(k):
+                if c < 0:
+                    hq[p, m, :] = 0.0
+                    continue
                 for job in range(count):
-                    hq[p, m, job] = shrink[job, p] * q[p, c, job] if c >= 0 else 0.0
+                    hq[p, m, job] = shrink[job, p] * q[p, c, job]
+        # The tests on the goods outside the loops over the jobs, which then vectorize.
         for row in range(width):
             a = members[r, row]
             for m in range(width):
                 c = members[r, m]
+                if a < 0 or c < 0:
+                    y[row, m, :] = 0.0
+                    continue
                 for job in range(count):
-                    if a < 0 or c < 0:
-                        y[row, m, job] = 0.0
-                        continue
-                    value = left[a, job] * right[c, job]
-                    if a == c:
-                        value += diagonal[c, job]
-                    for p in range(k):
-                        value -= p_t[p, a, job] * hq[p, m, job]
-                    y[row, m, job] = value
+                    y[row, m, job] = left[a, job] * right[c, job]
+                if a == c:
+                    for job in range(count):
+                        y[row, m, job] += diagonal[c, job]
+                for p in range(k):
+                    for job in range(count):
+                        y[row, m, job] -= p_t[p, a, job] * hq[p, m, job]
         for m in range(width):
             for m2 in range(width):
                 total[:] = 0.0
@@ -159,8 +168,13 @@ def _gram_chunk(columns: np.ndarray, shrink: np.ndarray, diagonal_part: np.ndarr
                     for s in range(k):
                         for job in range(count):
                             total[job] += hq[p, m, job] * outside[p, s, job] * hq[s, m2, job]
-                for job in range(count):  # in job order: the chunk's sum as one job after another
-                    sums[r, m, m2] += total[job]
+                entry = (r * width + m) * width + m2
+                for job in range(count):
+                    terms[job, entry] = total[job]
+    flat = sums.reshape(rounds * width * width)
+    for job in range(count):  # in job order: the chunk's sum as one job after another
+        for entry in range(flat.size):
+            flat[entry] += terms[job, entry]
 
 
 @jit.over_jobs
