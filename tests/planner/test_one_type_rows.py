@@ -186,3 +186,67 @@ def test_a_typed_solve_interpreted_is_the_compiled_one_bit_for_bit(scenarios):
     assert str(compiled.status) == str(interpreted.status) == "optimal"
     for name in ("x", "prices", "type_multipliers"):
         assert np.array_equal(getattr(compiled, name), getattr(interpreted, name)), name
+    if scenarios == 1:  # and the polish's kernels over the types
+        from vfm.planner.solve.polish import polish
+
+        polished = polish(typed, compiled)
+        with interpreting():
+            polished_interpreted = polish(typed, interpreted)
+        assert "polished to residual" in polished.message
+        for name in ("x", "prices", "type_multipliers"):
+            assert np.array_equal(getattr(polished, name), getattr(polished_interpreted, name)), name
+
+
+def _polish_slopes(jobs, rounds, types, seed):
+    rng = np.random.default_rng(seed)
+    goods = rounds * types
+    group = np.tile(np.arange(rounds), types)
+    free = (rng.random((jobs, goods)) < 0.7).astype(np.float64)
+    weighted = rng.random((jobs, goods)) * free
+    a_round = np.stack([weighted[:, group == r].sum(axis=1) for r in range(rounds)], axis=1)
+    gamma, scale = rng.random(jobs), rng.random(jobs) + 0.5
+    g = rng.random((jobs, goods))
+    return group, free, weighted, a_round, gamma, scale, g
+
+
+def test_the_polish_products_over_types_are_their_formulas():
+    group, free, weighted, a_round, gamma, scale, g = _polish_slopes(150, 4, 3, 7)
+    rng = np.random.default_rng(8)
+    mu, prices = rng.standard_normal(a_round.shape), rng.standard_normal(group.size)
+    rounds_of_goods = (group[:, None] == np.arange(a_round.shape[1])[None, :]).astype(np.float64)
+    out = np.empty(group.size)
+    one_type_rows.polish_cross_times(free, weighted, a_round, gamma, scale, g, group, mu, out)
+    along = gamma * (a_round * mu).sum(axis=1)
+    expected = (g * scale[:, None] * (free * mu[:, group] - along[:, None] * weighted)).sum(axis=0)
+    np.testing.assert_allclose(out, expected, rtol=1e-13, atol=1e-13 * np.abs(expected).max())
+    transposed = np.empty(a_round.shape)
+    one_type_rows.polish_cross_transposed_times(free, weighted, a_round, gamma, scale, g, group, prices, transposed)
+    gx = g * prices[None, :]
+    expected = scale[:, None] * ((gx * free) @ rounds_of_goods
+                                 - (gamma * (gx * weighted).sum(axis=1))[:, None] * a_round)
+    np.testing.assert_allclose(transposed, expected, rtol=1e-13, atol=1e-13 * np.abs(expected).max())
+    # The capacity rows in the jobs' rows' multipliers: the job rows' column twice, then g_t e_t^T M e_r.
+    jobs = np.array([3, 0, 149, 64])
+    job_cross = rng.standard_normal((group.size, 150))
+    present = rng.random((150, 2 + a_round.shape[1])) < 0.5
+    cross, cross_present = (np.empty((jobs.size, group.size, present.shape[1])) for _ in range(2))
+    one_type_rows.polish_cross_blocks(jobs, job_cross, free, weighted, a_round, gamma, scale, g, group, present,
+                                      cross, cross_present)
+    spread = (gamma[jobs, None] * weighted[jobs])[:, :, None] * a_round[jobs, None, :]
+    block = (g[jobs] * scale[jobs, None])[:, :, None] * (free[jobs, :, None] * rounds_of_goods[None] - spread)
+    expected = np.concatenate([np.repeat(job_cross.T[jobs, :, None], 2, axis=2), block], axis=2)
+    assert np.array_equal(cross, expected)
+    assert np.array_equal(cross_present, expected * present[jobs, None, :])
+
+
+def test_the_dense_block_inverses_are_the_inverses_and_see_a_singular_block():
+    rng = np.random.default_rng(9)
+    blocks = rng.standard_normal((130, 7, 7)) + 3.0 * np.eye(7)[None]
+    blocks[5, :, 2] = 0.0  # a zero column and a permutation: pivoting
+    blocks[5, 2, 2] = 1.0
+    blocks[6] = blocks[6][::-1]
+    out = np.empty_like(blocks)
+    assert one_type_rows.inverse_blocks_dense(blocks, out)
+    np.testing.assert_allclose(np.matmul(blocks, out), np.broadcast_to(np.eye(7), blocks.shape), atol=1e-12)
+    blocks[100, 3] = 0.0
+    assert not one_type_rows.inverse_blocks_dense(blocks, out)
