@@ -528,3 +528,56 @@ def polish_cross_blocks(jobs: np.ndarray, job_cross: np.ndarray, free: np.ndarra
                 cross[j, t, 2 + r] = g_scaled * (own - spread * a_round[i, r])
             for b in range(2 + rounds):
                 cross_present[j, t, b] = cross[j, t, b] if present[i, b] else 0.0
+
+
+@jit.over_jobs
+def type_row_terms(shared: np.ndarray, target: np.ndarray, s: np.ndarray, z: np.ndarray, group: np.ndarray,
+                   out: np.ndarray) -> None:
+    r"""`out` (n, T) := each entry's one-type row's term of the Newton right-hand side,
+    :math:`t / s - z` of its round's row (`target` :math:`t`, slacks `s`, multipliers `z` (n, R); 0
+    where the job has no row there, `shared`), `group` (T,) the round of each good
+    (`vfm.planner.solve.ipm.newton.NewtonSystem.direction`)."""
+    n, goods = out.shape
+    for chunk in prange(jit.chunks(n)):
+        for i in range(chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)):
+            for t in range(goods):
+                r = group[t]
+                out[i, t] = target[i, r] / s[i, r] - z[i, r] if shared[i, r] else 0.0
+
+
+@jit.over_jobs
+def type_row_steps(shared: np.ndarray, dy: np.ndarray, target: np.ndarray, s: np.ndarray, z: np.ndarray,
+                   group: np.ndarray, ds: np.ndarray, dz: np.ndarray) -> float:
+    r"""The one-type rows' slack and multiplier steps from the entries' step `dy` (n, T), 0 where the job
+    has no row (`shared` (n, R)): :math:`\Delta s = -\sum_{t \in r} \Delta y_t` (each round's sum in the
+    goods' order, `group` (T,) the round of each good), :math:`\Delta z = (t - z \Delta s) / s - z`
+    (`target` :math:`t`), written to `ds` and `dz` (n, R); returns the largest rate
+    :math:`-\Delta v / v` over the falling slacks and multipliers (`largest_step`'s), in one pass."""
+    n, goods = dy.shape
+    rounds = shared.shape[1]
+    rates = np.zeros(jit.chunks(n))
+    for chunk in prange(jit.chunks(n)):
+        rate = 0.0
+        sums = np.empty(rounds)
+        for i in range(chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)):
+            sums[:] = 0.0
+            for t in range(goods):
+                sums[group[t]] += dy[i, t]
+            for r in range(rounds):
+                if not shared[i, r]:
+                    ds[i, r] = 0.0
+                    dz[i, r] = 0.0
+                    continue
+                step = -sums[r]
+                change = (target[i, r] - z[i, r] * step) / s[i, r] - z[i, r]
+                ds[i, r] = step
+                dz[i, r] = change
+                if step < 0:
+                    rate = max(rate, -step / s[i, r])
+                if change < 0:
+                    rate = max(rate, -change / z[i, r])
+        rates[chunk] = rate
+    largest = 0.0
+    for chunk in range(rates.shape[0]):
+        largest = max(largest, rates[chunk])
+    return largest
