@@ -1,5 +1,12 @@
 r"""The one-type-per-round rows' kernels over GPU types, compiled: their rank-one terms per job and
-round, and the capacity system's Gram matrix in pieces (`vfm.planner.solve.ipm.blocks.TypeFold`).
+round, the capacity system's Gram matrix in pieces (`vfm.planner.solve.ipm.blocks.TypeFold`), the
+interior point's Newton system and block solves with the rows folded in, the rows' terms and steps
+of a Newton direction, and the polish's products and block inverses over the types
+(`vfm.planner.solve.polish_system`).
+
+Over three types a job has three times the entries of one type, and a chain of whole-array NumPy
+steps between the kernels costs more than their arithmetic: the kernels here take the one-type
+rows' work into as few passes over the jobs as the sums over jobs allow.
 """
 
 from __future__ import annotations
