@@ -250,3 +250,32 @@ def test_the_dense_block_inverses_are_the_inverses_and_see_a_singular_block():
     np.testing.assert_allclose(np.matmul(blocks, out), np.broadcast_to(np.eye(7), blocks.shape), atol=1e-12)
     blocks[100, 3] = 0.0
     assert not one_type_rows.inverse_blocks_dense(blocks, out)
+
+
+def test_the_polish_blocks_and_row_terms_over_types_are_the_numpy_expressions_bit_for_bit():
+    group, _, _, a_round, gamma, scale, g = _polish_slopes(90, 4, 3, 10)
+    rng = np.random.default_rng(11)
+    rounds = a_round.shape[1]
+    in_round = rng.random((90, rounds))
+    own, rows = rng.standard_normal(90), rng.standard_normal((90, rounds))
+    jobs = np.array([5, 0, 89])
+    f, d = rng.standard_normal((3, 2 + rounds)), rng.random((3, 2 + rounds))
+    present = rng.random((3, 2 + rounds)) < 0.6
+    out = np.empty((3, 2 + rounds, 2 + rounds))
+    one_type_rows.polish_blocks(jobs, own, rows, a_round, gamma, scale, in_round, f, d, present, out)
+    slope = np.empty_like(out)
+    slope[:, :2, :2] = own[jobs, None, None]
+    slope[:, :2, 2:] = rows[jobs, None, :]
+    slope[:, 2:, :2] = rows[jobs, :, None]
+    own_block = -(gamma[jobs] * scale[jobs])[:, None, None] * a_round[jobs, :, None] * a_round[jobs, None, :]
+    own_block[:, np.arange(rounds), np.arange(rounds)] += scale[jobs, None] * in_round[jobs]
+    slope[:, 2:, 2:] = own_block
+    expected = f[:, :, None] * slope * present[:, None, :]
+    expected[:, np.arange(2 + rounds), np.arange(2 + rounds)] += d
+    assert np.array_equal(out, expected)
+    per_job, per_round = rng.standard_normal(90), rng.standard_normal((90, rounds))
+    terms = np.empty_like(g)
+    one_type_rows.typed_row_terms(per_job, g, per_round, group, terms)
+    expected = per_job[:, None] * g
+    expected -= per_round[:, group]
+    assert np.array_equal(terms, expected)

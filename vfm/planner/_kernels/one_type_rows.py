@@ -588,3 +588,47 @@ def type_row_steps(shared: np.ndarray, dy: np.ndarray, target: np.ndarray, s: np
     for chunk in range(rates.shape[0]):
         largest = max(largest, rates[chunk])
     return largest
+
+
+@jit.over_jobs
+def typed_row_terms(per_job: np.ndarray, pace: np.ndarray, per_round: np.ndarray, group: np.ndarray,
+                    out: np.ndarray) -> None:
+    r"""`out` (n, T) := :math:`r_i p_{it} - o_{i, r(t)}` (`vfm.planner.solve.scaled_program.row_terms` over GPU
+    types: `per_job` :math:`r` (n,), `pace` :math:`p` (n, T), `per_round` :math:`o` (n, R), `group` (T,)
+    the round of each good), in one pass: the same floats as the product and the gathered difference."""
+    n, goods = pace.shape
+    for chunk in prange(jit.chunks(n)):
+        for i in range(chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)):
+            for t in range(goods):
+                out[i, t] = per_job[i] * pace[i, t] - per_round[i, group[t]]
+
+
+@jit.compiled
+def polish_blocks(jobs: np.ndarray, own: np.ndarray, rows: np.ndarray, a_round: np.ndarray, gamma: np.ndarray,
+                  scale: np.ndarray, in_round: np.ndarray, f: np.ndarray, d: np.ndarray, present: np.ndarray,
+                  out: np.ndarray) -> None:
+    r"""`out[j]` (2 + R, 2 + R) := :math:`\operatorname{diag}(f_j) J_i + \operatorname{diag}(d_j)` for each job
+    i = `jobs[j]`, its columns of the rows it lacks (`present[j]` False) 0: :math:`J_i` its rows'
+    slopes in its own multipliers (`vfm.planner.solve.polish_system._block_inverse`), the two job rows'
+    `own[i]` among themselves, `rows[i]` (R,) between them and the one-type rows, and
+    :math:`e_r^\top M e_{r'} = \text{scale}_i (\text{in\_round}_{ir} [r = r'] - \gamma_i A_{ir} A_{ir'})`
+    among those (`TypeSlopes`). `f`, `d`, `present` (k, 2 + R) are the jobs' own rows. The
+    same floats as the NumPy expressions, without their (k, 2 + R, 2 + R) temporaries."""
+    size = f.shape[1]
+    for j in range(jobs.shape[0]):
+        i = jobs[j]
+        weight = -(gamma[i] * scale[i])
+        for a in range(size):
+            for b in range(size):
+                if a < 2 and b < 2:
+                    slope = own[i]
+                elif a < 2:
+                    slope = rows[i, b - 2]
+                elif b < 2:
+                    slope = rows[i, a - 2]
+                else:
+                    slope = weight * a_round[i, a - 2] * a_round[i, b - 2]
+                    if a == b:
+                        slope += scale[i] * in_round[i, a - 2]
+                out[j, a, b] = f[j, a] * slope * (1.0 if present[j, b] else 0.0)
+            out[j, a, a] += d[j, a]

@@ -117,14 +117,6 @@ class TypeSlopes:
                                                     data.g, data.good_round, np.ascontiguousarray(prices), out)
         return out
 
-    def own_block(self, jobs: np.ndarray) -> FloatArray:
-        """:math:`e_r^\top M e_{r'}` of the jobs `jobs` (indices), shape (k, R, R)."""
-        a_round, scale = self.a_round[jobs], self.scale[jobs]
-        block = -(self.gamma[jobs] * scale)[:, None, None] * a_round[:, :, None] * a_round[:, None, :]
-        rounds = np.arange(a_round.shape[1])
-        block[:, rounds, rounds] += scale[:, None] * self.in_round[jobs]
-        return block
-
 
 @dataclass(frozen=True)
 class Slopes:
@@ -301,13 +293,9 @@ def _block_inverse(slopes: Slopes, types: TypeSlopes, jobs: np.ndarray, f: Float
     (their rows' factors `f`, diagonals `d` and rows `present`, each (k, 2 + R)), shape (k, 2 + R, 2 + R);
     None if one is singular."""
     size = present.shape[1]
-    slope = np.empty((jobs.size, size, size))  # the job's rows in its multipliers
-    slope[:, :2, :2] = slopes.own[jobs, None, None]
-    slope[:, :2, 2:] = types.rows[jobs, None, :]
-    slope[:, 2:, :2] = types.rows[jobs, :, None]
-    slope[:, 2:, 2:] = types.own_block(jobs)
-    block = f[:, :, None] * slope * present[:, None, :]
-    block[:, np.arange(size), np.arange(size)] += d
+    block = np.empty((jobs.size, size, size))
+    one_type_rows.polish_blocks(jobs, slopes.own, types.rows, types.a_round, types.gamma, types.scale, types.in_round,
+                                np.ascontiguousarray(f), np.ascontiguousarray(d), np.ascontiguousarray(present), block)
     inverse = np.empty_like(block)
     if not one_type_rows.inverse_blocks_dense(block, inverse):
         return None

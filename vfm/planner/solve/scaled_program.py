@@ -23,6 +23,7 @@ import numpy as np
 
 from vfm._validation import FloatArray
 from vfm.planner import _kernels
+from vfm.planner._kernels import one_type_rows
 from vfm.planner.program import PlanningProgram
 
 #: An FTF row violated by more than this (relative to 1 + m_i rounds) leaves the point uncertified.
@@ -204,11 +205,13 @@ def row_terms(data: ScaledProgram, per_job: FloatArray, per_round: FloatArray | 
     :math:`\ge` rows in :math:`\sum_t p_{it} y_{it}`) and `per_round` :math:`o` (n, R) (the one-type
     rows, :math:`\le` rows in :math:`\sum_{t \in r} y_{it}`; not read without them, may be None),
     subtracted from the gradient."""
-    terms = per_job[:, None] * data.pace
     if data.typed:
         assert per_round is not None
-        terms -= per_round[:, data.good_round]
-    return terms
+        terms = np.empty_like(data.pace)
+        one_type_rows.typed_row_terms(np.ascontiguousarray(per_job), data.pace, np.ascontiguousarray(per_round),
+                                      data.good_round, terms)
+        return terms
+    return per_job[:, None] * data.pace
 
 
 def with_cost(data: ScaledProgram, rows: FloatArray) -> FloatArray:
