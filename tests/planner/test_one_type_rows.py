@@ -279,3 +279,46 @@ def test_the_polish_blocks_and_row_terms_over_types_are_the_numpy_expressions_bi
     expected = per_job[:, None] * g
     expected -= per_round[:, group]
     assert np.array_equal(terms, expected)
+
+
+def test_the_fused_typed_system_is_the_system_step_by_step():
+    # `blocks.typed_low_rank_system` (two passes over the jobs) against `newton._blocks` (the fold, the
+    # factor and `TypeFold.gram`'s pieces one after the other), at every iterate of a typed solve.
+    from dataclasses import replace
+
+    from benchmarks.plan import tiled_window
+    from vfm.planner.plan import plan
+    from vfm.planner.solve.ipm import newton
+    from vfm.planner.solve.ipm.blocks import typed_low_rank_system
+    from vfm.planner.solve.ipm.method import solve_saa_ipm
+
+    states, gpus, capacity = tiled_window(150, 40)
+    program = plan(states, gpus, capacity, scenarios=1, seed=0).program
+    rounds = program.capacity.shape[0]
+    speed = np.where(np.arange(program.progress.shape[1])[:, None] % 3 == 0, 0.5, 0.8)
+    typed = replace(program, progress=np.tile(program.progress, 2), capacity=np.tile(0.5 * program.capacity, 2),
+                    good_round=np.tile(np.arange(rounds), 2),
+                    speed=np.repeat(np.hstack([np.ones_like(speed), speed]), rounds, axis=1))
+    seen = []
+    factor = newton.NewtonSystem.factor.__func__
+
+    def recording(cls, data, point, mu, work, regularization, stacked=True):
+        seen.append((data, point, work, regularization))
+        return factor(cls, data, point, mu, work, regularization, stacked)
+
+    newton.NewtonSystem.factor = classmethod(recording)
+    try:
+        assert str(solve_saa_ipm(typed, tol=1e-8).status) == "optimal"
+    finally:
+        newton.NewtonSystem.factor = classmethod(factor)
+    assert seen and all(data.typed and work.low_rank for data, _, work, _ in seen)
+    for data, point, work, regularization in seen:
+        row = np.sqrt(point.z_f / point.s_f + point.longest.z_e / point.longest.s_e)
+        diagonal, root, blocks, schur, fold = typed_low_rank_system(data, point, row, regularization, work)
+        fused = (diagonal.copy(), root.copy(), blocks.columns.copy(), blocks.shrink.copy(), schur, fold.alpha)
+        diagonal, root, blocks, schur, fold, _ = newton._blocks(data, point, row, regularization, work, False)
+        assert np.array_equal(fused[0], diagonal) and np.array_equal(fused[1], root)
+        np.testing.assert_allclose(fused[2], blocks.columns, rtol=1e-9, atol=1e-12 * np.abs(blocks.columns).max())
+        np.testing.assert_allclose(fused[3], blocks.shrink, rtol=1e-9)
+        np.testing.assert_allclose(fused[4], schur, rtol=1e-9, atol=1e-12 * np.abs(schur).max())
+        np.testing.assert_allclose(fused[5], fold.alpha, rtol=1e-12, atol=1e-300)
