@@ -19,6 +19,7 @@ from vfm.planner._kernels.threads import DEFAULT_THREADS, available, current
 from vfm.planner.plan import plan
 from vfm.planner.policy import policy as policy_module
 from vfm.planner.solve.ipm import solve_saa_ipm
+from vfm.planner.solve.polish import polish
 
 #: Jobs of the synthetic window: several chunks of jobs (`jit.CHUNK`), the last one partial.
 JOBS, GPUS = 300, 77
@@ -84,6 +85,14 @@ def test_a_solve_on_two_gpu_types_is_the_same_on_one_thread_and_two(window):
     assert str(one.status) == str(two.status) == "optimal"
     for name in ("x", "prices", "ftf_multipliers", "efficiency_multipliers"):
         assert np.array_equal(getattr(one, name), getattr(two, name)), name
+    # And the polish's kernels over the types (`vfm.planner._kernels.one_type_rows`).
+    polished = []
+    for count, solution in ((1, one), (2, two)):
+        with kernel_threads(count):
+            polished.append(polish(typed, solution))
+    assert "polished to residual" in polished[0].message
+    for name in ("x", "prices", "type_multipliers"):
+        assert np.array_equal(getattr(polished[0], name), getattr(polished[1], name)), name
 
 
 def test_a_scope_sets_the_threads_and_restores_them():

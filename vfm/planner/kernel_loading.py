@@ -233,14 +233,18 @@ def serving(forms: Forms, entries: int, deadline: float | None = None) -> Iterat
 
 def _load(piece: str) -> None:
     """Load one piece (`Forms.pieces`) by running the kernels it compiles on a small program with FTF
-    rows and the efficiency term; on one scenario and one type also the polish and the wait limit's
-    commitments."""
+    rows and the efficiency term; on one scenario also the polish (its own kernels over GPU types) and,
+    on one type, the wait limit's commitments."""
     threads = piece.endswith("threads")
     jobs = CHUNK + 1 if threads else 2  # the parallel form runs only over more jobs than a chunk
     program = _warm_up_program(1 if piece.startswith("one scenario") else 5, jobs)
     with kernel_threads(2 if threads else 1):
         if "types" in piece:
-            solve_saa_ipm(_two_types(program), tol=1e-6)
+            typed = _two_types(program)
+            solution = solve_saa_ipm(typed, tol=1e-6)
+            if piece.startswith("one scenario"):
+                assert solution.x is not None
+                polish(typed, replace(solution, x=0.9 * np.asarray(solution.x)))
             return
         solution = solve_saa_ipm(program, tol=1e-6)
         if piece.startswith("one scenario"):

@@ -1,5 +1,12 @@
 r"""The one-type-per-round rows' kernels over GPU types, compiled: their rank-one terms per job and
-round, and the capacity system's Gram matrix in pieces (`vfm.planner.solve.ipm.blocks.TypeFold`).
+round, the capacity system's Gram matrix in pieces (`vfm.planner.solve.ipm.blocks.TypeFold`), the
+interior point's Newton system and block solves with the rows folded in, the rows' terms and steps
+of a Newton direction, and the polish's products and block inverses over the types
+(`vfm.planner.solve.polish_system`).
+
+Over three types a job has three times the entries of one type, and a chain of whole-array NumPy
+steps between the kernels costs more than their arithmetic: the kernels here take the one-type
+rows' work into as few passes over the jobs as the sums over jobs allow.
 """
 
 from __future__ import annotations
@@ -8,6 +15,7 @@ import numpy as np
 from numba import prange
 
 from vfm.planner._kernels import jit
+from vfm.planner._kernels.low_rank import _job_root
 
 
 @jit.over_jobs
@@ -124,6 +132,10 @@ def _gram_chunk(columns: np.ndarray, shrink: np.ndarray, diagonal_part: np.ndarr
     hq = np.empty((k, width, jit.CHUNK))
     y = np.empty((width, width, jit.CHUNK))
     total = np.empty(jit.CHUNK)
+    # Each job's terms of the blocks, added to `sums` once all are formed: job after job, all blocks'
+    # entries side by side (each entry's sum the same chain of additions as one entry at a time, but
+    # the entries' chains overlap instead of waiting on each other).
+    terms = np.empty((jit.CHUNK, rounds * width * width))
     for r in range(rounds):
         for p in range(k):  # the other rounds', as sums (no difference)
             for s in range(k):
@@ -132,22 +144,27 @@ def _gram_chunk(columns: np.ndarray, shrink: np.ndarray, diagonal_part: np.ndarr
         for m in range(width):
             c = members[r, m]
             for p in range(k):
+                if c < 0:
+                    hq[p, m, :] = 0.0
+                    continue
                 for job in range(count):
-                    hq[p, m, job] = shrink[job, p] * q[p, c, job] if c >= 0 else 0.0
+                    hq[p, m, job] = shrink[job, p] * q[p, c, job]
+        # The tests on the goods outside the loops over the jobs, which then vectorize.
         for row in range(width):
             a = members[r, row]
             for m in range(width):
                 c = members[r, m]
+                if a < 0 or c < 0:
+                    y[row, m, :] = 0.0
+                    continue
                 for job in range(count):
-                    if a < 0 or c < 0:
-                        y[row, m, job] = 0.0
-                        continue
-                    value = left[a, job] * right[c, job]
-                    if a == c:
-                        value += diagonal[c, job]
-                    for p in range(k):
-                        value -= p_t[p, a, job] * hq[p, m, job]
-                    y[row, m, job] = value
+                    y[row, m, job] = left[a, job] * right[c, job]
+                if a == c:
+                    for job in range(count):
+                        y[row, m, job] += diagonal[c, job]
+                for p in range(k):
+                    for job in range(count):
+                        y[row, m, job] -= p_t[p, a, job] * hq[p, m, job]
         for m in range(width):
             for m2 in range(width):
                 total[:] = 0.0
@@ -158,24 +175,460 @@ def _gram_chunk(columns: np.ndarray, shrink: np.ndarray, diagonal_part: np.ndarr
                     for s in range(k):
                         for job in range(count):
                             total[job] += hq[p, m, job] * outside[p, s, job] * hq[s, m2, job]
-                for job in range(count):  # in job order: the chunk's sum as one job after another
-                    sums[r, m, m2] += total[job]
+                entry = (r * width + m) * width + m2
+                for job in range(count):
+                    terms[job, entry] = total[job]
+    flat = sums.reshape(rounds * width * width)
+    for job in range(count):  # in job order: the chunk's sum as one job after another
+        for entry in range(flat.size):
+            flat[entry] += terms[job, entry]
 
 
 @jit.over_jobs
-def add_round_sums(vector: np.ndarray, sum_weights: np.ndarray, round_weights: np.ndarray, add_weights: np.ndarray,
-                   group: np.ndarray, out: np.ndarray) -> None:
-    r"""`out[i, j, t]` += `add_weights[i, t]` `round_weights[i, r]` :math:`\sum_{s \in r}` `sum_weights[i, s]`
-    `vector[i, j, s]`, r = `group[t]` the round of good t: the one-type rows' rank-one terms per job and
-    round (`vfm.planner.solve.ipm.blocks.TypeFold`, the Newton matrix's product). `vector`, `out` (n, k, T);
-    `sum_weights`, `add_weights` (n, T); `round_weights` (n, R)."""
-    n, k, goods = vector.shape
+def add_round_sums(sum_weights: np.ndarray, round_weights: np.ndarray, add_weights: np.ndarray, members: np.ndarray,
+                   tiled: bool, vector: np.ndarray, out: np.ndarray) -> None:
+    r"""`out[i k + j, t]` += `add_weights[i, t]` `round_weights[i, r]` :math:`\sum_{s \in r}` `sum_weights[i, s]`
+    `vector[i k + j, s]`, r the round of good t (`members` (R, K) the goods of each round, `tiled` as in
+    `_fold_rows`): the one-type rows' rank-one terms per job and round for k vectors per job
+    (`vfm.planner.solve.ipm.blocks.TypeFold`, the Newton matrix's product). `vector`, `out` (n k, T), job
+    i's vectors in rows i k to i k + k - 1 (an (n, k, T) array reshaped); `sum_weights`, `add_weights`
+    (n, T); `round_weights` (n, R)."""
+    n = sum_weights.shape[0]
+    k = vector.shape[0] // n
     for chunk in prange(jit.chunks(n)):
-        sums = np.empty(round_weights.shape[1])
+        sums = np.empty(members.shape[0])
+        lo, hi = chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)
+        _fold_rows(vector[lo * k:hi * k], sum_weights[lo:hi], round_weights[lo:hi], add_weights[lo:hi], members,
+                   tiled, k, sums, out[lo * k:hi * k], out[lo * k:hi * k])
+
+
+@jit.inlined
+def _fold_rows(vector: np.ndarray, sum_weights: np.ndarray, round_weights: np.ndarray, add_weights: np.ndarray,
+               members: np.ndarray, tiled: bool, per_job: int, sums: np.ndarray, start: np.ndarray,
+               out: np.ndarray) -> None:
+    """`out[a]` := `start[a]` plus the rank-one terms per round of `vector[a]` for each row `a` of a chunk's
+    jobs, `per_job` rows per job (the weights' row `a // per_job`; `members` (R, K) the goods of each round
+    in increasing order, padded with -1; `sums` (R,) scratch; `out` may be `start` or `vector`). Each
+    round's sum over its goods in the goods' order. One call per chunk, not per job: a call that passes
+    a job's rows costs about as much as the job's work.
+
+    `tiled`: the goods are K whole blocks of the R rounds in order (good m R + r is round r's m-th,
+    `vfm.planner.solve.scaled_program.ScaledProgram.tiled`); the sums then run over contiguous runs
+    of goods and vectorize, where a loop over `members` is a chain of dependent scalar operations
+    per round. Both add the same terms in the same order."""
+    rounds, width = members.shape
+    for a in range(vector.shape[0]):
+        i = a // per_job
+        if tiled:
+            for r in range(rounds):
+                sums[r] = 0.0
+            for m in range(width):
+                base = m * rounds
+                for r in range(rounds):
+                    sums[r] += sum_weights[i, base + r] * vector[a, base + r]
+            for m in range(width):
+                base = m * rounds
+                for r in range(rounds):
+                    out[a, base + r] = start[a, base + r] + add_weights[i, base + r] * round_weights[i, r] * sums[r]
+            continue
+        for r in range(rounds):
+            total = 0.0
+            for m in range(width):
+                c = members[r, m]
+                if c >= 0:
+                    total += sum_weights[i, c] * vector[a, c]
+            sums[r] = total
+        for r in range(rounds):
+            weight = round_weights[i, r]
+            for m in range(width):
+                c = members[r, m]
+                if c >= 0:
+                    out[a, c] = start[a, c] + add_weights[i, c] * weight * sums[r]
+
+
+@jit.inlined
+def _root_times_rows(columns: np.ndarray, shrink: np.ndarray, vector: np.ndarray, along: np.ndarray,
+                     times: int) -> None:
+    """`low_rank._root_times` for each of a chunk's jobs (`columns` (jobs, S', T), `shrink` (jobs, S'),
+    `vector` (jobs, T)): the same operations, one call per chunk."""
+    count, k, goods = columns.shape
+    for a in range(count):
+        for _ in range(times):
+            p = 0
+            while p + 2 <= k:
+                first = second = 0.0
+                for t in range(goods):
+                    first += columns[a, p, t] * vector[a, t]
+                    second += columns[a, p + 1, t] * vector[a, t]
+                along[p], along[p + 1] = shrink[a, p] * first, shrink[a, p + 1] * second
+                p += 2
+            if p < k:
+                total = 0.0
+                for t in range(goods):
+                    total += columns[a, p, t] * vector[a, t]
+                along[p] = shrink[a, p] * total
+            p = 0
+            while p + 2 <= k:
+                first, second = along[p], along[p + 1]
+                for t in range(goods):
+                    vector[a, t] = vector[a, t] - first * columns[a, p, t] - second * columns[a, p + 1, t]
+                p += 2
+            if p < k:
+                weight = along[p]
+                for t in range(goods):
+                    vector[a, t] -= weight * columns[a, p, t]
+
+
+@jit.over_jobs
+def typed_inverse_blocks(root: np.ndarray, columns: np.ndarray, shrink: np.ndarray, alpha: np.ndarray,
+                         inverse_diagonal: np.ndarray, active: np.ndarray, members: np.ndarray, tiled: bool,
+                         vector: np.ndarray, g: np.ndarray, out: np.ndarray, loads: np.ndarray) -> None:
+    r"""`out` := :math:`K_i^{-1} v_i = N_i^\top D_i^{-1/2} F_i^2 D_i^{-1/2} N_i v_i` for every job, shape
+    (n, T), and `loads` := :math:`\sum_i g_i \circ` `out` (T,), summed chunk by chunk (`jit.CHUNK`): the
+    block solves with the one-type rows folded in (`vfm.planner.solve.ipm.blocks.TypeFold`), low-rank
+    factor (`columns`, `shrink`), in one pass instead of the fold, the block solve and the unfold one
+    after the other over the whole (n, T) arrays (each step the same floats as alone). `alpha` (n, R),
+    `inverse_diagonal` and `active` (n, T) are the fold's, `members` and `tiled` as in `_fold_rows`."""
+    n, k, goods = columns.shape
+    partial = np.zeros((jit.chunks(n), goods))
+    for chunk in prange(jit.chunks(n)):
+        along = np.empty(k)
+        sums = np.empty(members.shape[0])
+        lo, hi = chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)
+        x = np.empty((hi - lo, goods))
+        _fold_rows(vector[lo:hi], inverse_diagonal[lo:hi], alpha[lo:hi], active[lo:hi], members, tiled, 1,
+                   sums, vector[lo:hi], x)
+        for a in range(hi - lo):
+            for t in range(goods):
+                x[a, t] = root[lo + a, t] * x[a, t]
+        _root_times_rows(columns[lo:hi], shrink[lo:hi], x, along, 2)
+        for a in range(hi - lo):
+            for t in range(goods):
+                x[a, t] = root[lo + a, t] * x[a, t]
+        _fold_rows(x, active[lo:hi], alpha[lo:hi], inverse_diagonal[lo:hi], members, tiled, 1, sums, x,
+                   out[lo:hi])
+        totals = partial[chunk]
+        for a in range(hi - lo):
+            for t in range(goods):
+                totals[t] += g[lo + a, t] * out[lo + a, t]
+    jit.add_chunks(partial, loads)
+
+
+@jit.over_jobs
+def typed_subtract_inverse_blocks(root: np.ndarray, columns: np.ndarray, shrink: np.ndarray, alpha: np.ndarray,
+                                  inverse_diagonal: np.ndarray, active: np.ndarray, members: np.ndarray,
+                                  tiled: bool, g: np.ndarray, correction: np.ndarray, out: np.ndarray) -> None:
+    r"""`out` -= :math:`K_i^{-1} (g_i \circ c)` for every job (`typed_inverse_blocks`' blocks): the Woodbury
+    identity's second term with the one-type rows folded in, `correction` :math:`c` (T,)."""
+    n, k, goods = columns.shape
+    for chunk in prange(jit.chunks(n)):
+        along = np.empty(k)
+        sums = np.empty(members.shape[0])
+        lo, hi = chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)
+        x = np.empty((hi - lo, goods))
+        for a in range(hi - lo):
+            for t in range(goods):
+                x[a, t] = g[lo + a, t] * correction[t]
+        _fold_rows(x, inverse_diagonal[lo:hi], alpha[lo:hi], active[lo:hi], members, tiled, 1, sums, x, x)
+        for a in range(hi - lo):
+            for t in range(goods):
+                x[a, t] = root[lo + a, t] * x[a, t]
+        _root_times_rows(columns[lo:hi], shrink[lo:hi], x, along, 2)
+        for a in range(hi - lo):
+            for t in range(goods):
+                x[a, t] = root[lo + a, t] * x[a, t]
+        _fold_rows(x, active[lo:hi], alpha[lo:hi], inverse_diagonal[lo:hi], members, tiled, 1, sums, x, x)
+        for a in range(hi - lo):
+            for t in range(goods):
+                out[lo + a, t] -= x[a, t]
+
+
+@jit.over_jobs
+def typed_curvature(active: np.ndarray, y: np.ndarray, s_hi: np.ndarray, z_lo: np.ndarray, z_hi: np.ndarray,
+                    spread: np.ndarray, progress: np.ndarray, weights: np.ndarray, u: np.ndarray, row: np.ndarray,
+                    pace: np.ndarray, regularization: float, group: np.ndarray, diagonal: np.ndarray,
+                    curvature: np.ndarray, root: np.ndarray, inverse_diagonal: np.ndarray, sigma: np.ndarray) -> None:
+    r"""The first half of one Newton system's per-job work over GPU types with the low-rank factor
+    (`vfm.planner.solve.ipm.blocks.typed_low_rank_system`), in one pass: for every job, `diagonal`,
+    `curvature` (with the rows' column `row[i]` times `pace` when it has a column more than `progress`
+    has scenarios) and `root` as `entries.bounds_curvature` and `entries.scaled_columns` compute them,
+    `inverse_diagonal` := :math:`1 / d` on the active entries (0 elsewhere) and `sigma` (n, R) :=
+    :math:`\sigma_r = e_r^\top D^{-1} e_r` (`group` (T,) the round of each good), the one-type rows'
+    fold's terms (`vfm.planner.solve.ipm.blocks.TypeFold`)."""
+    n, scenarios, goods = progress.shape
+    k = curvature.shape[1]
+    extra = k > scenarios
+    for chunk in prange(jit.chunks(n)):
         for i in range(chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)):
-            for j in range(k):
-                sums[:] = 0.0
+            for t in range(goods):
+                diagonal[i, t] = z_lo[i, t] / y[i, t] + z_hi[i, t] / s_hi[i, t] + spread[i] if active[i, t] else 1.0
+            for t in range(goods):
+                root[i, t] = 1.0 / np.sqrt(diagonal[i, t] + regularization)
+                inverse_diagonal[i, t] = root[i, t] * root[i, t] if active[i, t] else 0.0
+            for s in range(scenarios):
+                factor = np.sqrt(weights[i, s] / u[i, s])
                 for t in range(goods):
-                    sums[group[t]] += sum_weights[i, t] * vector[i, j, t]
+                    curvature[i, s, t] = factor * progress[i, s, t]
+            if extra:
                 for t in range(goods):
-                    out[i, j, t] += add_weights[i, t] * round_weights[i, group[t]] * sums[group[t]]
+                    curvature[i, scenarios, t] = row[i] * pace[i, t]
+            sums = sigma[i]
+            sums[:] = 0.0
+            for t in range(goods):
+                sums[group[t]] += inverse_diagonal[i, t]
+
+
+@jit.over_jobs
+def typed_factor(curvature: np.ndarray, root: np.ndarray, inverse_diagonal: np.ndarray, alpha: np.ndarray,
+                 active_weights: np.ndarray, g: np.ndarray, group: np.ndarray, members: np.ndarray, tiled: bool,
+                 scaled: np.ndarray, columns: np.ndarray, shrink: np.ndarray, scaled_q: np.ndarray,
+                 blocks: np.ndarray) -> None:
+    r"""The second half of `typed_curvature`'s pass, given the fold's `alpha` (n, R)
+    (`vfm.planner.solve.ipm.blocks.TypeFold`): for every job, `scaled` := :math:`V^\top = D^{-1/2} N C`
+    and its low-rank factor (`columns`, `shrink`, as `low_rank.low_rank_factor`), and the capacity Gram
+    matrix's pieces of `typed_gram` (`scaled_q`, `blocks` (R, K, K) := the rounds' own blocks summed
+    chunk by chunk). `active_weights` is the active entries as floats, `group` (T,) the round of each
+    good, `members` and `tiled` as in `_fold_rows`."""
+    n, k, goods = curvature.shape
+    rounds, width = members.shape
+    partial = np.zeros((jit.chunks(n), rounds, width, width))
+    for chunk in prange(jit.chunks(n)):
+        gram = np.empty((k, k))
+        rotation = np.empty((k, k))
+        sums = np.empty(rounds)
+        lo, hi = chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)
+        count = (hi - lo) * k
+        _fold_rows(curvature[lo:hi].reshape(count, goods), inverse_diagonal[lo:hi], alpha[lo:hi],
+                   active_weights[lo:hi], members, tiled, k, sums, curvature[lo:hi].reshape(count, goods),
+                   scaled[lo:hi].reshape(count, goods))
+        diagonal_part = np.empty((hi - lo, goods))
+        left = np.empty((hi - lo, goods))
+        right = np.empty((hi - lo, goods))
+        for i in range(lo, hi):
+            for p in range(k):
+                for t in range(goods):
+                    scaled[i, p, t] = root[i, t] * scaled[i, p, t]
+            _job_root(scaled[i], gram, rotation, columns[i], shrink[i])
+            for t in range(goods):
+                diagonal_part[i - lo, t] = g[i, t] * root[i, t]
+                left[i - lo, t] = root[i, t] * (alpha[i, group[t]] * active_weights[i, t])
+                right[i - lo, t] = inverse_diagonal[i, t] * g[i, t]
+        _gram_chunk(columns[lo:hi], shrink[lo:hi], diagonal_part, left, right, group, members, scaled_q[lo:hi],
+                    partial[chunk])
+    jit.add_chunks(partial, blocks)
+
+
+@jit.over_jobs
+def polish_cross_times(free: np.ndarray, weighted: np.ndarray, a_round: np.ndarray, gamma: np.ndarray,
+                       scale: np.ndarray, g: np.ndarray, group: np.ndarray, mu: np.ndarray, out: np.ndarray) -> None:
+    r"""`out` (T,) := :math:`\sum_{i, r} g_t e_t^\top M_i e_r \mu_{ir}` for `mu` (n, R)
+    (`vfm.planner.solve.polish_system.TypeSlopes.cross_times`), with
+    :math:`M_i = (\operatorname{diag}(f_i) - \gamma_i w_i w_i^\top) / \sigma_i`: `free` :math:`f` and `weighted`
+    :math:`w` (n, T), `a_round` :math:`A = w^\top e_r` (n, R), `gamma` (n,), `scale` :math:`1 / \sigma` (n,);
+    `group` (T,) the round of each good. Summed over the jobs chunk by chunk (`jit.CHUNK`), in one pass
+    instead of half a dozen (n, T) temporaries."""
+    n, goods = free.shape
+    rounds = a_round.shape[1]
+    partial = np.zeros((jit.chunks(n), goods))
+    for chunk in prange(jit.chunks(n)):
+        sums = partial[chunk]
+        for i in range(chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)):
+            total = 0.0
+            for r in range(rounds):
+                total += a_round[i, r] * mu[i, r]
+            along = gamma[i] * total
+            for t in range(goods):
+                sums[t] += g[i, t] * scale[i] * (free[i, t] * mu[i, group[t]] - along * weighted[i, t])
+    jit.add_chunks(partial, out)
+
+
+@jit.over_jobs
+def polish_cross_transposed_times(free: np.ndarray, weighted: np.ndarray, a_round: np.ndarray, gamma: np.ndarray,
+                                  scale: np.ndarray, g: np.ndarray, group: np.ndarray, prices: np.ndarray,
+                                  out: np.ndarray) -> None:
+    r"""`out` (n, R) := :math:`\sum_t e_r^\top M_i g_t e_t x_t` for `prices` :math:`x` (T,)
+    (`vfm.planner.solve.polish_system.TypeSlopes.cross_transposed_times`; the arguments as in
+    `polish_cross_times`), job by job in one pass."""
+    n, goods = free.shape
+    rounds = a_round.shape[1]
+    for chunk in prange(jit.chunks(n)):
+        for i in range(chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)):
+            along = 0.0
+            for r in range(rounds):
+                out[i, r] = 0.0
+            for t in range(goods):
+                gx = g[i, t] * prices[t]
+                along += gx * weighted[i, t]
+                out[i, group[t]] += gx * free[i, t]
+            for r in range(rounds):
+                out[i, r] = scale[i] * (out[i, r] - gamma[i] * along * a_round[i, r])
+
+
+@jit.over_jobs
+def inverse_blocks_dense(blocks: np.ndarray, out: np.ndarray) -> bool:
+    """`out[i]` := the inverse of `blocks[i]` (both (k, m, m)), by Gauss-Jordan elimination with partial
+    pivoting, job by job (the polish's blocks over GPU types, `vfm.planner.solve.polish_system`: a few
+    dozen rows each, where a batched LAPACK call spends most of its time per matrix outside the
+    arithmetic). Returns False if a pivot is 0 (a singular block)."""
+    k, m, _ = blocks.shape
+    singular = np.zeros(jit.chunks(k), dtype=np.bool_)
+    for chunk in prange(jit.chunks(k)):
+        work = np.empty((m, m))
+        for i in range(chunk * jit.CHUNK, min(k, (chunk + 1) * jit.CHUNK)):
+            inverse = out[i]
+            for a in range(m):
+                for b in range(m):
+                    work[a, b] = blocks[i, a, b]
+                    inverse[a, b] = 1.0 if a == b else 0.0
+            for column in range(m):
+                pivot = column
+                largest = abs(work[column, column])
+                for a in range(column + 1, m):
+                    if abs(work[a, column]) > largest:
+                        pivot, largest = a, abs(work[a, column])
+                if not largest > 0.0:
+                    singular[chunk] = True
+                    break
+                if pivot != column:
+                    for b in range(m):
+                        work[column, b], work[pivot, b] = work[pivot, b], work[column, b]
+                        inverse[column, b], inverse[pivot, b] = inverse[pivot, b], inverse[column, b]
+                factor = 1.0 / work[column, column]
+                for b in range(m):
+                    work[column, b] *= factor
+                    inverse[column, b] *= factor
+                for a in range(m):
+                    if a == column:
+                        continue
+                    weight = work[a, column]
+                    if weight == 0.0:
+                        continue
+                    for b in range(m):
+                        work[a, b] -= weight * work[column, b]
+                        inverse[a, b] -= weight * inverse[column, b]
+    for chunk in range(singular.shape[0]):
+        if singular[chunk]:
+            return False
+    return True
+
+
+@jit.compiled
+def polish_cross_blocks(jobs: np.ndarray, job_cross: np.ndarray, free: np.ndarray, weighted: np.ndarray,
+                        a_round: np.ndarray, gamma: np.ndarray, scale: np.ndarray, g: np.ndarray, group: np.ndarray,
+                        present: np.ndarray, cross: np.ndarray, cross_present: np.ndarray) -> None:
+    r"""For the jobs `jobs` (indices, k of them), the capacity rows in their rows' multipliers
+    (`vfm.planner.solve.polish_system.NewtonMatrix`, over GPU types): `cross[j]` (T, 2 + R) := the job
+    rows' column `job_cross[:, i]` (`Slopes.cross`, (T, n)) twice, then :math:`g_t e_t^\top M_i e_r` (the
+    arguments as in `polish_cross_times`), and `cross_present[j]` the
+    same with the columns of the rows the job does not have (`present` (n, 2 + R) False) 0."""
+    goods = free.shape[1]
+    rounds = a_round.shape[1]
+    for j in range(jobs.shape[0]):
+        i = jobs[j]
+        for t in range(goods):
+            g_scaled = g[i, t] * scale[i]
+            spread = gamma[i] * weighted[i, t]
+            cross[j, t, 0] = job_cross[t, i]
+            cross[j, t, 1] = job_cross[t, i]
+            for r in range(rounds):
+                own = free[i, t] if group[t] == r else 0.0
+                cross[j, t, 2 + r] = g_scaled * (own - spread * a_round[i, r])
+            for b in range(2 + rounds):
+                cross_present[j, t, b] = cross[j, t, b] if present[i, b] else 0.0
+
+
+@jit.over_jobs
+def type_row_terms(shared: np.ndarray, target: np.ndarray, s: np.ndarray, z: np.ndarray, group: np.ndarray,
+                   out: np.ndarray) -> None:
+    r"""`out` (n, T) := each entry's one-type row's term of the Newton right-hand side,
+    :math:`t / s - z` of its round's row (`target` :math:`t`, slacks `s`, multipliers `z` (n, R); 0
+    where the job has no row there, `shared`), `group` (T,) the round of each good
+    (`vfm.planner.solve.ipm.newton.NewtonSystem.direction`)."""
+    n, goods = out.shape
+    for chunk in prange(jit.chunks(n)):
+        for i in range(chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)):
+            for t in range(goods):
+                r = group[t]
+                out[i, t] = target[i, r] / s[i, r] - z[i, r] if shared[i, r] else 0.0
+
+
+@jit.over_jobs
+def type_row_steps(shared: np.ndarray, dy: np.ndarray, target: np.ndarray, s: np.ndarray, z: np.ndarray,
+                   group: np.ndarray, ds: np.ndarray, dz: np.ndarray) -> float:
+    r"""The one-type rows' slack and multiplier steps from the entries' step `dy` (n, T), 0 where the job
+    has no row (`shared` (n, R)): :math:`\Delta s = -\sum_{t \in r} \Delta y_t` (each round's sum in the
+    goods' order, `group` (T,) the round of each good), :math:`\Delta z = (t - z \Delta s) / s - z`
+    (`target` :math:`t`), written to `ds` and `dz` (n, R); returns the largest rate
+    :math:`-\Delta v / v` over the falling slacks and multipliers (`largest_step`'s), in one pass."""
+    n, goods = dy.shape
+    rounds = shared.shape[1]
+    rates = np.zeros(jit.chunks(n))
+    for chunk in prange(jit.chunks(n)):
+        rate = 0.0
+        sums = np.empty(rounds)
+        for i in range(chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)):
+            sums[:] = 0.0
+            for t in range(goods):
+                sums[group[t]] += dy[i, t]
+            for r in range(rounds):
+                if not shared[i, r]:
+                    ds[i, r] = 0.0
+                    dz[i, r] = 0.0
+                    continue
+                step = -sums[r]
+                change = (target[i, r] - z[i, r] * step) / s[i, r] - z[i, r]
+                ds[i, r] = step
+                dz[i, r] = change
+                if step < 0:
+                    rate = max(rate, -step / s[i, r])
+                if change < 0:
+                    rate = max(rate, -change / z[i, r])
+        rates[chunk] = rate
+    largest = 0.0
+    for chunk in range(rates.shape[0]):
+        largest = max(largest, rates[chunk])
+    return largest
+
+
+@jit.over_jobs
+def typed_row_terms(per_job: np.ndarray, pace: np.ndarray, per_round: np.ndarray, group: np.ndarray,
+                    out: np.ndarray) -> None:
+    r"""`out` (n, T) := :math:`r_i p_{it} - o_{i, r(t)}` (`vfm.planner.solve.scaled_program.row_terms` over GPU
+    types: `per_job` :math:`r` (n,), `pace` :math:`p` (n, T), `per_round` :math:`o` (n, R), `group` (T,)
+    the round of each good), in one pass: the same floats as the product and the gathered difference."""
+    n, goods = pace.shape
+    for chunk in prange(jit.chunks(n)):
+        for i in range(chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)):
+            for t in range(goods):
+                out[i, t] = per_job[i] * pace[i, t] - per_round[i, group[t]]
+
+
+@jit.compiled
+def polish_blocks(jobs: np.ndarray, own: np.ndarray, rows: np.ndarray, a_round: np.ndarray, gamma: np.ndarray,
+                  scale: np.ndarray, in_round: np.ndarray, f: np.ndarray, d: np.ndarray, present: np.ndarray,
+                  out: np.ndarray) -> None:
+    r"""`out[j]` (2 + R, 2 + R) := :math:`\operatorname{diag}(f_j) J_i + \operatorname{diag}(d_j)` for each job
+    i = `jobs[j]`, its columns of the rows it lacks (`present[j]` False) 0: :math:`J_i` its rows'
+    slopes in its own multipliers (`vfm.planner.solve.polish_system._block_inverse`), the two job rows'
+    `own[i]` among themselves, `rows[i]` (R,) between them and the one-type rows, and
+    :math:`e_r^\top M e_{r'} = \text{scale}_i (\text{in\_round}_{ir} [r = r'] - \gamma_i A_{ir} A_{ir'})`
+    among those (`TypeSlopes`). `f`, `d`, `present` (k, 2 + R) are the jobs' own rows. The
+    same floats as the NumPy expressions, without their (k, 2 + R, 2 + R) temporaries."""
+    size = f.shape[1]
+    for j in range(jobs.shape[0]):
+        i = jobs[j]
+        weight = -(gamma[i] * scale[i])
+        for a in range(size):
+            for b in range(size):
+                if a < 2 and b < 2:
+                    slope = own[i]
+                elif a < 2:
+                    slope = rows[i, b - 2]
+                elif b < 2:
+                    slope = rows[i, a - 2]
+                else:
+                    slope = weight * a_round[i, a - 2] * a_round[i, b - 2]
+                    if a == b:
+                        slope += scale[i] * in_round[i, a - 2]
+                out[j, a, b] = f[j, a] * slope * (1.0 if present[j, b] else 0.0)
+            out[j, a, a] += d[j, a]

@@ -21,6 +21,7 @@ import numpy as np
 
 from vfm._numerics.linalg import lu, lu_solve
 from vfm._validation import FloatArray
+from vfm.planner._kernels import one_type_rows
 from vfm.planner.solve.scaled_program import ScaledProgram
 
 
@@ -102,33 +103,19 @@ class TypeSlopes:
         r""":math:`\sum_{i, r} g_t e_t^\top M_i e_r \mu_{ir}`: the capacity rows in the one-type
         multipliers times `mu` (n, R), shape (T,)."""
         data = self.data
-        along = self.gamma * (self.a_round * mu).sum(axis=1)
-        moved = self.free * mu[:, data.good_round] - along[:, None] * self.weighted
-        return (data.g * self.scale[:, None] * moved).sum(axis=0)
+        out = np.empty(data.g.shape[1])
+        one_type_rows.polish_cross_times(self.free, self.weighted, self.a_round, self.gamma, self.scale, data.g,
+                                         data.good_round, np.ascontiguousarray(mu), out)
+        return out
 
     def cross_transposed_times(self, prices: FloatArray) -> FloatArray:
         r""":math:`\sum_t e_r^\top M_i g_t e_t x_t`: the one-type rows in the prices times `prices` (T,),
         shape (n, R)."""
         data = self.data
-        gx = data.g * prices[None, :]
-        along = (gx * self.weighted).sum(axis=1)
-        return self.scale[:, None] * ((gx * self.free) @ data.rounds_of_goods
-                                      - (self.gamma * along)[:, None] * self.a_round)
-
-    def own_block(self, jobs: np.ndarray) -> FloatArray:
-        """:math:`e_r^\top M e_{r'}` of the jobs `jobs` (indices), shape (k, R, R)."""
-        a_round, scale = self.a_round[jobs], self.scale[jobs]
-        block = -(self.gamma[jobs] * scale)[:, None, None] * a_round[:, :, None] * a_round[:, None, :]
-        rounds = np.arange(a_round.shape[1])
-        block[:, rounds, rounds] += scale[:, None] * self.in_round[jobs]
-        return block
-
-    def cross_block(self, jobs: np.ndarray) -> FloatArray:
-        """:math:`g_t e_t^\top M e_r` of the jobs `jobs` (indices), shape (k, T, R)."""
-        data = self.data
-        g = data.g[jobs] * self.scale[jobs, None]
-        spread = (self.gamma[jobs, None] * self.weighted[jobs])[:, :, None] * self.a_round[jobs, None, :]
-        return g[:, :, None] * (self.free[jobs, :, None] * data.rounds_of_goods[None] - spread)
+        out = np.empty(self.a_round.shape)
+        one_type_rows.polish_cross_transposed_times(self.free, self.weighted, self.a_round, self.gamma, self.scale,
+                                                    data.g, data.good_round, np.ascontiguousarray(prices), out)
+        return out
 
 
 @dataclass(frozen=True)
@@ -263,9 +250,11 @@ class NewtonMatrix:
         if inverse is None:
             return None
         # The capacity rows in the bound jobs' multipliers (k, T, 2 + R), masked to the rows each has.
-        cross = np.concatenate([np.repeat(slopes.cross.T[bound, :, None], 2, axis=2), types.cross_block(bound)],
-                               axis=2)
-        cross_present = cross * present[bound, None, :]
+        cross = np.empty((bound.size, rounds, present.shape[1]))
+        cross_present = np.empty_like(cross)
+        one_type_rows.polish_cross_blocks(bound, np.ascontiguousarray(slopes.cross), types.free, types.weighted,
+                                          types.a_round, types.gamma, types.scale, data.g, data.good_round,
+                                          np.ascontiguousarray(present), cross, cross_present)
         # A job's block inverse times its rows' coefficients: along the prices (k, 2 + R, T) and zeta.
         h = np.matmul(inverse * f[bound, None, :], cross.transpose(0, 2, 1))
         hz = inverse[:, :, 1] * f[bound, 1:2]
@@ -304,15 +293,10 @@ def _block_inverse(slopes: Slopes, types: TypeSlopes, jobs: np.ndarray, f: Float
     (their rows' factors `f`, diagonals `d` and rows `present`, each (k, 2 + R)), shape (k, 2 + R, 2 + R);
     None if one is singular."""
     size = present.shape[1]
-    slope = np.empty((jobs.size, size, size))  # the job's rows in its multipliers
-    slope[:, :2, :2] = slopes.own[jobs, None, None]
-    slope[:, :2, 2:] = types.rows[jobs, None, :]
-    slope[:, 2:, :2] = types.rows[jobs, :, None]
-    slope[:, 2:, 2:] = types.own_block(jobs)
-    block = f[:, :, None] * slope * present[:, None, :]
-    block[:, np.arange(size), np.arange(size)] += d
-    try:
-        inverse = np.linalg.inv(block)
-    except np.linalg.LinAlgError:
+    block = np.empty((jobs.size, size, size))
+    one_type_rows.polish_blocks(jobs, slopes.own, types.rows, types.a_round, types.gamma, types.scale, types.in_round,
+                                np.ascontiguousarray(f), np.ascontiguousarray(d), np.ascontiguousarray(present), block)
+    inverse = np.empty_like(block)
+    if not one_type_rows.inverse_blocks_dense(block, inverse):
         return None
     return inverse if np.isfinite(inverse).all() else None

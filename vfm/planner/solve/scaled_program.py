@@ -23,6 +23,7 @@ import numpy as np
 
 from vfm._validation import FloatArray
 from vfm.planner import _kernels
+from vfm.planner._kernels import one_type_rows
 from vfm.planner.program import PlanningProgram
 
 #: An FTF row violated by more than this (relative to 1 + m_i rounds) leaves the point uncertified.
@@ -59,6 +60,28 @@ class ScaledProgram:
     def typed(self) -> bool:
         """Whether the program has one-type-per-round rows (GPU types with several goods per round)."""
         return bool(self.shared.any())
+
+    @cached_property  # read by every Newton step over GPU types: computed once per program
+    def active_weights(self) -> FloatArray:
+        """`active` as floats, shape (n, T): 1 on the active entries, 0 elsewhere."""
+        return self.active.astype(np.float64)
+
+    @cached_property  # read by every Newton step over GPU types: computed once per program
+    def round_blocks(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Where each round's own (K, K) block lies in a (T, T) matrix over the goods: the rounds, the
+        blocks' rows and columns, and the goods they stand for (two goods of one round, `members`)."""
+        members = self.members
+        r, row, column = np.nonzero((members >= 0)[:, :, None] & (members >= 0)[:, None, :])
+        return r, row, column, members[r, row], members[r, column]
+
+    @cached_property  # read by the one-type rows' kernels: computed once per program
+    def tiled(self) -> bool:
+        """Whether the goods are whole blocks of the rounds in order, good k R + r the k-th of round r (how
+        `vfm.planner.typed` lays out the types): the one-type rows' kernels then sum each round over
+        contiguous runs of goods (`vfm.planner._kernels.one_type_rows`)."""
+        rounds, width = self.members.shape
+        return self.good_round.size == rounds * width and \
+            bool(np.array_equal(self.good_round, np.tile(np.arange(rounds), width)))
 
     @cached_property  # read by every Lagrangian minimizer of the polish: computed once per program
     def minimizer_upper(self) -> FloatArray:
@@ -184,11 +207,13 @@ def row_terms(data: ScaledProgram, per_job: FloatArray, per_round: FloatArray | 
     :math:`\ge` rows in :math:`\sum_t p_{it} y_{it}`) and `per_round` :math:`o` (n, R) (the one-type
     rows, :math:`\le` rows in :math:`\sum_{t \in r} y_{it}`; not read without them, may be None),
     subtracted from the gradient."""
-    terms = per_job[:, None] * data.pace
     if data.typed:
         assert per_round is not None
-        terms -= per_round[:, data.good_round]
-    return terms
+        terms = np.empty_like(data.pace)
+        one_type_rows.typed_row_terms(np.ascontiguousarray(per_job), data.pace, np.ascontiguousarray(per_round),
+                                      data.good_round, terms)
+        return terms
+    return per_job[:, None] * data.pace
 
 
 def with_cost(data: ScaledProgram, rows: FloatArray) -> FloatArray:

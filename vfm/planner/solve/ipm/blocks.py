@@ -203,24 +203,43 @@ class TypeFold:
     active: FloatArray  # (n, T) 1 on the active entries, 0 elsewhere
     good_round: np.ndarray  # (T,)
     members: np.ndarray  # (R, K) `ScaledProgram.members`
+    tiled: bool  # `ScaledProgram.tiled`
 
     @classmethod
     def of(cls, data: ScaledProgram, point: Point, root: FloatArray) -> TypeFold:
         """The fold at `point`, `root` the bounds' (regularized) diagonal to the power -1/2."""
         inverse_diagonal = np.where(data.active, root * root, 0.0)
-        sigma = inverse_diagonal @ data.rounds_of_goods
-        type_rows = point.type_rows
-        curvature = type_rows.z / type_rows.s * sigma
-        alpha = np.where(data.shared, np.expm1(-0.5 * np.log1p(curvature)) / np.where(data.shared, sigma, 1.0), 0.0)
-        return cls(alpha, inverse_diagonal, data.active.astype(np.float64), data.good_round, data.members)
+        alpha = _fold_alpha(data, point, inverse_diagonal @ data.rounds_of_goods)
+        return cls(alpha, inverse_diagonal, data.active_weights, data.good_round, data.members, data.tiled)
 
     def forward(self, vector: FloatArray) -> FloatArray:
         """:math:`N v` for every job, `vector` of shape (n, T) or (n, k, T) (`k` vectors per job)."""
-        return add_round_sums(vector, self.inverse_diagonal, self.alpha, self.active, self.good_round)
+        return add_round_sums(vector, self.inverse_diagonal, self.alpha, self.active, self.members, self.tiled)
+
+    def inverse(self, blocks: BlockFactor, root: FloatArray, vector: FloatArray,
+                g: FloatArray) -> tuple[FloatArray, FloatArray]:
+        r""":math:`K_i^{-1} v_i = N_i^\top D_i^{-1/2} F_i^\top F_i D_i^{-1/2} N_i v_i` for every job, shape (n, T),
+        and its capacity load :math:`\sum_i g_i \circ K_i^{-1} v_i`, shape (T,), for the low-rank `blocks`
+        (`one_type_rows.typed_inverse_blocks`); `root` is :math:`D^{-1/2}`."""
+        assert blocks.columns is not None and blocks.shrink is not None
+        out, loads = np.empty_like(vector), np.empty(vector.shape[1])
+        one_type_rows.typed_inverse_blocks(root, blocks.columns, blocks.shrink, self.alpha, self.inverse_diagonal,
+                                           self.active, self.members, self.tiled, vector, g, out,
+                                           loads)
+        return out, loads
+
+    def subtract_inverse(self, blocks: BlockFactor, root: FloatArray, g: FloatArray, correction: FloatArray,
+                         out: FloatArray) -> None:
+        r"""`out` -= :math:`K_i^{-1} (g_i \circ c)` for every job (`inverse`'s blocks; `correction` :math:`c`,
+        shape (T,))."""
+        assert blocks.columns is not None and blocks.shrink is not None
+        one_type_rows.typed_subtract_inverse_blocks(root, blocks.columns, blocks.shrink, self.alpha,
+                                                    self.inverse_diagonal, self.active, self.members, self.tiled, g,
+                                                    correction, out)
 
     def backward(self, vector: FloatArray) -> FloatArray:
         """:math:`N^\top v` for every job, `vector` of shape (n, T)."""
-        return add_round_sums(vector, self.active, self.alpha, self.inverse_diagonal, self.good_round)
+        return add_round_sums(vector, self.active, self.alpha, self.inverse_diagonal, self.members, self.tiled)
 
     def gram(self, blocks: BlockFactor, root: FloatArray, g: FloatArray, work: Workspace,
              stacked: bool) -> FloatArray:
@@ -249,11 +268,7 @@ class TypeFold:
         diagonal_blocks = np.zeros((members.shape[0], members.shape[1], members.shape[1]))
         one_type_rows.typed_gram(blocks.columns, blocks.shrink, g * root, root * self._forward_weights,
                                  self.inverse_diagonal * g, self.good_round, members, scaled_q, diagonal_blocks)
-        rows = scaled_q.reshape(-1, root.shape[1])
-        gram = -(rows.T @ rows)
-        r, row, column = np.nonzero((members >= 0)[:, :, None] & (members >= 0)[:, None, :])
-        gram[members[r, row], members[r, column]] = diagonal_blocks[r, row, column]
-        return gram
+        return typed_gram(scaled_q, diagonal_blocks, _round_blocks(members))
 
     def add_rank_one_terms(self, blocks: BlockFactor, root: FloatArray, g: FloatArray, out: FloatArray) -> None:
         r"""`out[i]` += the rank-one part of :math:`F_i X_i`, :math:`X_i = D_i^{-1/2} N_i \operatorname{diag}(g_i)
@@ -270,14 +285,14 @@ class TypeFold:
 
 
 def add_round_sums(vector: FloatArray, sum_weights: FloatArray, round_weights: FloatArray, add_weights: FloatArray,
-                   good_round: np.ndarray, out: FloatArray | None = None) -> FloatArray:
+                   members: np.ndarray, tiled: bool, out: FloatArray | None = None) -> FloatArray:
     """`one_type_rows.add_round_sums` for `vector` of shape (n, T) or (n, k, T), onto a copy of `vector`
     unless `out` (the same shape) is given."""
     if out is None:
         out = vector.copy()
-    n, goods = vector.shape[0], vector.shape[-1]
-    one_type_rows.add_round_sums(np.ascontiguousarray(vector).reshape(n, -1, goods), sum_weights, round_weights,
-                                 add_weights, good_round, out.reshape(n, -1, goods))
+    goods = vector.shape[-1]
+    one_type_rows.add_round_sums(sum_weights, round_weights, add_weights, members, tiled,
+                                 np.ascontiguousarray(vector).reshape(-1, goods), out.reshape(-1, goods))
     return out
 
 
@@ -310,3 +325,54 @@ def low_rank_system(data: ScaledProgram, point: Point, row: FloatArray, regulari
     curved = system.curved_blocks(work.columns, work.shrink, data.g, root, flags, work.weighted)
     blocks = BlockFactor(None, work.columns, work.shrink, row_free if data.kappa else None)
     return diagonal, root, blocks, _pieces_gram(work, curved, gram_diagonal)
+
+
+def _round_blocks(members: np.ndarray) -> tuple[np.ndarray, ...]:
+    """`ScaledProgram.round_blocks` of `members`."""
+    r, row, column = np.nonzero((members >= 0)[:, :, None] & (members >= 0)[:, None, :])
+    return r, row, column, members[r, row], members[r, column]
+
+
+def typed_gram(scaled_q: FloatArray, diagonal_blocks: FloatArray, round_blocks: tuple[np.ndarray, ...]) -> FloatArray:
+    """`TypeFold.gram` in pieces from the terms of `one_type_rows.typed_gram`: minus the Gram matrix of the
+    stacked rows `scaled_q` (n, S', T), its rounds' own blocks replaced by `diagonal_blocks` (R, K, K)
+    (placed by `round_blocks`, `ScaledProgram.round_blocks`)."""
+    rows = scaled_q.reshape(-1, scaled_q.shape[-1])
+    gram = -(rows.T @ rows)
+    r, row, column, first, second = round_blocks
+    gram[first, second] = diagonal_blocks[r, row, column]
+    return gram
+
+
+def typed_low_rank_system(data: ScaledProgram, point: Point, row: FloatArray, regularization: float,
+                          work: Workspace) -> tuple[FloatArray, FloatArray, BlockFactor, FloatArray, TypeFold]:
+    r"""Over GPU types with low-rank blocks, what `NewtonSystem.factor` forms before the prices' term, in two
+    passes over the jobs (`vfm.planner._kernels.one_type_rows.typed_curvature` and `typed_factor`, instead of
+    one kernel or NumPy expression per step, each over the whole arrays): the bounds' curvature
+    (n, T), the scaling :math:`D^{-1/2}` (n, T), the blocks' factor (the rows' column `row` (n,) times the
+    pace), the capacity Gram matrix in pieces (`TypeFold.gram`) and the one-type rows' fold."""
+    n, goods = point.y.shape
+    rounds, width = data.members.shape
+    diagonal, root, inverse_diagonal = np.empty((n, goods)), np.empty((n, goods)), np.empty((n, goods))
+    sigma = np.empty((n, rounds))
+    diagonal_blocks = np.empty((rounds, width, width))
+    one_type_rows.typed_curvature(data.active, point.y, point.s_hi, point.z_lo, point.z_hi, data.spread,
+                                  data.progress, point.w, point.u, row, data.pace, regularization, data.good_round,
+                                  diagonal, work.curvature, root, inverse_diagonal, sigma)
+    # NumPy's expm1 and log1p between the two passes, as `TypeFold.of`: compiled code would call the C
+    # library's, whose last bits may differ from NumPy's (and the interpreted kernels' would be NumPy's).
+    alpha = _fold_alpha(data, point, sigma)
+    one_type_rows.typed_factor(work.curvature, root, inverse_diagonal, alpha, data.active_weights, data.g,
+                               data.good_round, data.members, data.tiled, work.scaled, work.columns, work.shrink,
+                               work.rows, diagonal_blocks)
+    fold = TypeFold(alpha, inverse_diagonal, data.active_weights, data.good_round, data.members, data.tiled)
+    blocks = BlockFactor(None, work.columns, work.shrink, None)
+    return diagonal, root, blocks, typed_gram(work.rows, diagonal_blocks, data.round_blocks), fold
+
+
+def _fold_alpha(data: ScaledProgram, point: Point, sigma: FloatArray) -> FloatArray:
+    r"""`TypeFold`'s :math:`\alpha_r` (n, R) from :math:`\sigma_r = e_r^\top D^{-1} e_r` (n, R): 0 where the job has
+    no one-type row."""
+    type_rows = point.type_rows
+    curvature = type_rows.z / type_rows.s * sigma
+    return np.where(data.shared, np.expm1(-0.5 * np.log1p(curvature)) / np.where(data.shared, sigma, 1.0), 0.0)

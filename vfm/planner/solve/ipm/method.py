@@ -71,6 +71,10 @@ GPU types
     D_i^{-1/2} N_i`), so that the blocks and the capacity system keep the one-type structure over
     the K R goods. The capacity system's Gram matrix is formed in pieces (`TypeFold.gram`, much
     cheaper than the stacked product) and, when its solves miss their tolerance, as one product.
+    With the low-rank factor the fold, the factorization and the pieces are two passes over the
+    jobs (`blocks.typed_low_rank_system`), and each Woodbury term's fold, block solve and unfold one
+    (`TypeFold.inverse`): chains of whole-array steps cost several times the arithmetic over the
+    goods of three types.
     The certified gap adds :math:`{z^o}^\top s^o` and the rows' multipliers in :math:`q` (the
     one-type rows dualized, the box kept). On one GPU type (one good per round, pace 1) every step
     is the one-type step, bit for bit.

@@ -11,11 +11,18 @@ from typing import NamedTuple
 
 import numpy as np
 
-from vfm._numerics.interior_point import CG_STEPS, CG_TOLERANCE, cg_tolerance, largest_step
+from vfm._numerics.interior_point import CG_STEPS, CG_TOLERANCE, cg_tolerance
 from vfm._numerics.linalg import cholesky, cholesky_solve, preconditioned_cg
 from vfm._validation import FloatArray
-from vfm.planner._kernels import entries, low_rank
-from vfm.planner.solve.ipm.blocks import BlockFactor, TypeFold, Workspace, add_round_sums, low_rank_system
+from vfm.planner._kernels import entries, low_rank, one_type_rows
+from vfm.planner.solve.ipm.blocks import (
+    BlockFactor,
+    TypeFold,
+    Workspace,
+    add_round_sums,
+    low_rank_system,
+    typed_low_rank_system,
+)
 from vfm.planner.solve.ipm.point import Longest, Point, TypeRows
 from vfm.planner.solve.scaled_program import ScaledProgram
 
@@ -101,6 +108,9 @@ class NewtonSystem:
         if work.low_rank and not data.typed and not stacked:
             diagonal, root, blocks, schur = low_rank_system(data, point, row, regularization, work)
             fold, rows = None, data.pace if data.kappa else None
+        elif work.low_rank and not stacked:  # over GPU types, likewise (the Gram matrix in pieces)
+            diagonal, root, blocks, schur, typed_fold = typed_low_rank_system(data, point, row, regularization, work)
+            fold, rows = typed_fold, typed_fold.forward(data.pace) if data.kappa else None
         else:
             diagonal, root, blocks, schur, fold, rows = _blocks(data, point, row, regularization, work, stacked)
         curvature = work.curvature
@@ -137,7 +147,13 @@ class NewtonSystem:
             correction = cholesky_solve(self.schur, loads)
             self.blocks.subtract_inverse(self.root, g, correction, solution)
             return solution, loads, correction
-        # K_i^-1 = N_i^T D_i^-1/2 F_i^T F_i D_i^-1/2 N_i (`TypeFold`).
+        # K_i^-1 = N_i^T D_i^-1/2 F_i^T F_i D_i^-1/2 N_i (`TypeFold`): with the low-rank factor, the fold, the
+        # block solve and the unfold in one pass per term.
+        if self.blocks.columns is not None:
+            solution, loads = fold.inverse(self.blocks, self.root, rhs, g)
+            correction = cholesky_solve(self.schur, loads)
+            fold.subtract_inverse(self.blocks, self.root, g, correction, solution)
+            return solution, loads, correction
         solution = fold.backward(self.blocks.inverse(self.root, fold.forward(rhs), g)[0])
         loads = np.einsum("nt,nt->t", g, solution)
         correction = cholesky_solve(self.schur, loads)
@@ -151,7 +167,8 @@ class NewtonSystem:
         entries.hessian_times(self.curvature, self.diagonal, g, prices_term, vector, out)
         if self.fold is not None:  # the one-type rows' c_ir e_r e_r^T
             type_rows, active = self.point.type_rows, self.fold.active
-            add_round_sums(vector, active, type_rows.z / type_rows.s, active, self.data.good_round, out)
+            add_round_sums(vector, active, type_rows.z / type_rows.s, active, self.data.members, self.data.tiled,
+                           out)
         return out
 
     def precondition(self, rhs: FloatArray) -> FloatArray:
@@ -214,8 +231,11 @@ class NewtonSystem:
         # A one-type row's multiplier step is (t - z ds) / s - z with ds = -sum_{t in r} dy. The kernel forms
         # the rows' terms (`row_terms`) entry by entry from the per-job ones and those of each entry's round.
         type_rows = point.type_rows
-        per_round = data.zeros if not data.typed else \
-            np.where(data.shared, target_type / type_rows.s - type_rows.z, 0.0)[:, data.good_round]
+        per_round = data.zeros
+        if data.typed:
+            per_round = np.empty_like(y)
+            one_type_rows.type_row_terms(data.shared, target_type, type_rows.s, type_rows.z, data.good_round,
+                                         per_round)
         aff = (predictor.dy, predictor.dz_lo, predictor.dz_hi) if predictor is not None else (data.zeros,) * 3
         rhs = np.empty_like(y)
         entries.newton_rhs(active, point.primal_residual, y, s_hi, z_lo, z_hi, g, target_cap / s_cap - prices, rows,
@@ -236,21 +256,23 @@ class NewtonSystem:
         row_rate = entries.row_steps(constrained, efficient, running, residual, d_zeta, target_f, target_e, s_f, z_f,
                                      s_e, z_e, ds_f, dz_f, ds_e, dz_e)
         dz_zeta = (target_zeta - longest.z_zeta * d_zeta) / longest.zeta - longest.z_zeta if data.kappa else 0.0
+        type_rate = 0.0
         if data.typed:
-            ds_o = np.where(data.shared, -(dy @ data.rounds_of_goods), 0.0)
-            dz_o = np.where(data.shared, (target_type - type_rows.z * ds_o) / type_rows.s - type_rows.z, 0.0)
+            ds_o, dz_o = np.empty_like(type_rows.s), np.empty_like(type_rows.z)
+            type_rate = one_type_rows.type_row_steps(data.shared, dy, target_type, type_rows.s, type_rows.z,
+                                                     data.good_round, ds_o, dz_o)
         else:  # no one-type rows: their (n, R = T) step is 0 and never limits the step length
             ds_o = dz_o = data.zeros
         du = np.einsum("nst,nt->ns", data.progress, dy)
         # The logarithms' rows w U = budgets, linearized: their multipliers' step, and the rates of the
         # variables O(n S + T) in one call; the entries' and the rows' rates are the kernels' above.
         dw = np.empty_like(point.w)
+        # The one-type rows' rate joins the others' (the same step as the smaller of the two: 1 / x
+        # rounds monotonically); 0 without them.
         rate = max(rate, row_rate, entries.log_steps(
             data.budgets, point.w, point.u, du, s_cap, ds_cap, prices, d_prices,
-            np.array([longest.zeta, longest.z_zeta]), np.array([d_zeta, dz_zeta]), dw))
+            np.array([longest.zeta, longest.z_zeta]), np.array([d_zeta, dz_zeta]), dw), type_rate)
         largest = 1.0 / rate if rate > 0 else np.inf
-        if data.typed:
-            largest = min(largest, largest_step((type_rows.s, type_rows.z), (ds_o, dz_o)))
         return Direction(dy, dz_lo, dz_hi, ds_cap, d_prices, ds_f, dz_f, Longest(d_zeta, ds_e, dz_e, dz_zeta),
                          TypeRows(ds_o, dz_o), du, dw, largest, sigma, max(self.stalled, default=0.0))
 
