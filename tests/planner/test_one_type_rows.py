@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from vfm.planner._kernels import one_type_rows
+from vfm.planner._kernels import one_type_rows, polish_types
 
 
 def _job_blocks(p_t, shrink, x, left, right, group, members):
@@ -215,12 +215,12 @@ def test_the_polish_products_over_types_are_their_formulas():
     mu, prices = rng.standard_normal(a_round.shape), rng.standard_normal(group.size)
     rounds_of_goods = (group[:, None] == np.arange(a_round.shape[1])[None, :]).astype(np.float64)
     out = np.empty(group.size)
-    one_type_rows.polish_cross_times(free, weighted, a_round, gamma, scale, g, group, mu, out)
+    polish_types.polish_cross_times(free, weighted, a_round, gamma, scale, g, group, mu, out)
     along = gamma * (a_round * mu).sum(axis=1)
     expected = (g * scale[:, None] * (free * mu[:, group] - along[:, None] * weighted)).sum(axis=0)
     np.testing.assert_allclose(out, expected, rtol=1e-13, atol=1e-13 * np.abs(expected).max())
     transposed = np.empty(a_round.shape)
-    one_type_rows.polish_cross_transposed_times(free, weighted, a_round, gamma, scale, g, group, prices, transposed)
+    polish_types.polish_cross_transposed_times(free, weighted, a_round, gamma, scale, g, group, prices, transposed)
     gx = g * prices[None, :]
     expected = scale[:, None] * ((gx * free) @ rounds_of_goods
                                  - (gamma * (gx * weighted).sum(axis=1))[:, None] * a_round)
@@ -230,7 +230,7 @@ def test_the_polish_products_over_types_are_their_formulas():
     job_cross = rng.standard_normal((group.size, 150))
     present = rng.random((150, 2 + a_round.shape[1])) < 0.5
     cross, cross_present = (np.empty((jobs.size, group.size, present.shape[1])) for _ in range(2))
-    one_type_rows.polish_cross_blocks(jobs, job_cross, free, weighted, a_round, gamma, scale, g, group, present,
+    polish_types.polish_cross_blocks(jobs, job_cross, free, weighted, a_round, gamma, scale, g, group, present,
                                       cross, cross_present)
     spread = (gamma[jobs, None] * weighted[jobs])[:, :, None] * a_round[jobs, None, :]
     block = (g[jobs] * scale[jobs, None])[:, :, None] * (free[jobs, :, None] * rounds_of_goods[None] - spread)
@@ -246,10 +246,10 @@ def test_the_dense_block_inverses_are_the_inverses_and_see_a_singular_block():
     blocks[5, 2, 2] = 1.0
     blocks[6] = blocks[6][::-1]
     out = np.empty_like(blocks)
-    assert one_type_rows.inverse_blocks_dense(blocks, out)
+    assert polish_types.inverse_blocks_dense(blocks, out)
     np.testing.assert_allclose(np.matmul(blocks, out), np.broadcast_to(np.eye(7), blocks.shape), atol=1e-12)
     blocks[100, 3] = 0.0
-    assert not one_type_rows.inverse_blocks_dense(blocks, out)
+    assert not polish_types.inverse_blocks_dense(blocks, out)
 
 
 def test_the_polish_blocks_and_row_terms_over_types_are_the_numpy_expressions_bit_for_bit():
@@ -262,7 +262,7 @@ def test_the_polish_blocks_and_row_terms_over_types_are_the_numpy_expressions_bi
     f, d = rng.standard_normal((3, 2 + rounds)), rng.random((3, 2 + rounds))
     present = rng.random((3, 2 + rounds)) < 0.6
     out = np.empty((3, 2 + rounds, 2 + rounds))
-    one_type_rows.polish_blocks(jobs, own, rows, a_round, gamma, scale, in_round, f, d, present, out)
+    polish_types.polish_blocks(jobs, own, rows, a_round, gamma, scale, in_round, f, d, present, out)
     slope = np.empty_like(out)
     slope[:, :2, :2] = own[jobs, None, None]
     slope[:, :2, 2:] = rows[jobs, None, :]

@@ -11,6 +11,7 @@ what they compute:
 - `vfm.planner._kernels.low_rank`: the Newton blocks' low-rank factor and its block solves;
 - `vfm.planner._kernels.dense`: the dense (Cholesky) factor and its block solves;
 - `vfm.planner._kernels.one_type_rows`: the one-type-per-round rows over GPU types;
+- `vfm.planner._kernels.polish_types`: the polish's products and block inverses over GPU types;
 - `vfm.planner._kernels.system`: one Newton system's per-job steps in low-rank form, in one pass;
 - `vfm.planner._kernels.entries`: a point's evaluation and the Newton system's entry-wise passes;
 - `vfm.planner._kernels.lagrangian`: the Lagrangian minimizer and the matched row multipliers;

@@ -265,19 +265,15 @@ def _costs(data: ScaledProgram, prices: FloatArray, types: FloatArray | None,
     return costs
 
 
-def _job_base(data: ScaledProgram, picked: slice | np.ndarray) -> FloatArray:
-    """The base of the jobs `picked` in the one scenario the polish has, shape (n,), C-ordered for the kernels."""
-    return np.ascontiguousarray(data.base[picked, 0])
-
-
 def _minimized(data: ScaledProgram, costs: FloatArray,
                picked: slice | np.ndarray) -> tuple[FloatArray, FloatArray, np.ndarray]:
     """The `lagrangian_minimizer` of the jobs `picked` at the entries' costs `costs` (their rows)."""
     n, rounds = costs.shape
     y, utility, free = np.empty((n, rounds)), np.empty(n), np.empty((n, rounds), dtype=np.bool_)
     _kernels.lagrangian_minimizer(np.ascontiguousarray(data.progress[picked, 0, :]), costs, data.spread[picked],
-                                  data.budgets[picked], _job_base(data, picked), data.minimizer_upper[picked],
-                                  np.ascontiguousarray(data.active[picked]), y, utility, free)
+                                  data.budgets[picked], np.ascontiguousarray(data.base[picked, 0]),
+                                  data.minimizer_upper[picked], np.ascontiguousarray(data.active[picked]), y, utility,
+                                  free)
     return y, utility, free
 
 
@@ -404,9 +400,9 @@ def _progress_roots(data: ScaledProgram, prices: FloatArray, types: FloatArray, 
     at most `steps` evaluations)."""
     roots = np.empty(jobs.size)
     _kernels.matched_rows(np.ascontiguousarray(data.progress[jobs, 0, :]), _costs(data, prices, types, jobs),
-                          data.pace[jobs], data.spread[jobs], data.budgets[jobs], _job_base(data, jobs),
-                          data.minimizer_upper[jobs], np.ascontiguousarray(data.active[jobs]), *bracket, target,
-                          steps, roots)
+                          data.pace[jobs], data.spread[jobs], data.budgets[jobs],
+                          np.ascontiguousarray(data.base[jobs, 0]), data.minimizer_upper[jobs],
+                          np.ascontiguousarray(data.active[jobs]), *bracket, target, steps, roots)
     return roots
 
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from vfm._numerics.linalg import lu, lu_solve
 from vfm._validation import FloatArray
-from vfm.planner._kernels import one_type_rows
+from vfm.planner._kernels import polish_types
 from vfm.planner.solve.scaled_program import ScaledProgram
 
 
@@ -104,7 +104,7 @@ class TypeSlopes:
         multipliers times `mu` (n, R), shape (T,)."""
         data = self.data
         out = np.empty(data.g.shape[1])
-        one_type_rows.polish_cross_times(self.free, self.weighted, self.a_round, self.gamma, self.scale, data.g,
+        polish_types.polish_cross_times(self.free, self.weighted, self.a_round, self.gamma, self.scale, data.g,
                                          data.good_round, np.ascontiguousarray(mu), out)
         return out
 
@@ -113,7 +113,7 @@ class TypeSlopes:
         shape (n, R)."""
         data = self.data
         out = np.empty(self.a_round.shape)
-        one_type_rows.polish_cross_transposed_times(self.free, self.weighted, self.a_round, self.gamma, self.scale,
+        polish_types.polish_cross_transposed_times(self.free, self.weighted, self.a_round, self.gamma, self.scale,
                                                     data.g, data.good_round, np.ascontiguousarray(prices), out)
         return out
 
@@ -252,7 +252,7 @@ class NewtonMatrix:
         # The capacity rows in the bound jobs' multipliers (k, T, 2 + R), masked to the rows each has.
         cross = np.empty((bound.size, rounds, present.shape[1]))
         cross_present = np.empty_like(cross)
-        one_type_rows.polish_cross_blocks(bound, np.ascontiguousarray(slopes.cross), types.free, types.weighted,
+        polish_types.polish_cross_blocks(bound, np.ascontiguousarray(slopes.cross), types.free, types.weighted,
                                           types.a_round, types.gamma, types.scale, data.g, data.good_round,
                                           np.ascontiguousarray(present), cross, cross_present)
         # A job's block inverse times its rows' coefficients: along the prices (k, 2 + R, T) and zeta.
@@ -294,9 +294,9 @@ def _block_inverse(slopes: Slopes, types: TypeSlopes, jobs: np.ndarray, f: Float
     None if one is singular."""
     size = present.shape[1]
     block = np.empty((jobs.size, size, size))
-    one_type_rows.polish_blocks(jobs, slopes.own, types.rows, types.a_round, types.gamma, types.scale, types.in_round,
+    polish_types.polish_blocks(jobs, slopes.own, types.rows, types.a_round, types.gamma, types.scale, types.in_round,
                                 np.ascontiguousarray(f), np.ascontiguousarray(d), np.ascontiguousarray(present), block)
     inverse = np.empty_like(block)
-    if not one_type_rows.inverse_blocks_dense(block, inverse):
+    if not polish_types.inverse_blocks_dense(block, inverse):
         return None
     return inverse if np.isfinite(inverse).all() else None
