@@ -198,7 +198,7 @@ def msgspec_types() -> type:
 
     from vfm.equilibrium import Status
     from vfm.limits import MAX_BUDGET, MAX_COUNT, MAX_GPUS, MAX_JOB_EPOCHS, MAX_JOB_SECONDS
-    from vfm.planner.shockwave import CREDIT_FLOOR
+    from vfm.planner.shockwave import CREDIT_FLOOR, DEFAULT_RESTART_S
 
     Count = Annotated[int, Meta(ge=0, le=MAX_COUNT)]
     Positive = Annotated[int, Meta(ge=1, le=MAX_COUNT)]
@@ -224,6 +224,7 @@ def msgspec_types() -> type:
         stages: list[tuple[Count, Positive]]
         fair_finish_at_s: NonNegative | None
         kind: Id | None
+        restart_s: Annotated[float, Meta(ge=0, le=MAX_JOB_SECONDS)] = DEFAULT_RESTART_S
 
     class Carried(Strict):
         id: Id
@@ -295,7 +296,7 @@ def pydantic_types() -> type:
 
     from vfm.equilibrium import Status
     from vfm.limits import MAX_BUDGET, MAX_COUNT, MAX_GPUS, MAX_JOB_EPOCHS, MAX_JOB_SECONDS
-    from vfm.planner.shockwave import CREDIT_FLOOR
+    from vfm.planner.shockwave import CREDIT_FLOOR, DEFAULT_RESTART_S
 
     Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
     Positive = Annotated[int, Field(ge=1, le=MAX_COUNT)]
@@ -320,6 +321,7 @@ def pydantic_types() -> type:
         stages: list[tuple[Count, Positive]]
         fair_finish_at_s: NonNegative | None
         kind: Id | None
+        restart_s: Annotated[float, Field(ge=0, le=MAX_JOB_SECONDS)] = DEFAULT_RESTART_S
 
     class Carried(Strict):
         id: Id

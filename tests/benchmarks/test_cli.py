@@ -19,14 +19,15 @@ from benchmarks import _cli
 ROOT = Path(__file__).resolve().parents[2]
 COMMANDS = ["busy_host", "calibrate_tolerances", "checkpoint_format", "cold_start", "deadline", "decisions", "demo",
             "determinism", "forecast", "heterogeneous", "plan", "policy_scale", "replan_speed", "reproduce",
-            "robustness", "shockwave_milp", "solve", "threads", "uncertainty", "warm_start", "wide_market"]
+            "restart_costs", "robustness", "shockwave_milp", "solve", "threads", "uncertainty", "warm_start",
+            "wide_market"]
 #: The options a command cannot run without, with values that pass.
 REQUIRED = {"reproduce": ["--workload", "shockwave_120jobs_32gpus"],
             "determinism": ["--workload", "shockwave_120jobs_32gpus"], "policy_scale": ["--jobs", "4"]}
 #: The commands that write results, and so must have an output option.
 WRITERS = {"busy_host", "checkpoint_format", "cold_start", "deadline", "decisions", "determinism", "forecast",
-           "heterogeneous", "plan", "replan_speed", "reproduce", "robustness", "solve", "threads", "uncertainty",
-           "wide_market"}
+           "heterogeneous", "plan", "replan_speed", "reproduce", "restart_costs", "robustness", "solve", "threads",
+           "uncertainty", "wide_market"}
 OUTPUT_CHECKS = (_cli.OUTPUT_FOLDER, _cli.OUTPUT_FILE, _cli.OUTPUT_FILE_MADE)
 #: What a command must not have loaded when it refuses its arguments: the library's heavy parts.
 HEAVY = ("vfm.planner", "vfm.cluster", "numba", "cvxpy", "jax", "matplotlib")

@@ -329,7 +329,7 @@ class _Told:
         self.inner, self.told = inner, {}
 
     def add_job(self, job_id: Hashable, gpus: int, regimes: Mapping[float, float], epochs: int, *,
-                kind: Hashable = None) -> None:
+                kind: Hashable = None, restart_s: float | None = None) -> None:
         self.told[job_id] = dict(regimes)
         self.inner.add_job(job_id, gpus, regimes, epochs, kind=kind)
 

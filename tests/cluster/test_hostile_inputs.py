@@ -338,7 +338,7 @@ class _Fifo(Fifo):
         self.calls = 0
 
     def add_job(self, job_id: Hashable, gpus: int, regimes: Mapping[float, float], epochs: int, *,
-                kind: Hashable = None) -> None:
+                kind: Hashable = None, restart_s: float | None = None) -> None:
         self.calls += 1
         super().add_job(job_id, gpus, regimes, epochs, kind=kind)
 

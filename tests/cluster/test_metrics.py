@@ -133,7 +133,7 @@ class _Scripted:
     def __init__(self, order):
         self.order, self.left = list(order), {}
 
-    def add_job(self, job_id, gpus, regimes, epochs, budget=1.0, *, kind=None):
+    def add_job(self, job_id, gpus, regimes, epochs, budget=1.0, *, kind=None, restart_s=None):
         self.left[job_id] = epochs
 
     def remove_job(self, job_id):

@@ -40,7 +40,7 @@ class Fifo:
         self.jobs: dict[Hashable, list[int]] = {}  # id -> [gpus, epochs left]
 
     def add_job(self, job_id: Hashable, gpus: int, regimes: Mapping[float, float], epochs: int, *,
-                kind: Hashable = None) -> None:
+                kind: Hashable = None, restart_s: float | None = None) -> None:
         self.jobs[job_id] = [gpus, epochs]
 
     def remove_job(self, job_id: Hashable) -> None:
@@ -99,13 +99,15 @@ class Recorder:
         self.round = 0
         self.added: dict[Hashable, int] = {}
         self.kinds: dict[Hashable, Hashable] = {}
+        self.restart_s: dict[Hashable, float | None] = {}
         self.reports: list[tuple[int, Hashable, list[float]]] = []  # (round reported after, id, sizes)
 
     def add_job(self, job_id: Hashable, gpus: int, regimes: Mapping[float, float], epochs: int, *,
-                kind: Hashable = None) -> None:
+                kind: Hashable = None, restart_s: float | None = None) -> None:
         self.added[job_id] = self.round
         self.kinds[job_id] = kind
-        self.inner.add_job(job_id, gpus, regimes, epochs, kind=kind)
+        self.restart_s[job_id] = restart_s
+        self.inner.add_job(job_id, gpus, regimes, epochs, kind=kind, restart_s=restart_s)
 
     def remove_job(self, job_id: Hashable) -> None:
         self.inner.remove_job(job_id)
@@ -125,8 +127,9 @@ class Recorder:
 
 
 @st.composite
-def workloads(draw: st.DrawFn) -> dict[str, Any]:
-    """A small workload file: 1-6 jobs on 1-4 GPUs, 1-3 phases of 1-4 epochs, random arrivals."""
+def workloads(draw: st.DrawFn, own_restarts: bool = False) -> dict[str, Any]:
+    """A small workload file: 1-6 jobs on 1-4 GPUs, 1-3 phases of 1-4 epochs, random arrivals;
+    with `own_restarts`, some jobs state their own restart cost (0 to 55 s, within any round)."""
     gpus = draw(st.integers(1, 4))
     round_s = draw(st.sampled_from([60.0, 120.0]))
     jobs = []
@@ -143,6 +146,8 @@ def workloads(draw: st.DrawFn) -> dict[str, Any]:
             "epochs": sum(p["epochs"] for p in phases),
             "phases": phases,
         })
+        if own_restarts and draw(st.booleans()):
+            jobs[-1]["restart_s"] = draw(st.sampled_from([0.0, 5.0, 30.0, 55.0]))
     return {"name": "hypothesis", "gpus": gpus, "round_s": round_s, "jobs": jobs}
 
 
@@ -168,8 +173,13 @@ def rounds_per_job(sim: Simulation, workload: Workload) -> list[list[int]]:
 
 
 def check_invariants(workload: Workload, sim: Simulation, recorder: Recorder, restart_s: float) -> None:
-    """Everything that must hold for any policy, recomputed from the recorded rounds."""
+    """Everything that must hold for any policy, recomputed from the recorded rounds; `restart_s`
+    is the simulator's, charged to the jobs that state no restart cost of their own."""
     round_s = workload.round_s
+    costs = [restart_s if job.restart_s is None else job.restart_s for job in workload.jobs]
+    assert sim.job_restart_s is not None and sim.job_restart_s.tolist() == costs and sim.restart_s == restart_s
+    # The policy was told each job's cost (as its Recorder saw it).
+    assert recorder.restart_s == {job.id: cost for job, cost in zip(workload.jobs, costs, strict=True)}
     gpus = {job.id: job.gpus for job in workload.jobs}
     assert sim.n_jobs == workload.n_jobs and sim.gpus == workload.gpus
     assert np.isfinite(sim.finish_s).all()
@@ -197,14 +207,14 @@ def check_invariants(workload: Workload, sim: Simulation, recorder: Recorder, re
         assert (starts < sim.finish_s[j]).all()  # never after its finish
         assert sim.finish_s[j] <= starts[-1] + round_s  # it finished in its last round
         # (to rounding: the simulator adds the restart before the work, this sum after it)
-        assert sim.finish_s[j] >= job.arrival_s + job.isolated_s + restart_s - 1e-9
+        assert sim.finish_s[j] >= job.arrival_s + job.isolated_s + costs[j] - 1e-9
         # Restarts: its first round and every round after a gap.
         restarts = 1 + int(np.count_nonzero(np.diff(held) > 1))
         assert sim.restarts[j] == restarts
         # Work conservation: time held minus restarts is exactly the isolated time.
         held_s = len(held) * round_s - (starts[-1] + round_s - sim.finish_s[j])
         assert sim.held_s[j] == pytest.approx(held_s, rel=1e-9, abs=1e-9)
-        assert held_s - restarts * restart_s == pytest.approx(job.isolated_s, rel=1e-6)
+        assert held_s - restarts * costs[j] == pytest.approx(job.isolated_s, rel=1e-6)
         busy += job.gpus * held_s
     assert sim.busy_gpu_s == pytest.approx(busy, rel=1e-9)
     assert sim.busy_gpu_s <= workload.gpus * len(sim.rounds) * round_s * (1 + 1e-12)
@@ -212,6 +222,7 @@ def check_invariants(workload: Workload, sim: Simulation, recorder: Recorder, re
     # The policy saw every epoch's batch size exactly once, in order, and only once finished.
     seen: dict[Hashable, list[float]] = {job.id: [] for job in workload.jobs}
     held_rounds = dict(zip((job.id for job in workload.jobs), rounds_per_job(sim, workload), strict=True))
+    position_of = {job.id: j for j, job in enumerate(workload.jobs)}
     for call, job_id, sizes in recorder.reports:
         round_index = numbers[call]
         assert sizes, "no empty reports"
@@ -221,7 +232,7 @@ def check_invariants(workload: Workload, sim: Simulation, recorder: Recorder, re
         # Work done by the end of that round, and the epochs it completes.
         rounds_run = [r for r in held_rounds[job_id] if r <= round_index]
         gaps = 1 + int(np.count_nonzero(np.diff(rounds_run) > 1))
-        work = len(rounds_run) * round_s - gaps * restart_s
+        work = len(rounds_run) * round_s - gaps * costs[position_of[job_id]]
         ends = np.cumsum(job.epoch_s)
         low, high = np.searchsorted(ends, [work - 1e-6, work + 1e-6], side="right")
         assert low <= len(seen[job_id]) <= max(high, 0) or len(seen[job_id]) == job.epochs
@@ -258,6 +269,54 @@ def test_random_policy_invariants(raw: dict[str, Any], restart_s: float, seed: i
     recorder = Recorder(RandomSubset(workload.gpus, seed))
     sim = simulate(workload, recorder, restart_s=restart_s, max_rounds=100_000)
     check_invariants(workload, sim, recorder, restart_s)
+
+
+@settings(max_examples=60)
+@given(raw=workloads(own_restarts=True), restart_s=st.sampled_from([0.0, 20.0]), seed=st.integers(0, 2**16))
+def test_jobs_with_their_own_restart_costs_keep_the_invariants(raw: dict[str, Any], restart_s: float,
+                                                                seed: int) -> None:
+    # Each job is charged its own restart cost where it states one, the simulator's elsewhere:
+    # held time minus its cost per restart is its isolated time, and the policy is told each.
+    workload = workload_from_dict(raw)
+    recorder = Recorder(RandomSubset(workload.gpus, seed))
+    sim = simulate(workload, recorder, restart_s=restart_s, max_rounds=100_000)
+    check_invariants(workload, sim, recorder, restart_s)
+
+
+def _two_jobs(own_s: float | None, round_s: float = 100.0) -> Workload:
+    """Two one-GPU jobs of 300 s alone on two GPUs; job "own" states `own_s` (None: none)."""
+    jobs = [{"id": name, "arrival_s": 0.0, "gpus": 1, "epochs": 3,
+             "phases": [{"epochs": 3, "batch_size": 32, "epoch_s": 100.0}]} for name in ("own", "default")]
+    if own_s is not None:
+        jobs[0]["restart_s"] = own_s
+    return workload_from_dict({"gpus": 2, "round_s": round_s, "jobs": jobs})
+
+
+def test_a_job_is_charged_its_own_restart_cost_each_time_it_restarts() -> None:
+    # Run every other round, each job restarts in every run: "own" loses 45 s per run, "default"
+    # the simulator's 20 s, so with w = 100 - cost seconds of work per run, "own" needs 6 runs
+    # (55 s each) and finishes at round 10 + 45 + 300 - 5 * 55, "default" 4 runs (80 s each).
+    sim = simulate(_two_jobs(45.0), EvenRounds(2), restart_s=20.0)
+    assert sim.job_restart_s.tolist() == [45.0, 20.0] and sim.restart_s == 20.0
+    assert sim.restarts.tolist() == [6, 4]
+    assert sim.finish_s.tolist() == pytest.approx([10 * 100 + 45 + 300 - 5 * 55, 6 * 100 + 20 + 300 - 3 * 80])
+    np.testing.assert_allclose(sim.held_s - sim.restarts * sim.job_restart_s, sim.isolated_s)
+
+
+def test_the_policy_is_told_each_jobs_restart_cost() -> None:
+    recorder = Recorder(Fifo(2))
+    simulate(_two_jobs(0.0), recorder, restart_s=30.0)
+    assert recorder.restart_s == {"own": 0.0, "default": 30.0}
+
+
+@pytest.mark.parametrize("own_s", [100.0, 150.0])
+def test_a_jobs_restart_cost_not_shorter_than_the_round_is_refused_naming_it(own_s: float) -> None:
+    workload = _two_jobs(own_s)
+    with pytest.raises(ValidationError, match=rf"job 'own': restart_s \({own_s:g} s\) must be shorter than the "
+                                              r"round \(round_s = 100 s\)"):
+        simulate(workload, Fifo(2))
+    # The same workload at longer rounds runs.
+    assert simulate(workload, Fifo(2), round_s=200.0).restarts.tolist() == [1, 1]
 
 
 @settings(max_examples=40)

@@ -40,8 +40,8 @@ class OnOneType:
         self.inner, self.cluster = inner, cluster
 
     def add_job(self, job_id: Hashable, gpus: int, regimes: Mapping[str, Mapping[float, float]], epochs: int, *,
-                kind: Hashable = None) -> None:
-        self.inner.add_job(job_id, gpus, regimes[self.gpu_type], epochs, kind=kind)
+                kind: Hashable = None, restart_s: float | None = None) -> None:
+        self.inner.add_job(job_id, gpus, regimes[self.gpu_type], epochs, kind=kind, restart_s=restart_s)
 
     def remove_job(self, job_id: Hashable) -> None:
         self.inner.remove_job(job_id)
@@ -62,7 +62,7 @@ class FastestFree:
         self.told: dict[Hashable, Mapping[str, Mapping[float, float]]] = {}
 
     def add_job(self, job_id: Hashable, gpus: int, regimes: Mapping[str, Mapping[float, float]], epochs: int, *,
-                kind: Hashable = None) -> None:
+                kind: Hashable = None, restart_s: float | None = None) -> None:
         self.jobs[job_id] = [gpus, epochs, [t for t in self.cluster.types if t in regimes]]
         self.told[job_id] = regimes
 

@@ -81,6 +81,45 @@ def test_a_restored_policy_continues_as_the_original_restored_from_its_own_check
     assert restored.completed == policy.completed and restored.replans == policy.replans
 
 
+def _with_restart_costs() -> Policy:
+    """`_loaded`'s policy with three jobs of their own restart costs (job 5 ten times the default)."""
+    policy = Policy(4, rounds=6)
+    for k, (gpus, restart_s) in enumerate([(1, None), (2, 5.0), (1, None), (1, 0.0), (2, 200.0), (1, 200.0)]):
+        policy.add_job(k, gpus=gpus, regimes=REGIMES, epochs=30 + 7 * k, kind="lm", restart_s=restart_s)
+    _run(policy, 3)
+    return policy
+
+
+def test_a_jobs_restart_cost_survives_a_checkpoint_round_trip() -> None:
+    policy = _with_restart_costs()
+    text = policy.checkpoint()
+    costs = [20.0, 5.0, 20.0, 0.0, 200.0, 200.0]
+    assert [job["restart_s"] for job in json.loads(text)["jobs"]] == costs
+    restored = Policy(4, rounds=6)
+    restored.restore(text)
+    assert [restored.state.jobs[k].restart_s for k in range(6)] == costs
+    assert restored.checkpoint() == text
+    policy.restore(text)  # both re-plan at their next round, from the same checkpoint
+    assert _run(restored, 15) == _run(policy, 15)
+
+
+def test_a_checkpoint_without_restart_costs_restores_every_job_at_the_default() -> None:
+    # A checkpoint written before jobs had restart costs holds no restart_s: each job restores at
+    # DEFAULT_RESTART_S, and the policy continues as one whose jobs were never told a cost.
+    from vfm.planner.shockwave import DEFAULT_RESTART_S
+
+    policy = _loaded(fairness=True)
+    document = json.loads(policy.checkpoint())
+    for job in document["jobs"]:
+        del job["restart_s"]
+    restored = Policy.shockwave(4, rounds=6)
+    restored.restore(json.dumps(document))
+    assert {record.restart_s for record in restored.state.jobs.values()} == {DEFAULT_RESTART_S}
+    assert restored.checkpoint() == policy.checkpoint()
+    policy.restore(restored.checkpoint())
+    assert _run(restored, 15) == _run(policy, 15)
+
+
 def test_a_checkpoint_restores_on_another_number_of_threads_and_continues_the_same() -> None:
     # The threads decide how fast a plan is found, not which: not part of the configuration.
     policy = _loaded(fairness=True)
@@ -289,6 +328,8 @@ def test_a_damaged_checkpoint_is_refused_naming_the_field_and_the_job() -> None:
         (("plan", "since_plan"), 9, r"plan\.since_plan must be a whole number in"),
         (("jobs", 1, "gpus"), 0, r"jobs\[1\]\.gpus \(job 1\) must be"),
         (("jobs", 1, "budget"), float("inf"), "budget of job 1 must be a number in"),
+        (("jobs", 1, "restart_s"), -1.0, r"restart_s of job 1 must be a number of seconds in \[0, 1e\+12\]"),
+        (("jobs", 1, "restart_s"), "20", r"restart_s of job 1 must be a number of seconds"),
         (("jobs", 0, "epochs"), 1, r"epochs done \(stages\) of job 0 must be a whole number in \[0, 1\) "
                                    r"\(fewer than its 1 epochs"),
         (("jobs", 1, "stages"), [[5, 1]], r"stages\[0\]\[0\] of job 1 must be a column in \[0, 2\), got 5"),

@@ -33,14 +33,18 @@ class SchedulingPolicy(Protocol):
     # `regimes` is typed Any: its form depends on whether the policy is `ClusterAware` (a policy
     # that takes one form only still implements the protocol).
     def add_job(self, job_id: Hashable, gpus: int, regimes: Any, epochs: int, *,
-                kind: Hashable = None) -> None:
+                kind: Hashable = None, restart_s: float | None = None) -> None:
         """A job arrives (at the start of the round in which the scheduler first sees it).
 
         `regimes`: batch size -> seconds per epoch on its gang; for a `ClusterAware` policy, each
         type that can host the job (`vfm.cluster.gpu_types.job_types`) -> its regimes there
         (`vfm.cluster.gpu_types.type_regimes`). `kind` is what kind of job it is,
         ``(model, adaptation)`` in the simulator, or None: a scheduler knows what it was asked to
-        train, and a policy may learn from the finished jobs of a kind (it may also ignore it)."""
+        train, and a policy may learn from the finished jobs of a kind (it may also ignore it).
+        `restart_s` is the seconds the job loses each time it starts or restarts (checkpoint and
+        restore; the simulator passes the workload's `Job.restart_s`, else its own `restart_s`),
+        or None: unknown. A policy may weigh it against the restarts its schedule causes, or
+        ignore it; every implementation must accept it."""
 
     def remove_job(self, job_id: Hashable) -> None:
         """A job leaves without finishing (cancelled)."""

@@ -9,13 +9,15 @@ the semantics and every decision made where the Shockwave paper and artifact lea
 
 Semantics in brief (round ``r`` covers ``[r * round_s, (r + 1) * round_s)``):
 
-1. Jobs with ``arrival_s <= r * round_s`` not yet added are added, in arrival order.
+1. Jobs with ``arrival_s <= r * round_s`` not yet added are added, in arrival order; the policy
+   is told each one's restart cost (``add_job(..., restart_s=...)``).
 2. ``policy.next_round()`` is called and timed. Rounds in which no job is present (before the
    first arrival, or after every job present has finished and before the next arrives) are
    skipped: the simulator jumps to the round of the next arrival, and does not record them.
 3. The answer is checked: known, present, unfinished jobs, no duplicates, gangs within capacity.
-4. A scheduled job that did not run in round ``r - 1`` spends its first ``restart_s`` restarting;
-   then it works through its epochs at their durations. Work carries over: a job preempted in
+4. A scheduled job that did not run in round ``r - 1`` spends its first seconds restarting: its
+   own restart cost (`Job.restart_s`) where the workload states one, else ``restart_s``; then it
+   works through its epochs at their durations. Work carries over: a job preempted in
    the middle of an epoch resumes there. A job finishing inside the round frees its GPUs then.
 5. Every job that finished at least one epoch reports their batch sizes to the policy.
 """
@@ -71,6 +73,10 @@ class Simulation:
         GPUs in the cluster.
     n_jobs : int
     round_s, restart_s : float
+        The round length and the simulator's restart cost (charged to the jobs that state none).
+    job_restart_s : ndarray, shape (n,) or None
+        Seconds each job lost per restart: its own restart cost (`Job.restart_s`) or `restart_s`.
+        None only for a record built by hand (then `restart_s` for every job).
     job_id : ndarray, shape (n,)
         int64 when every id is an integer within int64, else object (the ids themselves: an
         integer of any size, a string, a tuple).
@@ -84,7 +90,7 @@ class Simulation:
         on another GPU type than in the previous round.
     held_s : ndarray, shape (n,)
         Seconds the job held its gang: from each of its rounds' start to the round's end or to
-        its finish (restarts included).
+        its finish (restarts included: ``restarts * job_restart_s`` of them).
     rounds : tuple of Round, length R
         The rounds in which jobs were present, in order (the empty rounds between them are
         skipped, module docstring); ``start_s`` says which round each is.
@@ -127,6 +133,7 @@ class Simulation:
     replans: tuple[dict[str, Any], ...] = ()
     guards: Mapping[str, int] = field(default_factory=dict)
     cluster: ClusterTypes | None = None
+    job_restart_s: FloatArray | None = None
 
     def __post_init__(self) -> None:
         # A record: its arrays are read-only (a caller who wants to edit one copies it), its
@@ -147,15 +154,23 @@ def default_max_rounds(workload: Workload, round_s: float, restart_s: float) -> 
 
     After the last arrival, a policy that runs only one job at a time and restarts it every
     round needs ``ceil(isolated_s / (round_s - restart_s))`` rounds per job (on a cluster of
-    several types, the job's isolated time on the slowest type that can run it); the bound is twice
-    the sum of that plus the rounds up to the last arrival, plus one round per job.
+    several types, the job's isolated time on the slowest type that can run it; `restart_s` the
+    job's own restart cost where the workload states one); the bound is twice the sum of that plus
+    the rounds up to the last arrival, plus one round per job.
     """
     cluster = workload.cluster if workload.cluster is not None else ClusterTypes.single(workload.gpus)
-    return _rounds_bound(workload, Trace(workload, cluster).slowest_s, round_s, restart_s)
+    return _rounds_bound(workload, Trace(workload, cluster).slowest_s, round_s, _restart_costs(workload, restart_s))
 
 
-def _rounds_bound(workload: Workload, slowest_s: FloatArray, round_s: float, restart_s: float) -> int:
-    """`default_max_rounds` given each job's isolated time on the slowest type that hosts it."""
+def _restart_costs(workload: Workload, restart_s: float) -> FloatArray:
+    """Each job's restart cost, shape (n,): its own (`Job.restart_s`) where the workload states
+    one, else `restart_s`."""
+    return np.array([restart_s if job.restart_s is None else job.restart_s for job in workload.jobs], dtype=float)
+
+
+def _rounds_bound(workload: Workload, slowest_s: FloatArray, round_s: float, restart_s: FloatArray) -> int:
+    """`default_max_rounds` given each job's isolated time on the slowest type that hosts it and
+    its restart cost."""
     serial = int(np.ceil(slowest_s / (round_s - restart_s)).sum())
     last_arrival = math.ceil(float(workload.arrival_s.max()) / round_s)
     return last_arrival + 2 * serial + workload.n_jobs + 1
@@ -323,6 +338,10 @@ def _check_arguments(workload: Workload, policy: SchedulingPolicy, round_s: floa
     round_s = workload.round_s if round_s is None else float(round_s)
     within = Interval(Real, 0, round_s, closed="left", unit="seconds", note="round_s")
     check_parameters({"restart_s": restart_s}, {"restart_s": within})
+    own = np.array([np.nan if job.restart_s is None else job.restart_s for job in workload.jobs], dtype=float)
+    if (j := first_bad(own >= round_s)) is not None:
+        raise ValidationError(f"job {workload.jobs[j].id!r}: restart_s ({own[j]:g} s) must be shorter than the round "
+                              f"(round_s = {round_s:g} s): a job restarting must have time left in its round to work")
     if float(workload.arrival_s.max()) / round_s >= MAX_ARRIVAL_ROUNDS:
         raise ValidationError(f"round_s = {round_s:g} puts the last arrival more than {MAX_ARRIVAL_ROUNDS:.3g} "
                               f"rounds away, past the rounds whose starts are exact in floating point; use longer "
@@ -341,7 +360,7 @@ class _Run:
     typed: bool
     trace: Trace
     round_s: float
-    restart_s: float
+    restart_s: FloatArray  # per job: its own restart cost, or the simulator's
     max_rounds: int
     ids: list[Hashable]
     index_of: dict[Hashable, int]
@@ -354,14 +373,15 @@ def _prepare(workload: Workload, policy: SchedulingPolicy, cluster: ClusterTypes
     """The fixed part of a run on checked arguments, or a ValidationError for a job no type can run."""
     typed = isinstance(policy, ClusterAware)
     trace = Trace(workload, cluster)
+    restarts = _restart_costs(workload, restart_s)
     if max_rounds is None:
-        max_rounds = _rounds_bound(workload, trace.slowest_s, round_s, restart_s)
+        max_rounds = _rounds_bound(workload, trace.slowest_s, round_s, restarts)
     if (j := first_bad(~np.isfinite(trace.reference_s))) is not None:
         raise ValidationError(f"job {workload.jobs[j].id!r} cannot run on any GPU type of the cluster "
                               f"({', '.join(cluster.types)}): no type runs every batch size of its profile and epochs")
     ids = [job.id for job in workload.jobs]
     return _Run(workload=workload, policy=policy, cluster=cluster, typed=typed, trace=trace, round_s=round_s,
-                restart_s=restart_s, max_rounds=max_rounds, ids=ids,
+                restart_s=restarts, max_rounds=max_rounds, ids=ids,
                 index_of={job_id: j for j, job_id in enumerate(ids)},
                 arrival_order=np.argsort(workload.arrival_s, kind="stable"),  # ties keep file order
                 regimes=trace.regimes if typed else [job.regimes for job in workload.jobs])
@@ -405,7 +425,8 @@ def _add_arrivals(run: _Run, state: _State, start: float) -> None:
         j = int(order[state.next_arrival])
         job = run.workload.jobs[j]
         kind = None if job.training is None else (job.training.model, job.training.adaptation)
-        run.policy.add_job(job.id, job.gpus, run.regimes[j], job.epochs, kind=kind)
+        run.policy.add_job(job.id, job.gpus, run.regimes[j], job.epochs, kind=kind,
+                           restart_s=float(run.restart_s[j]))
         state.added[j] = True
         state.next_arrival += 1
 
@@ -439,7 +460,7 @@ def _work_round(run: _Run, state: _State, picked: IntArray, placed: IntArray, st
     # The round for every scheduled job at once; a change of type is a restart.
     restarting = ~state.ran_last[picked] | (placed != last_type[picked])
     state.restarts[picked] += restarting
-    work_from = start + np.where(restarting, run.restart_s, 0.0)
+    work_from = start + np.where(restarting, run.restart_s[picked], 0.0)
     isolated = trace.isolated_s[placed, picked]
     need = isolated - work_s[picked]
     completes = need <= end - work_from
@@ -501,16 +522,16 @@ def _run_rounds(run: _Run, state: _State, progress: Callable[[int, int, int], No
         round_index += 1
 
 
-def _recorded(run: _Run, state: _State) -> Simulation:
+def _recorded(run: _Run, state: _State, restart_s: float) -> Simulation:
     """The finished run as a `Simulation`."""
     workload = run.workload
     return Simulation(
         workload=workload.name, policy=type(run.policy).__name__, gpus=workload.gpus, n_jobs=state.n,
-        round_s=run.round_s, restart_s=float(run.restart_s), job_id=_id_array(run.ids), arrival_s=workload.arrival_s,
+        round_s=run.round_s, restart_s=float(restart_s), job_id=_id_array(run.ids), arrival_s=workload.arrival_s,
         finish_s=state.finish_s, isolated_s=run.trace.reference_s, restarts=state.restarts, held_s=state.held_s,
         rounds=tuple(state.rounds), planner_s=np.array(state.planner_s),
         planner_busy=np.array(state.planner_busy, dtype=bool), busy_gpu_s=float((run.trace.gpus * state.held_s).sum()),
-        replans=tuple(state.replans), guards=state.guards, cluster=run.cluster,
+        replans=tuple(state.replans), guards=state.guards, cluster=run.cluster, job_restart_s=run.restart_s,
     )
 
 
@@ -528,7 +549,9 @@ def simulate(workload: Workload, policy: SchedulingPolicy, *, round_s: float | N
         Round length; default ``workload.round_s``.
     restart_s : float
         Seconds a job loses at the start of a round when it did not run in the previous round
-        (its first round included); ``0 <= restart_s < round_s``.
+        (its first round included); ``0 <= restart_s < round_s``. A job whose workload states its
+        own restart cost (`Job.restart_s`, which must also be shorter than the round) loses that
+        instead. Each job's cost is told to the policy on arrival.
     max_rounds : int, optional
         Stop with a PolicyError after this many rounds; default `default_max_rounds`.
     progress : callable, optional
@@ -545,12 +568,13 @@ def simulate(workload: Workload, policy: SchedulingPolicy, *, round_s: float | N
         the cluster has (naming the policy class, the round and the job), or if the jobs have
         not all finished after `max_rounds` rounds.
     ValidationError
-        For a bad `round_s`, `restart_s` or `max_rounds`, or a job id that is not a string, an
-        int (not a bool) or a tuple of them (naming the job), before the first round.
+        For a bad `round_s`, `restart_s` or `max_rounds`, a job's own restart cost not shorter
+        than the round, or a job id that is not a string, an int (not a bool) or a tuple of them
+        (naming the job), before the first round.
     """
     cluster, round_s = _check_arguments(workload, policy, round_s, restart_s, max_rounds, progress)
     checked = cast(SchedulingPolicy, policy)  # _check_arguments: it implements SchedulingPolicy
     run = _prepare(workload, checked, cluster, round_s, restart_s, max_rounds)
     state = _State(workload.n_jobs)
     _run_rounds(run, state, progress)
-    return _recorded(run, state)
+    return _recorded(run, state, restart_s)

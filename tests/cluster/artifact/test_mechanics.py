@@ -148,7 +148,7 @@ def test_a_policy_answer_that_cannot_run_is_named(workload) -> None:
         def __init__(self) -> None:
             self.present: list = []
 
-        def add_job(self, job_id, gpus, regimes, epochs, *, kind=None) -> None:
+        def add_job(self, job_id, gpus, regimes, epochs, *, kind=None, restart_s=None) -> None:
             assert all(seconds > 0 for seconds in regimes.values()) and epochs >= 1
             self.present.append(job_id)
 

@@ -221,3 +221,42 @@ def test_an_unknown_field_beside_the_annotations_is_still_refused(field: str, me
     raw["jobs"][1][field] = 5400.0
     with pytest.raises(ValidationError, match=message):
         workload_from_dict(raw)
+
+
+# --- restart_s: a job's own restart cost -------------------------------------------------------------
+
+
+def test_a_jobs_restart_cost_is_read_kept_and_written_back() -> None:
+    raw = copy.deepcopy(TOLD)
+    raw["jobs"][1]["restart_s"] = 45
+    workload = workload_from_dict(raw)
+    assert [job.restart_s for job in workload.jobs] == [None, 45.0]  # absent: None (the simulator's)
+    assert isinstance(workload.jobs[1].restart_s, float)
+    written = workload_to_dict(workload)
+    assert [job.get("restart_s") for job in written["jobs"]] == [None, 45.0]
+    assert "restart_s" not in written["jobs"][0]
+    back = workload_from_dict(json.loads(json.dumps(written)))
+    assert [job.restart_s for job in back.jobs] == [None, 45.0]
+    assert [job.restart_s for job in workload.head(1).jobs] == [None]
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    (-1.0, r"^job 1 \(id 7\): restart_s must be a number of seconds in \[0, 1e\+12\] \(MAX_JOB_SECONDS\), got -1"),
+    (1e13, r"^job 1 \(id 7\): restart_s must be a number of seconds in \[0, 1e\+12\] .* got 10000000000000.0$"),
+    ("20", r"^job 1 \(id 7\): restart_s must be a finite number, got '20'$"),
+    (None, r"^job 1 \(id 7\): restart_s must be a finite number, got None$"),
+    (True, r"^job 1 \(id 7\): restart_s must be a finite number, got True$"),
+    (float("inf"), r"^job 1 \(id 7\): restart_s must be a finite number, got inf$"),
+])
+def test_a_bad_restart_cost_is_refused_naming_the_job_and_field(value: Any, message: str) -> None:
+    raw = copy.deepcopy(TOLD)
+    raw["jobs"][1]["restart_s"] = value
+    with pytest.raises(ValidationError, match=message):
+        workload_from_dict(raw)
+
+
+def test_a_job_built_in_memory_checks_its_restart_cost() -> None:
+    arrays = {"batch_size": np.array([32.0]), "epoch_s": np.array([60.0])}
+    assert Job(id="a", arrival_s=0.0, gpus=1, epochs=1, isolated_s=60.0, restart_s=30, **arrays).restart_s == 30.0
+    with pytest.raises(ValidationError, match=r"^job 'a': restart_s must be a number of seconds in \[0, 1e\+12\]"):
+        Job(id="a", arrival_s=0.0, gpus=1, epochs=1, isolated_s=60.0, restart_s=-5.0, **arrays)

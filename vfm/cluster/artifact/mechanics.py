@@ -262,14 +262,15 @@ class _Driven:
 
     The policy is told what a scheduler knows: on arrival the job's gang, its regimes (the batch
     sizes its scaling rule can reach, at ``ceil(samples / b) / throughput`` seconds per epoch)
-    and its epochs (``ceil(total_steps / steps per epoch)`` at the initial batch size); after
+    and its epochs (``ceil(total_steps / steps per epoch)`` at the initial batch size), and the
+    mechanics' own restart cost (`ArtifactOptions.restart_s`, every job's here); after
     each round the whole epochs it now has (steps done over steps per epoch, at the batch size
     it ran), all of them when it completes. A job the artifact drops after failing rounds is
     removed.
     """
 
-    def __init__(self, policy: SchedulingPolicy, workload: Workload, jobs: _Jobs) -> None:
-        self.policy, self.capacity = policy, workload.gpus
+    def __init__(self, policy: SchedulingPolicy, workload: Workload, jobs: _Jobs, restart_s: float) -> None:
+        self.policy, self.capacity, self.restart_s = policy, workload.gpus, restart_s
         self.ids = [job.id for job in workload.jobs]
         self.index_of = {job_id: row for row, job_id in enumerate(self.ids)}
         rules = jobs.rules
@@ -297,7 +298,7 @@ class _Driven:
     def add(self, rows: IntArray, jobs: _Jobs) -> None:
         for row in rows.tolist():
             self.policy.add_job(self.ids[row], int(jobs.rules.gang[row]), self._regimes(jobs, row),
-                                int(self.epochs[row]))
+                                int(self.epochs[row]), restart_s=self.restart_s)
 
     def after_round(self, end: _RoundEnd) -> None:
         completed = set(end.completed.tolist())
@@ -357,7 +358,7 @@ def simulate(workload: Workload, policy: str | Allocator | SchedulingPolicy,
     gang = jobs.rules.gang
     chooser: _Gavel | _Driven
     if isinstance(policy, SchedulingPolicy):
-        chooser, name = _Driven(policy, workload, jobs), type(policy).__name__
+        chooser, name = _Driven(policy, workload, jobs, opts.restart_s), type(policy).__name__
     else:
         allocator = make_allocator(check("policy", policy, BASELINE_NAME)) if isinstance(policy, str) else policy
         name = policy if isinstance(policy, str) else getattr(allocator, "__name__", type(allocator).__name__)

@@ -176,10 +176,11 @@ class RoundPolicy(RoundBook):
     # --- what the scheduler tells the policy ---------------------------------------------------
 
     def add_job(self, job_id: Hashable, gpus: int, regimes: Mapping[float, float] | Mapping[str, Mapping[float, float]],
-                epochs: int, *, kind: Hashable = None) -> None:
+                epochs: int, *, kind: Hashable = None, restart_s: float | None = None) -> None:
         """A job arrives; `regimes` maps each type that can host it to batch size -> seconds per
         epoch there; on a cluster of one type, plainly batch size -> seconds is its regimes there.
-        `kind` is not used.
+        `kind` and `restart_s` are not used: the baselines decide each round from their
+        allocations alone, as the systems they reproduce do, whatever a restart costs.
 
         A type whose count is smaller than the gang cannot host it and is ignored.
 

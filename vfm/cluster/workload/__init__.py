@@ -18,6 +18,10 @@ one epoch duration across the job's phases and the profile is read off them; wit
 may give a batch size other (noisy) durations and need not use every batch size the profile
 lists, but every batch size they use must be listed.
 
+A job's optional ``"restart_s"`` (seconds, >= 0) is what it loses each time it starts or restarts:
+the checkpoint and restore of its model (`Job.restart_s`). `vfm.cluster.simulate` charges it, in
+place of its own ``restart_s``, and tells the policy; without it the simulator's applies.
+
 Your own data about a job or the workload (where a job comes from, its duration in the source
 trace, a team) goes in ``"annotations"``, a JSON object of anything, per job and at the top level:
 vfm keeps it (`Job.annotations`, `Workload.annotations`), never reads it, and `workload_to_dict`

@@ -53,8 +53,9 @@ def epoch_records(batch_size: FloatArray, epoch_s: FloatArray,
 
 def workload_to_dict(workload: Workload) -> dict[str, Any]:
     """`workload` as a workload file's JSON object; `workload_from_dict` reads it back to the same
-    jobs, per-epoch arrays, profiles and annotations (``json.dumps`` writes it; floats round-trip
-    exactly). ``annotations`` are written where there are some, the workload's and each job's.
+    jobs, per-epoch arrays, profiles, restart costs and annotations (``json.dumps`` writes it; floats
+    round-trip exactly). A job's ``restart_s`` is written where it states one, ``annotations`` where
+    there are some, the workload's and each job's.
 
     Examples
     --------
@@ -72,6 +73,8 @@ def workload_to_dict(workload: Workload) -> dict[str, Any]:
             record |= {"model": job.training.model, "adaptation": job.training.adaptation,
                        "total_steps": job.training.total_steps, "samples_per_epoch": job.training.samples_per_epoch}
         record |= epoch_records(job.batch_size, job.epoch_s, np.array(job.profile))
+        if job.restart_s is not None:
+            record["restart_s"] = job.restart_s
         if job.annotations:
             record["annotations"] = _json_data(job.annotations)
         jobs.append(record)
@@ -130,7 +133,8 @@ def load_workload(path_or_name: str | Path, *, profiles: GpuProfiles | None = No
         ``epochs``, a non-positive epoch_s or batch_size, one batch size with two epoch
         durations (without a profile), a stated ``isolated_s`` that is not the sum of the epoch
         durations, a repeated id; a ``profile`` that is not a non-empty list of objects, repeats
-        a batch size or does not list a batch size the phases run; ``annotations`` that are not a JSON object; more than
+        a batch size or does not list a batch size the phases run; ``annotations`` that are not a JSON object; a
+        ``restart_s`` that is not a number of seconds in [0, ``MAX_JOB_SECONDS``]; more than
         `MAX_WORKLOAD_EPOCHS` epochs in all; an arrival more than 2^53 rounds away; a
         ``cluster`` that does not map known GPU types to positive whole counts or does not sum
         to ``gpus``; a bound of `vfm._validation` passed (``MAX_GPUS`` GPUs;

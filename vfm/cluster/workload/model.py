@@ -35,7 +35,8 @@ from numpy.typing import NDArray
 
 from vfm.errors import ValidationError
 from vfm.gpu_cluster import ClusterTypes
-from vfm.parameters import Instance, Interval, Whole, check
+from vfm.limits import MAX_JOB_SECONDS
+from vfm.parameters import Instance, Interval, Real, Whole, check
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -70,6 +71,9 @@ class _Annotations(Mapping[str, Any]):
     def __reduce__(self) -> tuple[Any, ...]:
         return type(self), (self._data,)
 
+
+#: A job's restart cost (`Job.restart_s`), when stated: seconds, at least 0, at most a job's whole run.
+RESTART_S = Interval(Real, 0, MAX_JOB_SECONDS, unit="seconds", note="MAX_JOB_SECONDS")
 
 #: No annotations: the default of `Job.annotations` and `Workload.annotations`.
 _NO_ANNOTATIONS: Mapping[str, Any] = _Annotations({})
@@ -155,6 +159,11 @@ class Job:
         The user's own data about the job (the file's ``annotations``, any JSON object): kept
         and written back (`vfm.cluster.workload_to_dict`), never read by vfm. A read-only view
         of a copy of what was given; empty by default.
+    restart_s : float or None
+        Seconds the job loses each time it starts or restarts (checkpoint and restore of its
+        model), when the file states it (its ``restart_s``, a number in [0, ``MAX_JOB_SECONDS``]);
+        None (default): not stated, and a simulator charges its own (`vfm.cluster.simulate`'s
+        ``restart_s``). The simulator tells the policy this cost on arrival.
     """
 
     id: Hashable
@@ -167,8 +176,12 @@ class Job:
     training: Training | None = None
     profile: tuple[tuple[float, float], ...] = ()
     annotations: Mapping[str, Any] = field(default_factory=lambda: _NO_ANNOTATIONS)
+    restart_s: float | None = None
 
     def __post_init__(self) -> None:
+        if self.restart_s is not None:
+            check(f"job {self.id!r}: restart_s", self.restart_s, RESTART_S)
+            object.__setattr__(self, "restart_s", float(self.restart_s))
         if not self.profile:
             object.__setattr__(self, "profile", derived_profile(self.batch_size, self.epoch_s))
         if not isinstance(self.annotations, _Annotations):  # not already a copy of its own

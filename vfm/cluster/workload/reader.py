@@ -37,7 +37,16 @@ import numpy as np
 from numpy.typing import NDArray
 
 from vfm._validation import beyond_int64, finite_float, first_bad
-from vfm.cluster.workload.model import ADAPTATIONS, FloatArray, IntArray, Job, Training, Workload, annotations_of
+from vfm.cluster.workload.model import (
+    ADAPTATIONS,
+    RESTART_S,
+    FloatArray,
+    IntArray,
+    Job,
+    Training,
+    Workload,
+    annotations_of,
+)
 from vfm.errors import ValidationError
 from vfm.gpu_cluster import ClusterTypes
 from vfm.gpu_profiles import GpuProfiles, checked_profiles
@@ -52,7 +61,8 @@ __all__ = ["workload_from_dict"]
 # ``annotations`` (the workload's and each job's) is the user's own data, kept and never read.
 _WORKLOAD_KEYS = ("name", "gpus", "round_s", "jobs", "throughputs", "cluster", "annotations", "source")
 _JOB_KEYS = ("id", "arrival_s", "gpus", "epochs", "isolated_s", "phases", "profile", "model", "adaptation",
-             "total_steps", "samples_per_epoch", "annotations", "dataset", "job_type", "static_duration_s")
+             "total_steps", "samples_per_epoch", "annotations", "restart_s", "dataset", "job_type",
+             "static_duration_s")
 _PHASE_KEYS = ("epochs", "batch_size", "epoch_s", "mem_mib", "util_pct")
 _PROFILE_KEYS = ("batch_size", "epoch_s")
 
@@ -342,6 +352,7 @@ class _JobFields:
     phase_blocks: list[FloatArray]  # per job, rows (epochs, batch_size, epoch_s)
     profile_blocks: list[FloatArray]  # per job, rows (batch_size, epoch_s); none: derived
     annotations: list[Mapping[str, Any]]  # per job, its annotations (checked; empty where it gives none)
+    restart_s: list[float | None]  # per job, its restart cost (checked); None where it gives none
 
 
 def _read_jobs(jobs: list[Any]) -> _JobFields:
@@ -355,6 +366,7 @@ def _read_jobs(jobs: list[Any]) -> _JobFields:
     profile_blocks: list[FloatArray] = []
     trainings: list[Training | None] = []
     annotations: list[Mapping[str, Any]] = []
+    restart_s: list[float | None] = []
     for index, job in enumerate(jobs):
         check(f"job {index}", job, _OBJECT)
         job_id = _field(job, "id", f"job {index}", _ID)
@@ -366,6 +378,7 @@ def _read_jobs(jobs: list[Any]) -> _JobFields:
             stated_isolated[index] = float(_field(job, "isolated_s", where, _NUMBER))
         trainings.append(_read_training(job, where))
         annotations.append(annotations_of(job.get("annotations", {}), where))
+        restart_s.append(float(_field(job, "restart_s", where, _NUMBER, RESTART_S)) if "restart_s" in job else None)
         phases = job.get("phases")
         check(f"{where}: 'phases'", phases, Instance(list, "a non-empty list" + ("" if "phases" in job else
                                                                                  " (missing field 'phases')"),
@@ -375,7 +388,7 @@ def _read_jobs(jobs: list[Any]) -> _JobFields:
     arrival_s, gang, epochs = scalars.T
     return _JobFields(ids=ids, arrival_s=arrival_s, gang=gang, epochs=epochs, stated_isolated=stated_isolated,
                       trainings=trainings, phase_blocks=phase_blocks, profile_blocks=profile_blocks,
-                      annotations=annotations)
+                      annotations=annotations, restart_s=restart_s)
 
 
 def _check_unique_ids(ids: list[Any]) -> None:
@@ -448,7 +461,8 @@ def _built_jobs(fields: _JobFields, phases_of: _Records, profiles: list[tuple[tu
         built.append(Job(id=job_id, arrival_s=float(fields.arrival_s[index]), gpus=int(fields.gang[index]),
                          epochs=int(epochs[index]), isolated_s=float(isolated[index]),
                          batch_size=batches[index], epoch_s=durations[index], training=fields.trainings[index],
-                         profile=profiles[index], annotations=fields.annotations[index]))
+                         profile=profiles[index], annotations=fields.annotations[index],
+                         restart_s=fields.restart_s[index]))
     return tuple(built)
 
 

@@ -74,7 +74,7 @@ from vfm.planner.options import PlanOptions
 from vfm.planner.policy import checkpoint as checkpoint_format
 from vfm.planner.policy.decision import Decision, Placement, Serving, decide_placed
 from vfm.planner.policy.replanning import replan
-from vfm.planner.policy.state import PolicyConfig, PolicyState, RoundOptions, checked_record
+from vfm.planner.policy.state import PolicyConfig, PolicyState, RoundOptions, checked_record, continuity_of
 from vfm.planner.policy.state_view import StateView
 from vfm.planner.policy.typed_serving import job_speeds, typed_regimes, typed_serving
 from vfm.planner.shockwave import (
@@ -142,7 +142,8 @@ def _serve(config: PolicyConfig, state: PolicyState) -> tuple[PolicyState, list[
         credit, fired = state.credit, shockwave.guards_fired(ran, first[~np.isin(first, committed)])
     else:
         precedence = shockwave.Precedence(overdue=first, committed=committed, ran_last=state.ran_last,
-                                          continuity=config.continuity, owed_first=config.options.service_floor > 0)
+                                          continuity=continuity_of(config, state, plan_.job_ids),
+                                          owed_first=config.options.service_floor > 0)
         ran, credit, fired = shockwave.serve_with_credit(
             program, plan_.relaxed[:, state.since_plan], state.credit, float(config.capacity), precedence)
     running = [plan_.job_ids[i] for i in np.flatnonzero(ran)]
@@ -430,7 +431,8 @@ class Policy(StateView):
     # --- what the scheduler tells the policy ---------------------------------------------------
 
     def add_job(self, job_id: Hashable, gpus: int, regimes: Mapping[float, float] | Mapping[str, Mapping[float, float]],
-                epochs: int, budget: float = 1.0, *, kind: Hashable = None) -> None:
+                epochs: int, budget: float = 1.0, *, kind: Hashable = None,
+                restart_s: float | None = None) -> None:
         """A job arrives: its gang size, its regimes (batch size -> seconds per epoch), its total epochs.
 
         On several GPU types `regimes` maps each type that can host the job to its regimes there
@@ -439,6 +441,14 @@ class Policy(StateView):
 
         `kind` says what kind of job it is, for a forecaster that learns from finished jobs of the
         same kind (the simulator passes ``(model, adaptation)``); None: unknown.
+
+        `restart_s` is the seconds the job loses each time it starts or restarts (checkpoint and
+        restore; the simulator passes the workload's, else its own); None: unknown, taken as
+        `vfm.planner.shockwave.DEFAULT_RESTART_S` (20 s, the simulator's default). It sets how
+        far the job may run ahead of its plan once running before it yields its gang: the
+        configured ``continuity`` times ``restart_s / DEFAULT_RESTART_S``
+        (`vfm.planner.shockwave.job_continuity`), so that a job dear to restart restarts less
+        often and every job loses at most the same share of its time to restarts.
 
         Raises
         ------
@@ -452,7 +462,8 @@ class Policy(StateView):
             numbers, not bools or strings; seconds finite and > 0); an epoch count that is not a
             whole number in [1, `MAX_JOB_EPOCHS`]; epochs times the slowest regime's seconds above
             `MAX_JOB_SECONDS`; a budget that is not a finite number in (0, `MAX_BUDGET`]; a kind
-            that is not hashable; on GPU types, regimes that name a type not in the cluster, types
+            that is not hashable; a restart cost that is not a number of seconds in
+            [0, `MAX_JOB_SECONDS`]; on GPU types, regimes that name a type not in the cluster, types
             whose batch sizes differ, a gang no type it names can hold.
         """
         with self._lock:
@@ -463,7 +474,8 @@ class Policy(StateView):
             else:
                 reference = _one_type(self.cluster, job_id, regimes)
             key = self._new_key(job_id)
-            record = checked_record(self.config.capacity, job_id, gpus, reference, epochs, budget, kind)
+            record = checked_record(self.config.capacity, job_id, gpus, reference, epochs, budget, kind,
+                                    shockwave.DEFAULT_RESTART_S if restart_s is None else restart_s)
             if seconds is not None:
                 speeds = job_speeds(seconds, np.array([d for _, d in record.regimes]))
                 record = replace(record, speeds=read_only(speeds))

@@ -8,7 +8,7 @@ checkpoint format that writes and reads them (`vfm.planner.policy.checkpoint`).
 from __future__ import annotations
 
 import functools
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from functools import partial
 from types import MappingProxyType
@@ -45,7 +45,9 @@ class JobRecord:
     ``stages`` holds the epochs observed, in the order they ran, as runs ``(column in regimes,
     epochs)`` (a handful per job: a report is O(its epochs)); the counts per regime and the recent
     run are derived from them. ``fair_finish_at_s`` is its finish-time target on the policy
-    clock, NaN before the first; ``kind`` what kind of job it is (`Policy.add_job`), None if not told.
+    clock, NaN before the first; ``kind`` what kind of job it is (`Policy.add_job`), None if not told;
+    ``restart_s`` the seconds it loses per start or restart (`vfm.planner.shockwave.DEFAULT_RESTART_S`
+    if not told), which sets its continuity (`vfm.planner.shockwave.job_continuity`).
     On a cluster of several GPU types, ``regimes`` are on the job's reference type and ``speeds``
     is its speed on each type at each regime and at their mean, shape (K, R + 1), read-only
     (`vfm.planner.policy.typed_serving.job_speeds`); None on one type.
@@ -58,6 +60,7 @@ class JobRecord:
     stages: tuple[tuple[int, int], ...] = ()
     fair_finish_at_s: float = float("nan")
     kind: Hashable = None
+    restart_s: float = shockwave.DEFAULT_RESTART_S
     speeds: FloatArray | None = field(default=None, compare=False)  # an array: no equality, no hash
 
     @property
@@ -129,7 +132,10 @@ class RoundOptions:
         then waits more than `vfm.planner.shockwave.wait_bound` rounds. None: no guarantee.
     continuity : float
         Rounds of credit a job that ran in the previous round may run ahead of its plan before
-        it yields its gang (default `vfm.planner.shockwave.CONTINUITY`, 2): fewer restarts.
+        it yields its gang (default `vfm.planner.shockwave.CONTINUITY`, 2): fewer restarts. This
+        is the continuity of a job whose restart costs `vfm.planner.shockwave.DEFAULT_RESTART_S`
+        (20 s); each job gets it in proportion to its own restart cost (`Policy.add_job`'s
+        ``restart_s``, `vfm.planner.shockwave.job_continuity`).
     deadline_s : float or None
         Seconds `next_round` may spend deciding a round that re-plans (finite, > 0; default None:
         no deadline). The planner is told the time left when `vfm.planner.PlanOptions` has a
@@ -293,20 +299,32 @@ def _arrival(capacity: int) -> dict[str, Constraint]:
     return {"gpus": Interval(Whole, 1, capacity, unit="GPUs", note="the cluster's GPUs"),
             "epochs": Interval(Whole, 1, MAX_JOB_EPOCHS, note="MAX_JOB_EPOCHS"),
             "budget": Interval(Real, 0, MAX_BUDGET, closed="right", note="MAX_BUDGET"),
-            "kind": Hashed("hashable, as ('ResNet-18', 'gns')")}
+            "kind": Hashed("hashable, as ('ResNet-18', 'gns')"),
+            "restart_s": Interval(Real, 0, MAX_JOB_SECONDS, unit="seconds", note="MAX_JOB_SECONDS")}
 
 
 def checked_record(capacity: int, job_id: Hashable, gpus: Any, regimes: Any, epochs: Any, budget: Any,
-                   kind: Any) -> JobRecord:
+                   kind: Any, restart_s: Any = shockwave.DEFAULT_RESTART_S) -> JobRecord:
     """The record of job `job_id` on arrival, every field within `vfm.limits` on a cluster of
     `capacity` GPUs, or the `ValidationError` naming the job and the field (`Policy.add_job`, and
     a checkpoint's records). O(its regimes)."""
     of = f" of job {job_id!r}"
-    check_parameters({"gpus": gpus, "epochs": epochs, "budget": budget, "kind": kind}, _arrival(capacity), of=of)
+    check_parameters({"gpus": gpus, "epochs": epochs, "budget": budget, "kind": kind, "restart_s": restart_s},
+                     _arrival(capacity), of=of)
     regime_set = checked_regime_pairs(regimes, f"regimes{of}", max_seconds=MAX_JOB_SECONDS)
     slowest = max(seconds for _, seconds in regime_set)
     # Its epochs bounded by its slowest regime too: a job runs at most MAX_JOB_SECONDS in all.
     check("epochs", epochs, Whole(f"a whole number of epochs that run at most {MAX_JOB_SECONDS:.0e} s in all "
                                   f"(MAX_JOB_SECONDS) at its slowest regime's {slowest:g} s each",
                                   holds=lambda e: e * slowest <= MAX_JOB_SECONDS), of=of)
-    return JobRecord(int(gpus), regime_set, int(epochs), float(budget), kind=kind)
+    return JobRecord(int(gpus), regime_set, int(epochs), float(budget), kind=kind, restart_s=float(restart_s))
+
+
+def continuity_of(config: PolicyConfig, state: PolicyState, job_ids: Sequence[Hashable]) -> FloatArray:
+    """The continuity of each job of `job_ids` (a plan's), shape (n,): ``config.continuity``
+    scaled by the job's restart cost (`vfm.planner.shockwave.job_continuity`); a job that has left
+    since the plan was made takes the default cost (it has nothing left to run)."""
+    jobs = state.jobs
+    costs = np.array([jobs[j].restart_s if j in jobs else shockwave.DEFAULT_RESTART_S for j in job_ids],
+                     dtype=np.float64)
+    return shockwave.job_continuity(config.continuity, costs)

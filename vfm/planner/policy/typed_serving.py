@@ -49,7 +49,7 @@ from vfm.planner import shockwave
 from vfm.planner.plan import Plan
 from vfm.planner.policy.decision import Placement, Serving
 from vfm.planner.policy.replanning import replan
-from vfm.planner.policy.state import JobRecord, PolicyConfig, PolicyState
+from vfm.planner.policy.state import JobRecord, PolicyConfig, PolicyState, continuity_of
 from vfm.planner.rounding import place
 from vfm.planner.typed import hosting
 
@@ -135,7 +135,9 @@ def _serve_credit(config: PolicyConfig, state: PolicyState,
     standing, fractions, pace, hosts = _round_view(config, state)
     program, gpus = standing.program, standing.program.gpus
     planned = (pace * fractions).sum(axis=1)  # reference rounds planned this round
-    precedence = shockwave.Precedence(overdue=first, ran_last=state.ran_last, continuity=config.continuity)
+    assert standing.job_ids is not None  # a standing plan names its jobs (`serve_typed`)
+    precedence = shockwave.Precedence(overdue=first, ran_last=state.ran_last,
+                                      continuity=continuity_of(config, state, standing.job_ids))
     want, order = shockwave.credit_order(program, planned, state.credit, precedence)
     free = _cluster(config).counts.astype(np.float64)
     placed = np.full(planned.size, -1, dtype=np.int64)

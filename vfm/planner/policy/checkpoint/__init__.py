@@ -25,8 +25,10 @@ in any object (a repeated key is refused, naming it: JSON readers disagree on wh
     The jobs present, in arrival order, each an object: ``id``, ``gpus``, ``regimes`` (pairs
     [batch size, seconds per epoch], on the job's reference type on several GPU types), ``epochs``,
     ``budget``, ``stages`` (the epochs observed as runs [column in regimes, epochs]),
-    ``fair_finish_at_s`` (null: none yet), ``kind`` and, on several GPU types, ``speeds`` (an
-    object of each GPU type's name to the job's speed there at each regime and at their mean).
+    ``fair_finish_at_s`` (null: none yet), ``kind``, ``restart_s`` (seconds it loses per start or
+    restart; absent, as in a checkpoint written before jobs had restart costs: the default
+    `vfm.planner.shockwave.DEFAULT_RESTART_S`) and, on several GPU types, ``speeds`` (an object of
+    each GPU type's name to the job's speed there at each regime and at their mean).
 ``completed``
     The ids of the jobs that completed, in completion order (ids stay unique over a policy's life).
 ``carried``

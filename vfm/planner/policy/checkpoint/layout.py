@@ -13,8 +13,9 @@ VERSION = 2
 #: The fields of the checkpoint's top-level object.
 TOP_FIELDS = ("format", "version", "policy", "config_sha256", "config", "round_index", "replans", "stale",
               "failed_replans", "retry_at", "jobs", "completed", "carried", "plan", "taught", "finished")
-#: The fields of a job's object (and ``speeds`` on several GPU types).
-JOB_FIELDS = ("id", "gpus", "regimes", "epochs", "budget", "stages", "fair_finish_at_s", "kind")
+#: The fields of a job's object (and ``speeds`` on several GPU types; ``restart_s`` may be absent,
+#: in a checkpoint written before jobs had restart costs: the default cost).
+JOB_FIELDS = ("id", "gpus", "regimes", "epochs", "budget", "stages", "fair_finish_at_s", "kind", "restart_s")
 #: The fields of what a job carries into the next plan (also the `PolicyState` arrays that hold them).
 CARRIED_FIELDS = ("credit", "waited", "ran_last")
 #: The fields of the standing plan's object.

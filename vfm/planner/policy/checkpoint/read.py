@@ -215,10 +215,11 @@ def _numbers(size: int) -> Each:
                  length=size)
 
 
-def _declared(names: tuple[str, ...], constraints: Mapping[str, Constraint], what: str) -> Fields:
+def _declared(names: tuple[str, ...], constraints: Mapping[str, Constraint], what: str,
+              optional: tuple[str, ...] = ()) -> Fields:
     """An object of the fields `names` (the layout's: `vfm.planner.policy.checkpoint.layout`), each
-    with its constraint of `constraints`."""
-    return Fields({name: constraints[name] for name in names}, what)
+    with its constraint of `constraints`; those of `optional` may be absent."""
+    return Fields({name: constraints[name] for name in names}, what, optional=optional)
 
 
 _TOP = _declared(TOP_FIELDS, {
@@ -256,9 +257,9 @@ def _job_fields(capacity: int, types: tuple[str, ...], columns: int) -> Fields:
         "stages": _pairs(Interval(Whole), "[column, epochs]"),
         "kind": _JSON_KIND,
         # Their ranges are an arrival's, checked with the whole record (`check_record`).
-        **dict.fromkeys(("epochs", "budget", "fair_finish_at_s"), Anything()),
+        **dict.fromkeys(("epochs", "budget", "fair_finish_at_s", "restart_s"), Anything()),
         "speeds": speeds,
-    }, "a job object")
+    }, "a job object", optional=("restart_s",))
 
 
 def _carried_fields(round_index: int) -> Fields:
@@ -418,12 +419,13 @@ def _record_in(config: PolicyConfig, row: Mapping[str, Any], k: int, types: tupl
         gpus=row["gpus"], regimes=tuple((b, s) for b, s in row["regimes"]), epochs=row["epochs"],
         budget=row["budget"], stages=tuple((c, n) for c, n in row["stages"]),
         fair_finish_at_s=float("nan") if target is None else target, kind=_id_in(row["kind"]),
+        restart_s=row.get("restart_s", shockwave.DEFAULT_RESTART_S),
         speeds=read_only(np.array([row["speeds"][t] for t in types], dtype=np.float64)) if types else None)
     check_record(config, job_id, raw)
-    # As `Policy.add_job` keeps them: floats for the regimes, the budget and the target.
+    # As `Policy.add_job` keeps them: floats for the regimes, the budget, the target and the restart cost.
     return job_id, dataclasses.replace(
         raw, regimes=tuple((float(b), float(s)) for b, s in raw.regimes), budget=float(raw.budget),
-        fair_finish_at_s=float(raw.fair_finish_at_s))
+        fair_finish_at_s=float(raw.fair_finish_at_s), restart_s=float(raw.restart_s))
 
 
 def _carried_in(entries: list[Mapping[str, Any]], round_index: int) -> dict[str, Any]:

@@ -196,7 +196,8 @@ def check_record(config: PolicyConfig, job_id: Hashable, record: Any) -> None:
     check("the record", record, Instance(JobRecord, "a JobRecord"), of=of)
     check("regimes", record.regimes, Instance(tuple, "a tuple of (batch size, seconds) pairs"), of=of)
     # The same checks as an arrival's: what add_job would refuse, a checkpoint may not hold.
-    checked_record(config.capacity, job_id, record.gpus, record.regimes, record.epochs, record.budget, record.kind)
+    checked_record(config.capacity, job_id, record.gpus, record.regimes, record.epochs, record.budget, record.kind,
+                   record.restart_s)
     _check_attributes(record, _record_fields(config, record), of)
     check("epochs done (stages)", sum(n for _, n in record.stages), Interval(
         Whole, 0, record.epochs, closed="left", note=f"fewer than its {record.epochs} epochs: it is not completed"),

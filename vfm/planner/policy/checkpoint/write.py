@@ -84,7 +84,7 @@ def _record_out(job_id: Hashable, record: JobRecord, cluster: ClusterTypes | Non
         "id": _id_out(job_id, f"job id {job_id!r}"), "gpus": record.gpus,
         "regimes": [[b, s] for b, s in record.regimes], "epochs": record.epochs, "budget": record.budget,
         "stages": [[c, n] for c, n in record.stages], "fair_finish_at_s": None if np.isnan(target) else target,
-        "kind": _id_out(record.kind, f"the kind of job {job_id!r}", none=True),
+        "kind": _id_out(record.kind, f"the kind of job {job_id!r}", none=True), "restart_s": record.restart_s,
     }
     if cluster is not None and record.speeds is not None:  # on several GPU types: by type name
         entry["speeds"] = dict(zip(cluster.types, record.speeds.tolist(), strict=True))

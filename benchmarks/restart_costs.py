@@ -1,0 +1,140 @@
+"""Per-job restart costs: `vfm` told what each job's restart costs, against `vfm` told nothing.
+
+Run from the repository root, with one BLAS thread::
+
+    OPENBLAS_NUM_THREADS=1 python -m benchmarks.restart_costs [--seeds 1] [--jobs 120] [--out [FILE]]
+
+The workloads
+    For each seed, a generated workload (`vfm.cluster.generate_workload`: ``--jobs`` jobs on 32
+    GPUs, the artifact's gangs and run times, arrivals over about 1.4 hours, as the 120-job trace
+    and `benchmarks.robustness`'s generated cases), each job given a restart cost (`Job.restart_s`)
+    drawn uniformly, seeded, from a range below the round: 25 to 115 s with 120-s rounds, 25 to
+    250 s with 360-s rounds (the simulator requires a job's restart to end inside its round, so
+    250-s restarts need rounds longer than 250 s).
+
+What is compared
+    The reproduction's `vfm` policy (`benchmarks.reproduce.vfm_policy`, `Policy.shockwave` at the
+    round length) simulated on each workload twice: ``told``, the simulator passes each job's cost
+    to `add_job` and the policy gives each job the continuity its cost calls for
+    (`vfm.planner.shockwave.job_continuity`); ``untold``, a thin wrapper drops it, so the policy
+    takes every job at `vfm.planner.shockwave.DEFAULT_RESTART_S` (continuity 2 for all). The
+    simulator charges the same costs in both.
+
+Output
+    Per round length, costs and run: restarts per job (mean and max, `Simulation.restarts`), the
+    GPU-hours lost to restarts (``sum(gpus * restarts * job_restart_s)``), average JCT, makespan
+    and worst FTF (`vfm.cluster.summarize`), each the mean over the seeds (the max of restarts: over
+    all of them). Printed, and with ``--out`` written to ``results/restart_costs/restart_costs.txt``
+    under the current folder (or the file given).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from collections.abc import Hashable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from benchmarks._cli import Parser, whole
+
+if TYPE_CHECKING:
+    from vfm.cluster import SchedulingPolicy, Workload
+
+#: (round seconds, lowest and highest restart cost drawn, seconds) of each comparison.
+CONFIGURATIONS: tuple[tuple[float, float, float], ...] = ((120.0, 25.0, 115.0), (360.0, 25.0, 250.0))
+#: GPUs of every workload, and the mean gap between arrivals times the jobs (about 1.4 hours).
+GPUS, ARRIVALS_SPAN_S = 32, 5000.0
+
+
+class Untold:
+    """A policy told nothing of restart costs: `add_job` drops ``restart_s`` (the policy then takes
+    its default) and everything else goes to the policy it wraps."""
+
+    def __init__(self, inner: SchedulingPolicy) -> None:
+        self.inner = inner
+
+    def add_job(self, job_id: Hashable, gpus: int, regimes: Any, epochs: int, *, kind: Hashable = None,
+                restart_s: float | None = None) -> None:
+        self.inner.add_job(job_id, gpus, regimes, epochs, kind=kind)
+
+    def __getattr__(self, name: str) -> Any:  # next_round, report_progress, remove_job, cluster, diagnostics
+        return getattr(self.inner, name)
+
+
+def workload(jobs: int, seed: int, low_s: float, high_s: float) -> Workload:
+    """Seed `seed`'s generated workload of `jobs` jobs on `GPUS` GPUs, each job with a restart cost
+    drawn uniformly from [`low_s`, `high_s`] (its own stream: the jobs are the same whatever the range)."""
+    import numpy as np
+
+    from vfm.cluster import Workload
+    from vfm.cluster.generate import WorkloadSpec, generate_workload
+
+    spec = WorkloadSpec(jobs=jobs, gpus=GPUS, interarrival_s=ARRIVALS_SPAN_S / jobs)
+    base = generate_workload(spec, np.random.SeedSequence((2026, seed)), name=f"generated-{seed}")
+    costs = np.random.default_rng((12345, seed)).uniform(low_s, high_s, base.n_jobs)
+    costed = tuple(dataclasses.replace(job, restart_s=float(cost)) for job, cost in zip(base.jobs, costs, strict=True))
+    return Workload(name=f"{base.name}-restarts-{low_s:g}-{high_s:g}", gpus=base.gpus, round_s=base.round_s,
+                    jobs=costed, throughputs=base.throughputs, cluster=base.cluster)
+
+
+def run(jobs: int, seed: int, round_s: float, low_s: float, high_s: float, told: bool) -> dict[str, float]:
+    """One simulation of `vfm` on `workload(jobs, seed, low_s, high_s)` at `round_s`, told the costs or not."""
+    import numpy as np
+
+    from benchmarks.reproduce import vfm_policy
+    from vfm.cluster import simulate, summarize
+
+    costed = workload(jobs, seed, low_s, high_s)
+    policy = vfm_policy(costed.gpus, round_s)
+    simulation = simulate(costed, policy if told else Untold(policy), round_s=round_s)
+    summary = summarize(simulation)
+    gangs = np.array([job.gpus for job in costed.jobs])
+    assert simulation.job_restart_s is not None
+    lost_gpu_h = float((gangs * simulation.restarts * simulation.job_restart_s).sum()) / 3600
+    return {"restarts_mean": float(simulation.restarts.mean()), "restarts_max": float(simulation.restarts.max()),
+            "restart_gpu_h": lost_gpu_h, "avg_jct_s": summary["avg_jct_s"], "makespan_s": summary["makespan_s"],
+            "worst_ftf": summary["worst_ftf"]}
+
+
+def measure(seeds: int, jobs: int) -> list[tuple[tuple[float, float, float], str, dict[str, float]]]:
+    """Every configuration, told and untold: its metrics over `seeds` workloads (means; the max of
+    the restarts' max)."""
+    rows = []
+    for round_s, low_s, high_s in CONFIGURATIONS:
+        for told in (True, False):
+            runs = [run(jobs, seed, round_s, low_s, high_s, told) for seed in range(seeds)]
+            merged = {key: statistics.fmean(r[key] for r in runs) for key in runs[0]}
+            merged["restarts_max"] = max(r["restarts_max"] for r in runs)
+            rows.append(((round_s, low_s, high_s), "told" if told else "untold", merged))
+    return rows
+
+
+def report(rows: list[tuple[tuple[float, float, float], str, dict[str, float]]], seeds: int, jobs: int) -> str:
+    lines = [f"vfm on generated workloads of {jobs} jobs on {GPUS} GPUs, per-job restart costs drawn uniformly; "
+             f"means over {seeds} seed(s)",
+             f"{'round s':>7} {'costs s':>9} {'policy':>7} {'restarts mean':>13} {'max':>4} {'lost GPU-h':>10} "
+             f"{'avg JCT s':>10} {'makespan s':>10} {'worst FTF':>9}"]
+    for (round_s, low_s, high_s), policy, m in rows:
+        lines.append(f"{round_s:>7g} {f'{low_s:g}-{high_s:g}':>9} {policy:>7} {m['restarts_mean']:>13.2f} "
+                     f"{m['restarts_max']:>4.0f} {m['restart_gpu_h']:>10.1f} {m['avg_jct_s']:>10.0f} "
+                     f"{m['makespan_s']:>10.0f} {m['worst_ftf']:>9.3f}")
+    return "\n".join(lines) + "\n"
+
+
+def build_parser() -> Parser:
+    parser = Parser("benchmarks.restart_costs", __doc__)
+    parser.add_argument("--seeds", default=1, check=whole(1, 50), help="generated workloads per comparison (default 1)")
+    parser.add_argument("--jobs", default=120, check=whole(8, 2000), help="jobs per workload (default 120)")
+    parser.add_table_output("restart_costs")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    with parser.reporting():
+        parser.emit(report(measure(args.seeds, args.jobs), args.seeds, args.jobs), args.out)
+
+
+if __name__ == "__main__":
+    main()
