@@ -17,7 +17,7 @@ What is compared
     round length) simulated on each workload twice: ``told``, the simulator passes each job's cost
     to `add_job` and the policy gives each job the continuity its cost calls for
     (`vfm.planner.shockwave.job_continuity`); ``untold``, a thin wrapper drops it, so the policy
-    takes every job at `vfm.planner.shockwave.DEFAULT_RESTART_S` (continuity 2 for all). The
+    takes every job at `vfm.planner.shockwave.DEFAULT_RESTART_S` (the same continuity for all). The
     simulator charges the same costs in both.
 
 Output

@@ -77,34 +77,41 @@ MAX_WAIT = 80
 #: one window of 20 rounds, 40 minutes of 120 s rounds. The target itself, not a tuned value.
 WAIT_LIMIT = 20
 #: Rounds of credit a job that ran in the previous round may run ahead of its plan before it
-#: yields its gang (`serve_with_credit`), for a job whose restart costs `DEFAULT_RESTART_S`; a job
-#: of another restart cost gets it in proportion (`job_continuity`).
+#: yields its gang (`serve_with_credit`), for a job whose restart costs `DEFAULT_RESTART_S` on
+#: rounds of `CONTINUITY_ROUND_S`; other costs and rounds scale it (`job_continuity`).
 CONTINUITY = 2.0
 #: Seconds a job loses per start or restart when the scheduler does not say (`Policy.add_job`'s
 #: ``restart_s=None``): the simulator's default (`vfm.cluster.simulate`'s ``restart_s``), the
 #: restart cost `CONTINUITY` was chosen for.
 DEFAULT_RESTART_S = 20.0
+#: The round length `CONTINUITY` was chosen for (the Shockwave traces' 120 s rounds).
+CONTINUITY_ROUND_S = 120.0
 
 
-def job_continuity(continuity: float, restart_s: FloatArray) -> FloatArray:
+def job_continuity(continuity: float, restart_s: FloatArray, round_s: float = CONTINUITY_ROUND_S) -> FloatArray:
     r"""Rounds of credit each job that ran in the previous round may run ahead of its plan, shape
     (n,): `continuity` (the configured one, `CONTINUITY` by default) scaled by the job's restart
-    cost `restart_s` (seconds, shape (n,)) over `DEFAULT_RESTART_S`.
+    cost `restart_s` (seconds, shape (n,)) over `DEFAULT_RESTART_S` and by `CONTINUITY_ROUND_S`
+    over the round length `round_s`.
 
     A job that stops and starts again every :math:`k` rounds loses :math:`s_i / (k \, T)` of its
     time to restarts (restart cost :math:`s_i`, rounds of :math:`T` seconds). Running up to
     :math:`c_i` rounds ahead of its plan stretches its runs: two jobs planned half a GPU each swap
     every :math:`k = 2 c_i + 1` rounds instead of every round. With
-    :math:`c_i = c \, s_i / s_0` (:math:`s_0` = `DEFAULT_RESTART_S`) the share it loses,
-    :math:`s_i / ((2 c s_i / s_0 + 1) T)`, stays below :math:`s_0 / (2 c T)` whatever its restart
-    cost: every job loses at most the same share of its time to restarts, and the job at the
-    default cost keeps exactly :math:`c`. A job that restarts for free gets no continuity; one that
-    restarts for ten times the default may run ten times as far ahead before it yields.
+    :math:`c_i = c \, (s_i / s_0) (T_0 / T)` (:math:`s_0` = `DEFAULT_RESTART_S`, :math:`T_0` =
+    `CONTINUITY_ROUND_S`) the share it loses, :math:`s_i / ((2 c_i + 1) T)`, stays below
+    :math:`s_0 / (2 c T_0)`, the share `CONTINUITY` allows the default job on its rounds, whatever
+    the job's restart cost and the round length: a job dear to restart runs further ahead, and no
+    further than keeps that share (in seconds, :math:`c_i T` grows with the restart cost, not
+    with the round). The default job on 120-s rounds keeps exactly :math:`c`; a job that restarts
+    for free gets no continuity.
 
     >>> job_continuity(2.0, np.array([20.0, 200.0, 0.0])).tolist()
     [2.0, 20.0, 0.0]
+    >>> job_continuity(2.0, np.array([20.0, 200.0]), round_s=360.0).round(3).tolist()
+    [0.667, 6.667]
     """
-    return continuity * (np.asarray(restart_s, dtype=np.float64) / DEFAULT_RESTART_S)
+    return continuity * (np.asarray(restart_s, dtype=np.float64) / DEFAULT_RESTART_S) * (CONTINUITY_ROUND_S / round_s)
 
 
 def updated_targets(previous_at_s: FloatArray, estimate_at_s: FloatArray) -> FloatArray:
@@ -311,7 +318,7 @@ class Precedence:
         Rounds of credit a job that ran in the previous round may run ahead of its plan before it
         yields its gang: each stop and start costs a restart, so a job owed half the rounds runs
         longer stretches instead of every other round. One number for every job, or one per job
-        (`job_continuity`: in proportion to each job's restart cost).
+        (`job_continuity`: from each job's restart cost and the round length).
     owed_first : bool
         Serve the jobs owed a whole round (of what they can use) before the others, and give
         continuity only to the jobs planned `OWED_FIRST_CONTINUITY_SHARE` of this round or more:

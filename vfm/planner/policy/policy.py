@@ -446,9 +446,9 @@ class Policy(StateView):
         restore; the simulator passes the workload's, else its own); None: unknown, taken as
         `vfm.planner.shockwave.DEFAULT_RESTART_S` (20 s, the simulator's default). It sets how
         far the job may run ahead of its plan once running before it yields its gang: the
-        configured ``continuity`` times ``restart_s / DEFAULT_RESTART_S``
-        (`vfm.planner.shockwave.job_continuity`), so that a job dear to restart restarts less
-        often and every job loses at most the same share of its time to restarts.
+        configured ``continuity`` times ``restart_s / DEFAULT_RESTART_S``, scaled to the round
+        length (`vfm.planner.shockwave.job_continuity`), so that a job dear to restart restarts
+        less often and every job loses at most the same share of its time to restarts.
 
         Raises
         ------

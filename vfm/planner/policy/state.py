@@ -134,8 +134,9 @@ class RoundOptions:
         Rounds of credit a job that ran in the previous round may run ahead of its plan before
         it yields its gang (default `vfm.planner.shockwave.CONTINUITY`, 2): fewer restarts. This
         is the continuity of a job whose restart costs `vfm.planner.shockwave.DEFAULT_RESTART_S`
-        (20 s); each job gets it in proportion to its own restart cost (`Policy.add_job`'s
-        ``restart_s``, `vfm.planner.shockwave.job_continuity`).
+        (20 s) on 120-s rounds; each job gets it in proportion to its own restart cost and
+        inversely to the round length (`Policy.add_job`'s ``restart_s``,
+        `vfm.planner.shockwave.job_continuity`).
     deadline_s : float or None
         Seconds `next_round` may spend deciding a round that re-plans (finite, > 0; default None:
         no deadline). The planner is told the time left when `vfm.planner.PlanOptions` has a
@@ -322,9 +323,9 @@ def checked_record(capacity: int, job_id: Hashable, gpus: Any, regimes: Any, epo
 
 def continuity_of(config: PolicyConfig, state: PolicyState, job_ids: Sequence[Hashable]) -> FloatArray:
     """The continuity of each job of `job_ids` (a plan's), shape (n,): ``config.continuity``
-    scaled by the job's restart cost (`vfm.planner.shockwave.job_continuity`); a job that has left
+    scaled by the job's restart cost and the round length (`vfm.planner.shockwave.job_continuity`); a job that has left
     since the plan was made takes the default cost (it has nothing left to run)."""
     jobs = state.jobs
     costs = np.array([jobs[j].restart_s if j in jobs else shockwave.DEFAULT_RESTART_S for j in job_ids],
                      dtype=np.float64)
-    return shockwave.job_continuity(config.continuity, costs)
+    return shockwave.job_continuity(config.continuity, costs, float(config.options.round_s))
