@@ -291,6 +291,22 @@ def _root_times_rows(columns: np.ndarray, shrink: np.ndarray, vector: np.ndarray
                     vector[a, t] -= weight * columns[a, p, t]
 
 
+@jit.inlined
+def _scaled_block_solve(root: np.ndarray, columns: np.ndarray, shrink: np.ndarray, along: np.ndarray,
+                        x: np.ndarray) -> None:
+    """The block solve between the folds of `typed_inverse_blocks` and `typed_subtract_inverse_blocks`
+    for a chunk's jobs, in place: `x` scaled by `root`, through the low-rank factor twice
+    (`_root_times_rows`), and scaled by `root` again."""
+    count, goods = x.shape
+    for a in range(count):
+        for t in range(goods):
+            x[a, t] = root[a, t] * x[a, t]
+    _root_times_rows(columns, shrink, x, along, 2)
+    for a in range(count):
+        for t in range(goods):
+            x[a, t] = root[a, t] * x[a, t]
+
+
 @jit.over_jobs
 def typed_inverse_blocks(root: np.ndarray, columns: np.ndarray, shrink: np.ndarray, alpha: np.ndarray,
                          inverse_diagonal: np.ndarray, active: np.ndarray, members: np.ndarray, tiled: bool,
@@ -310,13 +326,7 @@ def typed_inverse_blocks(root: np.ndarray, columns: np.ndarray, shrink: np.ndarr
         x = np.empty((hi - lo, goods))
         _fold_rows(vector[lo:hi], inverse_diagonal[lo:hi], alpha[lo:hi], active[lo:hi], members, tiled, 1,
                    sums, vector[lo:hi], x)
-        for a in range(hi - lo):
-            for t in range(goods):
-                x[a, t] = root[lo + a, t] * x[a, t]
-        _root_times_rows(columns[lo:hi], shrink[lo:hi], x, along, 2)
-        for a in range(hi - lo):
-            for t in range(goods):
-                x[a, t] = root[lo + a, t] * x[a, t]
+        _scaled_block_solve(root[lo:hi], columns[lo:hi], shrink[lo:hi], along, x)
         _fold_rows(x, active[lo:hi], alpha[lo:hi], inverse_diagonal[lo:hi], members, tiled, 1, sums, x,
                    out[lo:hi])
         totals = partial[chunk]
@@ -342,13 +352,7 @@ def typed_subtract_inverse_blocks(root: np.ndarray, columns: np.ndarray, shrink:
             for t in range(goods):
                 x[a, t] = g[lo + a, t] * correction[t]
         _fold_rows(x, inverse_diagonal[lo:hi], alpha[lo:hi], active[lo:hi], members, tiled, 1, sums, x, x)
-        for a in range(hi - lo):
-            for t in range(goods):
-                x[a, t] = root[lo + a, t] * x[a, t]
-        _root_times_rows(columns[lo:hi], shrink[lo:hi], x, along, 2)
-        for a in range(hi - lo):
-            for t in range(goods):
-                x[a, t] = root[lo + a, t] * x[a, t]
+        _scaled_block_solve(root[lo:hi], columns[lo:hi], shrink[lo:hi], along, x)
         _fold_rows(x, active[lo:hi], alpha[lo:hi], inverse_diagonal[lo:hi], members, tiled, 1, sums, x, x)
         for a in range(hi - lo):
             for t in range(goods):
