@@ -582,8 +582,8 @@ def simulate(workload: Workload, policy: SchedulingPolicy, *, round_s: float | N
         the cluster has (naming the policy class, the round and the job), or if the jobs have
         not all finished after `max_rounds` rounds.
     ValidationError
-        For a bad `round_s`, `restart_s` or `max_rounds`, or a job id that is not a string, an int (not a bool) or a tuple of them
-        (naming the job), before the first round.
+        For a bad `round_s`, `restart_s` or `max_rounds`, or a job id that is not a string, an
+        int (not a bool) or a tuple of them (naming the job), before the first round.
     """
     cluster, round_s = _check_arguments(workload, policy, round_s, restart_s, max_rounds, progress)
     checked = cast(SchedulingPolicy, policy)  # _check_arguments: it implements SchedulingPolicy
