@@ -39,5 +39,19 @@ def test_the_table_has_a_row_per_round_length_and_policy() -> None:
             for configuration in restart_costs.CONFIGURATIONS for policy in ("told", "untold")]
     table = restart_costs.report(rows, seeds=2, jobs=16).splitlines()
     assert table[0].startswith("vfm on generated workloads of 16 jobs on 32 GPUs")
-    assert [line.split()[:3] for line in table[2:]] == [["120", "25-115", "told"], ["120", "25-115", "untold"],
+    assert [line.split()[:3] for line in table[2:]] == [["120", "25-250", "told"], ["120", "25-250", "untold"],
                                                        ["360", "25-250", "told"], ["360", "25-250", "untold"]]
+
+
+def test_both_round_lengths_draw_costs_up_to_250_s() -> None:
+    assert restart_costs.CONFIGURATIONS == ((120.0, 25.0, 250.0), (360.0, 25.0, 250.0))
+
+
+def test_restarts_longer_than_the_round_are_charged_and_counted_as_gpu_hours_lost() -> None:
+    # Costs of 25 to 250 s on 120-s rounds: every job finishes, and the GPU-hours held without
+    # work are at least those of one restart per job.
+    costed = restart_costs.workload(8, 0, 25.0, 250.0)
+    assert any(job.restart_s > 120.0 for job in costed.jobs)
+    measured = restart_costs.run(8, 0, 120.0, 25.0, 250.0, told=True)
+    floor = sum(job.gpus * job.restart_s for job in costed.jobs) / 3600
+    assert measured["restart_gpu_h"] >= floor * (1 - 1e-9) and measured["restarts_mean"] >= 1

@@ -15,10 +15,13 @@ Semantics in brief (round ``r`` covers ``[r * round_s, (r + 1) * round_s)``):
    first arrival, or after every job present has finished and before the next arrives) are
    skipped: the simulator jumps to the round of the next arrival, and does not record them.
 3. The answer is checked: known, present, unfinished jobs, no duplicates, gangs within capacity.
-4. A scheduled job that did not run in round ``r - 1`` spends its first seconds restarting: its
-   own restart cost (`Job.restart_s`) where the workload states one, else ``restart_s``; then it
-   works through its epochs at their durations. Work carries over: a job preempted in
-   the middle of an epoch resumes there. A job finishing inside the round frees its GPUs then.
+4. A scheduled job that did not run in round ``r - 1`` starts (or restarts): it spends its first
+   seconds of running restarting, its own restart cost (`Job.restart_s`) where the workload
+   states one, else ``restart_s``; then it works through its epochs at their durations. A restart
+   longer than the round goes on over the job's next rounds, which make no progress until it
+   ends; a job not scheduled in a round before its restart has ended loses it, and its next
+   start pays the whole cost again. Work carries over: a job preempted in the middle of an epoch
+   resumes there. A job finishing inside the round frees its GPUs then.
 5. Every job that finished at least one epoch reports their batch sizes to the policy.
 """
 
@@ -39,7 +42,7 @@ from vfm.cluster.gpu_types import ClusterTypes
 from vfm.cluster.protocol import ClusterAware, ReportsDiagnostics, SchedulingPolicy
 from vfm.cluster.workload.model import Workload
 from vfm.errors import PolicyError, ValidationError
-from vfm.limits import MAX_ARRIVAL_ROUNDS
+from vfm.limits import MAX_ARRIVAL_ROUNDS, MAX_JOB_SECONDS
 from vfm.parameters import Constraint, Function, Instance, Interval, Optional, Real, Whole, check, check_parameters
 
 FloatArray = NDArray[np.float64]
@@ -87,10 +90,12 @@ class Simulation:
         the cluster (`proportional_isolated_s`).
     restarts : ndarray of int, shape (n,)
         Rounds the job started after not running in the previous round (its first included) or
-        on another GPU type than in the previous round.
+        on another GPU type than in the previous round; each pays the job's whole restart cost,
+        even after a restart lost before it ended.
     held_s : ndarray, shape (n,)
         Seconds the job held its gang: from each of its rounds' start to the round's end or to
-        its finish (restarts included: ``restarts * job_restart_s`` of them).
+        its finish, restarting included (``restarts * job_restart_s`` of them when every restart
+        ends inside its round; a restart lost to a descheduling counts the part it ran).
     rounds : tuple of Round, length R
         The rounds in which jobs were present, in order (the empty rounds between them are
         skipped, module docstring); ``start_s`` says which round each is.
@@ -152,11 +157,15 @@ class Simulation:
 def default_max_rounds(workload: Workload, round_s: float, restart_s: float) -> int:
     """A generous bound on the rounds any policy that keeps a job running needs.
 
-    After the last arrival, a policy that runs only one job at a time and restarts it every
-    round needs ``ceil(isolated_s / (round_s - restart_s))`` rounds per job (on a cluster of
-    several types, the job's isolated time on the slowest type that can run it; `restart_s` the
-    job's own restart cost where the workload states one); the bound is twice the sum of that plus
-    the rounds up to the last arrival, plus one round per job.
+    After the last arrival, a policy that runs only one job at a time and restarts it as soon as
+    its restart is over and it has worked for the rest of that round runs it ``k`` rounds per start,
+    ``k = floor(restart_s / round_s) + 1``, each start giving ``w = k * round_s - restart_s``
+    seconds of work, so it needs ``k * ceil(isolated_s / w)`` rounds per job (for a restart
+    shorter than the round, ``k = 1``: ``ceil(isolated_s / (round_s - restart_s))``, a restart
+    every round). On a cluster of several types ``isolated_s`` is the job's isolated time on the
+    slowest type that can run it; `restart_s` is the job's own restart cost where the workload
+    states one. The bound is twice the sum of that plus the rounds up to the last arrival, plus
+    one round per job.
     """
     cluster = workload.cluster if workload.cluster is not None else ClusterTypes.single(workload.gpus)
     return _rounds_bound(workload, Trace(workload, cluster).slowest_s, round_s, _restart_costs(workload, restart_s))
@@ -171,7 +180,8 @@ def _restart_costs(workload: Workload, restart_s: float) -> FloatArray:
 def _rounds_bound(workload: Workload, slowest_s: FloatArray, round_s: float, restart_s: FloatArray) -> int:
     """`default_max_rounds` given each job's isolated time on the slowest type that hosts it and
     its restart cost."""
-    serial = int(np.ceil(slowest_s / (round_s - restart_s)).sum())
+    per_start = np.floor(restart_s / round_s) + 1  # rounds per start: the restart and some work
+    serial = int((per_start * np.ceil(slowest_s / (per_start * round_s - restart_s))).sum())
     last_arrival = math.ceil(float(workload.arrival_s.max()) / round_s)
     return last_arrival + 2 * serial + workload.n_jobs + 1
 
@@ -317,13 +327,14 @@ def _checked_policy(workload: Workload, policy: object) -> ClusterTypes:
     return cluster
 
 
-#: `simulate`'s own arguments' constraints (`vfm.parameters`); the policy and `restart_s` (within
-#: the round) are checked against the workload.
+#: `simulate`'s own arguments' constraints (`vfm.parameters`); the policy is checked against the
+#: workload.
 _CONSTRAINTS: dict[str, Constraint] = {
     "workload": Instance(Workload, "a vfm.cluster.Workload (load_workload or generate_workload makes one)"),
     "progress": Optional(Function("a callable progress(round_index, finished_jobs, total_jobs)")),
     "round_s": Optional(Interval(Real, 0, closed="neither", unit="seconds")),
     "max_rounds": Optional(Interval(Whole, 1, unit="rounds")),
+    "restart_s": Interval(Real, 0, MAX_JOB_SECONDS, unit="seconds", note="MAX_JOB_SECONDS"),
 }
 
 
@@ -332,16 +343,10 @@ def _check_arguments(workload: Workload, policy: SchedulingPolicy, round_s: floa
                      progress: Callable[[int, int, int], None] | None) -> tuple[ClusterTypes, float]:
     """`simulate`'s arguments checked before the first round: the workload's cluster (`gpus` V100s
     for a workload without types) and the round length (default ``workload.round_s``)."""
-    check_parameters({"workload": workload, "progress": progress, "round_s": round_s, "max_rounds": max_rounds},
-                     _CONSTRAINTS)
+    check_parameters({"workload": workload, "progress": progress, "round_s": round_s, "max_rounds": max_rounds,
+                      "restart_s": restart_s}, _CONSTRAINTS)
     cluster = _checked_policy(workload, policy)
     round_s = workload.round_s if round_s is None else float(round_s)
-    within = Interval(Real, 0, round_s, closed="left", unit="seconds", note="round_s")
-    check_parameters({"restart_s": restart_s}, {"restart_s": within})
-    own = np.array([np.nan if job.restart_s is None else job.restart_s for job in workload.jobs], dtype=float)
-    if (j := first_bad(own >= round_s)) is not None:
-        raise ValidationError(f"job {workload.jobs[j].id!r}: restart_s ({own[j]:g} s) must be shorter than the round "
-                              f"(round_s = {round_s:g} s): a job restarting must have time left in its round to work")
     if float(workload.arrival_s.max()) / round_s >= MAX_ARRIVAL_ROUNDS:
         raise ValidationError(f"round_s = {round_s:g} puts the last arrival more than {MAX_ARRIVAL_ROUNDS:.3g} "
                               f"rounds away, past the rounds whose starts are exact in floating point; use longer "
@@ -400,6 +405,7 @@ class _State:
     last_type: IntArray = field(init=False)  # the type of each job's last round; its work_s is seconds there
     finish_s: FloatArray = field(init=False)
     restarts: IntArray = field(init=False)
+    restart_left: FloatArray = field(init=False)  # seconds of its restart a job that ran last round has left
     held_s: FloatArray = field(init=False)
     rounds: list[Round] = field(default_factory=list)
     planner_s: list[float] = field(default_factory=list)
@@ -416,6 +422,7 @@ class _State:
         self.last_type = np.zeros(n, dtype=np.int64)
         self.finish_s = np.full(n, np.nan)
         self.restarts, self.held_s = np.zeros(n, dtype=np.int64), np.zeros(n)
+        self.restart_left = np.zeros(n)
 
 
 def _add_arrivals(run: _Run, state: _State, start: float) -> None:
@@ -457,13 +464,16 @@ def _work_round(run: _Run, state: _State, picked: IntArray, placed: IntArray, st
     if moved.any():
         jobs = picked[moved]
         work_s[jobs] = trace.carried(jobs, last_type[jobs], placed[moved], work_s[jobs], state.done_epochs[jobs])
-    # The round for every scheduled job at once; a change of type is a restart.
+    # The round for every scheduled job at once; a change of type is a restart. A restart that
+    # does not end inside the round fills it (no work) and goes on in the job's next round.
     restarting = ~state.ran_last[picked] | (placed != last_type[picked])
     state.restarts[picked] += restarting
-    work_from = start + np.where(restarting, run.restart_s[picked], 0.0)
+    left = np.where(restarting, run.restart_s[picked], state.restart_left[picked])
+    filled = left >= run.round_s
+    work_from = start + np.where(filled, run.round_s, left)
     isolated = trace.isolated_s[placed, picked]
     need = isolated - work_s[picked]
-    completes = need <= end - work_from
+    completes = (need <= end - work_from) & ~filled
     done_at = np.where(completes, work_from + need, end)
     work_s[picked] = np.where(completes, isolated, work_s[picked] + (end - work_from))
     last_type[picked] = placed
@@ -473,6 +483,8 @@ def _work_round(run: _Run, state: _State, picked: IntArray, placed: IntArray, st
     state.n_finished += int(completes.sum())
     state.ran_last[:] = False
     state.ran_last[picked] = True
+    state.restart_left[:] = 0.0  # a job not scheduled loses what it had left of its restart
+    state.restart_left[picked] = np.where(filled, left - run.round_s, 0.0)
     return completes
 
 
@@ -548,10 +560,12 @@ def simulate(workload: Workload, policy: SchedulingPolicy, *, round_s: float | N
     round_s : float, optional
         Round length; default ``workload.round_s``.
     restart_s : float
-        Seconds a job loses at the start of a round when it did not run in the previous round
-        (its first round included); ``0 <= restart_s < round_s``. A job whose workload states its
-        own restart cost (`Job.restart_s`, which must also be shorter than the round) loses that
-        instead. Each job's cost is told to the policy on arrival.
+        Seconds a job spends restarting when it is scheduled after a round it did not run in (its
+        first round included), in ``[0, MAX_JOB_SECONDS]``. A job whose workload states its own
+        restart cost (`Job.restart_s`) spends that instead. A restart longer than the round goes
+        on through the job's next rounds, without progress until it ends; a job not scheduled in
+        a round before then loses it and pays the whole cost again at its next start. Each job's
+        cost is told to the policy on arrival.
     max_rounds : int, optional
         Stop with a PolicyError after this many rounds; default `default_max_rounds`.
     progress : callable, optional
@@ -568,9 +582,8 @@ def simulate(workload: Workload, policy: SchedulingPolicy, *, round_s: float | N
         the cluster has (naming the policy class, the round and the job), or if the jobs have
         not all finished after `max_rounds` rounds.
     ValidationError
-        For a bad `round_s`, `restart_s` or `max_rounds`, a job's own restart cost not shorter
-        than the round, or a job id that is not a string, an int (not a bool) or a tuple of them
-        (naming the job), before the first round.
+        For a bad `round_s`, `restart_s` or `max_rounds`, or a job id that is not a string, an
+        int (not a bool) or a tuple of them (naming the job), before the first round.
     """
     cluster, round_s = _check_arguments(workload, policy, round_s, restart_s, max_rounds, progress)
     checked = cast(SchedulingPolicy, policy)  # _check_arguments: it implements SchedulingPolicy
