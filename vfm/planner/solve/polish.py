@@ -514,23 +514,23 @@ def _newton(data: ScaledProgram, duals: _Duals, start: tuple[FloatArray, FloatAr
     after at most `max_steps` steps and none started after `deadline` (`time.perf_counter`).
 
     Each step first with every row's slack divided by its own curvature (its derivative in its
-    own multiplier), which puts the min-function's two sides in the same units: with the plain
-    residual a capacity row of curvature 2.6e5 and price 2e-4 (a 46-job window of the 120-job
-    reproduction) decided its branch against an FTF row's slack in rounds, one row joined the
-    binding set per step, and 40 steps left the residual at 2.7e-3; scaled, 5 steps. Once the
+    own multiplier), which puts the min-function's two sides in the same units (with the plain
+    residual a capacity row of large curvature and a small price decided its branch against an FTF
+    row's slack in rounds, and one row joined the binding set per step). Once the
     scaled residual is below `RESIDUAL`, the plain one first; when no halving of a step decreases
     its residual (near the rounding floor), the other one. Before each step, a binding FTF row whose
     job sits at its bounds has its multiplier set where its slack is 0 (`_settled`).
     """
     y, utility, free = start
-    steps, finished = 0, False
+    steps, finished, kept = 0, False, (start[0], duals, 0, 0.0, _CONVERGED)
     while True:
         multipliers, slack = _rows(data, duals, y)
         size = float(np.abs(np.minimum(multipliers, slack)).max(initial=0.0))
         if not np.isfinite(size):
             return y, duals, steps, size, "the residual is not finite"
         if finished:
-            return y, duals, steps, size, _CONVERGED
+            # The last step decreased the residual in its units (maybe scaled): kept where the plain one stays in.
+            return (y, duals, steps, size, _CONVERGED) if size <= RESIDUAL else kept
         if steps >= max_steps:
             return y, duals, steps, size, f"its limit of {max_steps} steps"
         if deadline is not None and time.perf_counter() > deadline:
@@ -551,7 +551,7 @@ def _newton(data: ScaledProgram, duals: _Duals, start: tuple[FloatArray, FloatAr
             scales = scales[::-1]  # the scaled residual has converged: what is left is in the slacks' units
         # Converged: one more full step takes the schedule from within RESIDUAL / sigma of the
         # optimum to rounding (the convergence is quadratic), if it decreases the residual.
-        finished = size <= RESIDUAL
+        finished, kept = size <= RESIDUAL, (y, duals, steps, size, _CONVERGED)
         attempts = list(itertools.product(scales, (False, True)))[:1 if finished else None]
         found = None
         level = level_rows(data, slack, curvature, RESIDUAL)
