@@ -245,28 +245,28 @@ def _ms(seconds: float | None) -> str:
     return f"{'n/a':>9}" if seconds is None or not math.isfinite(seconds) else f"{seconds * 1e3:9.1f}"
 
 
-def print_table(rows: Sequence[dict[str, Any]]) -> None:
-    """One line per size and S, times in milliseconds."""
-    print(f"\n{'workload':<29}{'config':>10}{'jobs':>6}{'GPUs':>5}{'S':>4}{'runs':>5}{'median ms':>10}{'min ms':>10}"
-          f"{'max ms':>10} |{'forecast':>9}{'build':>9}{'solve':>9}{'rounding':>9} |{'gap med':>9}{'gap max':>9}  "
-          f"{'solver':<8} status")
+def table_text(rows: Sequence[dict[str, Any]]) -> str:
+    """One line per size and S, times in milliseconds, then the solvers' notes."""
+    lines = [f"{'workload':<29}{'config':>10}{'jobs':>6}{'GPUs':>5}{'S':>4}{'runs':>5}{'median ms':>10}{'min ms':>10}"
+             f"{'max ms':>10} |{'forecast':>9}{'build':>9}{'solve':>9}{'rounding':>9} |{'gap med':>9}{'gap max':>9}  "
+             f"{'solver':<8} status"]
     for row in rows:
         c = row["components_s"]
-        print(f"{row['workload']:<29}{row['config']:>10}{row['jobs']:>6}{row['gpus']:>5}{row['scenarios']:>4}{row['runs']:>5}"
-              f"{_ms(row['median_s']):>10}{_ms(row['min_s']):>10}{_ms(row['max_s']):>10} |"
-              f"{_ms(c['forecast'])}{_ms(c['build'])}{_ms(c['solve'])}{_ms(c['rounding'])} |"
-              f"{row['rounding_gap']:>9.4f}{row['rounding_gap_max']:>9.4f}  {row['solver']:<8} "
-              f"{','.join(row['statuses'])}")
-    for row in rows:
-        for message in row["messages"]:
-            print(f"  note: {row['workload']} S={row['scenarios']}: {message}")
+        lines.append(f"{row['workload']:<29}{row['config']:>10}{row['jobs']:>6}{row['gpus']:>5}{row['scenarios']:>4}"
+                     f"{row['runs']:>5}{_ms(row['median_s']):>10}{_ms(row['min_s']):>10}{_ms(row['max_s']):>10} |"
+                     f"{_ms(c['forecast'])}{_ms(c['build'])}{_ms(c['solve'])}{_ms(c['rounding'])} |"
+                     f"{row['rounding_gap']:>9.4f}{row['rounding_gap_max']:>9.4f}  {row['solver']:<8} "
+                     f"{','.join(row['statuses'])}")
+    lines += [f"  note: {row['workload']} S={row['scenarios']}: {message}"
+              for row in rows for message in row["messages"]]
+    return "\n".join(lines) + "\n"
 
 
-def print_targets(targets: Sequence[dict[str, Any]]) -> None:
+def targets_text(targets: Sequence[dict[str, Any]]) -> str:
+    """Each target at 900 jobs with its value, its limit and whether it is met."""
     if not targets:
-        print(f"\nTargets at {TARGET_SIZE} jobs: not measured (size {TARGET_SIZE} not run).")
-        return
-    print(f"\nTargets at {TARGET_SIZE} jobs / 256 GPUs (and the synthetic window, if run):")
+        return f"Targets at {TARGET_SIZE} jobs: not measured (size {TARGET_SIZE} not run).\n"
+    lines = [f"Targets at {TARGET_SIZE} jobs / 256 GPUs (and the synthetic window, if run):"]
     for target in targets:
         value, limit = target["value"], target["limit"]
         if target["unit"] == "s":
@@ -275,14 +275,16 @@ def print_targets(targets: Sequence[dict[str, Any]]) -> None:
         else:
             shown, bound = f"{value:.4f}", f"{limit:g}"
             miss = f"missed by {value - limit:.4f}"
-        print(f"  {target['what']:<26} {shown:>10} <= {bound:<7} {'met' if target['met'] else miss}")
+        lines.append(f"  {target['what']:<26} {shown:>10} <= {bound:<7} {'met' if target['met'] else miss}")
+    return "\n".join(lines) + "\n"
 
 
 def run(sizes: Sequence[int] = tuple(SIZES), runs: int = MIN_RUNS, out: Path | None = OUT,
         scenarios: Sequence[int] = SCENARIOS, verbose: bool = True, synthetic: bool = False,
-        types: bool = False) -> list[dict[str, Any]]:
+        types: bool = False, header: str = "") -> list[dict[str, Any]]:
     """Time the re-plans (and the synthetic window's if `synthetic`, the three-type one's if
-    `types`); print the table and targets if `verbose`; write ``out / "plan.json"``.
+    `types`); print the table and targets if `verbose`; write ``out / "plan.json"`` and the table
+    and targets under `header` (the command and the machine) to ``out / "plan.txt"``.
 
     Returns the rows as written to the JSON (``size`` is the workload's name size, ``jobs`` the
     jobs in its window).
@@ -335,12 +337,11 @@ def run(sizes: Sequence[int] = tuple(SIZES), runs: int = MIN_RUNS, out: Path | N
         rows.append(row)
         if verbose:
             print(f"  {row['workload']} S=1: median {row['median_s'] * 1e3:.1f} ms", flush=True)
-    targets = evaluate_targets(rows)
     load_end = [round(x, 2) for x in os.getloadavg()]
+    report = (f"{table_text(rows)}\n{targets_text(evaluate_targets(rows))}\nLoad average (1, 5, 15 min): start "
+              f"{load_start}, end {load_end} on {os.cpu_count()} CPUs.\n")
     if verbose:
-        print_table(rows)
-        print_targets(targets)
-        print(f"\nLoad average (1, 5, 15 min): start {load_start}, end {load_end} on {os.cpu_count()} CPUs.")
+        print("\n" + report, end="")
     written = _jsonable(rows)
     if out is not None:
         out = Path(out)
@@ -348,8 +349,9 @@ def run(sizes: Sequence[int] = tuple(SIZES), runs: int = MIN_RUNS, out: Path | N
         with open(out / "plan.json", "w") as handle:
             json.dump(written, handle, indent=1, allow_nan=False)
             handle.write("\n")
+        (out / "plan.txt").write_text(header + report)
         if verbose:
-            print(f"wrote {out / 'plan.json'}")
+            print(f"wrote {out / 'plan.json'} and {out / 'plan.txt'}")
     result: list[dict[str, Any]] = written
     return result
 
@@ -360,7 +362,8 @@ def build_parser() -> Parser:
                         help="comma-separated subset of " + ",".join(str(s) for s in SIZES))
     parser.add_argument("--runs", check=whole(1, 1000), default=MIN_RUNS,
                         help=f"timed re-plans per size and S (default {MIN_RUNS}; fewer is only a smoke run)")
-    parser.add_argument("--out", check=OUTPUT_FOLDER, default=OUT, help=f"directory for plan.json (default {OUT})")
+    parser.add_argument("--out", check=OUTPUT_FOLDER, default=OUT,
+                        help=f"directory for plan.json and plan.txt (default {OUT})")
     parser.add_argument("--synthetic", action="store_true",
                         help=f"also the synthetic window ({SYNTHETIC_JOBS} jobs, {SYNTHETIC_GPUS} GPUs)")
     parser.add_argument("--types", action="store_true",
@@ -372,7 +375,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = build_parser()
     args = parser.parse_args(argv)
     with parser.reporting():
-        run(args.sizes, runs=args.runs, out=args.out, synthetic=args.synthetic, types=args.types)
+        run(args.sizes, runs=args.runs, out=args.out, synthetic=args.synthetic, types=args.types,
+            header=parser.header())
 
 
 if __name__ == "__main__":

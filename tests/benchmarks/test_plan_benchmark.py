@@ -38,7 +38,10 @@ def test_main_on_the_120_job_workload(tmp_path, capsys) -> None:
         assert 0 <= row["rounding_gap"] <= row["rounding_gap_max"] < 1
         assert row["statuses"] == ["optimal"]
         assert row["solver"]
-    assert "median ms" in capsys.readouterr().out
+    report = (tmp_path / "plan.txt").read_text()
+    assert report.startswith("# command: python -m benchmarks.plan --sizes 120 --runs 1") and "\n# machine: " in report
+    assert "median ms" in report and "Targets at 900 jobs: not measured" in report
+    assert report.split("\n", 4)[4] in capsys.readouterr().out  # printed as written, below the header
 
 
 def test_main_rejects_unknown_sizes(tmp_path) -> None:
