@@ -15,6 +15,28 @@ from numba import prange
 from vfm.planner._kernels import jit
 
 
+@jit.inlined
+def job_diagonal(active: np.ndarray, y: np.ndarray, s_hi: np.ndarray, z_lo: np.ndarray, z_hi: np.ndarray,
+                 spread: float, out: np.ndarray) -> None:
+    """One job's `bounds_curvature` (its rows of the (T,) arguments)."""
+    for t in range(y.shape[0]):
+        out[t] = z_lo[t] / y[t] + z_hi[t] / s_hi[t] + spread if active[t] else 1.0
+
+
+@jit.inlined
+def job_columns(progress: np.ndarray, weights: np.ndarray, u: np.ndarray, diagonal: np.ndarray,
+                regularization: float, curvature: np.ndarray, root: np.ndarray) -> None:
+    """One job's `scaled_columns` without the scaling: `root` (T,) and the scenarios' rows of `curvature`
+    (`progress` (S, T), `weights` and `u` (S,))."""
+    scenarios, rounds = progress.shape
+    for t in range(rounds):
+        root[t] = 1.0 / np.sqrt(diagonal[t] + regularization)
+    for s in range(scenarios):
+        factor = np.sqrt(weights[s] / u[s])
+        for t in range(rounds):
+            curvature[s, t] = factor * progress[s, t]
+
+
 @jit.over_jobs
 def scaled_columns(progress: np.ndarray, weights: np.ndarray, u: np.ndarray, row: np.ndarray,
                    diagonal: np.ndarray, regularization: float, curvature: np.ndarray, root: np.ndarray,
@@ -32,17 +54,13 @@ def scaled_columns(progress: np.ndarray, weights: np.ndarray, u: np.ndarray, row
     extra = curvature.shape[1] > scenarios
     for chunk in prange(jit.chunks(n)):
         for i in range(chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)):
-            for t in range(rounds):
-                root[i, t] = 1.0 / np.sqrt(diagonal[i, t] + regularization)
-            for s in range(scenarios):
-                factor = np.sqrt(weights[i, s] / u[i, s])
-                for t in range(rounds):
-                    curvature[i, s, t] = factor * progress[i, s, t]
-                    scaled[i, s, t] = curvature[i, s, t] * root[i, t]
+            job_columns(progress[i], weights[i], u[i], diagonal[i], regularization, curvature[i], root[i])
             if extra:
                 for t in range(rounds):
                     curvature[i, scenarios, t] = row[i, t]
-                    scaled[i, scenarios, t] = curvature[i, scenarios, t] * root[i, t]
+            for s in range(curvature.shape[1]):
+                for t in range(rounds):
+                    scaled[i, s, t] = curvature[i, s, t] * root[i, t]
 
 
 @jit.over_jobs
@@ -50,11 +68,10 @@ def bounds_curvature(active: np.ndarray, y: np.ndarray, s_hi: np.ndarray, z_lo: 
                      spread: np.ndarray, out: np.ndarray) -> None:
     r"""`out` := the Newton system's diagonal :math:`z^{lo} / y + z^{hi} / s^{hi} + \text{spread}_i` on the
     `active` entries (the box's curvature and the tie-breaking term's), 1 elsewhere."""
-    n, rounds = y.shape
+    n = y.shape[0]
     for chunk in prange(jit.chunks(n)):
         for i in range(chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)):
-            for t in range(rounds):
-                out[i, t] = z_lo[i, t] / y[i, t] + z_hi[i, t] / s_hi[i, t] + spread[i] if active[i, t] else 1.0
+            job_diagonal(active[i], y[i], s_hi[i], z_lo[i], z_hi[i], spread[i], out[i])
 
 
 @jit.over_jobs

@@ -14,6 +14,7 @@ import numpy as np
 from numba import prange
 
 from vfm.planner._kernels import jit
+from vfm.planner._kernels.entries import job_columns, job_diagonal
 from vfm.planner._kernels.low_rank import _job_root
 
 
@@ -376,15 +377,10 @@ def typed_curvature(active: np.ndarray, y: np.ndarray, s_hi: np.ndarray, z_lo: n
     extra = k > scenarios
     for chunk in prange(jit.chunks(n)):
         for i in range(chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)):
+            job_diagonal(active[i], y[i], s_hi[i], z_lo[i], z_hi[i], spread[i], diagonal[i])
+            job_columns(progress[i], weights[i], u[i], diagonal[i], regularization, curvature[i], root[i])
             for t in range(goods):
-                diagonal[i, t] = z_lo[i, t] / y[i, t] + z_hi[i, t] / s_hi[i, t] + spread[i] if active[i, t] else 1.0
-            for t in range(goods):
-                root[i, t] = 1.0 / np.sqrt(diagonal[i, t] + regularization)
                 inverse_diagonal[i, t] = root[i, t] * root[i, t] if active[i, t] else 0.0
-            for s in range(scenarios):
-                factor = np.sqrt(weights[i, s] / u[i, s])
-                for t in range(goods):
-                    curvature[i, s, t] = factor * progress[i, s, t]
             if extra:
                 for t in range(goods):
                     curvature[i, scenarios, t] = row[i] * pace[i, t]

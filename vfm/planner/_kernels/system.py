@@ -16,6 +16,7 @@ import numpy as np
 from numba import prange
 
 from vfm.planner._kernels import jit
+from vfm.planner._kernels.entries import job_columns, job_diagonal
 from vfm.planner._kernels.low_rank import _block_times_diagonal, _job_root, _largest_square, _root_times
 
 
@@ -49,19 +50,14 @@ def low_rank_system(active: np.ndarray, y: np.ndarray, s_hi: np.ndarray, z_lo: n
         x = np.empty(rounds)
         sums = partial[chunk]
         for i in range(chunk * jit.CHUNK, min(n, (chunk + 1) * jit.CHUNK)):
-            for t in range(rounds):
-                diagonal[i, t] = z_lo[i, t] / y[i, t] + z_hi[i, t] / s_hi[i, t] + spread[i] if active[i, t] else 1.0
-            for t in range(rounds):
-                root[i, t] = 1.0 / np.sqrt(diagonal[i, t] + regularization)
-            for s in range(scenarios):
-                factor = np.sqrt(weights[i, s] / u[i, s])
-                for t in range(rounds):
-                    curvature[i, s, t] = factor * progress[i, s, t]
-                    scaled[i, s, t] = curvature[i, s, t] * root[i, t]
+            job_diagonal(active[i], y[i], s_hi[i], z_lo[i], z_hi[i], spread[i], diagonal[i])
+            job_columns(progress[i], weights[i], u[i], diagonal[i], regularization, curvature[i], root[i])
             if extra:
                 for t in range(rounds):
                     curvature[i, scenarios, t] = row[i] * pace[i, t]
-                    scaled[i, scenarios, t] = curvature[i, scenarios, t] * root[i, t]
+            for s in range(k):
+                for t in range(rounds):
+                    scaled[i, s, t] = curvature[i, s, t] * root[i, t]
             column = columns[i]
             _job_root(scaled[i], gram, rotation, column, shrink[i])
             curved[i] = not _largest_square(column, squared) <= limit
