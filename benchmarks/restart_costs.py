@@ -14,19 +14,22 @@ The workloads
 
 What is compared
     The reproduction's `vfm` policy (`benchmarks.reproduce.vfm_policy`, `Policy.shockwave` at the
-    round length) simulated on each workload twice: ``told``, the simulator passes each job's cost
-    to `add_job` and the policy gives each job the continuity its cost calls for
+    round length) simulated on each workload three times: ``told``, the simulator passes each job's
+    cost to `add_job` and the policy gives each job the continuity its cost calls for
     (`vfm.planner.shockwave.job_continuity`); ``untold``, a thin wrapper drops it, so the policy
-    takes every job at `vfm.planner.shockwave.DEFAULT_RESTART_S` (the same continuity for all). The
-    simulator charges the same costs in both.
+    takes every job at `vfm.planner.shockwave.DEFAULT_RESTART_S` (the same continuity for all);
+    ``no-limit``, told, without the wait limit (``wait_limit=None``: no round is committed to a
+    wait). The simulator charges the same costs in all three.
 
 Output
     Per round length, costs and run: restarts per job (mean and max, `Simulation.restarts`), the
-    GPU-hours lost to restarts (the GPU-hours held without work, ``sum(gpus * (held_s -
-    isolated_s))``: each restart's time, a lost restart's as far as it went), average JCT, makespan
-    and worst FTF (`vfm.cluster.summarize`), each the mean over the seeds (the max of restarts: over
-    all of them). Printed, and with ``--out`` written to ``results/restart_costs/restart_costs.txt``
-    under the current folder (or the file given).
+    share of the starts and restarts that came on a round the plan had committed to a job's wait
+    (`vfm.planner.Plan.committed`, read from the policy's standing plan), the GPU-hours lost to
+    restarts (the GPU-hours held without work, ``sum(gpus * (held_s - isolated_s))``: each
+    restart's time, a lost restart's as far as it went), average JCT, makespan, worst FTF and the
+    jobs that waited more than 20 rounds in a row (`vfm.cluster.summarize`), each the mean over the
+    seeds (the max of restarts: over all of them). Printed, and with ``--out`` written to
+    ``results/restart_costs/restart_costs.txt`` under the current folder (or the file given).
 """
 
 from __future__ import annotations
@@ -62,6 +65,38 @@ class Untold:
         return getattr(self.inner, name)
 
 
+class CommittedStarts:
+    """A `vfm.planner.Policy` whose starts are counted: every job that runs a round after not
+    running the round before (its first start included), and those of them whose round the
+    standing plan had committed to its wait (`Plan.committed`)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.running: set[Hashable] = set()
+        self.starts = 0
+        self.committed = 0
+
+    def __getattr__(self, name: str) -> Any:  # add_job, report_progress, remove_job, cluster, diagnostics
+        return getattr(self.inner, name)
+
+    def next_round(self) -> Any:
+        answer = self.inner.next_round()
+        now = set(answer)
+        state = self.inner.state
+        plan = state.plan
+        # The round just served is the standing plan's column since_plan - 1.
+        column = state.since_plan - 1
+        ids = () if plan is None or plan.committed is None or plan.job_ids is None else plan.job_ids
+        rows = {job: row for row, job in enumerate(ids)}
+        for job in now - self.running:
+            self.starts += 1
+            row = rows.get(job)
+            self.committed += row is not None and 0 <= column < plan.committed.shape[1] \
+                and bool(plan.committed[row, column])
+        self.running = now
+        return answer
+
+
 def workload(jobs: int, seed: int, low_s: float, high_s: float) -> Workload:
     """Seed `seed`'s generated workload of `jobs` jobs on `GPUS` GPUs, each job with a restart cost
     drawn uniformly from [`low_s`, `high_s`] (its own stream: the jobs are the same whatever the range)."""
@@ -78,48 +113,57 @@ def workload(jobs: int, seed: int, low_s: float, high_s: float) -> Workload:
                     jobs=costed, throughputs=base.throughputs, cluster=base.cluster)
 
 
-def run(jobs: int, seed: int, round_s: float, low_s: float, high_s: float, told: bool) -> dict[str, float]:
-    """One simulation of `vfm` on `workload(jobs, seed, low_s, high_s)` at `round_s`, told the costs or not."""
+#: The runs compared: (name, told the costs, with the wait limit).
+RUNS: tuple[tuple[str, bool, bool], ...] = (("told", True, True), ("untold", False, True), ("no-limit", True, False))
+
+
+def run(jobs: int, seed: int, round_s: float, low_s: float, high_s: float, told: bool,
+        wait_limit: bool = True) -> dict[str, float]:
+    """One simulation of `vfm` on `workload(jobs, seed, low_s, high_s)` at `round_s`, told the costs
+    or not, with `Policy.shockwave`'s wait limit or without."""
     import numpy as np
 
     from benchmarks.reproduce import vfm_policy
     from vfm.cluster import simulate, summarize
 
     costed = workload(jobs, seed, low_s, high_s)
-    policy = vfm_policy(costed.gpus, round_s)
-    simulation = simulate(costed, policy if told else Untold(policy), round_s=round_s)
+    options: dict[str, Any] = {} if wait_limit else {"wait_limit": None}
+    counted = CommittedStarts(vfm_policy(costed.gpus, round_s, **options))
+    simulation = simulate(costed, counted if told else Untold(counted), round_s=round_s)
     summary = summarize(simulation)
     gangs = np.array([job.gpus for job in costed.jobs])
     # One GPU type: a job's held time is its isolated time plus the time it spent restarting.
     assert costed.cluster is None
     lost_gpu_h = float((gangs * (simulation.held_s - simulation.isolated_s)).sum()) / 3600
     return {"restarts_mean": float(simulation.restarts.mean()), "restarts_max": float(simulation.restarts.max()),
+            "committed_pct": 100.0 * counted.committed / max(counted.starts, 1),
             "restart_gpu_h": lost_gpu_h, "avg_jct_s": summary["avg_jct_s"], "makespan_s": summary["makespan_s"],
-            "worst_ftf": summary["worst_ftf"]}
+            "worst_ftf": summary["worst_ftf"], "waits_over_20": float(summary["jobs_waiting_over"].get("20", 0))}
 
 
 def measure(seeds: int, jobs: int) -> list[tuple[tuple[float, float, float], str, dict[str, float]]]:
-    """Every configuration, told and untold: its metrics over `seeds` workloads (means; the max of
+    """Every configuration, each of `RUNS`: its metrics over `seeds` workloads (means; the max of
     the restarts' max)."""
     rows = []
     for round_s, low_s, high_s in CONFIGURATIONS:
-        for told in (True, False):
-            runs = [run(jobs, seed, round_s, low_s, high_s, told) for seed in range(seeds)]
+        for name, told, wait_limit in RUNS:
+            runs = [run(jobs, seed, round_s, low_s, high_s, told, wait_limit) for seed in range(seeds)]
             merged = {key: statistics.fmean(r[key] for r in runs) for key in runs[0]}
             merged["restarts_max"] = max(r["restarts_max"] for r in runs)
-            rows.append(((round_s, low_s, high_s), "told" if told else "untold", merged))
+            rows.append(((round_s, low_s, high_s), name, merged))
     return rows
 
 
 def report(rows: list[tuple[tuple[float, float, float], str, dict[str, float]]], seeds: int, jobs: int) -> str:
     lines = [f"vfm on generated workloads of {jobs} jobs on {GPUS} GPUs, per-job restart costs drawn uniformly; "
              f"means over {seeds} seed(s)",
-             f"{'round s':>7} {'costs s':>9} {'policy':>7} {'restarts mean':>13} {'max':>4} {'lost GPU-h':>10} "
-             f"{'avg JCT s':>10} {'makespan s':>10} {'worst FTF':>9}"]
+             f"{'round s':>7} {'costs s':>9} {'policy':>8} {'restarts mean':>13} {'max':>4} {'committed %':>11} "
+             f"{'lost GPU-h':>10} {'avg JCT s':>10} {'makespan s':>10} {'worst FTF':>9} {'waits>20':>8}"]
     for (round_s, low_s, high_s), policy, m in rows:
-        lines.append(f"{round_s:>7g} {f'{low_s:g}-{high_s:g}':>9} {policy:>7} {m['restarts_mean']:>13.2f} "
-                     f"{m['restarts_max']:>4.0f} {m['restart_gpu_h']:>10.1f} {m['avg_jct_s']:>10.0f} "
-                     f"{m['makespan_s']:>10.0f} {m['worst_ftf']:>9.3f}")
+        lines.append(f"{round_s:>7g} {f'{low_s:g}-{high_s:g}':>9} {policy:>8} {m['restarts_mean']:>13.2f} "
+                     f"{m['restarts_max']:>4.0f} {m['committed_pct']:>11.1f} {m['restart_gpu_h']:>10.1f} "
+                     f"{m['avg_jct_s']:>10.0f} {m['makespan_s']:>10.0f} {m['worst_ftf']:>9.3f} "
+                     f"{m['waits_over_20']:>8.1f}")
     return "\n".join(lines) + "\n"
 
 

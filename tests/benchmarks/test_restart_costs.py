@@ -34,13 +34,24 @@ def test_the_untold_policy_takes_every_job_at_the_default_cost_and_the_simulator
 
 
 def test_the_table_has_a_row_per_round_length_and_policy() -> None:
-    rows = [(configuration, policy, {"restarts_mean": 1.5, "restarts_max": 4.0, "restart_gpu_h": 2.0,
-                                     "avg_jct_s": 100.0, "makespan_s": 200.0, "worst_ftf": 1.25})
-            for configuration in restart_costs.CONFIGURATIONS for policy in ("told", "untold")]
+    rows = [(configuration, policy, {"restarts_mean": 1.5, "restarts_max": 4.0, "committed_pct": 50.0,
+                                     "restart_gpu_h": 2.0, "avg_jct_s": 100.0, "makespan_s": 200.0,
+                                     "worst_ftf": 1.25, "waits_over_20": 3.0})
+            for configuration in restart_costs.CONFIGURATIONS for policy, _, _ in restart_costs.RUNS]
     table = restart_costs.report(rows, seeds=2, jobs=16).splitlines()
     assert table[0].startswith("vfm on generated workloads of 16 jobs on 32 GPUs")
-    assert [line.split()[:3] for line in table[2:]] == [["120", "25-250", "told"], ["120", "25-250", "untold"],
-                                                       ["360", "25-250", "told"], ["360", "25-250", "untold"]]
+    assert [line.split()[:3] for line in table[2:]] == [
+        [round_s, "25-250", policy] for round_s in ("120", "360") for policy in ("told", "untold", "no-limit")]
+
+
+def test_starts_on_committed_rounds_are_counted_only_where_the_plan_commits_rounds() -> None:
+    # 48 jobs on 32 GPUs: some wait long enough for the wait limit to commit their rounds. A
+    # committed start is one of the starts, so their share is below 100 % (every first start of a
+    # job that never waited is not committed).
+    limited = restart_costs.run(48, 1, 120.0, 25.0, 250.0, told=True)
+    unlimited = restart_costs.run(48, 1, 120.0, 25.0, 250.0, told=True, wait_limit=False)
+    assert unlimited["committed_pct"] == 0.0
+    assert 0.0 < limited["committed_pct"] < 100.0
 
 
 def test_both_round_lengths_draw_costs_up_to_250_s() -> None:
