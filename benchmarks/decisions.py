@@ -37,6 +37,9 @@ Output
     round, the jobs present, their time again, how the round was decided
     (`Policy.last_decision`) and, for a re-plan, where its time went (`Plan.timings`), its status
     and message (`Plan.message`); the machine and the command.
+    The cycle collections (Python's garbage collector, any generation) that started inside a
+    decision, counted with `gc.callbacks`: `vfm.planner.Policy` pauses the collector while it
+    decides (`vfm.planner.policy.collector`), so the count is 0 unless that breaks.
     Printed, and with ``--out`` written to ``results/decisions/decisions.txt`` under the current
     folder (or the file given; the committed report is written only with
     ``--out benchmarks/results/decisions.txt``).
@@ -113,6 +116,29 @@ class Timed:
     seconds: float
     decision: Any
     plan: dict[str, Any] = field(default_factory=dict)
+    collections: int = 0  # cycle collections (any generation) that started inside the decision
+
+
+class CollectionCount:
+    """Counts Python's cycle collections as they start (a `gc.callbacks` entry while installed)."""
+
+    def __init__(self) -> None:
+        self.started = 0
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self.started += 1
+
+    def __enter__(self) -> CollectionCount:
+        import gc
+
+        gc.callbacks.append(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import gc
+
+        gc.callbacks.remove(self)
 
 
 def random_job(rng: np.random.Generator, capacity: int, rounds: int) -> Job:
@@ -192,19 +218,23 @@ class _Run:
 
 
 def run_case(case: Case, max_jobs: int) -> list[Timed]:
-    """Drive `case` round by round; every decision timed."""
+    """Drive `case` round by round; every decision timed, and the cycle collections inside it counted."""
     run, timed = _Run(case, max_jobs), []
-    for round_index in range(case.rounds):
-        run.arrive_and_leave(round_index)
-        replans = run.policy.replans
-        started = time.perf_counter()
-        running = list(run.policy.next_round())
-        seconds = time.perf_counter() - started
-        made = run.policy.last_plan if run.policy.replans != replans else None
-        details = {} if made is None else {"timings": dict(made.timings), "status": str(made.status),
-                                           "message": made.message, "fairness": made.fairness}
-        timed.append(Timed(case.seed, round_index, len(run.present), seconds, run.policy.last_decision, details))
-        run.report(running, run.policy.options.round_s)
+    with CollectionCount() as collections:
+        for round_index in range(case.rounds):
+            run.arrive_and_leave(round_index)
+            replans = run.policy.replans
+            before = collections.started
+            started = time.perf_counter()
+            answer = run.policy.next_round()
+            seconds = time.perf_counter() - started
+            inside = collections.started - before
+            made = run.policy.last_plan if run.policy.replans != replans else None
+            details = {} if made is None else {"timings": dict(made.timings), "status": str(made.status),
+                                               "message": made.message, "fairness": made.fairness}
+            timed.append(Timed(case.seed, round_index, len(run.present), seconds, run.policy.last_decision, details,
+                               inside))
+            run.report(list(answer), run.policy.options.round_s)
     return timed
 
 
@@ -264,6 +294,7 @@ def summary(timed: Sequence[Timed], seeds: Sequence[int], max_jobs: int, load: S
         f"median {_ms(statistics.median(times))}, p99 {_ms(float(np.quantile(times, 0.99)))}, max {_ms(times.max())}; "
         f"over {_ms(TARGET_S)}: {over} ({'target met' if over == 0 else 'target missed'})",
         _again_line(timed, again),
+        f"cycle collections that started inside a decision: {sum(t.collections for t in timed)}",
         f"the {SLOWEST} slowest:",
     ]
     for t in sorted(timed, key=lambda t: -t.seconds)[:SLOWEST]:

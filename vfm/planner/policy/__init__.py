@@ -11,6 +11,7 @@ must and serves the standing plan's rounds in between. Its modules, from the bot
   what says so;
 - `replanning`: what a re-plan reads and carries over;
 - `state_view`: the state held for O(1) events, `Policy`'s base;
+- `collector`: the cycle collector paused while a decision runs;
 - `typed_serving`: serving and re-planning on several GPU types;
 - `checkpoint`: the policy's state as versioned JSON, written and read back;
 - `policy`: `Policy` itself, and `step` and `decide`, a round as a pure function of the

@@ -72,6 +72,7 @@ from vfm.planner._kernels import kernel_threads
 from vfm.planner.kernel_loading import Forms, load_in_background
 from vfm.planner.options import PlanOptions
 from vfm.planner.policy import checkpoint as checkpoint_format
+from vfm.planner.policy.collector import pause_collector, resume_collector
 from vfm.planner.policy.decision import Decision, Placement, Serving, decide_placed
 from vfm.planner.policy.replanning import replan
 from vfm.planner.policy.state import PolicyConfig, PolicyState, RoundOptions, checked_record, continuity_of
@@ -511,8 +512,13 @@ class Policy(StateView):
 
         Always served, within each type's GPUs: a failed or late re-plan falls back to the
         standing plan or to first-fit (class Notes); `last_decision` says how the round was
-        decided."""
-        return answer(self.config, self._decide(serving(self.config)))
+        decided. The cycle collector waits until the decision returns
+        (`vfm.planner.policy.collector`)."""
+        pause_collector()  # first: no collection the caller made due starts in the decision
+        try:
+            return answer(self.config, self._decide(serving(self.config)))
+        finally:
+            resume_collector()
 
     def regimes(self, job_id: Hashable) -> dict[float, float]:
         """Job `job_id`'s regimes (batch size -> seconds per epoch)."""
