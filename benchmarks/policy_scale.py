@@ -7,10 +7,12 @@
 Adds `--jobs` jobs (gangs 1, 2, 4 and 8 in turn, two regimes each, 50 to 500 epochs) to one
 policy with the default options on `--capacity` GPUs, then serves the first round, which plans
 every job. Prints the seconds to add them, the seconds of the first `next_round` (and how the
-round was decided), the peak resident memory of the process, the bytes per job the policy holds
+round was decided), the seconds of one `report_progress` of one epoch for every job after it, the
+peak resident memory of the process, the bytes per job the policy holds
 (traced by `tracemalloc` while adding up to `TRACED` jobs to another policy: tracing slows the
 adds, so the timed ones are not traced), the machine and the command. ``--profile N`` prints the
-N most costly functions of the first round (cProfile, cumulative time).
+N most costly functions of the first round (cProfile, cumulative time). The planner's compiled
+kernels are loaded before anything is timed (`vfm.planner.compile_kernels`).
 """
 
 from __future__ import annotations
@@ -64,9 +66,14 @@ def build_parser() -> Parser:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = build_parser()
     args = parser.parse_args(argv)
-    from vfm.planner import Policy  # the library loads once the arguments are checked
+    from vfm.planner import Policy, compile_kernels  # the library loads once the arguments are checked
+    from vfm.planner.kernel_loading import Forms
 
     with parser.reporting():
+        # The kernels a policy uses, loaded (or compiled) before anything is timed or traced: a
+        # policy otherwise loads them on a background thread, whose allocations and time would be
+        # counted as the adds' and the first round's.
+        compile_kernels(Forms.used_by(1, 1, 1))
         options = {} if args.rounds is None else {"rounds": args.rounds}
         traced = min(args.jobs, TRACED)
         sample = Policy(args.capacity, **options)
@@ -99,6 +106,12 @@ def main(argv: Sequence[str] | None = None) -> None:
                 print(f"its plan: {policy.last_plan.solver}, {policy.last_plan.status}: {policy.last_plan.message}")
             if profiler is not None:
                 pstats.Stats(profiler, stream=sys.stdout).sort_stats("cumulative").print_stats(args.profile)
+        started = time.perf_counter()
+        for k in range(args.jobs):
+            policy.report_progress(k, [32])
+        report_s = time.perf_counter() - started
+        print(f"report_progress: {report_s:.3f} s ({report_s / args.jobs * 1e6:.1f} us per report of one epoch, "
+              f"every job)")
         print(f"peak RSS: {peak_rss_bytes() / 2**20:.0f} MiB")
         print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, {platform.processor() or 'unknown'}, "
               f"Python {platform.python_version()} on {platform.system()}")

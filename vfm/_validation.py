@@ -128,8 +128,9 @@ def require_per_job(name: str, array: FloatArray, bad: np.ndarray, rule: str,
 
 def first_bad(bad: NDArray[np.bool_]) -> int | None:
     """The index of the first True entry of `bad`, or None."""
-    hits = np.flatnonzero(bad)
-    return int(hits[0]) if hits.size else None
+    if not bad.any():  # the usual case, and several times cheaper than the search
+        return None
+    return int(np.flatnonzero(bad)[0])
 
 
 #: The integers vfm reads as numbers: int64's range. NumPy reads a Python int outside it as an

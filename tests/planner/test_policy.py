@@ -392,6 +392,16 @@ def test_report_progress_rejects_what_is_not_a_list_of_batch_sizes(batch_sizes, 
     assert policy.epochs_done("a") == 2
 
 
+def test_a_batch_size_outside_the_jobs_regimes_is_refused_by_name_and_nothing_is_counted():
+    policy = Policy(capacity=2, rounds=4)
+    policy.add_job("a", gpus=1, regimes=REGIMES, epochs=10)
+    with pytest.raises(ValidationError, match=r"^batch_sizes\[1\] of job 'a' must be 32.0 or 64.0, got 48.0$"):
+        policy.report_progress("a", [32, 48, 64])
+    assert policy.epochs_done("a") == 0
+    policy.report_progress("a", [32.0, 64, 64])  # an int and a float of the same size are one regime
+    assert policy.epochs_done("a") == 3
+
+
 def test_each_report_counts_new_epochs_and_epochs_done_tells_a_retry():
     policy = Policy(capacity=2, rounds=4)
     policy.add_job("a", gpus=1, regimes=REGIMES, epochs=10)

@@ -12,8 +12,6 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
-import numpy as np
-
 from vfm._validation import checked_job_id
 from vfm.errors import ValidationError
 from vfm.forecast.base import batch_sizes as read_batch_sizes
@@ -93,22 +91,27 @@ def reported(job: JobRecord, job_id: Hashable, batch_sizes: Sequence[float]) -> 
     """Job `job_id`'s record after it reports finished epochs, or the `ValidationError`
     `Policy.report_progress` raises; O(its epochs reported and regimes)."""
     of = f" of job {job_id!r}"
-    sizes = read_batch_sizes(batch_sizes, f"batch_sizes{of}")
+    sizes = read_batch_sizes(batch_sizes, f"batch_sizes{of}").tolist()
     left = job.epochs - job.done
-    check("the epochs reported in batch_sizes", sizes.size,
-          Interval(Whole, 0, left, note=f"the epochs the job has left, of its {job.epochs}"), of=of)
-    labels = tuple(float(b) for b, _ in job.regimes)
-    check("batch_sizes", sizes.tolist(), Each(OneOf(labels), "batch sizes of the job's regimes", kinds=(list,)), of=of)
-    match = sizes[:, None] == np.array(labels)
-    return replace(job, stages=_runs(job.stages, np.argmax(match, axis=1)))
+    if len(sizes) > left:  # the declarative check words the refusal
+        check("the epochs reported in batch_sizes", len(sizes),
+              Interval(Whole, 0, left, note=f"the epochs the job has left, of its {job.epochs}"), of=of)
+    # A report is a handful of epochs, every round for every job that ran: Python's dict lookups
+    # beat NumPy's per-call overhead on arrays that small.
+    column = {float(b): k for k, (b, _) in enumerate(job.regimes)}
+    columns = [column.get(size, -1) for size in sizes]
+    if -1 in columns:
+        check("batch_sizes", sizes, Each(OneOf(tuple(column)), "batch sizes of the job's regimes", kinds=(list,)),
+              of=of)
+    return replace(job, stages=_runs(job.stages, columns))
 
 
-def _runs(stages: tuple[tuple[int, int], ...], columns: np.ndarray) -> tuple[tuple[int, int], ...]:
+def _runs(stages: tuple[tuple[int, int], ...], columns: list[int]) -> tuple[tuple[int, int], ...]:
     """`stages` followed by the epochs in regime `columns`, as maximal runs (column, epochs)."""
-    if not columns.size:
-        return stages
-    starts = np.flatnonzero(np.r_[True, columns[1:] != columns[:-1]])
-    new = list(zip(columns[starts].tolist(), np.diff(np.r_[starts, columns.size]).tolist(), strict=True))
-    if stages and stages[-1][0] == new[0][0]:
-        return (*stages[:-1], (new[0][0], stages[-1][1] + new[0][1]), *new[1:])
-    return (*stages, *new)
+    runs = list(stages)
+    for column in columns:
+        if runs and runs[-1][0] == column:
+            runs[-1] = (column, runs[-1][1] + 1)
+        else:
+            runs.append((column, 1))
+    return tuple(runs)
