@@ -194,6 +194,10 @@ def run_case(case: str, policy: str, vfm_options: Mapping[str, Any] | None = Non
         out["waits_within_bound"] = bool(np.all(waits <= bound))
         # How many times its no-starvation guard decided a round (`vfm.planner.Decision.guards`).
         out["max_wait_fired"] = simulation.guards.get("max_wait", 0)
+        # Every guard's job-rounds, and the job-rounds of the run (each job in each round it was
+        # present with work left), to judge "a net that fires rarely" by its share.
+        out["guards"] = {name: int(count) for name, count in simulation.guards.items()}
+        out["job_rounds"] = int(present_rounds(simulation).sum())
     out["seconds"] = time.perf_counter() - tic
     return out
 
@@ -296,6 +300,21 @@ def _compare(ours: float, theirs: float, metric: str) -> int:
     return 1 if ours < theirs - slack else -1 if ours > theirs + slack else 0
 
 
+def guard_shares(cases: Mapping[str, Any]) -> dict[str, tuple[float, str]]:
+    """For each guard of vfm's execution, the largest share (percent) of a workload's job-rounds it
+    decided among `cases`, and that workload; empty for results without the counts."""
+    largest: dict[str, tuple[float, str]] = {}
+    for case, entry in cases.items():
+        vfm = entry["policies"]["vfm"]
+        if not vfm.get("job_rounds"):
+            continue
+        for name, count in vfm.get("guards", {}).items():
+            pct = 100.0 * count / vfm["job_rounds"]
+            if name not in largest or pct > largest[name][0]:
+                largest[name] = (pct, case)
+    return largest
+
+
 def format_table(result: Mapping[str, Any]) -> str:
     """Per-workload tables, then per half the win matrix and the longest wait."""
     lines = []
@@ -350,6 +369,10 @@ def format_table(result: Mapping[str, Any]) -> str:
         lines.append(f"  vfm's max_wait guard decided {sum(f or 0 for f in fired)} job-rounds in all "
                      f"(on {sum(bool(f) for f in fired)} of {len(fired)} workloads); jobs that waited more than "
                      f"20 rounds in a row: {over}")
+        shares = guard_shares(in_half)
+        if shares:
+            lines.append("  largest share of a workload's job-rounds each guard decided: " + ", ".join(
+                f"{name} {pct:.2f} % ({case})" for name, (pct, case) in shares.items()))
         lines.append("")
     return "\n".join(lines)
 

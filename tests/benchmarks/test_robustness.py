@@ -104,7 +104,20 @@ def test_a_run_writes_the_table_and_win_matrix(tmp_path, monkeypatch) -> None:
         vfm, gavel = entry["policies"]["vfm"], entry["policies"]["max_min_fairness"]
         assert vfm["max_wait_fired"] >= 0 and vfm["waits_over_20"] >= 0 and gavel["waits_over_20"] >= 0
         assert "max_wait_fired" not in gavel
+        # Every job is present in at least one round, and no guard decides more job-rounds than there are.
+        assert vfm["job_rounds"] >= 10 and all(0 <= count <= vfm["job_rounds"] for count in vfm["guards"].values())
+        assert vfm["guards"]["max_wait"] == vfm["max_wait_fired"]
+    assert "largest share of a workload's job-rounds each guard decided" in table
     assert (tmp_path / "robustness.png").stat().st_size > 0
+
+
+def test_guard_shares_name_the_largest_share_of_each_guard_and_its_workload() -> None:
+    cases = {
+        "a@report": {"policies": {"vfm": {"guards": {"max_wait": 5, "continuity": 10}, "job_rounds": 1000}}},
+        "b@report": {"policies": {"vfm": {"guards": {"max_wait": 3, "continuity": 40}, "job_rounds": 100}}},
+        "c@report": {"policies": {"vfm": {"max_wait_fired": 0}}},  # a result from before the counts
+    }
+    assert robustness.guard_shares(cases) == {"max_wait": (3.0, "b@report"), "continuity": (40.0, "b@report")}
 
 
 def test_unknown_cases_and_options_are_one_line_errors(capsys) -> None:

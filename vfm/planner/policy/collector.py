@@ -45,8 +45,8 @@ def pause_collector() -> None:
 
 
 def resume_collector() -> None:
-    """End a `pause_collector`: the last of overlapping pauses to end restores the collector as the
-    first found it."""
+    """End a `pause_collector`: the last of overlapping pauses to end enables the collector again if
+    any of them found it enabled."""
     global _depth
     with _lock:
         _depth -= 1
