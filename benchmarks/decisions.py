@@ -47,6 +47,7 @@ Output
 
 from __future__ import annotations
 
+import gc
 import os
 import platform
 import statistics
@@ -130,14 +131,10 @@ class CollectionCount:
             self.started += 1
 
     def __enter__(self) -> CollectionCount:
-        import gc
-
         gc.callbacks.append(self)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        import gc
-
         gc.callbacks.remove(self)
 
 

@@ -188,7 +188,8 @@ def run_case(case: str, policy: str, vfm_options: Mapping[str, Any] | None = Non
     if isinstance(scheduler, Policy) and scheduler.config.max_wait is not None:
         # The guarantee, per job, with the largest demand of the run (docs/planning.md, "No starvation").
         gangs = np.array([job.gpus for job in workload.jobs])
-        demand = float((present_rounds(simulation) @ gangs).max())
+        present = present_rounds(simulation)
+        demand = float((present @ gangs).max())
         bound = np.asarray(wait_bound(scheduler.config.max_wait, workload.gpus, gangs, demand))
         out["wait_bound_rounds"] = int(bound[np.argmax(waits)])
         out["waits_within_bound"] = bool(np.all(waits <= bound))
@@ -197,7 +198,7 @@ def run_case(case: str, policy: str, vfm_options: Mapping[str, Any] | None = Non
         # Every guard's job-rounds, and the job-rounds of the run (each job in each round it was
         # present with work left), to judge "a net that fires rarely" by its share.
         out["guards"] = {name: int(count) for name, count in simulation.guards.items()}
-        out["job_rounds"] = int(present_rounds(simulation).sum())
+        out["job_rounds"] = int(present.sum())
     out["seconds"] = time.perf_counter() - tic
     return out
 

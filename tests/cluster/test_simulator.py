@@ -283,13 +283,19 @@ def test_fifo_invariants(raw: dict[str, Any], restart_s: float) -> None:
         assert (sim.restarts == 1).all()
 
 
-@settings(max_examples=60)
-@given(raw=workloads(), restart_s=st.sampled_from([0.0, 20.0, 45.0]), seed=st.integers(0, 2**16))
-def test_random_policy_invariants(raw: dict[str, Any], restart_s: float, seed: int) -> None:
+def _random_subsets_keep_the_invariants(raw: dict[str, Any], restart_s: float, seed: int) -> None:
+    """The workload `raw` simulated under a policy running random subsets (seeded `seed`) keeps
+    every invariant (`check_invariants`)."""
     workload = workload_from_dict(raw)
     recorder = Recorder(RandomSubset(workload.gpus, seed))
     sim = simulate(workload, recorder, restart_s=restart_s, max_rounds=100_000)
     check_invariants(workload, sim, recorder, restart_s)
+
+
+@settings(max_examples=60)
+@given(raw=workloads(), restart_s=st.sampled_from([0.0, 20.0, 45.0]), seed=st.integers(0, 2**16))
+def test_random_policy_invariants(raw: dict[str, Any], restart_s: float, seed: int) -> None:
+    _random_subsets_keep_the_invariants(raw, restart_s, seed)
 
 
 @settings(max_examples=60)
@@ -298,10 +304,7 @@ def test_jobs_with_their_own_restart_costs_keep_the_invariants(raw: dict[str, An
                                                                 seed: int) -> None:
     # Each job is charged its own restart cost where it states one, the simulator's elsewhere:
     # held time minus its cost per restart is its isolated time, and the policy is told each.
-    workload = workload_from_dict(raw)
-    recorder = Recorder(RandomSubset(workload.gpus, seed))
-    sim = simulate(workload, recorder, restart_s=restart_s, max_rounds=100_000)
-    check_invariants(workload, sim, recorder, restart_s)
+    _random_subsets_keep_the_invariants(raw, restart_s, seed)
 
 
 def _two_jobs(own_s: float | None, round_s: float = 100.0) -> Workload:
@@ -337,10 +340,7 @@ def test_restarts_longer_than_the_round_keep_the_invariants(raw: dict[str, Any],
                                                              seed: int) -> None:
     # Restarts that go on over several rounds, some lost to a descheduling before they end: held
     # time minus the time spent restarting is still the isolated time.
-    workload = workload_from_dict(raw)
-    recorder = Recorder(RandomSubset(workload.gpus, seed))
-    sim = simulate(workload, recorder, restart_s=restart_s, max_rounds=100_000)
-    check_invariants(workload, sim, recorder, restart_s)
+    _random_subsets_keep_the_invariants(raw, restart_s, seed)
 
 
 def _one_job(restart_s: float, epoch_s: float = 100.0, epochs: int = 3, round_s: float = 120.0) -> Workload:

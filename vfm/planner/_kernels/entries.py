@@ -341,10 +341,7 @@ def newton_back(active: np.ndarray, y: np.ndarray, s_hi: np.ndarray, z_lo: np.nd
             running[i] = total
         rates[chunk] = rate
     jit.add_chunks(partial, loads)
-    largest = 0.0
-    for chunk in range(rates.shape[0]):
-        largest = max(largest, rates[chunk])
-    return largest
+    return jit.largest_of_chunks(rates)
 
 
 @jit.compiled

@@ -72,3 +72,13 @@ def add_chunks(partial: Any, out: Any) -> None:
         part = partial[chunk].reshape(flat.size)
         for j in range(flat.size):
             flat[j] += part[j]
+
+
+@inlined
+def largest_of_chunks(rates: Any) -> float:
+    """The largest of the chunks' rates `rates` (chunks,), at least 0: a step's largest rate over
+    jobs, each chunk's found by its own thread."""
+    largest = 0.0
+    for chunk in range(rates.shape[0]):
+        largest = max(largest, rates[chunk])
+    return largest

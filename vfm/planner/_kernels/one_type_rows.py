@@ -477,10 +477,7 @@ def type_row_steps(shared: np.ndarray, dy: np.ndarray, target: np.ndarray, s: np
                 if change < 0:
                     rate = max(rate, -change / z[i, r])
         rates[chunk] = rate
-    largest = 0.0
-    for chunk in range(rates.shape[0]):
-        largest = max(largest, rates[chunk])
-    return largest
+    return jit.largest_of_chunks(rates)
 
 
 @jit.over_jobs
