@@ -41,6 +41,7 @@ from vfm._numerics.jit import interpreting
 from vfm.planner._kernels import kernel_threads, waits
 from vfm.planner._kernels.jit import CHUNK
 from vfm.planner.program import PlanningProgram
+from vfm.planner.rounding import round_schedule
 from vfm.planner.solve.ipm.method import solve_saa_ipm
 from vfm.planner.solve.polish import polish
 
@@ -254,6 +255,8 @@ def _load(piece: str) -> None:
             assert solution.x is not None
             # The Lagrangian minimizer, and the start's match (a schedule the multipliers do not give).
             polish(program, replace(solution, x=0.9 * np.asarray(solution.x)))
+            # The rounding's walk (one compiled form for one GPU type and several).
+            round_schedule(np.asarray(solution.x)[:1], np.ones(1), np.ones(program.shape[2]), np.ones(1), 1.0)
 
 
 def _warm_up_program(scenarios: int, jobs: int) -> PlanningProgram:

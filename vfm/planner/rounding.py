@@ -1,7 +1,7 @@
 r"""From the relaxation's fractional schedule to whole rounds with whole gangs.
 
-`round_schedule` walks the window's rounds in order (a loop over `T` rounds; every step is
-vectorized over jobs). In round `t`:
+`round_schedule` walks the window's rounds in order (one compiled loop,
+`vfm.planner._kernels.placement`: each round depends on what the rounds before it gave). In round `t`:
 
 1. **Planned rounds first.** Job `i` is owed :math:`q_i = \operatorname{round}(\sum_t y_{it})`
    whole rounds (at most the rounds it fits and makes forecast progress in; at least one if it
@@ -36,6 +36,7 @@ import numpy as np
 
 from vfm._validation import FloatArray
 from vfm.gang_packing import first_fit
+from vfm.planner._kernels import placement as placement_kernels
 from vfm.planner.typed import hosting
 
 BoolArray = np.ndarray
@@ -188,44 +189,14 @@ def round_placement(
     late = np.zeros(n) if lateness is None else lateness
     fresh = np.zeros(n, dtype=bool) if base is None else base == 0
     placement = np.full((n, rounds), -1, dtype=np.int64)
-    given = np.zeros(n)
-    # Running time given, in rounds of the type `remaining_s` is measured on (the rounds themselves
-    # without speeds).
-    given_s = given if speed is None else np.zeros(n)
     # The fill's preference: fastest type first (ties: the type order).
     fastest = np.argsort(-pace, axis=1, kind="stable")
-    for t in range(rounds):
-        eligible = np.where(covered[:, None], serves[:, t:], first[:, t:])
-        fits_later = eligible.sum(axis=1)
-        candidates = np.flatnonzero((owed > 0) & eligible[:, 0])
-        must = owed[candidates] >= fits_later[candidates]
-        # A fresh job with no round yet that must run now: without this round its utility is 0.
-        starving = must & fresh[candidates] & (given[candidates] == 0)
-        # np.lexsort sorts by its last key first; negate to put the largest first.
-        order = candidates[np.lexsort((-share[candidates, t], -late[candidates], ~starving, ~must))]
-        # The owed jobs' preference: the type of the largest planned fraction, then the fastest.
-        planned_types = fastest if types == 1 else np.lexsort(
-            (np.broadcast_to(np.arange(types), (n, types)), -pace, -relaxed[:, :, t]), axis=1)
-        free = capacity[:, t].astype(np.float64).copy()
-        running = place(order, gpus, free, planned_types, hosts[:, :, t])
-
-        left_s = remaining_s - round_s * given_s
-        idle = np.ones(n, dtype=bool)
-        idle[running[0]] = False
-        # Every unfinished job may fill idle GPUs, even one whose forecast time is used up: the
-        # forecast can be short, and an idle GPU earns nothing (longest forecast time left first).
-        waiting = np.flatnonzero(idle & fits[:, t] & (remaining_s > 0))
-        filled = place(waiting[np.argsort(-left_s[waiting], kind="stable")], gpus, free, fastest, hosts[:, :, t])
-
-        placement[running[0], t] = running[1]
-        placement[filled[0], t] = filled[1]
-        ran = placement[:, t] >= 0
-        covered |= ran & first[:, t]
-        owed[running[0]] -= 1
-        given[running[0]] += 1
-        given[filled[0]] += 1
-        if speed is not None:
-            given_s[ran] += pace[ran, placement[ran, t]]
+    # The walk itself, one round after another (each depends on what the rounds before gave): compiled.
+    placement_kernels.walk_rounds(relaxed, np.ascontiguousarray(share), owed, np.asarray(late, dtype=np.float64),
+                                  fresh, covered, serves, first, fits, hosts, np.asarray(gpus, dtype=np.float64),
+                                  np.asarray(capacity, dtype=np.float64), np.asarray(remaining_s, dtype=np.float64),
+                                  float(round_s), np.asarray(pace, dtype=np.float64), fastest, speed is not None,
+                                  placement)
     return placement
 
 

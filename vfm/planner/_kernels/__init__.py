@@ -1,6 +1,6 @@
 r"""The planner's compiled layer: Numba kernels of `vfm.planner.solve.ipm.method`'s iterations, of
-`vfm.planner.solve.polish`'s Lagrangian minimizer and of the wait limit's commitments
-(`vfm.planner.program.wait_floor`).
+`vfm.planner.solve.polish`'s Lagrangian minimizer, of the wait limit's commitments
+(`vfm.planner.program.wait_floor`) and of the rounding's walk (`vfm.planner.rounding`).
 
 Each step of an interior-point iteration over hundreds of jobs is one loop over the jobs with a
 block's few numbers in registers, not a chain of whole-array NumPy passes (one call and one
@@ -16,6 +16,7 @@ what they compute:
 - `vfm.planner._kernels.entries`: a point's evaluation and the Newton system's entry-wise passes;
 - `vfm.planner._kernels.lagrangian`: the Lagrangian minimizer and the matched row multipliers;
 - `vfm.planner._kernels.waits`: the wait limit's committed rounds;
+- `vfm.planner._kernels.placement`: the rounding's walk over the window's rounds;
 - `vfm.planner._kernels.jit`: the compilation settings they share;
 - `vfm.planner._kernels.threads`: the threads they run on.
 
