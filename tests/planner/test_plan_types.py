@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from vfm._numerics.jit import interpreting
 from vfm.errors import ValidationError
 from vfm.forecast import JobStates
 from vfm.planner import JobTerms, RoundingContext, plan, round_schedule
@@ -50,6 +51,23 @@ def test_rounding_places_whole_gangs_on_hosting_types_within_each_count(inputs, 
         can = (gpus[:, None] <= free[None, :]) & (speed > 0)
         assert not (waiting[:, None] & can).any()
 
+
+@given(inputs=fractional_inputs(), types=st.integers(1, 3), data=st.data())
+def test_the_rounding_walk_interpreted_is_the_compiled_one(inputs, types, data):
+    # The walk is a compiled kernel with an interpreted twin (what a plan runs while the kernels load):
+    # the same placement either way.
+    relaxed, gpus, capacity, remaining_s, lateness, base, useful = inputs
+    n, rounds = relaxed.shape
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**31)))
+    split = rng.dirichlet(np.ones(types), rounds).T
+    per_type = np.floor(capacity[None, :] * rng.uniform(0.3, 1.0, (types, rounds)))
+    speed = rng.choice([0.0, 0.5, 1.0], (n, types))
+    arguments = (relaxed[:, None, :] * split[None], gpus, per_type, remaining_s, ROUND_S,
+                 RoundingContext(lateness, base, useful), speed)
+    compiled = round_placement(*arguments)
+    with interpreting():
+        interpreted = round_placement(*arguments)
+    np.testing.assert_array_equal(compiled, interpreted)
 
 def _two_types(case: JobSet, speed_of_second: np.ndarray):
     """`case`'s capacity (every gang fits it) and half as many of a second type, slower for each job by
