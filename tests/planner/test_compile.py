@@ -66,10 +66,10 @@ def _signatures() -> int:
     from numba.core.dispatcher import Dispatcher
 
     from vfm._numerics.jit import Kernel
-    from vfm.planner._kernels import dense, entries, lagrangian, low_rank, one_type_rows, system, waits
+    from vfm.planner._kernels import dense, entries, lagrangian, low_rank, one_type_rows, placement, system, waits
 
     count = 0
-    for module in (dense, entries, lagrangian, low_rank, one_type_rows, system, waits):
+    for module in (dense, entries, lagrangian, low_rank, one_type_rows, placement, system, waits):
         for value in vars(module).values():
             compiled = value.compiled if isinstance(value, Kernel) else value
             cells = [compiled, *(cell.cell_contents for cell in getattr(compiled, "__closure__", None) or ())]
@@ -92,6 +92,27 @@ def test_the_forms_a_policy_over_scenarios_loads_cover_its_plans_above_floors():
                   efficiency=0.1, terms=JobTerms(waited=[0, 0, 0, 15], fair_finish_s=[3e4, 3e4, 3e4, 3e4]))
     assert str(result.status) == "optimal" and result.committed is not None and result.committed.any()
     assert _signatures() == before
+
+
+@pytest.mark.parametrize("forms, run", [
+    ("Forms()", "from benchmarks.reproduce import run_policy\nrun_policy('shockwave_120jobs_32gpus', 'vfm', jobs=40)"),
+    ("Forms(types=True)", "from benchmarks.heterogeneous import run_one\n"
+                          "run_one('shockwave_120jobs_32gpus', 'thirds', 'vfm', jobs=40)"),
+], ids=["one type", "three types"])
+def test_the_forms_a_policy_loads_cover_its_decisions(forms, run):
+    # In a fresh process (the kernels' compiled forms are per process): after the forms a policy
+    # loads, its decisions (FTF rows, the efficiency term, the wait limit, the polish from both of its
+    # starts, the rounding) compile nothing more, which on a machine's first run would take seconds
+    # inside a decision.
+    script = ("from vfm.planner.kernel_loading import Forms, compile_kernels\n"
+              "from tests.planner.test_compile import _signatures\n"
+              f"compile_kernels({forms})\n"
+              "before = _signatures()\n"
+              f"{run}\n"
+              "print(before, _signatures())\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600, check=True)
+    before, after = map(int, done.stdout.split()[-2:])
+    assert before > 0 and after == before
 
 
 def test_a_small_window_runs_interpreted_until_the_kernels_are_loaded(cold):

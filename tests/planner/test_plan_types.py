@@ -12,6 +12,7 @@ from vfm._numerics.jit import interpreting
 from vfm.errors import ValidationError
 from vfm.forecast import JobStates
 from vfm.planner import JobTerms, RoundingContext, plan, round_schedule
+from vfm.planner._kernels import placement
 from vfm.planner.rounding import round_placement
 
 from .strategies import JobSet, job_sets
@@ -68,6 +69,19 @@ def test_the_rounding_walk_interpreted_is_the_compiled_one(inputs, types, data):
     with interpreting():
         interpreted = round_placement(*arguments)
     np.testing.assert_array_equal(compiled, interpreted)
+
+
+def test_the_rounding_walk_has_one_compiled_form():
+    # Read-only arrays (a plan's program holds them) would give the kernel a second specialization,
+    # compiled in the middle of a decision on a machine's first run: the walk takes copies.
+    relaxed = np.full((3, 2, 4), 0.25)
+    read_only = [np.array(values, dtype=np.float64) for values in ([1, 2, 1], [[4] * 4, [2] * 4], [1e3, 0, 50])]
+    for array in read_only:
+        array.flags.writeable = False
+    gpus, capacity, remaining_s = read_only
+    round_placement(relaxed, gpus, capacity, remaining_s, ROUND_S, RoundingContext(lateness=gpus), speed=None)
+    round_schedule(relaxed[:, 0], gpus, capacity[0], remaining_s, ROUND_S)
+    assert len(placement.walk_rounds.compiled.signatures) == 1
 
 def _two_types(case: JobSet, speed_of_second: np.ndarray):
     """`case`'s capacity (every gang fits it) and half as many of a second type, slower for each job by

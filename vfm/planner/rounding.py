@@ -191,12 +191,13 @@ def round_placement(
     placement = np.full((n, rounds), -1, dtype=np.int64)
     # The fill's preference: fastest type first (ties: the type order).
     fastest = np.argsort(-pace, axis=1, kind="stable")
-    # The walk itself, one round after another (each depends on what the rounds before gave): compiled.
-    placement_kernels.walk_rounds(relaxed, np.ascontiguousarray(share), owed, np.asarray(late, dtype=np.float64),
-                                  fresh, covered, serves, first, fits, hosts, np.asarray(gpus, dtype=np.float64),
-                                  np.asarray(capacity, dtype=np.float64), np.asarray(remaining_s, dtype=np.float64),
-                                  float(round_s), np.asarray(pace, dtype=np.float64), fastest, speed is not None,
-                                  placement)
+    # The walk itself, one round after another (each depends on what the rounds before gave): compiled,
+    # on writable copies of the caller's arrays (a read-only one would need a compilation of its own).
+    placement_kernels.walk_rounds(
+        np.ascontiguousarray(relaxed), np.ascontiguousarray(share), owed, np.array(late, dtype=np.float64), fresh,
+        covered, serves, first, fits, hosts, np.array(gpus, dtype=np.float64), np.array(capacity, dtype=np.float64),
+        np.array(remaining_s, dtype=np.float64), float(round_s), np.array(pace, dtype=np.float64), fastest,
+        speed is not None, placement)
     return placement
 
 
