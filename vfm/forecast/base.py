@@ -179,7 +179,8 @@ class JobStates:
             if listed is not None:
                 check_length(name, listed, n, "job of total_epochs")
         for job, kind in enumerate(kinds or ()):
-            check(f"groups[{job}] ({job_name(job, ids)})", kind, _GROUP)
+            if not _GROUP.admits(kind):  # worded only to refuse: this runs for every job of every re-plan
+                check(f"groups[{job}] ({job_name(job, ids)})", kind, _GROUP)
         counts = as_real_array(regime_counts, "regime_counts", (n, None))
         n_regimes = counts.shape[1]
         check_nonempty("regime_counts", n_regimes, "regime column")

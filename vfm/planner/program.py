@@ -211,11 +211,16 @@ class PlanningProgram:
         return read_only(np.arange(self.shape[2])) if self.good_round is None else self.good_round
 
     @cached_property
+    def window_rounds(self) -> int:
+        """`R`, the rounds of the window (`round_index`'s largest plus one; `T` on one GPU type)."""
+        return int(self.round_index.max()) + 1
+
+    @cached_property
     def rounds_of_goods(self) -> scipy.sparse.csr_array:
         """The (T, R) 0/1 matrix of goods to their rounds (`round_index`)."""
         goods = self.shape[2]
         return scipy.sparse.csr_array((np.ones(goods), (np.arange(goods), self.round_index)),
-                                      shape=(goods, int(self.round_index.max()) + 1))
+                                      shape=(goods, self.window_rounds))
 
     @cached_property
     def bounds(self) -> FloatArray:
@@ -361,7 +366,7 @@ class PlanningProgram:
         proven then): at thousands of jobs over types this LP takes seconds."""
         _, n, goods = self.shape
         job, good = np.nonzero(self.runnable)
-        entries, rounds = job.size, self.rounds_of_goods.shape[1]
+        entries, rounds = job.size, self.window_rounds
         if time_limit_s is not None and time_limit_s < _LP_SETUP_S_PER_ENTRY * entries:
             return False  # HiGHS would pass the limit before it looks at the clock: no room proven
         columns = np.arange(entries)
@@ -392,7 +397,7 @@ class PlanningProgram:
     @cached_property
     def round_bounds(self) -> FloatArray:
         """The most of each round a job can run, shape (R,): its goods' bound (`bounds`)."""
-        out = np.ones(self.rounds_of_goods.shape[1])
+        out = np.ones(self.window_rounds)
         out[self.round_index] = self.bounds
         return out
 
@@ -442,7 +447,7 @@ def completion_time_cost(program: PlanningProgram, weight: float) -> FloatArray:
     Linear in the schedule, the term keeps the program concave.
     """
     need = np.maximum(program.remaining_s / program.round_s, 1.0)
-    finishing = need <= program.rounds_of_goods.shape[1]
+    finishing = need <= program.window_rounds
     when = program.round_index.astype(np.float64) + 0.5
     per_round = np.where(finishing, program.budgets / need, 0.0)
     return read_only(weight * per_round[:, None] * when[None, :])

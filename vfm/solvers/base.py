@@ -273,4 +273,7 @@ def check_options(backend: Backend, options: dict[str, Any]) -> None:
         return
     check_names(options, kinds, f"an option of solver={backend.name!r}", f"it takes: {', '.join(sorted(kinds))}")
     for name, value in options.items():
-        check(f"option {name}={value!r} of solver={backend.name!r}", value, _KINDS[kinds[name]])
+        kind = _KINDS[kinds[name]]
+        # Worded only to refuse: the value's repr (a warm start's whole array) costs more than the solve's setup.
+        if not kind.admits(value):
+            check(f"option {name}={value!r} of solver={backend.name!r}", value, kind)

@@ -133,7 +133,7 @@ def _typed_gap(program: PlanningProgram, x: np.ndarray, ftf: np.ndarray, efficie
     z_e = scale * np.where((leftover > 0) & (kappa > 0), np.maximum(efficiency, 0.0), 0.0)
     c = np.where(runnable, gradient - program.gpus[:, None] * prices[None, :] + (z_f + z_e)[:, None] * program.pace,
                  0.0)
-    best = np.zeros((program.rounds_of_goods.shape[1], n))
+    best = np.zeros((program.window_rounds, n))
     np.maximum.at(best, program.round_index, c.T)  # max(0, max over a round's goods), per round and job
     best = best.T
     value = float(program.budgets @ np.log(utilities).mean(axis=0)) - float(np.vdot(cost, y))

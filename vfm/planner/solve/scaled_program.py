@@ -104,7 +104,8 @@ def scale_program(program: PlanningProgram) -> tuple[ScaledProgram, float]:
     constrained = floor > 0
     leftover = np.where(program.open_jobs, program.remaining_s / program.round_s, 0.0)
     efficient = (leftover > 0) & (program.efficiency > 0)
-    rounds_of_goods = program.rounds_of_goods.toarray()
+    rounds_of_goods = np.zeros((rounds, program.window_rounds))  # dense at once: a sparse one costs more to build
+    rounds_of_goods[np.arange(rounds), program.round_index] = 1.0
     data = ScaledProgram(
         active=active,
         progress=np.where(active[None], program.progress, 0.0).transpose(1, 0, 2).copy(),
