@@ -80,6 +80,26 @@ def _planned_types(relaxed: np.ndarray, pace: np.ndarray, t: int, preference: np
             preference[i, position] = k
 
 
+@jit.inlined
+def _owed_now(t: int, owed: np.ndarray, covered: np.ndarray, serves: np.ndarray, first: np.ndarray,
+              later_serves: np.ndarray, later_first: np.ndarray, fresh: np.ndarray, given: np.ndarray,
+              must: np.ndarray, starving: np.ndarray) -> np.ndarray:
+    """The jobs owed a round that can take round `t` (a job not yet `covered` only where it is served
+    `first`), in job order; for each, `must` := it has no later round to spare (owed as many as the
+    rounds left from `t`) and `starving` := it must, is `fresh` and has been `given` none."""
+    n = owed.size
+    candidates = np.empty(n, dtype=np.int64)
+    count = 0
+    for i in range(n):
+        if owed[i] > 0 and (serves[i, t] if covered[i] else first[i, t]):
+            candidates[count] = i
+            count += 1
+            must[i] = owed[i] >= (later_serves[i, t] if covered[i] else later_first[i, t])
+            # A fresh job with no round yet that must run now: without this round its utility is 0.
+            starving[i] = must[i] and fresh[i] and given[i] == 0
+    return candidates[:count]
+
+
 @jit.compiled
 def walk_rounds(relaxed: np.ndarray, share: np.ndarray, owed: np.ndarray, late: np.ndarray, fresh: np.ndarray,
                 covered: np.ndarray, serves: np.ndarray, first: np.ndarray, fits: np.ndarray, hosts: np.ndarray,
@@ -105,16 +125,9 @@ def walk_rounds(relaxed: np.ndarray, share: np.ndarray, owed: np.ndarray, late: 
     free = np.empty(types)
     left_s = np.empty(n)
     for t in range(rounds):
-        candidates = np.empty(n, dtype=np.int64)
-        count = 0
-        for i in range(n):
-            if owed[i] > 0 and (serves[i, t] if covered[i] else first[i, t]):
-                candidates[count] = i
-                count += 1
-                must[i] = owed[i] >= (later_serves[i, t] if covered[i] else later_first[i, t])
-                # A fresh job with no round yet that must run now: without this round its utility is 0.
-                starving[i] = must[i] and fresh[i] and given[i] == 0
-        order = _owed_order(candidates[:count], must, starving, late, share[:, t])
+        candidates = _owed_now(t, owed, covered, serves, first, later_serves, later_first, fresh, given, must,
+                               starving)
+        order = _owed_order(candidates, must, starving, late, share[:, t])
         if types > 1:
             _planned_types(relaxed, pace, t, preference)
         for k in range(types):
