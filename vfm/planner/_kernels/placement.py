@@ -136,6 +136,8 @@ def walk_rounds(relaxed: np.ndarray, share: np.ndarray, owed: np.ndarray, late: 
         _first_fit(order, gpus, free, preference, hosts, t, kind)
         for i in range(n):
             left_s[i] = remaining_s[i] - round_s * given_s[i]
+        # Every unfinished job may fill idle GPUs, even one whose forecast time is used up: the forecast
+        # can be short, and an idle GPU earns nothing (longest forecast time left first).
         waiting = np.empty(n, dtype=np.int64)
         count = 0
         for i in range(n):
