@@ -270,7 +270,7 @@ def _minimized(data: ScaledProgram, costs: FloatArray,
     """The `lagrangian_minimizer` of the jobs `picked` at the entries' costs `costs` (their rows)."""
     n, rounds = costs.shape
     y, utility, free = np.empty((n, rounds)), np.empty(n), np.empty((n, rounds), dtype=np.bool_)
-    upper = np.require(data.minimizer_upper[picked], requirements="CW")  # a slice is read-only: one compiled form
+    upper = np.require(data.minimizer_upper[picked], requirements=["C", "W"])  # a slice is read-only: one form
     _kernels.lagrangian_minimizer(np.ascontiguousarray(data.progress[picked, 0, :]), costs, data.spread[picked],
                                   data.budgets[picked], np.ascontiguousarray(data.base[picked, 0]), upper,
                                   np.ascontiguousarray(data.active[picked]), y, utility, free)
