@@ -13,7 +13,7 @@ from vfm.errors import ValidationError
 from vfm.forecast import JobStates
 from vfm.planner import JobTerms, RoundingContext, plan, round_schedule
 from vfm.planner._kernels import placement
-from vfm.planner.rounding import round_placement
+from vfm.planner.rounding import place, round_placement
 
 from .strategies import JobSet, job_sets
 from .test_rounding import ROUND_S, fractional_inputs
@@ -82,6 +82,25 @@ def test_the_rounding_walk_has_one_compiled_form():
     round_placement(relaxed, gpus, capacity, remaining_s, ROUND_S, RoundingContext(lateness=gpus), speed=None)
     round_schedule(relaxed[:, 0], gpus, capacity[0], remaining_s, ROUND_S)
     assert len(placement.walk_rounds.compiled.signatures) == 1
+
+
+@given(data=st.data())
+def test_the_walks_first_fit_is_the_fallbacks(data):
+    # The compiled walk packs a round with its own first fit; the first-fit fallback of a failed
+    # re-plan uses `rounding.place`: the same rule, so the same jobs on the same types.
+    n, types = data.draw(st.integers(1, 12)), data.draw(st.integers(1, 3))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**31)))
+    gpus = rng.choice([1.0, 2.0, 4.0, 8.0], n)
+    free = rng.integers(0, 12, types).astype(np.float64)
+    preference = np.array([rng.permutation(types) for _ in range(n)])
+    hosts = rng.random((n, types, 1)) < 0.8
+    queue = rng.permutation(n)
+    jobs, kinds = place(queue, gpus, free.copy(), preference, hosts[:, :, 0])
+    expected = np.full(n, -1)
+    expected[jobs] = kinds
+    kind = np.full(n, -1)
+    placement._first_fit(queue, gpus, free.copy(), preference, hosts, 0, kind)
+    np.testing.assert_array_equal(kind, expected)
 
 def _two_types(case: JobSet, speed_of_second: np.ndarray):
     """`case`'s capacity (every gang fits it) and half as many of a second type, slower for each job by

@@ -63,11 +63,12 @@ def _owed_order(candidates: np.ndarray, must: np.ndarray, starving: np.ndarray, 
 
 
 @jit.inlined
-def _planned_types(relaxed: np.ndarray, pace: np.ndarray, t: int, preference: np.ndarray) -> None:
-    """Each job's types, the largest planned fraction of round `t` first, then the fastest, then the
-    type order (`numpy.lexsort((arange(K), -pace, -relaxed[:, :, t]), axis=1)`), into `preference`."""
-    n, types = pace.shape
-    for i in range(n):
+def _planned_types(relaxed: np.ndarray, pace: np.ndarray, t: int, jobs: np.ndarray, preference: np.ndarray) -> None:
+    """The types of each of `jobs`, the largest planned fraction of round `t` first, then the fastest,
+    then the type order (`numpy.lexsort((arange(K), -pace, -relaxed[:, :, t]), axis=1)`), into
+    `preference` (the other jobs' rows are left as they are)."""
+    types = pace.shape[1]
+    for i in jobs:
         for k in range(types):
             position = k
             while position > 0:
@@ -129,7 +130,7 @@ def walk_rounds(relaxed: np.ndarray, share: np.ndarray, owed: np.ndarray, late: 
                                starving)
         order = _owed_order(candidates, must, starving, late, share[:, t])
         if types > 1:
-            _planned_types(relaxed, pace, t, preference)
+            _planned_types(relaxed, pace, t, order, preference)  # only the owed jobs' are read
         for k in range(types):
             free[k] = capacity[k, t]
         kind[:] = -1
